@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/journal"
+)
+
+func init() { registerCommand(newJournalCmd) }
+
+// journalOpts holds the flags shared by every journal subcommand.
+type journalOpts struct {
+	// Dir is the journal directory (--journal, default ./journal).
+	Dir string
+}
+
+func newJournalCmd(g *Globals) *cobra.Command {
+	opts := &journalOpts{}
+	cmd := &cobra.Command{
+		Use:   "journal",
+		Short: "Keep the development journal and publish it as a static site",
+		Long: `The journal is a directory of timestamped entries, one JSON file each under
+entries/, valid against schemas/journal-entry.schema.json. 'build' renders it
+as a static site and records each published entry's hash in published.json;
+'check' reports what is wrong, including published entries changed without a
+revision note.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&opts.Dir, "journal", journal.DefaultDir, "journal directory")
+	cmd.AddCommand(newJournalNewCmd(g, opts), newJournalBuildCmd(g, opts), newJournalCheckCmd(g, opts))
+	return cmd
+}
+
+// journalNewOpts are the flags of 'hiro journal new'.
+type journalNewOpts struct {
+	Title, Subtitle, Summary, Slug, BodyFile, Time string
+}
+
+func newJournalNewCmd(g *Globals, jo *journalOpts) *cobra.Command {
+	o := &journalNewOpts{}
+	cmd := &cobra.Command{
+		Use:   "new --title TITLE [--subtitle S] [--summary S] [--body-file F]",
+		Short: "Start a hand-written journal entry",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runJournalNew(c.Context(), g, jo, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Title, "title", "", "entry title (required)")
+	f.StringVar(&o.Subtitle, "subtitle", "", "one line under the title")
+	f.StringVar(&o.Summary, "summary", "", "executive summary (plain text)")
+	f.StringVar(&o.Slug, "slug", "", "page name (default: made from the title)")
+	f.StringVar(&o.BodyFile, "body-file", "", "Markdown file holding the body")
+	f.StringVar(&o.Time, "time", "", "timestamp, RFC 3339 with zone (default: now)")
+	return cmd
+}
+
+// runJournalNew writes a new hand-written entry and prints its path.
+func runJournalNew(_ context.Context, g *Globals, jo *journalOpts, o *journalNewOpts) error {
+	if strings.TrimSpace(o.Title) == "" {
+		return UsageErrorf("journal new: --title is required")
+	}
+	e := &journal.Entry{Title: o.Title, Subtitle: o.Subtitle, Summary: o.Summary, Slug: o.Slug}
+	if e.Slug == "" {
+		e.Slug = journal.Slugify(o.Title)
+		if e.Slug == "" {
+			return UsageErrorf("journal new: the title %q holds no letter or digit to make a slug from; pass --slug", o.Title)
+		}
+	} else if !journal.ValidSlug(e.Slug) {
+		return UsageErrorf("journal new: --slug %q: use lower-case a-z, 0-9 and single hyphens, at most %d bytes", e.Slug, journal.MaxSlugLen)
+	}
+	e.Timestamp = time.Now().Truncate(time.Second)
+	if o.Time != "" {
+		t, err := time.Parse(time.RFC3339, o.Time)
+		if err != nil {
+			return UsageErrorf("journal new: --time %q: want RFC 3339 with a zone, e.g. 2025-06-12T18:30:00+02:00", o.Time)
+		}
+		e.Timestamp = t
+	}
+	if o.BodyFile != "" {
+		b, err := os.ReadFile(o.BodyFile)
+		if err != nil {
+			return UsageErrorf("journal new: --body-file: %w", err)
+		}
+		e.Body = string(b)
+	}
+	if err := os.MkdirAll(jo.Dir, 0o755); err != nil {
+		return UsageErrorf("journal new: %w", err)
+	}
+	j, err := journal.Load(jo.Dir)
+	if err != nil {
+		return UsageErrorf("journal new: %w", err)
+	}
+	rel, err := j.Create(e)
+	if err != nil {
+		if errors.Is(err, journal.ErrExists) {
+			return UsageErrorf("journal new: %w", err)
+		}
+		return fmt.Errorf("journal new: %w", err)
+	}
+	fmt.Fprintf(g.Stdout, "created %s/%s (slug %s)\n", strings.TrimSuffix(jo.Dir, "/"), rel, e.Slug)
+	return nil
+}
+
+// journalBuildOpts are the flags of 'hiro journal build'.
+type journalBuildOpts struct {
+	Out, Title, BaseURL string
+}
+
+func newJournalBuildCmd(g *Globals, jo *journalOpts) *cobra.Command {
+	o := &journalBuildOpts{}
+	cmd := &cobra.Command{
+		Use:   "build --out DIR",
+		Short: "Render the journal as a static site and record what was published",
+		Long: `Writes DIR/index.html (newest first), DIR/feed.atom, and for each entry
+DIR/entries/<slug>.html with its JSON beside it, plus a redirecting page for each
+alias. DIR is replaced as a whole; a non-empty DIR that is not a journal site is
+refused. Each entry's hash is then recorded in the journal's published.json.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runJournalBuild(c.Context(), g, jo, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Out, "out", "", "output directory (required)")
+	f.StringVar(&o.Title, "title", journal.DefaultSiteTitle, "site title")
+	f.StringVar(&o.BaseURL, "base-url", "", "absolute URL of the site root, for canonical links and the feed")
+	return cmd
+}
+
+// runJournalBuild builds the site, then records the published entries.
+func runJournalBuild(_ context.Context, g *Globals, jo *journalOpts, o *journalBuildOpts) error {
+	if o.Out == "" {
+		return UsageErrorf("journal build: --out DIR is required")
+	}
+	if o.BaseURL != "" && !strings.HasPrefix(o.BaseURL, "https://") && !strings.HasPrefix(o.BaseURL, "http://") {
+		return UsageErrorf("journal build: --base-url %q: want an absolute http(s) URL", o.BaseURL)
+	}
+	j, err := journal.Load(jo.Dir)
+	if err != nil {
+		return UsageErrorf("journal build: %w", err)
+	}
+	start := time.Now()
+	res, err := journal.Build(j, o.Out, journal.BuildOptions{Title: o.Title, BaseURL: o.BaseURL})
+	var pe *journal.ProblemsError
+	switch {
+	case errors.As(err, &pe):
+		return FailedError(fmt.Errorf("journal build: %w\nnothing was built; fix these and run again", err))
+	case errors.Is(err, journal.ErrNotSite):
+		return UsageErrorf("journal build: %w", err)
+	case err != nil:
+		return fmt.Errorf("journal build: %w", err)
+	}
+	elapsed := time.Since(start)
+	pub, err := journal.ReadPublished(jo.Dir)
+	if err != nil {
+		return fmt.Errorf("journal build: site built, but: %w", err)
+	}
+	for _, p := range pub.Unrevised(j.Entries) {
+		fmt.Fprintf(g.Stderr, "warning: %s\n", p)
+	}
+	if pub.Record(j.Entries) {
+		if err := journal.WritePublished(jo.Dir, pub); err != nil {
+			return fmt.Errorf("journal build: site built, but: %w", err)
+		}
+	}
+	fmt.Fprintf(g.Stdout, "built %d entries and %d aliases into %s (%d files, %s); %s records %d published entries\n",
+		res.Entries, res.Aliases, o.Out, res.Files, elapsed.Round(time.Millisecond), journal.PublishedFile, len(pub.Entries))
+	return nil
+}
+
+// journalCheckOpts are the flags of 'hiro journal check'.
+type journalCheckOpts struct {
+	Out string
+}
+
+func newJournalCheckCmd(g *Globals, jo *journalOpts) *cobra.Command {
+	o := &journalCheckOpts{}
+	cmd := &cobra.Command{
+		Use:   "check [--out DIR]",
+		Short: "Check the journal (and a built site): exit 1 with a list of problems",
+		Long: `Checks that timestamps and slugs are unique, that no alias collides with a
+slug or another alias, that every entry validates against the entry schema, that
+no published entry changed without a revision note, and that every internal link
+of the site resolves. With --out the built site in DIR is checked (and must have
+every entry's page, JSON and alias pages); without it a site is built into a
+temporary directory for the link check.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runJournalCheck(c.Context(), g, jo, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Out, "out", "", "built site to check (default: build one in a temporary directory)")
+	return cmd
+}
+
+// runJournalCheck prints every problem, one per line, and fails (exit 1)
+// when there is any.
+func runJournalCheck(_ context.Context, g *Globals, jo *journalOpts, o *journalCheckOpts) error {
+	j, err := journal.Load(jo.Dir)
+	if err != nil {
+		return UsageErrorf("journal check: %w", err)
+	}
+	if o.Out != "" {
+		if st, err := os.Stat(o.Out); err != nil || !st.IsDir() {
+			return UsageErrorf("journal check: --out %s is not a directory; build the site first with 'hiro journal build --out %s'", o.Out, o.Out)
+		}
+	}
+	r, err := journal.Check(j, o.Out)
+	if err != nil {
+		return fmt.Errorf("journal check: %w", err)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintln(g.Stdout, p)
+	}
+	if len(r.Problems) > 0 {
+		return FailedError(fmt.Errorf("journal check: %d problem(s) in %s", len(r.Problems), jo.Dir))
+	}
+	fmt.Fprintf(g.Stdout, "journal OK: %d entries, %d aliases; %d pages and %d internal links checked\n", r.Entries, r.Aliases, r.Pages, r.Links)
+	return nil
+}

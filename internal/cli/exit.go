@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Exit statuses. They are a contract (DESIGN.md, "Contracts other tools
+// read") and are mapped from errors in exactly one place: ExitCode.
+const (
+	// ExitOK: success (qualify: qualified; backend start: ready).
+	ExitOK = 0
+	// ExitFailed: the thing checked failed (qualify: a gate failed; backend
+	// start: the engine failed; artifact verify: drift found).
+	ExitFailed = 1
+	// ExitUsage: bad usage, configuration or plan. Nothing was started or stopped.
+	ExitUsage = 2
+	// ExitAborted: harness error or interrupt, with production restored.
+	ExitAborted = 3
+	// ExitCritical: production could not be restored.
+	ExitCritical = 4
+)
+
+// ExitError carries an exit status with its cause. Use the constructors
+// UsageError, FailedError, AbortedError and CriticalError.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// UsageError marks err as bad usage or configuration (exit 2).
+func UsageError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
+
+// UsageErrorf formats a bad-usage error (exit 2).
+func UsageErrorf(format string, a ...any) error {
+	return UsageError(fmt.Errorf(format, a...))
+}
+
+// FailedError marks err as a failed check (exit 1).
+func FailedError(err error) error { return &ExitError{Code: ExitFailed, Err: err} }
+
+// AbortedError marks err as a harness error or interrupt (exit 3).
+func AbortedError(err error) error { return &ExitError{Code: ExitAborted, Err: err} }
+
+// CriticalError marks err as production not restored (exit 4).
+func CriticalError(err error) error { return &ExitError{Code: ExitCritical, Err: err} }
+
+// Silent returns an ExitError that sets the status without printing a
+// message: the command already reported its outcome (e.g. a --json object).
+func Silent(code int) error { return &ExitError{Code: code} }
+
+// ExitCode maps an error to its exit status: nil → 0, *ExitError → its code,
+// anything else → ExitFailed.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return ExitFailed
+}

@@ -1,0 +1,504 @@
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Engine kinds a profile may name. Knowledge of each lives in package engine.
+var EngineKinds = []string{"llamacpp", "vllm", "sglang", "ollama", "openai"}
+
+// Defaults for profile bounds. Chosen for a small model on one GPU box:
+// a 15 GB checkpoint took 94 s to load in the seed's campaign, so the hard
+// ready timeout leaves room for that plus kernel setup and warm-up.
+const (
+	DefaultHost            = "127.0.0.1"
+	DefaultReadyTimeout    = 10 * time.Minute
+	DefaultStallTimeout    = 2 * time.Minute
+	DefaultStopGrace       = 10 * time.Second
+	DefaultProbePrompt     = "Reply with exactly one word: READY"
+	DefaultProbeMaxTokens  = 8
+	DefaultProbeTimeout    = 30 * time.Second
+	DefaultRestoreAttempts = 2
+	DefaultStateDir        = ".hiro"
+)
+
+// Duration is a time.Duration written in TOML as a string such as "90s",
+// "2m" or "1h30m" (time.ParseDuration syntax).
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: write it like \"90s\", \"2m\" or \"1h30m\"", string(b))
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// ReadyProbe is the bounded real completion that readiness requires.
+type ReadyProbe struct {
+	// Prompt is the user message; default DefaultProbePrompt.
+	Prompt string `toml:"prompt" json:"prompt"`
+	// Expect, when set, is the exact reply required after trimming
+	// whitespace (e.g. "READY"). Empty: any non-error completion passes.
+	Expect string `toml:"expect" json:"expect,omitempty"`
+	// MaxTokens bounds the completion; default DefaultProbeMaxTokens.
+	MaxTokens int `toml:"max_tokens" json:"max_tokens"`
+	// Timeout bounds the request; default DefaultProbeTimeout.
+	Timeout Duration `toml:"timeout" json:"timeout"`
+}
+
+// Profile is how to run (or reach) one inference server (DESIGN.md,
+// "Backend profile").
+type Profile struct {
+	// Name is the profile's key in [backends.NAME]; filled by Load.
+	Name string `toml:"-" json:"name"`
+	// Engine is the engine kind: one of EngineKinds.
+	Engine string `toml:"engine" json:"engine"`
+	// Unmanaged profiles are only probed at BaseURL; hiro never starts or
+	// stops them. They have no Command.
+	Unmanaged bool `toml:"unmanaged" json:"unmanaged,omitempty"`
+	// Command is the executable; a bare name is looked up in PATH at start,
+	// a relative path is resolved against the configuration's directory.
+	Command string `toml:"command" json:"command,omitempty"`
+	// Args are the command's arguments, passed as they are.
+	Args []string `toml:"args" json:"args,omitempty"`
+	// Env is the environment the server gets, in addition to InheritEnv.
+	// Nothing else from hiro's environment is passed.
+	Env map[string]string `toml:"env" json:"env,omitempty"`
+	// InheritEnv names variables copied from hiro's own environment (e.g.
+	// "PATH", "HOME"), when set there.
+	InheritEnv []string `toml:"inherit_env" json:"inherit_env,omitempty"`
+	// Workdir is the server's working directory (relative to the
+	// configuration's directory); default that directory.
+	Workdir string `toml:"workdir" json:"workdir,omitempty"`
+	// Host and Port are where the server listens; Host defaults to
+	// 127.0.0.1. Port is required for managed profiles unless BaseURL is set.
+	Host string `toml:"host" json:"host,omitempty"`
+	Port int    `toml:"port" json:"port,omitempty"`
+	// BaseURL is the server's root URL (no /v1); default http://Host:Port.
+	BaseURL string `toml:"base_url" json:"base_url"`
+	// Model is the model id the server must report in /v1/models and is
+	// asked for in completions.
+	Model string `toml:"model" json:"model"`
+	// Artifact is the path of the artifact manifest (package artifact) of
+	// the model this profile serves; optional.
+	Artifact string `toml:"artifact" json:"artifact,omitempty"`
+	// ArtifactDir is the directory the manifest describes; default the
+	// manifest's directory.
+	ArtifactDir string `toml:"artifact_dir" json:"artifact_dir,omitempty"`
+	// ExclusiveAccelerator: the server needs the accelerator alone, so
+	// production must be stopped while it runs.
+	ExclusiveAccelerator bool `toml:"exclusive_accelerator" json:"exclusive_accelerator,omitempty"`
+	// ReadyTimeout is the hard bound from start to ready.
+	ReadyTimeout Duration `toml:"ready_timeout" json:"ready_timeout"`
+	// StallTimeout ends a start when the server neither logs nor gets
+	// closer to ready for this long; it resets on every log line.
+	StallTimeout Duration `toml:"stall_timeout" json:"stall_timeout"`
+	// StopGrace is how long stop waits after SIGTERM before SIGKILL.
+	StopGrace Duration `toml:"stop_grace" json:"stop_grace"`
+	// ReadyProbe is the bounded real completion of readiness.
+	ReadyProbe ReadyProbe `toml:"ready_probe" json:"ready_probe"`
+	// ConfigFiles are files that define this server's configuration beyond
+	// the profile (a launcher script, a Modelfile); production's are hashed
+	// before and after a campaign.
+	ConfigFiles []string `toml:"config_files" json:"config_files,omitempty"`
+}
+
+// Production names the profile that serves extraction now.
+type Production struct {
+	// Backend is the name of the production profile.
+	Backend string `toml:"backend" json:"backend"`
+	// RestoreAttempts bounds how many times restoring production is tried;
+	// default DefaultRestoreAttempts.
+	RestoreAttempts int `toml:"restore_attempts" json:"restore_attempts"`
+}
+
+// Config is a whole hiro configuration file.
+type Config struct {
+	// Path is the absolute path of the file it was loaded from; Dir its directory.
+	Path string `toml:"-" json:"-"`
+	Dir  string `toml:"-" json:"-"`
+	// StateDir holds records of running backends, logs, leases; relative
+	// to Dir; default DefaultStateDir.
+	StateDir string `toml:"state_dir" json:"state_dir"`
+	// Production is the production section; optional.
+	Production Production `toml:"production" json:"production"`
+	// Backends are the profiles by name.
+	Backends map[string]*Profile `toml:"backends" json:"backends"`
+	// DiskPaths are paths whose free space doctor reports.
+	DiskPaths []string `toml:"disk_paths" json:"disk_paths,omitempty"`
+}
+
+// Error is a configuration error: Key is the dotted path of the offending
+// key ("backends.prod.port"), Msg says what is wrong and what to do.
+type Error struct {
+	File string
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Key != "" {
+		if loc != "" {
+			loc += ": "
+		}
+		loc += e.Key
+	}
+	if loc == "" {
+		return e.Msg
+	}
+	return loc + ": " + e.Msg
+}
+
+// Errors is a list of configuration errors, all found in one pass.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Load reads, decodes strictly, fills defaults and validates the
+// configuration at path. Errors are *Error or Errors naming the key path.
+func Load(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &Error{File: path, Msg: "configuration file not found; pass --config FILE or set HIRO_CONFIG (examples/hiro.toml is a starting point)"}
+		}
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	return Parse(data, abs)
+}
+
+// Parse is Load for bytes already read; path is used to resolve relative
+// paths and in messages.
+func Parse(data []byte, path string) (*Config, error) {
+	var c Config
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c)
+	if err != nil {
+		return nil, decodeError(path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		var es Errors
+		for _, k := range und {
+			es = append(es, &Error{File: path, Key: k.String(), Msg: "unknown key; check its spelling against examples/hiro.toml (keys are snake_case)"})
+		}
+		return nil, es
+	}
+	c.Path = path
+	c.Dir = filepath.Dir(path)
+	c.fillDefaults()
+	if es := c.validate(); len(es) > 0 {
+		return nil, es
+	}
+	return &c, nil
+}
+
+var reTOMLKey = regexp.MustCompile(`last key "([^"]*)"`)
+
+// decodeError turns a TOML error into an *Error naming the key and line.
+func decodeError(path string, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		key := ""
+		if m := reTOMLKey.FindStringSubmatch(pe.Error()); m != nil {
+			key = m[1]
+		}
+		if pe.LastKey != "" {
+			key = pe.LastKey
+		}
+		msg := fmt.Sprintf("line %d: %s", pe.Position.Line, pe.Message)
+		return &Error{File: path, Key: key, Msg: msg}
+	}
+	msg := strings.TrimPrefix(err.Error(), "toml: ")
+	if m := reTOMLKey.FindStringSubmatch(msg); m != nil {
+		msg = strings.Replace(msg, " (last key \""+m[1]+"\")", "", 1)
+		return &Error{File: path, Key: m[1], Msg: msg + "; fix the value's type (strings in quotes, numbers and booleans bare)"}
+	}
+	return &Error{File: path, Msg: msg}
+}
+
+func (c *Config) fillDefaults() {
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir
+	}
+	c.StateDir = c.resolve(c.StateDir)
+	if c.Production.RestoreAttempts == 0 {
+		c.Production.RestoreAttempts = DefaultRestoreAttempts
+	}
+	for name, p := range c.Backends {
+		if p == nil {
+			continue
+		}
+		p.Name = name
+		if p.Host == "" {
+			p.Host = DefaultHost
+		}
+		if p.BaseURL == "" && p.Port != 0 {
+			p.BaseURL = "http://" + net.JoinHostPort(p.Host, strconv.Itoa(p.Port))
+		}
+		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
+		if p.ReadyTimeout.Duration == 0 {
+			p.ReadyTimeout.Duration = DefaultReadyTimeout
+		}
+		if p.StallTimeout.Duration == 0 {
+			p.StallTimeout.Duration = DefaultStallTimeout
+		}
+		if p.StopGrace.Duration == 0 {
+			p.StopGrace.Duration = DefaultStopGrace
+		}
+		if p.ReadyProbe.Prompt == "" {
+			p.ReadyProbe.Prompt = DefaultProbePrompt
+		}
+		if p.ReadyProbe.MaxTokens == 0 {
+			p.ReadyProbe.MaxTokens = DefaultProbeMaxTokens
+		}
+		if p.ReadyProbe.Timeout.Duration == 0 {
+			p.ReadyProbe.Timeout.Duration = DefaultProbeTimeout
+		}
+		if p.Command != "" && (strings.HasPrefix(p.Command, "./") || strings.HasPrefix(p.Command, "../")) {
+			p.Command = c.resolve(p.Command)
+		}
+		if p.Workdir == "" {
+			p.Workdir = c.Dir
+		} else {
+			p.Workdir = c.resolve(p.Workdir)
+		}
+		if p.Artifact != "" {
+			p.Artifact = c.resolve(p.Artifact)
+			if p.ArtifactDir == "" {
+				p.ArtifactDir = filepath.Dir(p.Artifact)
+			}
+		}
+		if p.ArtifactDir != "" {
+			p.ArtifactDir = c.resolve(p.ArtifactDir)
+		}
+		for i, f := range p.ConfigFiles {
+			p.ConfigFiles[i] = c.resolve(f)
+		}
+	}
+}
+
+// resolve makes p absolute against the configuration's directory.
+func (c *Config) resolve(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.Dir, p)
+}
+
+var reName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var reEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (c *Config) validate() Errors {
+	var es Errors
+	add := func(key, format string, a ...any) {
+		es = append(es, &Error{File: c.Path, Key: key, Msg: fmt.Sprintf(format, a...)})
+	}
+	if len(c.Backends) == 0 {
+		add("backends", "no backend profiles; add at least one [backends.NAME] table with engine, command, port and model")
+	}
+	for _, name := range c.BackendNames() {
+		p := c.Backends[name]
+		k := "backends." + name
+		if p == nil {
+			add(k, "empty profile")
+			continue
+		}
+		es = append(es, p.validate(c.Path, k)...)
+		if !reName.MatchString(name) {
+			add(k, "invalid backend name %q: use letters, digits, '.', '_' and '-' only", name)
+		}
+	}
+	if c.Production.Backend != "" {
+		if _, ok := c.Backends[c.Production.Backend]; !ok {
+			add("production.backend", "names %q, which is not a backend profile; known: %s", c.Production.Backend, strings.Join(c.BackendNames(), ", "))
+		}
+	}
+	if c.Production.RestoreAttempts < 0 || c.Production.RestoreAttempts > 10 {
+		add("production.restore_attempts", "must be between 1 and 10, got %d", c.Production.RestoreAttempts)
+	}
+	// Two managed profiles on one port conflict only when run together;
+	// a campaign stops production first, so this is not an error here.
+	return es
+}
+
+// Validate checks one profile; key is its dotted path ("backends.NAME").
+// Plans that define derived profiles call it too.
+func (p *Profile) Validate(file, key string) error {
+	if es := p.validate(file, key); len(es) > 0 {
+		return es
+	}
+	return nil
+}
+
+func (p *Profile) validate(file, k string) Errors {
+	var es Errors
+	add := func(key, format string, a ...any) {
+		es = append(es, &Error{File: file, Key: key, Msg: fmt.Sprintf(format, a...)})
+	}
+	if p.Engine == "" {
+		add(k+".engine", "missing; set one of %s", strings.Join(EngineKinds, ", "))
+	} else if !contains(EngineKinds, p.Engine) {
+		add(k+".engine", "unknown engine kind %q; use one of %s", p.Engine, strings.Join(EngineKinds, ", "))
+	}
+	if p.Unmanaged {
+		if p.Command != "" {
+			add(k+".command", "an unmanaged profile has no command; remove command or set unmanaged = false")
+		}
+		if p.BaseURL == "" {
+			add(k+".base_url", "missing; an unmanaged profile is reached only through base_url (e.g. \"http://127.0.0.1:8080\")")
+		}
+	} else {
+		if strings.TrimSpace(p.Command) == "" {
+			add(k+".command", "missing; set the executable that starts the server (or unmanaged = true with base_url for a server hiro only probes)")
+		}
+		if p.Port == 0 && p.BaseURL == "" {
+			add(k+".port", "missing; set the port the server listens on (1-65535)")
+		}
+	}
+	if p.Port < 0 || p.Port > 65535 {
+		add(k+".port", "%d is out of range; use 1-65535", p.Port)
+	}
+	if p.BaseURL != "" {
+		u, err := url.Parse(p.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add(k+".base_url", "%q is not an http(s) URL; write it like \"http://127.0.0.1:8080\"", p.BaseURL)
+		} else if strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+			add(k+".base_url", "%q ends in /v1; give the server's root, hiro adds /v1 itself", p.BaseURL)
+		}
+	}
+	if strings.TrimSpace(p.Model) == "" {
+		add(k+".model", "missing; set the model id the server must report in /v1/models")
+	}
+	for name := range p.Env {
+		if !reEnvName.MatchString(name) {
+			add(k+".env."+name, "invalid environment variable name")
+		}
+	}
+	for i, name := range p.InheritEnv {
+		if !reEnvName.MatchString(name) {
+			add(fmt.Sprintf("%s.inherit_env[%d]", k, i), "invalid environment variable name %q", name)
+		}
+	}
+	if p.ReadyTimeout.Duration < 0 || p.StallTimeout.Duration < 0 || p.StopGrace.Duration < 0 {
+		add(k, "timeouts must be positive")
+	}
+	if p.StallTimeout.Duration > p.ReadyTimeout.Duration {
+		add(k+".stall_timeout", "%s is longer than ready_timeout %s; the stall timeout must fit under the hard ready timeout", p.StallTimeout.Duration, p.ReadyTimeout.Duration)
+	}
+	if p.ReadyProbe.MaxTokens < 0 {
+		add(k+".ready_probe.max_tokens", "must be positive")
+	}
+	return es
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// BackendNames returns the profile names, sorted.
+func (c *Config) BackendNames() []string {
+	names := make([]string, 0, len(c.Backends))
+	for n := range c.Backends {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Backend returns the named profile, or an error listing the known names.
+func (c *Config) Backend(name string) (*Profile, error) {
+	p, ok := c.Backends[name]
+	if !ok || p == nil {
+		return nil, &Error{File: c.Path, Key: "backends." + name, Msg: fmt.Sprintf("no such backend profile; known: %s", strings.Join(c.BackendNames(), ", "))}
+	}
+	return p, nil
+}
+
+// ProductionProfile returns the production profile, or nil when the
+// configuration names none.
+func (c *Config) ProductionProfile() *Profile {
+	if c.Production.Backend == "" {
+		return nil
+	}
+	return c.Backends[c.Production.Backend]
+}
+
+// Clone returns a deep copy of the profile, for derived attempt profiles.
+func (p *Profile) Clone() *Profile {
+	q := *p
+	q.Args = append([]string(nil), p.Args...)
+	q.InheritEnv = append([]string(nil), p.InheritEnv...)
+	q.ConfigFiles = append([]string(nil), p.ConfigFiles...)
+	q.Env = make(map[string]string, len(p.Env))
+	for k, v := range p.Env {
+		q.Env[k] = v
+	}
+	return &q
+}
+
+// Hash returns the SHA-256 (hex) of the profile's canonical JSON form:
+// everything that defines how the server is run. A running backend's
+// record keeps it, so a changed profile is noticed.
+func (p *Profile) Hash() string {
+	b, _ := json.Marshal(p) // map keys are sorted by encoding/json
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Environ returns the process environment for the server: each InheritEnv
+// variable present in lookup (os.LookupEnv in production use), then Env,
+// sorted "NAME=value" strings.
+func (p *Profile) Environ(lookup func(string) (string, bool)) []string {
+	m := map[string]string{}
+	for _, n := range p.InheritEnv {
+		if v, ok := lookup(n); ok {
+			m[n] = v
+		}
+	}
+	for k, v := range p.Env {
+		m[k] = v
+	}
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}

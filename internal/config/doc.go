@@ -1,0 +1,11 @@
+// Package config owns hiro's configuration file: backend profiles (how to
+// run or reach one inference server) and the production section. One
+// loader (Load) fills defaults, decodes strictly (unknown keys are errors)
+// and validates, with every message prefixed by the path of the offending
+// key and saying what to do. A configuration that fails to load starts and
+// stops nothing.
+//
+// It must not start processes or make network calls; paths are resolved
+// relative to the configuration file's directory but never checked for
+// existence here (that is the supervisor's and the prereq gate's job).
+package config

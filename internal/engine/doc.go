@@ -1,0 +1,21 @@
+// Package engine owns hiro's knowledge of inference engine kinds
+// (llamacpp, vllm, sglang, ollama, openai) and the failure classifier.
+//
+// Each kind is one *Engine value, defined in its own file (engine_<kind>.go)
+// and registered in a table, so adding a kind is adding one file. An Engine
+// knows its health check (path and how to read the answer), where it reports
+// the model id and how ids compare, the log lines that mark its startup
+// phases, its failure signatures (pattern → class, and which lines are
+// wrappers never to be taken as the root cause) and the facts worth parsing
+// from its log (weights load seconds, shards, KV cache sizes, ...).
+//
+// A Tracker is fed the engine log one line at a time while the engine
+// starts; Classify turns the way the attempt ended (an Outcome) plus what
+// the Tracker saw into a *failure.Failure. Diagnose does the same for a log
+// read after the fact.
+//
+// This package must not start, signal or wait for processes, read
+// configuration files, or print anything: the supervisor and the CLI do
+// that. It only makes HTTP requests given to it (health checks, model ids)
+// through the *http.Client the caller passes.
+package engine

@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// Engine describes one engine kind: how to check its health, where it
+// reports the model id, its log phase markers, failure signatures and fact
+// parsers. One value per kind, registered by its engine_<kind>.go file.
+// An *Engine is immutable after registration and safe for concurrent use.
+type Engine struct {
+	// Kind is the engine kind as written in a backend profile ("vllm").
+	Kind string
+	// HealthPath is the HTTP path CheckHealth requests first ("/health").
+	HealthPath string
+	// ModelsPath is where the engine lists served model ids
+	// (OpenAI-compatible "/v1/models", ids in data[].id).
+	ModelsPath string
+
+	// health reads the engine's health answer; set by the kind's file.
+	health func(ctx context.Context, e *Engine, client *http.Client, baseURL, model string) HealthResult
+	// normalizeID maps a model id to the form compared by MatchModel;
+	// nil means ids compare exactly.
+	normalizeID func(id string) string
+	// markers, in the order tried; the first whose text a line contains
+	// sets the phase.
+	markers []Marker
+	// signatures, most specific first.
+	signatures []Signature
+	// wrappers are substrings of lines that restate a failure explained
+	// elsewhere ("EngineCore failed to start."); never a root cause.
+	wrappers []string
+	// facts are the numbers parsed from the log.
+	facts []FactParser
+	// nextSteps overrides NextStep for this kind, per class.
+	nextSteps map[failure.Class]string
+}
+
+// Marker is a log text that starts a phase: a line containing Text means
+// Phase is now in progress.
+type Marker struct {
+	Text  string
+	Phase failure.Phase
+}
+
+// Tier ranks root-cause candidates: the tracker keeps the first line of
+// the best tier seen.
+type Tier int
+
+const (
+	// TierHint is a low-level or warning line that explains the failure
+	// only when no engine error line follows (e.g. ggml's "cudaMalloc
+	// failed: out of memory" before llama.cpp's "error loading model:
+	// unable to allocate CUDA0 buffer").
+	TierHint Tier = 1
+	// TierError is the engine's own error line naming the cause.
+	TierError Tier = 2
+)
+
+// Signature maps a log line to a failure class. A line matches when it
+// contains Text (case-sensitive; empty matches every line) and, when
+// Pattern is set, also matches Pattern. Text doubles as the cheap
+// prefilter that keeps Pattern off most lines.
+type Signature struct {
+	// Text is a literal substring the line must contain.
+	Text string
+	// Pattern, when set, must match the line too.
+	Pattern *regexp.Regexp
+	// Class is the failure class the line explains.
+	Class failure.Class
+	// Phase, when set, pins the failure phase: the step that raises this
+	// error, whatever marker came last (vLLM's KV cache sizing errors are
+	// raised in kv_init although "Available KV cache memory" is logged just
+	// before them).
+	Phase failure.Phase
+	// Tier ranks the candidate; zero means TierError.
+	Tier Tier
+}
+
+func (s *Signature) matches(line string) bool {
+	if s.Text != "" && !strings.Contains(line, s.Text) {
+		return false
+	}
+	return s.Pattern == nil || s.Pattern.MatchString(line)
+}
+
+func (s *Signature) tier() Tier {
+	if s.Tier == 0 {
+		return TierError
+	}
+	return s.Tier
+}
+
+// FactParser extracts numbers from a log line. Trigger is a literal the
+// line must contain (checked first, so most lines cost one
+// strings.Contains); Pattern's submatches i+1 are parsed as the fact
+// Names[i] (commas removed, so "123,456" is 123456). A later line
+// overwrites an earlier value.
+type FactParser struct {
+	Trigger string
+	Pattern *regexp.Regexp
+	Names   []string
+}
+
+// ErrUnknownKind is returned (wrapped) by Lookup for an unknown kind.
+var ErrUnknownKind = errors.New("unknown engine kind")
+
+var registry = map[string]*Engine{}
+
+// register adds e to the table; called from each kind's init.
+func register(e *Engine) {
+	if _, dup := registry[e.Kind]; dup {
+		panic("engine: kind registered twice: " + e.Kind)
+	}
+	if e.ModelsPath == "" {
+		e.ModelsPath = "/v1/models"
+	}
+	registry[e.Kind] = e
+}
+
+// Kinds returns the registered engine kinds, sorted.
+func Kinds() []string {
+	out := make([]string, 0, len(registry))
+	for k := range registry {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns the engine of kind. An unknown kind gives an error
+// wrapping ErrUnknownKind that lists the known kinds.
+func Lookup(kind string) (*Engine, error) {
+	if e, ok := registry[kind]; ok {
+		return e, nil
+	}
+	return nil, fmt.Errorf("%w %q: use one of %s", ErrUnknownKind, kind, strings.Join(Kinds(), ", "))
+}
+
+// MatchModel reports whether one of the reported model ids is the expected
+// one, as this engine compares ids (Ollama: "name" and "name:latest" are
+// the same model; others: exact).
+func (e *Engine) MatchModel(expected string, reported []string) bool {
+	want := e.NormalizeModelID(expected)
+	for _, r := range reported {
+		if e.NormalizeModelID(r) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizeModelID returns the form of id that MatchModel compares.
+func (e *Engine) NormalizeModelID(id string) string {
+	id = strings.TrimSpace(id)
+	if e.normalizeID != nil {
+		return e.normalizeID(id)
+	}
+	return id
+}
+
+// NextStep returns what a person should try for a failure of class with
+// this engine: the kind's own advice when it has one, else the generic
+// NextStep.
+func (e *Engine) NextStep(c failure.Class) string {
+	if s, ok := e.nextSteps[c]; ok {
+		return s
+	}
+	return NextStep(c)
+}
+
+// joinLists concatenates signature or parser lists for kinds that share
+// them (Ollama embeds llama.cpp).
+func joinLists[T any](lists ...[]T) []T {
+	var out []T
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}

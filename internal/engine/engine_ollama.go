@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// Ollama: GET / answers 200 "Ollama is running" once the server is up;
+// the model must also be listed by GET /api/tags, where names carry a tag
+// ("name:latest"). The server outlives a failed model runner, so a runner
+// failure shows in the log (and in the first request), not as an exit.
+func init() {
+	register(&Engine{
+		Kind:        "ollama",
+		HealthPath:  "/",
+		health:      ollamaHealth,
+		normalizeID: ollamaModelID,
+		markers: []Marker{
+			{"starting llama server", failure.PhaseLoad},
+			{"llama runner started", failure.PhaseReadyWait},
+		},
+		signatures: joinLists([]Signature{
+			{Text: "timed out waiting for llama runner to start", Class: failure.ClassReadyTimeout},
+			{Text: "not found, try pulling it first", Class: failure.ClassModelLoadFailed},
+		}, ggmlSignatures, cudaSignatures),
+		wrappers: ggmlWrappers,
+		facts: joinLists(ggmlFacts, []FactParser{
+			{Trigger: "llama runner started in", Pattern: regexp.MustCompile(`llama runner started in ([\d.]+) seconds`), Names: []string{"runner_start_seconds"}},
+			{Trigger: "timed out waiting for llama runner", Pattern: regexp.MustCompile(`progress ([\d.]+)`), Names: []string{"load_progress"}},
+			{Trigger: "starting llama server", Pattern: regexp.MustCompile(`--ctx-size (\d+)`), Names: []string{"context_tokens"}},
+			{Trigger: "starting llama server", Pattern: regexp.MustCompile(`--n-gpu-layers (\d+)`), Names: []string{"gpu_layers"}},
+		}),
+		nextSteps: map[failure.Class]string{
+			failure.ClassReadyTimeout: "Ollama's runner did not start in time: read the log for the runner's last " +
+				"lines; raise OLLAMA_LOAD_TIMEOUT if it was still loading, or lower the context (num_ctx) / GPU layers.",
+		},
+	})
+}
+
+// ollamaModelID gives an untagged name its implicit ":latest" tag.
+func ollamaModelID(id string) string {
+	if id == "" || strings.Contains(id[strings.LastIndexByte(id, '/')+1:], ":") {
+		return id
+	}
+	return id + ":latest"
+}
+
+func ollamaHealth(ctx context.Context, e *Engine, client *http.Client, baseURL, model string) HealthResult {
+	r := HealthResult{Path: e.HealthPath}
+	code, body, err := get(ctx, client, baseURL+e.HealthPath)
+	r.StatusCode = code
+	switch {
+	case err != nil:
+		r.State, r.Message = HealthDown, err.Error()
+		return r
+	case code != http.StatusOK:
+		r.State, r.Message = HealthDown, fmt.Sprintf("GET / answered HTTP %d: %s", code, errorMessage(body))
+		return r
+	case !strings.Contains(string(body), "Ollama is running"):
+		r.State, r.Message = HealthDown, fmt.Sprintf("GET / answered %q, not \"Ollama is running\": is this Ollama?", errorMessage(body))
+		return r
+	}
+	if model == "" {
+		r.State = HealthReady
+		return r
+	}
+	r.Path = "/api/tags"
+	code, body, err = get(ctx, client, baseURL+"/api/tags")
+	r.StatusCode = code
+	if err != nil || code != http.StatusOK {
+		r.State = HealthDown
+		if err != nil {
+			r.Message = err.Error()
+		} else {
+			r.Message = fmt.Sprintf("GET /api/tags answered HTTP %d: %s", code, errorMessage(body))
+		}
+		return r
+	}
+	var tags struct {
+		Models []struct {
+			Name  string `json:"name"`
+			Model string `json:"model"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal(body, &tags); err != nil {
+		r.State, r.Message = HealthDown, fmt.Sprintf("GET /api/tags: not an Ollama model list: %v", err)
+		return r
+	}
+	names := make([]string, 0, len(tags.Models))
+	for _, m := range tags.Models {
+		names = append(names, m.Name)
+		if m.Model != "" && m.Model != m.Name {
+			names = append(names, m.Model)
+		}
+	}
+	if e.MatchModel(model, names) {
+		r.State = HealthReady
+		return r
+	}
+	r.State = HealthLoading
+	r.Message = fmt.Sprintf("model %q is not in /api/tags (listed: %s); create or pull it", model, quoteList(names))
+	return r
+}

@@ -1,0 +1,48 @@
+package engine
+
+import "github.com/hiro-dev/hiro/internal/failure"
+
+// nextSteps is the generic advice per class; an Engine may override it.
+var nextSteps = map[failure.Class]string{
+	failure.ClassDriverMismatch: "The NVIDIA driver is older than the CUDA runtime the engine was built with: " +
+		"update the driver (nvidia-smi shows the highest CUDA version it supports), or use an engine build for that CUDA version.",
+	failure.ClassHostCapability: "The host lacks a capability the engine needs (under WSL2: UVA / pinned memory; " +
+		"or a CPU instruction set): use a documented fallback that avoids it, e.g. VLLM_USE_V2_MODEL_RUNNER=0 " +
+		"for vLLM's V1 runner under WSL2, or a build for this CPU.",
+	failure.ClassGPUArchUnsupported: "The engine or its PyTorch has no kernels for this GPU architecture: " +
+		"install a build that targets it (e.g. a CUDA 12.8+ wheel for sm_120 / RTX 50xx), or use another engine.",
+	failure.ClassPortInUse: "Another process holds the port: stop it (ss -ltnp shows who) or give the profile another port.",
+	failure.ClassAcceleratorBusy: "Other processes hold GPU memory (nvidia-smi lists them): stop them, " +
+		"or lower the engine's memory share (vLLM --gpu-memory-utilization) to what is free.",
+	failure.ClassModelLoadFailed: "The engine could not load the model: check the artifact path and that this engine version " +
+		"supports the architecture and format (update the engine, or convert the model).",
+	failure.ClassQuantKernelFailed: "A quantization kernel failed on this GPU: try another kernel or quantization method " +
+		"(e.g. vLLM --quantization awq instead of awq_marlin), or a different quant of the model.",
+	failure.ClassGPUOOM: "GPU memory ran out: lower the context length (--max-model-len / --ctx-size) or " +
+		"gpu_memory_utilization, offload fewer layers, or use a smaller quant of the model.",
+	failure.ClassContextExceedsKV: "The KV cache cannot hold one request of the configured context: lower the max " +
+		"model length to the suggested value (suggested_max_model_len fact), or raise gpu_memory_utilization.",
+	failure.ClassReadyTimeout: "The engine did not become ready in time: read the log tail for where it stopped; " +
+		"raise the ready or stall timeout if it was still making progress.",
+	failure.ClassWarmupFailed: "Warmup (CUDA graph capture, profiling run) failed: retry with CUDA graphs off " +
+		"(vLLM --enforce-eager, SGLang --disable-cuda-graph) or a smaller batch size.",
+	failure.ClassTokenizerTemplate: "The chat template is missing or broken: give the engine a chat template " +
+		"(e.g. vLLM --chat-template, llama.cpp --jinja / --chat-template) or use a model that ships one.",
+	failure.ClassEngineDied: "The engine died without a known cause: read the log tail; check the kernel log " +
+		"(dmesg: OOM killer, Xid errors) and host memory; rerun to see whether it is deterministic.",
+	failure.ClassIdentityMismatch: "The engine serves a different model than the profile expects: fix the " +
+		"profile's model id or the served model name (vLLM --served-model-name, llama.cpp --alias).",
+	failure.ClassStructuredOutputRejected: "The engine rejected the JSON Schema response_format: check its " +
+		"structured-output support and backend (guided decoding), or simplify the schema.",
+	failure.ClassStructuredOutputFailOpen: "The engine accepted the schema but did not enforce it: do not trust " +
+		"its structured output; use another grammar backend or engine, and keep client-side validation.",
+	failure.ClassStructuredOutputCrash: "A structured request crashed the engine: avoid that schema feature or " +
+		"grammar backend with this engine version.",
+	failure.ClassShutdownLeak: "Processes of the engine survived the stop: kill the listed pids, and make the " +
+		"launcher keep its children in its process group.",
+}
+
+// NextStep returns generic advice for a person facing a failure of class
+// c; an empty string for an unknown class. Engine.NextStep refines it per
+// kind.
+func NextStep(c failure.Class) string { return nextSteps[c] }

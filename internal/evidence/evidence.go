@@ -1,0 +1,256 @@
+package evidence
+
+import (
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// SchemaID is the value of Evidence.Schema for this version of the format.
+const SchemaID = "hiro.evidence/v1"
+
+// Verdicts.
+const (
+	VerdictQualified    = "qualified"
+	VerdictNotQualified = "not_qualified"
+	VerdictAborted      = "aborted"
+	// VerdictRunning marks a document written while the campaign is still
+	// going: a crash leaves the last complete state with this verdict.
+	VerdictRunning = "running"
+)
+
+// Gate statuses.
+const (
+	StatusPassed  = "passed"
+	StatusFailed  = "failed"
+	StatusNotRun  = "not_run"
+	StatusRunning = "running"
+)
+
+// Evidence is one campaign's record. It is rewritten atomically after
+// every gate, so a crash leaves the last complete state.
+type Evidence struct {
+	// Schema is SchemaID.
+	Schema string `json:"schema"`
+	// ID identifies the campaign: UTC start time and plan name, e.g.
+	// "20261130T101500Z-vllm-mistral".
+	ID string `json:"id"`
+	// Title is the plan's title.
+	Title string `json:"title"`
+	// Plan is the plan file's path (private copy only).
+	Plan string `json:"plan,omitempty"`
+	// Candidate and ProductionBackend are profile names.
+	Candidate         string `json:"candidate"`
+	ProductionBackend string `json:"production_backend,omitempty"`
+	// Exclusive says the candidate needed the accelerator alone.
+	Exclusive bool `json:"exclusive"`
+	// Verdict is qualified, not_qualified, aborted (or running while the
+	// campaign goes on).
+	Verdict string `json:"verdict"`
+	// ExitCode is the documented exit status hiro returned (0-4).
+	ExitCode int `json:"exit_code"`
+	// TerminationReason says in one sentence why the campaign ended
+	// ("all gates passed", "gate launch failed", "interrupted by SIGTERM").
+	TerminationReason string `json:"termination_reason"`
+	// StartedAt and FinishedAt are RFC 3339 times; DurationMS the wall time.
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+	// HarnessMS is hiro's own time: wall time minus time spent waiting on
+	// engines (launch, readiness, requests, stop).
+	HarnessMS int64 `json:"harness_ms"`
+	// Gates are in plan order, every gate present whatever happened.
+	Gates []Gate `json:"gates"`
+	// Production is what the production guard did.
+	Production Production `json:"production"`
+	// Fingerprints are SHA-256 digests of everything that defines the
+	// campaign's inputs.
+	Fingerprints Fingerprints `json:"fingerprints"`
+	// Host is the host and stack fingerprint (doctor's facts).
+	Host map[string]any `json:"host,omitempty"`
+	// Report is the human account the Markdown report and the journal
+	// entry are rendered from.
+	Report Report `json:"report"`
+	// Methods says how each number is computed (name → definition).
+	Methods map[string]string `json:"methods,omitempty"`
+}
+
+// Gate is one gate's result.
+type Gate struct {
+	// ID is the gate's id in the plan; Kind its kind (prereq, artifact,
+	// launch, ready_control, structured_control, sequential, semantic).
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Title is a short human name for the gate.
+	Title string `json:"title,omitempty"`
+	// Status is passed, failed or not_run (running while in progress).
+	Status string `json:"status"`
+	// Reason explains a failure or why the gate did not run ("not
+	// authorized: launch failed", "skipped by plan").
+	Reason string `json:"reason,omitempty"`
+	// Bound is the gate's time bound in milliseconds.
+	BoundMS int64 `json:"bound_ms,omitempty"`
+	// StartedAt and DurationMS time the gate.
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+	// Attempts are the launch gate's attempts, every one recorded.
+	Attempts []Attempt `json:"attempts,omitempty"`
+	// Checks are the prereq gate's individual checks.
+	Checks []Check `json:"checks,omitempty"`
+	// Requests summarises request-based gates (controls, sequential).
+	Requests *RequestStats `json:"requests,omitempty"`
+	// Result holds gate-specific data (artifact report, semantic scores).
+	Result map[string]any `json:"result,omitempty"`
+	// Failure classifies a failed gate (e.g. structured_output_fail_open).
+	Failure *failure.Failure `json:"failure,omitempty"`
+}
+
+// Attempt is one rung of the launch gate's attempt ladder.
+type Attempt struct {
+	// Name is "base" or the variant's name; Reason the plan's written reason.
+	Name   string `json:"name"`
+	Reason string `json:"reason,omitempty"`
+	// Changes lists what the variant changed ("env VLLM_USE_V2_MODEL_RUNNER=0",
+	// "args +--quantization awq"). Env values appear only in the private copy.
+	Changes []string `json:"changes,omitempty"`
+	// ReachedReady says the attempt became ready (DESIGN.md "Ready").
+	ReachedReady bool `json:"reached_ready"`
+	// ReadyAfterMS is the time from start to ready.
+	ReadyAfterMS int64 `json:"ready_after_ms,omitempty"`
+	// DurationMS is how long the attempt took, stop included.
+	DurationMS int64 `json:"duration_ms"`
+	// Failure is why it failed; nil when ready.
+	Failure *failure.Failure `json:"failure,omitempty"`
+	// Facts are numbers parsed from the log (also in Failure.Facts when failed).
+	Facts map[string]float64 `json:"facts,omitempty"`
+	// LogPath is the attempt's log file (private copy only).
+	LogPath string `json:"log_path,omitempty"`
+	// Stop records how the attempt's process was stopped.
+	Stop *Stop `json:"stop,omitempty"`
+}
+
+// Stop is how a process was stopped.
+type Stop struct {
+	Graceful bool             `json:"graceful"`
+	Killed   bool             `json:"killed"`
+	Leak     *failure.Failure `json:"leak,omitempty"`
+}
+
+// Check is one prereq check.
+type Check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	// Detail is what was found (free MiB, a version line, ...).
+	Detail string `json:"detail,omitempty"`
+	// Output is the command's captured output (private copy only).
+	Output string `json:"output,omitempty"`
+}
+
+// RequestStats summarise request gates. Latencies are milliseconds.
+type RequestStats struct {
+	Count  int `json:"count"`
+	Errors int `json:"errors"`
+	// SchemaAccepted counts requests the server accepted with the schema
+	// (HTTP 200); SchemaValid counts replies that parsed and validated.
+	SchemaAccepted *int `json:"schema_accepted,omitempty"`
+	SchemaValid    *int `json:"schema_valid,omitempty"`
+	// Percentiles of TTFT and end-to-end latency (ms) over successful
+	// requests, nearest-rank method.
+	TTFT    *Percentiles `json:"ttft_ms,omitempty"`
+	Latency *Percentiles `json:"latency_ms,omitempty"`
+	// OutputTokensPerSecond is the sum of completion tokens (server usage)
+	// over the sum of end-to-end latencies.
+	OutputTokensPerSecond float64 `json:"output_tokens_per_second,omitempty"`
+	// TPOTMS is the mean time per output token after the first.
+	TPOTMS float64 `json:"tpot_ms,omitempty"`
+	// Samples are the replies (trimmed), for the record.
+	Samples []string `json:"samples,omitempty"`
+	// ErrorMessages are the distinct error messages seen.
+	ErrorMessages []string `json:"error_messages,omitempty"`
+}
+
+// Percentiles p50/p95/p99 and max, in the unit of the field holding them.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Production is what the production guard did.
+type Production struct {
+	// Backend is the production profile's name; Model its model id.
+	Backend string `json:"backend,omitempty"`
+	Model   string `json:"model,omitempty"`
+	// WasRunning says production answered ready before the campaign.
+	WasRunning bool `json:"was_running"`
+	// Stopped says the guard stopped production (exclusive candidate).
+	Stopped   bool       `json:"stopped"`
+	StoppedAt *time.Time `json:"stopped_at,omitempty"`
+	// Restored is the restore's verification; nil when nothing needed it.
+	Restored *Restored `json:"restored,omitempty"`
+	// ConfigHashBefore/After are SHA-256 of production's configuration
+	// (profile and its config files) before and after; Unchanged compares them.
+	ConfigHashBefore string `json:"config_hash_before,omitempty"`
+	ConfigHashAfter  string `json:"config_hash_after,omitempty"`
+	ConfigUnchanged  bool   `json:"config_unchanged"`
+}
+
+// Restored is the proof production came back.
+type Restored struct {
+	OK bool `json:"ok"`
+	// Attempts is how many restore tries it took.
+	Attempts int `json:"attempts"`
+	// Health is the health check result ("200").
+	Health string `json:"health,omitempty"`
+	// Model is the model id production reported.
+	Model string `json:"model,omitempty"`
+	// Reply is the bounded READY completion's reply.
+	Reply string `json:"reply,omitempty"`
+	// Error says why it is not OK.
+	Error string     `json:"error,omitempty"`
+	At    *time.Time `json:"at,omitempty"`
+	// ReadyAfterMS is how long the restore took.
+	ReadyAfterMS int64 `json:"ready_after_ms,omitempty"`
+}
+
+// Fingerprints are SHA-256 hex digests of the campaign's inputs.
+type Fingerprints struct {
+	Plan             string `json:"plan"`
+	Prompts          string `json:"prompts,omitempty"`
+	Schemas          string `json:"schemas,omitempty"`
+	Corpus           string `json:"corpus,omitempty"`
+	ArtifactManifest string `json:"artifact_manifest,omitempty"`
+	CandidateProfile string `json:"candidate_profile,omitempty"`
+	// ProductionConfigBefore/After repeat Production.ConfigHash*.
+	ProductionConfigBefore string `json:"production_config_before,omitempty"`
+	ProductionConfigAfter  string `json:"production_config_after,omitempty"`
+	// Files maps each hashed input file to its SHA-256 (private copy only).
+	Files map[string]string `json:"files,omitempty"`
+}
+
+// Report is the human account of the campaign, in the shape of the seed's
+// journal entry.
+type Report struct {
+	Summary      string       `json:"summary"`
+	Sections     []Section    `json:"sections"`
+	Decisions    []string     `json:"decisions,omitempty"`
+	Validation   []Validation `json:"validation"`
+	CurrentState string       `json:"current_state"`
+	NextSteps    []string     `json:"next_steps,omitempty"`
+}
+
+// Section is one "work completed" section: a title, a status label and
+// bullet items.
+type Section struct {
+	Title  string   `json:"title"`
+	Status string   `json:"status"`
+	Items  []string `json:"items"`
+}
+
+// Validation is one row of the validation table.
+type Validation struct {
+	Check  string `json:"check"`
+	Status string `json:"status"`
+	Result string `json:"result"`
+}

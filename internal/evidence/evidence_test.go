@@ -1,0 +1,98 @@
+package evidence
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+var update = flag.Bool("update", false, "rewrite the committed schema")
+
+func TestCommittedSchemaMatchesTypes(t *testing.T) {
+	path := filepath.Join("..", "..", SchemaPath)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, JSONSchema(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/evidence -update)", err)
+	}
+	if string(b) != string(JSONSchema()) {
+		t.Fatalf("%s is stale: run go test ./internal/evidence -update", SchemaPath)
+	}
+}
+
+func sample() *Evidence {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	code := 1
+	return &Evidence{
+		Schema: SchemaID, ID: "x", Title: "t", Plan: "/home/u/plan.toml", Candidate: "vllm",
+		Verdict: VerdictNotQualified, ExitCode: 1, TerminationReason: "gate launch failed",
+		StartedAt: now,
+		Gates: []Gate{{ID: "launch", Kind: "launch", Status: StatusFailed, Attempts: []Attempt{{
+			Name: "v1-runner", Changes: []string{"env VLLM_USE_V2_MODEL_RUNNER=0", "args +--x"},
+			LogPath: "/var/hiro/logs/a.log",
+			Failure: &failure.Failure{Class: failure.ClassHostCapability, Phase: failure.PhaseLaunch,
+				RootCause: "model '/mnt/d/models/x' failed", ExitCode: &code, LogTail: []string{"loading /mnt/d/models/x"}},
+		}}}, {ID: "ready", Kind: "ready_control", Status: StatusNotRun, Reason: "not authorized: launch failed"}},
+		Production:   Production{Stopped: true, Restored: &Restored{OK: true, Model: "m", Reply: "READY"}},
+		Fingerprints: Fingerprints{Plan: "abc", Files: map[string]string{"/a": "h"}},
+		Report:       Report{Summary: "s /home/u/x", Sections: []Section{{Title: "a", Status: "failed", Items: []string{"at /mnt/d/y"}}}, Validation: []Validation{{Check: "c", Status: "passed", Result: "r"}}},
+	}
+}
+
+func TestEvidenceValidatesAndPublicCopyRedacts(t *testing.T) {
+	e := sample()
+	for _, doc := range []*Evidence{e, e.Public()} {
+		b, _ := json.Marshal(doc)
+		if err := Validate(b); err != nil {
+			t.Fatalf("valid evidence rejected: %v", err)
+		}
+	}
+	bad, _ := json.Marshal(map[string]any{"schema": SchemaID})
+	if Validate(bad) == nil {
+		t.Fatal("evidence without gates/verdict validated")
+	}
+	p := e.Public()
+	pb, _ := json.Marshal(p)
+	for _, secret := range []string{"/home/u", "/var/hiro", "/mnt/d", "VLLM_USE_V2_MODEL_RUNNER=0", `"/a"`} {
+		if strings.Contains(string(pb), secret) {
+			t.Errorf("public copy still holds %q", secret)
+		}
+	}
+	if p.Gates[0].Attempts[0].Changes[0] != "env VLLM_USE_V2_MODEL_RUNNER=<redacted>" {
+		t.Error("public copy lost the variable's name")
+	}
+	if e.Gates[0].Attempts[0].LogPath == "" || e.Fingerprints.Files == nil {
+		t.Error("Public modified the private document")
+	}
+}
+
+func TestWriteBothAndLoad(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteBoth(dir, sample()); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(filepath.Join(dir, PublicFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Gates[0].Attempts[0].Failure.Class != failure.ClassHostCapability {
+		t.Errorf("round trip lost the failure class")
+	}
+	os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"schema":"x"}`), 0o644)
+	if _, err := Load(filepath.Join(dir, "other.json")); err == nil {
+		t.Error("loaded a document of another schema")
+	}
+}

@@ -1,0 +1,115 @@
+// Package failure holds hiro's failure vocabulary (DESIGN.md, "Failure
+// vocabulary"): the phases an engine goes through, the classes a failure
+// can have, and the Failure record every failed attempt carries. It owns no
+// logic beyond ordering phases; classification lives in package engine.
+package failure
+
+// Phase is the stage of an engine's life in progress when something
+// happened. Phases are ordered as listed.
+type Phase string
+
+// Phases, in order (DESIGN.md).
+const (
+	PhasePrereq      Phase = "prereq"
+	PhaseLaunch      Phase = "launch"
+	PhaseLoad        Phase = "load"
+	PhaseKernelSetup Phase = "kernel_setup"
+	PhaseKVInit      Phase = "kv_init"
+	PhaseWarmup      Phase = "warmup"
+	PhaseReadyWait   Phase = "ready_wait"
+	PhaseReady       Phase = "ready"
+	PhaseInference   Phase = "inference"
+	PhaseShutdown    Phase = "shutdown"
+)
+
+// Phases lists every phase in order.
+var Phases = []Phase{PhasePrereq, PhaseLaunch, PhaseLoad, PhaseKernelSetup, PhaseKVInit,
+	PhaseWarmup, PhaseReadyWait, PhaseReady, PhaseInference, PhaseShutdown}
+
+// Index returns the phase's position in Phases, or -1 when unknown.
+func (p Phase) Index() int {
+	for i, q := range Phases {
+		if q == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// Class names why something failed.
+type Class string
+
+// Classes (DESIGN.md).
+const (
+	ClassDriverMismatch           Class = "driver_mismatch"
+	ClassHostCapability           Class = "host_capability"
+	ClassGPUArchUnsupported       Class = "gpu_arch_unsupported"
+	ClassPortInUse                Class = "port_in_use"
+	ClassAcceleratorBusy          Class = "accelerator_busy"
+	ClassModelLoadFailed          Class = "model_load_failed"
+	ClassQuantKernelFailed        Class = "quant_kernel_failed"
+	ClassGPUOOM                   Class = "gpu_oom"
+	ClassContextExceedsKV         Class = "context_exceeds_kv"
+	ClassReadyTimeout             Class = "ready_timeout"
+	ClassWarmupFailed             Class = "warmup_failed"
+	ClassTokenizerTemplate        Class = "tokenizer_template"
+	ClassEngineDied               Class = "engine_died"
+	ClassIdentityMismatch         Class = "identity_mismatch"
+	ClassStructuredOutputRejected Class = "structured_output_rejected"
+	ClassStructuredOutputFailOpen Class = "structured_output_fail_open"
+	ClassStructuredOutputCrash    Class = "structured_output_crash"
+	ClassShutdownLeak             Class = "shutdown_leak"
+)
+
+// Classes lists every class.
+var Classes = []Class{ClassDriverMismatch, ClassHostCapability, ClassGPUArchUnsupported,
+	ClassPortInUse, ClassAcceleratorBusy, ClassModelLoadFailed, ClassQuantKernelFailed,
+	ClassGPUOOM, ClassContextExceedsKV, ClassReadyTimeout, ClassWarmupFailed,
+	ClassTokenizerTemplate, ClassEngineDied, ClassIdentityMismatch,
+	ClassStructuredOutputRejected, ClassStructuredOutputFailOpen,
+	ClassStructuredOutputCrash, ClassShutdownLeak}
+
+// Failure is why one attempt failed. It is the "failure" object of
+// `hiro backend start --json`, `hiro diagnose --json` and of each launch
+// attempt in the evidence.
+type Failure struct {
+	// Class is the failure class (DESIGN.md vocabulary).
+	Class Class `json:"class"`
+	// Phase is the phase in progress when the failure happened, read from
+	// the last engine log marker seen.
+	Phase Phase `json:"phase"`
+	// RootCause is the first log line (or probe message) that explains the
+	// failure, never a wrapper line such as "Engine core initialization failed".
+	RootCause string `json:"root_cause"`
+	// ExitCode is the process exit status when it exited by itself; nil when
+	// it did not exit or was killed by a signal.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Signal is the name of the signal that ended the process ("KILL",
+	// "SEGV"), empty otherwise.
+	Signal string `json:"signal,omitempty"`
+	// SecondsSinceStart is how long after the start the failure was
+	// observed, in seconds.
+	SecondsSinceStart float64 `json:"seconds_since_start"`
+	// LogTail is the last lines of the engine log (at most DefaultTailLines).
+	LogTail []string `json:"log_tail,omitempty"`
+	// Facts are numbers parsed from the log: weights_load_seconds,
+	// shards_loaded, shards_total, model_memory_gib, kv_cache_tokens,
+	// kv_cache_memory_gib, suggested_max_model_len, ...
+	Facts map[string]float64 `json:"facts,omitempty"`
+	// Detail holds extra structured context (e.g. expected and reported
+	// model ids for identity_mismatch, leaked pids for shutdown_leak).
+	Detail map[string]any `json:"detail,omitempty"`
+	// NextStep is a suggested next step for a person, from the class.
+	NextStep string `json:"next_step,omitempty"`
+}
+
+// DefaultTailLines is how many log lines a Failure keeps in LogTail.
+const DefaultTailLines = 40
+
+// Error makes a *Failure usable as an error: "class (phase): root cause".
+func (f *Failure) Error() string {
+	if f.RootCause == "" {
+		return string(f.Class) + " (" + string(f.Phase) + ")"
+	}
+	return string(f.Class) + " (" + string(f.Phase) + "): " + f.RootCause
+}

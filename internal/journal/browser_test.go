@@ -1,0 +1,148 @@
+package journal
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromiumPath finds headless Chromium ($HIRO_CHROMIUM, then PATH), or skips
+// the test saying why. Browser tests also skip under -short: the golden and
+// escaping tests cover the same output without a browser.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test skipped with -short")
+	}
+	if p := os.Getenv("HIRO_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("headless Chromium not found (apt-get install chromium, or set HIRO_CHROMIUM); browser tests skipped")
+	return ""
+}
+
+// dumpDOM loads file in headless Chromium, lets scripts and meta refreshes
+// run for 2 s of virtual time, and returns the serialized DOM.
+func dumpDOM(t *testing.T, bin, file string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=2000", "--dump-dom", "file://"+file)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v", file, err)
+	}
+	if len(out) == 0 {
+		t.Fatalf("chromium --dump-dom %s printed nothing", file)
+	}
+	return string(out)
+}
+
+var titleElement = regexp.MustCompile(`(?s)<title>(.*?)</title>`)
+
+func domTitle(t *testing.T, dom string) string {
+	t.Helper()
+	m := titleElement.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no <title> in the DOM:\n%s", dom)
+	}
+	return m[1]
+}
+
+func TestBrowserIndexRenders(t *testing.T) {
+	bin := chromiumPath(t)
+	site := buildTestSite(t)
+	dom := dumpDOM(t, bin, filepath.Join(site, "index.html"))
+	for _, want := range []string{
+		`<a href="entries/vllm-trial.html">Alternate vLLM backend stops before inference</a>`,
+		`<a href="entries/storage-relocation.html">Moving the WSL2 distribution off the system drive</a>`,
+		`<a href="entries/script-title.html">&lt;script&gt;document.title="pwned"&lt;/script&gt; &amp; "quotes"</a>`,
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("index DOM lacks %s", want)
+		}
+	}
+	if got := domTitle(t, dom); got != DefaultSiteTitle {
+		t.Errorf("index title %q, want %q", got, DefaultSiteTitle)
+	}
+}
+
+func TestBrowserEntryShowsValidationTable(t *testing.T) {
+	bin := chromiumPath(t)
+	site := buildTestSite(t)
+	dom := dumpDOM(t, bin, filepath.Join(site, "entries", "vllm-trial.html"))
+	i := strings.Index(dom, `<table class="validation">`)
+	if i < 0 {
+		t.Fatalf("entry DOM has no validation table:\n%s", dom)
+	}
+	table := dom[i : i+strings.Index(dom[i:], "</table>")]
+	if n := strings.Count(table, "<tr>"); n != 4 {
+		t.Errorf("validation table has %d rows, want a header and 3 rows", n)
+	}
+	for _, want := range []string{
+		`<td class="check">vLLM API readiness</td><td><span class="badge bad">failed</span></td><td>Three attempts, none ready.</td>`,
+		`<span class="badge na">not run</span>`,
+		`<span class="badge ok">passed</span>`,
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("validation table lacks %s", want)
+		}
+	}
+}
+
+func TestBrowserAliasLandsOnEntry(t *testing.T) {
+	bin := chromiumPath(t)
+	site := buildTestSite(t)
+	for _, alias := range []string{"alternate-backend", "vllm-wsl2"} {
+		dom := dumpDOM(t, bin, filepath.Join(site, "entries", alias+".html"))
+		if strings.Contains(dom, "This entry moved to") {
+			t.Errorf("alias %s: Chromium stayed on the alias page", alias)
+		}
+		if !strings.Contains(dom, `<h1>Alternate vLLM backend stops before inference</h1>`) || !strings.Contains(dom, `<table class="validation">`) {
+			t.Errorf("alias %s did not land on the entry page:\n%.600s", alias, dom)
+		}
+	}
+}
+
+func TestBrowserScriptInTitleIsText(t *testing.T) {
+	bin := chromiumPath(t)
+	site := buildTestSite(t)
+	dom := dumpDOM(t, bin, filepath.Join(site, "entries", "script-title.html"))
+	// Had any injected script or handler run, it would have set
+	// document.title to "pwned" or "pwned-img".
+	wantTitle := `&lt;script&gt;document.title="pwned"&lt;/script&gt; &amp; "quotes" · ` + DefaultSiteTitle
+	if got := domTitle(t, dom); got != wantTitle {
+		t.Fatalf("document title %q, want %q: injected markup ran or was mangled", got, wantTitle)
+	}
+	for _, want := range []string{
+		`<h1>&lt;script&gt;document.title="pwned"&lt;/script&gt; &amp; "quotes"</h1>`,
+		`&lt;img src=x onerror="document.title='pwned-img'"&gt;`,
+		`<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>`,
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("DOM lacks the escaped text %s", want)
+		}
+	}
+	if strings.Contains(strings.ToLower(dom), "<script") || strings.Contains(dom, "<img") {
+		t.Error("the DOM holds a script or img element from entry text")
+	}
+
+	md := dumpDOM(t, bin, filepath.Join(site, "entries", "storage-relocation.html"))
+	if got := domTitle(t, md); strings.Contains(got, "pwned") {
+		t.Fatalf("a script in the Markdown body ran: title %q", got)
+	}
+	if strings.Contains(strings.ToLower(md), "<script") {
+		t.Error("the Markdown body's script element reached the DOM")
+	}
+}

@@ -1,0 +1,369 @@
+package journal
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"html/template"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/feeds"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+)
+
+// DefaultSiteTitle is the site title when BuildOptions.Title is empty.
+const DefaultSiteTitle = "hiro development journal"
+
+// Site layout, relative to the output directory.
+const (
+	// SiteMarker marks a directory as a built journal site; Build only
+	// empties an existing non-empty output directory that holds it.
+	SiteMarker = ".hiro-journal"
+	// SiteEntriesDir holds <slug>.html, <slug>.json and <alias>.html.
+	SiteEntriesDir = "entries"
+	// FeedFile is the Atom feed at the site root.
+	FeedFile = "feed.atom"
+)
+
+//go:embed templates
+var templateFS embed.FS
+
+var (
+	tmplOnce sync.Once
+	tmpls    *template.Template
+	siteCSS  template.CSS
+)
+
+func templates() (*template.Template, template.CSS) {
+	tmplOnce.Do(func() {
+		tmpls = template.Must(template.ParseFS(templateFS, "templates/*.html"))
+		css, err := templateFS.ReadFile("templates/style.css")
+		if err != nil {
+			panic(err)
+		}
+		// The stylesheet is a constant of this package, not input.
+		siteCSS = template.CSS(css)
+	})
+	return tmpls, siteCSS
+}
+
+// BuildOptions configures Build.
+type BuildOptions struct {
+	// Title is the site title; DefaultSiteTitle when empty.
+	Title string
+	// BaseURL is the absolute URL of the site root (e.g.
+	// https://example.org/journal/). When set, canonical links and the feed
+	// use absolute URLs; when empty they are relative.
+	BaseURL string
+}
+
+// BuildResult counts what Build wrote.
+type BuildResult struct {
+	// Entries is the number of entry pages (each with its JSON beside it).
+	Entries int
+	// Aliases is the number of alias pages.
+	Aliases int
+	// Files is every file written, relative to the output directory.
+	Files int
+}
+
+// ErrNotSite is wrapped when the output directory is not empty and holds no
+// SiteMarker: Build refuses to delete what it did not write.
+var ErrNotSite = errors.New("not empty and not a journal site")
+
+// ProblemsError is returned by Build when the journal has problems that make
+// a site impossible or wrong (bad entry files, colliding slugs).
+type ProblemsError struct{ Problems []Problem }
+
+func (e *ProblemsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problem(s) in the journal:", len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  " + p.String())
+	}
+	return b.String()
+}
+
+// Build renders j into out: index.html (newest first), feed.atom,
+// entries/<slug>.html with entries/<slug>.json beside it,
+// entries/<alias>.html for each alias, and a copy of the journal's
+// evidence/ folder. The output is a function of the entries and opts only
+// (no clock, sorted everywhere), so two builds are byte-identical.
+//
+// It fails with *ProblemsError when j has problems (see Structural), and
+// wraps ErrNotSite when out is a non-empty directory it did not build.
+// An existing site in out is replaced.
+func Build(j *Journal, out string, opts BuildOptions) (*BuildResult, error) {
+	if probs := Structural(j); len(probs) > 0 {
+		return nil, &ProblemsError{probs}
+	}
+	if opts.Title == "" {
+		opts.Title = DefaultSiteTitle
+	}
+	if opts.BaseURL != "" && !strings.HasSuffix(opts.BaseURL, "/") {
+		opts.BaseURL += "/"
+	}
+	if err := prepareOut(out, opts.BaseURL); err != nil {
+		return nil, err
+	}
+	b := &builder{out: out, opts: opts, entries: j.Entries}
+	b.tmpl, b.css = templates()
+	if err := b.run(j); err != nil {
+		return nil, err
+	}
+	return &BuildResult{Entries: len(j.Entries), Aliases: b.aliases, Files: b.files}, nil
+}
+
+// prepareOut makes out an empty directory holding SiteMarker.
+func prepareOut(out, baseURL string) error {
+	des, err := os.ReadDir(out)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("output directory: %w", err)
+	case len(des) > 0:
+		if _, err := os.Stat(filepath.Join(out, SiteMarker)); err != nil {
+			return fmt.Errorf("output directory %s: %w (no %s file); choose a new or empty directory", out, ErrNotSite, SiteMarker)
+		}
+		for _, de := range des {
+			if err := os.RemoveAll(filepath.Join(out, de.Name())); err != nil {
+				return fmt.Errorf("clear output directory: %w", err)
+			}
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(out, SiteEntriesDir), 0o755); err != nil {
+		return fmt.Errorf("output directory: %w", err)
+	}
+	mk, _ := json.Marshal(siteMarker{Generator: "hiro journal build (this directory is replaced on each build)", BaseURL: baseURL})
+	return os.WriteFile(filepath.Join(out, SiteMarker), append(mk, '\n'), 0o644)
+}
+
+type builder struct {
+	out     string
+	opts    BuildOptions
+	entries []*Stored
+	tmpl    *template.Template
+	css     template.CSS
+
+	mu      sync.Mutex
+	files   int
+	aliases int
+}
+
+func (b *builder) write(rel string, data []byte) error {
+	if err := os.WriteFile(filepath.Join(b.out, filepath.FromSlash(rel)), data, 0o644); err != nil {
+		return fmt.Errorf("write site: %w", err)
+	}
+	b.mu.Lock()
+	b.files++
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *builder) run(j *Journal) error {
+	site := siteView{Title: b.opts.Title, CSS: b.css}
+	views := make([]*entryView, len(b.entries))
+
+	// Render every entry page in parallel: each worker owns a goldmark
+	// instance and writes its own files.
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(b.entries)))
+	next := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			md := newMarkdown()
+			var buf bytes.Buffer
+			for i := range next {
+				v, err := b.entryView(md, i)
+				if err == nil {
+					views[i] = v
+					err = b.entryFiles(&buf, site, v, i)
+				}
+				if err != nil {
+					errs <- err
+					for range next {
+					}
+					return
+				}
+			}
+		}()
+	}
+	for i := range b.entries {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := b.tmpl.ExecuteTemplate(&buf, "index.html", pageData{
+		Site: site, Root: "", PageTitle: site.Title, Canonical: b.abs("index.html"), Entries: views,
+	}); err != nil {
+		return fmt.Errorf("render index: %w", err)
+	}
+	if err := b.write("index.html", buf.Bytes()); err != nil {
+		return err
+	}
+	if err := b.feed(views); err != nil {
+		return err
+	}
+	return b.copyEvidence(j.Dir)
+}
+
+// abs is the canonical URL of a site path: absolute when BaseURL is set,
+// empty otherwise (a page needs no relative canonical link to itself).
+func (b *builder) abs(rel string) string {
+	if b.opts.BaseURL == "" {
+		return ""
+	}
+	return b.opts.BaseURL + rel
+}
+
+func (b *builder) entryFiles(buf *bytes.Buffer, site siteView, v *entryView, i int) error {
+	e := b.entries[i]
+	buf.Reset()
+	if err := b.tmpl.ExecuteTemplate(buf, "entry.html", pageData{
+		Site: site, Root: "../", PageTitle: e.Title + " · " + site.Title,
+		Canonical: b.abs(SiteEntriesDir + "/" + e.Slug + ".html"), Entry: v,
+	}); err != nil {
+		return fmt.Errorf("render %s: %w", e.Path, err)
+	}
+	if err := b.write(SiteEntriesDir+"/"+e.Slug+".html", buf.Bytes()); err != nil {
+		return err
+	}
+	data, err := MarshalEntry(&e.Entry)
+	if err != nil {
+		return err
+	}
+	if err := b.write(SiteEntriesDir+"/"+e.Slug+".json", data); err != nil {
+		return err
+	}
+	for _, a := range e.Aliases {
+		buf.Reset()
+		canon := b.abs(SiteEntriesDir + "/" + e.Slug + ".html")
+		if canon == "" {
+			canon = e.Slug + ".html"
+		}
+		if err := b.tmpl.ExecuteTemplate(buf, "alias.html", aliasData{
+			Title: e.Title, Target: e.Slug + ".html", Canonical: canon,
+		}); err != nil {
+			return fmt.Errorf("render alias %s of %s: %w", a, e.Path, err)
+		}
+		if err := b.write(SiteEntriesDir+"/"+a+".html", buf.Bytes()); err != nil {
+			return err
+		}
+		b.mu.Lock()
+		b.aliases++
+		b.mu.Unlock()
+	}
+	return nil
+}
+
+// feed writes feed.atom: every entry, newest first, its summary as the
+// Atom summary. Ids are urn:hiro-journal:<entry ID> so they survive a slug
+// change; updated is the last revision's time or the entry's.
+func (b *builder) feed(views []*entryView) error {
+	f := &feeds.Feed{
+		Title:       b.opts.Title,
+		Link:        &feeds.Link{Href: b.opts.BaseURL + "index.html", Rel: "alternate"},
+		Description: "Timestamped entries of a hiro development journal",
+	}
+	for i, e := range b.entries {
+		updated := e.Timestamp
+		for _, r := range e.Revisions {
+			if r.Timestamp.After(updated) {
+				updated = r.Timestamp
+			}
+		}
+		if updated.After(f.Updated) {
+			f.Updated = updated
+		}
+		var sum strings.Builder
+		for _, p := range views[i].Summary {
+			sum.WriteString("<p>" + html.EscapeString(p) + "</p>")
+		}
+		if sum.Len() == 0 && e.Subtitle != "" {
+			sum.WriteString("<p>" + html.EscapeString(e.Subtitle) + "</p>")
+		}
+		f.Items = append(f.Items, &feeds.Item{
+			Title:       e.Title,
+			Link:        &feeds.Link{Href: b.opts.BaseURL + SiteEntriesDir + "/" + e.Slug + ".html"},
+			Id:          "urn:hiro-journal:" + e.ID(),
+			Created:     e.Timestamp,
+			Updated:     updated,
+			Description: sum.String(),
+		})
+	}
+	if f.Updated.IsZero() {
+		f.Updated = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) // empty journal: a fixed time keeps the output deterministic
+	}
+	af := (&feeds.Atom{Feed: f}).AtomFeed()
+	af.Id = "urn:hiro-journal:feed"
+	if b.opts.BaseURL != "" {
+		af.Id = b.opts.BaseURL
+	}
+	af.Link = &feeds.AtomLink{Href: b.opts.BaseURL + FeedFile, Rel: "self"}
+	s, err := feeds.ToXML(af)
+	if err != nil {
+		return fmt.Errorf("render feed: %w", err)
+	}
+	return b.write(FeedFile, []byte(s+"\n"))
+}
+
+// copyEvidence copies the journal's evidence/ folder into the site.
+func (b *builder) copyEvidence(dir string) error {
+	src := filepath.Join(dir, EvidenceDir)
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("copy evidence: %w", err)
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(b.out, rel), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("copy evidence: %w", err)
+		}
+		return b.write(filepath.ToSlash(rel), data)
+	})
+}
+
+func newMarkdown() goldmark.Markdown {
+	// Raw HTML stays disabled (goldmark's default): <script> in Markdown is
+	// dropped, and javascript: links are not rendered as links.
+	return goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify))
+}
+
+func renderMarkdown(md goldmark.Markdown, src string) (template.HTML, error) {
+	if strings.TrimSpace(src) == "" {
+		return "", nil
+	}
+	var buf bytes.Buffer
+	if err := md.Convert([]byte(src), &buf); err != nil {
+		return "", err
+	}
+	// goldmark ran without WithUnsafe: its output holds no raw HTML from src.
+	return template.HTML(buf.String()), nil
+}

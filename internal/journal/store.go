@@ -1,0 +1,359 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Layout of a journal directory.
+const (
+	// DefaultDir is the journal directory used when none is given.
+	DefaultDir = "journal"
+	// EntriesDir holds one <stamp>_<slug>.json file per entry.
+	EntriesDir = "entries"
+	// EvidenceDir holds public evidence copied in by AddFromEvidence; build
+	// copies it into the site unchanged.
+	EvidenceDir = "evidence"
+	// PublishedFile records the hash of every published entry.
+	PublishedFile = "published.json"
+	// PublishedSchema is the schema tag written in PublishedFile.
+	PublishedSchema = "hiro.journal-published/v1"
+)
+
+// Problem is one thing wrong with a journal or its site: Where is a path
+// relative to the journal (or site) directory, optionally with a field.
+type Problem struct {
+	Where string
+	Msg   string
+}
+
+func (p Problem) String() string { return p.Where + ": " + p.Msg }
+
+// Stored is an entry as read from the journal directory.
+type Stored struct {
+	Entry
+	// Path is the file, relative to the journal directory
+	// (entries/<stamp>_<slug>.json).
+	Path string
+}
+
+// Journal is a loaded journal directory.
+type Journal struct {
+	// Dir is the journal directory as given.
+	Dir string
+	// Entries are the entries that decoded, newest first (ties by slug).
+	Entries []*Stored
+	// Problems are files that failed the schema, failed to decode, or failed
+	// Entry.Validate; such files are not in Entries when they did not decode.
+	Problems []Problem
+}
+
+// Load reads every entries/*.json file of dir. It fails only when dir (or
+// its entries/ folder, when present) cannot be read; a bad entry file is a
+// Problem, so check can list all of them at once. A directory without an
+// entries/ folder is an empty journal.
+func Load(dir string) (*Journal, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("journal directory %s does not exist: create it with 'hiro journal new' or pass --journal DIR", dir)
+		}
+		return nil, fmt.Errorf("journal directory: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("journal directory %s is not a directory", dir)
+	}
+	j := &Journal{Dir: dir}
+	names, err := entryFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		rel := EntriesDir + "/" + name
+		data, err := os.ReadFile(filepath.Join(dir, EntriesDir, name))
+		if err != nil {
+			j.Problems = append(j.Problems, Problem{rel, err.Error()})
+			continue
+		}
+		e, probs := decodeEntry(data)
+		for _, p := range probs {
+			j.Problems = append(j.Problems, Problem{rel, p})
+		}
+		if e != nil {
+			j.Entries = append(j.Entries, &Stored{Entry: *e, Path: rel})
+		}
+	}
+	sortNewestFirst(j.Entries)
+	return j, nil
+}
+
+// entryFiles lists the *.json names in dir/entries, sorted.
+func entryFiles(dir string) ([]string, error) {
+	des, err := os.ReadDir(filepath.Join(dir, EntriesDir))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("journal entries: %w", err)
+	}
+	var names []string
+	for _, de := range des {
+		if !de.IsDir() && strings.HasSuffix(de.Name(), ".json") {
+			names = append(names, de.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// decodeEntry validates data against the schema, decodes it strictly and
+// runs Entry.Validate. It returns the entry when it decoded (even with
+// problems) and every problem found.
+func decodeEntry(data []byte) (*Entry, []string) {
+	var probs []string
+	if err := ValidateJSON(data); err != nil {
+		probs = append(probs, "does not validate against the entry schema: "+oneLine(err.Error()))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var e Entry
+	if err := dec.Decode(&e); err != nil {
+		return nil, append(probs, "cannot decode: "+err.Error())
+	}
+	probs = append(probs, e.Validate()...)
+	return &e, probs
+}
+
+// oneLine joins a multi-line validator message with "; ".
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sortNewestFirst orders entries by timestamp, newest first, then by slug.
+func sortNewestFirst(es []*Stored) {
+	sort.SliceStable(es, func(a, b int) bool {
+		ta, tb := es[a].Timestamp, es[b].Timestamp
+		if !ta.Equal(tb) {
+			return ta.After(tb)
+		}
+		return es[a].Slug < es[b].Slug
+	})
+}
+
+// Find returns the entry whose slug or alias is name, or nil.
+func (j *Journal) Find(name string) *Stored {
+	for _, e := range j.Entries {
+		if e.Slug == name {
+			return e
+		}
+		for _, a := range e.Aliases {
+			if a == name {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// ErrExists is wrapped by Create when the new entry's slug or timestamp is
+// already taken.
+var ErrExists = errors.New("already in the journal")
+
+// Create validates e, checks that its slug, aliases and timestamp are not
+// taken, and writes it atomically to entries/<stamp>_<slug>.json (creating
+// the directories). It returns the path written, relative to j.Dir.
+func (j *Journal) Create(e *Entry) (string, error) {
+	if probs := e.Validate(); len(probs) > 0 {
+		return "", fmt.Errorf("new entry: %s", strings.Join(probs, "; "))
+	}
+	for _, o := range j.Entries {
+		if o.Timestamp.Equal(e.Timestamp) {
+			return "", fmt.Errorf("timestamp %s: %w (%s); wait a second or set another time", e.Timestamp.Format(time.RFC3339), ErrExists, o.Path)
+		}
+		taken := append([]string{o.Slug}, o.Aliases...)
+		for _, name := range append([]string{e.Slug}, e.Aliases...) {
+			if slices.Contains(taken, name) {
+				return "", fmt.Errorf("slug %q: %w (%s); choose another with --slug", name, ErrExists, o.Path)
+			}
+		}
+	}
+	data, err := MarshalEntry(e)
+	if err != nil {
+		return "", err
+	}
+	if err := ValidateJSON(data); err != nil {
+		return "", fmt.Errorf("new entry does not validate against the entry schema: %s", oneLine(err.Error()))
+	}
+	rel := EntriesDir + "/" + e.FileName()
+	path := filepath.Join(j.Dir, EntriesDir, e.FileName())
+	if _, err := os.Stat(path); err == nil {
+		return "", fmt.Errorf("%s: %w", path, ErrExists)
+	}
+	if err := os.MkdirAll(filepath.Join(j.Dir, EntriesDir), 0o755); err != nil {
+		return "", fmt.Errorf("create journal: %w", err)
+	}
+	if err := writeFileAtomic(path, data); err != nil {
+		return "", err
+	}
+	j.Entries = append(j.Entries, &Stored{Entry: *e, Path: rel})
+	sortNewestFirst(j.Entries)
+	return rel, nil
+}
+
+// MarshalEntry is the on-disk form of an entry: indented JSON (two spaces),
+// HTML characters not escaped, ending in a newline.
+func MarshalEntry(e *Entry) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(e); err != nil {
+		return nil, fmt.Errorf("encode entry %q: %w", e.Slug, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Published is the content of published.json: for each published entry
+// (keyed by Entry.ID), what it was when last published.
+type Published struct {
+	Schema  string                    `json:"schema"`
+	Entries map[string]PublishedEntry `json:"entries"`
+}
+
+// PublishedEntry is one published entry's record.
+type PublishedEntry struct {
+	// Slug is the entry's slug when recorded (for messages only).
+	Slug string `json:"slug"`
+	// SHA256 is Entry.Hash when recorded.
+	SHA256 string `json:"sha256"`
+	// Revisions is how many revision notes the entry had when recorded; a
+	// later change must come with more.
+	Revisions int `json:"revisions"`
+}
+
+// ReadPublished reads dir/published.json; a missing file is an empty record.
+func ReadPublished(dir string) (*Published, error) {
+	p := &Published{Schema: PublishedSchema, Entries: map[string]PublishedEntry{}}
+	data, err := os.ReadFile(filepath.Join(dir, PublishedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", PublishedFile, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return nil, fmt.Errorf("%s: %w (restore it from version control; deleting it forgets what was published)", filepath.Join(dir, PublishedFile), err)
+	}
+	if p.Schema != PublishedSchema {
+		return nil, fmt.Errorf("%s: schema %q, want %q", filepath.Join(dir, PublishedFile), p.Schema, PublishedSchema)
+	}
+	if p.Entries == nil {
+		p.Entries = map[string]PublishedEntry{}
+	}
+	return p, nil
+}
+
+// WritePublished writes p to dir/published.json atomically.
+func WritePublished(dir string, p *Published) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", PublishedFile, err)
+	}
+	return writeFileAtomic(filepath.Join(dir, PublishedFile), append(b, '\n'))
+}
+
+// Unrevised compares entries with the published record and returns a
+// Problem for every published entry that changed without a new revision
+// note, and for every published entry that is gone.
+func (p *Published) Unrevised(entries []*Stored) []Problem {
+	byID := map[string]*Stored{}
+	for _, e := range entries {
+		byID[e.ID()] = e
+	}
+	var probs []Problem
+	for _, id := range sortedKeys(p.Entries) {
+		rec := p.Entries[id]
+		e := byID[id]
+		if e == nil {
+			probs = append(probs, Problem{PublishedFile, fmt.Sprintf("published entry %s (slug %q) is gone; published entries are never removed — restore its file", id, rec.Slug)})
+			continue
+		}
+		if e.Hash() != rec.SHA256 && len(e.Revisions) <= rec.Revisions {
+			probs = append(probs, Problem{e.Path, fmt.Sprintf("published entry changed without a revision note (sha256 %s… now %s…); add a revisions item {\"timestamp\": ..., \"note\": \"what changed and why\"}", rec.SHA256[:12], e.Hash()[:12])})
+		}
+	}
+	return probs
+}
+
+// Record marks entries as published: new entries are added, and changed
+// entries that carry a new revision note get their record updated. A
+// changed entry without one keeps its old record (Unrevised reports it).
+// It returns whether p changed.
+func (p *Published) Record(entries []*Stored) bool {
+	changed := false
+	for _, e := range entries {
+		h := e.Hash()
+		rec, ok := p.Entries[e.ID()]
+		if ok && (rec.SHA256 == h || len(e.Revisions) <= rec.Revisions) {
+			continue
+		}
+		p.Entries[e.ID()] = PublishedEntry{Slug: e.Slug, SHA256: h, Revisions: len(e.Revisions)}
+		changed = true
+	}
+	return changed
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// writeFileAtomic writes data to a temporary file in path's directory,
+// fsyncs it and renames it over path.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp, 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package journal
+
+import (
+	"fmt"
+	"html/template"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/yuin/goldmark"
+)
+
+// Template data. Every string field is plain text that html/template
+// escapes; only the template.HTML fields (goldmark output) and the
+// stylesheet are trusted.
+
+type siteView struct {
+	Title string
+	CSS   template.CSS
+}
+
+type pageData struct {
+	Site      siteView
+	Root      string // "" at the site root, "../" in entries/
+	PageTitle string
+	Canonical string
+	Entries   []*entryView
+	Entry     *entryView
+}
+
+type aliasData struct {
+	Title     string
+	Target    string
+	Canonical string
+}
+
+type entryView struct {
+	Slug, Title, Subtitle string
+	Datetime, Date        string
+	Lede                  string
+	Summary               []string
+	Body                  template.HTML
+	Sections              []sectionView
+	Decisions             []Decision
+	Validation            []rowView
+	CurrentState          []string
+	NextSteps             []string
+	Revisions             []revisionView
+	Aliases               []string
+	Evidence              string
+	Tally                 tally
+	Newer, Older          *linkView
+}
+
+type sectionView struct {
+	Title, Status, Tone string
+	Items               []string
+	Body                template.HTML
+}
+
+type rowView struct {
+	Check, Label, Tone, Result string
+}
+
+type revisionView struct {
+	Datetime, Date, Note string
+}
+
+type linkView struct{ Slug, Title string }
+
+// tally counts validation rows by status.
+type tally struct{ Passed, Failed, NotRun int }
+
+func (t tally) Any() bool { return t.Passed+t.Failed+t.NotRun > 0 }
+
+// displayTime is how a time reads on a page, in the zone it was written
+// in: "2025-06-12 18:30 +02:00", or "2025-06-13 08:00 UTC".
+func displayTime(t time.Time) string {
+	if _, off := t.Zone(); off == 0 {
+		return t.Format("2006-01-02 15:04") + " UTC"
+	}
+	return t.Format("2006-01-02 15:04 -07:00")
+}
+
+func (b *builder) entryView(md goldmark.Markdown, i int) (*entryView, error) {
+	e := b.entries[i]
+	v := &entryView{
+		Slug: e.Slug, Title: e.Title, Subtitle: e.Subtitle,
+		Datetime: e.Timestamp.Format(time.RFC3339), Date: displayTime(e.Timestamp),
+		Summary:      paragraphs(e.Summary),
+		Decisions:    e.Decisions,
+		CurrentState: paragraphs(e.CurrentState),
+		NextSteps:    e.NextSteps,
+		Aliases:      e.Aliases,
+	}
+	if len(v.Summary) > 0 {
+		v.Lede = v.Summary[0]
+	}
+	var err error
+	if v.Body, err = renderMarkdown(md, e.Body); err != nil {
+		return nil, fmt.Errorf("%s: body: %w", e.Path, err)
+	}
+	for k, s := range e.Sections {
+		sv := sectionView{Title: s.Title, Status: s.Status, Tone: Tone(s.Status), Items: s.Items}
+		if sv.Body, err = renderMarkdown(md, s.Body); err != nil {
+			return nil, fmt.Errorf("%s: sections[%d].body: %w", e.Path, k, err)
+		}
+		v.Sections = append(v.Sections, sv)
+	}
+	for _, r := range e.Validation {
+		v.Validation = append(v.Validation, rowView{Check: r.Check, Label: strings.ReplaceAll(r.Status, "_", " "), Tone: Tone(r.Status), Result: r.Result})
+		switch r.Status {
+		case StatusPassed:
+			v.Tally.Passed++
+		case StatusFailed:
+			v.Tally.Failed++
+		case StatusNotRun:
+			v.Tally.NotRun++
+		}
+	}
+	for _, r := range e.Revisions {
+		v.Revisions = append(v.Revisions, revisionView{Datetime: r.Timestamp.Format(time.RFC3339), Date: displayTime(r.Timestamp), Note: r.Note})
+	}
+	if e.Evidence != "" {
+		v.Evidence = e.Evidence
+		if !strings.Contains(e.Evidence, "://") {
+			v.Evidence = "../" + e.Evidence // relative to the journal root; the page is in entries/
+		}
+	}
+	if i > 0 {
+		v.Newer = &linkView{b.entries[i-1].Slug, b.entries[i-1].Title}
+	}
+	if i+1 < len(b.entries) {
+		v.Older = &linkView{b.entries[i+1].Slug, b.entries[i+1].Title}
+	}
+	return v, nil
+}
+
+// paragraphs splits plain text on blank lines and joins each paragraph's
+// lines with a space.
+func paragraphs(s string) []string {
+	var out []string
+	for _, p := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n\n") {
+		if p = strings.Join(strings.Fields(p), " "); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Tone is the CSS class a status is shown in, read from its words:
+// "na" (not run, skipped, withheld), "bad" (failed, error, aborted), "warn"
+// (not qualified, partial, warning) or "ok" (passed, completed, verified,
+// restored, qualified). Anything else is "na".
+func Tone(status string) string {
+	s := strings.ToLower(strings.ReplaceAll(status, "_", " "))
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(s, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("not run", "skipped", "withheld", "not authorized", "pending"):
+		return "na"
+	case has("fail", "error", "abort", "critical", "broken"):
+		return "bad"
+	case has("not qualified", "partial", "warn", "degraded", "but not"):
+		return "warn"
+	case has("pass", "complete", "verified", "restored", "qualified", "done") || slices.Contains(strings.Fields(s), "ok"):
+		return "ok"
+	}
+	return "na"
+}

@@ -1,0 +1,245 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// Message is one chat message; Role is "system", "user" or "assistant".
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is one bounded chat completion.
+type Request struct {
+	// Model is the model id sent to the server.
+	Model string
+	// Messages is the conversation.
+	Messages []Message
+	// MaxTokens bounds the reply (max_tokens); 0 leaves it to the server.
+	MaxTokens int
+	// Temperature, when non-nil, is sent; hiro uses 0 for controls.
+	Temperature *float64
+	// Seed, when non-nil, is sent for reproducible sampling.
+	Seed *int64
+	// Schema, when non-nil, is sent as response_format
+	// {"type":"json_schema","json_schema":{"name":SchemaName,"schema":Schema,"strict":true}}.
+	Schema json.RawMessage
+	// SchemaName names the schema; default "reply".
+	SchemaName string
+	// Timeout bounds the whole request, first byte to last; 0 means only ctx.
+	Timeout time.Duration
+}
+
+// Usage is the token accounting the server reported (OpenAI "usage").
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// Reply is the outcome of one completion.
+type Reply struct {
+	// Text is the assistant content, concatenated from the stream.
+	Text string `json:"text"`
+	// FinishReason is the server's finish_reason ("stop", "length", ...).
+	FinishReason string `json:"finish_reason"`
+	// Usage is from the final usage chunk (stream_options.include_usage);
+	// HasUsage is false when the server sent none.
+	Usage    Usage `json:"usage"`
+	HasUsage bool  `json:"has_usage"`
+	// TTFT is the time from sending the request to the first chunk that
+	// carries content (time to first token).
+	TTFT time.Duration `json:"ttft_ns"`
+	// Latency is end-to-end: sending the request to the end of the stream.
+	Latency time.Duration `json:"latency_ns"`
+	// ContentChunks counts the chunks that carried content; with TTFT and
+	// Latency it gives the mean inter-token latency (ITL) when each chunk
+	// is one token: (Latency-TTFT)/(ContentChunks-1).
+	ContentChunks int `json:"content_chunks"`
+}
+
+// TPOT returns the time per output token after the first, from the
+// server's completion token count: (Latency-TTFT)/(CompletionTokens-1).
+// It returns 0 when fewer than two tokens were counted.
+func (r *Reply) TPOT() time.Duration {
+	if !r.HasUsage || r.Usage.CompletionTokens < 2 {
+		return 0
+	}
+	return (r.Latency - r.TTFT) / time.Duration(r.Usage.CompletionTokens-1)
+}
+
+// APIError is a non-2xx answer from the server: StatusCode and the error
+// message from an OpenAI-shaped body (or the raw body).
+type APIError struct {
+	StatusCode int
+	Message    string
+}
+
+func (e *APIError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("HTTP %d", e.StatusCode)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
+}
+
+// Client talks to one OpenAI-compatible server.
+type Client struct {
+	baseURL string
+	oc      openai.Client
+}
+
+// New returns a client for the server whose root URL is baseURL (hiro
+// appends /v1). hc may be nil for http.DefaultClient. Retries are off.
+func New(baseURL string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	base := strings.TrimRight(baseURL, "/") + "/v1/"
+	oc := openai.NewClient(
+		option.WithBaseURL(base),
+		option.WithAPIKey("hiro-local"),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	)
+	return &Client{baseURL: baseURL, oc: oc}
+}
+
+// BaseURL returns the server root this client talks to.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// Chat sends one streamed chat completion and reads it to the end. Errors:
+// *APIError for an HTTP error answer; ctx's error (wrapped) when cancelled
+// or timed out; other errors for transport or stream failures. A reply cut
+// by max_tokens is not an error: FinishReason is "length".
+func (c *Client) Chat(ctx context.Context, req Request) (*Reply, error) {
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	params := openai.ChatCompletionNewParams{
+		Model:         shared.ChatModel(req.Model),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			params.Messages = append(params.Messages, openai.SystemMessage(m.Content))
+		case "assistant":
+			params.Messages = append(params.Messages, openai.AssistantMessage(m.Content))
+		default:
+			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+		}
+	}
+	if req.MaxTokens > 0 {
+		params.MaxTokens = openai.Int(int64(req.MaxTokens))
+	}
+	if req.Temperature != nil {
+		params.Temperature = openai.Float(*req.Temperature)
+	}
+	if req.Seed != nil {
+		params.Seed = openai.Int(*req.Seed)
+	}
+	if req.Schema != nil {
+		name := req.SchemaName
+		if name == "" {
+			name = "reply"
+		}
+		params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+					Name:   name,
+					Schema: req.Schema,
+					Strict: openai.Bool(true),
+				},
+			},
+		}
+	}
+	start := time.Now()
+	stream := c.oc.Chat.Completions.NewStreaming(ctx, params)
+	defer stream.Close()
+	r := &Reply{}
+	var b strings.Builder
+	for stream.Next() {
+		ch := stream.Current()
+		for _, choice := range ch.Choices {
+			if choice.Delta.Content != "" {
+				if r.ContentChunks == 0 {
+					r.TTFT = time.Since(start)
+				}
+				r.ContentChunks++
+				b.WriteString(choice.Delta.Content)
+			}
+			if choice.FinishReason != "" {
+				r.FinishReason = choice.FinishReason
+			}
+		}
+		if ch.JSON.Usage.Valid() && (ch.Usage.CompletionTokens > 0 || ch.Usage.PromptTokens > 0) {
+			r.HasUsage = true
+			r.Usage = Usage{PromptTokens: int(ch.Usage.PromptTokens), CompletionTokens: int(ch.Usage.CompletionTokens)}
+		}
+	}
+	r.Latency = time.Since(start)
+	r.Text = b.String()
+	if err := stream.Err(); err != nil {
+		return r, convertError(ctx, err)
+	}
+	return r, nil
+}
+
+// convertError maps openai-go errors to *APIError or a context error.
+func convertError(ctx context.Context, err error) error {
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		msg := oe.Message
+		if msg == "" {
+			raw := oe.RawJSON()
+			if raw == "" && oe.Response != nil && oe.Response.Body != nil {
+				b, _ := io.ReadAll(io.LimitReader(oe.Response.Body, 4096))
+				raw = string(b)
+			}
+			msg = extractMessage(raw)
+		}
+		return &APIError{StatusCode: oe.StatusCode, Message: msg}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("chat completion: %w", ctx.Err())
+	}
+	return fmt.Errorf("chat completion: %w", err)
+}
+
+// extractMessage pulls error.message (or error as a string) out of an
+// error body, falling back to the trimmed body.
+func extractMessage(raw string) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal([]byte(raw), &v) == nil {
+		var s string
+		if json.Unmarshal(v.Error, &s) == nil && s != "" {
+			return s
+		}
+		var o struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(v.Error, &o) == nil && o.Message != "" {
+			return o.Message
+		}
+		if v.Message != "" {
+			return v.Message
+		}
+	}
+	return strings.TrimSpace(raw)
+}

@@ -1,0 +1,30 @@
+// Package supervisor owns the life of managed inference servers: launch in
+// a process group of their own with only the profile's environment, one
+// log file per attempt followed line by line into the engine's Tracker,
+// readiness as DESIGN.md defines it (alive, health, identity, one bounded
+// real completion), the stall and hard ready timeouts, stop (SIGTERM to
+// the group, grace, SIGKILL to the group, then proof that the port is free
+// and no process of the group is left), and the state directory that lets
+// a later hiro act on a server an earlier one started.
+//
+// The API the CLI and the qualification code use:
+//
+//   - Start launches a profile and waits until it is ready or failed; the
+//     caller keeps the returned *Process running or stops it.
+//   - (*Process).Stop stops it; (*Process).Detach writes its state record
+//     and leaves it running after hiro exits.
+//   - Status, StatusAll and StopRecorded act on records written by an
+//     earlier hiro; a record whose process is gone, or whose pid now
+//     belongs to another process, is reported stale and never trusted.
+//   - CheckReady verifies a server that is already running (unmanaged, or
+//     production after a restore) with the same readiness rules.
+//
+// Classification of what went wrong is not done here: every failure of an
+// attempt comes from the engine package's Tracker.Classify, except
+// shutdown_leak, which only the supervisor can observe.
+//
+// This package must not read configuration files, print to a terminal, or
+// touch processes it did not start or find in its own state directory.
+// It is Linux-only: it reads /proc for process groups, start times and
+// socket owners.
+package supervisor

@@ -1,0 +1,165 @@
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// procStat is what hiro reads from /proc/PID/stat.
+type procStat struct {
+	PID   int
+	Comm  string
+	State byte // R, S, D, Z, T, ...
+	PGID  int
+	SID   int
+	// StartTicks is the process start time in clock ticks since boot
+	// (field 22); with the pid it identifies one process across reuse.
+	StartTicks uint64
+}
+
+// readProcStat parses /proc/PID/stat. Errors wrap os.ErrNotExist when
+// the process is gone.
+func readProcStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseProcStat(b)
+}
+
+// parseProcStat parses the contents of a /proc/PID/stat file; the comm
+// field is in parentheses and may itself hold spaces and parentheses.
+func parseProcStat(b []byte) (procStat, error) {
+	open := bytes.IndexByte(b, '(')
+	closeIdx := bytes.LastIndexByte(b, ')')
+	if open < 0 || closeIdx < open {
+		return procStat{}, fmt.Errorf("malformed /proc stat line %q", b)
+	}
+	var s procStat
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:open])))
+	if err != nil {
+		return procStat{}, fmt.Errorf("malformed /proc stat pid: %w", err)
+	}
+	s.PID = pid
+	s.Comm = string(b[open+1 : closeIdx])
+	f := strings.Fields(string(b[closeIdx+1:]))
+	// f[0] is field 3 (state); field n is f[n-3].
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("malformed /proc stat line for pid %d: %d fields", pid, len(f))
+	}
+	s.State = f[0][0]
+	s.PGID, _ = strconv.Atoi(f[2])
+	s.SID, _ = strconv.Atoi(f[3])
+	s.StartTicks, _ = strconv.ParseUint(f[19], 10, 64)
+	return s, nil
+}
+
+// alive reports whether the process exists and is not a zombie.
+func (s procStat) alive() bool { return s.State != 'Z' && s.State != 'X' }
+
+// listPIDs returns every pid in /proc.
+func listPIDs() []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	pids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// groupMembers returns the live (non-zombie) processes whose process
+// group is pgid, sorted by pid.
+func groupMembers(pgid int) []procStat {
+	var out []procStat
+	for _, pid := range listPIDs() {
+		s, err := readProcStat(pid)
+		if err != nil || s.PGID != pgid || !s.alive() {
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
+}
+
+// portHolders returns the live processes that hold a TCP socket bound to
+// port on any address (listening or not), found through the socket's
+// inode in /proc/net/tcp{,6} and the fd links in /proc/PID/fd. Processes
+// hiro may not inspect are skipped.
+func portHolders(port int) []procStat {
+	inodes := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		for _, ino := range socketInodes(f, port) {
+			inodes[ino] = true
+		}
+	}
+	if len(inodes) == 0 {
+		return nil
+	}
+	var out []procStat
+	for _, pid := range listPIDs() {
+		dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			l, err := os.Readlink(filepath.Join(dir, e.Name()))
+			if err != nil || !strings.HasPrefix(l, "socket:[") {
+				continue
+			}
+			if inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] {
+				if s, err := readProcStat(pid); err == nil && s.alive() {
+					out = append(out, s)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// socketInodes returns the inodes of sockets in a /proc/net/tcp-style
+// file whose local port is port and that are listening (state 0A) or
+// otherwise bound (any state but TIME_WAIT, which has no owner).
+func socketInodes(path string, port int) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return parseSocketInodes(b, port)
+}
+
+func parseSocketInodes(b []byte, port int) []string {
+	var out []string
+	want := fmt.Sprintf(":%04X", port)
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	first := true
+	for sc.Scan() {
+		if first {
+			first = false
+			continue
+		}
+		f := strings.Fields(sc.Text())
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		if len(f) < 10 || !strings.HasSuffix(f[1], want) {
+			continue
+		}
+		if f[3] == "06" || f[9] == "0" { // TIME_WAIT, or no owner
+			continue
+		}
+		out = append(out, f[9])
+	}
+	return out
+}
