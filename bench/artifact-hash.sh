@@ -18,6 +18,8 @@
 #
 # Usage: bench/artifact-hash.sh            (from the repository root or not)
 #        REPS=3 SIZE_MIB=256 bench/artifact-hash.sh   (a quicker, smaller run)
+#        HIRO_BIN=/path/to/hiro bench/artifact-hash.sh (use a built binary;
+#        otherwise it builds one with go build)
 set -euo pipefail
 
 REPS=${REPS:-5}
@@ -28,7 +30,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/hiro-artifact-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-for tool in go openssl sha256sum; do
+for tool in openssl sha256sum; do
 	command -v "$tool" >/dev/null || { echo "artifact-hash.sh: $tool not found" >&2; exit 2; }
 done
 
@@ -37,12 +39,18 @@ echo "cpus:      $(nproc)"
 echo "cpu:       $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
 if grep -qw sha_ni /proc/cpuinfo; then sha_ni=yes; else sha_ni=no; fi
 echo "sha_ni:    $sha_ni (Go's crypto/sha256 and OpenSSL use it when present)"
-echo "go:        $(go version | cut -d' ' -f3-)"
+echo "go:        $(go version 2>/dev/null | cut -d' ' -f3- || echo "not installed (HIRO_BIN given)")"
 echo "openssl:   $(openssl version)"
 echo "sha256sum: $(sha256sum --version | head -1)"
 
-echo "# building hiro"
-(cd "$root" && go build -o "$work/hiro" ./cmd/hiro)
+if [[ -n ${HIRO_BIN:-} ]]; then
+	HIRO=$HIRO_BIN
+	echo "# using $HIRO"
+else
+	echo "# building hiro"
+	(cd "$root" && go build -o "$work/hiro" ./cmd/hiro)
+	HIRO=$work/hiro
+fi
 
 echo "# making 4 x ${SIZE_MIB} MiB files in $work"
 mkdir "$work/four" "$work/one"
@@ -53,36 +61,40 @@ ln "$work/four/model-00001-of-00004.safetensors" "$work/one/model.safetensors"
 cat "$work"/four/* >/dev/null # into the page cache
 files=("$work"/four/*)
 
-# best_of CMD...: run CMD $REPS times, print the fastest wall time in seconds.
-best_of() {
-	local best="" t0 t1 s
-	for _ in $(seq "$REPS"); do
-		t0=$(date +%s%N)
-		"$@" >/dev/null
-		t1=$(date +%s%N)
-		s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
-		if [[ -z $best ]] || awk -v s="$s" -v b="$best" 'BEGIN { exit !(s < b) }'; then best=$s; fi
-	done
-	echo "$best"
+# timed CMD...: run CMD once, print its wall time in seconds.
+timed() {
+	local t0 t1
+	t0=$(date +%s%N)
+	"$@" >/dev/null
+	t1=$(date +%s%N)
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'
 }
+# min A B: the smaller of two times (A may be empty).
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
 
-hiro_pin() { "$work/hiro" artifact pin --dir "$1" --repo bench/model --revision "$REV" --out "$work/$2.json"; }
+hiro_pin() { "$HIRO" artifact pin --dir "$1" --repo bench/model --revision "$REV" --out "$work/$2.json"; }
 openssl_seq() { for f in "$@"; do openssl dgst -sha256 "$f"; done; }
 
 echo "# checking that hiro and openssl agree"
-hiro_pin "$work/four" check
+hiro_pin "$work/four" check >/dev/null
 for f in "${files[@]}"; do
 	want=$(openssl dgst -sha256 -r "$f" | cut -d' ' -f1)
 	grep -q "\"sha256\": \"$want\"" "$work/check.json" || { echo "hash of $f differs from openssl's $want" >&2; exit 1; }
 done
 echo "ok: 4 hashes equal"
 
-echo "# timing, best of $REPS, wall seconds"
-h4=$(best_of hiro_pin "$work/four" four)
-o4=$(best_of openssl_seq "${files[@]}")
-s4=$(best_of sha256sum "${files[@]}")
-h1=$(best_of hiro_pin "$work/one" one)
-o1=$(best_of openssl dgst -sha256 "$work/one/model.safetensors")
+# The tools take turns in every round, so that load from other processes
+# falls on all of them alike; each keeps its best round.
+echo "# timing, best of $REPS interleaved rounds, wall seconds (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
+h4="" o4="" s4="" h1="" o1=""
+for _ in $(seq "$REPS"); do
+	h4=$(min "$h4" "$(timed hiro_pin "$work/four" four)")
+	o4=$(min "$o4" "$(timed openssl_seq "${files[@]}")")
+	s4=$(min "$s4" "$(timed sha256sum "${files[@]}")")
+	h1=$(min "$h1" "$(timed hiro_pin "$work/one" one)")
+	o1=$(min "$o1" "$(timed openssl dgst -sha256 "$work/one/model.safetensors")")
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg) (a load above the core count makes the numbers noisy)"
 
 gib4=$(awk -v m="$SIZE_MIB" 'BEGIN { print 4 * m / 1024 }')
 gib1=$(awk -v m="$SIZE_MIB" 'BEGIN { print m / 1024 }')

@@ -21,7 +21,7 @@ func sha(b []byte) string {
 }
 
 // writeFile writes content at dir/rel, creating parent directories.
-func writeFile(t *testing.T, dir, rel string, content []byte) string {
+func writeFile(t testing.TB, dir, rel string, content []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

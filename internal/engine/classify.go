@@ -79,7 +79,9 @@ const (
 	// was started.
 	OutcomePortInUse
 	// OutcomeHealthFailed: the health check answered a state that does not
-	// clear by waiting (vLLM 503: the engine core is dead).
+	// clear by waiting (vLLM 503: the engine core is dead), or a step after
+	// it failed (Message; e.g. the model list could not be read). The root
+	// cause is Health when it is not ready, else Message.
 	OutcomeHealthFailed
 	// OutcomeIdentityMismatch: the model ids the engine reports do not
 	// include the expected one.
@@ -217,9 +219,13 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		if f.Phase.Index() < failure.PhaseReadyWait.Index() {
 			f.Phase = failure.PhaseReadyWait
 		}
-		f.RootCause = "health check failed: " + o.Message
-		if o.Health != nil {
-			f.RootCause = fmt.Sprintf("health check GET %s answered HTTP %d: %s", o.Health.Path, o.Health.StatusCode, o.Health.Message)
+		switch {
+		case o.Health != nil && o.Health.State != HealthReady:
+			f.RootCause = "health check: " + healthText(*o.Health)
+		case o.Message != "":
+			f.RootCause = o.Message
+		default:
+			f.RootCause = "health check failed"
 		}
 
 	case o.Kind == OutcomeReadyTimeout || o.Kind == OutcomeStallTimeout:

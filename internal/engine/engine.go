@@ -47,7 +47,9 @@ type Engine struct {
 // Marker is a log text that starts a phase: a line containing Text means
 // Phase is now in progress.
 type Marker struct {
-	Text  string
+	// Text is a literal substring of the marker line (case-sensitive).
+	Text string
+	// Phase is the phase in progress from that line on.
 	Phase failure.Phase
 }
 

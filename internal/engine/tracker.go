@@ -186,6 +186,9 @@ func (t *Tracker) tailLocked() []string {
 	if t.lines < int64(n) {
 		n = int(t.lines)
 	}
+	if n == 0 {
+		return nil
+	}
 	out := make([]string, 0, n)
 	start := (t.next - n + len(t.tail)) % len(t.tail)
 	for i := 0; i < n; i++ {

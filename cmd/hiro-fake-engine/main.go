@@ -1,0 +1,405 @@
+// Command hiro-fake-engine is test support: a real process that acts out
+// the ways an inference server misbehaves, so the supervisor is tested on
+// real processes, log files, exits and signals (STYLE.md habit 4).
+//
+// It can replay a log file line by line with a delay and then exit with a
+// code or a signal; serve llama.cpp-style /health (503 {"error":{"message":
+// "Loading model"}} for --load-time, then 200), Ollama-style / and
+// /api/tags, /v1/models with a configurable id, and /v1/chat/completions
+// (streamed SSE with usage, honouring max_tokens; a fixed reply; a JSON
+// reply for response_format requests) or answer chat with 400 (a chat
+// template message), 500, or not at all; ignore SIGTERM; run as a wrapper
+// whose child (a grandchild of the supervisor) holds the port; start a
+// helper in a new session that escapes the process group and keeps the
+// port; and log "failed to parse grammar" while answering structured
+// requests with invalid JSON (schema fail-open).
+//
+// Timestamps for benchmarks are logged as "fake: health flips to 200 at
+// UNIXNANO" and "fake: exiting at UNIXNANO".
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+type options struct {
+	host, model, replay, signal, chat, reply, jsonReply, healthStyle string
+	port, exitCode                                                   int
+	lineDelay, loadTime, exitAfter, progressEvery, holdFor           time.Duration
+	ignoreTerm, wrapper, escapeHelper, schemaFailOpen, logHealth     bool
+	holdFD                                                           int
+}
+
+var (
+	outMu sync.Mutex
+	out   = bufio.NewWriter(os.Stdout)
+)
+
+// logf writes one line to stdout and flushes it at once (the supervisor
+// follows the file).
+func logf(format string, a ...any) {
+	outMu.Lock()
+	defer outMu.Unlock()
+	fmt.Fprintf(out, format+"\n", a...)
+	out.Flush()
+}
+
+func main() {
+	o := options{}
+	flag.StringVar(&o.host, "host", "127.0.0.1", "address to listen on")
+	flag.IntVar(&o.port, "port", 0, "port to serve HTTP on (0: serve nothing)")
+	flag.StringVar(&o.model, "model", "fake-model", "model id reported by /v1/models and /api/tags")
+	flag.StringVar(&o.replay, "replay", "", "log file to print line by line at start")
+	flag.DurationVar(&o.lineDelay, "line-delay", 0, "delay before each replayed line")
+	flag.IntVar(&o.exitCode, "exit", -1, "after the replay (and --exit-after), exit with this code")
+	flag.StringVar(&o.signal, "signal", "", "after the replay (and --exit-after), kill itself with this signal (KILL, SEGV, ABRT)")
+	flag.DurationVar(&o.exitAfter, "exit-after", 0, "wait this long after start before --exit/--signal")
+	flag.DurationVar(&o.progressEvery, "progress-every", 0, "log a progress line this often")
+	flag.DurationVar(&o.loadTime, "load-time", 0, "health answers 503 Loading model for this long, then 200")
+	flag.StringVar(&o.healthStyle, "health-style", "llamacpp", "llamacpp: /health 503 then 200; vllm: listen only after --load-time")
+	flag.StringVar(&o.chat, "chat", "ok", "chat completions: ok, 400 (template error), 500, hang")
+	flag.StringVar(&o.reply, "reply", "READY", "chat reply text")
+	flag.StringVar(&o.jsonReply, "json-reply", `{"claims":[]}`, "reply to requests with response_format")
+	flag.BoolVar(&o.schemaFailOpen, "schema-fail-open", false, "log 'failed to parse grammar' and answer structured requests with invalid JSON")
+	flag.BoolVar(&o.ignoreTerm, "ignore-sigterm", false, "ignore SIGTERM")
+	flag.BoolVar(&o.wrapper, "wrapper", false, "act as a wrapper: start the engine (this command without --wrapper) as a child and wait for it")
+	flag.BoolVar(&o.escapeHelper, "escape-helper", false, "start a helper in a new session (setsid) that inherits the listening socket and keeps the port")
+	flag.BoolVar(&o.logHealth, "log-health-requests", false, "log each health request llama.cpp style (request: GET /health ...)")
+	flag.IntVar(&o.holdFD, "hold-fd", 0, "internal: helper mode, hold this descriptor")
+	flag.DurationVar(&o.holdFor, "hold-for", 2*time.Minute, "internal: how long a helper holds the port before it exits")
+	flag.Parse()
+
+	if o.holdFD > 0 {
+		holdHelper(o)
+		return
+	}
+	if o.wrapper {
+		runWrapper()
+		return
+	}
+	start := time.Now()
+	if o.ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	} else {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+		go func() {
+			s := <-ch
+			logf("fake: %v received, shutting down", s)
+			os.Exit(0)
+		}()
+	}
+	logf("fake: pid=%d pgid=%d starting", os.Getpid(), syscall.Getpgrp())
+
+	if o.port > 0 {
+		go serve(o, start)
+	}
+	if o.progressEvery > 0 {
+		go func() {
+			for i := 1; ; i++ {
+				time.Sleep(o.progressEvery)
+				logf("fake: loading progress step %d", i)
+			}
+		}()
+	}
+	if o.replay != "" {
+		replay(o.replay, o.lineDelay)
+	}
+	if o.exitCode >= 0 || o.signal != "" {
+		if d := o.exitAfter - time.Since(start); d > 0 {
+			time.Sleep(d)
+		}
+		end(o)
+	}
+	select {}
+}
+
+// replay prints the file line by line, sleeping delay before each.
+func replay(path string, delay time.Duration) {
+	f, err := os.Open(path)
+	if err != nil {
+		logf("fake: error: cannot replay: %v", err)
+		os.Exit(3)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if delay > 0 {
+			time.Sleep(delay)
+		}
+		logf("%s", sc.Text())
+	}
+}
+
+// end exits with the code, or kills itself with the signal.
+func end(o options) {
+	logf("fake: exiting at %d", time.Now().UnixNano())
+	if o.signal != "" {
+		name := strings.TrimPrefix(strings.ToUpper(o.signal), "SIG")
+		sigs := map[string]syscall.Signal{"KILL": syscall.SIGKILL, "SEGV": syscall.SIGSEGV, "ABRT": syscall.SIGABRT,
+			"TERM": syscall.SIGTERM, "BUS": syscall.SIGBUS, "ILL": syscall.SIGILL, "INT": syscall.SIGINT}
+		s, ok := sigs[name]
+		if !ok {
+			logf("fake: error: unknown signal %q", o.signal)
+			os.Exit(3)
+		}
+		signal.Reset(s)
+		syscall.Kill(os.Getpid(), s)
+		time.Sleep(time.Second)
+	}
+	os.Exit(o.exitCode)
+}
+
+// runWrapper starts this command again without --wrapper as a child in
+// the same process group and waits for it, like `sh -c` does for a
+// compound command. The wrapper itself dies on SIGTERM; the child keeps
+// whatever --ignore-sigterm says.
+func runWrapper() {
+	var args []string
+	for _, a := range os.Args[1:] {
+		if a != "--wrapper" && a != "-wrapper" {
+			args = append(args, a)
+		}
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		logf("fake: error: wrapper cannot start the engine: %v", err)
+		os.Exit(3)
+	}
+	logf("fake: wrapper pid=%d started engine pid=%d", os.Getpid(), cmd.Process.Pid)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		os.Exit(ee.ExitCode())
+	}
+	os.Exit(0)
+}
+
+// holdHelper is the escaped helper: it keeps the inherited listening
+// socket open (accepting nothing) until holdFor passes.
+func holdHelper(o options) {
+	f := os.NewFile(uintptr(o.holdFD), "listener")
+	logf("fake: helper pid=%d sid=%d holds the port", os.Getpid(), mustSid())
+	time.Sleep(o.holdFor)
+	f.Close()
+}
+
+func mustSid() int {
+	sid, _ := unix.Getsid(os.Getpid())
+	return sid
+}
+
+func serve(o options, start time.Time) {
+	flipAt := start.Add(o.loadTime)
+	if o.healthStyle == "vllm" {
+		time.Sleep(time.Until(flipAt))
+	}
+	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		logf("fake: ERROR: [Errno 98] error while attempting to bind on address (%s): address already in use", addr)
+		os.Exit(1)
+	}
+	logf("fake: pid=%d serving on %s", os.Getpid(), addr)
+	if o.escapeHelper {
+		startHelper(l, o)
+	}
+	go func() {
+		time.Sleep(time.Until(flipAt))
+		logf("fake: health flips to 200 at %d", flipAt.UnixNano())
+	}()
+	loaded := func() bool { return !time.Now().Before(flipAt) }
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
+		ok := loaded()
+		if o.logHealth {
+			code := 503
+			if ok {
+				code = 200
+			}
+			logf("srv  log_server_r: request: GET /health 127.0.0.1 %d", code)
+		}
+		if !ok {
+			writeJSON(w, 503, map[string]any{"error": map[string]any{"code": 503, "message": "Loading model", "type": "unavailable_error"}})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"status": "ok"})
+	})
+	mux.HandleFunc("/api/tags", func(w http.ResponseWriter, r *http.Request) {
+		var models []any
+		if loaded() {
+			models = append(models, map[string]any{"name": o.model, "model": o.model})
+		}
+		writeJSON(w, 200, map[string]any{"models": models})
+	})
+	mux.HandleFunc("/api/version", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"version": "0.0.0-fake"})
+	})
+	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{"id": o.model, "object": "model", "owned_by": "fake"}}})
+	})
+	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { chat(w, r, o) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte("Ollama is running"))
+	})
+	srv := &http.Server{Handler: mux}
+	if err := srv.Serve(l); err != nil {
+		logf("fake: error: serve: %v", err)
+	}
+}
+
+// startHelper starts this command as a helper in a new session holding a
+// duplicate of the listening socket: it escapes the process group.
+func startHelper(l net.Listener, o options) {
+	f, err := l.(*net.TCPListener).File()
+	if err != nil {
+		logf("fake: error: helper: %v", err)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "--hold-fd", "3", "--hold-for", o.holdFor.String())
+	cmd.ExtraFiles = []*os.File{f}
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		logf("fake: error: helper: %v", err)
+		return
+	}
+	f.Close()
+	logf("fake: started helper pid=%d in a new session", cmd.Process.Pid)
+	go cmd.Wait()
+}
+
+type chatRequest struct {
+	Model          string          `json:"model"`
+	MaxTokens      *int            `json:"max_tokens"`
+	MaxCompletion  *int            `json:"max_completion_tokens"`
+	Stream         bool            `json:"stream"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+	Messages       []struct {
+		Content any `json:"content"`
+	} `json:"messages"`
+}
+
+func chat(w http.ResponseWriter, r *http.Request, o options) {
+	var req chatRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeJSON(w, 400, map[string]any{"error": map[string]any{"message": "invalid JSON body: " + err.Error(), "type": "invalid_request_error"}})
+		return
+	}
+	switch o.chat {
+	case "400":
+		writeJSON(w, 400, map[string]any{"error": map[string]any{"code": 400, "type": "invalid_request_error",
+			"message": "Cannot use chat template functions because tokenizer.chat_template is not set and no template argument was passed!"}})
+		return
+	case "500":
+		writeJSON(w, 500, map[string]any{"error": map[string]any{"code": 500, "type": "server_error", "message": "llama_decode: failed to decode, ret = -1"}})
+		return
+	case "hang":
+		<-r.Context().Done()
+		return
+	}
+	text := o.reply
+	structured := len(req.ResponseFormat) > 0 && string(req.ResponseFormat) != "null"
+	if structured {
+		text = o.jsonReply
+		if o.schemaFailOpen {
+			logf("srv  params_from_: failed to parse grammar, ignoring response_format")
+			text = "Sure! Here are the claims: none."
+		}
+	}
+	limit := -1
+	if req.MaxTokens != nil {
+		limit = *req.MaxTokens
+	} else if req.MaxCompletion != nil {
+		limit = *req.MaxCompletion
+	}
+	toks := tokens(text)
+	finish := "stop"
+	if limit >= 0 && len(toks) > limit {
+		toks, finish = toks[:limit], "length"
+	}
+	prompt := 0
+	for _, m := range req.Messages {
+		if s, ok := m.Content.(string); ok {
+			prompt += len(tokens(s))
+		}
+	}
+	id := fmt.Sprintf("chatcmpl-fake-%d", time.Now().UnixNano())
+	created := time.Now().Unix()
+	usage := map[string]any{"prompt_tokens": prompt, "completion_tokens": len(toks), "total_tokens": prompt + len(toks)}
+	if !req.Stream {
+		writeJSON(w, 200, map[string]any{"id": id, "object": "chat.completion", "created": created, "model": o.model,
+			"choices": []any{map[string]any{"index": 0, "finish_reason": finish,
+				"message": map[string]any{"role": "assistant", "content": strings.Join(toks, "")}}},
+			"usage": usage})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fl, _ := w.(http.Flusher)
+	sse := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	chunk := func(delta map[string]any, fin any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": o.model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": fin}}}
+	}
+	sse(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for _, t := range toks {
+		sse(chunk(map[string]any{"content": t}, nil))
+	}
+	sse(chunk(map[string]any{}, finish))
+	sse(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": o.model,
+		"choices": []any{}, "usage": usage})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+// tokens splits s into pseudo-tokens of at most 4 bytes (about one BPE
+// token each), so max_tokens cuts replies the way a real server does.
+func tokens(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		n := min(4, len(s))
+		for n < len(s) && !utf8Start(s[n]) {
+			n++
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/hiro-dev/hiro/internal/engine"
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+func init() { registerCommand(newDiagnoseCmd) }
+
+// diagnoseOpts are the flags of 'hiro diagnose'.
+type diagnoseOpts struct {
+	Engine  string
+	Exit    int
+	HasExit bool
+	Signal  string
+}
+
+// diagnoseReport is what 'hiro diagnose --json' prints: the failure object
+// of 'backend start --json' (with its next_step) for the log given.
+type diagnoseReport struct {
+	Log     string           `json:"log"`
+	Engine  string           `json:"engine"`
+	Failure *failure.Failure `json:"failure"`
+}
+
+func newDiagnoseCmd(g *Globals) *cobra.Command {
+	o := &diagnoseOpts{}
+	cmd := &cobra.Command{
+		Use:   "diagnose LOGFILE --engine KIND [--exit CODE | --signal NAME] [--json]",
+		Short: "Classify an engine's startup failure from its log, after the fact",
+		Long: `Read an engine log (one a user pasted, or an attempt's log file) and say why
+the engine failed, as 'hiro backend start' would have: the failure class, the
+phase it was in, the root-cause line (not the wrapper line), the facts parsed
+from the log (weights load seconds, shards, KV cache sizes, ...) and the next
+step to try. --exit or --signal says how the process ended when known; any
+exit before ready is a failure, exit code 0 included.
+
+KIND is one of: ` + strings.Join(engine.Kinds(), ", ") + `.
+
+Exit status: 0 diagnosed; 2 bad usage (no such file, unknown engine kind,
+both --exit and --signal, unknown signal).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.HasExit = c.Flags().Changed("exit")
+			return runDiagnose(c.Context(), g, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Engine, "engine", "", "engine kind that wrote the log: "+strings.Join(engine.Kinds(), ", ")+" (required)")
+	f.IntVar(&o.Exit, "exit", 0, "exit code the engine process ended with")
+	f.StringVar(&o.Signal, "signal", "", "signal that ended the engine process (KILL, SIGSEGV, 9, ...)")
+	f.BoolVar(&g.JSON, "json", false, "print one JSON object {log, engine, failure} (errors too)")
+	return cmd
+}
+
+// runDiagnose classifies the log args[0] and prints the failure.
+func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string) error {
+	if o.Engine == "" {
+		return UsageErrorf("diagnose: --engine is required: the kind of engine that wrote the log, one of %s", strings.Join(engine.Kinds(), ", "))
+	}
+	if _, err := engine.Lookup(o.Engine); err != nil {
+		return UsageErrorf("diagnose: --engine: %w", err)
+	}
+	if o.HasExit && o.Signal != "" {
+		return UsageErrorf("diagnose: give --exit or --signal, not both: a process either exits with a code or is killed by a signal")
+	}
+	var exit engine.ExitInfo
+	switch {
+	case o.Signal != "":
+		name, err := diagnoseSignalName(o.Signal)
+		if err != nil {
+			return UsageErrorf("diagnose: --signal: %w", err)
+		}
+		exit = engine.Signaled(name)
+	case o.HasExit:
+		if o.Exit < 0 || o.Exit > 255 {
+			return UsageErrorf("diagnose: --exit %d: an exit code is 0 to 255 (a shell's 128+N means signal N: use --signal N)", o.Exit)
+		}
+		exit = engine.Exited(o.Exit)
+	}
+
+	path := args[0]
+	fh, err := os.Open(path)
+	if err != nil {
+		return UsageErrorf("diagnose: cannot read the log %s: %w: give the path of the engine's log file", path, errors.Unwrap(err))
+	}
+	defer fh.Close()
+	f, err := engine.Diagnose(fh, o.Engine, exit)
+	if err != nil {
+		return UsageErrorf("diagnose: %s: %w", path, err)
+	}
+	if g.JSON {
+		enc := json.NewEncoder(g.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: f})
+	}
+	printDiagnosis(g.Stdout, f)
+	return nil
+}
+
+// diagnoseSignalName normalises a signal given as "KILL", "SIGKILL", "kill" or
+// "9" to its name without "SIG".
+func diagnoseSignalName(s string) (string, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if name := unix.SignalName(syscall.Signal(n)); name != "" {
+			return strings.TrimPrefix(name, "SIG"), nil
+		}
+		return "", fmt.Errorf("%d is not a signal number of this system", n)
+	}
+	name := strings.TrimPrefix(strings.ToUpper(s), "SIG")
+	if unix.SignalNum("SIG"+name) == 0 {
+		return "", fmt.Errorf("%q is not a signal name (e.g. KILL, TERM, SEGV, ABRT)", s)
+	}
+	return name, nil
+}
+
+// printDiagnosis writes a failure as a few readable lines.
+func printDiagnosis(w io.Writer, f *failure.Failure) {
+	fmt.Fprintf(w, "failed: %s in phase %s\n", f.Class, f.Phase)
+	fmt.Fprintf(w, "  root cause: %s\n", f.RootCause)
+	switch {
+	case f.Signal != "":
+		fmt.Fprintf(w, "  ended:      killed by signal %s\n", f.Signal)
+	case f.ExitCode != nil:
+		fmt.Fprintf(w, "  ended:      exited with code %d\n", *f.ExitCode)
+	}
+	if f.SecondsSinceStart > 0 {
+		fmt.Fprintf(w, "  after:      %.1f s\n", f.SecondsSinceStart)
+	}
+	if len(f.Facts) > 0 {
+		names := make([]string, 0, len(f.Facts))
+		for k := range f.Facts {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, k := range names {
+			parts[i] = k + "=" + strconv.FormatFloat(f.Facts[k], 'f', -1, 64)
+		}
+		fmt.Fprintf(w, "  facts:      %s\n", strings.Join(parts, " "))
+	}
+	if f.NextStep != "" {
+		fmt.Fprintf(w, "  next step:  %s\n", f.NextStep)
+	}
+}

@@ -1,0 +1,11 @@
+// Package corpus owns hiro's documents and frozen corpora: reading plain
+// text and Markdown documents with stable ids, splitting them into
+// sentences (github.com/neurosnap/sentences, its English training data)
+// with byte spans and Markdown heading paths, the text normalisation that
+// quote matching and scoring share, and the frozen corpus format (docs/,
+// gold.jsonl, manifest.json with the SHA-256 of every file) with its
+// importer for the Factcheck-GPT benchmark and its verifier.
+//
+// It must not send requests, render prompts or score claims: package
+// extract renders and validates, package eval scores.
+package corpus

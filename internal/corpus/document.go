@@ -1,0 +1,111 @@
+package corpus
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Document is one input document.
+type Document struct {
+	// ID is stable across runs: the corpus document id (its path under
+	// docs/ without the extension), or for files given on the command line
+	// the path relative to the input root (the directory argument, or the
+	// file's own directory for a file argument), with forward slashes.
+	ID string `json:"id"`
+	// Path is where the document was read from.
+	Path string `json:"path"`
+	// Markdown is true for .md and .markdown files.
+	Markdown bool `json:"markdown"`
+	// Text is the raw content; it may be invalid UTF-8 or empty (package
+	// extract rejects those with a reason).
+	Text []byte `json:"-"`
+}
+
+// DocExtensions are the file extensions read as documents when walking a
+// directory; a file named explicitly is read whatever its extension.
+var DocExtensions = []string{".txt", ".md", ".markdown"}
+
+// IsMarkdownPath reports whether path names a Markdown file by extension.
+func IsMarkdownPath(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".md" || ext == ".markdown"
+}
+
+// ErrNoDocuments means the paths held no document to read.
+var ErrNoDocuments = errors.New("no documents")
+
+// LoadPaths reads the documents named by paths: a file is one document
+// (id: its base name); a directory is walked (files with DocExtensions,
+// in lexical order, hidden entries skipped; id: the path relative to the
+// directory). Documents come back sorted by id; two documents with the
+// same id are an error naming both paths.
+func LoadPaths(paths []string) ([]Document, error) {
+	var docs []Document
+	seen := map[string]string{}
+	add := func(id, path string) error {
+		if prev, ok := seen[id]; ok {
+			return fmt.Errorf("document id %q is given twice (%s and %s); pass each document once", id, prev, path)
+		}
+		seen[id] = path
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("read document %s: %w", path, err)
+		}
+		docs = append(docs, Document{ID: id, Path: path, Markdown: IsMarkdownPath(path), Text: b})
+		return nil
+	}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %w", p, err)
+		}
+		if !st.IsDir() {
+			if err := add(filepath.Base(p), p); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if path != p && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() || !d.Type().IsRegular() || !hasDocExt(path) {
+				return nil
+			}
+			rel, err := filepath.Rel(p, path)
+			if err != nil {
+				return err
+			}
+			return add(filepath.ToSlash(rel), path)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("walk %s: %w", p, err)
+		}
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%w in %s: give .txt or .md files or directories holding them", ErrNoDocuments, strings.Join(paths, ", "))
+	}
+	sort.Slice(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })
+	return docs, nil
+}
+
+func hasDocExt(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	for _, e := range DocExtensions {
+		if ext == e {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,342 @@
+package corpus
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Frozen corpus layout, relative to the corpus directory.
+const (
+	// ManifestFile lists every other file with its SHA-256.
+	ManifestFile = "manifest.json"
+	// GoldFile holds the gold claims, one GoldClaim per line.
+	GoldFile = "gold.jsonl"
+	// DocsDir holds one file per document: docs/<id>.txt or docs/<id>.md.
+	DocsDir = "docs"
+	// ManifestSchema is the manifest's schema tag.
+	ManifestSchema = "hiro.corpus/v1"
+)
+
+// ErrNotFrozen means a corpus directory does not match its manifest (or
+// has none); the error text lists the problems.
+var ErrNotFrozen = errors.New("corpus does not match its manifest")
+
+// FileEntry is one file of a frozen corpus.
+type FileEntry struct {
+	// Path is relative to the corpus directory, forward slashes.
+	Path string `json:"path"`
+	// Bytes is the file size.
+	Bytes int64 `json:"bytes"`
+	// SHA256 is the hex SHA-256 of the file's content.
+	SHA256 string `json:"sha256"`
+}
+
+// Source says where an imported corpus came from and how it was chosen.
+type Source struct {
+	// Kind is the importer ("factcheck-gpt").
+	Kind string `json:"kind"`
+	// File is the base name of the file imported; FileSHA256 its digest.
+	File       string `json:"file"`
+	FileSHA256 string `json:"file_sha256"`
+	// Take is how many sources were selected, of Available.
+	Take      int `json:"take"`
+	Available int `json:"available"`
+	// Selection states the deterministic selection rule.
+	Selection string `json:"selection"`
+}
+
+// Manifest freezes a corpus: every file but the manifest itself, sorted
+// by path, with a digest over them.
+type Manifest struct {
+	Schema string `json:"schema"`
+	// Name is a label for people ("factcheck-gpt-6", "hiro-mini").
+	Name   string  `json:"name"`
+	Source *Source `json:"source,omitempty"`
+	// Documents and GoldClaims are counts, for people.
+	Documents  int `json:"documents"`
+	GoldClaims int `json:"gold_claims"`
+	// Files lists every file except manifest.json, sorted by Path.
+	Files []FileEntry `json:"files"`
+	// Digest is the hex SHA-256 of the lines "<sha256>  <path>\n" of
+	// Files in order: it identifies the corpus content (the semantic
+	// gate's fingerprint uses it).
+	Digest string `json:"digest"`
+}
+
+// GoldClaim is one human-written claim.
+type GoldClaim struct {
+	// DocID is the document the claim belongs to.
+	DocID string `json:"doc_id"`
+	// SentenceIndex is the annotators' sentence number, from 0; it need
+	// not equal the splitter's index, so scoring matches per document.
+	SentenceIndex int `json:"sentence_index"`
+	// Text is the claim.
+	Text string `json:"text"`
+}
+
+// Corpus is a loaded, verified frozen corpus.
+type Corpus struct {
+	Dir      string
+	Manifest *Manifest
+	// Docs are sorted by ID.
+	Docs []Document
+	// Gold is in file order.
+	Gold []GoldClaim
+}
+
+// filesDigest computes Manifest.Digest for files.
+func filesDigest(files []FileEntry) string {
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s  %s\n", f.SHA256, f.Path)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// scanFiles hashes every regular file under dir except the manifest.
+// Anything that is not a regular file or directory is an error.
+func scanFiles(dir string) ([]FileEntry, error) {
+	var files []FileEntry
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() || rel == ManifestFile {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file (links and devices are not allowed in a frozen corpus)", rel)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		s := sha256.Sum256(b)
+		files = append(files, FileEntry{Path: rel, Bytes: int64(len(b)), SHA256: hex.EncodeToString(s[:])})
+		return nil
+	})
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, err
+}
+
+// Seal writes dir's manifest.json from the files now there (name as given,
+// source may be nil) and returns it. Counts come from docs/ and gold.jsonl.
+func Seal(dir, name string, source *Source) (*Manifest, error) {
+	files, err := scanFiles(dir)
+	if err != nil {
+		return nil, fmt.Errorf("seal corpus %s: %w", dir, err)
+	}
+	m := &Manifest{Schema: ManifestSchema, Name: name, Source: source, Files: files, Digest: filesDigest(files)}
+	for _, f := range files {
+		if strings.HasPrefix(f.Path, DocsDir+"/") {
+			m.Documents++
+		}
+	}
+	gold, err := readGold(filepath.Join(dir, GoldFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	m.GoldClaims = len(gold)
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, ManifestFile), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ReadManifest reads dir/manifest.json.
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no %s: not a frozen corpus (import one with 'hiro corpus import')", dir, ManifestFile)
+		}
+		return nil, err
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	if m.Schema != ManifestSchema {
+		return nil, fmt.Errorf("%s: schema %q, want %q", filepath.Join(dir, ManifestFile), m.Schema, ManifestSchema)
+	}
+	return &m, nil
+}
+
+// VerifyReport lists every difference between a corpus and its manifest.
+type VerifyReport struct {
+	Dir    string `json:"dir"`
+	OK     bool   `json:"ok"`
+	Digest string `json:"digest"`
+	// Missing, Changed and Extra are paths relative to the corpus dir.
+	Missing []string `json:"missing,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	Extra   []string `json:"extra,omitempty"`
+	// DigestMismatch is set when the manifest's digest is not the digest
+	// of its own file list (a hand-edited manifest).
+	DigestMismatch bool `json:"digest_mismatch,omitempty"`
+}
+
+// Problems renders the report's differences as lines.
+func (r *VerifyReport) Problems() []string {
+	var ps []string
+	for _, p := range r.Missing {
+		ps = append(ps, "missing "+p)
+	}
+	for _, p := range r.Changed {
+		ps = append(ps, "changed "+p)
+	}
+	for _, p := range r.Extra {
+		ps = append(ps, "extra "+p)
+	}
+	if r.DigestMismatch {
+		ps = append(ps, "manifest digest does not match its file list")
+	}
+	return ps
+}
+
+// Verify compares dir with its manifest: every file must be there with the
+// same size and SHA-256, and no other file may exist. An error means the
+// manifest could not be read; drift is reported with OK false.
+func Verify(dir string) (*VerifyReport, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	files, err := scanFiles(dir)
+	if err != nil {
+		return nil, fmt.Errorf("verify corpus %s: %w", dir, err)
+	}
+	r := &VerifyReport{Dir: dir, Digest: m.Digest}
+	have := map[string]FileEntry{}
+	for _, f := range files {
+		have[f.Path] = f
+	}
+	want := map[string]bool{}
+	for _, f := range m.Files {
+		want[f.Path] = true
+		g, ok := have[f.Path]
+		switch {
+		case !ok:
+			r.Missing = append(r.Missing, f.Path)
+		case g.SHA256 != f.SHA256 || g.Bytes != f.Bytes:
+			r.Changed = append(r.Changed, f.Path)
+		}
+	}
+	for _, f := range files {
+		if !want[f.Path] {
+			r.Extra = append(r.Extra, f.Path)
+		}
+	}
+	r.DigestMismatch = filesDigest(m.Files) != m.Digest
+	r.OK = len(r.Missing)+len(r.Changed)+len(r.Extra) == 0 && !r.DigestMismatch
+	return r, nil
+}
+
+// Load verifies the corpus at dir and reads its documents and gold claims.
+// A corpus that does not match its manifest is refused (ErrNotFrozen).
+func Load(dir string) (*Corpus, error) {
+	r, err := Verify(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !r.OK {
+		return nil, fmt.Errorf("%w: %s: %s (run 'hiro corpus verify %s')", ErrNotFrozen, dir, strings.Join(r.Problems(), "; "), dir)
+	}
+	m, _ := ReadManifest(dir)
+	c := &Corpus{Dir: dir, Manifest: m}
+	for _, f := range m.Files {
+		if !strings.HasPrefix(f.Path, DocsDir+"/") {
+			continue
+		}
+		rel := strings.TrimPrefix(f.Path, DocsDir+"/")
+		id := strings.TrimSuffix(rel, filepath.Ext(rel))
+		path := filepath.Join(dir, filepath.FromSlash(f.Path))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		c.Docs = append(c.Docs, Document{ID: id, Path: path, Markdown: IsMarkdownPath(path), Text: b})
+	}
+	sort.Slice(c.Docs, func(i, j int) bool { return c.Docs[i].ID < c.Docs[j].ID })
+	c.Gold, err = readGold(filepath.Join(dir, GoldFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return c, nil
+}
+
+// readGold reads a gold.jsonl file; unknown fields are errors.
+func readGold(path string) ([]GoldClaim, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []GoldClaim
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var g GoldClaim
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&g); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		out = append(out, g)
+	}
+	return out, sc.Err()
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory, fsynced and renamed over path.
+func WriteFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(name, path)
+	}
+	if err != nil {
+		os.Remove(name)
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// benchLines is a vLLM startup log: the case logs when present (their
+// lines mix markers, facts, errors and plain INFO), else a built-in one.
+func benchLines(b *testing.B) []string {
+	var lines []string
+	for _, name := range []string{"vllm-marlin-repack.log", "vllm-max-model-len.log", "vllm-wsl2-uva.log"} {
+		data, err := os.ReadFile(filepath.Join(casesDir, name))
+		if err != nil {
+			break
+		}
+		lines = append(lines, strings.Split(strings.TrimSpace(string(data)), "\n")...)
+	}
+	if len(lines) == 0 {
+		lines = []string{
+			"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [core.py:77] Initializing a V1 LLM engine (v0.28.0) with config: model='m', max_seq_len=4096",
+			"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [gpu_model_runner.py:1] Starting to load model m...",
+			"Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:47<00:47, 23.80s/it]",
+			"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [default_loader.py:1] Loading weights took 93.66 seconds",
+		}
+	}
+	return lines
+}
+
+// BenchmarkTrackerLine is the cost of one log line fed to a Tracker
+// before any root cause is known (the common case while an engine loads).
+// A fresh tracker is taken every len(lines) lines so the first-error
+// shortcut does not hide the scanning cost.
+func BenchmarkTrackerLine(b *testing.B) {
+	e := mustLookup(b, "vllm")
+	lines := benchLines(b)
+	tr := e.NewTracker()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := i % len(lines)
+		if j == 0 {
+			tr = e.NewTracker()
+		}
+		tr.Feed(lines[j])
+	}
+}
+
+// BenchmarkTrackerLineInfo is the cost of a plain INFO line that matches
+// nothing, the bulk of a real log.
+func BenchmarkTrackerLineInfo(b *testing.B) {
+	tr := mustLookup(b, "vllm").NewTracker()
+	line := "(APIServer pid=4120) INFO 11-21 14:02:20 [model.py:1510] Using max model len 4096 for the served model mistral-small"
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tr.Feed(line)
+	}
+}
+
+// BenchmarkClassify is the latency from an exit notice to the classified
+// failure (the supervisor's verdict must be ≤ 3 ms after the exit): a
+// tracker with a full tail, facts and a root cause, classified once.
+func BenchmarkClassify(b *testing.B) {
+	tr := mustLookup(b, "vllm").NewTracker()
+	for _, l := range benchLines(b) {
+		tr.Feed(l)
+	}
+	code := 1
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: ExitInfo{Code: &code}})
+		if f.Class == "" {
+			b.Fatal("no class")
+		}
+	}
+}
+
+// BenchmarkDiagnose is a whole case log through Diagnose.
+func BenchmarkDiagnose(b *testing.B) {
+	data := strings.Join(benchLines(b), "\n")
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := Diagnose(strings.NewReader(data), "vllm", Exited(1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

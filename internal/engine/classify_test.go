@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+func mustLookup(t testing.TB, kind string) *Engine {
+	t.Helper()
+	e, err := Lookup(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// feed gives lines to a new tracker of kind.
+func feed(t testing.TB, kind string, lines ...string) *Tracker {
+	tr := mustLookup(t, kind).NewTracker()
+	for _, l := range lines {
+		tr.Feed(l)
+	}
+	return tr
+}
+
+var llamaLoading = []string{
+	"main: loading model",
+	"srv    load_model: loading model '/m/tiny.gguf'",
+	"main: model loaded",
+	"main: server is listening on http://127.0.0.1:8080 - starting the main loop",
+}
+
+func TestIdentityMismatch(t *testing.T) {
+	tr := feed(t, "llamacpp", llamaLoading...)
+	f := tr.Classify(Outcome{Kind: OutcomeIdentityMismatch, ExpectedModel: "qwen-7b",
+		ReportedModels: []string{"other-model", "x"}, Elapsed: 1500 * time.Millisecond})
+	if f.Class != failure.ClassIdentityMismatch || f.Phase != failure.PhaseReadyWait {
+		t.Fatalf("got %s/%s", f.Class, f.Phase)
+	}
+	if f.Detail["expected_model"] != "qwen-7b" {
+		t.Errorf("detail expected_model = %v", f.Detail["expected_model"])
+	}
+	rep, _ := f.Detail["reported_models"].([]string)
+	if len(rep) != 2 || rep[0] != "other-model" {
+		t.Errorf("detail reported_models = %v", f.Detail["reported_models"])
+	}
+	if !strings.Contains(f.RootCause, `"qwen-7b"`) || !strings.Contains(f.RootCause, `"other-model"`) {
+		t.Errorf("root cause %q lacks both ids", f.RootCause)
+	}
+	if f.SecondsSinceStart != 1.5 {
+		t.Errorf("seconds since start = %v", f.SecondsSinceStart)
+	}
+	if !strings.Contains(f.NextStep, "--served-model-name") {
+		t.Errorf("next step %q", f.NextStep)
+	}
+}
+
+func TestCompletionTemplate400(t *testing.T) {
+	tr := feed(t, "vllm", "INFO 01-01 00:00:00 [api_server.py:1] Application startup complete.")
+	f := tr.Classify(Outcome{Kind: OutcomeCompletionFailed, Status: 400,
+		Message: "As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not define one."})
+	if f.Class != failure.ClassTokenizerTemplate || f.Phase != failure.PhaseReadyWait {
+		t.Fatalf("got %s/%s", f.Class, f.Phase)
+	}
+	if !strings.Contains(f.RootCause, "HTTP 400") || !strings.Contains(f.RootCause, "chat template") {
+		t.Errorf("root cause %q", f.RootCause)
+	}
+}
+
+func TestCompletion500AndHang(t *testing.T) {
+	for _, o := range []Outcome{
+		{Kind: OutcomeCompletionFailed, Status: 500, Message: "internal error"},
+		{Kind: OutcomeCompletionFailed, Status: 0, Timeout: 10 * time.Second, Message: "context deadline exceeded"},
+		{Kind: OutcomeCompletionFailed, Status: 400, Message: "max_tokens must be positive"},
+	} {
+		tr := feed(t, "llamacpp", llamaLoading...)
+		f := tr.Classify(o)
+		if f.Class != failure.ClassEngineDied || f.Phase != failure.PhaseReadyWait {
+			t.Errorf("%+v: got %s/%s", o, f.Class, f.Phase)
+		}
+		if o.Status != 0 && !strings.Contains(f.RootCause, o.Message) {
+			t.Errorf("root cause %q lacks %q", f.RootCause, o.Message)
+		}
+		if o.Status == 0 && !strings.Contains(f.RootCause, "no answer within 10s") {
+			t.Errorf("root cause %q", f.RootCause)
+		}
+	}
+}
+
+// A known signature in the log explains a failed completion better than
+// engine_died (Ollama's server outlives its failed runner).
+func TestSignatureWinsOverCompletionFailure(t *testing.T) {
+	tr := feed(t, "ollama",
+		`time=x level=INFO source=server.go:383 msg="starting llama server" cmd="/x runner --ctx-size 2048"`,
+		`ggml_cuda_init: failed to initialize CUDA: CUDA driver version is insufficient for CUDA runtime version`)
+	f := tr.Classify(Outcome{Kind: OutcomeCompletionFailed, Status: 500, Message: "llama runner process has terminated"})
+	if f.Class != failure.ClassDriverMismatch || f.Phase != failure.PhaseLoad {
+		t.Fatalf("got %s/%s", f.Class, f.Phase)
+	}
+	if !strings.Contains(f.Detail["completion"].(string), "HTTP 500") {
+		t.Errorf("detail %v", f.Detail)
+	}
+}
+
+func TestTimeouts(t *testing.T) {
+	lines := []string{
+		"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [gpu_model_runner.py:1] Starting to load model m...",
+		"Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:10<00:10,  5.00s/it]",
+	}
+	tr := feed(t, "vllm", lines...)
+	f := tr.Classify(Outcome{Kind: OutcomeReadyTimeout, Timeout: 600 * time.Second, Elapsed: 600 * time.Second,
+		Health: &HealthResult{State: HealthDown, Path: "/health", Message: "connection refused"}})
+	if f.Class != failure.ClassReadyTimeout || f.Phase != failure.PhaseLoad {
+		t.Fatalf("got %s/%s", f.Class, f.Phase)
+	}
+	if f.Detail["timeout"] != "ready" || f.Detail["timeout_seconds"] != 600.0 {
+		t.Errorf("detail %v", f.Detail)
+	}
+	if !strings.Contains(f.RootCause, "10m0s") || !strings.Contains(f.RootCause, "connection refused") {
+		t.Errorf("root cause %q", f.RootCause)
+	}
+	if f.Facts["shards_loaded"] != 2 || f.Facts["shards_total"] != 4 {
+		t.Errorf("facts %v", f.Facts)
+	}
+
+	tr = feed(t, "vllm", lines...)
+	f = tr.Classify(Outcome{Kind: OutcomeStallTimeout, Timeout: 90 * time.Second})
+	if f.Class != failure.ClassReadyTimeout || f.Phase != failure.PhaseLoad || f.Detail["timeout"] != "stall" {
+		t.Fatalf("got %s/%s %v", f.Class, f.Phase, f.Detail)
+	}
+	if !strings.Contains(f.RootCause, "no log output for 1m30s") {
+		t.Errorf("root cause %q", f.RootCause)
+	}
+
+	// Nothing logged at all: still launch.
+	f = mustLookup(t, "sglang").NewTracker().Classify(Outcome{Kind: OutcomeStallTimeout, Timeout: time.Second})
+	if f.Phase != failure.PhaseLaunch || f.LogTail != nil {
+		t.Errorf("empty log: phase %s, tail %v", f.Phase, f.LogTail)
+	}
+}
+
+func TestPortInUseBeforeLaunch(t *testing.T) {
+	f := mustLookup(t, "ollama").NewTracker().Classify(Outcome{Kind: OutcomePortInUse, Address: "127.0.0.1:11434", Message: "held by pid 42"})
+	if f.Class != failure.ClassPortInUse || f.Phase != failure.PhasePrereq {
+		t.Fatalf("got %s/%s", f.Class, f.Phase)
+	}
+	if !strings.Contains(f.RootCause, "127.0.0.1:11434") || !strings.Contains(f.RootCause, "pid 42") {
+		t.Errorf("root cause %q", f.RootCause)
+	}
+	if !strings.Contains(f.NextStep, "port") {
+		t.Errorf("next step %q", f.NextStep)
+	}
+}
+
+func TestHealthFailed(t *testing.T) {
+	tr := feed(t, "vllm", "(APIServer pid=1) INFO 01-01 00:00:00 [launcher.py:1] Application startup complete.")
+	f := tr.Classify(Outcome{Kind: OutcomeHealthFailed,
+		Health: &HealthResult{State: HealthDown, Path: "/health", StatusCode: 503, Message: "engine core is dead"}})
+	if f.Class != failure.ClassEngineDied || f.Phase != failure.PhaseReadyWait {
+		t.Fatalf("got %s/%s", f.Class, f.Phase)
+	}
+	if !strings.Contains(f.RootCause, "HTTP 503") || !strings.Contains(f.RootCause, "engine core is dead") {
+		t.Errorf("root cause %q", f.RootCause)
+	}
+	// Health passed but the model list failed: the message is the cause.
+	f = feed(t, "llamacpp", llamaLoading...).Classify(Outcome{Kind: OutcomeHealthFailed,
+		Health: &HealthResult{State: HealthReady, Path: "/health", StatusCode: 200}, Message: "listing models: HTTP 404"})
+	if f.RootCause != "listing models: HTTP 404" || f.Phase != failure.PhaseReadyWait {
+		t.Errorf("models failure: %s %q", f.Phase, f.RootCause)
+	}
+}
+
+// Any exit before ready is a failure, exit 0 included; with no signature
+// the first error line is the root cause, never a wrapper or frame.
+func TestExitWithoutSignature(t *testing.T) {
+	tr := feed(t, "vllm",
+		"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [gpu_model_runner.py:1] Starting to load model m...",
+		"(EngineCore_DP0 pid=1) ERROR 01-01 00:00:01 [core.py:708] EngineCore failed to start.",
+		"(EngineCore_DP0 pid=1) ERROR 01-01 00:00:01 [core.py:708] Traceback (most recent call last):",
+		`(EngineCore_DP0 pid=1) ERROR 01-01 00:00:01 [core.py:708]   File "x.py", line 1, in f`,
+		"(EngineCore_DP0 pid=1) ERROR 01-01 00:00:01 [core.py:708] KeyError: 'lm_head.weight'",
+		"(APIServer pid=2) RuntimeError: Engine core initialization failed. See root cause above.")
+	f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(0)})
+	if f.Class != failure.ClassEngineDied || f.Phase != failure.PhaseLoad {
+		t.Fatalf("got %s/%s", f.Class, f.Phase)
+	}
+	if !strings.HasSuffix(f.RootCause, "KeyError: 'lm_head.weight'") {
+		t.Errorf("root cause %q", f.RootCause)
+	}
+	if f.ExitCode == nil || *f.ExitCode != 0 {
+		t.Errorf("exit code %v", f.ExitCode)
+	}
+
+	f = feed(t, "llamacpp", "main: loading model").Classify(Outcome{Kind: OutcomeExited, Exit: Exited(0)})
+	if f.Class != failure.ClassEngineDied || !strings.Contains(f.RootCause, "exited with code 0 before ready") {
+		t.Errorf("clean exit: %s %q", f.Class, f.RootCause)
+	}
+}
+
+// A hint-tier line explains only until an engine error line arrives.
+func TestHintTier(t *testing.T) {
+	tr := feed(t, "vllm",
+		"NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.")
+	if c, _, ok := tr.Signature(); !ok || c != failure.ClassGPUArchUnsupported {
+		t.Fatalf("hint not kept: %v %v", c, ok)
+	}
+	tr.Feed("ERROR 01-01 00:00:00 [core.py:1] RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB")
+	c, line, _ := tr.Signature()
+	if c != failure.ClassGPUOOM || !strings.Contains(line, "CUDA out of memory") {
+		t.Fatalf("error tier did not replace the hint: %s %q", c, line)
+	}
+	tr.Feed("RuntimeError: CUDA error: no kernel image is available for execution on the device")
+	if c, _, _ := tr.Signature(); c != failure.ClassGPUOOM {
+		t.Fatalf("a later error line displaced the first: %s", c)
+	}
+}
+
+func TestMarkersAndFacts(t *testing.T) {
+	tr := feed(t, "vllm",
+		"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [x.py:1] Starting to load model m...",
+		"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [x.py:1] Loading weights took 5.50 seconds",
+		"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [x.py:1] Model loading took 4.1 GiB and 6.0 seconds",
+		"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [x.py:1] GPU KV cache size: 123,456 tokens",
+	)
+	if tr.Phase() != failure.PhaseWarmup {
+		t.Errorf("phase %s, want warmup", tr.Phase())
+	}
+	want := map[string]float64{"weights_load_seconds": 5.5, "model_memory_gib": 4.1, "model_load_seconds": 6, "kv_cache_tokens": 123456}
+	got := tr.Facts()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("fact %s = %v, want %v", k, got[k], v)
+		}
+	}
+	tr.Feed("(APIServer pid=2) INFO 01-01 00:00:00 [launcher.py:1] Application startup complete.")
+	if tr.Phase() != failure.PhaseReadyWait {
+		t.Errorf("phase %s, want ready_wait", tr.Phase())
+	}
+
+	o := feed(t, "ollama", `time=x level=INFO msg="starting llama server"`, `time=x level=INFO msg="llama runner started in 0.26 seconds"`)
+	if o.Phase() != failure.PhaseReadyWait || o.Facts()["runner_start_seconds"] != 0.26 {
+		t.Errorf("ollama: phase %s facts %v", o.Phase(), o.Facts())
+	}
+	s := feed(t, "sglang", "[2025] Load weight begin. avail mem=70.00 GB", "[2025] Load weight end. type=Llama, dtype=torch.bfloat16, avail mem=55.00 GB, mem usage=14.99 GB.")
+	if s.Phase() != failure.PhaseKernelSetup || s.Facts()["model_memory_gib"] != 14.99 {
+		t.Errorf("sglang: phase %s facts %v", s.Phase(), s.Facts())
+	}
+}
+
+// Progress bars redrawn with carriage returns count as separate lines;
+// the last drawn value wins.
+func TestCarriageReturns(t *testing.T) {
+	tr := feed(t, "vllm", "Loading safetensors checkpoint shards:   0% Completed | 0/4\rLoading safetensors checkpoint shards:  75% Completed | 3/4\r\n")
+	if tr.Facts()["shards_loaded"] != 3 || tr.Lines() != 2 {
+		t.Errorf("facts %v lines %d", tr.Facts(), tr.Lines())
+	}
+}
+
+func TestTailRing(t *testing.T) {
+	tr := mustLookup(t, "openai").NewTracker()
+	n := failure.DefaultTailLines + 15
+	for i := 0; i < n; i++ {
+		tr.Feed("line " + strings.Repeat("x", i%3) + string(rune('a'+i%26)))
+	}
+	tail := tr.Tail()
+	if len(tail) != failure.DefaultTailLines {
+		t.Fatalf("tail has %d lines", len(tail))
+	}
+	if want := "line " + strings.Repeat("x", (n-1)%3) + string(rune('a'+(n-1)%26)); tail[len(tail)-1] != want {
+		t.Errorf("last %q, want %q", tail[len(tail)-1], want)
+	}
+	if want := "line " + strings.Repeat("x", 15%3) + string(rune('a'+15%26)); tail[0] != want {
+		t.Errorf("first %q, want %q", tail[0], want)
+	}
+	long := strings.Repeat("y", 10000)
+	tr.Feed(long)
+	if got := tr.Tail(); len(got[len(got)-1]) > maxStoredLine+3 {
+		t.Errorf("long line stored with %d bytes", len(got[len(got)-1]))
+	}
+}
+
+func TestExitInfoFrom(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "kill -KILL $$")
+	_ = cmd.Run()
+	if x := ExitInfoFrom(cmd.ProcessState); x.Signal != "KILL" || x.Code != nil {
+		t.Errorf("killed: %+v", x)
+	}
+	cmd = exec.Command("sh", "-c", "exit 3")
+	_ = cmd.Run()
+	if x := ExitInfoFrom(cmd.ProcessState); x.Code == nil || *x.Code != 3 || x.String() != "exited with code 3" {
+		t.Errorf("exit 3: %+v", x)
+	}
+	if ExitInfoFrom(nil).Known() {
+		t.Error("nil state is known")
+	}
+}
+
+func TestEveryClassHasNextStep(t *testing.T) {
+	for _, c := range failure.Classes {
+		if NextStep(c) == "" {
+			t.Errorf("class %s has no next step", c)
+		}
+	}
+	if s := mustLookup(t, "vllm").NextStep(failure.ClassHostCapability); !strings.Contains(s, "VLLM_USE_V2_MODEL_RUNNER=0") {
+		t.Errorf("vllm host_capability next step %q", s)
+	}
+}
+
+// stdout and stderr readers feed one tracker while the owner classifies.
+func TestTrackerConcurrentFeed(t *testing.T) {
+	tr := mustLookup(t, "vllm").NewTracker()
+	done := make(chan struct{})
+	for g := 0; g < 2; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 500; i++ {
+				tr.Feed("(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [x.py:1] Loading weights took 1.00 seconds")
+				_ = tr.Classify(Outcome{Kind: OutcomeExited})
+			}
+		}()
+	}
+	<-done
+	<-done
+	if tr.Lines() != 1000 || tr.Phase() != failure.PhaseKernelSetup || len(tr.Tail()) != failure.DefaultTailLines {
+		t.Errorf("lines %d phase %s tail %d", tr.Lines(), tr.Phase(), len(tr.Tail()))
+	}
+}

@@ -1,0 +1,17 @@
+// Package extract owns claim extraction: rendering one request per
+// sentence through package prompt (system message, user message with the
+// context window and heading path, the claims JSON Schema as
+// response_format), validating every reply client-side (JSON Schema with
+// github.com/santhosh-tekuri/jsonschema/v6, quote grounding, numbers and
+// dates, duplicates, length bounds), bounded repair retries that tell the
+// model what failed, the worker pool that keeps a configurable number of
+// requests in flight, the output directory (claims.jsonl, rejects.jsonl,
+// progress.jsonl, run.json, stats.json) with resume after an interruption,
+// and the semantic gate's engine (RunSemantic) that compares a candidate
+// with production on a frozen corpus.
+//
+// It must not change the prompt layout (package prompt owns it), start or
+// stop inference servers (package supervisor), or decide a campaign's
+// verdict (package qualify reads SemanticResult). Source text and model
+// replies are data: nothing in them is ever followed or interpreted.
+package extract

@@ -1,0 +1,283 @@
+package extract
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/hiro-dev/hiro/internal/corpus"
+)
+
+// ErrRunMismatch means the output directory holds a run made with another
+// backend, model, prompt or schema; resuming would mix them.
+var ErrRunMismatch = errors.New("output directory holds a different run")
+
+// outDir is an open output directory: the append-only claims and rejects
+// files, the progress checkpoint, and what earlier runs finished.
+type outDir struct {
+	dir                     string
+	claims, rejects, prog   *os.File
+	claimsSize, rejectsSize int64
+	// history is every progress line read at open, in order.
+	history []DocProgress
+}
+
+// openOut prepares dir for a run described by info: it writes run.json on
+// a fresh directory or checks it on resume, drops a torn last line of
+// progress.jsonl, and truncates claims.jsonl and rejects.jsonl to the
+// sizes of the last checkpoint, so a document written in part before an
+// interruption leaves nothing behind.
+func openOut(dir string, info RunInfo) (*outDir, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	runPath := filepath.Join(dir, RunFile)
+	b, err := os.ReadFile(runPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		for _, f := range []string{ClaimsFile, RejectsFile, ProgressFile} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				return nil, fmt.Errorf("%w: %s has %s but no %s; use an empty --out directory", ErrRunMismatch, dir, f, RunFile)
+			}
+		}
+		nb, _ := json.MarshalIndent(info, "", "  ")
+		if err := corpus.WriteFileAtomic(runPath, append(nb, '\n')); err != nil {
+			return nil, fmt.Errorf("write %s: %w", runPath, err)
+		}
+	case err != nil:
+		return nil, err
+	default:
+		var prev RunInfo
+		if err := json.Unmarshal(b, &prev); err != nil {
+			return nil, fmt.Errorf("%s: %w", runPath, err)
+		}
+		if prev.Backend != info.Backend || prev.Model != info.Model || prev.PromptHash != info.PromptHash || prev.SchemaHash != info.SchemaHash {
+			return nil, fmt.Errorf("%w: %s was made with backend %q model %q prompt %s; this run uses backend %q model %q prompt %s; use another --out directory",
+				ErrRunMismatch, dir, prev.Backend, prev.Model, short(prev.PromptHash), info.Backend, info.Model, short(info.PromptHash))
+		}
+	}
+	o := &outDir{dir: dir}
+	if err := o.readProgress(); err != nil {
+		return nil, err
+	}
+	if n := len(o.history); n > 0 {
+		o.claimsSize, o.rejectsSize = o.history[n-1].ClaimsBytes, o.history[n-1].RejectsBytes
+	}
+	o.claims, err = openTruncated(filepath.Join(dir, ClaimsFile), o.claimsSize)
+	if err == nil {
+		o.rejects, err = openTruncated(filepath.Join(dir, RejectsFile), o.rejectsSize)
+	}
+	if err != nil {
+		o.close()
+		return nil, err
+	}
+	return o, nil
+}
+
+// readProgress reads progress.jsonl, keeps every complete line, and cuts
+// the file after the last one (a line torn by a crash is dropped).
+func (o *outDir) readProgress() error {
+	path := filepath.Join(o.dir, ProgressFile)
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	good := 0
+	for len(b[good:]) > 0 {
+		nl := bytes.IndexByte(b[good:], '\n')
+		if nl < 0 {
+			break
+		}
+		var p DocProgress
+		if err := json.Unmarshal(b[good:good+nl], &p); err != nil || p.DocID == "" {
+			break
+		}
+		o.history = append(o.history, p)
+		good += nl + 1
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(int64(good)); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Seek(int64(good), 0); err != nil {
+		f.Close()
+		return err
+	}
+	o.prog = f
+	return nil
+}
+
+// openTruncated opens path for appending after cutting it to size; a file
+// shorter than size was damaged outside hiro and is an error.
+func openTruncated(path string, size int64) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() < size {
+		err = fmt.Errorf("%s is %d bytes but the last checkpoint in %s recorded %d: the file was changed outside hiro; use a new --out directory", path, st.Size(), ProgressFile, size)
+	}
+	if err == nil && st.Size() > size {
+		err = f.Truncate(size)
+	}
+	if err == nil {
+		_, err = f.Seek(size, 0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// commit appends one document's claims and rejects, fsyncs them, then
+// appends and fsyncs its checkpoint line. p's byte counts are filled in.
+func (o *outDir) commit(claims []Claim, rejects []Reject, p *DocProgress) error {
+	var cb, rb bytes.Buffer
+	for i := range claims {
+		if err := writeLine(&cb, &claims[i]); err != nil {
+			return err
+		}
+	}
+	for i := range rejects {
+		if err := writeLine(&rb, &rejects[i]); err != nil {
+			return err
+		}
+	}
+	if err := appendSync(o.claims, cb.Bytes()); err != nil {
+		return fmt.Errorf("write %s: %w", ClaimsFile, err)
+	}
+	if err := appendSync(o.rejects, rb.Bytes()); err != nil {
+		return fmt.Errorf("write %s: %w", RejectsFile, err)
+	}
+	o.claimsSize += int64(cb.Len())
+	o.rejectsSize += int64(rb.Len())
+	p.ClaimsBytes, p.RejectsBytes = o.claimsSize, o.rejectsSize
+	var pb bytes.Buffer
+	if err := writeLine(&pb, p); err != nil {
+		return err
+	}
+	if err := appendSync(o.prog, pb.Bytes()); err != nil {
+		return fmt.Errorf("write %s: %w", ProgressFile, err)
+	}
+	o.history = append(o.history, *p)
+	return nil
+}
+
+// writeLine encodes v as one JSON line.
+func writeLine(b *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(b)
+	return enc.Encode(v)
+}
+
+func appendSync(f *os.File, b []byte) error {
+	if len(b) > 0 {
+		if _, err := f.Write(b); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
+// stats totals the checkpoint history.
+func (o *outDir) stats() Stats {
+	var s Stats
+	last := map[string]string{}
+	var order []string
+	for _, p := range o.history {
+		if _, ok := last[p.DocID]; !ok {
+			order = append(order, p.DocID)
+		}
+		last[p.DocID] = p.Status
+		s.Sentences += p.Sentences
+		s.Claims += p.Claims
+		s.Rejects += p.Rejects
+		s.Requests += p.Requests
+		s.Replies += p.Replies
+		s.SchemaValidReplies += p.SchemaValid
+		s.CleanReplies += p.Clean
+		s.PromptTokens += p.PromptTokens
+		s.CompletionTokens += p.CompletionTokens
+	}
+	for _, id := range order {
+		if last[id] == StatusDone {
+			s.DocumentsDone++
+		} else {
+			s.DocumentsFailed++
+		}
+	}
+	if s.Replies > 0 {
+		s.SchemaValidRate = float64(s.SchemaValidReplies) / float64(s.Replies)
+	}
+	return s
+}
+
+// writeStats writes stats.json atomically.
+func (o *outDir) writeStats() (Stats, error) {
+	s := o.stats()
+	b, _ := json.MarshalIndent(s, "", "  ")
+	return s, corpus.WriteFileAtomic(filepath.Join(o.dir, StatsFile), append(b, '\n'))
+}
+
+// done returns the documents whose last status is done, with their hash.
+func (o *outDir) done() map[string]string {
+	m := map[string]string{}
+	for _, p := range o.history {
+		if p.Status == StatusDone {
+			m[p.DocID] = p.DocSHA256
+		} else {
+			delete(m, p.DocID)
+		}
+	}
+	return m
+}
+
+func (o *outDir) close() {
+	for _, f := range []*os.File{o.claims, o.rejects, o.prog} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// ReadClaims reads a claims.jsonl file.
+func ReadClaims(path string) ([]Claim, error) { return readJSONL[Claim](path) }
+
+// ReadRejects reads a rejects.jsonl file.
+func ReadRejects(path string) ([]Reject, error) { return readJSONL[Reject](path) }
+
+func readJSONL[T any](path string) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		out = append(out, v)
+	}
+	return out, sc.Err()
+}

@@ -1,0 +1,158 @@
+package extract
+
+// Files of an extraction output directory.
+const (
+	// ClaimsFile holds one Claim per line.
+	ClaimsFile = "claims.jsonl"
+	// RejectsFile holds one Reject per line.
+	RejectsFile = "rejects.jsonl"
+	// ProgressFile holds one DocProgress per committed document: the
+	// checkpoint that resume reads.
+	ProgressFile = "progress.jsonl"
+	// RunFile holds the RunInfo that a resumed run must match.
+	RunFile = "run.json"
+	// StatsFile holds the Stats of every committed document, rewritten at
+	// the end of each run; package eval reads its replies counts.
+	StatsFile = "stats.json"
+	// RunSchema tags run.json.
+	RunSchema = "hiro.extract-run/v1"
+)
+
+// Claim is one line of claims.jsonl: an accepted claim and its provenance.
+// Every claim written passed every validator.
+type Claim struct {
+	// DocID is the document's stable id.
+	DocID string `json:"doc_id"`
+	// SentenceIndex is the splitter's sentence index in the document (0-based).
+	SentenceIndex int `json:"sentence_index"`
+	// SentenceSpan is the sentence's byte span [start, end) in the document.
+	SentenceSpan [2]int `json:"sentence_span"`
+	// QuoteSpan is the quote's byte span [start, end) in the document.
+	QuoteSpan [2]int `json:"quote_span"`
+	// Text is the claim; Quote the model's quote of the sentence.
+	Text  string `json:"text"`
+	Quote string `json:"quote"`
+	// Match is how the quote was found: "exact" or "normalized" (white
+	// space and case; see corpus.FindQuote).
+	Match string `json:"match"`
+	// Model is the model id asked; Backend the profile name.
+	Model   string `json:"model"`
+	Backend string `json:"backend"`
+	// PromptVersion, PromptHash and SchemaHash identify the prompt files
+	// and the claims schema (package prompt).
+	PromptVersion string `json:"prompt_version"`
+	PromptHash    string `json:"prompt_hash"`
+	SchemaHash    string `json:"schema_hash"`
+	// Attempt is 1 for the first request, 2 for the first repair, ...
+	Attempt int `json:"attempt"`
+}
+
+// Reject kinds: what a Reject record is about.
+const (
+	RejectDocument = "document"
+	RejectRequest  = "request"
+	RejectReply    = "reply"
+	RejectClaim    = "claim"
+)
+
+// Reject is one line of rejects.jsonl: something that did not become a
+// claim, with every reason and, for replies and claims, the raw reply.
+type Reject struct {
+	// Kind is RejectDocument, RejectRequest, RejectReply or RejectClaim.
+	Kind  string `json:"kind"`
+	DocID string `json:"doc_id"`
+	// SentenceIndex and SentenceSpan are set for all kinds but document.
+	SentenceIndex *int    `json:"sentence_index,omitempty"`
+	SentenceSpan  *[2]int `json:"sentence_span,omitempty"`
+	// Attempt numbers the request (1 first, 2 first repair, ...); 0 for
+	// document rejects.
+	Attempt int `json:"attempt,omitempty"`
+	// Retried is true when a repair request followed this reply.
+	Retried bool `json:"retried,omitempty"`
+	// Reasons is never empty.
+	Reasons []Reason `json:"reasons"`
+	// ClaimIndex (0-based position in the reply), Text and Quote are set
+	// for claim rejects.
+	ClaimIndex *int   `json:"claim_index,omitempty"`
+	Text       string `json:"text,omitempty"`
+	Quote      string `json:"quote,omitempty"`
+	// Raw is the reply exactly as received; FinishReason the server's.
+	Raw          string `json:"raw,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	Model        string `json:"model"`
+	Backend      string `json:"backend"`
+	PromptHash   string `json:"prompt_hash"`
+}
+
+// Document statuses in progress.jsonl.
+const (
+	// StatusDone: the document is finished (claims and rejects written);
+	// resume skips it.
+	StatusDone = "done"
+	// StatusFailed: a request failed for a reason that may pass (server
+	// error, transport); its rejects are written and resume redoes it.
+	StatusFailed = "failed"
+)
+
+// DocProgress is one line of progress.jsonl, appended and fsynced after
+// the document's claims and rejects are fsynced.
+type DocProgress struct {
+	DocID string `json:"doc_id"`
+	// DocSHA256 is the hex SHA-256 of the document's bytes; resume refuses
+	// a finished document whose content changed.
+	DocSHA256 string `json:"doc_sha256"`
+	Status    string `json:"status"`
+	// Counts of this document.
+	Sentences int `json:"sentences"`
+	Claims    int `json:"claims"`
+	Rejects   int `json:"rejects"`
+	// Requests sent, Replies received (HTTP success), SchemaValid replies
+	// that parsed and validated in full, Clean replies with nothing
+	// rejected.
+	Requests    int `json:"requests"`
+	Replies     int `json:"replies"`
+	SchemaValid int `json:"schema_valid"`
+	Clean       int `json:"clean"`
+	// Tokens from the server's usage.
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// ClaimsBytes and RejectsBytes are the sizes of claims.jsonl and
+	// rejects.jsonl after this document: resume truncates them to the
+	// last committed sizes, dropping a partly written document.
+	ClaimsBytes  int64 `json:"claims_bytes"`
+	RejectsBytes int64 `json:"rejects_bytes"`
+}
+
+// RunInfo is run.json: what a run in this directory extracts with. A
+// resumed run must have the same Backend, Model, PromptHash and SchemaHash
+// (the base URL may change between runs).
+type RunInfo struct {
+	Schema        string `json:"schema"`
+	Backend       string `json:"backend"`
+	BaseURL       string `json:"base_url"`
+	Model         string `json:"model"`
+	PromptVersion string `json:"prompt_version"`
+	PromptHash    string `json:"prompt_hash"`
+	SchemaHash    string `json:"schema_hash"`
+}
+
+// Stats is stats.json: totals over every line of progress.jsonl (a
+// document redone after a failure counts each time it ran).
+type Stats struct {
+	// Documents finished (status done), and documents whose last status
+	// is failed.
+	DocumentsDone   int `json:"documents_done"`
+	DocumentsFailed int `json:"documents_failed"`
+	Sentences       int `json:"sentences"`
+	Claims          int `json:"claims"`
+	Rejects         int `json:"rejects"`
+	// Requests, Replies, SchemaValidReplies, CleanReplies as in DocProgress.
+	Requests           int `json:"requests"`
+	Replies            int `json:"replies"`
+	SchemaValidReplies int `json:"schema_valid_replies"`
+	CleanReplies       int `json:"clean_replies"`
+	// SchemaValidRate is SchemaValidReplies/Replies (0 when no reply).
+	SchemaValidRate  float64 `json:"schema_valid_rate"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+}

@@ -1,0 +1,333 @@
+package extract
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/prompt"
+)
+
+// Reason codes of rejects. A reject carries one or more Reasons.
+const (
+	// Document level: the document is not processed.
+	ReasonNotUTF8         = "not_utf8"
+	ReasonEmptyDocument   = "empty_document"
+	ReasonDocumentTooLong = "document_too_long"
+	// Request level: no valid reply could be had for a sentence.
+	ReasonRequestTooLong = "request_too_long"
+	ReasonRequestFailed  = "request_failed"
+	// Reply level: the whole reply is unusable.
+	ReasonNotJSON   = "not_json"
+	ReasonTruncated = "truncated"
+	ReasonSchema    = "schema"
+	// Claim level: one claim of a reply is rejected, the others stand.
+	ReasonQuoteNotFound = "quote_not_found"
+	ReasonNumber        = "number_not_in_source"
+	ReasonDate          = "date_not_in_source"
+	ReasonDuplicate     = "duplicate"
+	ReasonTooShort      = "too_short"
+	ReasonTooLong       = "too_long"
+)
+
+// Reason is one validator's finding: a stable Code (the Reason* constants)
+// and a Detail for people.
+type Reason struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+func (r Reason) String() string { return r.Code + ": " + r.Detail }
+
+// Length bounds of a claim, beyond the schema's (text 3..400, quote
+// 1..400 characters). They are the defaults of Validator.
+const (
+	// DefaultMinClaimTokens: a claim needs a subject and a predicate.
+	DefaultMinClaimTokens = 2
+	// DefaultMaxClaimRunes bounds the claim text (the schema's maxLength).
+	DefaultMaxClaimRunes = 400
+)
+
+// Validator checks replies. The zero value is not usable; NewValidator
+// compiles the claims schema of package prompt.
+type Validator struct {
+	schema *jsonschema.Schema
+	// MinClaimTokens and MaxClaimRunes are the length bounds (tokens as
+	// corpus.Tokens counts them; runes of the trimmed text).
+	MinClaimTokens int
+	MaxClaimRunes  int
+}
+
+// NewValidator compiles prompt.SchemaJSON() and sets default bounds.
+func NewValidator() (*Validator, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(prompt.SchemaJSON()))
+	if err != nil {
+		return nil, fmt.Errorf("claims schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("claims.schema.json", doc); err != nil {
+		return nil, fmt.Errorf("claims schema: %w", err)
+	}
+	s, err := c.Compile("claims.schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("claims schema: %w", err)
+	}
+	return &Validator{schema: s, MinClaimTokens: DefaultMinClaimTokens, MaxClaimRunes: DefaultMaxClaimRunes}, nil
+}
+
+// Source is what a reply is checked against.
+type Source struct {
+	// Sentence is the target sentence exactly as in the document; quotes
+	// must be found in it. SentenceStart is its byte offset in the
+	// document (quote spans are made document-relative with it).
+	Sentence      string
+	SentenceStart int
+	// Window is the text a claim may draw numbers and dates from: the
+	// heading path, the sentences before, the target and those after.
+	Window string
+}
+
+// Candidate is one claim of a reply that passed every per-claim check.
+type Candidate struct {
+	// Index is the claim's position in the reply's claims array.
+	Index int
+	Text  string
+	Quote string
+	// QuoteStart and QuoteEnd are the quote's byte span in the document.
+	QuoteStart, QuoteEnd int
+	// Match is corpus.MatchExact or corpus.MatchNormalized.
+	Match string
+	// Key is corpus.NormalizeClaim(Text), the duplicate key.
+	Key string
+}
+
+// ItemReject is one claim of a reply that failed a check.
+type ItemReject struct {
+	Index   int
+	Text    string
+	Quote   string
+	Reasons []Reason
+}
+
+// Outcome is the validation of one reply.
+type Outcome struct {
+	// ReplyReasons is non-empty when the reply as a whole is unusable (not
+	// JSON, or failing the schema outside a single claim); then Good and
+	// Bad are empty.
+	ReplyReasons []Reason
+	// SchemaValid is true when the reply parsed and validated against the
+	// schema in full (the schema-valid rate counts these).
+	SchemaValid bool
+	Good        []Candidate
+	Bad         []ItemReject
+}
+
+// Clean reports whether nothing in the reply was rejected.
+func (o *Outcome) Clean() bool { return len(o.ReplyReasons) == 0 && len(o.Bad) == 0 }
+
+// Reasons returns every reason of the outcome, claim reasons prefixed by
+// the claim's position, for the repair turn and for people.
+func (o *Outcome) Reasons() []string {
+	var out []string
+	for _, r := range o.ReplyReasons {
+		out = append(out, r.String())
+	}
+	for _, b := range o.Bad {
+		for _, r := range b.Reasons {
+			out = append(out, fmt.Sprintf("claim %d (%q): %s", b.Index+1, b.Text, r.String()))
+		}
+	}
+	return out
+}
+
+// Validate checks one raw reply against src. finish is the server's
+// finish_reason ("length" marks a reply cut by max_tokens). It never
+// fails: every problem is a Reason in the Outcome.
+func (v *Validator) Validate(raw, finish string, src Source) Outcome {
+	var o Outcome
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(raw))
+	if err != nil {
+		r := Reason{Code: ReasonNotJSON, Detail: "the reply is not a JSON document: " + shortErr(err)}
+		if finish == "length" {
+			r = Reason{Code: ReasonTruncated, Detail: "the reply was cut by max_tokens (finish_reason length) before the JSON ended"}
+		}
+		o.ReplyReasons = []Reason{r}
+		return o
+	}
+	itemSchema := map[int][]Reason{}
+	if err := v.schema.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			o.ReplyReasons = []Reason{{Code: ReasonSchema, Detail: err.Error()}}
+			return o
+		}
+		var whole []Reason
+		for _, leaf := range leaves(ve) {
+			loc := leaf.InstanceLocation
+			msg := fmt.Sprintf("at /%s: %s", strings.Join(loc, "/"), leaf.ErrorKind.LocalizedString(printer))
+			if len(loc) >= 2 && loc[0] == "claims" {
+				if i, err := strconv.Atoi(loc[1]); err == nil {
+					itemSchema[i] = append(itemSchema[i], Reason{Code: ReasonSchema, Detail: msg})
+					continue
+				}
+			}
+			whole = append(whole, Reason{Code: ReasonSchema, Detail: msg})
+		}
+		if len(whole) > 0 {
+			o.ReplyReasons = whole
+			return o
+		}
+	} else {
+		o.SchemaValid = true
+	}
+	// The structure is valid (possibly but for some items): decode the
+	// claims leniently, items with schema errors are rejected as such.
+	var rc struct {
+		Claims []json.RawMessage `json:"claims"`
+	}
+	if err := json.Unmarshal([]byte(raw), &rc); err != nil {
+		o.ReplyReasons = []Reason{{Code: ReasonSchema, Detail: err.Error()}}
+		o.SchemaValid = false
+		return o
+	}
+	seen := map[string]int{}
+	for i, item := range rc.Claims {
+		var c struct {
+			Text  any `json:"text"`
+			Quote any `json:"quote"`
+		}
+		_ = json.Unmarshal(item, &c)
+		text, _ := c.Text.(string)
+		quote, _ := c.Quote.(string)
+		if rs, bad := itemSchema[i]; bad {
+			o.Bad = append(o.Bad, ItemReject{Index: i, Text: text, Quote: quote, Reasons: rs})
+			continue
+		}
+		cand, rs := v.checkClaim(text, quote, src)
+		cand.Index = i
+		if len(rs) == 0 {
+			if j, dup := seen[cand.Key]; dup {
+				rs = append(rs, Reason{Code: ReasonDuplicate, Detail: fmt.Sprintf("same claim as claim %d of this reply", j+1)})
+			}
+		}
+		if len(rs) > 0 {
+			o.Bad = append(o.Bad, ItemReject{Index: i, Text: text, Quote: quote, Reasons: rs})
+			continue
+		}
+		seen[cand.Key] = i
+		o.Good = append(o.Good, cand)
+	}
+	return o
+}
+
+// checkClaim runs the per-claim validators: length bounds, quote found in
+// the sentence, numbers and dates found in the window.
+func (v *Validator) checkClaim(text, quote string, src Source) (Candidate, []Reason) {
+	var rs []Reason
+	text = strings.TrimSpace(text)
+	c := Candidate{Text: text, Quote: quote, Key: corpus.NormalizeClaim(text)}
+	if n := len(corpus.Tokens(text)); n < v.MinClaimTokens {
+		rs = append(rs, Reason{Code: ReasonTooShort, Detail: fmt.Sprintf("the claim has %d words; a claim needs at least %d", n, v.MinClaimTokens)})
+	}
+	if n := utf8.RuneCountInString(text); n > v.MaxClaimRunes {
+		rs = append(rs, Reason{Code: ReasonTooLong, Detail: fmt.Sprintf("the claim has %d characters; at most %d", n, v.MaxClaimRunes)})
+	}
+	if s, e, kind, ok := corpus.FindQuote(src.Sentence, quote); ok {
+		c.QuoteStart, c.QuoteEnd, c.Match = src.SentenceStart+s, src.SentenceStart+e, kind
+	} else {
+		rs = append(rs, Reason{Code: ReasonQuoteNotFound, Detail: fmt.Sprintf("the quote %q is not in the target sentence, exactly or up to white space and case", quote)})
+	}
+	if missing := missingNumbers(text, src.Window); len(missing) > 0 {
+		rs = append(rs, Reason{Code: ReasonNumber, Detail: "numbers not in the source: " + strings.Join(missing, ", ")})
+	}
+	if missing := missingMonths(text, src.Window); len(missing) > 0 {
+		rs = append(rs, Reason{Code: ReasonDate, Detail: "months not in the source: " + strings.Join(missing, ", ")})
+	}
+	return c, rs
+}
+
+var (
+	reNumber = regexp.MustCompile(`\d+(?:[.,:/]\d+)*`)
+	reMonth  = regexp.MustCompile(`\b(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\b`)
+)
+
+// numberKey normalises a number as written: thousands separators (a comma
+// between digits) are dropped, so "2,340" and "2340" are the same number.
+func numberKey(s string) string { return strings.ReplaceAll(s, ",", "") }
+
+// missingNumbers returns the numbers of claim (digit runs with their
+// separators, "1,200", "3.6", "16/10/1898") whose normalised form is not
+// among the numbers of src, and not a part of one ("16" inside "16.5" is
+// not enough: it must be a whole number there or a part split by a
+// separator, e.g. "1898" of "16/10/1898"). Sorted, without repeats.
+func missingNumbers(claim, src string) []string {
+	have := map[string]bool{}
+	for _, n := range reNumber.FindAllString(src, -1) {
+		have[numberKey(n)] = true
+		for _, part := range strings.FieldsFunc(n, func(r rune) bool { return r == '.' || r == ',' || r == ':' || r == '/' }) {
+			have[part] = true
+		}
+	}
+	var missing []string
+	seen := map[string]bool{}
+	for _, n := range reNumber.FindAllString(claim, -1) {
+		k := numberKey(strings.TrimRight(n, ".,:/"))
+		if !have[k] && !seen[k] {
+			seen[k] = true
+			missing = append(missing, n)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
+
+// missingMonths returns month names (capitalised, full or abbreviated) in
+// claim that the source does not contain, case-insensitively.
+func missingMonths(claim, src string) []string {
+	lsrc := strings.ToLower(src)
+	var missing []string
+	seen := map[string]bool{}
+	for _, m := range reMonth.FindAllString(claim, -1) {
+		if !seen[m] && !strings.Contains(lsrc, strings.ToLower(m)) {
+			seen[m] = true
+			missing = append(missing, m)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
+
+// printer renders schema errors in English.
+var printer = message.NewPrinter(language.English)
+
+// leaves returns the innermost errors of a validation error tree.
+func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return []*jsonschema.ValidationError{e}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// shortErr is err's message cut to one line of at most 200 bytes.
+func shortErr(err error) string {
+	s := strings.ReplaceAll(err.Error(), "\n", " ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}

@@ -1,0 +1,484 @@
+package qualify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/prompt"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// Exit statuses of a campaign (DESIGN.md, "Contracts").
+const (
+	ExitQualified    = 0
+	ExitNotQualified = 1
+	ExitBadPlan      = 2
+	ExitAborted      = 3
+	ExitCritical     = 4
+)
+
+// Options tune Run.
+type Options struct {
+	// Progress receives one line per event (gate, attempt, phase,
+	// elapsed, bound); nil discards.
+	Progress io.Writer
+	// Terminal rewrites the current line for phase updates.
+	Terminal bool
+	// LeaseDir overrides LeaseDir().
+	LeaseDir string
+	// EvidenceDir overrides the plan's evidence directory.
+	EvidenceDir string
+	// Host is the host fingerprint to record (doctor's facts); optional.
+	Host map[string]any
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Outcome is what Run did.
+type Outcome struct {
+	Evidence *evidence.Evidence
+	// Dir is the campaign's evidence directory.
+	Dir string
+	// ExitCode is the documented exit status.
+	ExitCode int
+}
+
+// campaign is one Run's state. Only Run's goroutine touches it.
+type campaign struct {
+	plan *Plan
+	cfg  *config.Config
+	opts Options
+	ev   *evidence.Evidence
+	dir  string
+	out  *progress
+
+	candidate *config.Profile
+	prod      *config.Profile
+	proc      *supervisor.Process // the candidate, once ready
+	procRung  *Rung
+	hc        *http.Client
+	lease     *Lease
+
+	// engineWait sums the time spent waiting on engines (launch,
+	// readiness, requests, stops): Evidence.HarnessMS is the rest.
+	engineWait time.Duration
+	// baseline is production's semantic result computed before it was
+	// stopped, by gate id.
+	baseline map[string]any
+}
+
+// Run executes the campaign: production guard, gates in order, evidence
+// after every gate, the report, and the guard's restore on every path.
+// ctx cancellation (SIGINT/SIGTERM) aborts the gates; production is still
+// restored (with its own bound). Use context.Cause(ctx) to carry the
+// signal name. The returned error is non-nil only when evidence could not
+// be written at all.
+func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Outcome, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LeaseDir == "" {
+		opts.LeaseDir = LeaseDir()
+	}
+	start := opts.Now()
+	c := &campaign{plan: plan, cfg: cfg, opts: opts, out: newProgress(opts.Progress, opts.Terminal),
+		hc: &http.Client{}, baseline: map[string]any{}}
+	c.candidate, _ = cfg.Backend(plan.Candidate)
+	if plan.Production != "" {
+		c.prod, _ = cfg.Backend(plan.Production)
+	}
+	id := start.UTC().Format("20060102T150405Z") + "-" + slug(plan.Candidate)
+	root := plan.EvidenceDir
+	if opts.EvidenceDir != "" {
+		root = opts.EvidenceDir
+	}
+	c.dir = filepath.Join(root, id)
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the evidence directory: %w", err)
+	}
+	c.ev = c.newEvidence(id, start)
+	if err := c.save(); err != nil {
+		return nil, err
+	}
+	c.out.line("campaign %s: %s (evidence %s)", id, plan.Title, c.dir)
+
+	// The guard: everything after this point ends in finish().
+	aborted, abortReason := false, ""
+	if err := c.guardBefore(ctx); err != nil {
+		aborted, abortReason = true, err.Error()
+	}
+	failedGate := ""
+	if !aborted {
+		failedGate, aborted, abortReason = c.runGates(ctx)
+	}
+	c.stopCandidate()
+	return c.finish(start, failedGate, aborted, abortReason)
+}
+
+func slug(s string) string {
+	s = strings.ToLower(s)
+	s = regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(s, "-")
+	return strings.Trim(s, "-")
+}
+
+func (c *campaign) newEvidence(id string, start time.Time) *evidence.Evidence {
+	e := &evidence.Evidence{
+		Schema: evidence.SchemaID, ID: id, Title: c.plan.Title, Plan: c.plan.Path,
+		Candidate: c.plan.Candidate, ProductionBackend: c.plan.Production, Exclusive: *c.plan.Exclusive,
+		Verdict: evidence.VerdictRunning, TerminationReason: "campaign in progress",
+		StartedAt: start.UTC(), Host: c.opts.Host, Methods: methods,
+	}
+	for _, g := range c.plan.Gates {
+		e.Gates = append(e.Gates, evidence.Gate{ID: g.ID, Kind: g.Kind, Title: gateTitle(g), Status: evidence.StatusNotRun, Reason: "not reached", BoundMS: g.Timeout.Milliseconds()})
+	}
+	fp := &e.Fingerprints
+	fp.Plan = c.plan.Digest
+	fp.Prompts = prompt.Hash()
+	fp.Schemas = prompt.SchemaHash()
+	fp.Files = map[string]string{c.plan.Path: c.plan.Digest}
+	if c.candidate != nil {
+		fp.CandidateProfile = c.candidate.Hash()
+	}
+	for _, g := range c.plan.Gates {
+		if g.Kind == KindArtifact && g.Manifest != "" {
+			if d, err := fileDigest(g.Manifest); err == nil {
+				fp.ArtifactManifest = d
+				fp.Files[g.Manifest] = d
+			}
+		}
+		if g.Kind == KindStructuredControl && g.Schema != "" {
+			if d, err := fileDigest(g.Schema); err == nil {
+				fp.Schemas = d
+				fp.Files[g.Schema] = d
+			}
+		}
+		if g.Kind == KindSemantic && g.Corpus != "" && !g.Skip {
+			if d, err := corpusDigest(g.Corpus); err == nil {
+				fp.Corpus = d
+			}
+		}
+	}
+	e.Report = evidence.Report{Sections: []evidence.Section{}, Validation: []evidence.Validation{}}
+	return e
+}
+
+// methods says how each number in the evidence is computed.
+var methods = map[string]string{
+	"ttft_ms":                  "time from sending the request to the first streamed chunk carrying content (time to first token), milliseconds",
+	"latency_ms":               "end-to-end: sending the request to the end of the stream, milliseconds",
+	"percentiles":              "nearest-rank p50/p95/p99 over successful requests",
+	"output_tokens_per_second": "sum of completion_tokens from the server's usage divided by the sum of end-to-end latencies (sequential requests)",
+	"tpot_ms":                  "mean over requests of (latency - ttft) / (completion_tokens - 1): time per output token after the first",
+	"duration_ms":              "wall-clock time of the gate or attempt",
+	"harness_ms":               "campaign wall time minus the time spent waiting on engines (launch, readiness, requests, stops)",
+	"config_hash":              "SHA-256 over the production profile's canonical JSON and the content of each of its config_files",
+}
+
+// save rewrites the evidence atomically (private and public copies).
+func (c *campaign) save() error {
+	return evidence.WriteBoth(c.dir, c.ev)
+}
+
+// guardBefore records production's state and configuration hash, runs the
+// semantic baselines while production serves, and stops production for an
+// exclusive candidate (lease first).
+func (c *campaign) guardBefore(ctx context.Context) error {
+	if c.prod == nil {
+		return nil
+	}
+	p := &c.ev.Production
+	p.Backend, p.Model = c.prod.Name, c.prod.Model
+	before, files := ProductionConfigHash(c.prod)
+	p.ConfigHashBefore = before
+	c.ev.Fingerprints.ProductionConfigBefore = before
+	for f, d := range files {
+		c.ev.Fingerprints.Files[f] = d
+	}
+	t0 := time.Now()
+	cr := supervisor.CheckReady(ctx, c.prod, nil)
+	c.engineWait += time.Since(t0)
+	p.WasRunning = cr.OK
+	if cr.OK {
+		c.out.line("production %s is ready at %s (%s)", c.prod.Name, c.prod.BaseURL, c.prod.Model)
+	} else {
+		c.out.line("production %s is not ready at %s before the campaign", c.prod.Name, c.prod.BaseURL)
+	}
+	if err := c.semanticBaselines(ctx, cr.OK); err != nil {
+		return err
+	}
+	if !*c.plan.Exclusive {
+		return c.save()
+	}
+	if c.prod.Unmanaged {
+		return fmt.Errorf("the candidate needs the accelerator exclusively but production %s is unmanaged: hiro cannot stop it; stop it yourself and rerun, or set exclusive = false", c.prod.Name)
+	}
+	st, err := supervisor.Status(c.cfg.StateDir, c.prod.Name)
+	running := err == nil && st.Status == supervisor.StatusRunning
+	if !running && cr.OK {
+		return fmt.Errorf("production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it safely; stop it and start it with 'hiro backend start %s', then rerun", c.prod.Name, c.prod.BaseURL, c.cfg.StateDir, c.prod.Name)
+	}
+	// Lease first: if hiro dies from here on, the next hiro restores.
+	c.lease = &Lease{Campaign: c.ev.ID, EvidenceDir: c.dir, Config: c.cfg.Path, Production: c.prod.Name}
+	selfLease(c.lease)
+	if err := writeLease(c.opts.LeaseDir, c.lease); err != nil {
+		c.lease = nil
+		return err
+	}
+	if running {
+		c.out.line("stopping production %s (pid %d): the candidate needs the accelerator exclusively", c.prod.Name, st.PID)
+		t0 := time.Now()
+		_, sr, err := supervisor.StopRecorded(ctx, c.cfg.StateDir, c.prod.Name, 0)
+		c.engineWait += time.Since(t0)
+		now := time.Now().UTC()
+		p.Stopped, p.StoppedAt = true, &now
+		if err != nil {
+			return fmt.Errorf("stopping production %s: %w", c.prod.Name, err)
+		}
+		if sr.Leak != nil {
+			return fmt.Errorf("stopping production %s left processes behind: %s", c.prod.Name, sr.Leak.RootCause)
+		}
+	} else {
+		c.out.line("production %s is not running; it will be started at the end", c.prod.Name)
+		p.Stopped = true // the guard owns bringing it up
+	}
+	return c.save()
+}
+
+// runGates runs the plan's gates in order with authorization. It returns
+// the id of the first failed gate, or aborted with a reason.
+func (c *campaign) runGates(ctx context.Context) (failedGate string, aborted bool, reason string) {
+	for i, spec := range c.plan.Gates {
+		g := &c.ev.Gates[i]
+		switch {
+		case aborted:
+			g.Status, g.Reason = evidence.StatusNotRun, "not run: campaign aborted ("+reason+")"
+			continue
+		case failedGate != "":
+			g.Status, g.Reason = evidence.StatusNotRun, "not authorized: "+failedGate+" failed"
+			continue
+		case spec.Skip:
+			g.Status, g.Reason = evidence.StatusNotRun, "skipped by plan"
+			c.out.line("[%s] skipped by plan", spec.ID)
+			_ = c.save()
+			continue
+		}
+		if err := context.Cause(ctx); err != nil {
+			aborted, reason = true, interruptReason(ctx)
+			g.Status, g.Reason = evidence.StatusNotRun, "not run: campaign aborted ("+reason+")"
+			continue
+		}
+		now := time.Now().UTC()
+		g.StartedAt, g.Status, g.Reason = &now, evidence.StatusRunning, ""
+		_ = c.save()
+		c.out.line("[%s] %s gate: started (bound %s)", spec.ID, spec.Kind, c.gateBound(spec))
+		err := c.runGate(ctx, spec, g)
+		g.DurationMS = time.Since(now).Milliseconds()
+		switch {
+		case ctx.Err() != nil:
+			aborted, reason = true, interruptReason(ctx)
+			g.Status = evidence.StatusFailed
+			g.Reason = "interrupted: " + reason
+		case err != nil && errors.Is(err, errHarness):
+			aborted, reason = true, err.Error()
+			g.Status, g.Reason = evidence.StatusFailed, "harness error: "+err.Error()
+		case err != nil:
+			failedGate = spec.ID
+			g.Status, g.Reason = evidence.StatusFailed, err.Error()
+		default:
+			g.Status = evidence.StatusPassed
+		}
+		c.out.line("[%s] %s (%s)%s", spec.ID, g.Status, time.Duration(g.DurationMS)*time.Millisecond, suffix(g.Reason))
+		_ = c.save()
+	}
+	return failedGate, aborted, reason
+}
+
+func suffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
+}
+
+// errHarness marks an error of hiro itself (not of the candidate): the
+// campaign aborts (exit 3) instead of failing the gate.
+var errHarness = errors.New("harness error")
+
+func harnessErr(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errHarness, fmt.Sprintf(format, a...))
+}
+
+// interruptReason names what cancelled ctx ("interrupted by SIGTERM").
+func interruptReason(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && c != context.Canceled {
+		return c.Error()
+	}
+	return "interrupted"
+}
+
+func (c *campaign) gateBound(g *GateSpec) time.Duration {
+	if g.Kind == KindLaunch {
+		return c.launchBound(g)
+	}
+	return g.Timeout.Duration
+}
+
+// stopCandidate stops the candidate if it is running, recording the stop
+// on its attempt.
+func (c *campaign) stopCandidate() {
+	if c.proc == nil {
+		return
+	}
+	c.out.line("stopping candidate %s", c.candidate.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), c.candidate.StopGrace.Duration+10*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	sr := c.proc.Stop(ctx)
+	c.engineWait += time.Since(t0)
+	c.proc = nil
+	for gi := range c.ev.Gates {
+		g := &c.ev.Gates[gi]
+		if g.Kind != KindLaunch || len(g.Attempts) == 0 {
+			continue
+		}
+		a := &g.Attempts[len(g.Attempts)-1]
+		a.Stop = &evidence.Stop{Graceful: sr.Graceful, Killed: sr.Killed, Leak: sr.Leak}
+		if sr.Leak != nil {
+			c.out.line("candidate stop left processes behind: %s", sr.Leak.RootCause)
+		}
+	}
+	_ = c.save()
+}
+
+// finish restores production when the guard stopped it, settles the
+// verdict and exit code, writes the report and the final evidence.
+func (c *campaign) finish(start time.Time, failedGate string, aborted bool, abortReason string) (*Outcome, error) {
+	e := c.ev
+	critical := false
+	if c.prod != nil && e.Production.Stopped {
+		// Restore with a bound of its own: the campaign's context may be
+		// cancelled already (Ctrl-C), production must come back anyway.
+		bound := time.Duration(c.cfg.Production.RestoreAttempts)*(c.prod.ReadyTimeout.Duration+c.prod.StopGrace.Duration) + 30*time.Second
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		t0 := time.Now()
+		e.Production.Restored = Restore(ctx, c.cfg, c.prod, c.cfg.Production.RestoreAttempts, func(s string) { c.out.line("%s", s) })
+		c.engineWait += time.Since(t0)
+		cancel()
+		if e.Production.Restored.OK {
+			c.out.line("production %s restored: model %s, reply %q", c.prod.Name, e.Production.Restored.Model, e.Production.Restored.Reply)
+			if c.lease != nil {
+				os.Remove(c.lease.Path)
+			}
+		} else {
+			critical = true
+			c.out.line("PRODUCTION NOT RESTORED: %s", e.Production.Restored.Error)
+		}
+	} else if c.lease != nil {
+		os.Remove(c.lease.Path)
+	}
+	if c.prod != nil {
+		after, files := ProductionConfigHash(c.prod)
+		e.Production.ConfigHashAfter = after
+		e.Fingerprints.ProductionConfigAfter = after
+		e.Production.ConfigUnchanged = after == e.Production.ConfigHashBefore
+		for f, d := range files {
+			e.Fingerprints.Files[f+" (after)"] = d
+		}
+	}
+	leak := c.candidateLeak()
+	switch {
+	case aborted:
+		e.Verdict, e.ExitCode = evidence.VerdictAborted, ExitAborted
+		e.TerminationReason = "aborted: " + abortReason
+	case failedGate != "":
+		e.Verdict, e.ExitCode = evidence.VerdictNotQualified, ExitNotQualified
+		e.TerminationReason = fmt.Sprintf("gate %s failed; every later gate was withheld", failedGate)
+	case leak != "":
+		e.Verdict, e.ExitCode = evidence.VerdictNotQualified, ExitNotQualified
+		e.TerminationReason = "every gate passed, but stopping the candidate left processes behind: " + leak
+	default:
+		e.Verdict, e.ExitCode = evidence.VerdictQualified, ExitQualified
+		e.TerminationReason = "every gate passed"
+	}
+	if critical {
+		e.ExitCode = ExitCritical
+		e.TerminationReason += "; PRODUCTION COULD NOT BE RESTORED"
+	}
+	now := c.opts.Now()
+	fin := now.UTC()
+	e.FinishedAt = &fin
+	e.DurationMS = now.Sub(start).Milliseconds()
+	e.HarnessMS = (now.Sub(start) - c.engineWait).Milliseconds()
+	if e.HarnessMS < 0 {
+		e.HarnessMS = 0
+	}
+	e.Report = buildReport(e, c.plan)
+	if err := c.save(); err != nil {
+		return nil, err
+	}
+	if err := writeMarkdown(c.dir, e); err != nil {
+		return nil, err
+	}
+	c.out.line("verdict: %s (exit %d): %s", e.Verdict, e.ExitCode, e.TerminationReason)
+	c.out.line("evidence: %s", filepath.Join(c.dir, evidence.PublicFile))
+	return &Outcome{Evidence: e, Dir: c.dir, ExitCode: e.ExitCode}, nil
+}
+
+func (c *campaign) candidateLeak() string {
+	for _, g := range c.ev.Gates {
+		for _, a := range g.Attempts {
+			if a.Stop != nil && a.Stop.Leak != nil {
+				return a.Stop.Leak.RootCause
+			}
+		}
+	}
+	return ""
+}
+
+// progress writes campaign events; on a terminal, phase updates rewrite
+// the current line.
+type progress struct {
+	mu       sync.Mutex
+	w        io.Writer
+	terminal bool
+	inLine   bool
+}
+
+func newProgress(w io.Writer, terminal bool) *progress {
+	if w == nil {
+		w = io.Discard
+	}
+	return &progress{w: w, terminal: terminal}
+}
+
+func (p *progress) line(format string, a ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inLine {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.inLine = false
+	}
+	fmt.Fprintf(p.w, "hiro: "+format+"\n", a...)
+}
+
+// status shows a transient status (terminal only: rewritten in place).
+func (p *progress) status(format string, a ...any) {
+	if !p.terminal {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "\r\033[K  "+format, a...)
+	p.inLine = true
+}

@@ -1,0 +1,13 @@
+// Package qualify runs bounded qualification campaigns (DESIGN.md, "Plan",
+// "Gate", "Production guard", "Evidence"): it loads and validates a plan,
+// runs its gates in order (a gate runs only if every gate before it
+// passed), walks the launch gate's attempt ladder, guards production
+// (stop before an exclusive candidate, restore and verify afterwards on
+// every path, a durable lease so a killed hiro is recovered by the next
+// one), and writes the evidence after every gate plus a Markdown report.
+//
+// It must not classify engine failures (package engine does), manage
+// processes directly (package supervisor does), or print anywhere but the
+// progress writer it is given. A plan that fails to load starts and stops
+// nothing.
+package qualify

@@ -1,0 +1,139 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+)
+
+// fakeEngine is the path of cmd/hiro-fake-engine, built once per test
+// binary by TestMain.
+var fakeEngine string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hiro-fake-engine-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeEngine = filepath.Join(dir, "hiro-fake-engine")
+	out, err := exec.Command("go", "build", "-o", fakeEngine, "github.com/hiro-dev/hiro/cmd/hiro-fake-engine").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the fake engine: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// fakeProfile loads a one-backend configuration whose command is the
+// fake engine with args; extra is more TOML for the profile table.
+func fakeProfile(t testing.TB, kind string, port int, args []string, extra string) (*config.Profile, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var q []string
+	for _, a := range args {
+		q = append(q, strconv.Quote(a))
+	}
+	portLine := ""
+	if port > 0 {
+		portLine = fmt.Sprintf("port = %d", port)
+	} else {
+		portLine = fmt.Sprintf("port = %d", freePort(t))
+	}
+	toml := fmt.Sprintf(`state_dir = "state"
+[backends.fake]
+engine = %q
+command = %q
+args = [%s]
+%s
+model = "fake-model"
+ready_timeout = "20s"
+stall_timeout = "10s"
+stop_grace = "2s"
+%s
+`, kind, fakeEngine, strings.Join(q, ", "), portLine, extra)
+	path := filepath.Join(dir, "hiro.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, toml)
+	}
+	return c.Backends["fake"], c.StateDir
+}
+
+// startFake starts the profile and registers a cleanup that stops it.
+func startFake(t testing.TB, p *config.Profile, stateDir string) (*Process, *Result) {
+	t.Helper()
+	proc, res := Start(context.Background(), p, Options{StateDir: stateDir})
+	if proc != nil {
+		t.Cleanup(func() { proc.Stop(context.Background()) })
+	}
+	return proc, res
+}
+
+var rePidLine = regexp.MustCompile(`fake: (?:started helper|wrapper pid=\d+ started engine) pid=(\d+)`)
+
+// logPIDs returns the pids the fake engine logged for its helper or
+// wrapped engine.
+func logPIDs(t testing.TB, logPath string) []int {
+	t.Helper()
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, m := range rePidLine.FindAllStringSubmatch(string(b), -1) {
+		n, _ := strconv.Atoi(m[1])
+		out = append(out, n)
+	}
+	return out
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	s, err := readProcStat(pid)
+	return err == nil && s.alive()
+}
+
+// killLater kills pid at the end of the test (escaped helpers).
+func killLater(t testing.TB, pid int) {
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+}
+
+// waitFor polls cond for up to d.
+func waitFor(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if cond() {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return cond()
+}

@@ -1,0 +1,353 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/engine"
+	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/llm"
+)
+
+// check is the verdict of the identity and completion steps of readiness.
+type check struct {
+	ids     []string
+	reply   *llm.Reply
+	health  engine.HealthResult
+	outcome *engine.Outcome // nil: passed
+}
+
+// event is what the readiness goroutine tells the main loop.
+type event struct {
+	step   string
+	health engine.HealthResult
+	final  *check // set on the last event
+}
+
+// waitReady is Start's main loop: it owns the verdict. It selects on the
+// process exit (noticed at once, not at the next poll), the readiness
+// goroutine's events, the hard and stall timeouts and ctx.
+func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Process, *Result) {
+	prof := p.profile
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan event, 8)
+	go readiness(rctx, p.eng, prof, opts, events)
+
+	hard := time.NewTimer(prof.ReadyTimeout.Duration)
+	defer hard.Stop()
+	stallEvery := prof.StallTimeout.Duration / 8
+	stallEvery = min(max(stallEvery, 5*time.Millisecond), 250*time.Millisecond)
+	tick := time.NewTicker(stallEvery)
+	defer tick.Stop()
+
+	var lastHealth *engine.HealthResult
+	step := "launch"
+	lastPhase := failure.PhaseLaunch
+	lastReport := time.Now()
+	progressAt := time.Now() // last change of health state
+	report := func(force bool) {
+		if opts.Progress == nil {
+			return
+		}
+		ph := p.tracker.Phase()
+		if !force && ph == lastPhase && time.Since(lastReport) < time.Second {
+			return
+		}
+		lastPhase, lastReport = ph, time.Now()
+		pr := Progress{Elapsed: time.Since(p.startedAt), Step: step, Phase: ph, Lines: p.tracker.Lines()}
+		if lastHealth != nil {
+			pr.Health = lastHealth.State
+		}
+		opts.Progress(pr)
+	}
+	report(true)
+
+	failWith := func(o engine.Outcome) (*Process, *Result) {
+		o.Elapsed = time.Since(p.startedAt)
+		if o.Health == nil {
+			o.Health = lastHealth
+		}
+		select {
+		case <-p.exited:
+			o.Exit = p.exitInfo
+		default:
+		}
+		f := p.tracker.Classify(o)
+		res.State, res.Failure = StateFailed, f
+		step = "failed"
+		report(true)
+		stop := p.Stop(context.WithoutCancel(ctx))
+		res.Stop = &stop
+		p.finish(res)
+		return nil, res
+	}
+
+	for {
+		select {
+		case <-p.exited:
+			// Drain what the engine wrote before it died, then classify:
+			// the verdict follows the exit by the time of one file read.
+			p.fl.drain()
+			return failWith(engine.Outcome{Kind: engine.OutcomeExited})
+
+		case ev := <-events:
+			if ev.health.State != "" {
+				if lastHealth == nil || lastHealth.State != ev.health.State {
+					progressAt = time.Now()
+				}
+				h := ev.health
+				lastHealth = &h
+			}
+			if ev.step != "" && ev.step != step {
+				step = ev.step
+				progressAt = time.Now()
+				report(true)
+			}
+			if ev.final == nil {
+				continue
+			}
+			c := ev.final
+			res.ModelIDs = c.ids
+			if c.outcome == nil {
+				res.State = StateReady
+				res.ReadyAfter = time.Since(p.startedAt)
+				res.ReadyAfterMS = res.ReadyAfter.Milliseconds()
+				res.ProbeReply = strings.TrimSpace(c.reply.Text)
+				res.ProbeTTFTMS = float64(c.reply.TTFT.Microseconds()) / 1000
+				step = "ready"
+				report(true)
+				p.finish(res)
+				return p, res
+			}
+			if c.reply != nil {
+				res.ProbeReply = strings.TrimSpace(c.reply.Text)
+			}
+			if c.outcome.Kind == engine.OutcomeCompletionFailed {
+				// A probe that failed because the engine is dying is
+				// reported as the death it is.
+				select {
+				case <-p.exited:
+				case <-time.After(exitProbeGrace):
+				}
+				select {
+				case <-p.exited:
+					p.fl.drain()
+					return failWith(engine.Outcome{Kind: engine.OutcomeExited})
+				default:
+				}
+			}
+			p.fl.read(false)
+			return failWith(*c.outcome)
+
+		case <-hard.C:
+			p.fl.read(false)
+			return failWith(engine.Outcome{Kind: engine.OutcomeReadyTimeout, Timeout: prof.ReadyTimeout.Duration})
+
+		case now := <-tick.C:
+			idle := min(p.fl.idleFor(now), now.Sub(progressAt))
+			if step != "probe" && idle >= prof.StallTimeout.Duration {
+				p.fl.read(false)
+				return failWith(engine.Outcome{Kind: engine.OutcomeStallTimeout, Timeout: prof.StallTimeout.Duration})
+			}
+			report(false)
+
+		case <-ctx.Done():
+			res.State, res.Err = StateAborted, ctx.Err()
+			res.Error = "interrupted before ready: " + ctx.Err().Error()
+			stop := p.Stop(context.WithoutCancel(ctx))
+			res.Stop = &stop
+			p.finish(res)
+			return nil, res
+		}
+	}
+}
+
+// finish copies the tracker's phase and facts into res.
+func (p *Process) finish(res *Result) {
+	res.Phase = p.tracker.Phase()
+	res.Facts = p.tracker.Facts()
+	if res.Failure != nil && res.Phase != res.Failure.Phase {
+		res.Phase = res.Failure.Phase
+	}
+}
+
+// readiness polls health (interval from HealthPollMin growing by a
+// quarter to HealthPollMax) until it passes, then checks identity and
+// makes the probe completion, and sends the final check. A health answer
+// that passes but a model list that cannot be read yet goes back to
+// polling (the stall and hard timeouts bound it).
+func readiness(ctx context.Context, e *engine.Engine, prof *config.Profile, opts Options, out chan<- event) {
+	send := func(ev event) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	interval := opts.HealthPollMin
+	var prev engine.HealthState
+	for {
+		hctx, cancel := context.WithTimeout(ctx, opts.HealthRequestTimeout)
+		h := e.CheckHealth(hctx, opts.HTTPClient, prof.BaseURL, prof.Model)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if h.State != prev {
+			prev = h.State
+			if !send(event{step: "health", health: h}) {
+				return
+			}
+		}
+		if h.State == engine.HealthReady {
+			if !send(event{step: "identity"}) {
+				return
+			}
+			c, retry := verify(ctx, e, prof, opts, h, func() { send(event{step: "probe"}) })
+			if ctx.Err() != nil {
+				return
+			}
+			if !retry {
+				send(event{final: c})
+				return
+			}
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		interval += interval / 4
+		if interval > opts.HealthPollMax {
+			interval = opts.HealthPollMax
+		}
+	}
+}
+
+// verify runs the identity and completion steps after health passed.
+// retry is true when the model list could not be read (not yet served):
+// the caller polls again.
+func verify(ctx context.Context, e *engine.Engine, prof *config.Profile, opts Options, h engine.HealthResult, probing func()) (c *check, retry bool) {
+	c = &check{health: h}
+	ictx, cancel := context.WithTimeout(ctx, opts.HealthRequestTimeout)
+	ids, err := e.ModelIDs(ictx, opts.HTTPClient, prof.BaseURL)
+	cancel()
+	if err != nil {
+		c.outcome = &engine.Outcome{Kind: engine.OutcomeHealthFailed, Health: &h, Message: err.Error()}
+		return c, true
+	}
+	c.ids = ids
+	if !e.MatchModel(prof.Model, ids) {
+		c.outcome = &engine.Outcome{Kind: engine.OutcomeIdentityMismatch, ExpectedModel: prof.Model, ReportedModels: ids}
+		return c, false
+	}
+	if probing != nil {
+		probing()
+	}
+	c.reply, c.outcome = probe(ctx, prof, opts.HTTPClient)
+	return c, false
+}
+
+// probe makes the readiness completion: ReadyProbe.Prompt, bounded by
+// MaxTokens and Timeout, temperature 0. It fails on an HTTP error, no
+// answer in time, an empty reply, or (when Expect is set) a trimmed reply
+// other than Expect.
+func probe(ctx context.Context, prof *config.Profile, hc *http.Client) (*llm.Reply, *engine.Outcome) {
+	zero := 0.0
+	rp := prof.ReadyProbe
+	req := llm.Request{
+		Model:       prof.Model,
+		Messages:    []llm.Message{{Role: "user", Content: rp.Prompt}},
+		MaxTokens:   rp.MaxTokens,
+		Temperature: &zero,
+		Timeout:     rp.Timeout.Duration,
+	}
+	reply, err := llm.New(prof.BaseURL, hc).Chat(ctx, req)
+	if err != nil {
+		var ae *llm.APIError
+		if errors.As(err, &ae) {
+			return reply, &engine.Outcome{Kind: engine.OutcomeCompletionFailed, Status: ae.StatusCode, Message: ae.Message}
+		}
+		msg := err.Error()
+		if errors.Is(err, context.DeadlineExceeded) {
+			msg = "timed out"
+		}
+		return reply, &engine.Outcome{Kind: engine.OutcomeCompletionFailed, Timeout: rp.Timeout.Duration, Message: msg}
+	}
+	got := strings.TrimSpace(reply.Text)
+	if rp.Expect != "" && got != rp.Expect {
+		return reply, &engine.Outcome{Kind: engine.OutcomeCompletionFailed, Status: http.StatusOK,
+			Message: fmt.Sprintf("the reply %q is not the expected %q (ready_probe.expect)", got, rp.Expect)}
+	}
+	if rp.Expect == "" && reply.ContentChunks == 0 && !reply.HasUsage {
+		return reply, &engine.Outcome{Kind: engine.OutcomeCompletionFailed, Status: http.StatusOK,
+			Message: "the completion stream ended with no content and no usage"}
+	}
+	return reply, nil
+}
+
+// ReadyResult is the verdict of CheckReady.
+type ReadyResult struct {
+	// OK is true when every readiness check passed.
+	OK bool `json:"ok"`
+	// Failure says why not (classified by the engine package with an
+	// empty log: class, phase ready_wait, root cause).
+	Failure *failure.Failure `json:"failure,omitempty"`
+	// Health is the health answer; ModelIDs what /v1/models reported.
+	Health   engine.HealthResult `json:"health"`
+	ModelIDs []string            `json:"model_ids,omitempty"`
+	// Reply is the trimmed probe reply.
+	Reply string `json:"reply,omitempty"`
+	// Duration is how long the checks took.
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// CheckReady checks a server that should already be running (an
+// unmanaged profile, or production after a restore) with the rules of
+// readiness, once: health passes, /v1/models reports prof.Model, and the
+// ready probe succeeds. hc may be nil. It never starts or stops anything.
+func CheckReady(ctx context.Context, prof *config.Profile, hc *http.Client) ReadyResult {
+	start := time.Now()
+	opts := Options{HTTPClient: hc}
+	opts.fillDefaults()
+	var rr ReadyResult
+	e, err := engine.Lookup(prof.Engine)
+	if err != nil {
+		rr.Failure = &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseReadyWait, RootCause: err.Error()}
+		return rr
+	}
+	t := e.NewTracker()
+	classify := func(o engine.Outcome) ReadyResult {
+		o.Elapsed = time.Since(start)
+		rr.Failure = t.Classify(o)
+		rr.Duration = time.Since(start)
+		return rr
+	}
+	hctx, cancel := context.WithTimeout(ctx, opts.HealthRequestTimeout)
+	rr.Health = e.CheckHealth(hctx, opts.HTTPClient, prof.BaseURL, prof.Model)
+	cancel()
+	if rr.Health.State != engine.HealthReady {
+		h := rr.Health
+		return classify(engine.Outcome{Kind: engine.OutcomeHealthFailed, Health: &h, Message: h.Message})
+	}
+	c, _ := verify(ctx, e, prof, opts, rr.Health, nil)
+	rr.ModelIDs = c.ids
+	if c.reply != nil {
+		rr.Reply = strings.TrimSpace(c.reply.Text)
+	}
+	if c.outcome != nil {
+		return classify(*c.outcome)
+	}
+	rr.OK = true
+	rr.Duration = time.Since(start)
+	return rr
+}

@@ -1,0 +1,112 @@
+package supervisor
+
+import (
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+func TestStartReadyThenStop(t *testing.T) {
+	port := freePort(t)
+	p, state := fakeProfile(t, "llamacpp", port, []string{"--port", strconv.Itoa(port)}, `ready_probe = { expect = "READY" }`)
+	proc, res := startFake(t, p, state)
+	if res.State != StateReady || proc == nil {
+		t.Fatalf("state %s, failure %+v, err %v", res.State, res.Failure, res.Err)
+	}
+	if res.ProbeReply != "READY" || len(res.ModelIDs) != 1 || res.ModelIDs[0] != "fake-model" {
+		t.Errorf("probe reply %q, model ids %v", res.ProbeReply, res.ModelIDs)
+	}
+	if res.PID == 0 || res.PGID != res.PID {
+		t.Errorf("pid %d pgid %d: the engine must lead its own process group", res.PID, res.PGID)
+	}
+	if s, err := readProcStat(res.PID); err != nil || s.PGID != res.PID {
+		t.Errorf("/proc says pgid %d (%v), want %d", s.PGID, err, res.PID)
+	}
+	if !strings.HasPrefix(res.LogPath, state) {
+		t.Errorf("log %s not under the state dir %s", res.LogPath, state)
+	}
+	sr := proc.Stop(context.Background())
+	if !sr.Graceful || sr.Killed || sr.Leak != nil || !sr.PortFree {
+		t.Errorf("stop: %+v", sr)
+	}
+	if alive(res.PID) {
+		t.Errorf("pid %d still alive after stop", res.PID)
+	}
+	b, _ := os.ReadFile(res.LogPath)
+	if !strings.Contains(string(b), "SIGTERM received") && !strings.Contains(string(b), "terminated received") {
+		t.Errorf("the engine did not log the SIGTERM; log:\n%s", b)
+	}
+}
+
+func TestStartOnlyProfileEnvironment(t *testing.T) {
+	t.Setenv("HIRO_SECRET_SHOULD_NOT_LEAK", "x")
+	port := freePort(t)
+	p, state := fakeProfile(t, "llamacpp", port, []string{"--port", strconv.Itoa(port)}, `env = { FOO = "bar" }`)
+	proc, res := startFake(t, p, state)
+	if res.State != StateReady {
+		t.Fatalf("state %s: %+v", res.State, res.Failure)
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(proc.PID()) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	if len(env) != 1 || env[0] != "FOO=bar" {
+		t.Errorf("engine environment %q, want only FOO=bar", env)
+	}
+}
+
+func TestStartPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	p, state := fakeProfile(t, "llamacpp", port, []string{"--port", strconv.Itoa(port)}, "")
+	proc, res := startFake(t, p, state)
+	if proc != nil || res.State != StateFailed || res.Failure == nil {
+		t.Fatalf("want failed without a process, got %s %+v", res.State, res.Failure)
+	}
+	if res.Failure.Class != failure.ClassPortInUse || res.Failure.Phase != failure.PhaseLaunch {
+		t.Errorf("class %s phase %s, want port_in_use launch", res.Failure.Class, res.Failure.Phase)
+	}
+	if res.PID != 0 || res.LogPath != "" {
+		t.Errorf("something was started: pid %d log %s", res.PID, res.LogPath)
+	}
+	if !strings.Contains(res.Failure.RootCause, strconv.Itoa(port)) || !strings.Contains(res.Failure.RootCause, "pid "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("root cause %q should name the port and the holder (this test, pid %d)", res.Failure.RootCause, os.Getpid())
+	}
+}
+
+func TestStartCommandMissing(t *testing.T) {
+	p, state := fakeProfile(t, "llamacpp", 0, nil, "")
+	p.Command = "hiro-no-such-engine-binary"
+	proc, res := startFake(t, p, state)
+	if proc != nil || res.State != StateFailed {
+		t.Fatalf("state %s", res.State)
+	}
+	if res.Failure.Phase != failure.PhaseLaunch || !strings.Contains(res.Failure.RootCause, "hiro-no-such-engine-binary") {
+		t.Errorf("failure %+v", res.Failure)
+	}
+}
+
+func TestStartContextCancelStopsEngine(t *testing.T) {
+	port := freePort(t)
+	p, state := fakeProfile(t, "llamacpp", port, []string{"--port", strconv.Itoa(port), "--load-time", "1m"}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	proc, res := Start(ctx, p, Options{StateDir: state})
+	if proc != nil || res.State != StateAborted || res.Stop == nil {
+		t.Fatalf("state %s stop %+v", res.State, res.Stop)
+	}
+	if alive(res.PID) || !res.Stop.PortFree {
+		t.Errorf("engine left running after abort: %+v", res.Stop)
+	}
+}

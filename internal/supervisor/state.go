@@ -1,0 +1,243 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// RecordSchema names the format of a state record.
+const RecordSchema = "hiro.backend-record/v1"
+
+// Record is the state directory's account of one running backend, written
+// by Detach to <state>/backends/<name>.json (atomically) so that a later
+// hiro can report on it and stop it.
+type Record struct {
+	Schema string `json:"schema"`
+	// Name is the profile name; Engine its kind; Model the expected id.
+	Name   string `json:"name"`
+	Engine string `json:"engine"`
+	Model  string `json:"model"`
+	// PID leads process group PGID (equal: the engine was started with
+	// Setpgid).
+	PID  int `json:"pid"`
+	PGID int `json:"pgid"`
+	// StartTicks is the process start time from /proc/PID/stat (clock
+	// ticks since boot): a pid reused by another process has another.
+	StartTicks uint64 `json:"start_ticks"`
+	// Port and BaseURL the engine serves on.
+	Port    int    `json:"port"`
+	BaseURL string `json:"base_url"`
+	// LogPath is the attempt's log file.
+	LogPath string `json:"log_path"`
+	// ProfileHash is config.Profile.Hash at start: a changed profile is
+	// noticed.
+	ProfileHash string `json:"profile_hash"`
+	// StopGraceMS is the profile's stop grace at start, in milliseconds.
+	StopGraceMS int64 `json:"stop_grace_ms"`
+	// StartedAt is when the process was started; ReadyAt when it was
+	// declared ready.
+	StartedAt time.Time `json:"started_at"`
+	ReadyAt   time.Time `json:"ready_at"`
+}
+
+// Status values of a RecordStatus.
+const (
+	// StatusRunning: the recorded process is alive and is the one recorded.
+	StatusRunning = "running"
+	// StatusStale: the record's process is gone, or its pid now belongs to
+	// another process. The record is never trusted.
+	StatusStale = "stale"
+)
+
+// RecordStatus is a record checked against /proc.
+type RecordStatus struct {
+	Record
+	// Status is StatusRunning or StatusStale; Reason says why stale.
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// ProcessesInGroup counts live processes of the recorded group.
+	ProcessesInGroup int `json:"processes_in_group"`
+	// RecordPath is the record's file.
+	RecordPath string `json:"record_path"`
+}
+
+// ErrNoRecord is returned (wrapped) when no backend of that name is
+// recorded in the state directory.
+var ErrNoRecord = errors.New("no record of a running backend")
+
+func recordDir(stateDir string) string { return filepath.Join(stateDir, "backends") }
+
+func recordPath(stateDir, name string) string {
+	return filepath.Join(recordDir(stateDir), name+".json")
+}
+
+// Record returns the state record of the running process, ready to write.
+func (p *Process) Record() Record {
+	r := Record{
+		Schema: RecordSchema, Name: p.profile.Name, Engine: p.profile.Engine, Model: p.profile.Model,
+		PID: p.PID(), PGID: p.PID(), Port: p.port, BaseURL: p.profile.BaseURL, LogPath: p.logPath,
+		ProfileHash: p.profile.Hash(), StopGraceMS: p.profile.StopGrace.Milliseconds(), StartedAt: p.startedAt, ReadyAt: time.Now(),
+	}
+	if s, err := readProcStat(r.PID); err == nil {
+		r.StartTicks = s.StartTicks
+	}
+	return r
+}
+
+// Detach writes the process's state record and leaves it running: hiro
+// may exit, the engine keeps serving, and a later hiro finds it with
+// Status and stops it with StopRecorded. The log file is no longer
+// followed. Errors: writing the record (the process is left running).
+func (p *Process) Detach() (Record, error) {
+	r := p.Record()
+	p.fl.close()
+	return r, WriteRecord(p.stateDir, r)
+}
+
+// WriteRecord writes r to <stateDir>/backends/<r.Name>.json atomically:
+// a temporary file in the same directory, fsync, rename.
+func WriteRecord(stateDir string, r Record) error {
+	dir := recordDir(stateDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("writing the state record: %w; check state_dir", err)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+r.Name+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing the state record: %w", err)
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), recordPath(stateDir, r.Name))
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing the state record: %w", werr)
+	}
+	return nil
+}
+
+// ReadRecord reads the record of name. Errors wrap ErrNoRecord when there
+// is none.
+func ReadRecord(stateDir, name string) (Record, error) {
+	var r Record
+	b, err := os.ReadFile(recordPath(stateDir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return r, fmt.Errorf("backend %s: %w in %s (start it with 'hiro backend start %s')", name, ErrNoRecord, recordDir(stateDir), name)
+	}
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("state record %s is not valid JSON: %w; remove it", recordPath(stateDir, name), err)
+	}
+	return r, nil
+}
+
+// Status checks the record of name against /proc: running when the pid
+// is alive, leads the recorded group and has the recorded start time;
+// stale otherwise, with the reason.
+func Status(stateDir, name string) (RecordStatus, error) {
+	r, err := ReadRecord(stateDir, name)
+	if err != nil {
+		return RecordStatus{}, err
+	}
+	return checkRecord(stateDir, r), nil
+}
+
+// StatusAll checks every record in the state directory, sorted by name.
+func StatusAll(stateDir string) ([]RecordStatus, error) {
+	ents, err := os.ReadDir(recordDir(stateDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []RecordStatus
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		st, err := Status(stateDir, strings.TrimSuffix(n, ".json"))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func checkRecord(stateDir string, r Record) RecordStatus {
+	st := RecordStatus{Record: r, RecordPath: recordPath(stateDir, r.Name)}
+	s, err := readProcStat(r.PID)
+	switch {
+	case err != nil || !s.alive():
+		st.Status, st.Reason = StatusStale, fmt.Sprintf("process %d is gone", r.PID)
+	case r.StartTicks != 0 && s.StartTicks != r.StartTicks:
+		st.Status, st.Reason = StatusStale, fmt.Sprintf("pid %d now belongs to another process (%s, started at tick %d, not %d)", r.PID, s.Comm, s.StartTicks, r.StartTicks)
+	case s.PGID != r.PGID:
+		st.Status, st.Reason = StatusStale, fmt.Sprintf("pid %d is no longer in process group %d", r.PID, r.PGID)
+	default:
+		st.Status = StatusRunning
+	}
+	if st.Status == StatusRunning {
+		st.ProcessesInGroup = len(groupMembers(r.PGID))
+	}
+	return st
+}
+
+// RemoveRecord deletes the record of name; no record is not an error.
+func RemoveRecord(stateDir, name string) error {
+	err := os.Remove(recordPath(stateDir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// removeRecordIfOurs deletes the record of name when it describes pid.
+func removeRecordIfOurs(stateDir, name string, pid int) {
+	if r, err := ReadRecord(stateDir, name); err == nil && r.PID == pid {
+		_ = RemoveRecord(stateDir, name)
+	}
+}
+
+// StopRecorded stops a backend an earlier hiro started and recorded:
+// the same SIGTERM, grace, SIGKILL sequence and the same proof as
+// (*Process).Stop, watching the process through /proc (it is not this
+// hiro's child). grace <= 0 uses the recorded stop grace. A stale record
+// is not acted on: no signal is sent, the record is removed, and the
+// returned status says stale. The record is removed after a stop.
+func StopRecorded(ctx context.Context, stateDir, name string, grace time.Duration) (RecordStatus, StopResult, error) {
+	st, err := Status(stateDir, name)
+	if err != nil {
+		return st, StopResult{}, err
+	}
+	if st.Status != StatusRunning {
+		return st, StopResult{}, RemoveRecord(stateDir, name)
+	}
+	if grace <= 0 {
+		grace = time.Duration(st.StopGraceMS) * time.Millisecond
+	}
+	res := stopGroup(ctx, st.PGID, st.Port, grace, st.StartedAt, nil)
+	return st, res, RemoveRecord(stateDir, name)
+}
