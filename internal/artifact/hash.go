@@ -127,7 +127,7 @@ func (h *hasher) hashOne(ctx context.Context, e *entry, buf []byte) (hashed, err
 	}
 	before, err := os.Stat(e.abs)
 	if err != nil {
-		return hashed{}, fmt.Errorf("%w: %s: %v", ErrUnreadable, e.abs, err)
+		return hashed{}, fmt.Errorf("%w: %s: %v", ErrUnreadable, e.show, err)
 	}
 	if h.beforeHash != nil {
 		h.beforeHash(e.rel)
@@ -138,7 +138,7 @@ func (h *hasher) hashOne(ctx context.Context, e *entry, buf []byte) (hashed, err
 		if errors.Is(err, fs.ErrPermission) {
 			hint = "; check its permissions (hiro needs to read every file it pins)"
 		}
-		return hashed{}, fmt.Errorf("%w: %s: %v%s", ErrUnreadable, e.abs, err, hint)
+		return hashed{}, fmt.Errorf("%w: %s: %v%s", ErrUnreadable, e.show, err, hint)
 	}
 	defer f.Close()
 	sum := sha256.New()
@@ -159,23 +159,23 @@ func (h *hasher) hashOne(ctx context.Context, e *entry, buf []byte) (hashed, err
 			break
 		}
 		if rerr != nil {
-			return hashed{}, fmt.Errorf("%w: %s: %v", ErrUnreadable, e.abs, rerr)
+			return hashed{}, fmt.Errorf("%w: %s: %v", ErrUnreadable, e.show, rerr)
 		}
 	}
 	during, err := f.Stat()
 	if err != nil {
-		return hashed{}, fmt.Errorf("%w: %s: %v", ErrUnreadable, e.abs, err)
+		return hashed{}, fmt.Errorf("%w: %s: %v", ErrUnreadable, e.show, err)
 	}
 	after, err := os.Stat(e.abs)
 	if err != nil {
-		return hashed{}, fmt.Errorf("%w: %s disappeared while it was hashed: %v; wait for whatever is writing the directory to finish, then run again", ErrChanged, e.abs, err)
+		return hashed{}, fmt.Errorf("%w: %s disappeared while it was hashed: %v; wait for whatever is writing the directory to finish, then run again", ErrChanged, e.show, err)
 	}
 	if !os.SameFile(before, during) || !os.SameFile(before, after) {
-		return hashed{}, fmt.Errorf("%w: %s was replaced by another file while it was hashed; wait for whatever is writing the directory to finish, then run again", ErrChanged, e.abs)
+		return hashed{}, fmt.Errorf("%w: %s was replaced by another file while it was hashed; wait for whatever is writing the directory to finish, then run again", ErrChanged, e.show)
 	}
 	if before.Size() != after.Size() || !before.ModTime().Equal(after.ModTime()) || n != before.Size() {
 		return hashed{}, fmt.Errorf("%w: %s: size %d -> %d bytes (read %d), mtime %s -> %s; wait for whatever is writing it (a download, a copy) to finish, then run again",
-			ErrChanged, e.abs, before.Size(), after.Size(), n,
+			ErrChanged, e.show, before.Size(), after.Size(), n,
 			before.ModTime().UTC().Format(time.RFC3339Nano), after.ModTime().UTC().Format(time.RFC3339Nano))
 	}
 	return hashed{sha: hex.EncodeToString(sum.Sum(nil)), size: n, mtime: before.ModTime()}, nil

@@ -196,3 +196,18 @@ func TestVerifyHFCache(t *testing.T) {
 		}
 	})
 }
+
+func TestPinHFCacheThroughSymlink(t *testing.T) {
+	_, snapDir, _ := hfCache(t)
+	link := filepath.Join(t.TempDir(), "current-model")
+	if err := os.Symlink(snapDir, link); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Pin(context.Background(), link, testRepo, testRev, PinOptions{})
+	if err != nil {
+		t.Fatalf("a symlink to a snapshot must be read as the cache layout: %v", err)
+	}
+	if m.Layout != LayoutHFCache || m.Dir != link {
+		t.Errorf("layout %q dir %q", m.Layout, m.Dir)
+	}
+}

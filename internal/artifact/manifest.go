@@ -83,7 +83,7 @@ type File struct {
 var (
 	// ErrRevision: the revision is not a full 40-hex commit (a branch or
 	// tag such as "main" can move), or it contradicts the snapshot directory.
-	ErrRevision = errors.New("revision is not an immutable commit")
+	ErrRevision = errors.New("bad revision")
 	// ErrRepo: the repository id is empty or malformed, or contradicts the
 	// Hugging Face cache directory name.
 	ErrRepo = errors.New("bad repository id")
@@ -132,11 +132,11 @@ func ValidateRevision(rev string) error {
 	case rev == "":
 		return fmt.Errorf("%w: no revision given; pass the full 40-hex commit the files were downloaded at", ErrRevision)
 	case hexRE.MatchString(rev) && len(rev) == 40:
-		return fmt.Errorf("%w: revision %q has upper-case hex; write the commit in lower case: %s", ErrRevision, rev, strings.ToLower(rev))
+		return fmt.Errorf("%w: %q has upper-case hex digits; write the commit in lower case: %s", ErrRevision, rev, strings.ToLower(rev))
 	case hexRE.MatchString(rev) && len(rev) < 40:
-		return fmt.Errorf("%w: revision %q is an abbreviated commit (%d hex digits); give all 40 digits", ErrRevision, rev, len(rev))
+		return fmt.Errorf("%w: %q is an abbreviated commit (%d hex digits); give all 40 digits", ErrRevision, rev, len(rev))
 	default:
-		return fmt.Errorf("%w: revision %q looks like a branch or tag name, which can move; pin the full 40-hex commit it points at now (on the Hugging Face hub: the commit list of the repository, or the snapshot directory name in the cache)", ErrRevision, rev)
+		return fmt.Errorf("%w: %q looks like a branch or tag name, which can move; pin the full 40-hex commit it points at now (on the Hugging Face hub: the commit list of the repository, or the snapshot directory name in the cache)", ErrRevision, rev)
 	}
 }
 

@@ -105,8 +105,10 @@ func TestWriteLeavesNothingOnError(t *testing.T) {
 	if err := Write(path, bad); !errors.Is(err, ErrRevision) {
 		t.Errorf("invalid manifest written: %v", err)
 	}
-	if err := Write(filepath.Join(out, "no-such-dir", "m.json"), &Manifest{}); err == nil {
-		t.Error("write into a missing directory succeeded")
+	good := &Manifest{Schema: SchemaID, Repo: testRepo, Revision: testRev, Layout: LayoutPlain, Files: []File{}}
+	good.Digest = ComputeDigest(good)
+	if err := Write(filepath.Join(out, "no-such-dir", "m.json"), good); err == nil || !strings.Contains(err.Error(), "no-such-dir") {
+		t.Errorf("write into a missing directory: %v", err)
 	}
 	ents, _ := os.ReadDir(out)
 	if len(ents) != 0 {

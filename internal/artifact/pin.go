@@ -96,7 +96,7 @@ func Pin(ctx context.Context, dir, repo, revision string, opts PinOptions) (*Man
 	for i, e := range entries {
 		s := sums[i]
 		if e.blobSHA != "" && e.blobSHA != s.sha {
-			return nil, fmt.Errorf("%w: %s is a symlink to blob %s but its content hashes to %s; the cache is corrupt: delete the blob and the link and download again", ErrBlobMismatch, e.abs, e.blobSHA, s.sha)
+			return nil, fmt.Errorf("%w: %s is a symlink to blob %s but its content hashes to %s; the cache is corrupt: delete the blob and the link and download again", ErrBlobMismatch, e.show, e.blobSHA, s.sha)
 		}
 		m.Files[i] = File{Path: e.rel, Bytes: s.size, SHA256: s.sha, MTime: s.mtime.UTC()}
 		m.TotalBytes += s.size
@@ -105,7 +105,8 @@ func Pin(ctx context.Context, dir, repo, revision string, opts PinOptions) (*Man
 	return m, nil
 }
 
-// absSet turns paths into a set of absolute, cleaned paths.
+// absSet turns paths into a set of absolute, cleaned paths with the
+// symlinks of their directory resolved, to compare with walked paths.
 func absSet(paths []string) (map[string]bool, error) {
 	set := make(map[string]bool, len(paths))
 	for _, p := range paths {
@@ -114,6 +115,9 @@ func absSet(paths []string) (map[string]bool, error) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrDir, p, err)
 		}
 		set[a] = true
+		if d, err := filepath.EvalSymlinks(filepath.Dir(a)); err == nil {
+			set[filepath.Join(d, filepath.Base(a))] = true
+		}
 	}
 	return set, nil
 }

@@ -290,3 +290,24 @@ func TestPinReportsProgress(t *testing.T) {
 		t.Error("TerminalProgress on a regular file must be nil")
 	}
 }
+
+func TestPinDirThroughSymlink(t *testing.T) {
+	dir, _ := plainDir(t)
+	want, err := Pin(context.Background(), dir, testRepo, testRev, PinOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "model-link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(link, "manifest.json") // excluded through the link
+	writeFile(t, dir, "manifest.json", []byte("{}"))
+	got, err := Pin(context.Background(), link, testRepo, testRev, PinOptions{Exclude: []string{out}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != want.Digest || got.Dir != link {
+		t.Errorf("through a symlink: digest %s dir %s, want %s %s", got.Digest, got.Dir, want.Digest, link)
+	}
+}

@@ -14,12 +14,14 @@ import (
 
 // tree is a resolved artifact directory.
 type tree struct {
-	// dir is the absolute, cleaned directory whose files are listed (for
-	// the Hugging Face layout, the snapshot directory).
+	// dir is the absolute, cleaned directory as the user named it (for the
+	// Hugging Face layout, the snapshot directory); it is what reports show.
 	dir string
-	// bound is the real path (symlinks resolved) every file must resolve
-	// inside: dir itself, or the repository cache directory
-	// (models--ORG--NAME) for the Hugging Face layout.
+	// real is dir with every symlink resolved; it is what is walked.
+	real string
+	// bound is the real path every file must resolve inside: real itself,
+	// or the repository cache directory (models--ORG--NAME) for the Hugging
+	// Face layout.
 	bound string
 	// blobs is the real path of models--ORG--NAME/blobs (Hugging Face only).
 	blobs  string
@@ -32,8 +34,9 @@ type tree struct {
 
 // entry is one file found in a tree.
 type entry struct {
-	rel   string // slash-separated path relative to tree.dir
-	abs   string // path through tree.dir (may be a symlink)
+	rel   string // slash-separated path relative to the tree
+	abs   string // path under tree.real (the file itself may be a symlink)
+	show  string // path under tree.dir, for messages
 	size  int64  // from the walk; the hasher stats again
 	mtime time.Time
 	// blobSHA is the SHA-256 a Hugging Face blob's file name claims, or "".
@@ -45,7 +48,9 @@ const hfRepoPrefix = "models--"
 
 // resolveTree finds what dir is: a plain directory, a Hugging Face snapshot
 // directory (models--ORG--NAME/snapshots/REV), or a Hugging Face repository
-// cache directory (models--ORG--NAME, resolved to snapshots/revision).
+// cache directory (models--ORG--NAME, resolved to snapshots/revision). The
+// layout is read from the path with symlinks resolved, so a symlink to a
+// snapshot, or a cache under a symlinked directory, is recognised too.
 func resolveTree(dir, revision string) (*tree, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("%w: no directory given", ErrDir)
@@ -57,14 +62,18 @@ func resolveTree(dir, revision string) (*tree, error) {
 	if err := checkDir(abs); err != nil {
 		return nil, err
 	}
-	t := &tree{dir: abs, layout: LayoutPlain}
-	var repoDir string
-	parent := filepath.Dir(abs)
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDir, abs, err)
+	}
+	t := &tree{dir: abs, real: real, bound: real, layout: LayoutPlain}
+	var repoDir string // real path of models--ORG--NAME
+	parent := filepath.Dir(real)
 	switch {
 	case filepath.Base(parent) == "snapshots" && strings.HasPrefix(filepath.Base(filepath.Dir(parent)), hfRepoPrefix):
 		repoDir = filepath.Dir(parent)
-	case strings.HasPrefix(filepath.Base(abs), hfRepoPrefix) && isDir(filepath.Join(abs, "snapshots")):
-		repoDir = abs
+	case strings.HasPrefix(filepath.Base(real), hfRepoPrefix) && isDir(filepath.Join(real, "snapshots")):
+		repoDir = real
 		if ValidateRevision(revision) != nil {
 			return nil, fmt.Errorf("%w: %s is a Hugging Face cache directory: a valid 40-hex revision is needed to choose its snapshot", ErrRevision, abs)
 		}
@@ -72,17 +81,16 @@ func resolveTree(dir, revision string) (*tree, error) {
 		if !isDir(t.dir) {
 			return nil, fmt.Errorf("%w: %s has no snapshot %s (present: %s); download that revision or pass the snapshot directory", ErrDir, abs, revision, listSnapshots(abs))
 		}
+		if t.real, err = filepath.EvalSymlinks(t.dir); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrDir, t.dir, err)
+		}
 	}
 	if repoDir != "" {
 		t.layout = LayoutHFCache
-		t.hfRevision = filepath.Base(t.dir)
+		t.hfRevision = filepath.Base(t.real)
 		t.hfRepo = strings.ReplaceAll(strings.TrimPrefix(filepath.Base(repoDir), hfRepoPrefix), "--", "/")
-		if t.bound, err = filepath.EvalSymlinks(repoDir); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrDir, repoDir, err)
-		}
-		t.blobs = filepath.Join(t.bound, "blobs")
-	} else if t.bound, err = filepath.EvalSymlinks(abs); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrDir, abs, err)
+		t.bound = repoDir
+		t.blobs = filepath.Join(repoDir, "blobs")
 	}
 	return t, nil
 }
@@ -117,42 +125,43 @@ func listSnapshots(repoDir string) string {
 	return strings.Join(names, ", ")
 }
 
-// list walks t.dir and returns every file sorted by rel. Paths in exclude
-// (absolute, cleaned) are skipped. Symlinks are followed when they resolve
+// list walks t.real and returns every file sorted by rel. Paths in exclude
+// (absolute, cleaned, symlinks resolved: see absSet) are skipped. Symlinks
+// are followed when they resolve
 // to a regular file inside t.bound; a loop, a broken link, an escape, a link
 // to a directory, or any non-regular entry is an error naming the path.
 func (t *tree) list(exclude map[string]bool) ([]*entry, error) {
 	var out []*entry
-	err := filepath.WalkDir(t.dir, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(t.real, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p == t.dir {
-				return fmt.Errorf("%w: %s: %v", ErrDir, p, err)
+			if p == t.real {
+				return fmt.Errorf("%w: %s: %v", ErrDir, t.dir, err)
 			}
-			return fmt.Errorf("%w: %s: %v; check its permissions", ErrUnreadable, p, err)
+			return fmt.Errorf("%w: %s: %v; check its permissions", ErrUnreadable, t.show(p), err)
 		}
-		if p == t.dir || d.IsDir() {
+		if p == t.real || d.IsDir() {
 			return nil
 		}
 		if exclude[p] {
 			return nil
 		}
-		rel, err := filepath.Rel(t.dir, p)
+		rel, err := filepath.Rel(t.real, p)
 		if err != nil {
 			return err
 		}
-		e := &entry{rel: filepath.ToSlash(rel), abs: p}
+		e := &entry{rel: filepath.ToSlash(rel), abs: p, show: filepath.Join(t.dir, rel)}
 		var fi fs.FileInfo
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
-			if fi, err = t.followSymlink(p, e); err != nil {
+			if fi, err = t.followSymlink(e); err != nil {
 				return err
 			}
 		case d.Type().IsRegular():
 			if fi, err = d.Info(); err != nil {
-				return fmt.Errorf("%w: %s: %v", ErrUnreadable, p, err)
+				return fmt.Errorf("%w: %s: %v", ErrUnreadable, e.show, err)
 			}
 		default:
-			return fmt.Errorf("%w: %s is a %v; an artifact directory holds only files, directories and symlinks to files", ErrNotRegular, p, d.Type())
+			return fmt.Errorf("%w: %s is a %v; an artifact directory holds only files, directories and symlinks to files", ErrNotRegular, e.show, d.Type())
 		}
 		e.size, e.mtime = fi.Size(), fi.ModTime()
 		out = append(out, e)
@@ -165,36 +174,37 @@ func (t *tree) list(exclude map[string]bool) ([]*entry, error) {
 	return out, nil
 }
 
-// followSymlink checks a symlink at p and returns the FileInfo of its target.
-func (t *tree) followSymlink(p string, e *entry) (fs.FileInfo, error) {
+// followSymlink checks the symlink e and returns the FileInfo of its target.
+func (t *tree) followSymlink(e *entry) (fs.FileInfo, error) {
+	p, show := e.abs, e.show
 	fi, err := os.Stat(p)
 	if err != nil {
 		switch {
 		case errors.Is(err, syscall.ELOOP):
-			return nil, fmt.Errorf("%w: %s: the symlink chain leads back to itself; fix or remove the link", ErrSymlinkLoop, p)
+			return nil, fmt.Errorf("%w: %s: the symlink chain leads back to itself; fix or remove the link", ErrSymlinkLoop, show)
 		case errors.Is(err, fs.ErrNotExist):
 			target, _ := os.Readlink(p)
-			return nil, fmt.Errorf("%w: %s -> %s points at nothing; the download may be incomplete", ErrBrokenSymlink, p, target)
+			return nil, fmt.Errorf("%w: %s -> %s points at nothing; the download may be incomplete", ErrBrokenSymlink, show, target)
 		default:
-			return nil, fmt.Errorf("%w: %s: %v", ErrUnreadable, p, err)
+			return nil, fmt.Errorf("%w: %s: %v", ErrUnreadable, show, err)
 		}
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrUnreadable, p, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnreadable, show, err)
 	}
 	if !within(t.bound, real) {
 		where := "the artifact directory " + t.bound
 		if t.layout == LayoutHFCache {
 			where = "the repository cache directory " + t.bound
 		}
-		return nil, fmt.Errorf("%w: %s resolves to %s, outside %s; copy the file in or pin the directory it lives in", ErrSymlinkEscape, p, real, where)
+		return nil, fmt.Errorf("%w: %s resolves to %s, outside %s; copy the file in or pin the directory it lives in", ErrSymlinkEscape, show, real, where)
 	}
 	if fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s is a symlink to the directory %s; symlinked directories are not followed", ErrNotRegular, p, real)
+		return nil, fmt.Errorf("%w: %s is a symlink to the directory %s; symlinked directories are not followed", ErrNotRegular, show, real)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s resolves to %s, a %v", ErrNotRegular, p, real, fi.Mode().Type())
+		return nil, fmt.Errorf("%w: %s resolves to %s, a %v", ErrNotRegular, show, real, fi.Mode().Type())
 	}
 	if t.layout == LayoutHFCache && filepath.Dir(real) == t.blobs {
 		if name := filepath.Base(real); sha256RE.MatchString(name) {
@@ -202,6 +212,14 @@ func (t *tree) followSymlink(p string, e *entry) (fs.FileInfo, error) {
 		}
 	}
 	return fi, nil
+}
+
+// show maps a walked path (under t.real) to the path the user named.
+func (t *tree) show(p string) string {
+	if rel, err := filepath.Rel(t.real, p); err == nil {
+		return filepath.Join(t.dir, rel)
+	}
+	return p
 }
 
 // within reports whether p is root or below it (both cleaned, absolute).

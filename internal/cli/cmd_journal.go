@@ -35,7 +35,7 @@ revision note.`,
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&opts.Dir, "journal", journal.DefaultDir, "journal directory")
-	cmd.AddCommand(newJournalNewCmd(g, opts), newJournalBuildCmd(g, opts), newJournalCheckCmd(g, opts))
+	cmd.AddCommand(newJournalNewCmd(g, opts), newJournalAddCmd(g, opts), newJournalBuildCmd(g, opts), newJournalCheckCmd(g, opts))
 	return cmd
 }
 
@@ -111,6 +111,43 @@ func runJournalNew(_ context.Context, g *Globals, jo *journalOpts, o *journalNew
 	return nil
 }
 
+func newJournalAddCmd(g *Globals, jo *journalOpts) *cobra.Command {
+	return &cobra.Command{
+		Use:   "add EVIDENCE",
+		Short: "Make a journal entry from a campaign's public evidence JSON",
+		Long: `Validates EVIDENCE (the public evidence.json of a 'hiro qualify' campaign)
+against the evidence schema, copies it into the journal's evidence/ folder and
+writes an entry from it: title and summary from the campaign and its report,
+sections from the report, the validation table from the gates, next steps.
+The private copy is refused.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runJournalAdd(c.Context(), g, jo, args)
+		},
+	}
+}
+
+// runJournalAdd adds one campaign's evidence as an entry and prints its path.
+func runJournalAdd(_ context.Context, g *Globals, jo *journalOpts, args []string) error {
+	if _, err := os.Stat(args[0]); err != nil {
+		return UsageErrorf("journal add: %w", err)
+	}
+	if err := os.MkdirAll(jo.Dir, 0o755); err != nil {
+		return UsageErrorf("journal add: %w", err)
+	}
+	j, err := journal.Load(jo.Dir)
+	if err != nil {
+		return UsageErrorf("journal add: %w", err)
+	}
+	rel, err := j.AddFromEvidence(args[0])
+	if err != nil {
+		// Bad, private, unfinished or already-added evidence: the input is wrong.
+		return UsageErrorf("journal add: %w", err)
+	}
+	fmt.Fprintf(g.Stdout, "created %s/%s from %s\n", strings.TrimSuffix(jo.Dir, "/"), rel, args[0])
+	return nil
+}
+
 // journalBuildOpts are the flags of 'hiro journal build'.
 type journalBuildOpts struct {
 	Out, Title, BaseURL string
@@ -173,8 +210,9 @@ func runJournalBuild(_ context.Context, g *Globals, jo *journalOpts, o *journalB
 			return fmt.Errorf("journal build: site built, but: %w", err)
 		}
 	}
-	fmt.Fprintf(g.Stdout, "built %d entries and %d aliases into %s (%d files, %s); %s records %d published entries\n",
-		res.Entries, res.Aliases, o.Out, res.Files, elapsed.Round(time.Millisecond), journal.PublishedFile, len(pub.Entries))
+	fmt.Fprintf(g.Stdout, "built %s and %s into %s (%d files, %s); %s records %s\n",
+		journalPlural(res.Entries, "entry", "entries"), journalPlural(res.Aliases, "alias", "aliases"), o.Out, res.Files,
+		elapsed.Round(time.Millisecond), journal.PublishedFile, journalPlural(len(pub.Entries), "published entry", "published entries"))
 	return nil
 }
 
@@ -225,6 +263,15 @@ func runJournalCheck(_ context.Context, g *Globals, jo *journalOpts, o *journalC
 	if len(r.Problems) > 0 {
 		return FailedError(fmt.Errorf("journal check: %d problem(s) in %s", len(r.Problems), jo.Dir))
 	}
-	fmt.Fprintf(g.Stdout, "journal OK: %d entries, %d aliases; %d pages and %d internal links checked\n", r.Entries, r.Aliases, r.Pages, r.Links)
+	fmt.Fprintf(g.Stdout, "journal OK: %s, %s; %s and %s checked\n", journalPlural(r.Entries, "entry", "entries"),
+		journalPlural(r.Aliases, "alias", "aliases"), journalPlural(r.Pages, "page", "pages"), journalPlural(r.Links, "internal link", "internal links"))
 	return nil
+}
+
+// journalPlural is "1 entry" or "3 entries".
+func journalPlural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

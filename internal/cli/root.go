@@ -30,6 +30,11 @@ type Globals struct {
 // registerCommand, so adding a subcommand never edits this file.
 var commandFactories []func(g *Globals) *cobra.Command
 
+// beforeCommand hooks run before every subcommand (e.g. restoring a
+// production left down by a killed hiro). They receive the command about
+// to run.
+var beforeCommand []func(g *Globals, c *cobra.Command) error
+
 // registerCommand adds a subcommand constructor to the root command.
 func registerCommand(f func(g *Globals) *cobra.Command) {
 	commandFactories = append(commandFactories, f)
@@ -53,6 +58,14 @@ func NewRoot(g *Globals) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return UsageError(fmt.Errorf("%s: %w (see '%s --help')", c.CommandPath(), err, c.CommandPath()))
 	})
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		for _, h := range beforeCommand {
+			if err := h(g, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for _, f := range commandFactories {
 		root.AddCommand(f(g))
 	}
@@ -60,12 +73,38 @@ func NewRoot(g *Globals) *cobra.Command {
 }
 
 // Main runs hiro with args and returns the exit status. SIGINT and SIGTERM
-// cancel the one root context that every long operation takes.
+// cancel the one root context that every long operation takes, with the
+// cause "interrupted by SIGINT" (context.Cause). Later signals are caught
+// too, so that work that must finish (restoring production) is not cut.
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for s := range sigs {
+			n++
+			name := "SIGTERM"
+			if s == os.Interrupt {
+				name = "SIGINT"
+			}
+			if n == 1 {
+				cancel(&InterruptError{Signal: name})
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "hiro: %s again: still finishing (restoring production where needed); hiro exits when done\n", name)
+		}
+	}()
 	return Run(ctx, args, os.Stdout, os.Stderr)
 }
+
+// InterruptError is the cause of the root context's cancellation when a
+// signal arrived.
+type InterruptError struct{ Signal string }
+
+func (e *InterruptError) Error() string { return "interrupted by " + e.Signal }
 
 // Run is Main with explicit context and writers, for tests.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

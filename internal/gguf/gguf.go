@@ -317,6 +317,9 @@ func (f *File) WriteFile(path string) (int64, error) {
 	defer os.Remove(tmp.Name())
 	n, err := f.WriteTo(tmp)
 	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {

@@ -65,8 +65,9 @@ type Report struct {
 
 // Check runs every journal check: Structural; published entries changed
 // without a revision note (published.json); and, in the site, that every
-// entry and alias has its page and JSON and that every internal link
-// resolves (file and #fragment). site is a built site to check; when empty,
+// entry and alias has its page and JSON, that each published JSON validates
+// against the entry schema, and that every internal link resolves (file and
+// #fragment). site is a built site to check; when empty,
 // Check builds one into a temporary directory and removes it. The error is
 // for I/O that stopped the check, not for problems found.
 func Check(j *Journal, site string) (*Report, error) {
@@ -115,6 +116,11 @@ func Check(j *Journal, site string) (*Report, error) {
 		for _, f := range []string{e.Slug + ".html", e.Slug + ".json"} {
 			if !isFile(filepath.Join(site, SiteEntriesDir, f)) {
 				r.Problems = append(r.Problems, Problem{e.Path, fmt.Sprintf("the site has no %s/%s; rebuild it with 'hiro journal build'", SiteEntriesDir, f)})
+			}
+		}
+		if data, err := os.ReadFile(filepath.Join(site, SiteEntriesDir, e.Slug+".json")); err == nil {
+			if err := ValidateJSON(data); err != nil {
+				r.Problems = append(r.Problems, Problem{where(SiteEntriesDir + "/" + e.Slug + ".json"), "does not validate against the entry schema: " + oneLine(err.Error())})
 			}
 		}
 		for _, a := range e.Aliases {

@@ -192,11 +192,13 @@ func TestCheckBuiltSite(t *testing.T) {
 	if r := checkDir(t, testJournal, site); len(r.Problems) > 0 {
 		t.Fatalf("problems in a fresh site:\n%s", problemText(r))
 	}
+	os.WriteFile(filepath.Join(site, "entries", "script-title.json"), []byte(`{"slug": "script-title"}`), 0o644)
 	os.Remove(filepath.Join(site, "entries", "vllm-wsl2.html"))
 	os.Remove(filepath.Join(site, "entries", "vllm-trial.html"))
 	txt := problemText(checkDir(t, testJournal, site))
 	for _, want := range []string{
 		"the site has no alias page entries/vllm-wsl2.html",
+		filepath.Join(site, "entries", "script-title.json") + ": does not validate against the entry schema",
 		"the site has no entries/vllm-trial.html",
 		filepath.Join(site, "index.html") + `: link "entries/vllm-trial.html": no such file`,
 		filepath.Join(site, "entries", "alternate-backend.html") + `: link "vllm-trial.html": no such file`,

@@ -95,8 +95,8 @@ type ValidationRow struct {
 	Check string `json:"check" jsonschema:"minLength=1"`
 	// Status is StatusPassed, StatusFailed or StatusNotRun.
 	Status string `json:"status" jsonschema:"enum=passed,enum=failed,enum=not_run"`
-	// Result says what was found, plain text.
-	Result string `json:"result,omitempty"`
+	// Result says what was found, plain text; each line is shown on its own.
+	Result string `json:"result,omitempty" jsonschema_description:"What was found, plain text; each line is shown on its own."`
 }
 
 // Revision notes one change made to an entry after it was published.

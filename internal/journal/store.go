@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/atomicfile"
 )
 
 // Layout of a journal directory.
@@ -329,31 +331,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// writeFileAtomic writes data to a temporary file in path's directory,
-// fsyncs it and renames it over path.
+// writeFileAtomic writes data to path atomically (package atomicfile).
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp, 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, 0o644)
 }

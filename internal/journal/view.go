@@ -59,7 +59,9 @@ type sectionView struct {
 }
 
 type rowView struct {
-	Check, Label, Tone, Result string
+	Check, Label, Tone string
+	// Result holds the result's lines, shown one under another.
+	Result []string
 }
 
 type revisionView struct {
@@ -108,7 +110,7 @@ func (b *builder) entryView(md goldmark.Markdown, i int) (*entryView, error) {
 		v.Sections = append(v.Sections, sv)
 	}
 	for _, r := range e.Validation {
-		v.Validation = append(v.Validation, rowView{Check: r.Check, Label: strings.ReplaceAll(r.Status, "_", " "), Tone: Tone(r.Status), Result: r.Result})
+		v.Validation = append(v.Validation, rowView{Check: r.Check, Label: strings.ReplaceAll(r.Status, "_", " "), Tone: Tone(r.Status), Result: lines(r.Result)})
 		switch r.Status {
 		case StatusPassed:
 			v.Tally.Passed++
@@ -143,6 +145,17 @@ func paragraphs(s string) []string {
 	for _, p := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n\n") {
 		if p = strings.Join(strings.Fields(p), " "); p != "" {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// lines splits text into its non-empty lines, each trimmed.
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
 		}
 	}
 	return out

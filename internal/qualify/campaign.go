@@ -140,7 +140,7 @@ func (c *campaign) newEvidence(id string, start time.Time) *evidence.Evidence {
 		StartedAt: start.UTC(), Host: c.opts.Host, Methods: methods,
 	}
 	for _, g := range c.plan.Gates {
-		e.Gates = append(e.Gates, evidence.Gate{ID: g.ID, Kind: g.Kind, Title: gateTitle(g), Status: evidence.StatusNotRun, Reason: "not reached", BoundMS: g.Timeout.Milliseconds()})
+		e.Gates = append(e.Gates, evidence.Gate{ID: g.ID, Kind: g.Kind, Title: gateTitle(g), Status: evidence.StatusNotRun, Reason: "not reached", BoundMS: c.gateBound(g).Milliseconds()})
 	}
 	fp := &e.Fingerprints
 	fp.Plan = c.plan.Digest

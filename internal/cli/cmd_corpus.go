@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/corpus"
+)
+
+func init() { registerCommand(newCorpusCmd) }
+
+func newCorpusCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "corpus",
+		Short: "Import and verify frozen corpora (documents with gold claims)",
+		Long: `A frozen corpus is a directory: docs/<id>.txt (or .md), one document each;
+gold.jsonl, one gold claim per line ({"doc_id","sentence_index","text"}); and
+manifest.json with the size and SHA-256 of every other file and a digest over
+them. Extraction, evaluation and the semantic gate refuse a corpus that does
+not match its manifest.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	cmd.AddCommand(newCorpusImportCmd(g), newCorpusVerifyCmd(g))
+	return cmd
+}
+
+// corpusImportOpts are the flags of 'hiro corpus import'.
+type corpusImportOpts struct {
+	Take int
+	Out  string
+}
+
+func newCorpusImportCmd(g *Globals) *cobra.Command {
+	o := &corpusImportOpts{}
+	cmd := &cobra.Command{
+		Use:   "import factcheck-gpt FILE --take N --out DIR",
+		Short: "Import N sources of the Factcheck-GPT benchmark as a frozen corpus",
+		Long: `Read the Factcheck-GPT benchmark JSONL FILE and write a frozen corpus of N
+sources to DIR (which must not exist or be empty). Selection is deterministic:
+` + corpus.FactcheckSelection + `; the same file and N give the same corpus,
+byte for byte, and a smaller N gives a subset of a larger one. Each document
+is docs/fcgpt-<12 hex of SHA-256(prompt)>.txt holding the source's response
+exactly; gold.jsonl holds every human-written claim of its "claims" lists
+with the annotators' sentence number (from 0).
+
+Exit status: 0 imported; 1 the file could not be read or parsed; 2 bad usage.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return UsageErrorf("corpus import: give the format and the file (got %d arguments), e.g. hiro corpus import factcheck-gpt factcheck-GPT-benchmark.jsonl --take 6 --out corpora/fc6", len(args))
+			}
+			if args[0] != "factcheck-gpt" {
+				return UsageErrorf("corpus import: unknown format %q; the one known format is factcheck-gpt", args[0])
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runCorpusImport(c.Context(), g, o, args[1])
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Take, "take", 0, "number of sources to select (required)")
+	f.StringVar(&o.Out, "out", "", "corpus directory to write; must not exist or be empty (required)")
+	f.BoolVar(&g.JSON, "json", false, "print the manifest as JSON (errors too)")
+	return cmd
+}
+
+func runCorpusImport(_ context.Context, g *Globals, o *corpusImportOpts, file string) error {
+	if o.Take <= 0 {
+		return UsageErrorf("corpus import: --take %d: give the number of sources to select, at least 1", o.Take)
+	}
+	if o.Out == "" {
+		return UsageErrorf("corpus import: --out is required: the directory to write the corpus to")
+	}
+	m, err := corpus.ImportFactcheckGPT(file, o.Take, o.Out)
+	if err != nil {
+		return FailedError(fmt.Errorf("corpus import: %w", err))
+	}
+	if g.JSON {
+		return claimsPrintJSON(g, m)
+	}
+	fmt.Fprintf(g.Stdout, "imported %d of %d sources, %d gold claims -> %s (digest %s)\n",
+		m.Documents, m.Source.Available, m.GoldClaims, o.Out, m.Digest)
+	return nil
+}
+
+func newCorpusVerifyCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "verify DIR [--json]",
+		Short: "Check that a corpus matches its manifest exactly",
+		Long: `Hash every file of the corpus DIR and compare with manifest.json: a changed,
+missing or extra file fails.
+
+Exit status: 0 the corpus matches; 1 it does not (each problem is listed);
+2 bad usage (no such directory, no or unreadable manifest).`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return UsageErrorf("corpus verify: give exactly one corpus directory (got %d arguments)", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runCorpusVerify(c.Context(), g, args[0])
+		},
+	}
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print the report as one JSON object (errors too)")
+	return cmd
+}
+
+func runCorpusVerify(_ context.Context, g *Globals, dir string) error {
+	r, err := corpus.Verify(dir)
+	if err != nil {
+		return UsageError(fmt.Errorf("corpus verify: %w", err))
+	}
+	if g.JSON {
+		if err := claimsPrintJSON(g, r); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range r.Problems() {
+			fmt.Fprintln(g.Stdout, p)
+		}
+		if r.OK {
+			fmt.Fprintf(g.Stdout, "corpus %s matches its manifest (digest %s)\n", dir, r.Digest)
+		} else {
+			fmt.Fprintf(g.Stdout, "corpus %s does NOT match its manifest: %d problems\n", dir, len(r.Problems()))
+		}
+	}
+	if !r.OK {
+		return Silent(ExitFailed)
+	}
+	return nil
+}
+
+// claimsPrintJSON writes v as indented JSON to stdout.
+func claimsPrintJSON(g *Globals, v any) error {
+	enc := json.NewEncoder(g.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

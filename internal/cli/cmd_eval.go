@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/eval"
+)
+
+func init() { registerCommand(newEvalCmd) }
+
+// evalOpts are the flags of 'hiro eval'.
+type evalOpts struct {
+	Corpus    string
+	Claims    string
+	Threshold float64
+}
+
+func newEvalCmd(g *Globals) *cobra.Command {
+	o := &evalOpts{}
+	cmd := &cobra.Command{
+		Use:   "eval --corpus DIR --claims FILE [--json]",
+		Short: "Score extracted claims against a frozen corpus's gold claims",
+		Long: `Score the claims in FILE (claims.jsonl of 'hiro extract') against the gold
+claims of the frozen corpus DIR, overall (counts summed over documents) and
+per document. Deterministic: the same inputs give byte-identical JSON.
+
+Similarity: ` + eval.Normalization + `.
+A predicted claim matches a gold claim of the same document when the
+similarity is at least the threshold (default 0.5); matching is ` + eval.Matching + `.
+
+Measures: precision = matched/predicted; coverage = matched/gold; F1;
+grounding rate = claims whose quote is in their sentence (exact, or up to
+white space and case) / predicted; duplicate rate = claims repeating an
+earlier claim of the document (normalised text) / predicted; schema-valid
+rate = replies that validated against the claims schema / replies, from
+stats.json beside FILE (null without it). A rate with a zero denominator is 0.
+
+Exit status: 0 scored; 1 the claims could not be read or name documents the
+corpus does not have; 2 bad usage (a missing file, a corpus that does not
+match its manifest).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runEval(c.Context(), g, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Corpus, "corpus", "", "frozen corpus directory (required)")
+	f.StringVar(&o.Claims, "claims", "", "claims.jsonl to score (required)")
+	f.Float64Var(&o.Threshold, "threshold", eval.DefaultThreshold, "minimum token-F1 similarity for a match, in (0, 1]")
+	f.BoolVar(&g.JSON, "json", false, "print the report as JSON (errors too)")
+	return cmd
+}
+
+func runEval(_ context.Context, g *Globals, o *evalOpts) error {
+	if o.Corpus == "" || o.Claims == "" {
+		return UsageErrorf("eval: --corpus DIR and --claims FILE are both required, e.g. hiro eval --corpus corpora/hiro-mini --claims out/claims.jsonl")
+	}
+	if o.Threshold <= 0 || o.Threshold > 1 {
+		return UsageErrorf("eval: --threshold %v: must be in (0, 1]", o.Threshold)
+	}
+	r, err := eval.EvaluateFiles(o.Corpus, o.Claims, o.Threshold)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, corpus.ErrNotFrozen) {
+			return UsageError(fmt.Errorf("eval: %w", err))
+		}
+		return FailedError(fmt.Errorf("eval: %w", err))
+	}
+	if g.JSON {
+		b, err := eval.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = g.Stdout.Write(b)
+		return err
+	}
+	fmt.Fprint(g.Stdout, eval.Text(r))
+	return nil
+}

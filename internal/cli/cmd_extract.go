@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/extract"
+	"github.com/hiro-dev/hiro/internal/llm"
+)
+
+func init() { registerCommand(newExtractCmd) }
+
+// extractOpts are the flags of 'hiro extract'.
+type extractOpts struct {
+	Corpus          string
+	Backend         string
+	Out             string
+	Concurrency     int
+	MaxRepairs      int
+	MaxTokens       int
+	MaxDocBytes     int
+	MaxRequestBytes int
+	Timeout         time.Duration
+}
+
+func newExtractCmd(g *Globals) *cobra.Command {
+	o := &extractOpts{}
+	cmd := &cobra.Command{
+		Use:   "extract [PATHS...|--corpus DIR] --out DIR [--backend NAME] [--concurrency N] [--max-repairs N] [--json]",
+		Short: "Extract grounded claims from documents through a backend",
+		Long: `Split each document (plain text, or Markdown for .md) into sentences and ask
+the backend for the claims of each sentence, with two sentences before and
+one after as context and the Markdown heading path. PATHS are files or
+directories (.txt, .md, .markdown; document id: the path relative to the
+directory given, or the file's name); --corpus reads a frozen corpus instead
+(document id: its corpus id). The backend is a profile of the configuration,
+production by default.
+
+Every reply is validated against the claims JSON Schema (also sent as
+response_format), and each claim must quote its sentence (exactly, or up to
+white space and case), use no number or month absent from the text, not
+repeat another claim of the document, and be 2 words to 400 characters.
+A reply that fails gets up to --max-repairs repair requests that show the
+model its reply and what failed; good claims of a reply are kept, bad ones
+rejected with their reasons.
+
+DIR receives claims.jsonl (one claim with provenance per line),
+rejects.jsonl (every rejected document, request, reply or claim with its
+reasons and the raw reply), progress.jsonl (one checkpoint per finished
+document), run.json and stats.json. Rerunning the same command after an
+interruption skips finished documents and drops a document written in part.
+
+Exit status: 0 every document finished and nothing was rejected; 1 all
+documents were processed but something was rejected, or a request failed
+(rerun to retry the failed documents); 2 bad usage or configuration;
+3 interrupted (rerun to resume).`,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runExtract(c.Context(), g, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Corpus, "corpus", "", "frozen corpus directory to extract from (instead of PATHS)")
+	f.StringVar(&o.Backend, "backend", "", "backend profile to extract through (default: the production profile)")
+	f.StringVar(&o.Out, "out", "", "output directory; an earlier run there is resumed (required)")
+	f.IntVar(&o.Concurrency, "concurrency", extract.DefaultConcurrency, "requests in flight")
+	f.IntVar(&o.MaxRepairs, "max-repairs", extract.DefaultMaxRepairs, "repair requests after a failed reply (0: none)")
+	f.IntVar(&o.MaxTokens, "max-tokens", extract.DefaultMaxTokens, "max_tokens of each reply")
+	f.IntVar(&o.MaxDocBytes, "max-doc-bytes", extract.DefaultMaxDocBytes, "reject documents larger than this")
+	f.IntVar(&o.MaxRequestBytes, "max-request-bytes", extract.DefaultMaxRequestBytes, "reject a sentence whose rendered request is larger than this")
+	f.DurationVar(&o.Timeout, "timeout", extract.DefaultRequestTimeout, "bound on each chat completion")
+	f.BoolVar(&g.JSON, "json", false, "print the summary as JSON (errors too)")
+	return cmd
+}
+
+func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string) error {
+	switch {
+	case o.Out == "":
+		return UsageErrorf("extract: --out DIR is required: the directory for claims.jsonl and rejects.jsonl")
+	case o.Corpus != "" && len(paths) > 0:
+		return UsageErrorf("extract: give either PATHS or --corpus DIR, not both")
+	case o.Corpus == "" && len(paths) == 0:
+		return UsageErrorf("extract: nothing to extract from: give files or directories, or --corpus DIR")
+	case o.Concurrency < 1:
+		return UsageErrorf("extract: --concurrency %d: must be at least 1", o.Concurrency)
+	case o.MaxRepairs < 0:
+		return UsageErrorf("extract: --max-repairs %d: must be 0 or more", o.MaxRepairs)
+	case o.MaxTokens < 1 || o.MaxDocBytes < 1 || o.MaxRequestBytes < 1 || o.Timeout <= 0:
+		return UsageErrorf("extract: --max-tokens, --max-doc-bytes, --max-request-bytes and --timeout must be positive")
+	}
+	prof, err := extractProfile(g, o.Backend)
+	if err != nil {
+		return err
+	}
+	var docs []corpus.Document
+	if o.Corpus != "" {
+		c, err := corpus.Load(o.Corpus)
+		if err != nil {
+			return UsageError(fmt.Errorf("extract: %w", err))
+		}
+		docs = c.Docs
+	} else if docs, err = corpus.LoadPaths(paths); err != nil {
+		return UsageError(fmt.Errorf("extract: %w", err))
+	}
+	opts := extract.Options{
+		Client: llm.New(prof.BaseURL, nil), Backend: prof.Name, BaseURL: prof.BaseURL, Model: prof.Model,
+		OutDir: o.Out, Concurrency: o.Concurrency, MaxRepairs: o.MaxRepairs, MaxTokens: o.MaxTokens,
+		MaxDocBytes: o.MaxDocBytes, MaxRequestBytes: o.MaxRequestBytes, RequestTimeout: o.Timeout,
+	}
+	if !g.JSON {
+		opts.Progress = extract.TerminalProgress(g.Stderr)
+	}
+	sum, err := extract.Run(ctx, docs, opts)
+	if err != nil && (sum == nil || !sum.Interrupted) {
+		if errors.Is(err, extract.ErrRunMismatch) {
+			return UsageError(fmt.Errorf("extract: %w", err))
+		}
+		return FailedError(fmt.Errorf("extract: %w", err))
+	}
+	if g.JSON {
+		if err := claimsPrintJSON(g, sum); err != nil {
+			return err
+		}
+	} else {
+		printExtractSummary(g, sum, prof)
+	}
+	switch {
+	case sum.Interrupted:
+		return AbortedError(fmt.Errorf("extract: %w", err))
+	case sum.Stats.Rejects > 0 || sum.Stats.DocumentsFailed > 0:
+		return Silent(ExitFailed)
+	}
+	return nil
+}
+
+// extractProfile returns the named backend profile, or production's.
+func extractProfile(g *Globals, name string) (*config.Profile, error) {
+	cfg, err := config.Load(g.ConfigPath)
+	if err != nil {
+		return nil, UsageError(fmt.Errorf("extract: %w", err))
+	}
+	if name == "" {
+		p := cfg.ProductionProfile()
+		if p == nil {
+			return nil, UsageErrorf("extract: %s names no production backend; pass --backend NAME (known: %v) or set [production] backend", cfg.Path, cfg.BackendNames())
+		}
+		return p, nil
+	}
+	p, err := cfg.Backend(name)
+	if err != nil {
+		return nil, UsageError(fmt.Errorf("extract: %w", err))
+	}
+	if p.BaseURL == "" {
+		return nil, UsageErrorf("extract: backend %s has no base_url or port to reach it", name)
+	}
+	return p, nil
+}
+
+func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
+	fmt.Fprintf(g.Stdout, "backend %s (%s, model %s)\n", p.Name, p.BaseURL, p.Model)
+	fmt.Fprintf(g.Stdout, "documents %d: %d done now, %d failed now, %d finished earlier\n", s.Documents, s.Done, s.Failed, s.Skipped)
+	fmt.Fprintf(g.Stdout, "this run: %d claims, %d rejects, %d requests, %d replies, %d output tokens in %.1fs (%.1f tokens/s)\n",
+		s.Claims, s.Rejects, s.Requests, s.Replies, s.CompletionTokens, s.WallSeconds, s.OutputTokensPerSecond)
+	st := s.Stats
+	fmt.Fprintf(g.Stdout, "directory %s: %d claims, %d rejects, schema-valid replies %d of %d\n", s.OutDir, st.Claims, st.Rejects, st.SchemaValidReplies, st.Replies)
+	if s.Interrupted {
+		fmt.Fprintln(g.Stdout, "interrupted: rerun the same command to resume")
+	} else if st.Rejects > 0 || st.DocumentsFailed > 0 {
+		fmt.Fprintf(g.Stdout, "something was rejected: see %s/rejects.jsonl\n", s.OutDir)
+	}
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/qualify"
+)
+
+func init() { registerCommand(newQualifyCmd) }
+
+type qualifyOpts struct {
+	Check bool
+	Out   string
+}
+
+// qualifySummary is what 'hiro qualify --json' prints on stdout.
+type qualifySummary struct {
+	Verdict           string `json:"verdict"`
+	ExitCode          int    `json:"exit_code"`
+	TerminationReason string `json:"termination_reason"`
+	Evidence          string `json:"evidence"`
+	PrivateEvidence   string `json:"private_evidence"`
+	Report            string `json:"report"`
+}
+
+func newQualifyCmd(g *Globals) *cobra.Command {
+	o := &qualifyOpts{}
+	cmd := &cobra.Command{
+		Use:   "qualify PLAN [--check] [--out DIR] [--json]",
+		Short: "Run a bounded qualification campaign for a candidate backend",
+		Long: `Run the campaign in PLAN (TOML): its gates in order (prereq, artifact, launch
+with its attempt ladder, ready_control, structured_control, sequential,
+semantic), each only if every gate before it passed. When the candidate needs
+the accelerator exclusively, production is stopped first under a lease and
+restored and verified at the end whatever happens (gate failure, harness
+error, Ctrl-C, SIGTERM; after a SIGKILL the next hiro command restores it).
+Evidence (evidence.json public, evidence.private.json private) and report.md
+are written under the plan's evidence directory after every gate.
+
+--check validates the plan and every profile it names, touching nothing.
+
+Exit status: 0 qualified; 1 not qualified (a gate failed); 2 bad usage,
+configuration or plan (nothing started or stopped); 3 aborted (harness error
+or interrupt) with production restored; 4 production could not be restored.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runQualify(c, g, o, args[0])
+		},
+	}
+	cmd.Flags().BoolVar(&o.Check, "check", false, "validate the plan and its profiles; start and stop nothing")
+	cmd.Flags().StringVar(&o.Out, "out", "", "evidence directory (default: the plan's evidence_dir)")
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print a JSON summary on stdout")
+	return cmd
+}
+
+func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) error {
+	plan, cfg, err := qualify.LoadPlan(planPath, g.ConfigPath)
+	if err != nil {
+		return UsageError(err)
+	}
+	if o.Check {
+		if g.JSON {
+			return writeJSON(g, map[string]any{"ok": true, "plan": plan.Path, "config": cfg.Path, "candidate": plan.Candidate, "production": plan.Production, "gates": len(plan.Gates)})
+		}
+		fmt.Fprintf(g.Stdout, "plan %s is valid: candidate %s, production %s, %d gates, exclusive %v (config %s)\n",
+			planPath, plan.Candidate, orNone(plan.Production), len(plan.Gates), *plan.Exclusive, cfg.Path)
+		return nil
+	}
+	terminal := false
+	if f, ok := g.Stderr.(*os.File); ok {
+		terminal = term.IsTerminal(int(f.Fd()))
+	}
+	out, err := qualify.Run(c.Context(), plan, cfg, qualify.Options{Progress: g.Stderr, Terminal: terminal, EvidenceDir: o.Out, Host: hostFingerprint()})
+	if err != nil {
+		return AbortedError(err)
+	}
+	e := out.Evidence
+	sum := qualifySummary{Verdict: e.Verdict, ExitCode: out.ExitCode, TerminationReason: e.TerminationReason,
+		Evidence: filepath.Join(out.Dir, evidence.PublicFile), PrivateEvidence: filepath.Join(out.Dir, evidence.PrivateFile),
+		Report: filepath.Join(out.Dir, evidence.ReportFile)}
+	if g.JSON {
+		if err := writeJSON(g, sum); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(g.Stdout, "verdict: %s (exit %d)\n%s\nevidence: %s\nreport:   %s\n", sum.Verdict, sum.ExitCode, sum.TerminationReason, sum.Evidence, sum.Report)
+		if out.ExitCode == qualify.ExitCritical {
+			fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Restore it by hand: hiro --config %s backend start %s, then check it with hiro backend status %s\n", cfg.Path, plan.Production, plan.Production)
+		}
+	}
+	return Silent(out.ExitCode)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// writeJSON prints v as indented JSON on stdout.
+func writeJSON(g *Globals, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(g.Stdout, string(b))
+	return err
+}

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/qualify"
+)
+
+func init() {
+	registerCommand(newRecoverCmd)
+	beforeCommand = append(beforeCommand, recoverBeforeCommand)
+}
+
+func newRecoverCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "recover",
+		Short: "Restore a production left stopped by a campaign whose hiro was killed",
+		Long: `A campaign that stops production writes a lease first and removes it only once
+production is restored and verified. If hiro was killed in between (SIGKILL,
+power loss), the lease remains: every hiro command restores production from
+it before doing anything else, and 'hiro recover' does so on request. Leases
+of campaigns still running are left alone.
+
+Leases live in $HIRO_LEASE_DIR, else $XDG_STATE_HOME/hiro/leases, else
+~/.local/state/hiro/leases.
+
+Exit status: 0 nothing to do or production restored; 4 production could not
+be restored.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runRecover(c.Context(), g, true)
+		},
+	}
+}
+
+// recoverBeforeCommand restores production before any other command when
+// a dead campaign's lease is found.
+func recoverBeforeCommand(g *Globals, c *cobra.Command) error {
+	if c.Name() == "recover" || c.Name() == "help" || c.Name() == "completion" {
+		return nil
+	}
+	return runRecover(c.Context(), g, false)
+}
+
+func runRecover(ctx context.Context, g *Globals, verbose bool) error {
+	leases, err := qualify.Leases(qualify.LeaseDir())
+	if err != nil {
+		return fmt.Errorf("reading leases: %w", err)
+	}
+	if len(leases) == 0 {
+		if verbose {
+			fmt.Fprintln(g.Stdout, "no lease: no campaign left production stopped")
+		}
+		return nil
+	}
+	// Restoring production must not be cut short by a Ctrl-C.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Minute)
+	defer cancel()
+	results := qualify.Recover(rctx, qualify.LeaseDir(), func(s string) { fmt.Fprintf(g.Stderr, "hiro: %s\n", s) })
+	var failed []error
+	for _, r := range results {
+		switch {
+		case errors.Is(r.Err, qualify.ErrLeaseHeld):
+			if verbose {
+				fmt.Fprintf(g.Stdout, "campaign %s (hiro pid %d) is still running and holds production %s\n", r.Lease.Campaign, r.Lease.PID, r.Lease.Production)
+			}
+		case r.Err != nil:
+			failed = append(failed, r.Err)
+		case r.Restored != nil:
+			fmt.Fprintf(g.Stderr, "hiro: production %s restored and verified (model %s, reply %q); campaign %s marked aborted\n",
+				r.Lease.Production, r.Restored.Model, r.Restored.Reply, r.Lease.Campaign)
+		}
+	}
+	if len(failed) > 0 {
+		return CriticalError(fmt.Errorf("%w; restore it by hand with 'hiro backend start NAME' and remove the lease in %s", errors.Join(failed...), qualify.LeaseDir()))
+	}
+	return nil
+}

@@ -1,0 +1,352 @@
+package eval
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hiro-dev/hiro/internal/corpus"
+)
+
+// ReportSchema tags the report JSON.
+const ReportSchema = "hiro.eval/v1"
+
+// DefaultThreshold is the minimum similarity for a predicted claim to
+// match a gold claim: token F1 of 0.5 means at least half the tokens agree
+// both ways (e.g. "The bridge cost 310 million euros" against "The Halden
+// Bridge cost 310 million euros" is 0.92; "The bridge is long" against
+// the same gold is 0.33).
+const DefaultThreshold = 0.5
+
+// Normalization describes the similarity for the report.
+const Normalization = "tokens: maximal runs of letters and digits after folding curly quotes and dashes, collapsing white space and lower-casing (corpus.Tokens); similarity: F1 of the token multisets, 2*|common| / (|predicted| + |gold|)"
+
+// Matching describes the matching for the report.
+const Matching = "one-to-one within each document, greedy: all pairs with similarity >= threshold sorted by similarity (descending), then predicted index, then gold index (both ascending, file order); a pair is taken when neither claim is matched yet"
+
+// PredictedClaim is the part of a claims.jsonl line that scoring reads.
+type PredictedClaim struct {
+	DocID         string  `json:"doc_id"`
+	SentenceIndex int     `json:"sentence_index"`
+	SentenceSpan  *[2]int `json:"sentence_span"`
+	Text          string  `json:"text"`
+	Quote         string  `json:"quote"`
+}
+
+// RunStats is the part of extract's stats.json that scoring reads.
+type RunStats struct {
+	Replies            int `json:"replies"`
+	SchemaValidReplies int `json:"schema_valid_replies"`
+}
+
+// Scores are one set of measures. Rates with a zero denominator are 0.
+type Scores struct {
+	// Predicted and Gold claims, and Matched pairs (one-to-one).
+	Predicted int `json:"predicted"`
+	Gold      int `json:"gold"`
+	Matched   int `json:"matched"`
+	// Precision = Matched/Predicted; Coverage = Matched/Gold (recall);
+	// F1 their harmonic mean.
+	Precision float64 `json:"precision"`
+	Coverage  float64 `json:"coverage"`
+	F1        float64 `json:"f1"`
+	// Grounded claims have their quote in the source: in the sentence at
+	// sentence_span when it is a valid span of the document, else anywhere
+	// in the document (exact or white space/case normalised).
+	// GroundingRate = Grounded/Predicted.
+	Grounded      int     `json:"grounded"`
+	GroundingRate float64 `json:"grounding_rate"`
+	// Duplicates are claims whose normalised text (corpus.NormalizeClaim)
+	// equals an earlier claim of the same document; DuplicateRate =
+	// Duplicates/Predicted.
+	Duplicates    int     `json:"duplicates"`
+	DuplicateRate float64 `json:"duplicate_rate"`
+}
+
+// DocScores are one document's scores.
+type DocScores struct {
+	DocID string `json:"doc_id"`
+	Scores
+}
+
+// Report is the output of Evaluate. Same inputs, same bytes: documents are
+// sorted by id, rates rounded to 6 decimals, no time or path is included.
+type Report struct {
+	Schema string `json:"schema"`
+	// Corpus names the corpus (manifest name and digest); ClaimsSHA256 is
+	// the digest of the claims file scored.
+	CorpusName   string `json:"corpus_name"`
+	CorpusDigest string `json:"corpus_digest"`
+	ClaimsSHA256 string `json:"claims_sha256,omitempty"`
+	// Threshold, Normalization and Matching state the method.
+	Threshold     float64 `json:"threshold"`
+	Normalization string  `json:"normalization"`
+	Matching      string  `json:"matching"`
+	// Overall is micro-averaged: counts summed over documents, then rates.
+	Overall Scores `json:"overall"`
+	// Replies and SchemaValidReplies come from the run's stats.json;
+	// SchemaValidRate is their ratio, null when no stats file was found.
+	Replies            int      `json:"replies"`
+	SchemaValidReplies int      `json:"schema_valid_replies"`
+	SchemaValidRate    *float64 `json:"schema_valid_rate"`
+	// Documents has every document of the corpus, sorted by id.
+	Documents []DocScores `json:"documents"`
+}
+
+// Similarity is the token F1 of a and b (see Normalization), in [0, 1].
+func Similarity(a, b string) float64 { return tokenF1(corpus.Tokens(a), corpus.Tokens(b)) }
+
+func tokenF1(a, b []string) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	count := map[string]int{}
+	for _, t := range a {
+		count[t]++
+	}
+	common := 0
+	for _, t := range b {
+		if count[t] > 0 {
+			count[t]--
+			common++
+		}
+	}
+	return 2 * float64(common) / float64(len(a)+len(b))
+}
+
+// Pair is one matched predicted/gold pair (indexes within the document's
+// lists, in file order).
+type Pair struct {
+	Pred, Gold int
+	Score      float64
+}
+
+// Match pairs predicted with gold claims one-to-one (see Matching).
+func Match(pred, gold []string, threshold float64) []Pair {
+	pt := make([][]string, len(pred))
+	for i, p := range pred {
+		pt[i] = corpus.Tokens(p)
+	}
+	gt := make([][]string, len(gold))
+	for j, g := range gold {
+		gt[j] = corpus.Tokens(g)
+	}
+	var cands []Pair
+	for i := range pt {
+		for j := range gt {
+			if s := tokenF1(pt[i], gt[j]); s >= threshold && s > 0 {
+				cands = append(cands, Pair{i, j, s})
+			}
+		}
+	}
+	sort.Slice(cands, func(a, b int) bool {
+		x, y := cands[a], cands[b]
+		if x.Score != y.Score {
+			return x.Score > y.Score
+		}
+		if x.Pred != y.Pred {
+			return x.Pred < y.Pred
+		}
+		return x.Gold < y.Gold
+	})
+	usedP, usedG := map[int]bool{}, map[int]bool{}
+	var out []Pair
+	for _, c := range cands {
+		if !usedP[c.Pred] && !usedG[c.Gold] {
+			usedP[c.Pred], usedG[c.Gold] = true, true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Evaluate scores claims against c's gold. stats may be nil (no
+// schema-valid rate). A claim for a document the corpus does not have is
+// an error: the claims come from another corpus.
+func Evaluate(c *corpus.Corpus, claims []PredictedClaim, stats *RunStats, threshold float64) (*Report, error) {
+	if threshold <= 0 || threshold > 1 {
+		return nil, fmt.Errorf("threshold %v: must be in (0, 1]", threshold)
+	}
+	docs := map[string]corpus.Document{}
+	for _, d := range c.Docs {
+		docs[d.ID] = d
+	}
+	pred := map[string][]PredictedClaim{}
+	for i, p := range claims {
+		if _, ok := docs[p.DocID]; !ok {
+			return nil, fmt.Errorf("claim %d is for document %q, which corpus %s does not have: score claims against the corpus they were extracted from", i+1, p.DocID, c.Manifest.Name)
+		}
+		pred[p.DocID] = append(pred[p.DocID], p)
+	}
+	gold := map[string][]string{}
+	for _, g := range c.Gold {
+		gold[g.DocID] = append(gold[g.DocID], g.Text)
+	}
+	r := &Report{Schema: ReportSchema, CorpusName: c.Manifest.Name, CorpusDigest: c.Manifest.Digest,
+		Threshold: threshold, Normalization: Normalization, Matching: Matching, Documents: []DocScores{}}
+	var tot Scores
+	for _, d := range c.Docs {
+		ps := pred[d.ID]
+		texts := make([]string, len(ps))
+		for i, p := range ps {
+			texts[i] = p.Text
+		}
+		s := Scores{Predicted: len(ps), Gold: len(gold[d.ID]), Matched: len(Match(texts, gold[d.ID], threshold))}
+		seen := map[string]bool{}
+		src := string(d.Text)
+		for _, p := range ps {
+			where := src
+			if sp := p.SentenceSpan; sp != nil && sp[0] >= 0 && sp[0] <= sp[1] && sp[1] <= len(src) {
+				where = src[sp[0]:sp[1]]
+			}
+			if _, _, _, ok := corpus.FindQuote(where, p.Quote); ok {
+				s.Grounded++
+			}
+			k := corpus.NormalizeClaim(p.Text)
+			if seen[k] {
+				s.Duplicates++
+			}
+			seen[k] = true
+		}
+		s.rates()
+		r.Documents = append(r.Documents, DocScores{DocID: d.ID, Scores: s})
+		tot.Predicted += s.Predicted
+		tot.Gold += s.Gold
+		tot.Matched += s.Matched
+		tot.Grounded += s.Grounded
+		tot.Duplicates += s.Duplicates
+	}
+	tot.rates()
+	r.Overall = tot
+	if stats != nil {
+		r.Replies, r.SchemaValidReplies = stats.Replies, stats.SchemaValidReplies
+		rate := ratio(stats.SchemaValidReplies, stats.Replies)
+		r.SchemaValidRate = &rate
+	}
+	return r, nil
+}
+
+func (s *Scores) rates() {
+	s.Precision = ratio(s.Matched, s.Predicted)
+	s.Coverage = ratio(s.Matched, s.Gold)
+	if s.Precision+s.Coverage > 0 {
+		s.F1 = round6(2 * s.Precision * s.Coverage / (s.Precision + s.Coverage))
+	}
+	s.GroundingRate = ratio(s.Grounded, s.Predicted)
+	s.DuplicateRate = ratio(s.Duplicates, s.Predicted)
+}
+
+// ratio is n/d rounded to 6 decimals, 0 when d is 0.
+func ratio(n, d int) float64 {
+	if d == 0 {
+		return 0
+	}
+	return round6(float64(n) / float64(d))
+}
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// EvaluateFiles loads and verifies the corpus at corpusDir, reads the
+// claims at claimsPath and, when present, stats.json beside it, and scores
+// them with threshold (0 means DefaultThreshold).
+func EvaluateFiles(corpusDir, claimsPath string, threshold float64) (*Report, error) {
+	if threshold == 0 {
+		threshold = DefaultThreshold
+	}
+	c, err := corpus.Load(corpusDir)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(claimsPath)
+	if err != nil {
+		return nil, fmt.Errorf("claims: %w", err)
+	}
+	claims, err := parseClaims(raw, claimsPath)
+	if err != nil {
+		return nil, err
+	}
+	var stats *RunStats
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(claimsPath), "stats.json")); err == nil {
+		stats = &RunStats{}
+		if err := json.Unmarshal(b, stats); err != nil {
+			return nil, fmt.Errorf("stats.json beside %s: %w", claimsPath, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	r, err := Evaluate(c, claims, stats, threshold)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(raw)
+	r.ClaimsSHA256 = hex.EncodeToString(sum[:])
+	return r, nil
+}
+
+func parseClaims(raw []byte, path string) ([]PredictedClaim, error) {
+	var out []PredictedClaim
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 64*1024), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var p PredictedClaim
+		if err := json.Unmarshal(line, &p); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a claim line: %w", path, n, err)
+		}
+		if p.DocID == "" {
+			return nil, fmt.Errorf("%s:%d: claim without doc_id", path, n)
+		}
+		out = append(out, p)
+	}
+	return out, sc.Err()
+}
+
+// Marshal renders the report as indented JSON with a final newline.
+func Marshal(r *Report) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Text renders the report for people: one line per document, then the
+// overall line.
+func Text(r *Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "corpus %s (%s), threshold %.2f\n", r.CorpusName, shortHash(r.CorpusDigest), r.Threshold)
+	fmt.Fprintf(&b, "%-28s %5s %5s %5s %9s %8s %6s %9s %9s\n", "document", "pred", "gold", "match", "precision", "coverage", "f1", "grounding", "duplicate")
+	line := func(name string, s Scores) {
+		fmt.Fprintf(&b, "%-28s %5d %5d %5d %9.3f %8.3f %6.3f %9.3f %9.3f\n", name, s.Predicted, s.Gold, s.Matched, s.Precision, s.Coverage, s.F1, s.GroundingRate, s.DuplicateRate)
+	}
+	for _, d := range r.Documents {
+		line(d.DocID, d.Scores)
+	}
+	line("overall", r.Overall)
+	if r.SchemaValidRate != nil {
+		fmt.Fprintf(&b, "schema-valid replies %d of %d (%.3f)\n", r.SchemaValidReplies, r.Replies, *r.SchemaValidRate)
+	} else {
+		b.WriteString("schema-valid rate: no stats.json beside the claims file\n")
+	}
+	return b.String()
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

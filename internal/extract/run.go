@@ -1,0 +1,542 @@
+package extract
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/prompt"
+)
+
+// Defaults of Options.
+const (
+	// DefaultConcurrency is the number of requests in flight.
+	DefaultConcurrency = 2
+	// DefaultMaxRepairs is the number of repair retries per sentence.
+	DefaultMaxRepairs = 1
+	// DefaultMaxTokens bounds each reply (max_tokens).
+	DefaultMaxTokens = 512
+	// DefaultMaxDocBytes rejects larger documents (document_too_long).
+	DefaultMaxDocBytes = 1 << 20
+	// DefaultMaxRequestBytes rejects a sentence whose rendered messages
+	// (system + user + repair turns) exceed it (request_too_long): about
+	// 4,000 tokens of English, inside a 4k-8k context with the reply.
+	DefaultMaxRequestBytes = 16 << 10
+	// DefaultRequestTimeout bounds one chat completion.
+	DefaultRequestTimeout = 2 * time.Minute
+	// Seed is sent with every request, and temperature 0, so that an
+	// engine that honours them gives the same claims every run.
+	Seed = 42
+)
+
+// Chatter sends one chat completion; *llm.Client is one.
+type Chatter interface {
+	Chat(ctx context.Context, req llm.Request) (*llm.Reply, error)
+}
+
+// Progress receives progress in sentences; TerminalProgress draws a bar.
+type Progress interface {
+	Start(totalSentences int)
+	Add(sentences int)
+	Finish()
+}
+
+// Options configure Run.
+type Options struct {
+	// Client sends the requests (required).
+	Client Chatter
+	// Backend is the profile name and BaseURL its server root; both are
+	// provenance only. Model is the model id asked for (required).
+	Backend string
+	BaseURL string
+	Model   string
+	// OutDir is the output directory (required); an earlier run there is
+	// resumed when run.json matches.
+	OutDir string
+	// Concurrency is the number of requests in flight; 0 means
+	// DefaultConcurrency.
+	Concurrency int
+	// MaxRepairs is the number of repair retries after a failed reply
+	// (0: none). Negative is an error.
+	MaxRepairs int
+	// MaxTokens, MaxDocBytes, MaxRequestBytes, RequestTimeout: 0 means
+	// the Default of the same name.
+	MaxTokens       int
+	MaxDocBytes     int
+	MaxRequestBytes int
+	RequestTimeout  time.Duration
+	// Progress, when non-nil, is told about finished sentences.
+	Progress Progress
+	// OnCommit, when non-nil, is called after each document's checkpoint
+	// (tests interrupt a run with it).
+	OnCommit func(DocProgress)
+}
+
+func (o *Options) fill() error {
+	if o.Client == nil {
+		return errors.New("extract: no client")
+	}
+	if strings.TrimSpace(o.Model) == "" {
+		return errors.New("extract: no model id: set the backend profile's model")
+	}
+	if o.OutDir == "" {
+		return errors.New("extract: no output directory: pass --out DIR")
+	}
+	if o.MaxRepairs < 0 {
+		return fmt.Errorf("extract: max repairs %d: must be 0 or more", o.MaxRepairs)
+	}
+	if o.Concurrency < 0 || o.MaxTokens < 0 || o.MaxDocBytes < 0 || o.MaxRequestBytes < 0 || o.RequestTimeout < 0 {
+		return errors.New("extract: concurrency, max tokens, byte bounds and timeout must not be negative")
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.MaxTokens == 0 {
+		o.MaxTokens = DefaultMaxTokens
+	}
+	if o.MaxDocBytes == 0 {
+		o.MaxDocBytes = DefaultMaxDocBytes
+	}
+	if o.MaxRequestBytes == 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	return nil
+}
+
+// Summary is what Run did.
+type Summary struct {
+	OutDir string `json:"out_dir"`
+	// Documents given; Skipped were finished by an earlier run; Done and
+	// Failed were committed by this run.
+	Documents int `json:"documents"`
+	Skipped   int `json:"skipped"`
+	Done      int `json:"done"`
+	Failed    int `json:"failed"`
+	// This run's counts.
+	Claims           int   `json:"claims"`
+	Rejects          int   `json:"rejects"`
+	Requests         int   `json:"requests"`
+	Replies          int   `json:"replies"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// WallSeconds is the run's duration; OutputTokensPerSecond is
+	// CompletionTokens/WallSeconds (server usage counts).
+	WallSeconds           float64 `json:"wall_seconds"`
+	OutputTokensPerSecond float64 `json:"output_tokens_per_second"`
+	// Interrupted is true when ctx ended the run before every document
+	// was committed; rerunning resumes.
+	Interrupted bool `json:"interrupted"`
+	// Stats totals the whole directory (every run).
+	Stats Stats `json:"stats"`
+}
+
+// docState is one document being extracted.
+type docState struct {
+	doc       corpus.Document
+	sha       string
+	sentences []corpus.Sentence
+	docReject *Reason
+	results   []sentResult
+	pending   int
+	mu        sync.Mutex
+	done      chan struct{}
+}
+
+// attempt is one request and the validation of its reply.
+type attempt struct {
+	n       int
+	reply   *llm.Reply
+	outcome Outcome
+}
+
+// sentResult is the outcome of one sentence.
+type sentResult struct {
+	attempts []attempt
+	// reqReject is set when no reply could be had; transient when a
+	// rerun may succeed (server error, transport).
+	reqReject *Reason
+	transient bool
+	cancelled bool
+	requests  int
+}
+
+// Run extracts claims from docs into opts.OutDir (see package doc and
+// DESIGN.md "Extraction"). Documents finished by an earlier run in the
+// same directory are skipped. Rejections are recorded, never returned as
+// errors: the error is for bad options, an output directory that cannot
+// be written or resumed, or ctx ending (then Summary.Interrupted is true
+// and the error wraps ctx.Err()).
+func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, error) {
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	v, err := NewValidator()
+	if err != nil {
+		return nil, err
+	}
+	info := RunInfo{Schema: RunSchema, Backend: opts.Backend, BaseURL: opts.BaseURL, Model: opts.Model,
+		PromptVersion: prompt.Version, PromptHash: prompt.Hash(), SchemaHash: prompt.SchemaHash()}
+	out, err := openOut(opts.OutDir, info)
+	if err != nil {
+		return nil, err
+	}
+	defer out.close()
+	start := time.Now()
+	sum := &Summary{OutDir: opts.OutDir, Documents: len(docs)}
+	finished := out.done()
+	var todo []*docState
+	total := 0
+	for _, d := range docs {
+		ds := prepare(d, opts.MaxDocBytes)
+		if sha, ok := finished[d.ID]; ok {
+			if sha != ds.sha {
+				return nil, fmt.Errorf("%w: document %s changed since it was extracted into %s; use another --out directory", ErrRunMismatch, d.ID, opts.OutDir)
+			}
+			sum.Skipped++
+			continue
+		}
+		total += len(ds.sentences)
+		todo = append(todo, ds)
+	}
+	if opts.Progress != nil {
+		opts.Progress.Start(total)
+		defer opts.Progress.Finish()
+	}
+	w := &worker{v: v, opts: &opts, info: info}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan job)
+	order := make(chan *docState, 4*opts.Concurrency)
+	var wg sync.WaitGroup
+	for i := 0; i < opts.Concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				r := w.sentence(runCtx, j.d, j.i)
+				j.d.finish(j.i, r)
+				if opts.Progress != nil {
+					opts.Progress.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // feeder: documents in order, then their sentences
+		defer wg.Done()
+		defer close(jobs)
+		defer close(order)
+		for _, d := range todo {
+			select {
+			case order <- d:
+			case <-runCtx.Done():
+				return
+			}
+			for i := range d.sentences {
+				select {
+				case jobs <- job{d, i}:
+				case <-runCtx.Done():
+					// Leave the rest unfinished; the committer stops.
+					return
+				}
+			}
+		}
+	}()
+	var commitErr error
+	for d := range order {
+		select {
+		case <-d.done:
+		case <-runCtx.Done():
+		}
+		if runCtx.Err() != nil || d.cancelled() {
+			break
+		}
+		claims, rejects, p := w.assemble(d)
+		if err := out.commit(claims, rejects, &p); err != nil {
+			commitErr = err
+			break
+		}
+		if p.Status == StatusDone {
+			sum.Done++
+		} else {
+			sum.Failed++
+		}
+		sum.Claims += p.Claims
+		sum.Rejects += p.Rejects
+		sum.Requests += p.Requests
+		sum.Replies += p.Replies
+		sum.PromptTokens += p.PromptTokens
+		sum.CompletionTokens += p.CompletionTokens
+		if opts.OnCommit != nil {
+			opts.OnCommit(p)
+		}
+	}
+	cancel()
+	for range order { // let the feeder finish
+	}
+	wg.Wait()
+	sum.WallSeconds = time.Since(start).Seconds()
+	if sum.WallSeconds > 0 {
+		sum.OutputTokensPerSecond = float64(sum.CompletionTokens) / sum.WallSeconds
+	}
+	stats, serr := out.writeStats()
+	sum.Stats = stats
+	if commitErr != nil {
+		return sum, commitErr
+	}
+	if serr != nil {
+		return sum, fmt.Errorf("write %s: %w", StatsFile, serr)
+	}
+	if sum.Skipped+sum.Done+sum.Failed < len(docs) {
+		sum.Interrupted = true
+		if err := ctx.Err(); err != nil {
+			return sum, fmt.Errorf("extraction interrupted after %d of %d documents (rerun the same command to resume): %w", sum.Skipped+sum.Done+sum.Failed, len(docs), err)
+		}
+		return sum, errors.New("extraction stopped before every document was committed")
+	}
+	return sum, nil
+}
+
+type job struct {
+	d *docState
+	i int
+}
+
+// prepare checks a document and splits it; a document that cannot be
+// extracted gets docReject and no sentences.
+func prepare(d corpus.Document, maxBytes int) *docState {
+	sum := sha256.Sum256(d.Text)
+	ds := &docState{doc: d, sha: hex.EncodeToString(sum[:]), done: make(chan struct{})}
+	reject := func(code, detail string) *docState {
+		ds.docReject = &Reason{Code: code, Detail: detail}
+		close(ds.done)
+		return ds
+	}
+	switch {
+	case len(d.Text) > maxBytes:
+		return reject(ReasonDocumentTooLong, fmt.Sprintf("%d bytes, more than the bound of %d bytes (--max-doc-bytes); split the document or raise the bound", len(d.Text), maxBytes))
+	case !utf8.Valid(d.Text):
+		return reject(ReasonNotUTF8, fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d); convert it to UTF-8", firstInvalid(d.Text)))
+	case strings.TrimSpace(string(d.Text)) == "":
+		return reject(ReasonEmptyDocument, "the document is empty or only white space")
+	}
+	ss, err := corpus.Split(string(d.Text), d.Markdown)
+	if err != nil {
+		return reject(ReasonEmptyDocument, "sentence splitter: "+err.Error())
+	}
+	if len(ss) == 0 {
+		return reject(ReasonEmptyDocument, "no sentences (only headings, code or rules)")
+	}
+	ds.sentences = ss
+	ds.results = make([]sentResult, len(ss))
+	ds.pending = len(ss)
+	return ds
+}
+
+func firstInvalid(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// finish records sentence i's result; the last one closes done.
+func (d *docState) finish(i int, r sentResult) {
+	d.mu.Lock()
+	d.results[i] = r
+	d.pending--
+	last := d.pending == 0
+	d.mu.Unlock()
+	if last {
+		close(d.done)
+	}
+}
+
+func (d *docState) cancelled() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.results {
+		if r.cancelled {
+			return true
+		}
+	}
+	return d.pending > 0
+}
+
+// worker holds what every request needs.
+type worker struct {
+	v    *Validator
+	opts *Options
+	info RunInfo
+}
+
+var zeroTemperature = 0.0
+var seed int64 = Seed
+
+// sentence runs the request and repair loop for sentence i of d.
+func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
+	var r sentResult
+	if ctx.Err() != nil {
+		r.cancelled = true
+		return r
+	}
+	in := Window(d.sentences, i)
+	src := SourceFor(d.sentences, i, in)
+	msgs := Messages(in)
+	for n := 1; n <= 1+w.opts.MaxRepairs; n++ {
+		if size := requestBytes(msgs); size > w.opts.MaxRequestBytes {
+			if n == 1 {
+				r.reqReject = &Reason{Code: ReasonRequestTooLong, Detail: fmt.Sprintf("the rendered request is %d bytes, more than the bound of %d (--max-request-bytes)", size, w.opts.MaxRequestBytes)}
+			}
+			break // a repair that would not fit is not sent
+		}
+		req := llm.Request{Model: w.opts.Model, Messages: msgs, MaxTokens: w.opts.MaxTokens,
+			Temperature: &zeroTemperature, Seed: &seed, Schema: prompt.SchemaJSON(), SchemaName: "claims", Timeout: w.opts.RequestTimeout}
+		reply, err := w.opts.Client.Chat(ctx, req)
+		r.requests++
+		if err != nil {
+			if ctx.Err() != nil {
+				r.cancelled = true
+				return r
+			}
+			r.reqReject = &Reason{Code: ReasonRequestFailed, Detail: fmt.Sprintf("attempt %d: %v", n, err)}
+			var ae *llm.APIError
+			// A 4xx other than timeout or rate limit will fail again the
+			// same way; anything else may pass on a rerun.
+			r.transient = !(errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 && ae.StatusCode != 408 && ae.StatusCode != 429)
+			if len(r.attempts) > 0 {
+				r.transient = false // keep what the earlier attempt gave
+			}
+			return r
+		}
+		o := w.v.Validate(reply.Text, reply.FinishReason, src)
+		r.attempts = append(r.attempts, attempt{n: n, reply: reply, outcome: o})
+		if o.Clean() {
+			break
+		}
+		msgs = append(msgs[:len(msgs):len(msgs)],
+			llm.Message{Role: "assistant", Content: reply.Text},
+			llm.Message{Role: "user", Content: RepairMessage(&o)})
+	}
+	return r
+}
+
+// assemble turns a finished document into its claims, rejects and
+// checkpoint. Claims are deduplicated across the document: a claim
+// repeated by a repair reply of the same sentence is dropped silently, a
+// claim equal to one of an earlier sentence is rejected as a duplicate.
+// A document with a transient request failure writes only its request
+// rejects and is marked failed, so a rerun redoes it without duplicates.
+func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
+	p := DocProgress{DocID: d.doc.ID, DocSHA256: d.sha, Status: StatusDone, Sentences: len(d.sentences)}
+	base := Reject{DocID: d.doc.ID, Model: w.info.Model, Backend: w.info.Backend, PromptHash: w.info.PromptHash}
+	var claims []Claim
+	var rejects []Reject
+	if d.docReject != nil {
+		r := base
+		r.Kind = RejectDocument
+		r.Reasons = []Reason{*d.docReject}
+		rejects = append(rejects, r)
+		p.Rejects = 1
+		return nil, rejects, p
+	}
+	failed := false
+	for _, r := range d.results {
+		if r.transient {
+			failed = true
+		}
+	}
+	docKeys := map[string]int{}
+	for i, res := range d.results {
+		s := d.sentences[i]
+		idx, span := i, [2]int{s.Start, s.End}
+		sbase := base
+		sbase.SentenceIndex, sbase.SentenceSpan = &idx, &span
+		p.Requests += res.requests
+		for _, a := range res.attempts {
+			p.Replies++
+			if a.outcome.SchemaValid {
+				p.SchemaValid++
+			}
+			if a.outcome.Clean() {
+				p.Clean++
+			}
+			if a.reply.HasUsage {
+				p.PromptTokens += int64(a.reply.Usage.PromptTokens)
+				p.CompletionTokens += int64(a.reply.Usage.CompletionTokens)
+			}
+		}
+		if res.reqReject != nil && (!failed || res.transient) {
+			r := sbase
+			r.Kind = RejectRequest
+			r.Attempt = res.requests
+			r.Reasons = []Reason{*res.reqReject}
+			rejects = append(rejects, r)
+		}
+		if failed {
+			continue
+		}
+		sentKeys := map[string]bool{}
+		for k, a := range res.attempts {
+			retried := k < len(res.attempts)-1
+			o := a.outcome
+			if len(o.ReplyReasons) > 0 {
+				r := sbase
+				r.Kind, r.Attempt, r.Retried, r.Reasons = RejectReply, a.n, retried, o.ReplyReasons
+				r.Raw, r.FinishReason = a.reply.Text, a.reply.FinishReason
+				rejects = append(rejects, r)
+			}
+			for _, b := range o.Bad {
+				ci := b.Index
+				r := sbase
+				r.Kind, r.Attempt, r.Retried, r.Reasons = RejectClaim, a.n, retried, b.Reasons
+				r.ClaimIndex, r.Text, r.Quote = &ci, b.Text, b.Quote
+				r.Raw, r.FinishReason = a.reply.Text, a.reply.FinishReason
+				rejects = append(rejects, r)
+			}
+			for _, c := range o.Good {
+				if sentKeys[c.Key] {
+					continue
+				}
+				if j, dup := docKeys[c.Key]; dup {
+					ci := c.Index
+					r := sbase
+					r.Kind, r.Attempt, r.Retried = RejectClaim, a.n, retried
+					r.Reasons = []Reason{{Code: ReasonDuplicate, Detail: fmt.Sprintf("same claim as one of sentence %d", j)}}
+					r.ClaimIndex, r.Text, r.Quote = &ci, c.Text, c.Quote
+					r.Raw, r.FinishReason = a.reply.Text, a.reply.FinishReason
+					rejects = append(rejects, r)
+					continue
+				}
+				sentKeys[c.Key] = true
+				docKeys[c.Key] = i
+				claims = append(claims, Claim{
+					DocID: d.doc.ID, SentenceIndex: i, SentenceSpan: span, QuoteSpan: [2]int{c.QuoteStart, c.QuoteEnd},
+					Text: c.Text, Quote: c.Quote, Match: c.Match, Model: w.info.Model, Backend: w.info.Backend,
+					PromptVersion: w.info.PromptVersion, PromptHash: w.info.PromptHash, SchemaHash: w.info.SchemaHash, Attempt: a.n,
+				})
+			}
+		}
+	}
+	if failed {
+		p.Status = StatusFailed
+		claims = nil
+	}
+	p.Claims, p.Rejects = len(claims), len(rejects)
+	return claims, rejects, p
+}

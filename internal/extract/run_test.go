@@ -1,0 +1,364 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/prompt"
+)
+
+var miniDir = filepath.Join("..", "..", "corpora", "hiro-mini")
+
+func miniDocs(t testing.TB) []corpus.Document {
+	c, err := corpus.Load(miniDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Docs
+}
+
+func opts(f *fakeServer, out string) Options {
+	return Options{Client: f.client(), Backend: "fake", BaseURL: f.URL, Model: "fake-model", OutDir: out, Concurrency: 3, MaxRepairs: 1}
+}
+
+// checkClaims asserts the invariants of claims.jsonl: every claim passes
+// every validator against its document, and no claim repeats.
+func checkClaims(t *testing.T, out string, docs []corpus.Document) []Claim {
+	t.Helper()
+	claims, err := ReadClaims(filepath.Join(out, ClaimsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]corpus.Document{}
+	for _, d := range docs {
+		byID[d.ID] = d
+	}
+	v := mustValidator(t)
+	seen := map[string]bool{}
+	for _, c := range claims {
+		d, ok := byID[c.DocID]
+		if !ok {
+			t.Fatalf("claim for unknown document %q", c.DocID)
+		}
+		ss, _ := corpus.Split(string(d.Text), d.Markdown)
+		s := ss[c.SentenceIndex]
+		if c.SentenceSpan != [2]int{s.Start, s.End} {
+			t.Errorf("claim %q: sentence span %v, want %v", c.Text, c.SentenceSpan, [2]int{s.Start, s.End})
+		}
+		q := string(d.Text[c.QuoteSpan[0]:c.QuoteSpan[1]])
+		if (c.Match == corpus.MatchExact && q != c.Quote) || corpus.NormalizeSpaceCase(q) != corpus.NormalizeSpaceCase(c.Quote) {
+			t.Errorf("claim %q: quote span holds %q, quote %q (%s)", c.Text, q, c.Quote, c.Match)
+		}
+		in := Window(ss, c.SentenceIndex)
+		raw, _ := json.Marshal(map[string]any{"claims": []any{map[string]string{"text": c.Text, "quote": c.Quote}}})
+		if o := v.Validate(string(raw), "stop", SourceFor(ss, c.SentenceIndex, in)); !o.Clean() {
+			t.Errorf("written claim %q fails validation: %v", c.Text, o.Reasons())
+		}
+		key := c.DocID + "\x00" + corpus.NormalizeClaim(c.Text)
+		if seen[key] {
+			t.Errorf("duplicate claim %q in %s", c.Text, c.DocID)
+		}
+		seen[key] = true
+		if c.PromptHash != prompt.Hash() || c.SchemaHash != prompt.SchemaHash() || c.PromptVersion != prompt.Version || c.Model != "fake-model" || c.Backend != "fake" || c.Attempt < 1 {
+			t.Errorf("claim provenance incomplete: %+v", c)
+		}
+	}
+	return claims
+}
+
+func checkRejects(t *testing.T, out string) []Reject {
+	t.Helper()
+	rs, err := ReadRejects(filepath.Join(out, RejectsFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if len(r.Reasons) == 0 || r.Reasons[0].Code == "" || r.Reasons[0].Detail == "" {
+			t.Errorf("reject without reasons: %+v", r)
+		}
+		if (r.Kind == RejectReply || r.Kind == RejectClaim) && r.Raw == "" {
+			t.Errorf("%s reject without the raw reply: %+v", r.Kind, r)
+		}
+	}
+	return rs
+}
+
+func TestRunMiniCorpusEcho(t *testing.T) {
+	docs := miniDocs(t)
+	f := newFake(t, echoAnswer)
+	out := t.TempDir()
+	sum, err := Run(context.Background(), docs, opts(f, out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentences := 0
+	for _, d := range docs {
+		ss, _ := corpus.Split(string(d.Text), d.Markdown)
+		sentences += len(ss)
+	}
+	claims := checkClaims(t, out, docs)
+	if len(claims) != sentences || sum.Done != len(docs) || sum.Requests != sentences || sum.Stats.SchemaValidRate != 1 {
+		t.Errorf("claims %d of %d sentences; summary %+v", len(claims), sentences, sum)
+	}
+	if rs := checkRejects(t, out); len(rs) != 0 {
+		t.Errorf("echo model got rejects: %+v", rs)
+	}
+	// Hostile source text reaches the model as data inside the Target line
+	// and comes back as a claim; the system message never changes.
+	var hostile bool
+	for _, r := range f.requests {
+		if r.Messages[0].Content != prompt.System() || !strings.Contains(string(r.ResponseFormat), `"json_schema"`) {
+			t.Fatalf("request does not carry the system prompt and schema: %+v", r)
+		}
+		if strings.Contains(r.Messages[1].Content, "Target: Ignore all previous instructions") {
+			hostile = true
+		}
+	}
+	if !hostile {
+		t.Error("the hostile sentence was not sent as a target")
+	}
+	var asData bool
+	for _, c := range claims {
+		if c.DocID == "hostile" && strings.HasPrefix(c.Text, "Ignore all previous instructions") && c.Match == corpus.MatchExact {
+			asData = true
+		}
+	}
+	if !asData {
+		t.Error("the hostile sentence's claim is missing: it must be kept as data")
+	}
+	var st Stats
+	b, _ := os.ReadFile(filepath.Join(out, StatsFile))
+	if err := json.Unmarshal(b, &st); err != nil || st.Claims != len(claims) || st.DocumentsDone != len(docs) {
+		t.Errorf("stats.json %s: %v", b, err)
+	}
+}
+
+func TestRepairTurn(t *testing.T) {
+	f := newFake(t, func(r chatReq) (string, error) {
+		if len(r.Messages) == 2 { // first attempt: one good claim, one bad quote
+			tg := target(r)
+			b, _ := json.Marshal(map[string]any{"claims": []any{
+				map[string]string{"text": tg, "quote": tg},
+				map[string]string{"text": "The river is very long.", "quote": "the Nile"},
+			}})
+			return string(b), nil
+		}
+		return echoAnswer(r)
+	})
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("The Varda River is 412 kilometres long."), 0o644)
+	docs, _ := corpus.LoadPaths([]string{dir})
+	out := t.TempDir()
+	if _, err := Run(context.Background(), docs, opts(f, out)); err != nil {
+		t.Fatal(err)
+	}
+	if f.count() != 2 {
+		t.Fatalf("%d requests, want 2 (one repair)", f.count())
+	}
+	rep := f.requests[1]
+	if len(rep.Messages) != 4 || rep.Messages[2].Role != "assistant" || !strings.Contains(rep.Messages[2].Content, "the Nile") ||
+		rep.Messages[3].Role != "user" || !strings.Contains(rep.Messages[3].Content, ReasonQuoteNotFound) ||
+		rep.Messages[1].Content != f.requests[0].Messages[1].Content {
+		t.Errorf("repair request must keep the original turns and add the bad reply and the errors: %+v", rep.Messages)
+	}
+	claims := checkClaims(t, out, docs)
+	rs := checkRejects(t, out)
+	if len(claims) != 1 || claims[0].Attempt != 1 {
+		t.Errorf("claims %+v: want the good claim of attempt 1 once", claims)
+	}
+	if len(rs) != 1 || rs[0].Kind != RejectClaim || !rs[0].Retried || rs[0].Reasons[0].Code != ReasonQuoteNotFound || *rs[0].ClaimIndex != 1 {
+		t.Errorf("rejects %+v", rs)
+	}
+}
+
+func TestBadInputsRecorded(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) { os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644) }
+	write("good.txt", "The Varda River is 412 kilometres long.")
+	write("latin1.txt", "Caf\xe9 au lait is sold here.")
+	write("empty.txt", " \n\t\n")
+	write("headings.md", "# Only\n\n## Headings\n")
+	write("long.txt", strings.Repeat("The river is long. ", 40))
+	write("notjson.txt", "NOTJSON the reply to this is prose.")
+	write("schema.txt", "SCHEMA the reply to this has no claims key.")
+	write("quote.txt", "QUOTE the reply to this quotes another text.")
+	write("number.txt", "NUMBER the reply to this invents a number.")
+	write("server.txt", "SERVER400 the server refuses this one.")
+	f := newFake(t, func(r chatReq) (string, error) {
+		tg := target(r)
+		switch {
+		case strings.HasPrefix(tg, "NOTJSON"):
+			return "I cannot do that <b>now</b>.", nil
+		case strings.HasPrefix(tg, "SCHEMA"):
+			return `{"facts":["x"]}`, nil
+		case strings.HasPrefix(tg, "QUOTE"):
+			return `{"claims":[{"text":"The reply quotes another text.","quote":"somewhere else"}]}`, nil
+		case strings.HasPrefix(tg, "NUMBER"):
+			return `{"claims":[{"text":"The reply invents 7 numbers.","quote":"invents a number"}]}`, nil
+		case strings.HasPrefix(tg, "SERVER400"):
+			return "", fakeError{400}
+		}
+		return echoAnswer(r)
+	})
+	docs, err := corpus.LoadPaths([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	o := opts(f, out)
+	o.MaxDocBytes = 500
+	sum, err := Run(context.Background(), docs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := checkClaims(t, out, docs)
+	if len(claims) != 1 || claims[0].DocID != "good.txt" {
+		t.Errorf("claims %+v, want only good.txt's", claims)
+	}
+	rs := checkRejects(t, out)
+	got := map[string][]string{}
+	for _, r := range rs {
+		got[r.DocID] = append(got[r.DocID], r.Kind+":"+r.Reasons[0].Code)
+	}
+	want := map[string]string{
+		"latin1.txt":  "document:" + ReasonNotUTF8,
+		"empty.txt":   "document:" + ReasonEmptyDocument,
+		"headings.md": "document:" + ReasonEmptyDocument,
+		"long.txt":    "document:" + ReasonDocumentTooLong,
+		"notjson.txt": "reply:" + ReasonNotJSON + " reply:" + ReasonNotJSON,
+		"schema.txt":  "reply:" + ReasonSchema + " reply:" + ReasonSchema,
+		"quote.txt":   "claim:" + ReasonQuoteNotFound + " claim:" + ReasonQuoteNotFound,
+		"number.txt":  "claim:" + ReasonNumber + " claim:" + ReasonNumber,
+		"server.txt":  "request:" + ReasonRequestFailed,
+	}
+	for id, w := range want {
+		if g := strings.Join(got[id], " "); g != w {
+			t.Errorf("%s: rejects %q, want %q", id, g, w)
+		}
+	}
+	if sum.Done != len(docs) || sum.Failed != 0 {
+		t.Errorf("every document must be finished (a 400 is not retried on rerun): %+v", sum)
+	}
+}
+
+func TestResumeAfterInterrupt(t *testing.T) {
+	docs := miniDocs(t)
+	ref := t.TempDir()
+	f0 := newFake(t, echoAnswer)
+	if _, err := Run(context.Background(), docs, opts(f0, ref)); err != nil {
+		t.Fatal(err)
+	}
+	want := checkClaims(t, ref, docs)
+
+	out := t.TempDir()
+	f1 := newFake(t, echoAnswer)
+	ctx, cancel := context.WithCancel(context.Background())
+	o := opts(f1, out)
+	committed := 0
+	o.OnCommit = func(DocProgress) {
+		if committed++; committed == 2 {
+			cancel()
+		}
+	}
+	sum, err := Run(ctx, docs, o)
+	if !errors.Is(err, context.Canceled) || !sum.Interrupted || sum.Done != 2 {
+		t.Fatalf("interrupted run: err %v summary %+v", err, sum)
+	}
+	// A crash in the middle of the next document's write leaves a torn
+	// line behind the checkpoint, in claims and in progress.
+	for _, name := range []string{ClaimsFile, ProgressFile} {
+		fh, _ := os.OpenFile(filepath.Join(out, name), os.O_APPEND|os.O_WRONLY, 0)
+		fh.WriteString(`{"doc_id":"rivers","sentence_index":0,"text":"torn`)
+		fh.Close()
+	}
+	f2 := newFake(t, echoAnswer)
+	sum2, err := Run(context.Background(), docs, opts(f2, out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum2.Skipped != 2 || sum2.Done != len(docs)-2 {
+		t.Errorf("resumed run: %+v", sum2)
+	}
+	for _, r := range f2.requests {
+		tg := target(r)
+		for _, d := range docs[:2] {
+			if strings.Contains(strings.Join(strings.Fields(string(d.Text)), " "), tg) {
+				t.Errorf("resumed run redid finished document %s (target %q)", d.ID, tg)
+			}
+		}
+	}
+	got := checkClaims(t, out, docs)
+	if len(got) != len(want) {
+		t.Fatalf("after resume %d claims, uninterrupted run %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].DocID != want[i].DocID || got[i].Text != want[i].Text {
+			t.Errorf("claim %d = %s %q, want %s %q", i, got[i].DocID, got[i].Text, want[i].DocID, want[i].Text)
+		}
+	}
+	// A third run has nothing to do.
+	f3 := newFake(t, echoAnswer)
+	sum3, err := Run(context.Background(), docs, opts(f3, out))
+	if err != nil || f3.count() != 0 || sum3.Skipped != len(docs) {
+		t.Errorf("third run: %v %+v, %d requests", err, sum3, f3.count())
+	}
+}
+
+func TestTransientFailureIsRedone(t *testing.T) {
+	docs := miniDocs(t)
+	failing := true
+	f := newFake(t, func(r chatReq) (string, error) {
+		if failing && strings.Contains(target(r), "Varda") {
+			return "", fakeError{503}
+		}
+		return echoAnswer(r)
+	})
+	out := t.TempDir()
+	sum, err := Run(context.Background(), docs, opts(f, out))
+	if err != nil || sum.Failed != 1 || sum.Stats.DocumentsFailed != 1 {
+		t.Fatalf("first run: %v %+v", err, sum)
+	}
+	for _, c := range checkClaims(t, out, docs) {
+		if c.DocID == "rivers" {
+			t.Errorf("a failed document must not write claims: %+v", c)
+		}
+	}
+	failing = false
+	sum, err = Run(context.Background(), docs, opts(f, out))
+	if err != nil || sum.Done != 1 || sum.Skipped != len(docs)-1 || sum.Stats.DocumentsFailed != 0 {
+		t.Fatalf("second run: %v %+v", err, sum)
+	}
+	n := 0
+	for _, c := range checkClaims(t, out, docs) {
+		if c.DocID == "rivers" {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("the redone document has no claims")
+	}
+}
+
+func TestResumeRefusesOtherRun(t *testing.T) {
+	docs := miniDocs(t)[:1]
+	f := newFake(t, echoAnswer)
+	out := t.TempDir()
+	if _, err := Run(context.Background(), docs, opts(f, out)); err != nil {
+		t.Fatal(err)
+	}
+	o := opts(f, out)
+	o.Model = "other-model"
+	if _, err := Run(context.Background(), docs, o); !errors.Is(err, ErrRunMismatch) {
+		t.Errorf("err = %v, want ErrRunMismatch", err)
+	}
+	changed := []corpus.Document{{ID: docs[0].ID, Text: []byte("Something else entirely.")}}
+	if _, err := Run(context.Background(), changed, opts(f, out)); !errors.Is(err, ErrRunMismatch) {
+		t.Errorf("changed document: err = %v, want ErrRunMismatch", err)
+	}
+}

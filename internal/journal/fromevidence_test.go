@@ -1,0 +1,169 @@
+package journal
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// seedEvidence is the seed's campaign as evidence: three failed launch
+// attempts, later gates withheld, production restored.
+func seedEvidence() *evidence.Evidence {
+	start := time.Date(2025, 6, 12, 14, 0, 0, 0, time.UTC)
+	end := start.Add(42 * time.Minute)
+	return &evidence.Evidence{
+		Schema: evidence.SchemaID, ID: "20250612T140000Z-vllm-mistral",
+		Title:     "Alternate vLLM extraction backend stops before inference",
+		Candidate: "vllm-mistral", ProductionBackend: "qwen-llamacpp", Exclusive: true,
+		Verdict: evidence.VerdictNotQualified, ExitCode: 1, TerminationReason: "gate launch failed",
+		StartedAt: start, FinishedAt: &end, DurationMS: 42 * 60000,
+		Gates: []evidence.Gate{
+			{ID: "gpu", Kind: "prereq", Title: "GPU prerequisite", Status: evidence.StatusPassed, DurationMS: 900},
+			{ID: "launch", Kind: "launch", Title: "vLLM API readiness", Status: evidence.StatusFailed, DurationMS: 600000,
+				Attempts: []evidence.Attempt{
+					{Name: "base", Failure: &failure.Failure{Class: failure.ClassHostCapability, Phase: failure.PhaseKVInit, RootCause: "RuntimeError: UVA is not available"}},
+					{Name: "v1-runner", Failure: &failure.Failure{Class: failure.ClassQuantKernelFailed, Phase: failure.PhaseKernelSetup, RootCause: "gptq_marlin_repack failed <CUDA error>", NextStep: "Try another kernel backend."}},
+					{Name: "triton", Failure: &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseKVInit, RootCause: "engine process died"}},
+				}},
+			{ID: "ready", Kind: "ready_control", Status: evidence.StatusNotRun, Reason: "not authorized: launch failed"},
+		},
+		Production: evidence.Production{Backend: "qwen-llamacpp", Model: "qwen/qwen3.8-27b", WasRunning: true, Stopped: true,
+			Restored: &evidence.Restored{OK: true, Attempts: 1, Health: "200", Model: "qwen/qwen3.8-27b", Reply: "READY"}},
+		Fingerprints: evidence.Fingerprints{Plan: strings.Repeat("a", 64)},
+		Report: evidence.Report{
+			Summary: "No inference request executed.",
+			Sections: []evidence.Section{
+				{Title: "Backend startup", Status: "Failed before inference", Items: []string{"UVA unavailable under WSL2."}},
+			},
+			Decisions:    []string{"Stop after the declared ladder."},
+			Validation:   []evidence.Validation{{Check: "GPU prerequisite", Status: "passed", Result: "dup"}, {Check: "Storage isolation", Status: "Passed", Result: "secondary drive"}},
+			CurrentState: "Production serves as before.",
+			NextSteps:    []string{"Try native Linux."},
+		},
+	}
+}
+
+func writeEvidence(t *testing.T, ev *evidence.Evidence) string {
+	t.Helper()
+	b, err := json.MarshalIndent(ev, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), evidence.PublicFile)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFromEvidence(t *testing.T) {
+	e, err := FromEvidence(seedEvidence(), "evidence/x.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Slug != "alternate-vllm-extraction-backend-stops-before-inference" || e.Subtitle != "Not qualified: gate launch failed" {
+		t.Errorf("slug %q subtitle %q", e.Slug, e.Subtitle)
+	}
+	if !e.Timestamp.Equal(time.Date(2025, 6, 12, 14, 42, 0, 0, time.UTC)) {
+		t.Errorf("timestamp %v, want the finish time", e.Timestamp)
+	}
+	if e.Summary != "No inference request executed." || len(e.Sections) != 1 || e.Sections[0].Status != "Failed before inference" ||
+		len(e.Decisions) != 1 || e.CurrentState != "Production serves as before." || len(e.NextSteps) != 1 {
+		t.Errorf("report not carried over: %+v", e)
+	}
+	want := []struct{ check, status, has string }{
+		{"GPU prerequisite", StatusPassed, "Passed."},
+		{"vLLM API readiness", StatusFailed, "Attempt base: host_capability during kv_init — RuntimeError: UVA is not available.\nAttempt v1-runner: quant_kernel_failed during kernel_setup"},
+		{"ready (ready_control)", StatusNotRun, "not authorized: launch failed."},
+		{"Production restoration", StatusPassed, "health 200, model qwen/qwen3.8-27b, reply READY."},
+		{"Storage isolation", StatusPassed, "secondary drive"},
+	}
+	if len(e.Validation) != len(want) {
+		t.Fatalf("validation rows %+v, want %d (gates, production, then report rows not already there)", e.Validation, len(want))
+	}
+	for i, w := range want {
+		r := e.Validation[i]
+		if r.Check != w.check || r.Status != w.status || !strings.Contains(r.Result, w.has) {
+			t.Errorf("row %d = %+v, want %s/%s containing %q", i, r, w.check, w.status, w.has)
+		}
+	}
+	data, _ := MarshalEntry(e)
+	if err := ValidateJSON(data); err != nil {
+		t.Errorf("entry from evidence does not validate: %v", err)
+	}
+
+	// Without a report, the gates and the production guard tell the story.
+	ev := seedEvidence()
+	ev.Report = evidence.Report{}
+	e, err = FromEvidence(ev, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Sections) != 3 || e.Sections[1].Title != "vLLM API readiness" || len(e.Sections[1].Items) != 3 || e.Sections[2].Title != "Production restoration" {
+		t.Errorf("fallback sections %+v", e.Sections)
+	}
+	if !strings.Contains(e.Summary, "Verdict: Not qualified.") || !strings.Contains(e.CurrentState, "restored") || len(e.NextSteps) != 1 || e.NextSteps[0] != "Try another kernel backend." {
+		t.Errorf("fallback summary %q state %q next %v", e.Summary, e.CurrentState, e.NextSteps)
+	}
+
+	ev.Verdict = evidence.VerdictRunning
+	if _, err := FromEvidence(ev, ""); err == nil {
+		t.Error("evidence of a running campaign made an entry")
+	}
+}
+
+func TestAddFromEvidence(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	os.Mkdir(dir, 0o755)
+	j, _ := Load(dir)
+	path := writeEvidence(t, seedEvidence())
+	rel, err := j.AddFromEvidence(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel != "entries/20250612T144200Z_alternate-vllm-extraction-backend-stops-before-inference.json" {
+		t.Errorf("entry at %s", rel)
+	}
+	copied, err := os.ReadFile(filepath.Join(dir, "evidence", "20250612T144200Z_alternate-vllm-extraction-backend-stops-before-inference.json"))
+	orig, _ := os.ReadFile(path)
+	if err != nil || string(copied) != string(orig) {
+		t.Fatalf("evidence not copied into the journal: %v", err)
+	}
+	if _, err := j.AddFromEvidence(path); !errors.Is(err, ErrExists) {
+		t.Errorf("adding the same campaign twice: err %v", err)
+	}
+
+	// Another campaign with the same title gets a dated slug.
+	ev := seedEvidence()
+	later := ev.FinishedAt.Add(24 * time.Hour)
+	ev.FinishedAt = &later
+	rel2, err := j.AddFromEvidence(writeEvidence(t, ev))
+	if err != nil || !strings.HasSuffix(rel2, "_alternate-vllm-extraction-backend-stops-before-inference-20250613.json") {
+		t.Errorf("second campaign: %s, %v", rel2, err)
+	}
+
+	// The site links the evidence and the link resolves.
+	j, _ = Load(dir)
+	r, err := Check(j, "")
+	if err != nil || len(r.Problems) > 0 {
+		t.Fatalf("check after add: %v\n%s", err, problemText(r))
+	}
+
+	priv := seedEvidence()
+	priv.Plan = "/home/me/plans/vllm.toml"
+	if _, err := j.AddFromEvidence(writeEvidence(t, priv)); !errors.Is(err, ErrPrivateEvidence) {
+		t.Errorf("private evidence: err %v", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"schema":"hiro.evidence/v1"}`), 0o644)
+	if _, err := j.AddFromEvidence(bad); err == nil || !strings.Contains(err.Error(), "evidence schema") {
+		t.Errorf("invalid evidence: err %v", err)
+	}
+}

@@ -1,0 +1,244 @@
+package qualify_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/qualify"
+)
+
+const seedLadder = `
+[[gates]]
+id = "host"
+kind = "prereq"
+[[gates.commands]]
+name = "uname"
+run = ["uname", "-s"]
+version_pattern = "Linux"
+
+[[gates]]
+id = "launch"
+kind = "launch"
+[[gates.variants]]
+name = "v1-runner"
+reason = "documented fallback: V1 runner, since the V2 runner needs UVA"
+env = { VLLM_USE_V2_MODEL_RUNNER = "0" }
+args_set = { "--replay" = "CASES/vllm-marlin-repack.log" }
+[[gates.variants]]
+name = "triton-w4a16"
+based_on = "v1-runner"
+reason = "one bounded kernel retry: Triton W4A16 instead of Marlin"
+args_set = { "--replay" = "CASES/vllm-triton-died-before-ready.log", "--signal" = "KILL" }
+args_remove = ["--exit"]
+
+[[gates]]
+id = "ready"
+kind = "ready_control"
+
+[[gates]]
+id = "structured"
+kind = "structured_control"
+
+[[gates]]
+id = "sequential"
+kind = "sequential"
+requests = 20
+`
+
+func seedEnv(t *testing.T) (*env, string) {
+	needCases(t)
+	e := newEnv(t, []string{"--replay", casesDir + "/vllm-wsl2-uva.log", "--line-delay", "2ms", "--exit", "1", "--health-style", "vllm", "--load-time", "60s"}, "", nil)
+	return e, e.writePlan(strings.ReplaceAll(seedLadder, "CASES", casesDir))
+}
+
+func runPlan(t *testing.T, e *env, plan string) *qualify.Outcome {
+	t.Helper()
+	p, cfg, err := qualify.LoadPlan(plan, e.cfgPath)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	out, err := qualify.Run(context.Background(), p, cfg, qualify.Options{LeaseDir: e.leaseDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestSeedLadderNotQualifiedProductionRestored(t *testing.T) {
+	e, plan := seedEnv(t)
+	e.startProduction()
+	out := runPlan(t, e, plan)
+	ev := out.Evidence
+	if out.ExitCode != qualify.ExitNotQualified || ev.Verdict != evidence.VerdictNotQualified {
+		t.Fatalf("exit %d verdict %s (%s), want 1 not_qualified", out.ExitCode, ev.Verdict, ev.TerminationReason)
+	}
+	launch := ev.Gates[1]
+	if launch.Status != evidence.StatusFailed || len(launch.Attempts) != 3 {
+		t.Fatalf("launch gate %s with %d attempts: %+v", launch.Status, len(launch.Attempts), launch)
+	}
+	want := []struct {
+		name  string
+		class failure.Class
+		fact  string
+		value float64
+	}{
+		{"base", failure.ClassHostCapability, "", 0},
+		{"v1-runner", failure.ClassQuantKernelFailed, "weights_load_seconds", 93.66},
+		{"triton-w4a16", failure.ClassEngineDied, "weights_load_seconds", 16.18},
+	}
+	for i, w := range want {
+		a := launch.Attempts[i]
+		if a.Name != w.name || a.ReachedReady || a.Failure == nil || a.Failure.Class != w.class {
+			t.Errorf("attempt %d = %s ready=%v failure=%+v, want %s %s", i, a.Name, a.ReachedReady, a.Failure, w.name, w.class)
+			continue
+		}
+		if w.fact != "" && a.Facts[w.fact] != w.value {
+			t.Errorf("attempt %s fact %s = %v, want %v (facts %v)", a.Name, w.fact, a.Facts[w.fact], w.value, a.Facts)
+		}
+	}
+	if f := launch.Attempts[2].Failure; f.Signal != "KILL" || f.Facts["model_memory_gib"] != 12.0 {
+		t.Errorf("triton attempt: signal %q facts %v", f.Signal, f.Facts)
+	}
+	if !strings.Contains(strings.Join(launch.Attempts[1].Changes, ";"), "VLLM_USE_V2_MODEL_RUNNER=0") {
+		t.Errorf("v1-runner changes %v", launch.Attempts[1].Changes)
+	}
+	for _, g := range ev.Gates[2:] {
+		if g.Status != evidence.StatusNotRun || g.Reason != "not authorized: launch failed" {
+			t.Errorf("gate %s: %s %q, want not_run 'not authorized: launch failed'", g.ID, g.Status, g.Reason)
+		}
+	}
+	p := ev.Production
+	if !p.WasRunning || !p.Stopped || p.Restored == nil || !p.Restored.OK || p.Restored.Reply != "READY" || p.Restored.Model != "prod-model" {
+		t.Fatalf("production guard: %+v restored %+v", p, p.Restored)
+	}
+	if !p.ConfigUnchanged || p.ConfigHashBefore == "" || p.ConfigHashBefore != p.ConfigHashAfter {
+		t.Errorf("config hashes %q → %q", p.ConfigHashBefore, p.ConfigHashAfter)
+	}
+	if !e.productionReady() {
+		t.Error("production is not serving after the campaign")
+	}
+	if ls, _ := qualify.Leases(e.leaseDir); len(ls) != 0 {
+		t.Errorf("lease left behind: %+v", ls[0])
+	}
+	// Evidence on disk: both copies validate; the public one has no paths.
+	for _, name := range []string{evidence.PublicFile, evidence.PrivateFile} {
+		b, err := os.ReadFile(filepath.Join(out.Dir, name))
+		must(t, err)
+		if err := evidence.Validate(b); err != nil {
+			t.Errorf("%s does not validate: %v", name, err)
+		}
+		if name == evidence.PublicFile && strings.Contains(string(b), e.dir) {
+			t.Errorf("public evidence holds a local path %s", e.dir)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out.Dir, evidence.ReportFile))
+	must(t, err)
+	for _, s := range []string{"## Executive summary", "No inference request executed", "host_capability", "quant_kernel_failed", "engine_died",
+		"| Check | Status | Result |", "restored and verified", "## Next steps", "VLLM_USE_V2_MODEL_RUNNER=0"} {
+		if !strings.Contains(string(md), s) {
+			t.Errorf("report.md lacks %q", s)
+		}
+	}
+	if ev.HarnessMS <= 0 || ev.HarnessMS > ev.DurationMS {
+		t.Errorf("harness %d ms of %d ms", ev.HarnessMS, ev.DurationMS)
+	}
+}
+
+func TestQualifiedRunsEveryGate(t *testing.T) {
+	e := newEnv(t, []string{"--reply", "READY", "--json-reply", `{"claims":[{"text":"Marie Curie won the Nobel Prize.","quote":"Marie Curie won the Nobel Prize"}]}`}, "", nil)
+	plan := e.writePlan(`
+[[gates]]
+kind = "launch"
+[[gates]]
+kind = "ready_control"
+[[gates]]
+kind = "structured_control"
+requests = 2
+[[gates]]
+kind = "sequential"
+requests = 5
+`)
+	e.startProduction()
+	out := runPlan(t, e, plan)
+	ev := out.Evidence
+	if out.ExitCode != 0 || ev.Verdict != evidence.VerdictQualified {
+		b, _ := json.MarshalIndent(ev.Gates, "", " ")
+		t.Fatalf("exit %d %s: %s\n%s", out.ExitCode, ev.Verdict, ev.TerminationReason, b)
+	}
+	seq := ev.Gates[3].Requests
+	if seq == nil || seq.Count != 5 || seq.Errors != 0 || seq.Latency == nil || seq.TTFT == nil || seq.Latency.P50 <= 0 {
+		t.Fatalf("sequential stats %+v", seq)
+	}
+	st := ev.Gates[2].Requests
+	if *st.SchemaAccepted != 2 || *st.SchemaValid != 2 {
+		t.Errorf("structured accepted %d valid %d", *st.SchemaAccepted, *st.SchemaValid)
+	}
+	if ev.Gates[0].Attempts[0].Stop == nil || ev.Gates[0].Attempts[0].Stop.Leak != nil {
+		t.Errorf("candidate stop not recorded cleanly: %+v", ev.Gates[0].Attempts[0].Stop)
+	}
+	if !ev.Production.Restored.OK || !e.productionReady() {
+		t.Error("production not back")
+	}
+}
+
+func TestStructuredFailOpenFailsGate(t *testing.T) {
+	e := newEnv(t, []string{"--schema-fail-open"}, "", nil)
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"structured_control\"\n[[gates]]\nkind = \"sequential\"\n")
+	e.startProduction()
+	out := runPlan(t, e, plan)
+	g := out.Evidence.Gates[1]
+	if out.ExitCode != 1 || g.Status != evidence.StatusFailed || g.Failure == nil || g.Failure.Class != failure.ClassStructuredOutputFailOpen {
+		t.Fatalf("exit %d gate %+v", out.ExitCode, g)
+	}
+	if *g.Requests.SchemaAccepted == 0 || *g.Requests.SchemaValid != 0 {
+		t.Errorf("accepted %d valid %d: the server accepted the schema but no reply validated", *g.Requests.SchemaAccepted, *g.Requests.SchemaValid)
+	}
+	if !strings.Contains(g.Failure.RootCause, "grammar") {
+		t.Errorf("root cause %q does not come from the engine log", g.Failure.RootCause)
+	}
+	if s := out.Evidence.Gates[2]; s.Status != evidence.StatusNotRun || s.Reason != "not authorized: structured_control failed" {
+		t.Errorf("sequential %s %q", s.Status, s.Reason)
+	}
+}
+
+func TestBadPlansStartNothing(t *testing.T) {
+	e := newEnv(t, []string{}, "", nil)
+	cases := map[string]struct{ plan, want string }{
+		"unknown gate kind":     {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"vibes\"\n", "gates[1].kind"},
+		"unknown profile":       {"candidate = \"nope\"\n", "candidate"},
+		"ladder no reason":      {"[[gates]]\nkind = \"launch\"\n[[gates.variants]]\nname = \"v\"\nenv = { A = \"1\" }\n", "gates[0].variants[0].reason"},
+		"out of order":          {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"prereq\"\n", "gates[1].kind"},
+		"request before launch": {"[[gates]]\nkind = \"ready_control\"\n", "needs a launch gate"},
+		"unknown key":           {"[[gates]]\nkind = \"launch\"\nretries = 3\n", "gates.retries"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			text := "title = \"x\"\nconfig = \"hiro.toml\"\ncandidate = \"cand\"\n" + tc.plan
+			if strings.HasPrefix(tc.plan, "candidate") {
+				text = "title = \"x\"\nconfig = \"hiro.toml\"\n" + tc.plan + "[[gates]]\nkind = \"launch\"\n"
+			}
+			p := filepath.Join(e.dir, "bad.toml")
+			must(t, os.WriteFile(p, []byte(text), 0o644))
+			_, _, err := qualify.LoadPlan(p, e.cfgPath)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one naming %q", err, tc.want)
+			}
+			code, _, stderr := runHiro(t, e, "qualify", p)
+			if code != 2 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("hiro qualify: exit %d, stderr %q", code, stderr)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.StateDir, "logs")); !os.IsNotExist(err) {
+		t.Errorf("a bad plan started something: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "evidence")); !os.IsNotExist(err) {
+		t.Errorf("a bad plan wrote evidence")
+	}
+}

@@ -1,0 +1,174 @@
+package qualify_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// Binaries built once per test binary by TestMain.
+var (
+	fakeEngine string
+	hiroBin    string
+	casesDir   string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hiro-qualify-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeEngine = filepath.Join(dir, "hiro-fake-engine")
+	hiroBin = filepath.Join(dir, "hiro")
+	for bin, pkg := range map[string]string{fakeEngine: "github.com/hiro-dev/hiro/cmd/hiro-fake-engine", hiroBin: "github.com/hiro-dev/hiro/cmd/hiro"} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
+	}
+	casesDir, _ = filepath.Abs("../../../shared/cases/failure-logs")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func needCases(t testing.TB) {
+	if _, err := os.Stat(filepath.Join(casesDir, "cases.json")); err != nil {
+		t.Skipf("failure-log cases not found at %s (they live in ../shared beside the repository): %v", casesDir, err)
+	}
+}
+
+// env is one test's campaign world: a configuration with a production
+// profile (the fake engine answering READY) and a candidate profile.
+type env struct {
+	t        *testing.T
+	dir      string
+	cfgPath  string
+	cfg      *config.Config
+	prodPort int
+	candPort int
+	leaseDir string
+}
+
+// newEnv writes hiro.toml with production "prod" (fake engine, llama.cpp
+// health) and candidate "cand" (fake engine with candArgs; the port is
+// appended); prodCommand overrides production's command line when set.
+func newEnv(t *testing.T, candArgs []string, candExtra string, prodCommand []string) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), prodPort: freePort(t)}
+	e.leaseDir = filepath.Join(e.dir, "leases")
+	t.Setenv("HIRO_LEASE_DIR", e.leaseDir)
+	candPort := freePort(t)
+	e.candPort = candPort
+	if prodCommand == nil {
+		prodCommand = []string{fakeEngine, "--port", strconv.Itoa(e.prodPort), "--model", "prod-model", "--reply", "READY"}
+	}
+	cand := append([]string{}, candArgs...)
+	cand = append(cand, "--port", strconv.Itoa(candPort), "--model", "cand-model")
+	toml := fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "prod"
+restore_attempts = 2
+
+[backends.prod]
+engine = "llamacpp"
+command = %q
+args = %s
+port = %d
+model = "prod-model"
+ready_timeout = "15s"
+stall_timeout = "10s"
+stop_grace = "2s"
+config_files = ["prod-launcher.sh"]
+[backends.prod.ready_probe]
+expect = "READY"
+
+[backends.cand]
+engine = "vllm"
+command = %q
+args = %s
+port = %d
+model = "cand-model"
+exclusive_accelerator = true
+ready_timeout = "15s"
+stall_timeout = "10s"
+stop_grace = "2s"
+%s
+`, prodCommand[0], tomlList(prodCommand[1:]), e.prodPort, fakeEngine, tomlList(cand), candPort, candExtra)
+	e.cfgPath = filepath.Join(e.dir, "hiro.toml")
+	must(t, os.WriteFile(e.cfgPath, []byte(toml), 0o644))
+	must(t, os.WriteFile(filepath.Join(e.dir, "prod-launcher.sh"), []byte("#!/bin/sh\n# production launcher (hashed by the guard)\n"), 0o755))
+	cfg, err := config.Load(e.cfgPath)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, toml)
+	}
+	e.cfg = cfg
+	t.Cleanup(func() {
+		supervisor.StopRecorded(context.Background(), cfg.StateDir, "prod", time.Second)
+		supervisor.StopRecorded(context.Background(), cfg.StateDir, "cand", time.Second)
+	})
+	return e
+}
+
+func tomlList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startProduction starts production as 'hiro backend start' would and
+// leaves it recorded.
+func (e *env) startProduction() {
+	e.t.Helper()
+	proc, res := supervisor.Start(context.Background(), e.cfg.Backends["prod"], supervisor.Options{StateDir: e.cfg.StateDir})
+	if res.State != supervisor.StateReady {
+		e.t.Fatalf("production did not start: %+v %v", res.Failure, res.Err)
+	}
+	if _, err := proc.Detach(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// productionReady reports whether production answers READY now.
+func (e *env) productionReady() bool {
+	return supervisor.CheckReady(context.Background(), e.cfg.Backends["prod"], nil).OK
+}
+
+// writePlan writes plan.toml with the given gates TOML.
+func (e *env) writePlan(gates string) string {
+	e.t.Helper()
+	p := filepath.Join(e.dir, "plan.toml")
+	must(e.t, os.WriteFile(p, []byte(fmt.Sprintf("title = \"Test campaign\"\nconfig = \"hiro.toml\"\ncandidate = \"cand\"\nevidence_dir = \"evidence\"\n%s", gates)), 0o644))
+	return p
+}
