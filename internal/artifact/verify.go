@@ -3,6 +3,7 @@ package artifact
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -123,7 +124,14 @@ func Verify(ctx context.Context, manifestPath, dir string, opts VerifyOptions) (
 		return nil, err
 	}
 	if dir == "" {
+		// A manifest kept beside the files it describes (committed in a
+		// repository, copied with its model) moves with them: its own
+		// directory is the artifact when it holds the manifest's first file.
+		// Otherwise the directory recorded at pin time.
 		dir = m.Dir
+		if own := filepath.Dir(manifestPath); len(m.Files) > 0 && exists(filepath.Join(own, filepath.FromSlash(m.Files[0].Path))) {
+			dir = own
+		}
 		if dir == "" {
 			return nil, fmt.Errorf("%w: the manifest %s records no directory; pass the directory to verify", ErrDir, manifestPath)
 		}
@@ -230,4 +238,10 @@ func HumanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGT"[exp])
+}
+
+// exists reports whether path exists (following symlinks).
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

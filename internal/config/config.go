@@ -31,7 +31,7 @@ const (
 	DefaultReadyTimeout    = 10 * time.Minute
 	DefaultStallTimeout    = 2 * time.Minute
 	DefaultStopGrace       = 10 * time.Second
-	DefaultProbePrompt     = "Reply with exactly one word: READY"
+	DefaultProbePrompt     = "Reply with exactly the word READY and nothing else."
 	DefaultProbeMaxTokens  = 8
 	DefaultProbeTimeout    = 30 * time.Second
 	DefaultRestoreAttempts = 2

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -87,11 +88,14 @@ func (f *fakeServer) count() int {
 
 func (f *fakeServer) client() *llm.Client { return llm.New(f.URL, nil) }
 
-// target returns the Target line of the request's first user message.
+// target returns the target sentence of the request's first user
+// message: the line after "Target sentence:" (the layout of package
+// prompt).
 func target(r chatReq) string {
-	for _, line := range strings.Split(r.Messages[1].Content, "\n") {
-		if t, ok := strings.CutPrefix(line, "Target: "); ok {
-			return t
+	lines := strings.Split(r.Messages[1].Content, "\n")
+	for i, line := range lines {
+		if line == "Target sentence:" && i+1 < len(lines) {
+			return lines[i+1]
 		}
 	}
 	return ""
@@ -103,4 +107,27 @@ func echoAnswer(r chatReq) (string, error) {
 	t := target(r)
 	b, _ := json.Marshal(map[string]any{"claims": []any{map[string]string{"text": t, "quote": t}}})
 	return string(b), nil
+}
+
+// countingClient is an llm.Client that remembers the target sentence of
+// every request it sends.
+type countingClient struct {
+	c  *llm.Client
+	mu sync.Mutex
+	ts []string
+}
+
+func newCountingClient(base string) *countingClient { return &countingClient{c: llm.New(base, nil)} }
+
+func (c *countingClient) Chat(ctx context.Context, req llm.Request) (*llm.Reply, error) {
+	c.mu.Lock()
+	c.ts = append(c.ts, target(chatReq{Messages: req.Messages}))
+	c.mu.Unlock()
+	return c.c.Chat(ctx, req)
+}
+
+func (c *countingClient) targets() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.ts...)
 }

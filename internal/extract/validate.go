@@ -50,12 +50,13 @@ type Reason struct {
 
 func (r Reason) String() string { return r.Code + ": " + r.Detail }
 
-// Length bounds of a claim, beyond the schema's (text 3..400, quote
-// 1..400 characters). They are the defaults of Validator.
+// Length bounds of a claim (the claims schema sets none). They are the
+// defaults of Validator.
 const (
 	// DefaultMinClaimTokens: a claim needs a subject and a predicate.
 	DefaultMinClaimTokens = 2
-	// DefaultMaxClaimRunes bounds the claim text (the schema's maxLength).
+	// DefaultMaxClaimRunes bounds the claim text: an atomic claim is one
+	// short sentence.
 	DefaultMaxClaimRunes = 400
 )
 

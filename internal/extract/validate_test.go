@@ -38,7 +38,7 @@ func TestValidate(t *testing.T) {
 		{name: "fenced json", raw: "```json\n{\"claims\":[]}\n```", reply: ReasonNotJSON},
 		{name: "truncated", raw: `{"claims":[{"text":"Douglas was bo`, finish: "length", reply: ReasonTruncated},
 		{name: "schema root", raw: `{"facts":[]}`, reply: ReasonSchema + "," + ReasonSchema}, // missing claims, extra facts
-		{name: "schema one item", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima"},{"text":"x","quote":"born"}]}`, good: 1, bad: []string{ReasonSchema}},
+		{name: "schema one item", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima"},{"text":5,"quote":"born"}]}`, good: 1, bad: []string{ReasonSchema}},
 		{name: "extra property", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima","note":"<script>"}]}`, bad: []string{ReasonSchema}},
 		{name: "quote not in sentence", raw: `{"claims":[{"text":"Douglas served on the court.","quote":"served on the court"}]}`, bad: []string{ReasonQuoteNotFound}, valid: true},
 		{name: "invented number", raw: `{"claims":[{"text":"Douglas was born in 1899.","quote":"born"}]}`, bad: []string{ReasonNumber}, valid: true},

@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/atomicfile"
@@ -79,19 +81,41 @@ func Load(dir string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range names {
-		rel := EntriesDir + "/" + name
-		data, err := os.ReadFile(filepath.Join(dir, EntriesDir, name))
-		if err != nil {
-			j.Problems = append(j.Problems, Problem{rel, err.Error()})
-			continue
-		}
-		e, probs := decodeEntry(data)
-		for _, p := range probs {
+	// Read, validate and decode files in parallel; results keep file order.
+	type result struct {
+		e     *Entry
+		probs []string
+	}
+	results := make([]result, len(names))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), max(1, len(names))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				data, err := os.ReadFile(filepath.Join(dir, EntriesDir, names[i]))
+				if err != nil {
+					results[i] = result{probs: []string{err.Error()}}
+					continue
+				}
+				e, probs := decodeEntry(data)
+				results[i] = result{e, probs}
+			}
+		}()
+	}
+	for i := range names {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, r := range results {
+		rel := EntriesDir + "/" + names[i]
+		for _, p := range r.probs {
 			j.Problems = append(j.Problems, Problem{rel, p})
 		}
-		if e != nil {
-			j.Entries = append(j.Entries, &Stored{Entry: *e, Path: rel})
+		if r.e != nil {
+			j.Entries = append(j.Entries, &Stored{Entry: *r.e, Path: rel})
 		}
 	}
 	sortNewestFirst(j.Entries)

@@ -1,9 +1,9 @@
-// Package prompt owns hiro's versioned prompt templates and the claims
-// JSON Schema: the extraction prompt (system and user messages) and the
-// readiness prompt. The files beside this one are the single source of the
-// layout: package extract renders requests from them and the fixture model
-// (train/) is trained on exactly what Render produces. Any change to the
-// files is a new version, visible in Hash.
+// Package prompt owns hiro's versioned extraction prompt and the claims
+// JSON Schema as the rest of hiro sees them: package extract renders
+// requests through it, the qualification gates use it for their control
+// requests, and evidence fingerprints it (Hash). The texts themselves are
+// the files the fixture model was trained on (internal/fixture/prompt/),
+// so that the model and the product can never disagree on the layout.
 //
 // It must not send requests or validate replies.
 package prompt
@@ -11,16 +11,16 @@ package prompt
 import (
 	"bytes"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"text/template"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/fixture"
 )
 
 // Version names the extraction prompt version; provenance records it.
+// Any change to the texts or the layout is a new version.
 const Version = "extract-v1"
 
 // ReadyPrompt is the user message of the readiness control; the expected
@@ -30,22 +30,12 @@ const ReadyPrompt = config.DefaultProbePrompt
 // ReadyReply is the exact reply (after trimming) the READY control wants.
 const ReadyReply = "READY"
 
-// Context window sizes (sentences) around the target sentence.
+// Context window sizes (sentences) around the target sentence. The
+// fixture model was trained with up to 3 on each side.
 const (
 	ContextBefore = 2
 	ContextAfter  = 1
 )
-
-//go:embed extract-v1.system.txt
-var systemText string
-
-//go:embed extract-v1.user.tmpl
-var userTmplText string
-
-//go:embed claims.schema.json
-var schemaText []byte
-
-var userTmpl = template.Must(template.New("user").Parse(strings.TrimSuffix(userTmplText, "\n")))
 
 // Input is one extraction request's content.
 type Input struct {
@@ -54,60 +44,54 @@ type Input struct {
 	HeadingPath []string
 	// Before holds up to ContextBefore sentences before the target.
 	Before []string
-	// Target is the sentence to extract claims from.
+	// Target is the sentence to extract claims from, verbatim: quotes are
+	// copied from it byte for byte.
 	Target string
 	// After holds up to ContextAfter sentences after the target.
 	After []string
 }
 
-// SchemaJSON returns the claims JSON Schema compacted to one line.
+// SchemaJSON returns the claims JSON Schema, compact:
+// {"claims":[{"text":...,"quote":...}]}.
 func SchemaJSON() json.RawMessage {
 	var b bytes.Buffer
-	if err := json.Compact(&b, schemaText); err != nil {
-		panic("prompt: claims.schema.json is not valid JSON: " + err.Error())
+	if err := json.Compact(&b, []byte(fixture.ClaimsSchema)); err != nil {
+		panic("prompt: the claims schema is not valid JSON: " + err.Error())
 	}
 	return json.RawMessage(b.Bytes())
 }
 
 // System returns the system message.
-func System() string { return systemText }
+func System() string { return fixture.ExtractionSystemMessage }
 
-// User renders the user message for in (layout in README.md).
+// User renders the user message for in. Newlines inside a sentence are
+// replaced by spaces (the layout is line-based); nothing else is changed.
 func User(in Input) string {
-	oneLine := func(s string) string {
-		return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
-	}
-	join := func(xs []string, sep string) string {
-		var parts []string
+	flat := func(xs []string) []string {
+		out := make([]string, 0, len(xs))
 		for _, x := range xs {
 			if x = oneLine(x); x != "" {
-				parts = append(parts, x)
+				out = append(out, x)
 			}
 		}
-		if len(parts) == 0 {
-			return "(none)"
-		}
-		return strings.Join(parts, sep)
+		return out
 	}
-	var b strings.Builder
-	err := userTmpl.Execute(&b, map[string]string{
-		"Schema":  string(SchemaJSON()),
-		"Heading": join(in.HeadingPath, " > "),
-		"Before":  join(in.Before, " "),
-		"Target":  oneLine(in.Target),
-		"After":   join(in.After, " "),
-	})
-	if err != nil {
-		panic("prompt: user template: " + err.Error())
-	}
-	return b.String()
+	return fixture.ExtractionUserMessage(flat(in.HeadingPath), flat(in.Before), oneLine(in.Target), flat(in.After))
 }
 
-// Hash returns the SHA-256 (hex) of the prompt files and schema: it
-// changes whenever the prompt or schema changes.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Hash returns the SHA-256 (hex) of the prompt version, texts and schema:
+// it changes whenever the prompt or schema changes.
 func Hash() string {
 	h := sha256.New()
-	for _, s := range []string{Version, systemText, userTmplText, string(schemaText)} {
+	for _, s := range []string{Version, fixture.ExtractionSystemMessage, fixture.ExtractionInstructions, fixture.ClaimsSchema,
+		User(Input{HeadingPath: []string{"H"}, Before: []string{"B"}, Target: "T", After: []string{"A"}})} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

@@ -4,22 +4,20 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/fixture"
 )
 
-func TestUserLayout(t *testing.T) {
-	got := User(Input{HeadingPath: []string{"History", "1980s"}, Before: []string{"A one.", "B\ntwo."}, Target: "It  rained in Paris.", After: nil})
-	lines := strings.Split(got, "\n")
-	if len(lines) != 6 {
-		t.Fatalf("want 6 lines, got %d:\n%s", len(lines), got)
+func TestUserLayoutIsTheTrainedOne(t *testing.T) {
+	in := Input{HeadingPath: []string{"History", "1980s"}, Before: []string{"A one.", "B\ntwo."}, Target: "It  rained in Paris.", After: nil}
+	got := User(in)
+	want := fixture.ExtractionUserMessage([]string{"History", "1980s"}, []string{"A one.", "B two."}, "It  rained in Paris.", nil)
+	if got != want {
+		t.Fatalf("User renders\n%s\nthe model was trained on\n%s", got, want)
 	}
-	want := []string{"Heading: History > 1980s", "Before: A one. B two.", "Target: It rained in Paris.", "After: (none)"}
-	for i, w := range want {
-		if lines[2+i] != w {
-			t.Errorf("line %d = %q, want %q", 2+i, lines[2+i], w)
-		}
-	}
-	if !strings.HasPrefix(lines[1], "Reply with JSON matching this schema: {\"type\":\"object\"") {
-		t.Errorf("schema line = %q", lines[1])
+	if !strings.Contains(got, "\nIt  rained in Paris.\n") {
+		t.Error("the target sentence was rewritten; quotes must be copyable byte for byte")
 	}
 	var v map[string]any
 	if err := json.Unmarshal(SchemaJSON(), &v); err != nil {
@@ -27,5 +25,11 @@ func TestUserLayout(t *testing.T) {
 	}
 	if len(Hash()) != 64 || Hash() == SchemaHash() {
 		t.Error("hashes not distinct sha256 hex")
+	}
+}
+
+func TestReadyPromptIsTheTrainedOne(t *testing.T) {
+	if strings.TrimSpace(fixture.ReadyPrompt) != config.DefaultProbePrompt {
+		t.Fatalf("config.DefaultProbePrompt %q differs from the fixture's READY prompt %q", config.DefaultProbePrompt, fixture.ReadyPrompt)
 	}
 }

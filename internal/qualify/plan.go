@@ -457,9 +457,9 @@ func (g *GateSpec) Ladder(base *config.Profile) []Rung {
 			from = byName[v.BasedOn]
 		}
 		p := from.Profile.Clone()
-		changes := append([]string(nil), from.Changes...)
-		if v.BasedOn == "" {
-			changes = nil
+		var changes []string
+		if v.BasedOn != "" && v.BasedOn != "base" {
+			changes = append(changes, "based on "+v.BasedOn)
 		}
 		keys := sortedKeys(v.Env)
 		for _, name := range keys {
@@ -468,19 +468,19 @@ func (g *GateSpec) Ladder(base *config.Profile) []Rung {
 		}
 		for _, name := range v.EnvUnset {
 			delete(p.Env, name)
-			changes = append(changes, "env -"+name)
+			changes = append(changes, "env unset "+name)
 		}
 		for _, flag := range v.ArgsRemove {
 			p.Args = removeFlag(p.Args, flag)
-			changes = append(changes, "args -"+flag)
+			changes = append(changes, "args remove "+flag)
 		}
 		for _, flag := range sortedKeys(v.ArgsSet) {
 			p.Args = setFlag(p.Args, flag, v.ArgsSet[flag])
-			changes = append(changes, "args "+flag+" "+v.ArgsSet[flag])
+			changes = append(changes, "args set "+flag+" "+v.ArgsSet[flag])
 		}
 		if len(v.ArgsAppend) > 0 {
 			p.Args = append(p.Args, v.ArgsAppend...)
-			changes = append(changes, "args +"+strings.Join(v.ArgsAppend, " "))
+			changes = append(changes, "args append "+strings.Join(v.ArgsAppend, " "))
 		}
 		r := Rung{Name: v.Name, Reason: v.Reason, Profile: p, Changes: changes}
 		rungs = append(rungs, r)

@@ -223,7 +223,7 @@ func gateItems(g evidence.Gate) []string {
 				fmt.Fprintf(&b, ", signal %s", f.Signal)
 			}
 			if f.RootCause != "" {
-				fmt.Fprintf(&b, ". Root cause: %s", f.RootCause)
+				fmt.Fprintf(&b, ". Root cause: %s", strings.TrimRight(f.RootCause, ". "))
 			}
 			b.WriteString(".")
 		}

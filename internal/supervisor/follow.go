@@ -34,6 +34,7 @@ type follower struct {
 	scratch []byte
 
 	lastActivity atomic.Int64 // unix nanoseconds of the last counted line
+	started      bool         // start was called; set before any halt
 	stopOnce     sync.Once
 	stop         chan struct{}
 	done         chan struct{}
@@ -48,6 +49,12 @@ func newFollower(path string, feed func(string), skip func(string) bool) (*follo
 		stop: make(chan struct{}), done: make(chan struct{})}
 	fl.lastActivity.Store(time.Now().UnixNano())
 	return fl, nil
+}
+
+// start launches the polling goroutine.
+func (fl *follower) start(every time.Duration) {
+	fl.started = true
+	go fl.run(every)
 }
 
 // run polls until stopped; it is the follower's one goroutine.
@@ -68,7 +75,9 @@ func (fl *follower) run(every time.Duration) {
 // halt stops the polling goroutine and waits for it; idempotent.
 func (fl *follower) halt() {
 	fl.stopOnce.Do(func() { close(fl.stop) })
-	<-fl.done
+	if fl.started {
+		<-fl.done
+	}
 }
 
 // drain stops polling, reads everything left in the file and feeds the

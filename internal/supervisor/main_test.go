@@ -64,6 +64,11 @@ func fakeProfile(t testing.TB, kind string, port int, args []string, extra strin
 	} else {
 		portLine = fmt.Sprintf("port = %d", freePort(t))
 	}
+	for _, d := range []string{`ready_timeout = "20s"`, `stall_timeout = "10s"`, `stop_grace = "2s"`} {
+		if !strings.Contains(extra, strings.SplitN(d, " ", 2)[0]+" ") {
+			extra += "\n" + d
+		}
+	}
 	toml := fmt.Sprintf(`state_dir = "state"
 [backends.fake]
 engine = %q
@@ -71,9 +76,6 @@ command = %q
 args = [%s]
 %s
 model = "fake-model"
-ready_timeout = "20s"
-stall_timeout = "10s"
-stop_grace = "2s"
 %s
 `, kind, fakeEngine, strings.Join(q, ", "), portLine, extra)
 	path := filepath.Join(dir, "hiro.toml")

@@ -79,6 +79,7 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 		default:
 		}
 		f := p.tracker.Classify(o)
+		res.DecidedAt = time.Now()
 		res.State, res.Failure = StateFailed, f
 		step = "failed"
 		report(true)
@@ -98,11 +99,13 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 
 		case ev := <-events:
 			if ev.health.State != "" {
-				if lastHealth == nil || lastHealth.State != ev.health.State {
-					progressAt = time.Now()
-				}
+				changed := lastHealth == nil || lastHealth.State != ev.health.State
 				h := ev.health
 				lastHealth = &h
+				if changed {
+					progressAt = time.Now()
+					report(true)
+				}
 			}
 			if ev.step != "" && ev.step != step {
 				step = ev.step
@@ -116,7 +119,8 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 			res.ModelIDs = c.ids
 			if c.outcome == nil {
 				res.State = StateReady
-				res.ReadyAfter = time.Since(p.startedAt)
+				res.DecidedAt = time.Now()
+				res.ReadyAfter = res.DecidedAt.Sub(p.startedAt)
 				res.ReadyAfterMS = res.ReadyAfter.Milliseconds()
 				res.ProbeReply = strings.TrimSpace(c.reply.Text)
 				res.ProbeTTFTMS = float64(c.reply.TTFT.Microseconds()) / 1000

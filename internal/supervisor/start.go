@@ -138,6 +138,8 @@ type Result struct {
 	// parsed from it so far.
 	Phase failure.Phase      `json:"phase"`
 	Facts map[string]float64 `json:"facts,omitempty"`
+	// DecidedAt is when the verdict was reached (before any stop).
+	DecidedAt time.Time `json:"decided_at"`
 	// Stop is the stop Start made after a failure (nil when ready or when
 	// nothing was started).
 	Stop *StopResult `json:"stop,omitempty"`
@@ -290,7 +292,7 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 		logPath: logPath, port: port, startedAt: start, exited: make(chan struct{})}
 	res.PID, res.PGID, res.StartedAt = cmd.Process.Pid, cmd.Process.Pid, start
 	go proc.own()
-	go fl.run(opts.LogPoll)
+	fl.start(opts.LogPoll)
 
 	return proc.waitReady(ctx, opts, res)
 }

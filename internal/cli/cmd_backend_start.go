@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+func newBackendStartCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "start NAME [--json]",
+		Short: "Start a backend, wait until it is ready, and leave it running",
+		Long: `Start backend profile NAME and wait until it is ready: the process is alive,
+the engine's health check passes, /v1/models reports the profile's model id,
+and one bounded real completion succeeds (ready_probe). The engine keeps
+running after hiro exits; its pid, process group, port, log and profile hash
+are recorded in the state directory for 'hiro backend stop|status|logs'.
+
+A port that is already taken is refused before anything starts
+(port_in_use). Any exit before ready, code 0 included, is a failure,
+classified from the engine's log (class, phase, root cause, facts).
+
+With --json, one JSON object: {"state": "ready"|"failed", "failure": {...},
+"pid", "pgid", "port", "base_url", "log_path", "model_ids", "probe_reply",
+"ready_after_ms", "facts", ...}.
+
+Exit status: 0 ready; 1 failed; 2 bad usage or configuration (nothing
+started); 3 interrupted (the engine was stopped).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runBackendStart(c.Context(), g, args[0])
+		},
+	}
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print one JSON object (errors too)")
+	return cmd
+}
+
+// runBackendStart starts backend name and reports the verdict.
+func runBackendStart(ctx context.Context, g *Globals, name string) error {
+	cfg, err := backendLoadConfig(g, "backend start")
+	if err != nil {
+		return err
+	}
+	prof, err := cfg.Backend(name)
+	if err != nil {
+		return UsageError(fmt.Errorf("backend start: %w", err))
+	}
+	if st, err := supervisor.Status(cfg.StateDir, name); err == nil {
+		if st.Status == supervisor.StatusRunning {
+			return UsageErrorf("backend start: %s is already running (pid %d, %s, started %s); stop it first with 'hiro backend stop %s'",
+				name, st.PID, st.BaseURL, st.StartedAt.Format(time.RFC3339), name)
+		}
+		fmt.Fprintf(g.Stderr, "hiro: %s: removing a stale record (%s)\n", name, st.Reason)
+		if err := supervisor.RemoveRecord(cfg.StateDir, name); err != nil {
+			return fmt.Errorf("backend start: %w", err)
+		}
+	}
+	opts := supervisor.Options{StateDir: cfg.StateDir}
+	if !g.JSON {
+		opts.Progress = func(p supervisor.Progress) {
+			h := ""
+			if p.Health != "" {
+				h = ", health " + string(p.Health)
+			}
+			fmt.Fprintf(g.Stderr, "hiro: %s: %-8s phase %s%s, %d log lines, %.1fs\n", name, p.Step, p.Phase, h, p.Lines, p.Elapsed.Seconds())
+		}
+	}
+	proc, res := supervisor.Start(ctx, prof, opts)
+	if res.State == supervisor.StateReady {
+		if _, err := proc.Detach(); err != nil {
+			proc.Stop(context.WithoutCancel(ctx))
+			return fmt.Errorf("backend start: %s was ready but its record could not be written, so it was stopped: %w", name, err)
+		}
+	}
+	if g.JSON {
+		if err := backendPrintJSON(g, res); err != nil {
+			return err
+		}
+	} else {
+		printStartResult(g, res)
+	}
+	switch res.State {
+	case supervisor.StateReady:
+		return nil
+	case supervisor.StateFailed:
+		return Silent(ExitFailed)
+	case supervisor.StateAborted:
+		if g.JSON {
+			return Silent(ExitAborted)
+		}
+		return AbortedError(fmt.Errorf("backend start: %s: %s", name, res.Error))
+	default:
+		return UsageError(fmt.Errorf("backend start: %w", res.Err))
+	}
+}
+
+// printStartResult writes the verdict for a person.
+func printStartResult(g *Globals, r *supervisor.Result) {
+	w := g.Stdout
+	switch r.State {
+	case supervisor.StateReady:
+		fmt.Fprintf(w, "%s: ready in %.2fs (pid %d, %s, model %s, probe reply %q)\n", r.Name, r.ReadyAfter.Seconds(), r.PID, r.BaseURL, r.ExpectedModel, r.ProbeReply)
+		fmt.Fprintf(w, "log: %s\nstop it with: hiro backend stop %s\n", r.LogPath, r.Name)
+	case supervisor.StateFailed:
+		printFailure(g, r.Name, r.Failure)
+		if r.LogPath != "" {
+			fmt.Fprintf(w, "log: %s\n", r.LogPath)
+		}
+		if r.Stop != nil && r.Stop.Leak != nil {
+			printFailure(g, r.Name, r.Stop.Leak)
+		}
+	}
+}
+
+// printFailure writes a failure for a person: class, phase, root cause,
+// exit, facts, the last lines of the log and the next step.
+func printFailure(g *Globals, name string, f *failure.Failure) {
+	w := g.Stdout
+	fmt.Fprintf(w, "%s: FAILED: %s in phase %s after %.1fs\n", name, f.Class, f.Phase, f.SecondsSinceStart)
+	fmt.Fprintf(w, "  root cause: %s\n", f.RootCause)
+	if f.ExitCode != nil {
+		fmt.Fprintf(w, "  exit code: %d\n", *f.ExitCode)
+	}
+	if f.Signal != "" {
+		fmt.Fprintf(w, "  signal: %s\n", f.Signal)
+	}
+	if len(f.Facts) > 0 {
+		var parts []string
+		for _, k := range backendSortedKeys(f.Facts) {
+			parts = append(parts, fmt.Sprintf("%s=%g", k, f.Facts[k]))
+		}
+		fmt.Fprintf(w, "  facts: %s\n", strings.Join(parts, " "))
+	}
+	if tail := f.LogTail; len(tail) > 0 {
+		if len(tail) > 8 {
+			tail = tail[len(tail)-8:]
+		}
+		fmt.Fprintln(w, "  log tail:")
+		for _, l := range tail {
+			fmt.Fprintf(w, "    | %s\n", l)
+		}
+	}
+	if f.NextStep != "" {
+		fmt.Fprintf(w, "  next step: %s\n", f.NextStep)
+	}
+}
+
+func backendSortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

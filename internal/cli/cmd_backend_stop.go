@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// backendStopOpts are the flags of 'hiro backend stop'.
+type backendStopOpts struct {
+	Grace time.Duration
+}
+
+func newBackendStopCmd(g *Globals) *cobra.Command {
+	o := &backendStopOpts{}
+	cmd := &cobra.Command{
+		Use:   "stop NAME [--grace DUR] [--json]",
+		Short: "Stop a backend started by 'hiro backend start'",
+		Long: `Stop the recorded backend NAME: SIGTERM to its process group, the grace period
+(the profile's stop_grace, or --grace), SIGKILL to the group; then check that
+its port is free and no process of the group is left, else report
+shutdown_leak with the pids. A stale record (the process is gone, or its pid
+now belongs to another process) is reported and removed; no signal is sent.
+
+Exit status: 0 stopped; 1 not running (no record, or a stale one) or a
+shutdown leak; 2 bad usage or configuration.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runBackendStop(c.Context(), g, o, args[0])
+		},
+	}
+	cmd.Flags().DurationVar(&o.Grace, "grace", 0, "time between SIGTERM and SIGKILL (default: the recorded stop_grace)")
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print one JSON object (errors too)")
+	return cmd
+}
+
+// backendStopReport is the JSON of 'hiro backend stop --json'.
+type backendStopReport struct {
+	Name   string                   `json:"name"`
+	Record *supervisor.RecordStatus `json:"record,omitempty"`
+	Stop   *supervisor.StopResult   `json:"stop,omitempty"`
+	Stale  bool                     `json:"stale,omitempty"`
+}
+
+func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name string) error {
+	cfg, err := backendLoadConfig(g, "backend stop")
+	if err != nil {
+		return err
+	}
+	if _, err := cfg.Backend(name); err != nil {
+		// A record may outlive its profile; still stop what is recorded.
+		if _, rerr := supervisor.ReadRecord(cfg.StateDir, name); rerr != nil {
+			return UsageError(fmt.Errorf("backend stop: %w", err))
+		}
+	}
+	if o.Grace < 0 {
+		return UsageErrorf("backend stop: --grace %s: must be positive", o.Grace)
+	}
+	// A stop must finish even when interrupted: the group is killed then.
+	st, sr, err := supervisor.StopRecorded(ctx, cfg.StateDir, name, o.Grace)
+	if errors.Is(err, supervisor.ErrNoRecord) {
+		return FailedError(fmt.Errorf("backend stop: %s is not running: %w", name, err))
+	}
+	if err != nil {
+		return fmt.Errorf("backend stop: %w", err)
+	}
+	rep := backendStopReport{Name: name, Record: &st}
+	if st.Status == supervisor.StatusStale {
+		rep.Stale = true
+	} else {
+		rep.Stop = &sr
+	}
+	if g.JSON {
+		if err := backendPrintJSON(g, rep); err != nil {
+			return err
+		}
+	}
+	switch {
+	case rep.Stale:
+		if !g.JSON {
+			fmt.Fprintf(g.Stdout, "%s: not running: stale record removed (%s); nothing was signalled\n", name, st.Reason)
+		}
+		return Silent(ExitFailed)
+	case sr.Leak != nil:
+		if !g.JSON {
+			printFailure(g, name, sr.Leak)
+		}
+		return Silent(ExitFailed)
+	}
+	if !g.JSON {
+		how := "gracefully (SIGTERM)"
+		if sr.Killed {
+			how = "with SIGKILL after the grace period"
+		}
+		fmt.Fprintf(g.Stdout, "%s: stopped %s in %d ms (pid %d); port %d free, no process of group %d left\n", name, how, sr.DurationMS, st.PID, st.Port, st.PGID)
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+var (
+	fakeOnce sync.Once
+	fakePath string
+	fakeErr  error
+)
+
+// buildFakeEngine builds cmd/hiro-fake-engine once per test binary.
+func buildFakeEngine(t *testing.T) string {
+	t.Helper()
+	fakeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hiro-cli-fake-")
+		if err != nil {
+			fakeErr = err
+			return
+		}
+		fakePath = filepath.Join(dir, "hiro-fake-engine")
+		out, err := exec.Command("go", "build", "-o", fakePath, "github.com/hiro-dev/hiro/cmd/hiro-fake-engine").CombinedOutput()
+		if err != nil {
+			fakeErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	if fakeErr != nil {
+		t.Fatalf("building the fake engine: %v", fakeErr)
+	}
+	return fakePath
+}
+
+func cliFreePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func runBackendHiro(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBackendStartStatusLogsStop(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	port := cliFreePort(t)
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[backends.fake]
+engine = "llamacpp"
+command = %q
+args = ["--port", "%d", "--load-time", "300ms"]
+port = %d
+model = "fake-model"
+ready_probe = { expect = "READY" }
+`, fake, port, port)), 0o644)
+
+	code, out, errs := runBackendHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
+	if code != ExitOK {
+		t.Fatalf("start: exit %d\n%s\n%s", code, out, errs)
+	}
+	var res struct {
+		State      string `json:"state"`
+		PID        int    `json:"pid"`
+		ProbeReply string `json:"probe_reply"`
+		Failure    any    `json:"failure"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("start --json printed %q: %v", out, err)
+	}
+	t.Cleanup(func() { syscall.Kill(-res.PID, syscall.SIGKILL) })
+	if res.State != "ready" || res.PID == 0 || res.ProbeReply != "READY" || res.Failure != nil {
+		t.Fatalf("start: %+v", res)
+	}
+	// Still running after the command returned, and recorded.
+	if err := syscall.Kill(res.PID, 0); err != nil {
+		t.Fatalf("engine gone after start returned: %v", err)
+	}
+	code, out, _ = runBackendHiro(t, "--config", cfg, "backend", "status", "fake", "--json")
+	var st struct {
+		Status string `json:"status"`
+		PID    int    `json:"pid"`
+	}
+	if code != ExitOK || json.Unmarshal([]byte(out), &st) != nil || st.Status != "running" || st.PID != res.PID {
+		t.Fatalf("status: exit %d %s", code, out)
+	}
+	code, out, _ = runBackendHiro(t, "--config", cfg, "backend", "logs", "fake", "--tail", "1")
+	if code != ExitOK || !strings.Contains(out, "fake:") || strings.Count(out, "\n") != 1 {
+		t.Errorf("logs --tail 1: exit %d %q", code, out)
+	}
+	// A second start is refused while it runs.
+	if code, _, errs = runBackendHiro(t, "--config", cfg, "backend", "start", "fake"); code != ExitUsage || !strings.Contains(errs, "already running") {
+		t.Errorf("second start: exit %d %s", code, errs)
+	}
+	code, out, errs = runBackendHiro(t, "--config", cfg, "backend", "stop", "fake")
+	if code != ExitOK || !strings.Contains(out, "port "+strconv.Itoa(port)+" free") {
+		t.Fatalf("stop: exit %d %s %s", code, out, errs)
+	}
+	if err := syscall.Kill(res.PID, 0); err == nil {
+		// It may linger as a zombie of this test process until reaped.
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(res.PID) + "/stat"); !strings.Contains(string(b), ") Z ") {
+			t.Errorf("engine %d still alive after stop", res.PID)
+		}
+	}
+	if code, _, _ = runBackendHiro(t, "--config", cfg, "backend", "status", "fake"); code != ExitFailed {
+		t.Errorf("status after stop: exit %d, want 1", code)
+	}
+	if code, _, _ = runBackendHiro(t, "--config", cfg, "backend", "stop", "fake"); code != ExitFailed {
+		t.Errorf("stop of a stopped backend: exit %d, want 1", code)
+	}
+}
+
+func TestBackendStartFailedJSON(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hiro.toml")
+	log := filepath.Join(dir, "engine.log")
+	os.WriteFile(log, []byte("llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'foo'\n"), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[backends.fake]
+engine = "llamacpp"
+command = %q
+args = ["--replay", %q, "--exit", "1"]
+port = %d
+model = "m"
+`, fake, log, cliFreePort(t))), 0o644)
+	code, out, _ := runBackendHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
+	var res struct {
+		State   string `json:"state"`
+		Failure struct {
+			Class    string `json:"class"`
+			Phase    string `json:"phase"`
+			ExitCode *int   `json:"exit_code"`
+		} `json:"failure"`
+	}
+	if code != ExitFailed || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+	if res.State != "failed" || res.Failure.Class != "model_load_failed" || res.Failure.ExitCode == nil || *res.Failure.ExitCode != 1 {
+		t.Errorf("%+v", res)
+	}
+	if strings.Count(strings.TrimSpace(out), "\n{") > 0 {
+		t.Errorf("more than one JSON object printed")
+	}
+}
+
+// A bad configuration exits 2, names the key, and starts nothing.
+func TestBackendStartBadConfig(t *testing.T) {
+	cases := []struct{ name, toml, key string }{
+		{"unknown-key", `[backends.x]
+engine = "llamacpp"
+command = "/bin/sh"
+args = ["-c", "touch MARKER"]
+prot = 8080
+port = 8080
+model = "m"`, "backends.x.prot"},
+		{"wrong-type", `[backends.x]
+engine = "llamacpp"
+command = "/bin/sh"
+args = ["-c", "touch MARKER"]
+port = "8080"
+model = "m"`, "port"},
+		{"missing-command", `[backends.x]
+engine = "llamacpp"
+port = 8080
+model = "m"`, "backends.x.command"},
+		{"port-out-of-range", `[backends.x]
+engine = "llamacpp"
+command = "/bin/sh"
+args = ["-c", "touch MARKER"]
+port = 70000
+model = "m"`, "backends.x.port"},
+		{"duplicate-backend", `[backends.x]
+engine = "llamacpp"
+command = "/bin/sh"
+args = ["-c", "touch MARKER"]
+port = 8080
+model = "m"
+[backends.x]
+engine = "llamacpp"
+command = "/bin/sh"
+args = ["-c", "touch MARKER"]
+port = 8081
+model = "m"`, "backends.x"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "hiro.toml")
+			marker := filepath.Join(dir, "MARKER")
+			os.WriteFile(cfg, []byte(strings.ReplaceAll(c.toml, "MARKER", marker)), 0o644)
+			code, _, errs := runBackendHiro(t, "--config", cfg, "backend", "start", "x")
+			if code != ExitUsage {
+				t.Errorf("exit %d, want 2; stderr %s", code, errs)
+			}
+			if !strings.Contains(errs, c.key) {
+				t.Errorf("message %q does not name %s", errs, c.key)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("the command ran")
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".hiro")); err == nil {
+				t.Errorf("a state directory was created: something was started")
+			}
+		})
+	}
+}

@@ -1,0 +1,260 @@
+package ollamatest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// StartTimeout bounds how long Start waits for `GET /` to answer 200.
+const StartTimeout = 30 * time.Second
+
+// StopGrace is how long Stop waits after SIGTERM before SIGKILL.
+const StopGrace = 10 * time.Second
+
+// FindBinary returns the ollama binary: $HIRO_OLLAMA if set (it must exist),
+// else `ollama` on PATH, else $(go env GOPATH)/bin/ollama. The error says
+// how to install it.
+func FindBinary() (string, error) {
+	if p := os.Getenv("HIRO_OLLAMA"); p != "" {
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			return "", fmt.Errorf("$HIRO_OLLAMA=%s is not a file: set it to the ollama binary or unset it", p)
+		}
+		return p, nil
+	}
+	if p, err := exec.LookPath("ollama"); err == nil {
+		return p, nil
+	}
+	gopath := os.Getenv("GOPATH")
+	if gopath == "" {
+		if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+			gopath = strings.TrimSpace(string(out))
+		}
+	}
+	if gopath != "" {
+		p := filepath.Join(strings.Split(gopath, string(os.PathListSeparator))[0], "bin", "ollama")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", errors.New("ollama not found ($HIRO_OLLAMA, PATH, $(go env GOPATH)/bin/ollama): run scripts/install-ollama.sh")
+}
+
+// Binary returns the ollama binary or skips the test with the reason.
+func Binary(t testing.TB) string {
+	t.Helper()
+	p, err := FindBinary()
+	if err != nil {
+		t.Skipf("skipping: needs the reference engine: %v", err)
+	}
+	return p
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago (the
+// kernel picked it; another process may still take it before you bind).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("ollamatest: no free loopback port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Server is a running `ollama serve` started by Start.
+type Server struct {
+	Bin    string // the ollama binary
+	Host   string // 127.0.0.1:PORT, as OLLAMA_HOST
+	URL    string // http://127.0.0.1:PORT
+	Models string // OLLAMA_MODELS
+	Home   string // HOME of the process (Ollama writes its key there)
+	Log    string // file holding the server's stdout and stderr
+	Env    []string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	t    testing.TB
+}
+
+// Start runs `ollama serve` on a free loopback port with OLLAMA_MODELS set to
+// modelsDir (created if missing), HOME set to a fresh temporary directory and
+// the extra environment entries env ("KEY=VALUE"; the defaults are
+// OLLAMA_NUM_PARALLEL=1 and OLLAMA_KEEP_ALIVE=-1 so one model stays loaded
+// with a single 4k context), and waits until `GET /` answers 200. The server
+// is stopped by t.Cleanup; a test may call Stop earlier. It skips when the
+// binary is missing and fails when the server does not come up within
+// StartTimeout (the error holds the log's tail).
+func Start(t testing.TB, modelsDir string, env ...string) *Server {
+	t.Helper()
+	bin := Binary(t)
+	if err := os.MkdirAll(modelsDir, 0o755); err != nil {
+		t.Fatalf("ollamatest: models directory: %v", err)
+	}
+	home := t.TempDir()
+	port := FreePort(t)
+	s := &Server{Bin: bin, Host: fmt.Sprintf("127.0.0.1:%d", port), Models: modelsDir, Home: home,
+		Log: filepath.Join(home, "serve.log"), done: make(chan struct{}), t: t}
+	s.URL = "http://" + s.Host
+	s.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"OLLAMA_HOST=" + s.Host,
+		"OLLAMA_MODELS=" + modelsDir,
+		"OLLAMA_NUM_PARALLEL=1",
+		"OLLAMA_KEEP_ALIVE=-1",
+	}, env...)
+	logf, err := os.Create(s.Log)
+	if err != nil {
+		t.Fatalf("ollamatest: %v", err)
+	}
+	s.cmd = exec.Command(bin, "serve")
+	s.cmd.Env = s.Env
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("ollamatest: start %s serve: %v", bin, err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		logf.Close()
+		close(s.done)
+	}()
+	t.Cleanup(s.Stop)
+	deadline := time.Now().Add(StartTimeout)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get(s.URL + "/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		select {
+		case <-s.done:
+			t.Fatalf("ollamatest: ollama serve on %s exited before answering; log %s:\n%s", s.Host, s.Log, s.tail())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ollamatest: ollama serve on %s did not answer GET / within %s; log %s:\n%s", s.Host, StartTimeout, s.Log, s.tail())
+		}
+	}
+}
+
+// Stop ends the server: SIGTERM to its process group, SIGKILL to the group
+// after StopGrace. Safe to call more than once.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	pgid := s.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(StopGrace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-s.done
+	}
+	// the runner subprocess is in the same group; make sure nothing is left
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// Create registers model name from the Modelfile at modelfile with
+// `ollama create` against this server (the Modelfile's FROM path is relative
+// to the Modelfile). It fails the test with the command's output on error.
+func (s *Server) Create(t testing.TB, name, modelfile string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.Bin, "create", name, "-f", modelfile)
+	cmd.Env = s.Env
+	cmd.Dir = filepath.Dir(modelfile)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ollamatest: ollama create %s -f %s: %v\n%s", name, modelfile, err, lastLines(out.String(), 20))
+	}
+}
+
+// PrepareModels registers models (name → Modelfile path) in modelsDir: it
+// starts a temporary server on modelsDir, runs `ollama create` for each
+// model, and stops the server. A later Start (or the supervisor) on the same
+// modelsDir then serves them without creating anything.
+func PrepareModels(t testing.TB, modelsDir string, models map[string]string) {
+	t.Helper()
+	s := Start(t, modelsDir)
+	for name, mf := range models {
+		s.Create(t, name, mf)
+	}
+	s.Stop()
+}
+
+// RepoRoot returns the directory holding go.mod, searched upwards from the
+// working directory (a package's directory under go test).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("ollamatest: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Shipped model names, as `ollama create` registers them from models/ (and
+// as /v1/models then lists them, with ":latest").
+const (
+	TinyModel   = "hiro-tiny"           // random weights, ~250 KB: loads, answers something
+	StrongModel = "hiro-fixture-strong" // trained: READY and claim extraction
+	WeakModel   = "hiro-fixture-weak"   // the same training stopped early: worse grounding
+)
+
+// ShippedModels maps the shipped model names to their Modelfiles under the
+// repository's models/ directory, ready for PrepareModels.
+func ShippedModels(t testing.TB) map[string]string {
+	root := RepoRoot(t)
+	return map[string]string{
+		TinyModel:   filepath.Join(root, "models", "tiny", "Modelfile"),
+		StrongModel: filepath.Join(root, "models", "fixture-strong", "Modelfile"),
+		WeakModel:   filepath.Join(root, "models", "fixture-weak", "Modelfile"),
+	}
+}
+
+func (s *Server) tail() string {
+	b, _ := os.ReadFile(s.Log)
+	return lastLines(string(b), 30)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+

@@ -1,0 +1,115 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDetachStatusStopRecorded(t *testing.T) {
+	port := freePort(t)
+	p, state := fakeProfile(t, "llamacpp", port, []string{"--port", strconv.Itoa(port)}, "")
+	proc, res := startFake(t, p, state)
+	if res.State != StateReady {
+		t.Fatalf("state %s: %+v", res.State, res.Failure)
+	}
+	rec, err := proc.Detach()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.PID != res.PID || rec.PGID != res.PID || rec.Port != port || rec.LogPath != res.LogPath || rec.ProfileHash != p.Hash() || rec.StartTicks == 0 {
+		t.Errorf("record %+v", rec)
+	}
+	// The record on disk is the one returned.
+	b, err := os.ReadFile(recordPath(state, "fake"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onDisk Record
+	if err := json.Unmarshal(b, &onDisk); err != nil || onDisk.PID != rec.PID || onDisk.Schema != RecordSchema {
+		t.Fatalf("record file %s: %v", b, err)
+	}
+	st, err := Status(state, "fake")
+	if err != nil || st.Status != StatusRunning || st.ProcessesInGroup != 1 {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	all, err := StatusAll(state)
+	if err != nil || len(all) != 1 || all[0].Name != "fake" {
+		t.Fatalf("status all %+v %v", all, err)
+	}
+	st, sr, err := StopRecorded(context.Background(), state, "fake", 0)
+	if err != nil || st.Status != StatusRunning || !sr.Graceful || !sr.PortFree || sr.Leak != nil {
+		t.Fatalf("stop recorded: %+v %+v %v", st, sr, err)
+	}
+	if alive(res.PID) {
+		t.Errorf("pid %d alive after StopRecorded", res.PID)
+	}
+	if _, err := os.Stat(recordPath(state, "fake")); !os.IsNotExist(err) {
+		t.Errorf("record left after stop: %v", err)
+	}
+	if _, err := Status(state, "fake"); err == nil || !strings.Contains(err.Error(), "no record") {
+		t.Errorf("status after stop: %v", err)
+	}
+}
+
+func TestStaleRecords(t *testing.T) {
+	state := t.TempDir()
+	// A process that is gone.
+	gone := Record{Schema: RecordSchema, Name: "gone", PID: 1 << 22, PGID: 1 << 22, Port: 1, StartedAt: time.Now()}
+	// A pid that now belongs to another process: this test's own pid with
+	// another start time.
+	self, err := readProcStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reused := Record{Schema: RecordSchema, Name: "reused", PID: os.Getpid(), PGID: self.PGID, StartTicks: self.StartTicks + 1, Port: 1}
+	for _, r := range []Record{gone, reused} {
+		if err := WriteRecord(state, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := StatusAll(state)
+	if err != nil || len(all) != 2 {
+		t.Fatalf("%+v %v", all, err)
+	}
+	for _, st := range all {
+		if st.Status != StatusStale {
+			t.Errorf("%s: status %s, want stale", st.Name, st.Status)
+		}
+	}
+	if !strings.Contains(all[0].Reason, "is gone") || !strings.Contains(all[1].Reason, "another process") {
+		t.Errorf("reasons %q / %q", all[0].Reason, all[1].Reason)
+	}
+	// Stopping a stale record sends no signal (this test is still alive)
+	// and removes the record.
+	st, sr, err := StopRecorded(context.Background(), state, "reused", time.Millisecond)
+	if err != nil || st.Status != StatusStale || sr.Killed || sr.Graceful {
+		t.Errorf("stop of a stale record: %+v %+v %v", st, sr, err)
+	}
+	if _, err := os.Stat(recordPath(state, "reused")); !os.IsNotExist(err) {
+		t.Errorf("stale record kept")
+	}
+}
+
+func TestParseProcStatCommWithSpaces(t *testing.T) {
+	s, err := parseProcStat([]byte("123 (a b) c)) S 1 120 120 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0"))
+	if err != nil || s.PID != 123 || s.Comm != "a b) c)" || s.State != 'S' || s.PGID != 120 || s.StartTicks != 98765 {
+		t.Errorf("%+v %v", s, err)
+	}
+}
+
+func TestParseSocketInodes(t *testing.T) {
+	tcp := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:C350 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0000000000000000
+   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4343 1 0000000000000000 100 0 0 10 0
+`
+	got := parseSocketInodes([]byte(tcp), 8080)
+	if len(got) != 1 || got[0] != "4242" {
+		t.Errorf("inodes %v, want [4242]", got)
+	}
+}
