@@ -149,7 +149,8 @@ ABBR = ["Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.", "Jr.", "Sr.", "e.g.", "i.e.
 ACCENTED = "éèêëáàâäãåçñóòôöõøúùûüíìîïýÿœæßłśźżčřšžğışţđ"
 OTHER_SCRIPTS = ["Ελλάδα", "Москва", "東京", "北京", "서울", "القاهرة", "עברית", "København", "naïve",
                  "café", "coöperate", "résumé", "piñata", "Straße", "fiancée", "İstanbul"]
-SYMBOLS_IN_WORD = ["%", "$", "€", "£", "#", "&", "+", "/", "°", "±", "×", "@", "*", "~", "=", "§"]
+SYMBOLS_IN_WORD = ["%", "$", "€", "£", "#", "&", "+", "/", "°", "±", "×", "@", "*", "~", "=", "§",
+                   "_", "<", ">", "{", "}", "|", "\\", "^", "`", "-", ":", ".", "'"]
 
 
 class TextGen:
@@ -211,8 +212,10 @@ class TextGen:
                 return r.choice(COMMON)
             if u < 0.93:
                 return r.choice(ABBR)
-            if u < 0.96:
+            if u < 0.95:
                 return r.choice(OTHER_SCRIPTS)
+            if u < 0.975:
+                return self.identifier()
             return self.rand_letters() + r.choice(SYMBOLS_IN_WORD) + self.rand_letters()
         # "real": mostly real words
         if u < 0.72:
@@ -227,7 +230,39 @@ class TextGen:
             return r.choice(ORGS)
         if u < 0.96:
             return r.choice(ABBR)
+        if u < 0.98:
+            return self.identifier()
         return self.rand_letters()
+
+    def identifier(self):
+        """Technical tokens real documentation has: snake_case, camelCase,
+        paths, flags, versions, addresses, code in backticks or angle brackets."""
+        r = self.r
+        a, b = self.rand_letters().lower(), self.rand_letters().lower()
+        k = r.randrange(12)
+        if k == 0:
+            return a + "_" + b
+        if k == 1:
+            return a + b.capitalize()
+        if k == 2:
+            return "/" + a + "/" + b
+        if k == 3:
+            return "--" + a + "-" + b
+        if k == 4:
+            return "v{}.{}.{}".format(r.randint(0, 9), r.randint(0, 20), r.randint(0, 20))
+        if k == 5:
+            return "127.0.0.1:{}".format(r.randint(1024, 65535))
+        if k == 6:
+            return "`" + a + "_" + b + "`"
+        if k == 7:
+            return "<" + a + ">"
+        if k == 8:
+            return "{" + a + "}"
+        if k == 9:
+            return a + "\\" + b
+        if k == 10:
+            return "https://" + a + ".org/" + b
+        return a.upper() + "_" + b.upper()
 
     def words_sentence(self, kind, n):
         r = self.r

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -62,8 +63,15 @@ func runBackendStart(ctx context.Context, g *Globals, name string) error {
 		}
 	}
 	opts := supervisor.Options{StateDir: cfg.StateDir}
-	if !g.JSON {
-		opts.Progress = func(p supervisor.Progress) {
+	trimmed := false
+	opts.Progress = func(p supervisor.Progress) {
+		if !trimmed && p.Step != "launch" {
+			// The engine runs and hiro now only waits: drop what start-up
+			// touched and will not use again (the 30 MB bound).
+			trimmed = true
+			procmem.Trim()
+		}
+		if !g.JSON {
 			h := ""
 			if p.Health != "" {
 				h = ", health " + string(p.Health)

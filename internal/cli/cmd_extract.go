@@ -168,6 +168,9 @@ func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 		s.Claims, s.Rejects, s.Requests, s.Replies, s.CompletionTokens, s.WallSeconds, s.OutputTokensPerSecond)
 	st := s.Stats
 	fmt.Fprintf(g.Stdout, "directory %s: %d claims, %d rejects, schema-valid replies %d of %d\n", s.OutDir, st.Claims, st.Rejects, st.SchemaValidReplies, st.Replies)
+	if s.Requests > 0 && s.Replies == 0 {
+		fmt.Fprintf(g.Stdout, "no reply from %s: is the backend running? Rerun the same command to retry the failed documents\n", p.BaseURL)
+	}
 	if s.Interrupted {
 		fmt.Fprintln(g.Stdout, "interrupted: rerun the same command to resume")
 	} else if st.Rejects > 0 || st.DocumentsFailed > 0 {

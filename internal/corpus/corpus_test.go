@@ -33,7 +33,7 @@ func TestFindQuote(t *testing.T) {
 	src := "In 1980, the oldest justice\n was  “William O. Douglas”."
 	cases := []struct {
 		quote, kind, span string
-		ok             bool
+		ok                bool
 	}{
 		{"the oldest justice", MatchExact, "the oldest justice", true},
 		{"The Oldest justice was", MatchNormalized, "the oldest justice\n was", true},
@@ -63,12 +63,12 @@ func TestTokensAndNormalizeClaim(t *testing.T) {
 }
 
 func TestSplitPlainSpans(t *testing.T) {
-	text := "  In 1980, Justice William O. Douglas was old.  He was born on Oct. 16, 1898.\n\nNew paragraph here"
+	text := "  In 1980, Justice William O. Douglas was old.  He was born on Oct. 16, 1898. He died in 1980. The mirror is 3.6 metres wide.\n\nNew paragraph here"
 	ss, err := Split(text, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"In 1980, Justice William O. Douglas was old.", "He was born on Oct. 16, 1898.", "New paragraph here"}
+	want := []string{"In 1980, Justice William O. Douglas was old.", "He was born on Oct. 16, 1898.", "He died in 1980.", "The mirror is 3.6 metres wide.", "New paragraph here"}
 	if len(ss) != len(want) {
 		t.Fatalf("got %d sentences %+v", len(ss), ss)
 	}

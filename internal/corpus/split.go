@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/neurosnap/sentences"
 	"github.com/neurosnap/sentences/english"
@@ -56,7 +57,9 @@ type block struct {
 }
 
 // Split splits text into sentences. Paragraphs (runs of non-blank lines)
-// are split independently so a sentence never crosses a blank line. With
+// are split independently so a sentence never crosses a blank line; a
+// number ending a sentence ("in 1952. Her") is a boundary too (the punkt
+// model takes "1952." for an ordinal). With
 // markdown true, ATX headings ("# Title") set the heading path and are not
 // sentences themselves, fenced code blocks and thematic breaks are skipped,
 // and each list item or block-quote line starts a new block whose marker
@@ -77,24 +80,50 @@ func Split(text string, markdown bool) ([]Sentence, error) {
 			if a < 0 || b > len(chunk) || a >= b {
 				continue
 			}
-			seg := chunk[a:b]
-			trimmedLeft := strings.TrimLeft(seg, " \t\r\n\f\v")
-			a += len(seg) - len(trimmedLeft)
-			seg = strings.TrimRight(trimmedLeft, " \t\r\n\f\v")
-			b = a + len(seg)
-			if seg == "" {
-				continue
+			for _, part := range splitAfterNumbers(chunk, a, b) {
+				a, b := part[0], part[1]
+				seg := chunk[a:b]
+				trimmedLeft := strings.TrimLeft(seg, " \t\r\n\f\v")
+				a += len(seg) - len(trimmedLeft)
+				seg = strings.TrimRight(trimmedLeft, " \t\r\n\f\v")
+				b = a + len(seg)
+				if seg == "" {
+					continue
+				}
+				out = append(out, Sentence{
+					Index:       len(out),
+					Start:       bl.start + a,
+					End:         bl.start + b,
+					Text:        seg,
+					HeadingPath: bl.heading,
+				})
 			}
-			out = append(out, Sentence{
-				Index:       len(out),
-				Start:       bl.start + a,
-				End:         bl.start + b,
-				Text:        seg,
-				HeadingPath: bl.heading,
-			})
 		}
 	}
 	return out, nil
+}
+
+// reNumberEnd finds a sentence end the punkt model misses: a number
+// followed by ".", "!" or "?" (and maybe a closing quote or bracket), white
+// space, then a capital letter or an opening quote ("... in 1952. Her son
+// ..."). Decimals ("3.6") have no space after the dot and are not cut.
+var reNumberEnd = regexp.MustCompile(`\d[.!?]["')\]\x{201d}\x{2019}]?\s+["(\x{201c}]?\p{Lu}`)
+
+// splitAfterNumbers cuts chunk[a:b] at every reNumberEnd boundary and
+// returns the [start, end) pieces (offsets in chunk).
+func splitAfterNumbers(chunk string, a, b int) [][2]int {
+	var parts [][2]int
+	start := a
+	for _, m := range reNumberEnd.FindAllStringIndex(chunk[a:b], -1) {
+		// The cut is after the punctuation (and closing mark): at the
+		// first white space of the match.
+		seg := chunk[a+m[0] : a+m[1]]
+		ws := strings.IndexFunc(seg, unicode.IsSpace)
+		cut := a + m[0] + ws
+		parts = append(parts, [2]int{start, cut})
+		start = cut
+	}
+	return append(parts, [2]int{start, b})
 }
 
 // blocksOf cuts text into paragraph blocks, reading Markdown structure

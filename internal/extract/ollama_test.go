@@ -3,18 +3,13 @@ package extract
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hiro-dev/hiro/internal/corpus"
-	"github.com/hiro-dev/hiro/internal/fixture"
+	"github.com/hiro-dev/hiro/internal/ollamatest"
 )
 
 // factcheckFile is the real Factcheck-GPT input, read in place.
@@ -41,108 +36,31 @@ func factcheckCorpus(t testing.TB, take int) *corpus.Corpus {
 	return c
 }
 
-// ollamaBinary finds Ollama as DEVELOPERS.md says: $HIRO_OLLAMA, PATH,
-// then $(go env GOPATH)/bin/ollama.
-func ollamaBinary() string {
-	if p := os.Getenv("HIRO_OLLAMA"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("ollama"); err == nil {
-		return p
-	}
-	gopath := os.Getenv("GOPATH")
-	if gopath == "" {
-		home, _ := os.UserHomeDir()
-		gopath = filepath.Join(home, "go")
-	}
-	p := filepath.Join(gopath, "bin", "ollama")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	return ""
-}
-
-// startOllama serves a fixture model with a private Ollama on a free port
-// and returns its base URL and model id. The model is the GGUF named by
-// $HIRO_FIXTURE_GGUF (a trained fixture model), else the tiny
-// random-weight model (plumbing only: its claims are noise). Skips when
-// Ollama is absent.
-//
-// TODO(lead): switch to internal/ollamatest once it lands.
-func startOllama(t testing.TB) (baseURL, model string) {
-	bin := ollamaBinary()
-	if bin == "" {
-		t.Skip("Ollama not found ($HIRO_OLLAMA, PATH, $GOPATH/bin/ollama); install it with scripts/install-ollama.sh")
-	}
-	dir := t.TempDir()
-	gguf := os.Getenv("HIRO_FIXTURE_GGUF")
-	model = "hiro-fixture"
-	if gguf == "" {
-		model = "hiro-tiny"
-		f, err := fixture.Tiny(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gguf = filepath.Join(dir, "tiny.gguf")
-		if _, err := f.WriteFile(gguf); err != nil {
-			t.Fatal(err)
+// startOllama serves a shipped model (models/) with a private Ollama
+// (internal/ollamatest) allowing parallel requests in flight, and returns
+// its base URL and model id. The model is $HIRO_EXTRACT_MODEL when set
+// (hiro-tiny, hiro-fixture-strong or hiro-fixture-weak), else the trained
+// hiro-fixture-strong when models/fixture-strong/model.gguf exists, else
+// hiro-tiny (plumbing only: its claims are noise). Skips when Ollama is
+// absent.
+func startOllama(t testing.TB, parallel int) (baseURL, model string) {
+	ollamatest.Binary(t) // skips with a clear message when absent
+	shipped := ollamatest.ShippedModels(t)
+	model = os.Getenv("HIRO_EXTRACT_MODEL")
+	if model == "" {
+		model = ollamatest.TinyModel
+		if _, err := os.Stat(filepath.Join(filepath.Dir(shipped[ollamatest.StrongModel]), "model.gguf")); err == nil {
+			model = ollamatest.StrongModel
 		}
 	}
-	abs, _ := filepath.Abs(gguf)
-	if err := os.WriteFile(filepath.Join(dir, "Modelfile"), []byte(fixture.Modelfile(abs)), 0o644); err != nil {
-		t.Fatal(err)
+	mf, ok := shipped[model]
+	if !ok {
+		t.Fatalf("HIRO_EXTRACT_MODEL=%s: not a shipped model (hiro-tiny, hiro-fixture-strong, hiro-fixture-weak)", model)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	env := append(os.Environ(), "OLLAMA_HOST="+addr, "OLLAMA_MODELS="+filepath.Join(dir, "models"), "HOME="+dir)
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = env
-	log, _ := os.Create(filepath.Join(dir, "serve.log"))
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		log.Close()
-	})
-	baseURL = "http://" + addr
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(baseURL + "/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(log.Name())
-			t.Fatalf("ollama serve not up after 60s: %v\n%s", err, b)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	create := exec.CommandContext(ctx, bin, "create", model, "-f", filepath.Join(dir, "Modelfile"))
-	create.Env, create.Dir = env, dir
-	if out, err := create.CombinedOutput(); err != nil {
-		t.Fatalf("ollama create: %v\n%s", err, out)
-	}
-	return baseURL, model
+	dir := filepath.Join(t.TempDir(), "models")
+	ollamatest.PrepareModels(t, dir, map[string]string{model: mf})
+	s := ollamatest.Start(t, dir, fmt.Sprintf("OLLAMA_NUM_PARALLEL=%d", parallel))
+	return s.URL, model
 }
 
 // TestOllamaFactcheck6 is the acceptance test: extraction of the 6-source
@@ -155,13 +73,13 @@ func TestOllamaFactcheck6(t *testing.T) {
 		t.Skip("-short: the Ollama acceptance test takes minutes on CPU")
 	}
 	c := factcheckCorpus(t, 6)
-	base, model := startOllama(t)
+	base, model := startOllama(t, 2)
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := newCountingClient(base)
 	o := Options{Client: client, Backend: "ollama", BaseURL: base, Model: model, OutDir: out,
-		Concurrency: 2, MaxRepairs: 1, MaxTokens: 128}
+		Concurrency: 2, MaxRepairs: 1}
 	committed := map[string]bool{}
 	o.OnCommit = func(p DocProgress) {
 		committed[p.DocID] = true

@@ -14,6 +14,10 @@ import (
 	"github.com/hiro-dev/hiro/internal/llm"
 )
 
+// loadingIdentityEvery bounds how often the model list is read while
+// the health check says loading.
+const loadingIdentityEvery = 250 * time.Millisecond
+
 // check is the verdict of the identity and completion steps of readiness.
 type check struct {
 	ids     []string
@@ -76,6 +80,7 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 		select {
 		case <-p.exited:
 			o.Exit = p.exitInfo
+			res.ExitedAt = p.exitAt
 		default:
 		}
 		f := p.tracker.Classify(o)
@@ -98,17 +103,17 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 			return failWith(engine.Outcome{Kind: engine.OutcomeExited})
 
 		case ev := <-events:
+			changed := false
 			if ev.health.State != "" {
-				changed := lastHealth == nil || lastHealth.State != ev.health.State
+				changed = lastHealth == nil || lastHealth.State != ev.health.State
 				h := ev.health
 				lastHealth = &h
-				if changed {
-					progressAt = time.Now()
-					report(true)
-				}
 			}
 			if ev.step != "" && ev.step != step {
 				step = ev.step
+				changed = true
+			}
+			if changed {
 				progressAt = time.Now()
 				report(true)
 			}
@@ -197,6 +202,7 @@ func readiness(ctx context.Context, e *engine.Engine, prof *config.Profile, opts
 	}
 	interval := opts.HealthPollMin
 	var prev engine.HealthState
+	var lastIDCheck time.Time
 	for {
 		hctx, cancel := context.WithTimeout(ctx, opts.HealthRequestTimeout)
 		h := e.CheckHealth(hctx, opts.HTTPClient, prof.BaseURL, prof.Model)
@@ -207,6 +213,21 @@ func readiness(ctx context.Context, e *engine.Engine, prof *config.Profile, opts
 		if h.State != prev {
 			prev = h.State
 			if !send(event{step: "health", health: h}) {
+				return
+			}
+		}
+		if h.State == engine.HealthLoading && time.Since(lastIDCheck) >= loadingIdentityEvery {
+			// The server answers but is not ready: when it already lists
+			// models and none is the expected one, waiting cannot help
+			// (llama.cpp lists its alias while loading; Ollama's health
+			// waits for a model that was never created).
+			lastIDCheck = time.Now()
+			ictx, cancel := context.WithTimeout(ctx, opts.HealthRequestTimeout)
+			ids, err := e.ModelIDs(ictx, opts.HTTPClient, prof.BaseURL)
+			cancel()
+			if err == nil && len(ids) > 0 && !e.MatchModel(prof.Model, ids) {
+				send(event{final: &check{ids: ids, health: h, outcome: &engine.Outcome{Kind: engine.OutcomeIdentityMismatch,
+					ExpectedModel: prof.Model, ReportedModels: ids, Health: &h}}})
 				return
 			}
 		}

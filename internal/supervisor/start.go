@@ -138,6 +138,9 @@ type Result struct {
 	// parsed from it so far.
 	Phase failure.Phase      `json:"phase"`
 	Facts map[string]float64 `json:"facts,omitempty"`
+	// ExitedAt is when hiro saw the process exit (Wait returned), when it
+	// exited before a verdict.
+	ExitedAt time.Time `json:"exited_at,omitzero"`
 	// DecidedAt is when the verdict was reached (before any stop).
 	DecidedAt time.Time `json:"decided_at"`
 	// Stop is the stop Start made after a failure (nil when ready or when

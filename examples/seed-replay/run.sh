@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Replays the seed journal entry's campaign as one hiro command:
+# production is the real Ollama serving the project's fixture model, the
+# candidate is a vLLM backend acted out by the fake engine replaying the
+# three real failure logs. Expected: exit 1 (not qualified), three failed
+# attempts, every later gate withheld, production stopped, restored and
+# verified, its configuration hash unchanged.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$root"
+if [ ! -f ../shared/cases/failure-logs/vllm-wsl2-uva.log ]; then
+  echo "seed-replay: the failure logs are expected in ../shared/cases/failure-logs beside the repository" >&2
+  exit 2
+fi
+./scripts/install-ollama.sh >&2 || exit 2
+export PATH="$(go env GOPATH)/bin:$PATH"
+./scripts/build.sh || exit 2
+./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 || exit 2
+hiro="$root/.bin/hiro --config $here/hiro.toml"
+
+# Production must be up before the campaign, as it would be on a real box.
+$hiro backend stop production >/dev/null 2>&1 || true
+$hiro backend start production || exit 2
+
+$hiro qualify "$here/plan.toml"
+code=$?
+echo "hiro qualify exited $code (1 = not qualified, as in the seed)" >&2
+latest="$(ls -td "$root"/.hiro/evidence/seed-replay/*/ | head -n 1)"
+echo "--- report: ${latest}report.md" >&2
+cat "${latest}report.md"
+$hiro backend status production
+if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then
+  $hiro backend stop production
+fi
+exit $code

@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCorpusImportVerifyCLI(t *testing.T) {
+	file := "/work/shared/corpora/factcheck-gpt/factcheck-GPT-benchmark.jsonl"
+	if p := os.Getenv("HIRO_FACTCHECK_GPT"); p != "" {
+		file = p
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Skipf("Factcheck-GPT benchmark not found at %s (set HIRO_FACTCHECK_GPT): %v", file, err)
+	}
+	dir := filepath.Join(t.TempDir(), "fc6")
+	code, out, errs := claimsCLI(t, "corpus", "import", "factcheck-gpt", file, "--take", "6", "--out", dir)
+	if code != ExitOK || !strings.Contains(out, "imported 6 of 94 sources") {
+		t.Fatalf("import exit %d:\n%s%s", code, out, errs)
+	}
+	if code, out, _ = claimsCLI(t, "corpus", "verify", dir); code != ExitOK || !strings.Contains(out, "matches its manifest") {
+		t.Errorf("verify exit %d:\n%s", code, out)
+	}
+	docs, _ := filepath.Glob(filepath.Join(dir, "docs", "*.txt"))
+	os.WriteFile(docs[0], []byte("changed"), 0o644)
+	code, out, _ = claimsCLI(t, "corpus", "verify", dir, "--json")
+	if code != ExitFailed || !strings.Contains(out, `"changed"`) || !strings.Contains(out, `"ok": false`) {
+		t.Errorf("verify after a change: exit %d:\n%s", code, out)
+	}
+	if code, _, _ = claimsCLI(t, "corpus", "import", "factcheck-gpt", file, "--take", "6", "--out", dir); code != ExitFailed {
+		t.Errorf("import over an existing corpus: exit %d, want 1", code)
+	}
+}

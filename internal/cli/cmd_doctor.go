@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/doctor"
+)
+
+func init() { registerCommand(newDoctorCmd) }
+
+func newDoctorCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "doctor [--json]",
+		Short: "Report host facts: OS, CPU, memory, disks, accelerators, engines",
+		Long: `Report what this host offers an inference server: OS and kernel, CPU model and
+cores, memory, free disk of the configured paths (disk_paths and state_dir),
+accelerators through nvidia-smi where present (name, memory total and free,
+driver, CUDA version), and the engines found on PATH with their versions
+(ollama, llama-server, vllm, sglang).
+
+The configuration is optional: without one only the current directory's
+disk is measured. A configuration that exists but is invalid is bad usage.
+
+Exit status: 0 reported; 2 bad usage or configuration.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runDoctor(c.Context(), g) },
+	}
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print one JSON object (errors too)")
+	return cmd
+}
+
+func runDoctor(ctx context.Context, g *Globals) error {
+	var paths []string
+	cfg, err := config.Load(g.ConfigPath)
+	var ce *config.Error
+	switch {
+	case err == nil:
+		paths = append(append(paths, cfg.DiskPaths...), cfg.StateDir)
+	case errors.As(err, &ce) && ce.Key == "" && !fileExists(g.ConfigPath):
+		paths = []string{"."} // no configuration: host facts only
+	default:
+		return UsageError(fmt.Errorf("doctor: %w", err))
+	}
+	r := doctor.Collect(ctx, doctor.Options{DiskPaths: paths})
+	if g.JSON {
+		return backendPrintJSON(g, r)
+	}
+	printDoctor(g, r)
+	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func printDoctor(g *Globals, r doctor.Report) {
+	w := tabwriter.NewWriter(g.Stdout, 0, 4, 2, ' ', 0)
+	wsl := ""
+	if r.OS.WSL {
+		wsl = " (WSL)"
+	}
+	fmt.Fprintf(w, "os\t%s, %s/%s, kernel %s%s\n", r.OS.Name, r.OS.GOOS, r.OS.Arch, r.OS.Kernel, wsl)
+	fmt.Fprintf(w, "cpu\t%s, %d cores\n", r.CPU.Model, r.CPU.Cores)
+	fmt.Fprintf(w, "memory\t%s total, %s available\n", gib(r.Memory.TotalBytes), gib(r.Memory.AvailableBytes))
+	for _, d := range r.Disks {
+		if d.Error != "" {
+			fmt.Fprintf(w, "disk\t%s: %s\n", d.Path, d.Error)
+			continue
+		}
+		fmt.Fprintf(w, "disk\t%s: %s free of %s\n", d.Path, gib(d.FreeBytes), gib(d.TotalBytes))
+	}
+	if len(r.Accelerators) == 0 {
+		fmt.Fprintf(w, "accelerator\tnone (%s)\n", r.AcceleratorNote)
+	}
+	for _, a := range r.Accelerators {
+		fmt.Fprintf(w, "accelerator\t%d: %s, %d MiB total, %d MiB free, driver %s, CUDA %s\n", a.Index, a.Name, a.MemoryTotalMiB, a.MemoryFreeMiB, a.Driver, a.CUDA)
+	}
+	for _, e := range r.Engines {
+		switch {
+		case !e.Found:
+			fmt.Fprintf(w, "engine\t%s: not found (%s)\n", e.Kind, e.Command)
+		default:
+			v := e.Version
+			if v == "" {
+				v = "version unknown"
+				if e.Note != "" {
+					v += ": " + e.Note
+				}
+			}
+			fmt.Fprintf(w, "engine\t%s: %s (%s)\n", e.Kind, v, strings.TrimSpace(e.Path))
+		}
+	}
+	w.Flush()
+}
+
+func gib(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }

@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/extract"
+)
+
+// claimsMiniCorpus is the project's own corpus with gold claims.
+var claimsMiniCorpus = filepath.Join("..", "..", "corpora", "hiro-mini")
+
+// claimsCLI runs hiro with args and returns the exit code, stdout and stderr.
+func claimsCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// echoEngine is an in-process OpenAI-compatible chat server that answers
+// every extraction request with one claim: the target sentence, quoting
+// itself. delay is slept before answering. It counts requests.
+func echoEngine(t *testing.T, delay time.Duration) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) < 2 {
+			http.Error(w, "bad request", 400)
+			return
+		}
+		n.Add(1)
+		time.Sleep(delay)
+		target := ""
+		lines := strings.Split(req.Messages[1].Content, "\n")
+		for i, l := range lines {
+			if l == "Target sentence:" && i+1 < len(lines) {
+				target = lines[i+1]
+			}
+		}
+		reply, _ := json.Marshal(map[string]any{"claims": []any{map[string]string{"text": target, "quote": target}}})
+		chunk, _ := json.Marshal(map[string]any{"id": "x", "object": "chat.completion.chunk", "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": string(reply)}, "finish_reason": "stop"}}})
+		usage, _ := json.Marshal(map[string]any{"id": "x", "object": "chat.completion.chunk", "model": req.Model, "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\ndata: [DONE]\n\n", chunk, usage)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// claimsConfig writes a configuration whose production is an unmanaged
+// profile at url.
+func claimsConfig(t *testing.T, url string) string {
+	p := filepath.Join(t.TempDir(), "hiro.toml")
+	cfg := fmt.Sprintf("[production]\nbackend = \"echo\"\n\n[backends.echo]\nengine = \"openai\"\nunmanaged = true\nbase_url = %q\nmodel = \"echo-model\"\n", url)
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestExtractCLI(t *testing.T) {
+	srv, n := echoEngine(t, 0)
+	cfg := claimsConfig(t, srv.URL)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := claimsCLI(t, "--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", out, "--concurrency", "3")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "documents 5: 5 done now") || !strings.Contains(stdout, "0 rejects") {
+		t.Errorf("summary:\n%s", stdout)
+	}
+	claims, err := extract.ReadClaims(filepath.Join(out, extract.ClaimsFile))
+	if err != nil || len(claims) != int(n.Load()) || claims[0].Backend != "echo" || claims[0].Model != "echo-model" {
+		t.Errorf("claims %d (err %v) for %d requests", len(claims), err, n.Load())
+	}
+	// Scoring the same inputs twice gives the same bytes.
+	_, a, _ := claimsCLI(t, "eval", "--corpus", claimsMiniCorpus, "--claims", filepath.Join(out, extract.ClaimsFile), "--json")
+	_, b, _ := claimsCLI(t, "eval", "--corpus", claimsMiniCorpus, "--claims", filepath.Join(out, extract.ClaimsFile), "--json")
+	if a != b || !strings.Contains(a, `"schema_valid_rate": 1`) {
+		t.Errorf("eval JSON differs between runs or lacks the schema-valid rate:\n%s", a)
+	}
+	code, text, _ := claimsCLI(t, "eval", "--corpus", claimsMiniCorpus, "--claims", filepath.Join(out, extract.ClaimsFile))
+	if code != ExitOK || !strings.Contains(text, "overall") {
+		t.Errorf("eval text exit %d:\n%s", code, text)
+	}
+	// Bad input is rejected with a reason and the exit status says so.
+	docs := t.TempDir()
+	os.WriteFile(filepath.Join(docs, "ok.txt"), []byte("The Varda River is 412 kilometres long."), 0o644)
+	os.WriteFile(filepath.Join(docs, "bad.txt"), []byte("\xff\xfe not text"), 0o644)
+	out2 := filepath.Join(t.TempDir(), "out")
+	code, stdout, _ = claimsCLI(t, "--config", cfg, "extract", docs, "--out", out2, "--json")
+	var sum extract.Summary
+	if code != ExitFailed || json.Unmarshal([]byte(stdout), &sum) != nil || sum.Stats.Rejects != 1 || sum.Stats.Claims != 1 {
+		t.Errorf("exit %d, summary %s", code, stdout)
+	}
+}
+
+func TestExtractCLIUsage(t *testing.T) {
+	srv, _ := echoEngine(t, 0)
+	cfg := claimsConfig(t, srv.URL)
+	for _, args := range [][]string{
+		{"extract", "--corpus", claimsMiniCorpus},
+		{"extract", "--out", t.TempDir()},
+		{"extract", "x.txt", "--corpus", claimsMiniCorpus, "--out", t.TempDir()},
+		{"extract", "--corpus", claimsMiniCorpus, "--out", t.TempDir(), "--backend", "nope"},
+		{"extract", "--corpus", claimsMiniCorpus, "--out", t.TempDir(), "--concurrency", "0"},
+		{"extract", "--corpus", t.TempDir(), "--out", t.TempDir()},
+		{"eval", "--corpus", claimsMiniCorpus},
+		{"corpus", "verify", t.TempDir()},
+		{"corpus", "import", "other", "f", "--take", "1", "--out", t.TempDir()},
+	} {
+		code, _, stderr := claimsCLI(t, append([]string{"--config", cfg}, args...)...)
+		if code != ExitUsage || stderr == "" {
+			t.Errorf("%q: exit %d, stderr %q; want 2 with a message", args, code, stderr)
+		}
+	}
+}
+
+// TestExtractKilledAndResumed kills a real hiro process with SIGKILL in
+// the middle of a run and runs it again: the second run finishes without
+// redoing finished documents and without duplicate claims.
+func TestExtractKilledAndResumed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the hiro binary")
+	}
+	bin := filepath.Join(t.TempDir(), "hiro")
+	build := exec.Command("go", "build", "-o", bin, "github.com/hiro-dev/hiro/cmd/hiro")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	srv, n := echoEngine(t, 40*time.Millisecond)
+	cfg := claimsConfig(t, srv.URL)
+	out := filepath.Join(t.TempDir(), "out")
+	args := []string{"--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", out, "--concurrency", "1"}
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	progress := filepath.Join(out, extract.ProgressFile)
+	deadline := time.Now().Add(30 * time.Second)
+	for countLines(progress) < 2 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no checkpoint after 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	finished := countLines(progress)
+	if finished >= 5 {
+		t.Skipf("the run finished (%d documents) before it could be killed", finished)
+	}
+	before := n.Load()
+	res, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rerun: %v\n%s", err, res)
+	}
+	if !strings.Contains(string(res), fmt.Sprintf("%d finished earlier", finished)) {
+		t.Errorf("rerun did not skip the %d finished documents:\n%s", finished, res)
+	}
+	claims, err := extract.ReadClaims(filepath.Join(out, extract.ClaimsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range claims {
+		k := fmt.Sprintf("%s/%d/%s", c.DocID, c.SentenceIndex, c.Text)
+		if seen[k] {
+			t.Errorf("duplicate claim after resume: %s", k)
+		}
+		seen[k] = true
+	}
+	// 26 sentences in the corpus: one claim each, none twice.
+	if len(claims) != 26 {
+		t.Errorf("%d claims after resume, want 26: %v", len(claims), seen)
+	}
+	if redone := n.Load() - before; redone >= 26 {
+		t.Errorf("rerun sent %d requests: finished documents were redone", redone)
+	}
+}
+
+func countLines(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,124 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/ollamatest"
+)
+
+// ollamaProfile prepares the tiny generated model in a fresh models
+// directory and returns a profile running the real Ollama on a free
+// loopback port, expecting model id model.
+func ollamaProfile(t *testing.T, model string, port int) (*config.Profile, string) {
+	t.Helper()
+	bin := ollamatest.Binary(t) // skips with the reason when absent
+	models := filepath.Join(t.TempDir(), "models")
+	ollamatest.PrepareModels(t, models, map[string]string{
+		ollamatest.TinyModel: ollamatest.ShippedModels(t)[ollamatest.TinyModel],
+	})
+	dir := t.TempDir()
+	toml := fmt.Sprintf(`state_dir = "state"
+[backends.ollama]
+engine = "ollama"
+command = %q
+args = ["serve"]
+port = %d
+model = %q
+ready_timeout = "2m"
+stall_timeout = "1m"
+stop_grace = "10s"
+ready_probe = { max_tokens = 4 }
+[backends.ollama.env]
+OLLAMA_HOST = "127.0.0.1:%d"
+OLLAMA_MODELS = %q
+HOME = %q
+OLLAMA_NUM_PARALLEL = "1"
+`, bin, port, model, port, models, dir)
+	path := filepath.Join(dir, "hiro.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Backends["ollama"], c.StateDir
+}
+
+func TestOllamaStartStatusStop(t *testing.T) {
+	port := freePort(t)
+	p, state := ollamaProfile(t, ollamatest.TinyModel, port)
+	proc, res := startFake(t, p, state)
+	if res.State != StateReady {
+		t.Fatalf("state %s failure %+v err %v", res.State, res.Failure, res.Err)
+	}
+	if !slices.Contains(res.ModelIDs, ollamatest.TinyModel+":latest") {
+		t.Errorf("model ids %v lack %s:latest", res.ModelIDs, ollamatest.TinyModel)
+	}
+	if res.ProbeTTFTMS <= 0 && res.ProbeReply == "" {
+		t.Errorf("no real completion was made: %+v", res)
+	}
+	if _, err := proc.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Status(state, "ollama")
+	if err != nil || st.Status != StatusRunning || st.PID != res.PID {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	// The model runner Ollama started for the probe is in the group.
+	if st.ProcessesInGroup < 2 {
+		t.Logf("processes in group: %d (the runner may have exited)", st.ProcessesInGroup)
+	}
+	_, sr, err := StopRecorded(context.Background(), state, "ollama", 0)
+	if err != nil || sr.Leak != nil || !sr.PortFree {
+		t.Fatalf("stop %+v %v", sr, err)
+	}
+	if left := groupMembers(res.PGID); len(left) != 0 {
+		t.Errorf("processes of the group left: %v", left)
+	}
+	if busy, why := portBusy("127.0.0.1:" + strconv.Itoa(port)); busy {
+		t.Errorf("port %d still busy: %s", port, why)
+	}
+}
+
+func TestOllamaIdentityMismatch(t *testing.T) {
+	port := freePort(t)
+	p, state := ollamaProfile(t, "hiro-no-such-model", port)
+	proc, res := startFake(t, p, state)
+	if proc != nil || res.State != StateFailed || res.Failure.Class != failure.ClassIdentityMismatch {
+		t.Fatalf("state %s failure %+v", res.State, res.Failure)
+	}
+	d := res.Failure.Detail
+	if d["expected_model"] != "hiro-no-such-model" || !slices.Contains(d["reported_models"].([]string), ollamatest.TinyModel+":latest") {
+		t.Errorf("detail %v", d)
+	}
+	if res.Stop == nil || res.Stop.Leak != nil || !res.Stop.PortFree {
+		t.Errorf("stop after the mismatch: %+v", res.Stop)
+	}
+}
+
+func TestOllamaPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	p, state := ollamaProfile(t, ollamatest.TinyModel, port)
+	proc, res := startFake(t, p, state)
+	if proc != nil || res.State != StateFailed || res.Failure.Class != failure.ClassPortInUse || res.Failure.Phase != failure.PhaseLaunch {
+		t.Fatalf("state %s failure %+v", res.State, res.Failure)
+	}
+	if res.PID != 0 {
+		t.Errorf("a process was started: pid %d", res.PID)
+	}
+}
