@@ -77,7 +77,7 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 	if f, ok := g.Stderr.(*os.File); ok {
 		terminal = term.IsTerminal(int(f.Fd()))
 	}
-	out, err := qualify.Run(c.Context(), plan, cfg, qualify.Options{Progress: g.Stderr, Terminal: terminal, EvidenceDir: o.Out, Host: hostFingerprint()})
+	out, err := qualify.Run(c.Context(), plan, cfg, qualify.Options{Progress: g.Stderr, Terminal: terminal, EvidenceDir: o.Out, Host: hostFingerprint(c.Context(), append([]string{cfg.StateDir}, cfg.DiskPaths...))})
 	if err != nil {
 		return AbortedError(err)
 	}

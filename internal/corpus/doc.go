@@ -6,6 +6,12 @@
 // gold.jsonl, manifest.json with the SHA-256 of every file) with its
 // importer for the Factcheck-GPT benchmark and its verifier.
 //
+// The project's own corpus, corpora/hiro-mini (five short documents
+// written for hiro: plain text and Markdown with headings and lists,
+// numbers and dates, one hostile document with markup and instructions),
+// has 32 gold claims and is what unit tests use. After editing it, reseal
+// it with: go test ./internal/corpus -run TestMiniCorpusFrozen -update
+//
 // It must not send requests, render prompts or score claims: package
 // extract renders and validates, package eval scores.
 package corpus

@@ -309,8 +309,11 @@ func (p *Plan) validateGate(cfg *config.Config, g *GateSpec, k string) config.Er
 	if g.RequestTimeout.Duration == 0 {
 		g.RequestTimeout.Duration = DefaultRequestTimeout
 	}
-	if g.MaxTokens == 0 {
+	if g.MaxTokens == 0 && g.Kind != KindSemantic {
 		g.MaxTokens = DefaultRequestMaxTokens
+	}
+	if g.MaxTokens < 0 {
+		add(k+".max_tokens", "must be positive")
 	}
 	switch g.Kind {
 	case KindPrereq:

@@ -34,8 +34,9 @@ func buildReport(e *evidence.Evidence, plan *Plan) evidence.Report {
 	var sum []string
 	if plan != nil && plan.Summary != "" {
 		sum = append(sum, plan.Summary)
+	} else {
+		sum = append(sum, fmt.Sprintf("A bounded qualification tested whether backend %s can take over from production%s.", e.Candidate, prodName(e)))
 	}
-	sum = append(sum, fmt.Sprintf("A bounded qualification tested whether backend %s can take over from production%s.", e.Candidate, prodName(e)))
 	switch e.Verdict {
 	case evidence.VerdictQualified:
 		sum = append(sum, "Every gate passed: the candidate is qualified in this configuration.")

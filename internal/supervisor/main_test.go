@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/failure"
 )
 
 // fakeEngine is the path of cmd/hiro-fake-engine, built once per test
@@ -39,14 +41,22 @@ func TestMain(m *testing.M) {
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// It is drawn below the kernel's ephemeral range (32768+), so that the
+// client side of another test's connection cannot take it before the
+// engine binds it.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for i := 0; i < 200; i++ {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 20000-32000")
+	return 0
 }
 
 // fakeProfile loads a one-backend configuration whose command is the
@@ -90,13 +100,41 @@ model = "fake-model"
 }
 
 // startFake starts the profile and registers a cleanup that stops it.
+// Other test suites on the machine may take the chosen port between
+// freePort and the start: a port_in_use not caused by this test process
+// is retried on a new port (the profile's port, base URL, arguments and
+// environment are rewritten).
 func startFake(t testing.TB, p *config.Profile, stateDir string) (*Process, *Result) {
 	t.Helper()
-	proc, res := Start(context.Background(), p, Options{StateDir: stateDir})
-	if proc != nil {
-		t.Cleanup(func() { proc.Stop(context.Background()) })
+	for attempt := 0; ; attempt++ {
+		proc, res := Start(context.Background(), p, Options{StateDir: stateDir})
+		if proc != nil {
+			t.Cleanup(func() { proc.Stop(context.Background()) })
+		}
+		f := res.Failure
+		if attempt < 3 && f != nil && f.Class == failure.ClassPortInUse && p.Port != 0 &&
+			!strings.Contains(f.RootCause, "pid "+strconv.Itoa(os.Getpid())+" ") {
+			t.Logf("port %d taken by someone else (%s); retrying on another", p.Port, f.RootCause)
+			movePort(t, p, freePort(t))
+			continue
+		}
+		return proc, res
 	}
-	return proc, res
+}
+
+// movePort rewrites every mention of p's port to port.
+func movePort(t testing.TB, p *config.Profile, port int) {
+	old, neu := strconv.Itoa(p.Port), strconv.Itoa(port)
+	for i, a := range p.Args {
+		if a == old {
+			p.Args[i] = neu
+		}
+	}
+	for k, v := range p.Env {
+		p.Env[k] = strings.ReplaceAll(v, ":"+old, ":"+neu)
+	}
+	p.BaseURL = strings.ReplaceAll(p.BaseURL, ":"+old, ":"+neu)
+	p.Port = port
 }
 
 var rePidLine = regexp.MustCompile(`fake: (?:started helper|wrapper pid=\d+ started engine) pid=(\d+)`)
