@@ -21,10 +21,31 @@ const (
 // WriteBoth atomically writes the private document and its public copy
 // into dir (PrivateFile, PublicFile).
 func WriteBoth(dir string, e *Evidence) error {
-	if err := atomicfile.WriteJSON(filepath.Join(dir, PrivateFile), e); err != nil {
+	priv, pub, err := Encode(e)
+	if err != nil {
 		return err
 	}
-	return atomicfile.WriteJSON(filepath.Join(dir, PublicFile), e.Public())
+	return WriteEncoded(dir, priv, pub)
+}
+
+// Encode returns the indented JSON of the private document and of its
+// public copy: a snapshot that later changes to e do not affect.
+func Encode(e *Evidence) (private, public []byte, err error) {
+	if private, err = json.MarshalIndent(e, "", "  "); err != nil {
+		return nil, nil, err
+	}
+	if public, err = json.MarshalIndent(e.Public(), "", "  "); err != nil {
+		return nil, nil, err
+	}
+	return append(private, '\n'), append(public, '\n'), nil
+}
+
+// WriteEncoded atomically writes what Encode returned into dir.
+func WriteEncoded(dir string, private, public []byte) error {
+	if err := atomicfile.WriteFile(filepath.Join(dir, PrivateFile), private, 0o644); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, PublicFile), public, 0o644)
 }
 
 // Load reads an evidence document and checks its schema id.

@@ -17,13 +17,17 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/ollamatest"
 	"github.com/hiro-dev/hiro/internal/prompt"
 )
 
-// benchCorpus is $HIRO_BENCH_CORPUS (a frozen corpus directory), else the
-// 6-source Factcheck-GPT corpus.
+// benchCorpus is $HIRO_BENCH_CORPUS (a frozen corpus directory, relative
+// to the repository root), else the 6-source Factcheck-GPT corpus.
 func benchCorpus(b *testing.B) *corpus.Corpus {
 	if dir := os.Getenv("HIRO_BENCH_CORPUS"); dir != "" {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(ollamatest.RepoRoot(b), dir)
+		}
 		c, err := corpus.Load(dir)
 		if err != nil {
 			b.Fatal(err)

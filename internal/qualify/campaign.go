@@ -68,6 +68,7 @@ type campaign struct {
 	proc      *supervisor.Process // the candidate, once ready
 	procRung  *Rung
 	hc        *http.Client
+	sv        *saver
 	lease     *Lease
 
 	// engineWait sums the time spent waiting on engines (launch,
@@ -108,8 +109,14 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		return nil, fmt.Errorf("creating the evidence directory: %w", err)
 	}
 	c.ev = c.newEvidence(id, start)
-	if err := c.save(); err != nil {
-		return nil, err
+	c.sv = newSaver(c.dir)
+	err := c.save()
+	if err == nil {
+		err = c.sv.flush()
+	}
+	if err != nil {
+		c.sv.close()
+		return nil, fmt.Errorf("writing evidence: %w", err)
 	}
 	c.out.line("campaign %s: %s (evidence %s)", id, plan.Title, c.dir)
 
@@ -185,9 +192,10 @@ var methods = map[string]string{
 	"config_hash":              "SHA-256 over the production profile's canonical JSON and the content of each of its config_files",
 }
 
-// save rewrites the evidence atomically (private and public copies).
+// save hands a snapshot of the evidence to the writer goroutine, which
+// rewrites both copies atomically; finish flushes it.
 func (c *campaign) save() error {
-	return evidence.WriteBoth(c.dir, c.ev)
+	return c.sv.save(c.ev)
 }
 
 // guardBefore records production's state and configuration hash, runs the
@@ -426,6 +434,9 @@ func (c *campaign) finish(start time.Time, failedGate string, aborted bool, abor
 	e.Report = buildReport(e, c.plan)
 	if err := c.save(); err != nil {
 		return nil, err
+	}
+	if err := c.sv.close(); err != nil {
+		return nil, fmt.Errorf("writing evidence: %w", err)
 	}
 	if err := writeMarkdown(c.dir, e); err != nil {
 		return nil, err
