@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The demo: one hiro campaign with both backends real. It installs the
 # reference engine if needed, builds hiro, registers the project's models,
-# freezes a 6-source corpus from ../shared/corpora/factcheck-gpt, starts
+# verifies the project's frozen corpus (corpora/hiro-mini), starts
 # production, runs every gate, writes the evidence and a journal entry, and
-# builds the journal site. Exit status: hiro qualify's (0 qualified, 1 not).
+# builds the journal site. Exit status 0 when the campaign reached a verdict
+# (qualified or not: the weaker candidate is expected to lose on the semantic
+# gate), else hiro qualify's status (2 bad plan, 3 aborted, 4 production down).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -14,18 +16,11 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 ./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 || exit 2
 hiro="$root/.bin/hiro --config $here/hiro.toml"
 
-corpus_src="$root/../shared/corpora/factcheck-gpt/factcheck-GPT-benchmark.jsonl"
-if [ ! -d .hiro/corpora/factcheck-gpt-6 ]; then
-  if [ ! -f "$corpus_src" ]; then
-    echo "demo: $corpus_src is absent: the semantic gate needs it (../shared beside the repository)" >&2
-    exit 2
-  fi
-  $hiro corpus import factcheck-gpt "$corpus_src" --take 6 --out .hiro/corpora/factcheck-gpt-6 || exit 2
-fi
-$hiro corpus verify .hiro/corpora/factcheck-gpt-6 || exit 2
+# The semantic gate's frozen corpus: the project's own, with gold claims.
+$hiro corpus verify corpora/hiro-mini || exit 2
 
-$hiro backend stop production >/dev/null 2>&1 || true
-$hiro backend start production || exit 2
+$hiro backend stop prod >/dev/null 2>&1 || true
+$hiro backend start prod || exit 2
 
 $hiro qualify "$here/plan.toml"
 code=$?
@@ -35,7 +30,10 @@ $hiro journal add "${latest}evidence.json" --journal "$root/.hiro/journal" &&
   $hiro journal build --journal "$root/.hiro/journal" --out "$root/.hiro/journal-site" &&
   echo "journal: $root/.hiro/journal-site/index.html" >&2
 if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then
-  $hiro backend stop production
+  $hiro backend stop prod
 fi
-echo "hiro qualify exited $code" >&2
-exit $code
+case $code in
+  0) echo "demo: hiro qualify exited 0: the candidate is qualified" >&2; exit 0 ;;
+  1) echo "demo: hiro qualify exited 1: the candidate is not qualified (expected: the weaker checkpoint loses to production)" >&2; exit 0 ;;
+  *) echo "demo: hiro qualify exited $code" >&2; exit $code ;;
+esac

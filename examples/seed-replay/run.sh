@@ -20,8 +20,8 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 hiro="$root/.bin/hiro --config $here/hiro.toml"
 
 # Production must be up before the campaign, as it would be on a real box.
-$hiro backend stop production >/dev/null 2>&1 || true
-$hiro backend start production || exit 2
+$hiro backend stop prod >/dev/null 2>&1 || true
+$hiro backend start prod || exit 2
 
 $hiro qualify "$here/plan.toml"
 code=$?
@@ -29,8 +29,8 @@ echo "hiro qualify exited $code (1 = not qualified, as in the seed)" >&2
 latest="$(ls -td "$root"/.hiro/evidence/seed-replay/*/ | head -n 1)"
 echo "--- report: ${latest}report.md" >&2
 cat "${latest}report.md"
-$hiro backend status production
+$hiro backend status prod
 if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then
-  $hiro backend stop production
+  $hiro backend stop prod
 fi
 exit $code

@@ -69,7 +69,7 @@ type SemanticParams struct {
 	// Threshold is eval's similarity threshold; 0 means eval.DefaultThreshold.
 	Threshold float64
 	// Extraction settings for both sides; zero values take the defaults
-	// of Options (MaxRepairs: 0 means DefaultMaxRepairs here).
+	// of Options (MaxRepairs: 0 means DefaultMaxRepairs here, -1 none).
 	Concurrency    int
 	MaxRepairs     int
 	MaxTokens      int
@@ -174,9 +174,7 @@ func RunSemantic(ctx context.Context, p SemanticParams) (*SemanticResult, error)
 	if p.Threshold == 0 {
 		p.Threshold = eval.DefaultThreshold
 	}
-	if p.MaxRepairs == 0 {
-		p.MaxRepairs = DefaultMaxRepairs
-	}
+	p.MaxRepairs = repairs(p.MaxRepairs)
 	if p.NewClient == nil {
 		p.NewClient = func(u string) Chatter { return llm.New(u, nil) }
 	}
@@ -333,4 +331,16 @@ func safeName(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// repairs maps SemanticParams.MaxRepairs to Options.MaxRepairs: 0 is the
+// default, a negative value means no repair.
+func repairs(n int) int {
+	switch {
+	case n == 0:
+		return DefaultMaxRepairs
+	case n < 0:
+		return 0
+	}
+	return n
 }

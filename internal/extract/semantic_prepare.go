@@ -29,9 +29,7 @@ func PrepareProduction(ctx context.Context, p SemanticParams) (side *SideResult,
 	if p.Threshold == 0 {
 		p.Threshold = eval.DefaultThreshold
 	}
-	if p.MaxRepairs == 0 {
-		p.MaxRepairs = DefaultMaxRepairs
-	}
+	p.MaxRepairs = repairs(p.MaxRepairs)
 	if p.NewClient == nil {
 		p.NewClient = func(u string) Chatter { return llm.New(u, nil) }
 	}

@@ -411,7 +411,10 @@ func (c *campaign) finish(start time.Time, failedGate string, aborted bool, abor
 		e.TerminationReason = "aborted: " + abortReason
 	case failedGate != "":
 		e.Verdict, e.ExitCode = evidence.VerdictNotQualified, ExitNotQualified
-		e.TerminationReason = fmt.Sprintf("gate %s failed; every later gate was withheld", failedGate)
+		e.TerminationReason = fmt.Sprintf("gate %s failed", failedGate)
+		if withheld := countWithheld(e); withheld > 0 {
+			e.TerminationReason += fmt.Sprintf("; every later gate (%d) was withheld", withheld)
+		}
 	case leak != "":
 		e.Verdict, e.ExitCode = evidence.VerdictNotQualified, ExitNotQualified
 		e.TerminationReason = "every gate passed, but stopping the candidate left processes behind: " + leak
@@ -492,4 +495,15 @@ func (p *progress) status(format string, a ...any) {
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "\r\033[K  "+format, a...)
 	p.inLine = true
+}
+
+// countWithheld counts the gates not run for want of authorization.
+func countWithheld(e *evidence.Evidence) int {
+	n := 0
+	for _, g := range e.Gates {
+		if g.Status == evidence.StatusNotRun && strings.HasPrefix(g.Reason, "not authorized") {
+			n++
+		}
+	}
+	return n
 }

@@ -117,6 +117,8 @@ type GateSpec struct {
 	MinSchemaValid float64 `toml:"min_schema_valid"`
 	Tolerance      float64 `toml:"tolerance"`
 	Concurrency    int     `toml:"concurrency"`
+	// MaxRepairs bounds repair retries per sentence (nil: extract's default).
+	MaxRepairs *int `toml:"max_repairs"`
 }
 
 // AcceleratorReq is what the prereq gate wants of the accelerators
@@ -426,6 +428,9 @@ func (p *Plan) validateGate(cfg *config.Config, g *GateSpec, k string) config.Er
 		}
 		if g.Concurrency == 0 {
 			g.Concurrency = 1
+		}
+		if g.MaxRepairs != nil && (*g.MaxRepairs < 0 || *g.MaxRepairs > 5) {
+			add(k+".max_repairs", "%d: use 0 to 5", *g.MaxRepairs)
 		}
 	}
 	return es

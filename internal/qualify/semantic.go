@@ -35,15 +35,22 @@ func (c *campaign) semanticParams(spec *GateSpec) extract.SemanticParams {
 		Tolerance:             spec.Tolerance,
 		Concurrency:           spec.Concurrency,
 		MaxTokens:             spec.MaxTokens,
+		MaxRepairs:            semanticRepairs(spec.MaxRepairs),
 		RequestTimeout:        spec.RequestTimeout.Duration,
 	}
 }
 
 // semanticBaselines computes production's extraction on each semantic
-// gate's corpus while production still serves (an exclusive candidate
-// stops it), or finds it cached under the same fingerprint. A baseline
-// that cannot be had is remembered and makes its gate a harness error.
+// gate's corpus while production still serves, or finds it cached under
+// the same fingerprint. Only an exclusive candidate needs this up front
+// (production is stopped while the candidate runs); otherwise the
+// semantic gate asks production itself when it is reached, so a campaign
+// that fails early costs production nothing. A baseline that cannot be
+// had is remembered and makes its gate a harness error.
 func (c *campaign) semanticBaselines(ctx context.Context, prodReady bool) error {
+	if !*c.plan.Exclusive {
+		return nil
+	}
 	for _, spec := range c.plan.Gates {
 		if spec.Kind != KindSemantic || spec.Skip {
 			continue
@@ -120,4 +127,16 @@ func cachedNote(cached bool) string {
 		return "; production's result reused by fingerprint"
 	}
 	return ""
+}
+
+// semanticRepairs maps the plan's max_repairs (nil: extract's default) to
+// SemanticParams.MaxRepairs, where 0 means the default and -1 none.
+func semanticRepairs(n *int) int {
+	switch {
+	case n == nil:
+		return 0
+	case *n == 0:
+		return -1
+	}
+	return *n
 }
