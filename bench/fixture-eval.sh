@@ -7,6 +7,7 @@
 # (tens of minutes); MAX_TOKENS and MAX_REPAIRS bound the work.
 #
 # Usage: bench/fixture-eval.sh [OUTDIR]     (default .hiro/fixture-eval)
+#        MODELS="strong" SIZES="6" bench/fixture-eval.sh   (a subset; runs resume)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -48,8 +49,8 @@ for n in 6 20; do
 done
 $hiro backend start server >/dev/null
 trap '$hiro backend stop server >/dev/null' EXIT
-for model in strong weak; do
-  for n in 6 20; do
+for model in ${MODELS:-strong weak}; do
+  for n in ${SIZES:-6 20}; do
     run="$out/run-$model-$n"
     start=$(date +%s)
     $hiro extract --corpus "$out/factcheck-gpt-$n" --backend $model --out "$run" \

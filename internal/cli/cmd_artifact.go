@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,7 @@ are symlinks into blobs/.`,
 type artifactPinOpts struct {
 	Dir, Repo, Revision, Out string
 	Workers                  int
+	Force                    bool
 }
 
 func newArtifactPinCmd(g *Globals) *cobra.Command {
@@ -45,7 +47,9 @@ func newArtifactPinCmd(g *Globals) *cobra.Command {
 		Short: "Hash every file of a model directory and write its manifest",
 		Long: `Walk DIR, hash every file in parallel (one file per core), and write the
 manifest of repository ID at revision REV to FILE (atomically; nothing is
-written on error), or to stdout without --out. REV must be the full 40-hex
+written on error), or to stdout without --out. An existing FILE is not
+replaced unless --force is given: re-pinning would bless whatever the
+directory holds now (verify it first). REV must be the full 40-hex
 commit: a branch or tag such as 'main' can move and is refused. A progress
 bar is drawn on stderr when it is a terminal.
 
@@ -63,6 +67,7 @@ repository id or directory); 3 interrupted.`,
 	f.StringVar(&o.Revision, "revision", "", "upstream commit, 40 hex digits (required)")
 	f.StringVar(&o.Out, "out", "", "manifest file to write (default: stdout)")
 	f.IntVar(&o.Workers, "workers", 0, "files hashed at once (default: number of CPUs)")
+	f.BoolVar(&o.Force, "force", false, "replace an existing manifest at --out")
 	return cmd
 }
 
@@ -76,6 +81,11 @@ func runArtifactPin(ctx context.Context, g *Globals, o *artifactPinOpts) error {
 	}
 	if o.Workers < 0 {
 		return UsageErrorf("artifact pin: --workers %d: must be 0 (one per CPU) or more", o.Workers)
+	}
+	if o.Out != "" && !o.Force {
+		if _, err := os.Stat(o.Out); err == nil {
+			return UsageErrorf("artifact pin: %s exists: re-pinning would bless the directory as it is now; run 'hiro artifact verify %s' first, then pin again with --force to replace it", o.Out, o.Out)
+		}
 	}
 	opts := artifact.PinOptions{Workers: o.Workers, Progress: artifact.TerminalProgress(g.Stderr, "hashing")}
 	if o.Out != "" {

@@ -142,3 +142,23 @@ func TestArtifactBadInputExitCodes(t *testing.T) {
 		t.Errorf("--json error: %d %q (%v)", code, stderr, err)
 	}
 }
+
+func TestArtifactPinRefusesToReplaceAManifest(t *testing.T) {
+	dir := artifactTestDir(t)
+	out := filepath.Join(t.TempDir(), "manifest.json")
+	rev := "49ec31ec0975e46a1aeef24186a45f11be3042b8"
+	if code, _, stderr := runArtifactCLI(t, "artifact", "pin", "--dir", dir, "--repo", "org/model", "--revision", rev, "--out", out); code != 0 {
+		t.Fatalf("first pin: exit %d: %s", code, stderr)
+	}
+	before, _ := os.ReadFile(out)
+	code, _, stderr := runArtifactCLI(t, "artifact", "pin", "--dir", dir, "--repo", "org/model", "--revision", rev, "--out", out)
+	if code != 2 || !strings.Contains(stderr, "--force") {
+		t.Fatalf("second pin without --force: exit %d, stderr %q", code, stderr)
+	}
+	if after, _ := os.ReadFile(out); string(after) != string(before) {
+		t.Fatal("the existing manifest was replaced without --force")
+	}
+	if code, _, stderr := runArtifactCLI(t, "artifact", "pin", "--dir", dir, "--repo", "org/model", "--revision", rev, "--out", out, "--force"); code != 0 {
+		t.Fatalf("pin --force: exit %d: %s", code, stderr)
+	}
+}

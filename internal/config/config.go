@@ -146,7 +146,7 @@ type Config struct {
 	Production Production `toml:"production" json:"production"`
 	// Backends are the profiles by name.
 	Backends map[string]*Profile `toml:"backends" json:"backends"`
-	// DiskPaths are paths whose free space doctor reports.
+	// DiskPaths are paths whose free space doctor reports, relative to Dir.
 	DiskPaths []string `toml:"disk_paths" json:"disk_paths,omitempty"`
 }
 
@@ -253,6 +253,9 @@ func (c *Config) fillDefaults() {
 		c.StateDir = DefaultStateDir
 	}
 	c.StateDir = c.resolve(c.StateDir)
+	for i, d := range c.DiskPaths {
+		c.DiskPaths[i] = c.resolve(d)
+	}
 	if c.Production.RestoreAttempts == 0 {
 		c.Production.RestoreAttempts = DefaultRestoreAttempts
 	}

@@ -56,6 +56,10 @@ func openOut(dir string, info RunInfo) (*outDir, error) {
 		if err := json.Unmarshal(b, &prev); err != nil {
 			return nil, fmt.Errorf("%s: %w", runPath, err)
 		}
+		if prev.MaxTokens != info.MaxTokens || prev.MaxRepairs != info.MaxRepairs {
+			return nil, fmt.Errorf("%w: %s was made with --max-tokens %d --max-repairs %d; this run asks for --max-tokens %d --max-repairs %d; rerun with the same settings to resume, or use another --out directory",
+				ErrRunMismatch, dir, prev.MaxTokens, prev.MaxRepairs, info.MaxTokens, info.MaxRepairs)
+		}
 		if prev.Backend != info.Backend || prev.Model != info.Model || prev.PromptHash != info.PromptHash || prev.SchemaHash != info.SchemaHash {
 			return nil, fmt.Errorf("%w: %s was made with backend %q model %q prompt %s; this run uses backend %q model %q prompt %s; use another --out directory",
 				ErrRunMismatch, dir, prev.Backend, prev.Model, short(prev.PromptHash), info.Backend, info.Model, short(info.PromptHash))

@@ -124,8 +124,8 @@ type DocProgress struct {
 }
 
 // RunInfo is run.json: what a run in this directory extracts with. A
-// resumed run must have the same Backend, Model, PromptHash and SchemaHash
-// (the base URL may change between runs).
+// resumed run must have the same Backend, Model, PromptHash, SchemaHash,
+// MaxTokens and MaxRepairs (the base URL may change between runs).
 type RunInfo struct {
 	Schema        string `json:"schema"`
 	Backend       string `json:"backend"`
@@ -134,6 +134,10 @@ type RunInfo struct {
 	PromptVersion string `json:"prompt_version"`
 	PromptHash    string `json:"prompt_hash"`
 	SchemaHash    string `json:"schema_hash"`
+	// MaxTokens and MaxRepairs shape every reply: a resumed run must use
+	// the same, or its documents would not be comparable.
+	MaxTokens  int `json:"max_tokens"`
+	MaxRepairs int `json:"max_repairs"`
 }
 
 // Stats is stats.json: totals over every line of progress.jsonl (a

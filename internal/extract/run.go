@@ -186,7 +186,8 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 		return nil, err
 	}
 	info := RunInfo{Schema: RunSchema, Backend: opts.Backend, BaseURL: opts.BaseURL, Model: opts.Model,
-		PromptVersion: prompt.Version, PromptHash: prompt.Hash(), SchemaHash: prompt.SchemaHash()}
+		PromptVersion: prompt.Version, PromptHash: prompt.Hash(), SchemaHash: prompt.SchemaHash(),
+		MaxTokens: opts.MaxTokens, MaxRepairs: opts.MaxRepairs}
 	out, err := openOut(opts.OutDir, info)
 	if err != nil {
 		return nil, err

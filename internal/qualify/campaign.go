@@ -237,7 +237,7 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 		return fmt.Errorf("production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it safely; stop it and start it with 'hiro backend start %s', then rerun", c.prod.Name, c.prod.BaseURL, c.cfg.StateDir, c.prod.Name)
 	}
 	// Lease first: if hiro dies from here on, the next hiro restores.
-	c.lease = &Lease{Campaign: c.ev.ID, EvidenceDir: c.dir, Config: c.cfg.Path, Production: c.prod.Name}
+	c.lease = &Lease{Campaign: c.ev.ID, EvidenceDir: c.dir, Config: c.cfg.Path, Production: c.prod.Name, Candidate: c.candidate.Name}
 	selfLease(c.lease)
 	if err := writeLease(c.opts.LeaseDir, c.lease); err != nil {
 		c.lease = nil
@@ -294,9 +294,10 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, aborted boo
 		g.DurationMS = time.Since(now).Milliseconds()
 		switch {
 		case ctx.Err() != nil:
+			// Cut short, the gate has no result: it neither passed nor failed.
 			aborted, reason = true, interruptReason(ctx)
-			g.Status = evidence.StatusFailed
-			g.Reason = "interrupted: " + reason
+			g.Status = evidence.StatusNotRun
+			g.Reason = fmt.Sprintf("%s after %s: no result", reason, time.Duration(g.DurationMS)*time.Millisecond)
 		case err != nil && errors.Is(err, errHarness):
 			aborted, reason = true, err.Error()
 			g.Status, g.Reason = evidence.StatusFailed, "harness error: "+err.Error()

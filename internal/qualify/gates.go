@@ -242,12 +242,22 @@ func (c *campaign) launchBound(spec *GateSpec) time.Duration {
 
 func (c *campaign) gateLaunch(ctx context.Context, spec *GateSpec, g *evidence.Gate) error {
 	rungs := spec.Ladder(c.candidate)
+	// A candidate left running by an earlier, killed hiro would hold the
+	// port and be blamed on this attempt: refuse, and say how to stop it.
+	if st, err := supervisor.Status(c.cfg.StateDir, c.candidate.Name); err == nil && st.Status == supervisor.StatusRunning {
+		return harnessErr("backend %s is already running (pid %d, started %s by an earlier hiro); stop it with 'hiro backend stop %s' and rerun",
+			c.candidate.Name, st.PID, st.StartedAt.Format(time.RFC3339), c.candidate.Name)
+	}
 	var last *failure.Failure
 	for i := range rungs {
 		r := &rungs[i]
 		c.out.line("[%s] attempt %d/%d %s: %s", spec.ID, i+1, len(rungs), r.Name, r.Reason)
 		t0 := time.Now()
-		opts := supervisor.Options{StateDir: c.cfg.StateDir, Attempt: r.Name, Progress: func(p supervisor.Progress) {
+		opts := supervisor.Options{StateDir: c.cfg.StateDir, Attempt: r.Name, OnStart: func(p *supervisor.Process) {
+			// Recorded from the start: if hiro is killed, 'hiro backend
+			// status/stop' and the lease recovery can reach the attempt.
+			_ = supervisor.WriteRecord(c.cfg.StateDir, p.Record())
+		}, Progress: func(p supervisor.Progress) {
 			c.out.status("[%s] attempt %d/%d %s: %s, phase %s, %s / %s", spec.ID, i+1, len(rungs), r.Name, p.Step, p.Phase,
 				p.Elapsed.Round(time.Second), r.Profile.ReadyTimeout.Duration)
 		}}

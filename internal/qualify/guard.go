@@ -197,6 +197,15 @@ func Recover(ctx context.Context, dir string, progress func(string)) []RecoverRe
 			out = append(out, r)
 			continue
 		}
+		if l.Candidate != "" {
+			if st, err := supervisor.Status(cfg.StateDir, l.Candidate); err == nil && st.Status == supervisor.StatusRunning {
+				progress(fmt.Sprintf("stopping candidate %s (pid %d) left running by the killed campaign", l.Candidate, st.PID))
+			}
+			_, sr, err := supervisor.StopRecorded(ctx, cfg.StateDir, l.Candidate, 0)
+			if err == nil && sr.Leak != nil {
+				progress("stopping the candidate left processes behind: " + sr.Leak.RootCause)
+			}
+		}
 		r.Restored = Restore(ctx, cfg, prod, cfg.Production.RestoreAttempts, progress)
 		if r.Restored.OK {
 			os.Remove(l.Path)

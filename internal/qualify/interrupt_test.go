@@ -2,6 +2,7 @@ package qualify_test
 
 import (
 	"bufio"
+	"net"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // slowCandidate never becomes ready within the test (vLLM-style: nothing
@@ -156,7 +158,10 @@ func TestSIGKILLedHiroIsRecoveredByNextCommand(t *testing.T) {
 	waitLine(t, lines, "[launch] launch gate: started", &seen)
 	must(t, cmd.Process.Signal(syscall.SIGKILL))
 	cmd.Wait()
-	killByArg(fmt.Sprintf("%d", e.candPort))
+	// The killed campaign's candidate attempt is still running, recorded.
+	if st, err := supervisor.Status(e.cfg.StateDir, "cand"); err != nil || st.Status != supervisor.StatusRunning {
+		t.Fatalf("candidate attempt not recorded as running after hiro's SIGKILL: %+v %v", st, err)
+	}
 	if e.productionReady() {
 		t.Fatal("production is serving although the campaign stopped it")
 	}
@@ -172,6 +177,17 @@ func TestSIGKILLedHiroIsRecoveredByNextCommand(t *testing.T) {
 	}
 	if !e.productionReady() {
 		t.Fatal("production not serving after recovery")
+	}
+	if !strings.Contains(stderr, "stopping candidate cand") {
+		t.Errorf("recovery did not stop the orphaned candidate:\n%s", stderr)
+	}
+	if _, err := supervisor.Status(e.cfg.StateDir, "cand"); err == nil {
+		t.Error("the candidate's record is still there after recovery")
+	}
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", e.candPort)); err != nil {
+		t.Errorf("candidate port %d still held after recovery: %v", e.candPort, err)
+	} else {
+		l.Close()
 	}
 	if ls, _ := qualify.Leases(e.leaseDir); len(ls) != 0 {
 		t.Error("lease not removed after recovery")

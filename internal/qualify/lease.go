@@ -24,6 +24,9 @@ type Lease struct {
 	// production profile; Production its name.
 	Config     string `json:"config"`
 	Production string `json:"production"`
+	// Candidate is the profile under test: a killed campaign may have
+	// left it running, and it must stop before production comes back.
+	Candidate string `json:"candidate"`
 	// PID and PIDStart identify the hiro that holds the lease (start time
 	// in clock ticks since boot, /proc/PID/stat field 22), so a reused pid
 	// is not mistaken for the owner.

@@ -66,12 +66,12 @@ func buildReport(e *evidence.Evidence, plan *Plan) evidence.Report {
 	}
 	if e.ProductionBackend != "" {
 		ps := evidence.Section{Title: "Production restoration", Status: "Not needed", Items: []string{}}
-		st := evidence.StatusPassed
-		res := "production was not stopped"
+		st := evidence.StatusNotRun
+		res := "not needed: production was not stopped"
 		if e.Production.Stopped {
 			ps.Items = append(ps.Items, fmt.Sprintf("The candidate needed the accelerator exclusively, so production %s was stopped first.", e.ProductionBackend))
 			if rr := e.Production.Restored; rr != nil && rr.OK {
-				ps.Status = "Passed"
+				ps.Status, st = "Passed", evidence.StatusPassed
 				ps.Items = append(ps.Items, fmt.Sprintf("Restored with its exact configuration and verified: health %s, model %s, a real bounded completion answered %q.", rr.Health, rr.Model, rr.Reply))
 				res = fmt.Sprintf("health %s, model %s, reply %q", rr.Health, rr.Model, rr.Reply)
 			} else {
@@ -117,6 +117,8 @@ func buildReport(e *evidence.Evidence, plan *Plan) evidence.Report {
 	switch e.Verdict {
 	case evidence.VerdictQualified:
 		r.CurrentState = fmt.Sprintf("Backend %s is qualified; production is unchanged. Activation is a separate, deliberate step.", e.Candidate)
+	case evidence.VerdictAborted:
+		r.CurrentState = fmt.Sprintf("The campaign was aborted before a verdict: backend %s is neither qualified nor disqualified. %s", e.Candidate, productionSentence(e))
 	default:
 		r.CurrentState = fmt.Sprintf("Backend %s is not qualified. %s", e.Candidate, productionSentence(e))
 	}
@@ -249,7 +251,7 @@ func gateItems(g evidence.Gate) []string {
 		}
 		items = append(items, s+".")
 		if len(rq.Samples) > 0 {
-			items = append(items, fmt.Sprintf("First reply: %q.", truncate(rq.Samples[0], 160)))
+			items = append(items, "First reply: "+truncate(rq.Samples[0], 160))
 		}
 	}
 	if g.Kind == KindSemantic && g.Result != nil {

@@ -75,6 +75,11 @@ type Options struct {
 	HealthRequestTimeout time.Duration
 	// LogPoll is how often the log file is read; default DefaultLogPoll.
 	LogPoll time.Duration
+	// OnStart, when set, is called once the process has been started,
+	// before readiness is awaited: a caller that may be killed (qualify)
+	// writes the process's state record there, so that a later hiro can
+	// find and stop it. Start's own stop after a failure removes the record.
+	OnStart func(*Process)
 	// Progress, when set, is called from Start's goroutine on every
 	// change of step or phase and about once a second otherwise. It must
 	// return quickly.
@@ -243,6 +248,12 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 		return nil, res
 	}
 
+	// A command that cannot be found is a configuration error, not an
+	// engine failure: nothing is started and the caller is told what to fix.
+	if _, err := lookCommand(prof.Command, prof.Environ(opts.LookupEnv)); err != nil {
+		return fail(fmt.Errorf("backend %s: command %q cannot be run (%v); fix backends.%s.command, or the PATH it is looked up in (inherit_env or env PATH, else hiro's)",
+			prof.Name, prof.Command, err, prof.Name))
+	}
 	logDir := filepath.Join(opts.StateDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fail(fmt.Errorf("creating the log directory: %w; check state_dir", err))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -104,31 +105,12 @@ func (p *Process) Detach() (Record, error) {
 // WriteRecord writes r to <stateDir>/backends/<r.Name>.json atomically:
 // a temporary file in the same directory, fsync, rename.
 func WriteRecord(stateDir string, r Record) error {
-	dir := recordDir(stateDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("writing the state record: %w; check state_dir", err)
-	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+r.Name+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing the state record: %w", err)
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), recordPath(stateDir, r.Name))
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing the state record: %w", werr)
+	if err := atomicfile.WriteFile(recordPath(stateDir, r.Name), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing the state record: %w; check state_dir", err)
 	}
 	return nil
 }
