@@ -54,7 +54,12 @@ for model in ${MODELS:-strong weak}; do
     run="$out/run-$model-$n"
     start=$(date +%s)
     $hiro extract --corpus "$out/factcheck-gpt-$n" --backend $model --out "$run" \
-      --concurrency 1 --max-tokens "$max_tokens" --max-repairs "$max_repairs" >/dev/null 2>&1 || true
+      --concurrency 1 --max-tokens "$max_tokens" --max-repairs "$max_repairs" >"$run.log" 2>&1 && code=0 || code=$?
+    if [ "$code" -ge 2 ]; then
+      echo "fixture-eval: hiro extract exited $code for $model on factcheck-gpt-$n:" >&2
+      tail -3 "$run.log" >&2
+      exit "$code"
+    fi
     secs=$(( $(date +%s) - start ))
     $hiro eval --corpus "$out/factcheck-gpt-$n" --claims "$run/claims.jsonl" --json > "$run/eval.json"
     python3 - "$run/eval.json" "$model" "$n" "$secs" <<'PY'

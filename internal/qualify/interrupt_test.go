@@ -2,9 +2,9 @@ package qualify_test
 
 import (
 	"bufio"
-	"net"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -202,6 +202,9 @@ func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 	}
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
+		if p.Config != "" && errors.Is(err, os.ErrNotExist) || p.Config != "" && strings.Contains(err.Error(), "not found") {
+			return nil, nil, &PlanError{File: path, Key: "config", Msg: fmt.Sprintf("%q (%s) does not exist; point config at the hiro configuration holding the plan's profiles (relative to the plan), or remove the key to use --config", p.Config, cfgPath)}
+		}
 		return nil, nil, err
 	}
 	if es := p.validate(cfg); len(es) > 0 {
@@ -349,6 +352,9 @@ func (p *Plan) validateGate(cfg *config.Config, g *GateSpec, k string) config.Er
 			g.Disks[i].Path = p.resolve(g.Disks[i].Path)
 		}
 	case KindArtifact:
+		if g.Manifest == "" && cfg.Backends[p.Candidate] == nil {
+			break // the unknown candidate is reported once, under "candidate"
+		}
 		if g.Manifest == "" {
 			if c := cfg.Backends[p.Candidate]; c != nil {
 				g.Manifest = c.Artifact
