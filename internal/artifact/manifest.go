@@ -308,5 +308,10 @@ func Write(path string, m *Manifest) error {
 }
 
 func writeAtomic(path string, data []byte) error {
+	// The manifest's directory must exist: a mistyped --out is reported,
+	// not silently created.
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return fmt.Errorf("writing %s: directory %s does not exist (create it, or fix --out)", path, filepath.Dir(path))
+	}
 	return atomicfile.WriteFile(path, data, 0o644)
 }

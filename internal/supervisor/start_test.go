@@ -89,11 +89,16 @@ func TestStartCommandMissing(t *testing.T) {
 	p, state := fakeProfile(t, "llamacpp", 0, nil, "")
 	p.Command = "hiro-no-such-engine-binary"
 	proc, res := startFake(t, p, state)
-	if proc != nil || res.State != StateFailed {
-		t.Fatalf("state %s", res.State)
+	// A command that cannot be run is a configuration error, not an engine
+	// failure: nothing is started, and the message says what to fix.
+	if proc != nil || res.State != StateError || res.Failure != nil {
+		t.Fatalf("state %s failure %+v", res.State, res.Failure)
 	}
-	if res.Failure.Phase != failure.PhaseLaunch || !strings.Contains(res.Failure.RootCause, "hiro-no-such-engine-binary") {
-		t.Errorf("failure %+v", res.Failure)
+	if !strings.Contains(res.Error, "hiro-no-such-engine-binary") || !strings.Contains(res.Error, "backends.fake.command") {
+		t.Errorf("error %q should name the command and the key to fix", res.Error)
+	}
+	if res.PID != 0 || res.LogPath != "" {
+		t.Errorf("something was started: pid %d log %s", res.PID, res.LogPath)
 	}
 }
 
