@@ -273,8 +273,12 @@ func (c *campaign) gateLaunch(ctx context.Context, spec *GateSpec, g *evidence.G
 			a.ReachedReady, a.ReadyAfterMS = true, res.ReadyAfterMS
 			g.Attempts = append(g.Attempts, a)
 			c.proc, c.procRung = proc, r
+			model := r.Profile.Model
+			if len(res.ModelIDs) > 0 {
+				model = pickModel(r.Profile, res.ModelIDs)
+			}
 			c.out.line("[%s] attempt %s reached ready in %s (model %s, reply %q)", spec.ID, r.Name,
-				time.Duration(res.ReadyAfterMS)*time.Millisecond, strings.Join(res.ModelIDs, ","), res.ProbeReply)
+				time.Duration(res.ReadyAfterMS)*time.Millisecond, model, res.ProbeReply)
 			return nil
 		case supervisor.StateFailed:
 			a.Failure = res.Failure

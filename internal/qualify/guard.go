@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/prompt"
@@ -116,7 +117,7 @@ func verifyReadyReply(ctx context.Context, prod *config.Profile, rr *RestoreResu
 	cr := supervisor.CheckReady(ctx, prod, nil)
 	rr.Health = fmt.Sprintf("%s %d (%s)", cr.Health.Path, cr.Health.StatusCode, cr.Health.State)
 	if len(cr.ModelIDs) > 0 {
-		rr.Model = pickModel(prod.Model, cr.ModelIDs)
+		rr.Model = pickModel(prod, cr.ModelIDs)
 	}
 	if !cr.OK {
 		if cr.Failure != nil {
@@ -142,12 +143,14 @@ func verifyReadyReply(ctx context.Context, prod *config.Profile, rr *RestoreResu
 	return true
 }
 
-// pickModel returns the reported id that matches want (ignoring an
-// Ollama ":latest" tag), else the first.
-func pickModel(want string, ids []string) string {
-	for _, id := range ids {
-		if id == want || strings.TrimSuffix(id, ":latest") == strings.TrimSuffix(want, ":latest") {
-			return id
+// pickModel returns the reported id that is prod's model as its engine
+// compares ids (Ollama: with or without ":latest"), else the first.
+func pickModel(prod *config.Profile, ids []string) string {
+	if e, err := engine.Lookup(prod.Engine); err == nil {
+		for _, id := range ids {
+			if e.MatchModel(prod.Model, []string{id}) {
+				return id
+			}
 		}
 	}
 	return ids[0]

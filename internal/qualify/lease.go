@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/atomicfile"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // Lease says that a campaign stopped production and has not restored it
@@ -110,36 +111,13 @@ func Leases(dir string) ([]*Lease, error) {
 
 // OwnerAlive reports whether the hiro that wrote the lease still runs.
 func (l *Lease) OwnerAlive() bool {
-	st, ok := procStartTicks(l.PID)
+	st, ok := supervisor.StartTicks(l.PID)
 	return ok && st == l.PIDStart
-}
-
-// procStartTicks returns field 22 (starttime) of /proc/PID/stat.
-func procStartTicks(pid int) (uint64, bool) {
-	if pid <= 0 {
-		return 0, false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); starttime is field 22 → f[19].
-	if len(f) < 20 || f[0] == "Z" {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(f[19], 10, 64)
-	return v, err == nil
 }
 
 // selfLease fills the owner fields for this process.
 func selfLease(l *Lease) {
 	l.PID = os.Getpid()
-	l.PIDStart, _ = procStartTicks(l.PID)
+	l.PIDStart, _ = supervisor.StartTicks(l.PID)
 	l.Created = time.Now().UTC()
 }

@@ -163,3 +163,18 @@ func parseSocketInodes(b []byte, port int) []string {
 	}
 	return out
 }
+
+// StartTicks returns the start time of process pid in clock ticks since
+// boot (/proc/PID/stat field 22) and whether the process is alive (not a
+// zombie). Together with the pid it identifies a process across pid reuse;
+// qualify's leases use it for the hiro that holds them.
+func StartTicks(pid int) (uint64, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	s, err := readProcStat(pid)
+	if err != nil || !s.alive() {
+		return 0, false
+	}
+	return s.StartTicks, true
+}
