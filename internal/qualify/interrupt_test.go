@@ -155,7 +155,15 @@ func TestSIGKILLedHiroIsRecoveredByNextCommand(t *testing.T) {
 	e.startProduction()
 	cmd, lines := startHiro(t, e, plan)
 	var seen []string
-	waitLine(t, lines, "[launch] launch gate: started", &seen)
+	waitLine(t, lines, "[launch] attempt 1/1 base", &seen)
+	// Kill hiro only once its candidate attempt runs and is recorded.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := supervisor.Status(e.cfg.StateDir, "cand"); err == nil && st.Status == supervisor.StatusRunning {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	must(t, cmd.Process.Signal(syscall.SIGKILL))
 	cmd.Wait()
 	// The killed campaign's candidate attempt is still running, recorded.

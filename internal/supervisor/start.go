@@ -307,6 +307,9 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 	res.PID, res.PGID, res.StartedAt = cmd.Process.Pid, cmd.Process.Pid, start
 	go proc.own()
 	fl.start(opts.LogPoll)
+	if opts.OnStart != nil {
+		opts.OnStart(proc)
+	}
 
 	return proc.waitReady(ctx, opts, res)
 }
