@@ -171,13 +171,7 @@ func RunSemantic(ctx context.Context, p SemanticParams) (*SemanticResult, error)
 	if p.Tolerance < 0 || p.Tolerance > 1 {
 		return nil, fmt.Errorf("semantic: tolerance %v: must be in [0, 1]", p.Tolerance)
 	}
-	if p.Threshold == 0 {
-		p.Threshold = eval.DefaultThreshold
-	}
-	p.MaxRepairs = repairs(p.MaxRepairs)
-	if p.NewClient == nil {
-		p.NewClient = func(u string) Chatter { return llm.New(u, nil) }
-	}
+	p.fillDefaults()
 	c, err := corpus.Load(p.CorpusDir)
 	if err != nil {
 		return nil, fmt.Errorf("semantic: %w", err)
@@ -185,33 +179,11 @@ func RunSemantic(ctx context.Context, p SemanticParams) (*SemanticResult, error)
 	fp := semanticFingerprint(c, p)
 	res := &SemanticResult{Floors: p.Floors, Tolerance: p.Tolerance, CorpusName: c.Manifest.Name, CorpusDigest: c.Manifest.Digest, Reasons: []string{}}
 
-	// Production: from the cache when the fingerprint matches.
-	prodDir := filepath.Join(p.WorkDir, "production-"+safeName(p.Production.Backend))
-	cacheFile := ""
-	if p.CacheDir != "" {
-		prodDir = filepath.Join(p.CacheDir, "production-"+fp.Key[:16])
-		cacheFile = prodDir + ".json"
-		if side, ok := readCachedSide(cacheFile, fp.Key); ok {
-			res.Production, res.ProductionCached = *side, true
-		}
+	prod, cached, err := productionSide(ctx, c, p, fp)
+	if err != nil {
+		return nil, err
 	}
-	if !res.ProductionCached {
-		side, err := runSide(ctx, c, p, p.Production, prodDir)
-		if err != nil {
-			return nil, fmt.Errorf("semantic: production: %w", err)
-		}
-		if side.Stats.DocumentsFailed > 0 {
-			return nil, fmt.Errorf("semantic: %w: %d documents had failed requests (see %s)", ErrProductionIncomplete, side.Stats.DocumentsFailed, filepath.Join(prodDir, RejectsFile))
-		}
-		side.Fingerprint = &fp
-		res.Production = *side
-		if cacheFile != "" {
-			b, _ := json.MarshalIndent(side, "", "  ")
-			if err := corpus.WriteFileAtomic(cacheFile, append(b, '\n')); err != nil {
-				return nil, fmt.Errorf("semantic: cache production result: %w", err)
-			}
-		}
-	}
+	res.Production, res.ProductionCached = *prod, cached
 	cand, err := runSide(ctx, c, p, p.Candidate, filepath.Join(p.WorkDir, "candidate-"+safeName(p.Candidate.Backend)))
 	if err != nil {
 		return nil, fmt.Errorf("semantic: candidate: %w", err)
@@ -219,6 +191,37 @@ func RunSemantic(ctx context.Context, p SemanticParams) (*SemanticResult, error)
 	res.Candidate = *cand
 	res.compare()
 	return res, nil
+}
+
+// productionSide returns production's extraction and scores: from the
+// cache when p.CacheDir holds a result with fingerprint fp (cached true,
+// nothing sent), else by asking production, caching the result when
+// p.CacheDir is set. An incomplete production run is an error.
+func productionSide(ctx context.Context, c *corpus.Corpus, p SemanticParams, fp SemanticFingerprint) (*SideResult, bool, error) {
+	prodDir := filepath.Join(p.WorkDir, "production-"+safeName(p.Production.Backend))
+	cacheFile := ""
+	if p.CacheDir != "" {
+		prodDir = filepath.Join(p.CacheDir, "production-"+fp.Key[:16])
+		cacheFile = prodDir + ".json"
+		if side, ok := readCachedSide(cacheFile, fp.Key); ok {
+			return side, true, nil
+		}
+	}
+	side, err := runSide(ctx, c, p, p.Production, prodDir)
+	if err != nil {
+		return nil, false, fmt.Errorf("semantic: production: %w", err)
+	}
+	if side.Stats.DocumentsFailed > 0 {
+		return nil, false, fmt.Errorf("semantic: %w: %d documents had failed requests (see %s)", ErrProductionIncomplete, side.Stats.DocumentsFailed, filepath.Join(prodDir, RejectsFile))
+	}
+	side.Fingerprint = &fp
+	if cacheFile != "" {
+		b, _ := json.MarshalIndent(side, "", "  ")
+		if err := corpus.WriteFileAtomic(cacheFile, append(b, '\n')); err != nil {
+			return nil, false, fmt.Errorf("semantic: cache production result: %w", err)
+		}
+	}
+	return side, false, nil
 }
 
 // runSide extracts the corpus through t into dir and scores it.
@@ -343,4 +346,16 @@ func repairs(n int) int {
 		return 0
 	}
 	return n
+}
+
+// fillDefaults sets the eval threshold, the repair count and the client
+// maker where the caller left them zero.
+func (p *SemanticParams) fillDefaults() {
+	if p.Threshold == 0 {
+		p.Threshold = eval.DefaultThreshold
+	}
+	p.MaxRepairs = repairs(p.MaxRepairs)
+	if p.NewClient == nil {
+		p.NewClient = func(u string) Chatter { return llm.New(u, nil) }
+	}
 }

@@ -2,14 +2,10 @@ package extract
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/hiro-dev/hiro/internal/corpus"
-	"github.com/hiro-dev/hiro/internal/eval"
-	"github.com/hiro-dev/hiro/internal/llm"
 )
 
 // PrepareProduction computes production's side of a semantic comparison
@@ -26,34 +22,10 @@ func PrepareProduction(ctx context.Context, p SemanticParams) (side *SideResult,
 	if p.Production.Model == "" || p.Production.BaseURL == "" {
 		return nil, false, errors.New("semantic: production needs a base URL and a model")
 	}
-	if p.Threshold == 0 {
-		p.Threshold = eval.DefaultThreshold
-	}
-	p.MaxRepairs = repairs(p.MaxRepairs)
-	if p.NewClient == nil {
-		p.NewClient = func(u string) Chatter { return llm.New(u, nil) }
-	}
+	p.fillDefaults()
 	c, err := corpus.Load(p.CorpusDir)
 	if err != nil {
 		return nil, false, fmt.Errorf("semantic: %w", err)
 	}
-	fp := semanticFingerprint(c, p)
-	prodDir := filepath.Join(p.CacheDir, "production-"+fp.Key[:16])
-	cacheFile := prodDir + ".json"
-	if s, ok := readCachedSide(cacheFile, fp.Key); ok {
-		return s, true, nil
-	}
-	s, err := runSide(ctx, c, p, p.Production, prodDir)
-	if err != nil {
-		return nil, false, fmt.Errorf("semantic: production: %w", err)
-	}
-	if s.Stats.DocumentsFailed > 0 {
-		return nil, false, fmt.Errorf("semantic: %w: %d documents had failed requests (see %s)", ErrProductionIncomplete, s.Stats.DocumentsFailed, filepath.Join(prodDir, RejectsFile))
-	}
-	s.Fingerprint = &fp
-	b, _ := json.MarshalIndent(s, "", "  ")
-	if err := corpus.WriteFileAtomic(cacheFile, append(b, '\n')); err != nil {
-		return nil, false, fmt.Errorf("semantic: cache production result: %w", err)
-	}
-	return s, false, nil
+	return productionSide(ctx, c, p, semanticFingerprint(c, p))
 }
