@@ -88,14 +88,19 @@ const (
 	OutcomeIdentityMismatch
 	// OutcomeCompletionFailed: the bounded real completion of the
 	// readiness check failed: an HTTP error status, or no answer in time
-	// (Status 0).
+	// (Status 0), or a reply other than the expected one (Status 200).
 	OutcomeCompletionFailed
+	// OutcomeAcceleratorUnavailable: readiness passed, but the profile
+	// requires an accelerator and the log shows the model served by the
+	// CPU (Device).
+	OutcomeAcceleratorUnavailable
 )
 
 var outcomeNames = map[OutcomeKind]string{
 	OutcomeExited: "exited", OutcomeReadyTimeout: "ready_timeout", OutcomeStallTimeout: "stall_timeout",
 	OutcomePortInUse: "port_in_use", OutcomeHealthFailed: "health_failed",
 	OutcomeIdentityMismatch: "identity_mismatch", OutcomeCompletionFailed: "completion_failed",
+	OutcomeAcceleratorUnavailable: "accelerator_unavailable",
 }
 
 func (k OutcomeKind) String() string {
@@ -127,6 +132,9 @@ type Outcome struct {
 	Message string
 	// Address is host:port, for OutcomePortInUse.
 	Address string
+	// Device is the serving device the log showed, for
+	// OutcomeAcceleratorUnavailable.
+	Device ServingDevice
 }
 
 // templatePattern recognises a completion error about the chat template.
@@ -140,22 +148,38 @@ var templatePattern = regexp.MustCompile(`(?i)chat[ _-]?template|apply_chat_temp
 //     Detail ("expected_model", "reported_models");
 //  3. a completion error about the chat template → tokenizer_template,
 //     phase ready_wait;
-//  4. a failure signature in the log → its class; its phase is the
-//     signature's pinned phase or the phase when the line was seen;
-//  5. a failed completion (error status, or no answer) → engine_died,
-//     phase ready_wait; a health answer that will not clear → engine_died;
-//  6. a ready or stall timeout → ready_timeout (Detail "timeout": "ready"
+//  4. a root-cause line in the log (a failure signature, or a traceback
+//     whose frames name the component) → its class; its phase is the
+//     signature's pinned phase or the phase when the line was seen. An
+//     engine crash while serving with a grammar backend in use is
+//     structured_output_crash; a grammar failure the server outlived
+//     (exit 0) is structured_output_rejected;
+//  5. CPU serving when the profile requires an accelerator →
+//     accelerator_unavailable, phase ready_wait;
+//  6. a failed or wrong probe completion (the server is up) →
+//     probe_failed, phase ready_wait; a health answer that will not clear
+//     → engine_died;
+//  7. a ready or stall timeout → ready_timeout (Detail "timeout": "ready"
 //     or "stall", "timeout_seconds");
-//  7. any other exit before ready, exit code 0 included → engine_died,
-//     with the first error line of the log as root cause when there is one.
+//  8. an exit the signal or code explains: SIGILL (or 132) →
+//     host_capability; SIGBUS (135) → host_capability; an outside stop
+//     (TERM, INT, HUP, QUIT; 143, 130) before ready → ready_timeout;
+//     126/127 (command not executable / not found) → host_capability;
+//  9. any other exit, exit code 0 included → engine_died, with the first
+//     error line of the log as root cause when there is one.
 //
 // Unless a rule says otherwise the phase is the tracker's phase at the
 // time of classification. The result always has Class, Phase, RootCause,
 // SecondsSinceStart, LogTail, Facts and NextStep filled; ExitCode or
-// Signal when o.Exit is known. It costs microseconds (copies of the tail
-// and facts).
+// Signal when o.Exit is known; Detail "traceback_frames" when the root
+// cause came from a Python traceback. It costs microseconds (copies of
+// the tail and facts).
 func (t *Tracker) Classify(o Outcome) *failure.Failure {
 	t.mu.Lock()
+	if t.tb.open {
+		// a traceback cut off by the end of the log: its header explains
+		t.cutBlock()
+	}
 	f := &failure.Failure{
 		Phase:             t.phase,
 		SecondsSinceStart: o.Elapsed.Seconds(),
@@ -163,6 +187,7 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		Facts:             t.factsLocked(),
 	}
 	cand, fallback, marker := t.cand, t.fallback, t.marker
+	grammar, served, frames := t.grammar, t.served || t.phase.Index() >= failure.PhaseReady.Index(), t.frames
 	var last string
 	if len(f.LogTail) > 0 {
 		last = f.LogTail[len(f.LogTail)-1]
@@ -175,6 +200,8 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 	}
 	f.Signal = o.Exit.Signal
 	detail := map[string]any{}
+	sig, code := exitSignal(o.Exit)
+	stayedUp := o.Kind != OutcomeExited || (o.Exit.Code != nil && *o.Exit.Code == 0)
 
 	switch {
 	case o.Kind == OutcomePortInUse:
@@ -192,23 +219,43 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		detail["expected_model"] = o.ExpectedModel
 		detail["reported_models"] = append([]string{}, o.ReportedModels...)
 
-	case o.Kind == OutcomeCompletionFailed && o.Status != 0 && templatePattern.MatchString(o.Message):
+	case o.Kind == OutcomeCompletionFailed && o.Status != 0 && o.Status != 200 && templatePattern.MatchString(o.Message):
 		f.Class, f.Phase = failure.ClassTokenizerTemplate, failure.PhaseReadyWait
 		f.RootCause = fmt.Sprintf("chat completion answered HTTP %d: %s", o.Status, o.Message)
 		detail["status_code"] = o.Status
 
 	case cand.tier > 0:
 		f.Class, f.Phase, f.RootCause = cand.class, cand.phase, cand.line
+		inServing := cand.phase.Index() >= failure.PhaseReadyWait.Index()
+		switch {
+		case cand.crash && grammar && inServing:
+			f.Class = failure.ClassStructuredOutputCrash
+		case f.Class == failure.ClassStructuredOutputCrash && !cand.crash && stayedUp:
+			f.Class = failure.ClassStructuredOutputRejected
+		}
+		if len(frames) > 0 {
+			detail["traceback_frames"] = frames
+		}
 		switch o.Kind {
 		case OutcomeCompletionFailed:
 			detail["completion"] = completionText(o)
 		case OutcomeReadyTimeout, OutcomeStallTimeout:
 			detail["timeout"] = timeoutName(o.Kind)
 			detail["timeout_seconds"] = o.Timeout.Seconds()
+		case OutcomeAcceleratorUnavailable:
+			detail["device"] = o.Device.String()
 		}
 
+	case o.Kind == OutcomeAcceleratorUnavailable:
+		f.Class, f.Phase = failure.ClassAcceleratorUnavailable, failure.PhaseReadyWait
+		f.RootCause = "the model is served by the CPU, but the profile requires an accelerator (requires_accelerator)"
+		if o.Device.Evidence != "" {
+			f.RootCause += ": " + o.Device.Evidence
+		}
+		detail["device"] = o.Device.String()
+
 	case o.Kind == OutcomeCompletionFailed:
-		f.Class, f.Phase = failure.ClassEngineDied, failure.PhaseReadyWait
+		f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseReadyWait
 		f.RootCause = completionText(o)
 		if o.Status != 0 {
 			detail["status_code"] = o.Status
@@ -223,6 +270,7 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		case o.Health != nil && o.Health.State != HealthReady:
 			f.RootCause = "health check: " + healthText(*o.Health)
 		case o.Message != "":
+			f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseReadyWait
 			f.RootCause = o.Message
 		default:
 			f.RootCause = "health check failed"
@@ -244,12 +292,47 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		detail["timeout"] = which
 		detail["timeout_seconds"] = o.Timeout.Seconds()
 
+	case sig == "ILL":
+		f.Class = failure.ClassHostCapability
+		f.RootCause = fmt.Sprintf("%s during %s: illegal instruction, the CPU lacks an instruction set this engine build uses (e.g. AVX2, AVX-512)", o.Exit, f.Phase)
+	case sig == "BUS":
+		f.Class = failure.ClassHostCapability
+		f.RootCause = fmt.Sprintf("%s during %s: bus error, typically shared memory (/dev/shm) too small in a container", o.Exit, f.Phase)
+	case (sig == "TERM" || sig == "INT" || sig == "HUP" || sig == "QUIT") && !served:
+		f.Class = failure.ClassReadyTimeout
+		f.RootCause = fmt.Sprintf("stopped from outside (%s) while still starting, in phase %s: another supervisor's timeout or an operator ended it before ready", o.Exit, f.Phase)
+		if fallback != "" {
+			f.RootCause += "; first error line: " + fallback
+		}
+		detail["stopped_by"] = "outside"
+	case code == 126 || code == 127:
+		f.Class = failure.ClassHostCapability
+		what := "the command was not found"
+		if code == 126 {
+			what = "the command could not be executed (permission or format)"
+		}
+		f.RootCause = fmt.Sprintf("%s: %s (shell or container convention)", o.Exit, what)
+		if fallback != "" {
+			f.RootCause += "; " + fallback
+		}
+
 	default: // exited, or unknown
 		f.Class = failure.ClassEngineDied
-		if fallback != "" {
+		when := "before ready during " + string(f.Phase)
+		if served {
+			when = "while serving requests (phase " + string(f.Phase) + ")"
+		}
+		switch {
+		case fallback != "":
 			f.RootCause = fallback
-		} else {
-			f.RootCause = fmt.Sprintf("%s before ready during %s; the log has no error line", o.Exit, f.Phase)
+			if len(frames) > 0 {
+				detail["traceback_frames"] = frames
+			}
+		default:
+			f.RootCause = fmt.Sprintf("%s %s; the log has no error line", o.Exit, when)
+			if why := exitMeaning(sig, code); why != "" {
+				f.RootCause += " (" + why + ")"
+			}
 			if last != "" {
 				f.RootCause += " (last line: " + last + ")"
 			}
@@ -265,7 +348,61 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		f.Detail = detail
 	}
 	f.NextStep = t.e.NextStep(f.Class)
+	if f.Class == failure.ClassEngineDied && (cand.tier > 0 || fallback != "") {
+		f.NextStep = engineCrashStep
+	}
 	return f
+}
+
+// exitSignal returns the signal that ended the process (from the signal,
+// or a shell's 128+N exit code) and the exit code (-1 when none).
+func exitSignal(x ExitInfo) (sig string, code int) {
+	code = -1
+	if x.Code != nil {
+		code = *x.Code
+	}
+	if x.Signal != "" {
+		return x.Signal, code
+	}
+	switch code {
+	case 130:
+		return "INT", code
+	case 132:
+		return "ILL", code
+	case 134:
+		return "ABRT", code
+	case 135:
+		return "BUS", code
+	case 137:
+		return "KILL", code
+	case 139:
+		return "SEGV", code
+	case 143:
+		return "TERM", code
+	}
+	return "", code
+}
+
+// exitMeaning says what a signal or exit code usually means when the log
+// names no cause.
+func exitMeaning(sig string, code int) string {
+	switch sig {
+	case "KILL":
+		return "a KILL with no message in the log is often the kernel's OOM killer: check dmesg or journalctl -k for \"Out of memory: Killed process\""
+	case "SEGV":
+		return "segmentation fault: a crash in native code"
+	case "ABRT":
+		return "abort: a native assertion or an uncaught C++ exception"
+	case "TERM", "INT", "HUP", "QUIT":
+		return "stopped from outside"
+	}
+	switch code {
+	case 125:
+		return "exit 125: the container runtime failed before the engine started (docker run's own error)"
+	case 0:
+		return "exit 0: the engine ended by itself without saying why"
+	}
+	return ""
 }
 
 func timeoutName(k OutcomeKind) string {

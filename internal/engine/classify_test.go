@@ -79,7 +79,7 @@ func TestCompletion500AndHang(t *testing.T) {
 	} {
 		tr := feed(t, "llamacpp", llamaLoading...)
 		f := tr.Classify(o)
-		if f.Class != failure.ClassEngineDied || f.Phase != failure.PhaseReadyWait {
+		if f.Class != failure.ClassProbeFailed || f.Phase != failure.PhaseReadyWait {
 			t.Errorf("%+v: got %s/%s", o, f.Class, f.Phase)
 		}
 		if o.Status != 0 && !strings.Contains(f.RootCause, o.Message) {

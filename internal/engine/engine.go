@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,22 +36,36 @@ type Engine struct {
 	markers []Marker
 	// signatures, most specific first.
 	signatures []Signature
+	// frameHints name the component of a traceback frame.
+	frameHints []FrameHint
 	// wrappers are substrings of lines that restate a failure explained
 	// elsewhere ("EngineCore failed to start."); never a root cause.
 	wrappers []string
 	// facts are the numbers parsed from the log.
 	facts []FactParser
+	// devices read the serving device from the log.
+	devices []DeviceRule
 	// nextSteps overrides NextStep for this kind, per class.
 	nextSteps map[failure.Class]string
 }
 
-// Marker is a log text that starts a phase: a line containing Text means
-// Phase is now in progress.
+// Marker is a log text that starts a phase: a line containing Text (and
+// matching Pattern when set) means Phase is now in progress. Phases only
+// move forward: a marker of an earlier phase than the one in progress is
+// ignored (SGLang logs "fired up" after its own warmup request was served).
 type Marker struct {
-	// Text is a literal substring of the marker line (case-sensitive).
+	// Text is a literal substring of the marker line (case-sensitive, a
+	// cheap prefilter).
 	Text string
 	// Phase is the phase in progress from that line on.
 	Phase failure.Phase
+	// Pattern, when set, must match the line too (e.g. an access log line
+	// with a 2xx status: a 503 while loading is not a served request).
+	Pattern *regexp.Regexp
+	// After, when set, makes the marker count only once the phase in
+	// progress is at least After (batch lines before ready are the
+	// engine's own warmup, not served requests).
+	After failure.Phase
 }
 
 // Tier ranks root-cause candidates: the tracker keeps the first line of
@@ -68,11 +83,12 @@ const (
 )
 
 // Signature maps a log line to a failure class. A line matches when it
-// contains Text (case-sensitive; empty matches every line) and, when
-// Pattern is set, also matches Pattern. Text doubles as the cheap
-// prefilter that keeps Pattern off most lines.
+// contains Text, compared case-insensitively (ASCII; empty matches every
+// line) and, when Pattern is set, also matches Pattern (on the line as
+// logged; write (?i) where the wording's case varies). Text doubles as
+// the cheap prefilter that keeps Pattern off most lines.
 type Signature struct {
-	// Text is a literal substring the line must contain.
+	// Text is a literal substring the line must contain, any case.
 	Text string
 	// Pattern, when set, must match the line too.
 	Pattern *regexp.Regexp
@@ -85,10 +101,17 @@ type Signature struct {
 	Phase failure.Phase
 	// Tier ranks the candidate; zero means TierError.
 	Tier Tier
+	// Crash marks an engine crash while serving that names no cause by
+	// itself ("Scheduler hit an exception"); with Class engine_died. The
+	// classifier refines it from context: structured_output_crash when a
+	// grammar backend was in use and requests were being served.
+	Crash bool
+
+	lower []byte // Text lower-cased, set by register
 }
 
-func (s *Signature) matches(line string) bool {
-	if s.Text != "" && !strings.Contains(line, s.Text) {
+func (s *Signature) matches(line string, lower []byte) bool {
+	if len(s.lower) > 0 && !bytes.Contains(lower, s.lower) {
 		return false
 	}
 	return s.Pattern == nil || s.Pattern.MatchString(line)
@@ -101,15 +124,32 @@ func (s *Signature) tier() Tier {
 	return s.Tier
 }
 
+// FrameHint names the component a Python traceback frame belongs to: a
+// frame whose line contains Text (lower case: file paths and function
+// names, e.g. "marlin", "xgrammar", "chat_template") tells the class of
+// an exception raised below it that no signature explains.
+type FrameHint struct {
+	Text  string
+	Class failure.Class
+}
+
 // FactParser extracts numbers from a log line. Trigger is a literal the
 // line must contain (checked first, so most lines cost one
 // strings.Contains); Pattern's submatches i+1 are parsed as the fact
 // Names[i] (commas removed, so "123,456" is 123456). A later line
-// overwrites an earlier value.
+// overwrites an earlier value of the same name.
+//
+// With PerDevice, submatch 1 is a device name ("CUDA0", "CPU_Mapped") and
+// the names take submatches 2...; each fact is stored under
+// name + "." + device in lower case ("model_buffer_mib.cuda0"), so numbers
+// logged once per device are kept per device, and the plain name holds
+// the sum over accelerator devices (CPU buffers are kept apart, under
+// their own device key only).
 type FactParser struct {
-	Trigger string
-	Pattern *regexp.Regexp
-	Names   []string
+	Trigger   string
+	Pattern   *regexp.Regexp
+	Names     []string
+	PerDevice bool
 }
 
 // ErrUnknownKind is returned (wrapped) by Lookup for an unknown kind.
@@ -125,6 +165,17 @@ func register(e *Engine) {
 	if e.ModelsPath == "" {
 		e.ModelsPath = "/v1/models"
 	}
+	sigs := make([]Signature, len(e.signatures))
+	copy(sigs, e.signatures)
+	for i := range sigs {
+		sigs[i].lower = []byte(strings.ToLower(sigs[i].Text))
+	}
+	e.signatures = sigs
+	hints := make([]FrameHint, len(e.frameHints))
+	for i, h := range e.frameHints {
+		hints[i] = FrameHint{Text: strings.ToLower(h.Text), Class: h.Class}
+	}
+	e.frameHints = hints
 	registry[e.Kind] = e
 }
 

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/hiro-dev/hiro/internal/failure"
+import (
+	"regexp"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
 
 // llama.cpp's llama-server: GET /health answers 503 {"error":{"message":
 // "Loading model"}} while loading, 200 once the model is loaded.
@@ -9,16 +13,41 @@ func init() {
 		Kind:       "llamacpp",
 		HealthPath: "/health",
 		health:     statusHealth,
-		markers: []Marker{
-			{"model loaded", failure.PhaseReadyWait},
-			{"loading model", failure.PhaseLoad},
-		},
+		markers:    ggmlMarkers,
 		signatures: joinLists(ggmlSignatures, cudaSignatures),
 		wrappers:   ggmlWrappers,
 		facts:      ggmlFacts,
+		devices:    ggmlDevices,
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower --ctx-size, offload fewer layers (--n-gpu-layers), " +
 				"quantize the KV cache (--cache-type-k q8_0), or use a smaller quant of the model.",
+			failure.ClassHostOOM: "Host memory ran out: lower --ctx-size, use --mmap (the default; not --no-mmap), " +
+				"offload more layers to the GPU (--n-gpu-layers), or use a smaller quant of the model.",
+			failure.ClassModelLoadFailed: "llama.cpp could not load the GGUF: check the path and that the file is complete " +
+				"(its SHA-256 against the source), and update llama.cpp when the architecture is newer than the build.",
+			failure.ClassTokenizerTemplate: "The chat template could not be used: start llama-server with --jinja, or give one " +
+				"with --chat-template NAME or --chat-template-file FILE.",
+			failure.ClassContextExceedsKV: "The request does not fit the context: raise --ctx-size (per slot: ctx-size / --parallel), " +
+				"or lower --parallel, or shorten the prompt.",
+			failure.ClassAcceleratorUnavailable: "llama.cpp serves on the CPU: use a build with the GPU backend (GGML_CUDA=on), " +
+				"make the device visible (CUDA_VISIBLE_DEVICES, --gpus all in a container), and set --n-gpu-layers.",
+			failure.ClassHostCapability: "The CPU lacks an instruction this llama.cpp build uses (SIGILL): build with " +
+				"GGML_NATIVE=ON on this host, or use a build for an older CPU (no AVX-512 / AVX2).",
 		},
 	})
+}
+
+// ggmlMarkers are llama.cpp's phases, shared with Ollama's runner. Served
+// requests: the access log (a 2xx POST) and slot lines.
+var ggmlMarkers = []Marker{
+	{Text: "request: POST", Pattern: regexp.MustCompile(`request: POST \S+ \S+ 2\d\d`), Phase: failure.PhaseInference},
+	{Text: "launch_slot_", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+	{Text: "prompt eval time", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+	{Text: "model loaded", Phase: failure.PhaseReadyWait},
+	{Text: "warming up the model", Phase: failure.PhaseWarmup},
+	{Text: "llama_context: constructing llama_context", Phase: failure.PhaseKVInit},
+	{Text: "llama_new_context_with_model", Phase: failure.PhaseKVInit},
+	{Text: "llama_kv_cache", Phase: failure.PhaseKVInit},
+	{Text: "loading model", Phase: failure.PhaseLoad},
+	{Text: "llama_model_loader: loaded meta data", Phase: failure.PhaseLoad},
 }

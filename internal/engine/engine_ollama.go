@@ -21,15 +21,23 @@ func init() {
 		HealthPath:  "/",
 		health:      ollamaHealth,
 		normalizeID: ollamaModelID,
-		markers: []Marker{
-			{"starting llama server", failure.PhaseLoad},
-			{"llama runner started", failure.PhaseReadyWait},
-		},
+		markers: joinLists([]Marker{
+			{Text: "[GIN]", Pattern: regexp.MustCompile(`\|\s*2\d\d\s*\|.*\|\s*POST\s+"/(api/(chat|generate|embed)|v1/)`), Phase: failure.PhaseInference},
+			{Text: "starting llama server", Phase: failure.PhaseLoad},
+			{Text: "llama runner started", Phase: failure.PhaseReadyWait},
+		}, ggmlMarkers),
 		signatures: joinLists([]Signature{
 			{Text: "timed out waiting for llama runner to start", Class: failure.ClassReadyTimeout},
 			{Text: "not found, try pulling it first", Class: failure.ClassModelLoadFailed},
+			{Text: "pull model manifest", Class: failure.ClassModelLoadFailed},
+			{Text: "unable to load model", Class: failure.ClassModelLoadFailed},
+			{Text: "llama runner process has terminated: signal: killed", Class: failure.ClassHostOOM, Tier: TierHint},
+			{Text: "cuda driver library init failure", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
+			{Text: "unable to load cudart", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
+			{Text: "llama runner process has terminated", Pattern: regexp.MustCompile(`terminated: exit status`), Class: failure.ClassEngineDied, Tier: TierHint},
 		}, ggmlSignatures, cudaSignatures),
 		wrappers: ggmlWrappers,
+		devices:  joinLists(ollamaDevices, ggmlDevices),
 		facts: joinLists(ggmlFacts, []FactParser{
 			{Trigger: "llama runner started in", Pattern: regexp.MustCompile(`llama runner started in ([\d.]+) seconds`), Names: []string{"runner_start_seconds"}},
 			{Trigger: "timed out waiting for llama runner", Pattern: regexp.MustCompile(`progress ([\d.]+)`), Names: []string{"load_progress"}},
@@ -39,6 +47,17 @@ func init() {
 		nextSteps: map[failure.Class]string{
 			failure.ClassReadyTimeout: "Ollama's runner did not start in time: read the log for the runner's last " +
 				"lines; raise OLLAMA_LOAD_TIMEOUT if it was still loading, or lower the context (num_ctx) / GPU layers.",
+			failure.ClassHostOOM: "Ollama needs more system memory than is free: use a smaller model or quant, lower num_ctx " +
+				"(OLLAMA_CONTEXT_LENGTH), set OLLAMA_MAX_LOADED_MODELS=1 / OLLAMA_NUM_PARALLEL=1, or free host memory.",
+			failure.ClassGPUOOM: "GPU memory ran out in Ollama's runner: lower num_ctx (OLLAMA_CONTEXT_LENGTH) or num_gpu " +
+				"(layers on the GPU), set OLLAMA_FLASH_ATTENTION=1 with OLLAMA_KV_CACHE_TYPE=q8_0, or use a smaller quant.",
+			failure.ClassAcceleratorUnavailable: "Ollama found no usable GPU and serves on the CPU: check CUDA_VISIBLE_DEVICES " +
+				"(an empty or wrong value hides the GPU), the container's GPU access (--gpus all), and the driver libraries " +
+				"(the log's \"inference compute\" line names what was found).",
+			failure.ClassPortInUse: "Another process holds Ollama's port (often another ollama serve, or the desktop app): " +
+				"stop it or set OLLAMA_HOST to another address:port.",
+			failure.ClassModelLoadFailed: "Ollama could not load the model: check the name (ollama list), pull or create it, and " +
+				"update Ollama when the model's architecture is newer than the build.",
 		},
 	})
 }

@@ -4,19 +4,55 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
+
+	"github.com/hiro-dev/hiro/internal/failure"
 )
 
-// openai: any other OpenAI-compatible server. There is no health endpoint
-// to rely on, so health is GET /v1/models answering 200 with a model list
-// (readiness then still checks the model id and makes a real completion).
+// openai: any other OpenAI-compatible server (TGI, LM Studio, LocalAI,
+// a FastAPI wrapper). There is no health endpoint to rely on, so health
+// is GET /v1/models answering 200 with a model list (readiness then still
+// checks the model id and makes a real completion). Its log knowledge is
+// what such servers share: uvicorn/HTTP server start and access lines,
+// TGI's router and shard lines, generic loading, shard and warmup
+// progress, and the CUDA/host and Python-stack signatures.
 func init() {
 	register(&Engine{
 		Kind:       "openai",
 		HealthPath: "/v1/models",
 		health:     modelsHealth,
-		signatures: cudaSignatures,
-		wrappers:   pythonWrappers,
-		facts:      shardFacts,
+		markers: joinLists(uvicornMarkers, []Marker{
+			// TGI's router logs each served request with "Success".
+			{Text: "text_generation_router", Pattern: regexp.MustCompile(`(?i)\bSuccess\b`), Phase: failure.PhaseInference},
+			{Text: "Connected", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
+			{Text: "Starting HTTP server", Phase: failure.PhaseReadyWait},
+			{Text: "HTTP server listening", Phase: failure.PhaseReadyWait},
+			{Text: "server listening", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
+			{Text: "Warming up model", Phase: failure.PhaseWarmup},
+			{Text: "warming up", Phase: failure.PhaseWarmup},
+			{Text: "Warmup", Phase: failure.PhaseWarmup},
+			{Text: "Setting max batch total tokens", Phase: failure.PhaseWarmup},
+			{Text: "Shard ready", Phase: failure.PhaseKernelSetup},
+			{Text: "Starting shard", Phase: failure.PhaseLoad},
+			{Text: "Starting download", Phase: failure.PhaseLoad},
+			{Text: "checkpoint shards", Phase: failure.PhaseLoad},
+			{Text: "Loading model", Phase: failure.PhaseLoad},
+			{Text: "loading model", Phase: failure.PhaseLoad},
+			{Text: "Loading weights", Phase: failure.PhaseLoad},
+		}),
+		signatures: joinLists([]Signature{
+			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},
+			{Text: "Not enough memory to handle", Class: failure.ClassGPUOOM},
+			{Text: "max_batch_prefill_tokens", Pattern: regexp.MustCompile(`(?i)(lower|too (large|high|small)|not enough)`), Class: failure.ClassContextExceedsKV},
+			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
+		}, pythonSignatures, ggmlSignatures, cudaSignatures),
+		frameHints: pythonFrameHints,
+		wrappers: joinLists(pythonWrappers, []string{
+			"Shard complete standard error output",
+			"Shard process was signaled to shutdown",
+		}),
+		facts:   joinLists(shardFacts, ggmlFacts),
+		devices: joinLists(pythonDevices, ggmlDevices),
 	})
 }
 

@@ -7,27 +7,32 @@ import (
 )
 
 // SGLang: GET /health answers 503 until the server is warmed up, then 200.
+// The server sends itself one warmup request before it logs "fired up";
+// batch lines before ready are that warmup, not served requests.
 func init() {
 	register(&Engine{
 		Kind:       "sglang",
 		HealthPath: "/health",
 		health:     statusHealth,
 		markers: []Marker{
-			{"Load weight begin", failure.PhaseLoad},
-			{"Load weight end", failure.PhaseKernelSetup},
-			{"Memory pool end", failure.PhaseWarmup},
-			{"Capture cuda graph", failure.PhaseWarmup},
-			{"The server is fired up and ready to roll", failure.PhaseReadyWait},
+			uvicornMarkers[0], // a 2xx POST in the access log
+			{Text: "Prefill batch", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: "Decode batch", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: "Load weight begin", Phase: failure.PhaseLoad},
+			{Text: "Load weight end", Phase: failure.PhaseKernelSetup},
+			{Text: "Memory pool end", Phase: failure.PhaseWarmup},
+			{Text: "KV Cache is allocated", Phase: failure.PhaseKVInit},
+			{Text: "Capture cuda graph", Phase: failure.PhaseWarmup},
+			{Text: "The server is fired up and ready to roll", Phase: failure.PhaseReadyWait},
 		},
 		signatures: joinLists([]Signature{
-			{Text: "raph", Pattern: regexp.MustCompile(`(?i)cuda ?graph.*(fail|error)`), Class: failure.ClassWarmupFailed},
-			{Text: "Not enough memory", Class: failure.ClassGPUOOM},
-			{Text: "arlin", Pattern: regexp.MustCompile(`(?i)(error|fail|illegal|exception).*marlin|marlin.*(error|fail|illegal|not supported)`), Class: failure.ClassQuantKernelFailed},
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
-			{Text: "chat template", Pattern: regexp.MustCompile(`(?i)chat template.*(not set|invalid|error)`), Class: failure.ClassTokenizerTemplate},
-		}, cudaSignatures),
+			{Text: "mem-fraction-static", Pattern: regexp.MustCompile(`(?i)(not enough|insufficient|out of).{0,40}memory`), Class: failure.ClassGPUOOM},
+			{Text: "max_total_num_tokens", Pattern: regexp.MustCompile(`(?i)(too small|<=? 0|is 0|must be)`), Class: failure.ClassContextExceedsKV},
+			{Text: "is longer than the model's context length", Class: failure.ClassContextExceedsKV},
+		}, pythonSignatures, cudaSignatures),
+		frameHints: pythonFrameHints,
 		wrappers: joinLists(pythonWrappers, []string{
-			"hit an exception",
 			"Received sigquit from a child process",
 		}),
 		facts: joinLists(shardFacts, []FactParser{
@@ -35,6 +40,24 @@ func init() {
 			{Trigger: "#tokens", Pattern: regexp.MustCompile(`KV Cache is allocated\. #tokens: (\d+)`), Names: []string{"kv_cache_tokens"}},
 			{Trigger: "max_total_num_tokens", Pattern: regexp.MustCompile(`max_total_num_tokens=(\d+)`), Names: []string{"kv_cache_tokens"}},
 			{Trigger: "Capture cuda graph end", Pattern: regexp.MustCompile(`Time elapsed: ([\d.]+) s`), Names: []string{"cuda_graph_seconds"}},
+			{Trigger: "Load weight begin", Pattern: regexp.MustCompile(`avail mem=([\d.]+) GB`), Names: []string{"device_free_gib"}},
 		}),
+		devices: joinLists(pythonDevices, []DeviceRule{
+			{Text: "Load weight begin", Pattern: regexp.MustCompile(`Load weight begin\. avail mem=`), Kind: DeviceGPU},
+		}),
+		nextSteps: map[failure.Class]string{
+			failure.ClassGPUOOM: "GPU memory ran out: lower --mem-fraction-static or --context-length, lower " +
+				"--cuda-graph-max-bs / --max-running-requests, or use more GPUs (--tp).",
+			failure.ClassWarmupFailed: "CUDA graph capture failed: retry with --disable-cuda-graph or a smaller " +
+				"--cuda-graph-max-bs.",
+			failure.ClassStructuredOutputCrash: "A structured request crashed SGLang's scheduler: try another grammar backend " +
+				"(--grammar-backend outlines or llguidance instead of xgrammar), another SGLang version, and validate schemas before sending.",
+			failure.ClassStructuredOutputRejected: "SGLang's grammar backend refused the schema: try another --grammar-backend " +
+				"(xgrammar, outlines, llguidance) or simplify the schema.",
+			failure.ClassTokenizerTemplate: "The chat template is missing or broken: give one with --chat-template (a file or " +
+				"a built-in name), or use the model's instruct variant.",
+			failure.ClassQuantKernelFailed: "A quantization kernel failed: try another --quantization method (e.g. awq or gptq " +
+				"instead of a Marlin variant), a different --tp, or another quant of the model.",
+		},
 	})
 }

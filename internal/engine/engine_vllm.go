@@ -16,14 +16,17 @@ func init() {
 		Kind:       "vllm",
 		HealthPath: "/health",
 		health:     vllmHealth,
-		markers: []Marker{
-			{"Starting to load model", failure.PhaseLoad},
-			{"Loading weights took", failure.PhaseKernelSetup},
-			{"Model loading took", failure.PhaseKVInit},
-			{"GPU KV cache size", failure.PhaseWarmup},
-			{"Available KV cache memory", failure.PhaseWarmup},
-			{"Application startup complete", failure.PhaseReadyWait},
-		},
+		markers: joinLists(uvicornMarkers, []Marker{
+			{Text: "Received request", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: "Added request", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: "Starting to load model", Phase: failure.PhaseLoad},
+			{Text: "Loading weights took", Phase: failure.PhaseKernelSetup},
+			{Text: "Model loading took", Phase: failure.PhaseKVInit},
+			{Text: "GPU KV cache size", Phase: failure.PhaseWarmup},
+			{Text: "Available KV cache memory", Phase: failure.PhaseWarmup},
+			{Text: "Capturing CUDA graph", Phase: failure.PhaseWarmup},
+			{Text: "Starting vLLM API server", Phase: failure.PhaseReadyWait},
+		}),
 		signatures: joinLists([]Signature{
 			{Text: "UVA is not available", Class: failure.ClassHostCapability},
 			{Text: "less than desired GPU memory utilization", Class: failure.ClassAcceleratorBusy},
@@ -33,33 +36,47 @@ func init() {
 			{Text: "larger than the maximum number of tokens that can be stored in KV cache", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 			{Text: "larger than the available KV cache memory", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 			{Text: "No available memory for the cache blocks", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit},
-			{Text: "arlin", Pattern: regexp.MustCompile(`(?i)(error|fail|illegal|exception).*marlin|marlin.*(error|fail|illegal|not supported)`), Class: failure.ClassQuantKernelFailed},
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
-			{Text: "are not supported for now", Pattern: regexp.MustCompile(`Model architectures? .* (is|are) not supported`), Class: failure.ClassModelLoadFailed},
-			{Text: "does not appear to have a file named", Class: failure.ClassModelLoadFailed},
-			{Text: "SafetensorError", Class: failure.ClassModelLoadFailed},
-			{Text: "raph", Pattern: regexp.MustCompile(`(?i)cuda ?graph.*(fail|error)`), Class: failure.ClassWarmupFailed},
-			{Text: "chat template", Pattern: regexp.MustCompile(`(?i)chat template.*(not set|invalid|error)`), Class: failure.ClassTokenizerTemplate},
-		}, cudaSignatures),
+			{Text: "Bfloat16 is only supported on GPUs with compute capability", Class: failure.ClassGPUArchUnsupported},
+			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
+			{Text: "maximum context length is", Pattern: regexp.MustCompile(`(?i)maximum context length is \d+ tokens`), Class: failure.ClassContextExceedsKV},
+		}, pythonSignatures, cudaSignatures),
+		frameHints: pythonFrameHints,
 		wrappers: joinLists(pythonWrappers, []string{
 			"Engine core initialization failed",
 			"EngineCore failed to start",
-			"EngineCore hit an exception",
 			"Process EngineCore",
 			"Worker failed with error",
 		}),
 		facts: joinLists(shardFacts, []FactParser{
 			{Trigger: "Loading weights took", Pattern: regexp.MustCompile(`Loading weights took ([\d.]+) seconds`), Names: []string{"weights_load_seconds"}},
-			{Trigger: "Model loading took", Pattern: regexp.MustCompile(`Model loading took ([\d.]+) GiB(?: and ([\d.]+) seconds)?`), Names: []string{"model_memory_gib", "model_load_seconds"}},
+			{Trigger: "Model loading took", Pattern: regexp.MustCompile(`Model loading took ([\d.]+) GiB(?: memory)?(?: and ([\d.]+) seconds)?`), Names: []string{"model_memory_gib", "model_load_seconds"}},
 			{Trigger: "Available KV cache memory", Pattern: regexp.MustCompile(`Available KV cache memory: ` + num + ` GiB`), Names: []string{"kv_cache_memory_gib"}},
 			{Trigger: "GPU KV cache size", Pattern: regexp.MustCompile(`GPU KV cache size: ([\d,]+) tokens`), Names: []string{"kv_cache_tokens"}},
 			{Trigger: "estimated maximum model length is", Pattern: regexp.MustCompile(`estimated maximum model length is (\d+)`), Names: []string{"suggested_max_model_len"}},
 			{Trigger: "Free memory on device", Pattern: regexp.MustCompile(`Free memory on device \(([\d.]+)/([\d.]+) GiB\)`), Names: []string{"device_free_gib", "device_total_gib"}},
 			{Trigger: "Maximum concurrency", Pattern: regexp.MustCompile(`Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x`), Names: []string{"max_model_len", "max_concurrency"}},
+			{Trigger: "init engine", Pattern: regexp.MustCompile(`init engine \(profile, create kv cache, warmup model\) took ([\d.]+) seconds`), Names: []string{"engine_init_seconds"}},
 		}),
+		devices: pythonDevices,
 		nextSteps: map[failure.Class]string{
 			failure.ClassHostCapability: "UVA / pinned memory is unavailable on this host (typical of WSL2): use a documented " +
-				"fallback that avoids UVA, e.g. VLLM_USE_V2_MODEL_RUNNER=0 (the V1 model runner), or run on native Linux.",
+				"fallback that avoids UVA, e.g. VLLM_USE_V2_MODEL_RUNNER=0 (the V1 model runner), or run on native Linux; " +
+				"for NCCL errors in a container give it shared memory (--ipc=host or --shm-size) or try NCCL_P2P_DISABLE=1.",
+			failure.ClassQuantKernelFailed: "A quantization kernel failed on this model or GPU (e.g. a Marlin shape constraint): " +
+				"choose a non-Marlin kernel (--quantization awq or gptq instead of awq_marlin / gptq_marlin), a different " +
+				"--tensor-parallel-size, or another quant of the model.",
+			failure.ClassTokenizerTemplate: "The model's tokenizer has no usable chat template: give one with --chat-template " +
+				"FILE (transformers no longer supplies a default), or use the model's instruct variant.",
+			failure.ClassGPUOOM: "GPU memory ran out: lower --max-model-len or --max-num-seqs, raise or lower " +
+				"--gpu-memory-utilization to what is free, use --enforce-eager, or a smaller quant / more GPUs (--tensor-parallel-size).",
+			failure.ClassStructuredOutputRejected: "vLLM's grammar backend refused the schema or the tokens: try another backend " +
+				"(--structured-outputs-config.backend / --guided-decoding-backend guidance or outlines), simplify the schema, " +
+				"and keep client-side validation.",
+			failure.ClassStructuredOutputCrash: "A structured request crashed vLLM's engine: try another grammar backend " +
+				"(guidance / outlines instead of xgrammar) or another vLLM version, and avoid the schema feature.",
+			failure.ClassAcceleratorUnavailable: "vLLM found no usable GPU: check CUDA_VISIBLE_DEVICES, the container's " +
+				"GPU access (--gpus all, the NVIDIA container toolkit) and that the driver libraries (libcuda.so) are visible.",
 		},
 	})
 }

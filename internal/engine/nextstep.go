@@ -38,9 +38,25 @@ var nextSteps = map[failure.Class]string{
 		"its structured output; use another grammar backend or engine, and keep client-side validation.",
 	failure.ClassStructuredOutputCrash: "A structured request crashed the engine: avoid that schema feature or " +
 		"grammar backend with this engine version.",
+	failure.ClassProbeFailed: "The server is up but its probe completion failed or replied wrong: read the " +
+		"completion's error in the root cause; check the model id and the chat template, raise ready_probe.timeout " +
+		"or max_tokens if the reply was cut, and fix ready_probe.expect if the model answers differently.",
+	failure.ClassHostOOM: "Host memory ran out (the engine refused the model, a CPU buffer failed, or the kernel's OOM " +
+		"killer ended it): use a smaller model or quant, a shorter context, offload more to the GPU, stop other " +
+		"memory users, or raise the container's memory limit.",
+	failure.ClassAcceleratorUnavailable: "The engine found no usable accelerator and would serve on the CPU: check " +
+		"CUDA_VISIBLE_DEVICES, the container's GPU access (--gpus all and the NVIDIA container toolkit), the driver " +
+		"(nvidia-smi) and that its libraries (libcuda.so) are visible to the engine.",
 	failure.ClassShutdownLeak: "Processes of the engine survived the stop: kill the listed pids, and make the " +
 		"launcher keep its children in its process group.",
 }
+
+// engineCrashStep is engine_died's advice when a log line names the crash
+// (a CUDA illegal memory access, a scheduler exception): the cause is
+// known, only not one of the classes.
+const engineCrashStep = "The engine crashed; the root-cause line says where. Rerun to see whether it is " +
+	"deterministic, try the engine's safer modes (vLLM --enforce-eager, SGLang --disable-cuda-graph), another engine " +
+	"version, and report the line upstream with the log tail."
 
 // NextStep returns generic advice for a person facing a failure of class
 // c; an empty string for an unknown class. Engine.NextStep refines it per

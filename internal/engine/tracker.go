@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,15 +14,21 @@ import (
 // root cause; longer lines are cut (matching still sees the whole line).
 const maxStoredLine = 4096
 
+// maxFrames bounds the traceback frames kept for the root-cause block.
+const maxFrames = 12
+
 // Tracker follows one engine attempt's log as it arrives: the phase in
-// progress (last marker seen; PhaseLaunch before any), the facts parsed so
-// far, the first root-cause candidate of the best tier, and a ring buffer
-// of the last failure.DefaultTailLines lines.
+// progress (last marker seen; PhaseLaunch before any; phases only move
+// forward), the facts parsed so far, the serving device, the first
+// root-cause candidate of the best tier, Python traceback blocks (header,
+// frames, exception line) and a ring buffer of the last
+// failure.DefaultTailLines lines.
 //
-// Feed is cheap per line (a few dozen substring checks; a regexp only on
-// lines that contain a parser's trigger text) and allocates only to keep
-// the line in the tail. A Tracker is safe for concurrent use: stdout and
-// stderr readers may both feed it while another goroutine classifies.
+// Feed is cheap per line (a few dozen substring checks; signatures only on
+// lines that are not INFO/DEBUG; a regexp only on lines that contain its
+// literal) and allocates only to keep the line in the tail. A Tracker is
+// safe for concurrent use: stdout and stderr readers may both feed it
+// while another goroutine classifies.
 type Tracker struct {
 	e *Engine
 
@@ -30,9 +38,28 @@ type Tracker struct {
 	facts    map[string]float64
 	cand     candidate
 	fallback string // first generic error line, used when no signature matched
+	fbHeader bool   // fallback is a traceback header: the exception line replaces it
+	prev     string // previous non-frame line (stored form)
+	prevErr  bool   // prev looked like an error line
+	tb       traceback
+	frames   []string // frames of the block that gave the root cause
+	grammar  bool     // the log shows a grammar backend / structured output in use
+	served   bool     // the log shows a request served
+	device   ServingDevice
 	lines    int64
 	tail     [failure.DefaultTailLines]string
-	next     int // index in tail of the next write
+	next     int    // index in tail of the next write
+	low      []byte // scratch: the current line lower-cased
+}
+
+// traceback is an open Python traceback block.
+type traceback struct {
+	open      bool
+	header    string     // the line that introduced it (stored form)
+	headerSig *Signature // the header's own signature, if any
+	phase     failure.Phase
+	hint      failure.Class // class named by the frames (first hint wins)
+	frames    []string
 }
 
 // candidate is a root-cause line a signature matched.
@@ -41,6 +68,7 @@ type candidate struct {
 	class failure.Class
 	phase failure.Phase // the phase when it was seen, or the signature's pinned phase
 	tier  Tier
+	crash bool // an engine crash line; class refined from context
 }
 
 // NewTracker returns a Tracker for one attempt of this engine, in phase
@@ -76,14 +104,125 @@ func (t *Tracker) feed(line string) {
 	t.tail[t.next] = stored
 	t.next = (t.next + 1) % len(t.tail)
 
-	e := t.e
-	for i := range e.markers {
-		if strings.Contains(line, e.markers[i].Text) {
-			t.phase = e.markers[i].Phase
-			t.marker = e.markers[i].Text
-			break
+	msg, level := splitLine(line)
+	frame := isFrame(msg) || strings.TrimSpace(msg) == ""
+	if !frame {
+		t.mark(line)
+		t.facts1(line)
+		t.context(line)
+	}
+
+	if t.cand.tier == TierError {
+		return // the root cause is known; later lines cannot displace it
+	}
+	if t.tb.open {
+		if frame {
+			t.frame(msg)
+			return
+		}
+		if isExceptionLine(msg) {
+			t.closeBlock(line, stored)
+			t.prev, t.prevErr = stored, true
+			return
+		}
+		t.cutBlock()
+		if t.cand.tier == TierError {
+			return
 		}
 	}
+	if frame {
+		return
+	}
+	if i := strings.Index(msg, "Traceback (most recent call last)"); i >= 0 {
+		t.openBlock(line, stored, msg[:i])
+		return
+	}
+	defer func() { t.prev = stored }()
+	t.prevErr = false
+	if level == "INFO" || level == "DEBUG" || t.isWrapper(line) {
+		return
+	}
+	lower := t.lower(line)
+	if s := t.match(line, lower); s != nil {
+		t.offer(stored, s.Class, s.Phase, s.tier(), s.Crash)
+		t.prevErr = true
+		return
+	}
+	if isErrorLine(msg, level) || strings.HasSuffix(strings.TrimSpace(msg), ":") {
+		t.prevErr = true
+		if t.fallback == "" && isErrorLine(msg, level) {
+			t.fallback = stored
+		}
+	}
+}
+
+// lower fills t.low with line lower-cased (ASCII) and returns it.
+func (t *Tracker) lower(line string) []byte {
+	b := t.low[:0]
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	t.low = b
+	return b
+}
+
+// match returns the first signature line matches, or nil.
+func (t *Tracker) match(line string, lower []byte) *Signature {
+	for i := range t.e.signatures {
+		if s := &t.e.signatures[i]; s.matches(line, lower) {
+			return s
+		}
+	}
+	return nil
+}
+
+// offer makes line the root-cause candidate when its tier beats the one
+// held.
+func (t *Tracker) offer(line string, class failure.Class, pinned failure.Phase, tier Tier, crash bool) {
+	if tier <= t.cand.tier {
+		return
+	}
+	ph := pinned
+	if ph == "" {
+		ph = t.phase
+	}
+	t.cand = candidate{line: line, class: class, phase: ph, tier: tier, crash: crash}
+	if t.tb.open || len(t.tb.frames) > 0 {
+		t.frames = append([]string(nil), t.tb.frames...)
+	}
+}
+
+// mark moves the phase forward when line is a marker.
+func (t *Tracker) mark(line string) {
+	for i := range t.e.markers {
+		m := &t.e.markers[i]
+		if !strings.Contains(line, m.Text) {
+			continue
+		}
+		if m.After != "" && t.phase.Index() < m.After.Index() {
+			continue
+		}
+		if m.Pattern != nil && !m.Pattern.MatchString(line) {
+			continue
+		}
+		if m.Phase.Index() >= t.phase.Index() {
+			t.phase = m.Phase
+			t.marker = m.Text
+		}
+		if m.Phase == failure.PhaseInference {
+			t.served = true
+		}
+		return
+	}
+}
+
+// facts1 applies the fact parsers to line.
+func (t *Tracker) facts1(line string) {
+	e := t.e
 	for i := range e.facts {
 		fp := &e.facts[i]
 		if !strings.Contains(line, fp.Trigger) {
@@ -93,40 +232,193 @@ func (t *Tracker) feed(line string) {
 		if m == nil {
 			continue
 		}
+		first := 1
+		var dev string
+		if fp.PerDevice {
+			dev = deviceKey(m[1])
+			first = 2
+		}
 		for j, name := range fp.Names {
-			if j+1 >= len(m) {
-				break
+			if first+j >= len(m) || m[first+j] == "" {
+				continue
 			}
-			if v, err := strconv.ParseFloat(strings.ReplaceAll(m[j+1], ",", ""), 64); err == nil {
+			v, err := strconv.ParseFloat(strings.ReplaceAll(m[first+j], ",", ""), 64)
+			if err != nil {
+				continue
+			}
+			if !fp.PerDevice {
 				t.facts[name] = v
+				continue
+			}
+			key := name + "." + dev
+			old := t.facts[key]
+			t.facts[key] = v
+			if isAccelerator(dev) {
+				t.facts[name] += v - old
 			}
 		}
 	}
-
-	if t.cand.tier == TierError {
-		return // the root cause is known; later lines cannot displace it
-	}
-	msg, level := splitLine(line)
-	if isFrame(msg) || level == "INFO" || level == "DEBUG" || t.isWrapper(line) {
-		return
-	}
-	for i := range e.signatures {
-		s := &e.signatures[i]
-		if !s.matches(line) {
+	for i := range e.devices {
+		d := &e.devices[i]
+		if !strings.Contains(line, d.Text) {
 			continue
 		}
-		if s.tier() > t.cand.tier {
-			ph := s.Phase
-			if ph == "" {
-				ph = t.phase
-			}
-			t.cand = candidate{line: stored, class: s.Class, phase: ph, tier: s.tier()}
+		if d.read(line, &t.device) {
+			t.device.Evidence = strings.TrimSpace(clip(line))
 		}
+	}
+}
+
+// context notes what later classification may need: a grammar backend in
+// use (structured output), requests served.
+func (t *Tracker) context(line string) {
+	if t.grammar {
 		return
 	}
-	if t.fallback == "" && isErrorLine(msg, level) {
-		t.fallback = stored
+	for _, w := range grammarWords {
+		if strings.Contains(line, w) {
+			if w == "grammar_backend=" && strings.Contains(line, "grammar_backend=None") {
+				continue
+			}
+			t.grammar = true
+			return
+		}
 	}
+}
+
+// grammarWords in a log line show that structured output was in use.
+var grammarWords = []string{"grammar_backend=", "guided_decoding_backend", "structured_outputs_config",
+	"response_format", "json_schema", "guided_json", "xgrammar", "llguidance", "outlines"}
+
+// deviceKey is a device name as a fact key suffix: lower case, other
+// characters than letters and digits as "_".
+func deviceKey(d string) string {
+	b := []byte(strings.ToLower(d))
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// isAccelerator reports a device key that is not host memory.
+func isAccelerator(dev string) bool {
+	return !strings.HasPrefix(dev, "cpu") && !strings.HasPrefix(dev, "cuda_host") && dev != "host"
+}
+
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+// frame takes one line of an open traceback block.
+func (t *Tracker) frame(msg string) {
+	m := strings.TrimSpace(msg)
+	if !strings.HasPrefix(m, "File ") {
+		return
+	}
+	if len(t.tb.frames) < maxFrames {
+		t.tb.frames = append(t.tb.frames, m)
+	} else {
+		copy(t.tb.frames, t.tb.frames[1:])
+		t.tb.frames[len(t.tb.frames)-1] = m
+	}
+	lower := t.lower(m)
+	for i := range t.e.frameHints {
+		h := &t.e.frameHints[i]
+		if bytes.Contains(lower, []byte(h.Text)) {
+			t.tb.hint = h.Class // the innermost frame that names a component wins
+			return
+		}
+	}
+}
+
+// openBlock starts a traceback block at line. before is the message text
+// before "Traceback" on the same line ("Scheduler hit an exception: ").
+func (t *Tracker) openBlock(line, stored, before string) {
+	t.tb = traceback{open: true, phase: t.phase}
+	if strings.TrimSpace(strings.TrimRight(strings.TrimSpace(before), ":")) != "" {
+		t.tb.header = stored
+		if !t.isWrapper(line) {
+			t.tb.headerSig = t.match(line, t.lower(line))
+		}
+	} else if t.prevErr && t.prev != "" {
+		t.tb.header = t.prev
+		if !t.isWrapper(t.prev) {
+			t.tb.headerSig = t.match(t.prev, t.lower(t.prev))
+		}
+	}
+	if t.tb.header == "" {
+		t.tb.header = stored
+	}
+	if t.fallback != "" && t.fallback == t.tb.header {
+		t.fbHeader = true
+	}
+}
+
+// closeBlock ends the block at its exception line: the exception line is
+// the root cause; its class from a signature on it, else from the frames'
+// component, else from the header's signature.
+func (t *Tracker) closeBlock(line, stored string) {
+	tb := t.tb
+	t.tb = traceback{frames: tb.frames}
+	if t.isWrapper(line) {
+		return
+	}
+	if s := t.match(line, t.lower(line)); s != nil {
+		cls := s.Class
+		if s.Crash && tb.hint != "" {
+			cls = tb.hint
+		}
+		t.offer(stored, cls, s.Phase, s.tier(), s.Crash)
+	} else if tb.hint != "" {
+		t.offer(stored, tb.hint, "", TierError, false)
+	} else if tb.headerSig != nil {
+		t.offer(stored, tb.headerSig.Class, tb.headerSig.Phase, tb.headerSig.tier(), tb.headerSig.Crash)
+	}
+	if t.cand.tier == TierError {
+		t.tb.frames = nil
+		return
+	}
+	if t.fallback == "" || t.fbHeader {
+		t.fallback, t.fbHeader = stored, false
+		t.frames = append([]string(nil), tb.frames...)
+	}
+	t.tb.frames = nil
+}
+
+// cutBlock ends a block that stopped before its exception line: the
+// header is the root cause, the frames its facts.
+func (t *Tracker) cutBlock() {
+	tb := t.tb
+	t.tb = traceback{frames: tb.frames}
+	switch {
+	case tb.headerSig != nil:
+		cls := tb.headerSig.Class
+		if tb.headerSig.Crash && tb.hint != "" {
+			cls = tb.hint
+		}
+		t.offer(tb.header, cls, tb.headerSig.Phase, tb.headerSig.tier(), tb.headerSig.Crash)
+	case tb.hint != "":
+		t.offer(tb.header, tb.hint, "", TierError, false)
+	}
+	if t.cand.tier == 0 && (t.fallback == "" || t.fbHeader) {
+		t.fallback, t.fbHeader = tb.header, false
+		t.frames = append([]string(nil), tb.frames...)
+	}
+	t.tb.frames = nil
+}
+
+// exceptionLine recognises a Python exception line: a dotted name ending
+// in Error, Exception, Exit, Interrupt, Fault or Failure, then ":" or the
+// end ("ValueError: ...", "torch.OutOfMemoryError: ...", "KeyError").
+var exceptionLine = regexp.MustCompile(`^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Fault|Failure|Warning)(:|$)`)
+
+func isExceptionLine(msg string) bool {
+	return exceptionLine.MatchString(strings.TrimSpace(msg))
 }
 
 func (t *Tracker) isWrapper(line string) bool {
@@ -146,8 +438,17 @@ func (t *Tracker) Phase() failure.Phase {
 	return t.phase
 }
 
+// Device returns the serving device the log shows so far (Kind empty when
+// it does not say).
+func (t *Tracker) Device() ServingDevice {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.device
+}
+
 // Facts returns a copy of the facts parsed so far (name → value; units in
-// the name: _seconds, _gib, _mib, _tokens).
+// the name: _seconds, _gib, _mib, _tokens; per-device values under
+// name.device).
 func (t *Tracker) Facts() map[string]float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -210,7 +511,8 @@ func (t *Tracker) Signature() (class failure.Class, line string, ok bool) {
 // splitLine separates a log line's message from the prefixes engines put
 // before it, and returns the level when one is given ("ERROR", "INFO";
 // empty when none). It knows vLLM's "(EngineCore_DP0 pid=301) ERROR 10-02
-// 09:12:44 [core.py:708] message" and Go slog's "level=ERROR".
+// 09:12:44 [core.py:708] message", uvicorn's "INFO:     message", SGLang's
+// "[2025-03-19 08:20:04 TP0] message" and Go slog's "level=ERROR".
 func splitLine(line string) (msg, level string) {
 	msg = line
 	if strings.HasPrefix(msg, "(") {
@@ -218,9 +520,18 @@ func splitLine(line string) (msg, level string) {
 			msg = msg[i+2:]
 		}
 	}
-	for _, lv := range [...]string{"ERROR ", "INFO ", "WARNING ", "DEBUG ", "CRITICAL ", "WARN "} {
+	if strings.HasPrefix(msg, "[") {
+		// SGLang: "[2025-03-19 08:20:04 TP0] message"
+		if i := strings.Index(msg, "] "); i > 0 && i < 48 && msg[1] >= '0' && msg[1] <= '9' {
+			msg = msg[i+2:]
+		}
+	}
+	for _, lv := range [...]string{"ERROR ", "INFO ", "WARNING ", "DEBUG ", "CRITICAL ", "WARN ", "INFO:", "ERROR:", "WARNING:"} {
 		if strings.HasPrefix(msg, lv) {
-			level = lv[:len(lv)-1]
+			level = strings.TrimRight(lv, " :")
+			if lv[len(lv)-1] == ':' {
+				return strings.TrimLeft(msg[len(lv):], " "), level
+			}
 			if i := strings.Index(msg, "] "); i > 0 && i < 100 {
 				msg = msg[i+2:]
 			} else {

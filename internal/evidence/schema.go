@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/invopop/jsonschema"
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/hiro-dev/hiro/internal/failure"
 )
 
 // SchemaPath is where the generated schema is committed, relative to the
@@ -16,7 +19,7 @@ const SchemaPath = "schemas/evidence.schema.json"
 // JSONSchema returns the evidence JSON Schema generated from the Go types
 // (fields without omitempty are required), indented, with a final newline.
 func JSONSchema() []byte {
-	r := &jsonschema.Reflector{ExpandedStruct: true}
+	r := &jsonschema.Reflector{ExpandedStruct: true, Mapper: vocabulary}
 	s := r.Reflect(&Evidence{})
 	s.ID = "https://hiro.dev/schemas/evidence.schema.json"
 	s.Title = "hiro campaign evidence (" + SchemaID + ")"
@@ -25,6 +28,26 @@ func JSONSchema() []byte {
 		panic(err)
 	}
 	return append(b, '\n')
+}
+
+// vocabulary gives the failure vocabulary's types their enums (DESIGN.md
+// "Failure vocabulary"): a class or phase outside it does not validate.
+func vocabulary(t reflect.Type) *jsonschema.Schema {
+	switch t {
+	case reflect.TypeOf(failure.Class("")):
+		s := &jsonschema.Schema{Type: "string", Description: "failure class (DESIGN.md vocabulary)"}
+		for _, c := range failure.Classes {
+			s.Enum = append(s.Enum, string(c))
+		}
+		return s
+	case reflect.TypeOf(failure.Phase("")):
+		s := &jsonschema.Schema{Type: "string", Description: "engine phase (DESIGN.md vocabulary)"}
+		for _, p := range failure.Phases {
+			s.Enum = append(s.Enum, string(p))
+		}
+		return s
+	}
+	return nil
 }
 
 // Validate checks doc (a JSON document) against the evidence schema.

@@ -59,6 +59,18 @@ const (
 	ClassStructuredOutputFailOpen Class = "structured_output_fail_open"
 	ClassStructuredOutputCrash    Class = "structured_output_crash"
 	ClassShutdownLeak             Class = "shutdown_leak"
+	// ClassProbeFailed: the server is up and answers, but the bounded
+	// probe completion of readiness failed (an HTTP error, no answer in
+	// time) or its reply was not the expected one. Phase ready_wait.
+	ClassProbeFailed Class = "probe_failed"
+	// ClassHostOOM: host memory is too small for the model or its context:
+	// an engine's refusal, a CPU buffer allocation failure, or the
+	// kernel's OOM killer.
+	ClassHostOOM Class = "host_oom"
+	// ClassAcceleratorUnavailable: the profile needs an accelerator but
+	// the engine found none usable and would serve on CPU (a hidden
+	// device, a container without GPUs, missing driver libraries).
+	ClassAcceleratorUnavailable Class = "accelerator_unavailable"
 )
 
 // Classes lists every class.
@@ -67,7 +79,18 @@ var Classes = []Class{ClassDriverMismatch, ClassHostCapability, ClassGPUArchUnsu
 	ClassGPUOOM, ClassContextExceedsKV, ClassReadyTimeout, ClassWarmupFailed,
 	ClassTokenizerTemplate, ClassEngineDied, ClassIdentityMismatch,
 	ClassStructuredOutputRejected, ClassStructuredOutputFailOpen,
-	ClassStructuredOutputCrash, ClassShutdownLeak}
+	ClassStructuredOutputCrash, ClassShutdownLeak, ClassProbeFailed, ClassHostOOM,
+	ClassAcceleratorUnavailable}
+
+// Known reports whether c is one of Classes.
+func (c Class) Known() bool {
+	for _, k := range Classes {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
 
 // Failure is why one attempt failed. It is the "failure" object of
 // `hiro backend start --json`, `hiro diagnose --json` and of each launch

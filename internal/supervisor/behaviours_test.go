@@ -140,8 +140,8 @@ func TestBehaviourAliveNotServing(t *testing.T) {
 			if proc != nil || res.State != StateFailed {
 				t.Fatalf("state %s: a server whose completions fail is never ready", res.State)
 			}
-			if f := res.Failure; f.Class != failure.ClassEngineDied || f.Phase != failure.PhaseReadyWait {
-				t.Errorf("class %s phase %s (%s), want engine_died ready_wait", f.Class, f.Phase, f.RootCause)
+			if f := res.Failure; f.Class != failure.ClassProbeFailed || f.Phase != failure.PhaseReadyWait {
+				t.Errorf("class %s phase %s (%s), want probe_failed ready_wait", f.Class, f.Phase, f.RootCause)
 			}
 			if len(res.ModelIDs) == 0 {
 				t.Errorf("identity was not checked before the completion")
