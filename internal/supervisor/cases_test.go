@@ -22,7 +22,6 @@ func caseSets(t *testing.T) []string {
 	for _, d := range []string{
 		filepath.Join(root, "..", "shared", "cases", "failure-logs"),
 		filepath.Join(root, "..", "shared", "cases", "failure-logs-2"),
-		filepath.Join(root, "internal", "engine", "testdata", "field"),
 	} {
 		if _, err := os.Stat(filepath.Join(d, "cases.json")); err == nil {
 			dirs = append(dirs, d)
