@@ -39,6 +39,7 @@ import (
 
 type options struct {
 	host, model, replay, signal, chat, reply, jsonReply, healthStyle string
+	apiKey, hfToken                                                  string
 	port, exitCode                                                   int
 	lineDelay, loadTime, exitAfter, progressEvery, holdFor           time.Duration
 	ignoreTerm, wrapper, escapeHelper, schemaFailOpen, logHealth     bool
@@ -79,6 +80,8 @@ func main() {
 	flag.BoolVar(&o.ignoreTerm, "ignore-sigterm", false, "ignore SIGTERM")
 	flag.BoolVar(&o.wrapper, "wrapper", false, "act as a wrapper: start the engine (this command without --wrapper) as a child and wait for it")
 	flag.BoolVar(&o.escapeHelper, "escape-helper", false, "start a helper in a new session (setsid) that inherits the listening socket and keeps the port")
+	flag.StringVar(&o.apiKey, "api-key", "", "accepted like vLLM's --api-key and echoed, as vLLM does, in a 'non-default args' log line")
+	flag.StringVar(&o.hfToken, "hf-token", "", "accepted like vLLM's --hf-token and echoed in the 'non-default args' log line")
 	flag.BoolVar(&o.logHealth, "log-health-requests", false, "log each health request llama.cpp style (request: GET /health ...)")
 	flag.IntVar(&o.holdFD, "hold-fd", 0, "internal: helper mode, hold this descriptor")
 	flag.DurationVar(&o.holdFor, "hold-for", 2*time.Minute, "internal: how long a helper holds the port before it exits")
@@ -105,6 +108,10 @@ func main() {
 		}()
 	}
 	logf("fake: pid=%d pgid=%d starting", os.Getpid(), syscall.Getpgrp())
+	if o.apiKey != "" || o.hfToken != "" {
+		// vLLM prints its non-default arguments, secrets included.
+		logf("INFO 11-30 10:00:00 [utils.py:326] non-default args: {'model': '%s', 'api_key': ['%s'], 'hf_token': '%s'}", o.model, o.apiKey, o.hfToken)
+	}
 
 	if o.port > 0 {
 		go serve(o, start)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hiro-dev/hiro/internal/atomicfile"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // File names inside a campaign's evidence directory.
@@ -40,9 +41,11 @@ func Encode(e *Evidence) (private, public []byte, err error) {
 	return append(private, '\n'), append(public, '\n'), nil
 }
 
-// WriteEncoded atomically writes what Encode returned into dir.
+// WriteEncoded atomically writes what Encode returned into dir: the
+// private document readable by its owner only (0600), the public one 0644.
+// dir should be the user's alone (0700); see PrivateDirMode.
 func WriteEncoded(dir string, private, public []byte) error {
-	if err := atomicfile.WriteFile(filepath.Join(dir, PrivateFile), private, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, PrivateFile), private, 0o600); err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(filepath.Join(dir, PublicFile), public, 0o644)
@@ -74,12 +77,20 @@ func RedactPaths(s string) string {
 	return reAbsPath.ReplaceAllString(s, "${1}<path>")
 }
 
+// PrivateDirMode is the mode of a campaign's evidence directory: the
+// private evidence and the logs it points to are the user's alone.
+const PrivateDirMode = 0o700
+
 // Public returns a deep copy without local paths, environment values,
 // captured command output and per-file hashes: what may be published.
+// Every string of it has passed through package redact (secrets known to
+// this process, token shapes, secret-looking flags and keys, the user's
+// home and the project's folders as placeholders).
 func (e *Evidence) Public() *Evidence {
 	var c Evidence
 	b, _ := json.Marshal(e)
 	_ = json.Unmarshal(b, &c)
+	redact.Value(&c)
 	c.Plan = ""
 	c.Fingerprints.Files = nil
 	delete(c.Host, "disks")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // FromEvidence maps a campaign's public evidence to a journal entry:
@@ -317,6 +318,7 @@ func (j *Journal) AddFromEvidence(path string) (string, error) {
 	if !bytes.Equal(a, b) {
 		return "", fmt.Errorf("%s: %w: it holds local paths, environment values or per-file hashes; pass the public %s beside it", path, ErrPrivateEvidence, evidence.PublicFile)
 	}
+	data = publicEvidence(ev, data)
 	e, err := FromEvidence(ev, "")
 	if err != nil {
 		return "", err
@@ -347,4 +349,21 @@ func (j *Journal) AddFromEvidence(path string) (string, error) {
 		return "", err
 	}
 	return rel, nil
+}
+
+// publicEvidence returns the bytes of evidence ev (read as data) as the
+// journal may publish them: ev is redacted in place (package redact) and,
+// when that changed anything, re-encoded; otherwise data is kept as it is.
+func publicEvidence(ev *evidence.Evidence, data []byte) []byte {
+	before, _ := json.Marshal(ev)
+	redact.Value(ev)
+	after, _ := json.Marshal(ev)
+	if bytes.Equal(before, after) {
+		return data
+	}
+	b, err := json.MarshalIndent(ev, "", "  ")
+	if err != nil {
+		return redact.Text(data)
+	}
+	return append(b, '\n')
 }

@@ -19,6 +19,9 @@ import (
 	"github.com/gorilla/feeds"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // DefaultSiteTitle is the site title when BuildOptions.Title is empty.
@@ -118,6 +121,11 @@ func Build(j *Journal, out string, opts BuildOptions) (*BuildResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, e := range j.Entries {
+		// The site is public: every entry passes through package redact
+		// (entries written by hand or by an older hiro too).
+		redact.Value(&e.Entry)
+	}
 	b := &builder{out: out, opts: opts, entries: j.Entries, old: old, written: map[string]bool{}}
 	b.tmpl, b.css = templates()
 	if err := b.run(j); err != nil {
@@ -211,6 +219,7 @@ type builder struct {
 // content is not rewritten: that keeps its modification time (so a sync to a
 // web server sends only what changed) and spares the disk a truncate.
 func (b *builder) write(rel string, data []byte) error {
+	data = publicSiteBytes(rel, data)
 	path := filepath.Join(b.out, filepath.FromSlash(rel))
 	same := false
 	if b.old[rel] {
@@ -426,4 +435,22 @@ func renderMarkdown(md goldmark.Markdown, src string) (template.HTML, error) {
 	}
 	// goldmark ran without WithUnsafe: its output holds no raw HTML from src.
 	return template.HTML(buf.String()), nil
+}
+
+// publicSiteBytes is the last redaction step of every site file (package
+// redact): HTML and the Atom feed as markup (placeholders escaped), the
+// copied evidence structurally (its JSON stays valid), entry JSON as it is
+// (entries are redacted before rendering).
+func publicSiteBytes(rel string, data []byte) []byte {
+	switch {
+	case strings.HasSuffix(rel, ".html") || strings.HasSuffix(rel, ".atom") || strings.HasSuffix(rel, ".xml"):
+		return redact.HTML(data)
+	case strings.HasPrefix(rel, EvidenceDir+"/") && strings.HasSuffix(rel, ".json"):
+		var ev evidence.Evidence
+		if err := json.Unmarshal(data, &ev); err != nil || ev.Schema != evidence.SchemaID {
+			return redact.Text(data)
+		}
+		return publicEvidence(&ev, data)
+	}
+	return data
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/atomicfile"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // Layout of a journal directory.
@@ -204,6 +205,9 @@ var ErrExists = errors.New("already in the journal")
 // taken, and writes it atomically to entries/<stamp>_<slug>.json (creating
 // the directories). It returns the path written, relative to j.Dir.
 func (j *Journal) Create(e *Entry) (string, error) {
+	// An entry is public: every string passes through package redact
+	// before it is validated and written.
+	redact.Value(e)
 	if probs := e.Validate(); len(probs) > 0 {
 		return "", fmt.Errorf("new entry: %s", strings.Join(probs, "; "))
 	}

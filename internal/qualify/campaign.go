@@ -105,9 +105,11 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		root = opts.EvidenceDir
 	}
 	c.dir = filepath.Join(root, id)
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+	if err := os.MkdirAll(c.dir, evidence.PrivateDirMode); err != nil {
 		return nil, fmt.Errorf("creating the evidence directory: %w", err)
 	}
+	_ = os.Chmod(c.dir, evidence.PrivateDirMode)
+	registerSecrets(cfg, plan)
 	c.ev = c.newEvidence(id, start)
 	c.sv = newSaver(c.dir)
 	err := c.save()

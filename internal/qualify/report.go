@@ -10,6 +10,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // buildReport writes the human account of the campaign from the evidence,
@@ -400,7 +401,9 @@ func cell(s string) string {
 }
 
 func writeMarkdown(dir string, e *evidence.Evidence) error {
-	return atomicfile.WriteFile(filepath.Join(dir, evidence.ReportFile), []byte(Markdown(e)), 0o644)
+	// report.md is public: rendered from the public copy, then redacted as
+	// a whole (package redact) at the point where its bytes are written.
+	return atomicfile.WriteFile(filepath.Join(dir, evidence.ReportFile), redact.Markdown([]byte(Markdown(e.Public()))), 0o644)
 }
 
 var _ = os.Getpid

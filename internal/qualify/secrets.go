@@ -1,0 +1,44 @@
+package qualify
+
+import (
+	"path/filepath"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/redact"
+)
+
+// registerSecrets tells package redact what this campaign knows to be
+// secret or local before anything public is written: the environment
+// values of every profile and of every launch variant, the values that
+// follow secret-looking flags in their arguments, and the project's
+// folders (the configuration's and the plan's folder, the state folder)
+// with their placeholders.
+func registerSecrets(cfg *config.Config, plan *Plan) {
+	if cfg != nil {
+		for _, p := range cfg.Backends {
+			redact.AddEnv(p.Env)
+			redact.AddArgs(p.Args)
+		}
+		if cfg.Path != "" {
+			redact.AddPath(filepath.Dir(cfg.Path), redact.ProjectPlaceholder)
+		}
+		redact.AddPath(cfg.StateDir, "<state>")
+	}
+	if plan == nil {
+		return
+	}
+	if plan.Path != "" {
+		redact.AddPath(filepath.Dir(plan.Path), redact.ProjectPlaceholder)
+	}
+	for _, g := range plan.Gates {
+		for _, v := range g.Variants {
+			redact.AddEnv(v.Env)
+			redact.AddArgs(v.ArgsAppend)
+			for flag, val := range v.ArgsSet {
+				if redact.SecretFlag(flag) {
+					redact.Add(val)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestStringShapes(t *testing.T) {
+	r := &Redactor{secrets: map[string]bool{}, paths: map[string]string{}}
+	r.AddPath("/home/alice", HomePlaceholder)
+	r.AddPath("/srv/hiro-project", ProjectPlaceholder)
+	r.Add("plain-registered-secret", "1") // "1" is too short to register
+	cases := []struct{ in, want string }{
+		{"vllm serve m --api-key sk-abcdefghijklmnopqrstu --port 8000", "vllm serve m --api-key <redacted> --port 8000"},
+		{"args set --hf-token=hf_AbCdEfGhIjKlMnOpQrSt", "args set --hf-token=<redacted>"},
+		{"--token abc123 --max-tokens 64 --tokenizer x", "--token <redacted> --max-tokens 64 --tokenizer x"},
+		{"INFO non-default args: {'model': 'm', 'api_key': ['s3cr3t-value'], 'port': 8000}", "INFO non-default args: {'model': 'm', 'api_key': ['<redacted>'], 'port': 8000}"},
+		{`{"token": "abc", "max_tokens": 10}`, `{"token": "<redacted>", "max_tokens": 10}`},
+		{"env HF_TOKEN=whatever", "env HF_TOKEN=<redacted>"},
+		{"Authorization: Bearer abcdefghijkl.mnop", "Authorization: Bearer <redacted>"},
+		{"key sk-proj-ABCDEFGHIJKLMNOPQRSTUV in text", "key <redacted> in text"},
+		{"uses plain-registered-secret here, 1 time", "uses <redacted> here, 1 time"},
+		{"FileNotFoundError: /home/alice/models/x/config.json", "FileNotFoundError: <home>/models/x/config.json"},
+		{"cd /srv/hiro-project/.hiro && /srv/hiro-projectX/y /home/alicesmith", "cd <project>/.hiro && /srv/hiro-projectX/y /home/alicesmith"},
+		{"phase load: 4/4 shards, max-tokens 512", "phase load: 4/4 shards, max-tokens 512"},
+		{"TOKENIZERS_PARALLELISM=false", "TOKENIZERS_PARALLELISM=false"},
+	}
+	for _, c := range cases {
+		if got := r.String(c.in); got != c.want {
+			t.Errorf("String(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestEscapedForms(t *testing.T) {
+	r := &Redactor{secrets: map[string]bool{}, paths: map[string]string{}}
+	r.Add(`p"a<ss>w&rd`)
+	r.AddPath("/home/alice", HomePlaceholder)
+	h := string(r.HTML([]byte(`<p>value p&#34;a&lt;ss&gt;w&amp;rd at /home/alice/x</p>`)))
+	if strings.Contains(h, "ss&gt;w") || !strings.Contains(h, "&lt;redacted&gt;") || !strings.Contains(h, "&lt;home&gt;/x") {
+		t.Errorf("HTML: %s", h)
+	}
+	j := string(r.Text([]byte(`{"v": "p\"a\u003css\u003ew\u0026rd"}`)))
+	if strings.Contains(j, "ss") {
+		t.Errorf("JSON-escaped secret left: %s", j)
+	}
+}
+
+func TestAddEnvAndArgs(t *testing.T) {
+	r := &Redactor{secrets: map[string]bool{}, paths: map[string]string{}}
+	r.AddEnv(map[string]string{"HF_TOKEN": "tok1", "VLLM_USE_V2_MODEL_RUNNER": "0", "LD_LIBRARY_PATH": "/opt/lib/long/path", "WEIRD": "a-long-opaque-value-xyz"})
+	r.AddArgs([]string{"--api-key", "key-one", "--port", "8000", "--hf-token=key-two"})
+	for _, want := range []string{"tok1", "a-long-opaque-value-xyz", "key-one", "key-two"} {
+		if !r.secrets[want] {
+			t.Errorf("%q not registered", want)
+		}
+	}
+	for _, not := range []string{"0", "/opt/lib/long/path", "8000"} {
+		if r.secrets[not] {
+			t.Errorf("%q registered, must not be", not)
+		}
+	}
+}
+
+func TestValueWalksEverything(t *testing.T) {
+	r := &Redactor{secrets: map[string]bool{"topsecret": true}, paths: map[string]string{}}
+	type inner struct {
+		S []string
+		M map[string]any
+	}
+	v := &struct {
+		A string
+		P *inner
+		I any
+	}{A: "x topsecret", P: &inner{S: []string{"topsecret"}, M: map[string]any{"topsecret key": []any{"a topsecret"}, "n": 1.0}}, I: "topsecret"}
+	r.Value(v)
+	if v.A != "x <redacted>" || v.P.S[0] != Placeholder || v.I != Placeholder {
+		t.Errorf("%+v", v)
+	}
+	if _, ok := v.P.M["<redacted> key"]; !ok || v.P.M["<redacted> key"].([]any)[0] != "a <redacted>" || v.P.M["n"] != 1.0 {
+		t.Errorf("map: %+v", v.P.M)
+	}
+}
