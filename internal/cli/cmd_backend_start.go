@@ -10,6 +10,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/procmem"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -22,6 +23,10 @@ the engine's health check passes, /v1/models reports the profile's model id,
 and one bounded real completion succeeds (ready_probe). The engine keeps
 running after hiro exits; its pid, process group, port, log and profile hash
 are recorded in the state directory for 'hiro backend stop|status|logs'.
+
+When NAME is the active production (after 'hiro activate' or 'hiro
+rollback'), it starts as it was activated: the qualified variant's
+environment and arguments from the activation record.
 
 A port that is already taken is refused before anything starts
 (port_in_use). Any exit before ready, code 0 included, is a failure,
@@ -48,9 +53,17 @@ func runBackendStart(ctx context.Context, g *Globals, name string) error {
 	if err != nil {
 		return err
 	}
-	prof, err := cfg.Backend(name)
-	if err != nil {
+	if _, err := cfg.Backend(name); err != nil {
 		return UsageError(fmt.Errorf("backend start: %w", err))
+	}
+	// The active production runs as it was activated (the qualified
+	// variant's environment and arguments), not as the file spells it.
+	prof, err := production.ProfileFor(cfg, name)
+	if err != nil {
+		return fmt.Errorf("backend start: %w", err)
+	}
+	if a, _ := production.Resolve(cfg); a != nil && a.Name == name && a.Seq > 0 && !g.JSON {
+		fmt.Fprintf(g.Stderr, "hiro: %s is the active production (%s, variant %s): starting its recorded configuration\n", name, a.Source, orNone(a.Variant))
 	}
 	if st, err := supervisor.Status(cfg.StateDir, name); err == nil {
 		if st.Status == supervisor.StatusRunning {

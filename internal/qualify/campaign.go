@@ -15,6 +15,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -70,6 +71,9 @@ type campaign struct {
 	hc        *http.Client
 	sv        *saver
 	lease     *Lease
+	// plock keeps activations and other exclusive campaigns off
+	// production while this exclusive campaign holds it.
+	plock *production.Lock
 
 	// engineWait sums the time spent waiting on engines (launch,
 	// readiness, requests, stops): Evidence.HarnessMS is the rest.
@@ -95,9 +99,12 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 	start := opts.Now()
 	c := &campaign{plan: plan, cfg: cfg, opts: opts, out: newProgress(opts.Progress, opts.Terminal),
 		hc: &http.Client{}, baseline: map[string]any{}}
+	defer func() { c.plock.Unlock() }()
 	c.candidate, _ = cfg.Backend(plan.Candidate)
 	if plan.Production != "" {
-		c.prod, _ = cfg.Backend(plan.Production)
+		// The active production's effective profile (after an activation:
+		// the qualified variant), or the configuration's profile.
+		c.prod, _ = production.ProfileFor(cfg, plan.Production)
 	}
 	id := start.UTC().Format("20060102T150405Z") + "-" + slug(plan.Candidate)
 	root := plan.EvidenceDir
@@ -237,6 +244,10 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 	running := err == nil && st.Status == supervisor.StatusRunning
 	if !running && cr.OK {
 		return fmt.Errorf("production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it safely; stop it and start it with 'hiro backend start %s', then rerun", c.prod.Name, c.prod.BaseURL, c.cfg.StateDir, c.prod.Name)
+	}
+	// No switch (hiro activate/rollback) while the campaign holds production.
+	if c.plock, err = production.TryLock(c.cfg.Path, "campaign "+c.ev.ID); err != nil {
+		return err
 	}
 	// Lease first: if hiro dies from here on, the next hiro restores.
 	c.lease = &Lease{Campaign: c.ev.ID, EvidenceDir: c.dir, Config: c.cfg.Path, Production: c.prod.Name, Candidate: c.candidate.Name}

@@ -6,6 +6,10 @@
 // every path, a durable lease so a killed hiro is recovered by the next
 // one), and writes the evidence after every gate plus a Markdown report.
 //
+// Production is resolved through package production (the latest
+// activation, else the configuration's [production]); an exclusive
+// campaign holds production's lock so no switch runs under it.
+//
 // It must not classify engine failures (package engine does), manage
 // processes directly (package supervisor does), or print anywhere but the
 // progress writer it is given. A plan that fails to load starts and stops

@@ -2,8 +2,6 @@ package qualify
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,29 +13,17 @@ import (
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // ProductionConfigHash returns the SHA-256 (hex) of production's whole
-// configuration: the profile's canonical form and the content of each of
-// its config files (a missing file hashes as "missing"). The evidence
-// compares it before and after a campaign.
+// configuration and the per-file digests: production.ConfigHash, the one
+// definition of "restored exactly". The evidence compares it before and
+// after a campaign.
 func ProductionConfigHash(p *config.Profile) (string, map[string]string) {
-	h := sha256.New()
-	h.Write([]byte(p.Hash()))
-	files := map[string]string{}
-	for _, f := range p.ConfigFiles {
-		b, err := os.ReadFile(f)
-		d := "missing"
-		if err == nil {
-			s := sha256.Sum256(b)
-			d = hex.EncodeToString(s[:])
-		}
-		files[f] = d
-		h.Write([]byte("\x00" + f + "\x00" + d))
-	}
-	return hex.EncodeToString(h.Sum(nil)), files
+	return production.ConfigHash(p)
 }
 
 // RestoreResult is the outcome of restoring production.
@@ -194,7 +180,7 @@ func Recover(ctx context.Context, dir string, progress func(string)) []RecoverRe
 			out = append(out, r)
 			continue
 		}
-		prod, err := cfg.Backend(l.Production)
+		prod, err := production.ProfileFor(cfg, l.Production)
 		if err != nil {
 			r.Err = fmt.Errorf("lease %s: %w", l.Path, err)
 			out = append(out, r)

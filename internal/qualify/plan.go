@@ -16,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/production"
 )
 
 // Gate kinds, in the order a plan may use them (DESIGN.md, "Gate").
@@ -59,8 +60,9 @@ type Plan struct {
 	Config string `toml:"config"`
 	// Candidate is the profile under test.
 	Candidate string `toml:"candidate"`
-	// Production is the production profile; default the configuration's
-	// production.backend. Empty with none configured: no guard.
+	// Production is the production profile; default the active
+	// production (production.Name: the latest activation, else the
+	// configuration's production.backend). Empty with none: no guard.
 	Production string `toml:"production"`
 	// Exclusive says the candidate needs the accelerator alone, so
 	// production is stopped first; default the candidate profile's
@@ -236,7 +238,7 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 		add("candidate", "names %q, which is not a backend profile of %s; known: %s", p.Candidate, cfg.Path, strings.Join(cfg.BackendNames(), ", "))
 	}
 	if p.Production == "" {
-		p.Production = cfg.Production.Backend
+		p.Production = production.Name(cfg)
 	} else if _, err := cfg.Backend(p.Production); err != nil {
 		add("production", "names %q, which is not a backend profile of %s; known: %s", p.Production, cfg.Path, strings.Join(cfg.BackendNames(), ", "))
 	}
