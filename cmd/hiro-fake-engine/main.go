@@ -14,6 +14,10 @@
 // port; and log "failed to parse grammar" while answering structured
 // requests with invalid JSON (schema fail-open).
 //
+// It also hangs chat after --chat-hang-after while /health stays 200, slows
+// streams with --token-delay, and answers /v1/completions and
+// /v1/embeddings at once (the router's routes).
+//
 // Timestamps for benchmarks are logged as "fake: health flips to 200 at
 // UNIXNANO" and "fake: exiting at UNIXNANO".
 package main
@@ -23,6 +27,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -42,6 +47,7 @@ type options struct {
 	apiKey, hfToken                                                  string
 	port, exitCode                                                   int
 	lineDelay, loadTime, exitAfter, progressEvery, holdFor           time.Duration
+	chatHangAfter, tokenDelay                                        time.Duration
 	ignoreTerm, wrapper, escapeHelper, schemaFailOpen, logHealth     bool
 	holdFD                                                           int
 }
@@ -74,6 +80,8 @@ func main() {
 	flag.DurationVar(&o.loadTime, "load-time", 0, "health answers 503 Loading model for this long, then 200")
 	flag.StringVar(&o.healthStyle, "health-style", "llamacpp", "llamacpp: /health 503 then 200; vllm: listen only after --load-time")
 	flag.StringVar(&o.chat, "chat", "ok", "chat completions: ok, 400 (template error), 500, hang")
+	flag.DurationVar(&o.chatHangAfter, "chat-hang-after", 0, "after this long from start, chat completions hang while /health still answers 200 (a dead engine behind a live HTTP server)")
+	flag.DurationVar(&o.tokenDelay, "token-delay", 0, "delay before each streamed token (a slow stream)")
 	flag.StringVar(&o.reply, "reply", "READY", "chat reply text")
 	flag.StringVar(&o.jsonReply, "json-reply", `{"claims":[]}`, "reply to requests with response_format")
 	flag.BoolVar(&o.schemaFailOpen, "schema-fail-open", false, "log 'failed to parse grammar' and answer structured requests with invalid JSON")
@@ -261,7 +269,25 @@ func serve(o options, start time.Time) {
 	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{"id": o.model, "object": "model", "owned_by": "fake"}}})
 	})
-	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { chat(w, r, o) })
+	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		if o.chatHangAfter > 0 && time.Since(start) > o.chatHangAfter {
+			<-r.Context().Done()
+			return
+		}
+		chat(w, r, o)
+	})
+	mux.HandleFunc("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		writeJSON(w, 200, map[string]any{"id": "cmpl-fake", "object": "text_completion", "model": o.model,
+			"choices": []any{map[string]any{"index": 0, "text": o.reply, "finish_reason": "stop"}},
+			"usage":   map[string]any{"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}})
+	})
+	mux.HandleFunc("/v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		writeJSON(w, 200, map[string]any{"object": "list", "model": o.model,
+			"data":  []any{map[string]any{"object": "embedding", "index": 0, "embedding": []float64{0.1, 0.2, 0.3}}},
+			"usage": map[string]any{"prompt_tokens": 1, "total_tokens": 1}})
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
@@ -377,6 +403,14 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 	}
 	sse(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	for _, t := range toks {
+		if o.tokenDelay > 0 {
+			select {
+			case <-time.After(o.tokenDelay):
+			case <-r.Context().Done():
+				logf("fake: client went away mid-stream")
+				return
+			}
+		}
 		sse(chunk(map[string]any{"content": t}, nil))
 	}
 	sse(chunk(map[string]any{}, finish))

@@ -148,6 +148,8 @@ type Config struct {
 	Backends map[string]*Profile `toml:"backends" json:"backends"`
 	// DiskPaths are paths whose free space doctor reports, relative to Dir.
 	DiskPaths []string `toml:"disk_paths" json:"disk_paths,omitempty"`
+	// Serve is the router's section (`hiro serve`); optional, see Serve.
+	Serve Serve `toml:"serve" json:"serve"`
 }
 
 // Error is a configuration error: Key is the dotted path of the offending
@@ -259,6 +261,7 @@ func (c *Config) fillDefaults() {
 	if c.Production.RestoreAttempts == 0 {
 		c.Production.RestoreAttempts = DefaultRestoreAttempts
 	}
+	c.fillServeDefaults()
 	for name, p := range c.Backends {
 		if p == nil {
 			continue
@@ -351,6 +354,7 @@ func (c *Config) validate() Errors {
 	if c.Production.RestoreAttempts < 0 || c.Production.RestoreAttempts > 10 {
 		add("production.restore_attempts", "must be between 1 and 10, got %d", c.Production.RestoreAttempts)
 	}
+	es = append(es, c.ValidateServe()...)
 	// Two managed profiles on one port conflict only when run together;
 	// a campaign stops production first, so this is not an error here.
 	return es

@@ -341,6 +341,14 @@ type ReadyResult struct {
 // readiness, once: health passes, /v1/models reports prof.Model, and the
 // ready probe succeeds. hc may be nil. It never starts or stops anything.
 func CheckReady(ctx context.Context, prof *config.Profile, hc *http.Client) ReadyResult {
+	return CheckReadyTracked(ctx, prof, hc, nil)
+}
+
+// CheckReadyTracked is CheckReady classifying a failure with t, the
+// tracker of the running engine's log (Process.Tracker), so that the
+// failure carries its phase, log tail and facts; t nil is CheckReady.
+// The router's canary uses it.
+func CheckReadyTracked(ctx context.Context, prof *config.Profile, hc *http.Client, t *engine.Tracker) ReadyResult {
 	start := time.Now()
 	opts := Options{HTTPClient: hc}
 	opts.fillDefaults()
@@ -350,7 +358,9 @@ func CheckReady(ctx context.Context, prof *config.Profile, hc *http.Client) Read
 		rr.Failure = &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseReadyWait, RootCause: err.Error()}
 		return rr
 	}
-	t := e.NewTracker()
+	if t == nil {
+		t = e.NewTracker()
+	}
 	classify := func(o engine.Outcome) ReadyResult {
 		o.Elapsed = time.Since(start)
 		rr.Failure = t.Classify(o)

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/serve"
+)
+
+func init() { registerCommand(newServeCmd) }
+
+// serveOptions are the flags of `hiro serve`.
+type serveOptions struct {
+	listen string
+}
+
+func newServeCmd(g *Globals) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve [--listen HOST:PORT]",
+		Short: "Run the OpenAI-compatible router in front of production and keep production up",
+		Long: `Proxy the OpenAI API (POST /v1/chat/completions, /v1/completions,
+/v1/embeddings; GET /v1/models) to the production backend, streaming passed
+through as it comes. The request's "model" routes: the [serve] alias and
+production's own model id go to production, profiles listed in [serve] served
+go to themselves, anything else is a 404 listing what is served.
+
+Production is watched (health every [serve] health_interval, a bounded canary
+completion every canary_interval when no request succeeded) and, when hiro
+manages it, restarted after a death or a failed canary within the restart
+budget (restart_budget restarts in restart_window, with backoff); past it, it
+stays down and says so. While it is not ready, requests get 503 with
+Retry-After (or wait up to wait_for_ready). A production a campaign holds is
+left to the campaign. Prometheus metrics are at /metrics; a JSON access log
+line is written per request (no prompt text); supervision events go to stderr
+and <state_dir>/serve/events.jsonl.
+
+The router is controlled through a Unix socket in your private state folder
+($HIRO_STATE_HOME, else $XDG_STATE_HOME/hiro, else ~/.local/state/hiro):
+'hiro status' reads it. SIGTERM or SIGINT stops it gracefully: no new
+requests, in-flight ones drain up to drain_timeout, production is left
+running (or stopped with on_exit = "stop").
+
+Exit status: 0 stopped gracefully; 1 the listener failed; 2 bad usage or
+configuration (nothing was started).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runServe(c.Context(), g, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.listen, "listen", "", "HOST:PORT to listen on (default [serve] listen, else "+config.DefaultServeListen+")")
+	return cmd
+}
+
+func runServe(ctx context.Context, g *Globals, o serveOptions) error {
+	cfg, err := config.Load(g.ConfigPath)
+	if err != nil {
+		return UsageError(fmt.Errorf("serve: %w", err))
+	}
+	s, err := serve.New(serve.Options{Config: cfg, Listen: o.listen, Events: g.Stderr, CampaignHolding: campaignHolding(cfg)})
+	if err != nil {
+		return UsageError(fmt.Errorf("serve: %w", err))
+	}
+	if err := s.Run(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// campaignHolding reports the live campaign whose lease holds production
+// in cfg, so that the router never starts production under a campaign.
+func campaignHolding(cfg *config.Config) func(*config.Profile) *serve.HandoverInfo {
+	return func(prod *config.Profile) *serve.HandoverInfo {
+		leases, err := qualify.Leases(qualify.LeaseDir())
+		if err != nil {
+			return nil
+		}
+		for _, l := range leases {
+			if l.Config == cfg.Path && l.Production == prod.Name && l.OwnerAlive() {
+				return &serve.HandoverInfo{Campaign: l.Campaign, OwnerPID: l.PID, Since: l.Created, Source: "lease"}
+			}
+		}
+		return nil
+	}
+}

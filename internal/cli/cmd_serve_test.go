@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeAndStatus runs `hiro serve` in front of the fake engine, reads
+// it with `hiro status`, and stops it as SIGTERM would (the root context):
+// exit 0, production stopped as on_exit says.
+func TestServeAndStatus(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	stateHome, err := os.MkdirTemp("", "hs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(stateHome)
+	t.Setenv("HIRO_STATE_HOME", stateHome)
+	t.Setenv("HIRO_LEASE_DIR", filepath.Join(dir, "leases"))
+	port := cliFreePort(t)
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+command = %q
+args = ["--port", "%d"]
+port = %d
+model = "fake-model"
+ready_timeout = "20s"
+stall_timeout = "10s"
+stop_grace = "2s"
+[serve]
+listen = "127.0.0.1:%d"
+on_exit = "stop"
+access_log = "off"
+`, fake, port, port, cliFreePort(t))), 0o644)
+
+	// No router yet: status says so and exits 1.
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"--config", cfg, "status"}, &out, &errb); code != ExitFailed || !strings.Contains(errb.String(), "no hiro serve is running") {
+		t.Fatalf("status without a router: exit %d, %s", code, errb.String())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var serveErr bytes.Buffer
+	go func() { done <- Run(ctx, []string{"--config", cfg, "serve"}, &bytes.Buffer{}, &serveErr) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out.Reset()
+		errb.Reset()
+		code := Run(context.Background(), []string{"--config", cfg, "status"}, &out, &errb)
+		if code == ExitOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never said ready: exit %d\n%s%s", code, out.String(), errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{"production  prod (llamacpp, managed", "state       ready"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("serve exited %d after the interrupt: %s", code, serveErr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if !strings.Contains(serveErr.String(), `"event":"production_stopped"`) {
+		t.Errorf("production not stopped at exit:\n%s", serveErr.String())
+	}
+}
+
+// TestServeBadConfig: a bad [serve] section is a usage error naming the key.
+func TestServeBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(cfg, []byte(`[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+command = "x"
+port = 1
+model = "m"
+[serve]
+listen = "0.0.0.0:8400"
+on_exit = "sometimes"
+`), 0o644)
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"--config", cfg, "serve"}, &out, &errb)
+	if code != ExitUsage || !strings.Contains(errb.String(), "serve.listen") || !strings.Contains(errb.String(), "serve.on_exit") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/serve"
+)
+
+func init() { registerCommand(newStatusCmd) }
+
+func newStatusCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status [--json]",
+		Short: "Show what the running hiro serve serves: production's state, last canary, restarts",
+		Long: `Ask the running router (hiro serve) through its control socket in your private
+state folder ($HIRO_STATE_HOME, else $XDG_STATE_HOME/hiro, else
+~/.local/state/hiro) for production's state, since when, its last health
+check and canary, its restarts within the budget and its last failure.
+
+Exit status: 0 production is ready; 1 it is not, or no router is running.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runStatus(c.Context(), g)
+		},
+	}
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print the router's status as JSON (schema hiro.serve.status/v1)")
+	return cmd
+}
+
+func runStatus(ctx context.Context, g *Globals) error {
+	dir, err := serve.ControlDir()
+	if err != nil {
+		return FailedError(fmt.Errorf("status: %w", err))
+	}
+	c, err := serve.Dial(dir)
+	if err != nil {
+		return FailedError(fmt.Errorf("status: %w", err))
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return FailedError(fmt.Errorf("status: %w", err))
+	}
+	if g.JSON {
+		if err := backendPrintJSON(g, st); err != nil {
+			return err
+		}
+	} else {
+		printServeStatus(g, st)
+	}
+	if st.Production.State != serve.StateReady || st.Draining {
+		return Silent(ExitFailed)
+	}
+	return nil
+}
+
+func printServeStatus(g *Globals, st *serve.Status) {
+	w := g.Stdout
+	p := st.Production
+	fmt.Fprintf(w, "router      %s (pid %d, up %s), config %s\n", st.Listen, st.PID, time.Since(st.StartedAt).Round(time.Second), st.Config)
+	fmt.Fprintf(w, "models      %s\n", strings.Join(st.Models, ", "))
+	kind := "managed"
+	if !p.Managed {
+		kind = "unmanaged"
+	}
+	fmt.Fprintf(w, "production  %s (%s, %s, %s) %s\n", p.Name, p.Engine, kind, p.BaseURL, pidText(p.PID))
+	fmt.Fprintf(w, "state       %s since %s (%s ago)\n", p.State, p.Since.Local().Format(time.TimeOnly), time.Since(p.Since).Round(time.Second))
+	if p.Message != "" {
+		fmt.Fprintf(w, "            %s\n", p.Message)
+	}
+	if st.Draining {
+		fmt.Fprintf(w, "draining    new requests get 503; %d in flight\n", st.InFlight)
+	}
+	if st.Handover != nil {
+		fmt.Fprintf(w, "handed over campaign %s (hiro pid %d) since %s\n", st.Handover.Campaign, st.Handover.OwnerPID, st.Handover.Since.Local().Format(time.TimeOnly))
+	}
+	fmt.Fprintf(w, "health      %s\n", checkText(p.LastHealth))
+	fmt.Fprintf(w, "canary      %s\n", checkText(p.LastCanary))
+	fmt.Fprintf(w, "restarts    %d (%d in the last %s, budget %d)\n", p.Restarts, p.RestartsInWindow, p.RestartWindow, p.RestartBudget)
+	if p.LastFailure != nil {
+		fmt.Fprintf(w, "last failure %s at %s\n", p.LastFailure.Error(), p.LastFailureAt.Local().Format(time.TimeOnly))
+	}
+	for _, b := range st.Served {
+		fmt.Fprintf(w, "served      %s (%s, %s) model %s\n", b.Name, b.Engine, b.BaseURL, b.Model)
+	}
+}
+
+func pidText(pid int) string {
+	if pid == 0 {
+		return ""
+	}
+	return fmt.Sprintf("pid %d", pid)
+}
+
+func checkText(c *serve.Check) string {
+	switch {
+	case c == nil:
+		return "none yet"
+	case c.Skipped != "":
+		return fmt.Sprintf("skipped %s ago: %s", time.Since(c.At).Round(time.Second), c.Skipped)
+	case c.OK:
+		s := fmt.Sprintf("ok %s ago (%.1f ms)", time.Since(c.At).Round(time.Second), c.DurationMS)
+		if c.Reply != "" {
+			s += fmt.Sprintf(", reply %q", c.Reply)
+		}
+		return s
+	}
+	return fmt.Sprintf("FAILED %s ago: %s", time.Since(c.At).Round(time.Second), c.Error)
+}

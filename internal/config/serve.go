@@ -1,0 +1,195 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of the [serve] section (the router, `hiro serve`).
+const (
+	// DefaultServeListen is where the router listens: loopback only.
+	DefaultServeListen = "127.0.0.1:8400"
+	// DefaultServeMaxBodyBytes bounds a request body (8 MiB: long
+	// documents in a prompt fit, a runaway upload does not).
+	DefaultServeMaxBodyBytes = 8 << 20
+	// DefaultServeHealthInterval is how often production's health is read.
+	DefaultServeHealthInterval = 5 * time.Second
+	// DefaultServeCanaryInterval is how often a bounded canary completion
+	// is made when no real request succeeded in that time.
+	DefaultServeCanaryInterval = time.Minute
+	// DefaultServeRestartBudget and DefaultServeRestartWindow: at most
+	// that many restarts of production in the window, then it stays down.
+	DefaultServeRestartBudget = 3
+	DefaultServeRestartWindow = 10 * time.Minute
+	// DefaultServeRestartBackoff is the first wait before a restart; it
+	// doubles per restart in the window up to DefaultServeRestartBackoffMax.
+	DefaultServeRestartBackoff    = time.Second
+	DefaultServeRestartBackoffMax = 30 * time.Second
+	// DefaultServeDrainTimeout bounds the wait for in-flight requests at
+	// shutdown, drain and hand-over.
+	DefaultServeDrainTimeout = 30 * time.Second
+	// DefaultServeAPIKeysEnv is the environment variable read for API keys
+	// (comma-separated) when api_keys_env is not set.
+	DefaultServeAPIKeysEnv = "HIRO_SERVE_API_KEYS"
+	// Values of Serve.OnExit.
+	ServeOnExitLeave = "leave"
+	ServeOnExitStop  = "stop"
+)
+
+// Serve is the [serve] section: how `hiro serve` routes, watches
+// production and authenticates. Every field is optional.
+type Serve struct {
+	// Listen is HOST:PORT of the router; default DefaultServeListen. A
+	// host that is not loopback needs tls_cert, tls_key and API keys.
+	Listen string `toml:"listen" json:"listen"`
+	// Alias is the model name clients use for production (e.g.
+	// "extraction"); production's own model id is served too.
+	Alias string `toml:"alias" json:"alias,omitempty"`
+	// Served names other backend profiles reachable through the router by
+	// their own model id. Candidates under qualification never are.
+	Served []string `toml:"served" json:"served,omitempty"`
+	// MaxBodyBytes bounds a request body; larger ones get 413. Default
+	// DefaultServeMaxBodyBytes.
+	MaxBodyBytes int64 `toml:"max_body_bytes" json:"max_body_bytes"`
+	// APIKeysFile is a file of bearer keys, one per line ('#' starts a
+	// comment); relative to the configuration's directory.
+	APIKeysFile string `toml:"api_keys_file" json:"api_keys_file,omitempty"`
+	// APIKeysEnv names an environment variable holding comma-separated
+	// keys; default DefaultServeAPIKeysEnv. Keys from both are accepted;
+	// with none, requests need no key (loopback only).
+	APIKeysEnv string `toml:"api_keys_env" json:"api_keys_env,omitempty"`
+	// MetricsKeyFile and MetricsKeyEnv give /metrics its own key; without
+	// one, /metrics takes the API keys.
+	MetricsKeyFile string `toml:"metrics_key_file" json:"metrics_key_file,omitempty"`
+	MetricsKeyEnv  string `toml:"metrics_key_env" json:"metrics_key_env,omitempty"`
+	// TLSCert and TLSKey are PEM files; required when Listen is not loopback.
+	TLSCert string `toml:"tls_cert" json:"tls_cert,omitempty"`
+	TLSKey  string `toml:"tls_key" json:"tls_key,omitempty"`
+	// HealthInterval and CanaryInterval: see the defaults.
+	HealthInterval Duration `toml:"health_interval" json:"health_interval"`
+	CanaryInterval Duration `toml:"canary_interval" json:"canary_interval"`
+	// RestartBudget restarts of production in RestartWindow at most.
+	RestartBudget int      `toml:"restart_budget" json:"restart_budget"`
+	RestartWindow Duration `toml:"restart_window" json:"restart_window"`
+	// RestartBackoff is the first wait before a restart, doubling up to
+	// RestartBackoffMax.
+	RestartBackoff    Duration `toml:"restart_backoff" json:"restart_backoff"`
+	RestartBackoffMax Duration `toml:"restart_backoff_max" json:"restart_backoff_max"`
+	// WaitForReady: while production is restarting, a request waits up to
+	// this long for it before getting 503 with Retry-After (0: at once).
+	WaitForReady Duration `toml:"wait_for_ready" json:"wait_for_ready"`
+	// DrainTimeout bounds the wait for in-flight requests.
+	DrainTimeout Duration `toml:"drain_timeout" json:"drain_timeout"`
+	// OnExit is what happens to a managed production when the router
+	// stops: "leave" it running (recorded, the next router adopts it) or
+	// "stop" it. Default "leave".
+	OnExit string `toml:"on_exit" json:"on_exit"`
+	// AccessLog is where the JSON access log goes: a file path (relative
+	// to the configuration's directory), "-" for stderr, or "off".
+	// Default "-".
+	AccessLog string `toml:"access_log" json:"access_log"`
+}
+
+func (c *Config) fillServeDefaults() {
+	s := &c.Serve
+	if s.Listen == "" {
+		s.Listen = DefaultServeListen
+	}
+	if s.MaxBodyBytes == 0 {
+		s.MaxBodyBytes = DefaultServeMaxBodyBytes
+	}
+	if s.APIKeysEnv == "" {
+		s.APIKeysEnv = DefaultServeAPIKeysEnv
+	}
+	setDur := func(d *Duration, def time.Duration) {
+		if d.Duration == 0 {
+			d.Duration = def
+		}
+	}
+	setDur(&s.HealthInterval, DefaultServeHealthInterval)
+	setDur(&s.CanaryInterval, DefaultServeCanaryInterval)
+	setDur(&s.RestartWindow, DefaultServeRestartWindow)
+	setDur(&s.RestartBackoff, DefaultServeRestartBackoff)
+	setDur(&s.RestartBackoffMax, DefaultServeRestartBackoffMax)
+	setDur(&s.DrainTimeout, DefaultServeDrainTimeout)
+	if s.RestartBudget == 0 {
+		s.RestartBudget = DefaultServeRestartBudget
+	}
+	if s.OnExit == "" {
+		s.OnExit = ServeOnExitLeave
+	}
+	if s.AccessLog == "" {
+		s.AccessLog = "-"
+	}
+	for _, p := range []*string{&s.APIKeysFile, &s.MetricsKeyFile, &s.TLSCert, &s.TLSKey} {
+		*p = c.resolve(*p)
+	}
+	if s.AccessLog != "-" && s.AccessLog != "off" {
+		s.AccessLog = c.resolve(s.AccessLog)
+	}
+}
+
+// ValidateServe checks the [serve] section (after defaults are filled);
+// Load calls it, and `hiro serve --listen` again for its override.
+func (c *Config) ValidateServe() Errors {
+	var es Errors
+	s := &c.Serve
+	add := func(key, format string, a ...any) {
+		es = append(es, &Error{File: c.Path, Key: "serve." + key, Msg: fmt.Sprintf(format, a...)})
+	}
+	host, port, err := net.SplitHostPort(s.Listen)
+	if err != nil {
+		add("listen", "%q is not HOST:PORT; write it like \"127.0.0.1:8400\"", s.Listen)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		add("listen", "port %q is out of range; use 0-65535", port)
+	} else if !IsLoopbackHost(host) && (s.TLSCert == "" || s.TLSKey == "") {
+		add("listen", "%q is not a loopback address: set tls_cert and tls_key (and API keys) to serve beyond this machine, or listen on 127.0.0.1", s.Listen)
+	}
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		add("tls_cert", "tls_cert and tls_key go together; set both or neither")
+	}
+	if s.Alias != "" && !reName.MatchString(s.Alias) {
+		add("alias", "invalid alias %q: use letters, digits, '.', '_' and '-' only", s.Alias)
+	}
+	for i, name := range s.Served {
+		if _, ok := c.Backends[name]; !ok {
+			add(fmt.Sprintf("served[%d]", i), "names %q, which is not a backend profile; known: %s", name, strings.Join(c.BackendNames(), ", "))
+		}
+	}
+	if s.MaxBodyBytes < 0 {
+		add("max_body_bytes", "must be positive, got %d", s.MaxBodyBytes)
+	}
+	if s.RestartBudget < 0 || s.RestartBudget > 100 {
+		add("restart_budget", "must be between 0 and 100, got %d", s.RestartBudget)
+	}
+	for key, d := range map[string]Duration{"health_interval": s.HealthInterval, "canary_interval": s.CanaryInterval,
+		"restart_window": s.RestartWindow, "restart_backoff": s.RestartBackoff, "restart_backoff_max": s.RestartBackoffMax,
+		"wait_for_ready": s.WaitForReady, "drain_timeout": s.DrainTimeout} {
+		if d.Duration < 0 {
+			add(key, "must not be negative, got %s", d.Duration)
+		}
+	}
+	if s.OnExit != ServeOnExitLeave && s.OnExit != ServeOnExitStop {
+		add("on_exit", "unknown value %q; use \"leave\" (production keeps running) or \"stop\"", s.OnExit)
+	}
+	if s.APIKeysEnv != "" && !reEnvName.MatchString(s.APIKeysEnv) {
+		add("api_keys_env", "invalid environment variable name %q", s.APIKeysEnv)
+	}
+	if s.MetricsKeyEnv != "" && !reEnvName.MatchString(s.MetricsKeyEnv) {
+		add("metrics_key_env", "invalid environment variable name %q", s.MetricsKeyEnv)
+	}
+	return es
+}
+
+// IsLoopbackHost reports whether host (no port) is a loopback name or
+// address: "localhost", 127.0.0.0/8 or ::1.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

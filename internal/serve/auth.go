@@ -1,0 +1,81 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+)
+
+// keySet holds bearer keys as SHA-256 digests: the comparison is in
+// constant time over every key (no early exit on a match), and the keys
+// themselves are kept nowhere else.
+type keySet struct {
+	digests [][sha256.Size]byte
+}
+
+// loadKeys reads keys from file (one per line, '#' comments, blank lines
+// skipped; "" for none) and from the comma-separated variable env ("" for
+// none). what names the keys in messages ("serve.api_keys_file").
+func loadKeys(file, fileKey, env string, lookup func(string) (string, bool)) (*keySet, error) {
+	ks := &keySet{}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: cannot read the key file %s: %w", fileKey, file, err)
+		}
+		st, err := os.Stat(file)
+		if err == nil && st.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("%s: key file %s is readable by others (mode %o); chmod 600 it", fileKey, file, st.Mode().Perm())
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			ks.add(line)
+		}
+		if len(ks.digests) == 0 {
+			return nil, fmt.Errorf("%s: key file %s holds no key; write one key per line", fileKey, file)
+		}
+	}
+	if env != "" {
+		if v, ok := lookup(env); ok {
+			for _, k := range strings.Split(v, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					ks.add(k)
+				}
+			}
+		}
+	}
+	return ks, nil
+}
+
+func (ks *keySet) add(k string) { ks.digests = append(ks.digests, sha256.Sum256([]byte(k))) }
+
+// empty reports whether no key is configured (no authentication).
+func (ks *keySet) empty() bool { return ks == nil || len(ks.digests) == 0 }
+
+// check reports whether r carries one of the keys as "Authorization:
+// Bearer KEY". With no key configured every request passes.
+func (ks *keySet) check(r *http.Request) bool {
+	if ks.empty() {
+		return true
+	}
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	d := sha256.Sum256([]byte(strings.TrimSpace(h[len(prefix):])))
+	ok := 0
+	for i := range ks.digests {
+		ok |= subtle.ConstantTimeCompare(d[:], ks.digests[i][:])
+	}
+	return ok == 1
+}

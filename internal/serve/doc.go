@@ -1,0 +1,69 @@
+// Package serve owns `hiro serve`: the router, the OpenAI-compatible front
+// door of production (DESIGN.md, "Serving and activation"). It proxies
+// POST /v1/chat/completions, /v1/completions and /v1/embeddings to the
+// backend the request's "model" names (the production alias and
+// production's own model id go to the active production backend; profiles
+// listed in [serve].served go to themselves; anything else is a 404 that
+// lists what is served) and answers GET /v1/models itself. Streaming (SSE)
+// passes through chunk by chunk (httputil.ReverseProxy, FlushInterval -1);
+// a client's disconnect cancels the upstream request; bodies are bounded
+// ([serve].max_body_bytes, 413 beyond).
+//
+// It watches production continuously: health polls, and a periodic bounded
+// canary completion (only when no real request succeeded in the interval,
+// and never one that would make Ollama load an unloaded model). A death or
+// a failed canary is classified by the engine package (the process's own
+// log tracker, so the failure has the same class, phase, root cause and
+// facts as a startup failure), recorded in the status and the event log,
+// and a managed production is restarted through the supervisor (Start,
+// readiness, Stop) with exponential backoff within a restart budget
+// ([serve].restart_budget in restart_window); past the budget it stays
+// down and says so. While production is not ready, requests for it wait
+// up to [serve].wait_for_ready and then get 503 with Retry-After. An
+// unmanaged production is watched the same way and reported, never
+// restarted. A production held by a live campaign's lease is never
+// started or restarted by the router.
+//
+// Authentication: bearer keys from [serve].api_keys_file and the variable
+// [serve].api_keys_env, compared in constant time, never logged; /metrics
+// may have its own key. The listener is loopback unless configured, and
+// then TLS ([serve].tls_cert, tls_key) is required. Observability:
+// Prometheus /metrics (client_golang, a registry of its own) and one JSON
+// access log line per request, without prompt text.
+//
+// # Control socket
+//
+// The router is controlled through a Unix socket, control.sock, in the
+// user's private state folder (ControlDir: $HIRO_STATE_HOME, else
+// $XDG_STATE_HOME/hiro, else ~/.local/state/hiro; the folder is 0700, the
+// socket 0600). The protocol is HTTP/1.1 over that socket with JSON bodies;
+// use the Go client (Dial → *ControlClient) rather than speaking it by hand.
+// Every error answer is {"error": "..."} with a 4xx/5xx status.
+//
+//	GET  /v1/status            → Status (also `hiro status`)
+//	POST /v1/drain    {"timeout_ms"}          → DrainResult: new requests
+//	     get 503 + Retry-After; waits for in-flight ones up to the timeout.
+//	POST /v1/resume                           → Status: drain ends.
+//	POST /v1/handover {"campaign","lease_owner_pid","timeout_ms"} →
+//	     HandoverResult: drains, stops a managed production (recorded in
+//	     the result), answers 503 + Retry-After until Takeback, and watches
+//	     the lease owner: when that process dies (pid gone, or reused: its
+//	     start time differs) the router takes production back by itself,
+//	     verified. 409 when already handed over to another campaign.
+//	POST /v1/takeback {"campaign"}            → Verification: starts the
+//	     production profile (supervisor.Start: health, identity, probe),
+//	     then a bounded READY completion, and resumes serving. 409 when
+//	     production is handed over to another campaign.
+//	POST /v1/switch   {"profile","effective_profile"} → SwitchResult: the
+//	     router points production at an already started and verified
+//	     backend (a recorded managed process is adopted, so its death is
+//	     noticed) and returns the previous one's name; the caller stops the
+//	     previous one. effective_profile (a config.Profile in JSON) is what
+//	     runs; omitted: the configuration's profile of that name.
+//
+// Which profile is production comes from one function, ProductionProfile.
+//
+// This package must not parse configuration files itself (internal/config
+// does), launch or stop processes other than through internal/supervisor,
+// or classify failures other than through internal/engine.
+package serve

@@ -1,0 +1,249 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+)
+
+// fakeEngine is cmd/hiro-fake-engine, built once by TestMain.
+var fakeEngine string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hiro-serve-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeEngine = filepath.Join(dir, "hiro-fake-engine")
+	if out, err := exec.Command("go", "build", "-o", fakeEngine, "github.com/hiro-dev/hiro/cmd/hiro-fake-engine").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the fake engine: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePort returns a loopback port that was free a moment ago, drawn
+// below the ephemeral range so a client connection cannot take it.
+func freePort(t testing.TB) int {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
+	}
+	t.Fatal("no free port in 20000-32000")
+	return 0
+}
+
+// shortDir is a temporary folder with a short path (a Unix socket path
+// must fit in 108 bytes).
+func shortDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "hs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// fakeConfig writes a configuration whose production "prod" runs the fake
+// engine with args on a free port; serveExtra is more TOML for [serve].
+func fakeConfig(t testing.TB, args []string, serveExtra string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	all := append([]string{"--port", strconv.Itoa(port), "--model", "fake-model"}, args...)
+	q := make([]string, len(all))
+	for i, a := range all {
+		q[i] = strconv.Quote(a)
+	}
+	toml := fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+command = %q
+args = [%s]
+port = %d
+model = "fake-model"
+ready_timeout = "20s"
+stall_timeout = "10s"
+stop_grace = "2s"
+[serve]
+listen = "127.0.0.1:0"
+alias = "extraction"
+health_interval = "200ms"
+restart_backoff = "100ms"
+access_log = "off"
+on_exit = "stop"
+%s
+`, fakeEngine, strings.Join(q, ", "), port, serveExtra)
+	path := filepath.Join(dir, "hiro.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// router is a running Server for a test.
+type router struct {
+	s      *Server
+	url    string
+	ctl    *ControlClient
+	ctlDir string
+	events *syncBuffer
+	access *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startRouter runs a router on cfg until the test ends (or stop).
+func startRouter(t testing.TB, cfg *config.Config, mod func(*Options)) *router {
+	t.Helper()
+	r := &router{ctlDir: shortDir(t), events: &syncBuffer{}, access: &syncBuffer{}, done: make(chan error, 1)}
+	ready := make(chan string, 1)
+	opts := Options{Config: cfg, ControlDir: r.ctlDir, Events: r.events, AccessLog: r.access,
+		Ready: func(addr string) { ready <- addr }}
+	if mod != nil {
+		mod(&opts)
+	}
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.s = s
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- s.Run(ctx) }()
+	select {
+	case r.url = <-ready:
+	case err := <-r.done:
+		t.Fatalf("router stopped at once: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("router did not listen within 10s")
+	}
+	if r.ctl, err = Dial(r.ctlDir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.stop(t)
+		if t.Failed() {
+			t.Logf("router events:\n%s", r.events.String())
+		}
+	})
+	return r
+}
+
+// stop stops the router gracefully and returns Run's error.
+func (r *router) stop(t testing.TB) error {
+	r.cancel()
+	select {
+	case err, ok := <-r.done:
+		if ok {
+			close(r.done)
+		}
+		return err
+	case <-time.After(40 * time.Second):
+		t.Error("router did not stop within 40s")
+		return nil
+	}
+}
+
+// waitState waits until production is in state want.
+func (r *router) waitState(t testing.TB, want State, within time.Duration) *Status {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, err := r.ctl.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Production.State == want && (want != StateReady || !st.Draining) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("production is %s (%s), not %s, after %s", st.Production.State, st.Production.Message, want, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// post sends a JSON body to path and returns status, headers and body.
+func post(t testing.TB, url, path, body string, header ...string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func chatBody(model string, stream bool) string {
+	b, _ := json.Marshal(map[string]any{"model": model, "stream": stream, "max_tokens": 16,
+		"messages": []any{map[string]any{"role": "user", "content": "Reply with exactly the word READY."}}})
+	return string(b)
+}
+
+// errorMessage reads an OpenAI-shaped error's message.
+func errorMessage(t testing.TB, body string) string {
+	t.Helper()
+	var e errorBody
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Message == "" {
+		t.Fatalf("not an OpenAI-shaped error: %q", body)
+	}
+	return e.Error.Message
+}

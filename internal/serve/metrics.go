@@ -1,0 +1,66 @@
+package serve
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the router's Prometheus series, in a registry of its own
+// (no global state; tests start several routers in one process).
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec   // route, backend, status
+	ttfb     *prometheus.HistogramVec // route, backend
+	duration *prometheus.HistogramVec // route, backend
+	tokens   *prometheus.CounterVec   // backend, kind (prompt, completion)
+	upErrors *prometheus.CounterVec   // backend, class
+	restarts *prometheus.CounterVec   // backend
+	canaries *prometheus.CounterVec   // backend, result
+	active   *prometheus.GaugeVec     // backend, engine, model, state
+	inFlight prometheus.Gauge
+}
+
+// latencyBuckets cover 100 µs (the router's own cost) to 5 min (a long
+// generation), in seconds.
+var latencyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+	0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hiro_serve_requests_total",
+		Help: "Requests the router answered, by route, backend and HTTP status."}, []string{"route", "backend", "status"})
+	m.ttfb = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hiro_serve_ttfb_seconds",
+		Help: "Time from the request's arrival to the first response body byte sent to the client.", Buckets: latencyBuckets},
+		[]string{"route", "backend"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hiro_serve_request_duration_seconds",
+		Help: "Time from the request's arrival to the end of its response.", Buckets: latencyBuckets},
+		[]string{"route", "backend"})
+	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hiro_serve_tokens_total",
+		Help: "Tokens reported by the upstream usage object, by backend and kind (prompt, completion)."}, []string{"backend", "kind"})
+	m.upErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hiro_serve_upstream_errors_total",
+		Help: "Upstream failures by backend and class (connect, timeout, reset, canceled, other, or a failure class of a death or failed canary)."},
+		[]string{"backend", "class"})
+	m.restarts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hiro_serve_restarts_total",
+		Help: "Restarts of a managed production by the router."}, []string{"backend"})
+	m.canaries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hiro_serve_canaries_total",
+		Help: "Canary completions by backend and result (ok, failed, skipped)."}, []string{"backend", "result"})
+	m.active = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hiro_serve_active_backend_info",
+		Help: "1 for the active production backend, with its engine, model and state."}, []string{"backend", "engine", "model", "state"})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hiro_serve_in_flight_requests",
+		Help: "Proxied requests in progress."})
+	m.reg.MustRegister(m.requests, m.ttfb, m.duration, m.tokens, m.upErrors, m.restarts, m.canaries, m.active, m.inFlight,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// setActive makes backend the only active series.
+func (m *metrics) setActive(backend, engine, model string, state State) {
+	m.active.Reset()
+	m.active.WithLabelValues(backend, engine, model, string(state)).Set(1)
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

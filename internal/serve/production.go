@@ -1,0 +1,844 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/engine"
+	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/prompt"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// ownerPoll is how often a hand-over's lease owner is checked.
+const ownerPoll = 250 * time.Millisecond
+
+// prodCtl watches and restarts production. One goroutine (run) owns the
+// process and every decision; the control socket's calls run on it
+// (do), so no decision is made from a stale snapshot. Readers take mu.
+type prodCtl struct {
+	s   *Server
+	sc  config.Serve
+	hc  *http.Client // health and canary requests, not the proxy's
+	cmd chan func(ctx context.Context)
+
+	rt      atomic.Pointer[route]
+	ready   atomic.Bool
+	lastOK  atomic.Int64 // unix nanoseconds of the last 2xx proxied answer
+	kick    chan struct{}
+	restart <-chan time.Time
+
+	// owned by run
+	proc    *supervisor.Process // started by this router
+	adopted *supervisor.Record  // managed, started by another hiro
+	owner   uint64              // hand-over owner's start ticks
+
+	mu          sync.Mutex
+	st          State
+	since       time.Time
+	message     string
+	readyCh     chan struct{} // closed when ready; replaced on leaving ready
+	lastHealth  *Check
+	lastCanary  *Check
+	restarts    int
+	window      []time.Time
+	lastFailure *failure.Failure
+	failureAt   time.Time
+	handover    *HandoverInfo
+}
+
+func newProdCtl(s *Server, prof *config.Profile) (*prodCtl, error) {
+	rt, err := newRoute(prof, s.tr, s.pool, s.upstreamError)
+	if err != nil {
+		return nil, err
+	}
+	p := &prodCtl{s: s, sc: s.sc, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2, DisableCompression: true}},
+		cmd: make(chan func(context.Context)), kick: make(chan struct{}, 1), st: StateStarting, since: time.Now(), readyCh: make(chan struct{})}
+	p.rt.Store(rt)
+	return p, nil
+}
+
+func (p *prodCtl) current() *route       { return p.rt.Load() }
+func (p *prodCtl) name() string          { return p.current().name }
+func (p *prodCtl) prof() *config.Profile { return p.current().prof }
+func (p *prodCtl) served()               { p.lastOK.Store(time.Now().UnixNano()) }
+func (p *prodCtl) managed() bool         { return !p.prof().Unmanaged }
+func (p *prodCtl) state() State          { p.mu.Lock(); defer p.mu.Unlock(); return p.st }
+func (p *prodCtl) handedOver() bool      { return p.state() == StateHandedOver }
+func (p *prodCtl) stateDir() string      { return p.s.cfg.StateDir }
+func (p *prodCtl) supOpts() supervisor.Options {
+	return supervisor.Options{StateDir: p.stateDir(), OnStart: func(pr *supervisor.Process) {
+		// Recorded at once: a router killed now leaves a record the next
+		// one (or `hiro backend stop`) acts on.
+		_ = supervisor.WriteRecord(p.stateDir(), pr.Record())
+	}}
+}
+
+// poke asks run to check production now (an upstream error was seen).
+func (p *prodCtl) poke() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// setState changes the state; ready opens the gate.
+func (p *prodCtl) setState(st State, msg string) {
+	p.mu.Lock()
+	changed := p.st != st
+	if changed {
+		p.since = time.Now()
+	}
+	if st == StateReady && p.st != StateReady {
+		close(p.readyCh)
+	} else if st != StateReady && p.st == StateReady {
+		p.readyCh = make(chan struct{})
+	}
+	p.st, p.message = st, msg
+	p.mu.Unlock()
+	p.ready.Store(st == StateReady)
+	rt := p.current()
+	p.s.metrics.setActive(rt.name, rt.prof.Engine, rt.prof.Model, st)
+	if changed {
+		f := map[string]any{"backend": rt.name, "state": st}
+		if msg != "" {
+			f["message"] = msg
+		}
+		p.s.event("state", f)
+	}
+}
+
+// gate lets a request for production through when it is ready; else it
+// waits up to wait for it, then says why not and the Retry-After.
+func (p *prodCtl) gate(ctx context.Context, wait time.Duration) (ok bool, retryAfter int, why string) {
+	if p.ready.Load() {
+		return true, 0, ""
+	}
+	p.mu.Lock()
+	ch := p.readyCh
+	p.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ch:
+			return true, 0, ""
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	p.mu.Lock()
+	st, msg := p.st, p.message
+	p.mu.Unlock()
+	if st == StateReady {
+		return true, 0, ""
+	}
+	retry := retryAfterRestarting
+	switch st {
+	case StateHandedOver:
+		retry = retryAfterHandedOver
+	case StateDown, StateStopped:
+		retry = retryAfterDown
+	}
+	why = fmt.Sprintf("production %s is %s", p.name(), st)
+	if msg != "" {
+		why += ": " + msg
+	}
+	return false, retry, why
+}
+
+// do runs f on the owning goroutine and waits for it.
+func (p *prodCtl) do(ctx context.Context, f func(ctx context.Context)) error {
+	done := make(chan struct{})
+	select {
+	case p.cmd <- func(c context.Context) { defer close(done); f(c) }:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		// f still runs to its end on the owning goroutine.
+		return ctx.Err()
+	}
+}
+
+// run is the owning goroutine: bring production up, then watch it until
+// ctx ends.
+func (p *prodCtl) run(ctx context.Context) {
+	p.bringUp(ctx)
+	health := time.NewTicker(p.sc.HealthInterval.Duration)
+	defer health.Stop()
+	canary := time.NewTicker(p.sc.CanaryInterval.Duration)
+	defer canary.Stop()
+	owner := time.NewTicker(ownerPoll)
+	defer owner.Stop()
+	for {
+		var exited <-chan struct{}
+		if p.proc != nil {
+			exited = p.proc.Exited()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case f := <-p.cmd:
+			f(ctx)
+		case <-exited:
+			p.died(ctx)
+		case <-health.C:
+			p.checkHealth(ctx)
+		case <-p.kick:
+			p.checkHealth(ctx)
+		case <-canary.C:
+			p.canary(ctx)
+		case <-owner.C:
+			p.checkOwner(ctx)
+		case <-p.restart:
+			p.restart = nil
+			p.doRestart(ctx)
+		}
+	}
+}
+
+// campaign returns the live campaign that holds production, or nil.
+func (p *prodCtl) campaign() *HandoverInfo {
+	if p.s.opts.CampaignHolding == nil {
+		return nil
+	}
+	return p.s.opts.CampaignHolding(p.prof())
+}
+
+// bringUp adopts a recorded production that answers ready, or starts
+// it; an unmanaged one is only checked.
+func (p *prodCtl) bringUp(ctx context.Context) {
+	prof := p.prof()
+	if h := p.campaign(); h != nil {
+		p.holdFor(h)
+		return
+	}
+	if prof.Unmanaged {
+		p.checkUnmanaged(ctx)
+		return
+	}
+	if st, err := supervisor.Status(p.stateDir(), prof.Name); err == nil && st.Status == supervisor.StatusRunning {
+		if st.ProfileHash == prof.Hash() {
+			if rr := supervisor.CheckReady(ctx, prof, p.hc); rr.OK {
+				rec := st.Record
+				p.adopted = &rec
+				p.setHealth(true, "")
+				p.setState(StateReady, fmt.Sprintf("adopted the running pid %d", rec.PID))
+				return
+			} else if rr.Failure != nil {
+				p.s.event("adopt_refused", map[string]any{"backend": prof.Name, "pid": st.PID, "failure": rr.Failure})
+			}
+		} else {
+			p.s.event("adopt_refused", map[string]any{"backend": prof.Name, "pid": st.PID, "reason": "the running production was started with another configuration"})
+		}
+		_, sr, _ := supervisor.StopRecorded(ctx, p.stateDir(), prof.Name, 0)
+		p.s.event("stopped_recorded", map[string]any{"backend": prof.Name, "pid": st.PID, "stop": sr})
+	}
+	p.start(ctx, "starting")
+}
+
+// start launches production through the supervisor and waits for ready.
+func (p *prodCtl) start(ctx context.Context, why string) *supervisor.Result {
+	prof := p.prof()
+	p.setState(StateStarting, why)
+	proc, res := supervisor.Start(ctx, prof, p.supOpts())
+	if ctx.Err() != nil && proc == nil {
+		return res
+	}
+	if res.State == supervisor.StateReady {
+		p.proc, p.adopted = proc, nil
+		p.setHealth(true, "")
+		p.setState(StateReady, fmt.Sprintf("started pid %d, ready after %s", res.PID, res.ReadyAfter.Round(time.Millisecond)))
+		p.s.event("ready", map[string]any{"backend": prof.Name, "pid": res.PID, "ready_after_ms": res.ReadyAfterMS})
+		return res
+	}
+	f := res.Failure
+	if f == nil {
+		f = &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseLaunch, RootCause: res.Error}
+		if res.State == supervisor.StateError {
+			// A configuration problem does not go away by retrying.
+			p.recordFailure(f, "start")
+			p.setState(StateDown, "cannot start: "+res.Error)
+			return res
+		}
+	}
+	p.failed(ctx, f, "start")
+	return res
+}
+
+// died handles the exit of the process this router started.
+func (p *prodCtl) died(ctx context.Context) {
+	proc := p.proc
+	p.proc = nil
+	t := proc.Tracker()
+	f := t.Classify(engine.Outcome{Kind: engine.OutcomeExited, Exit: proc.ExitInfo(), Elapsed: time.Since(p.since)})
+	servingPhase(f)
+	proc.Stop(ctx) // reaps the group, removes the record
+	p.failed(ctx, f, "death")
+}
+
+// servingPhase makes a failure of a server that was ready say so: its
+// phase is at least ready, and a generic root cause does not claim it
+// died "before ready" (the engine package words exits at startup).
+func servingPhase(f *failure.Failure) {
+	if f.Phase.Index() < failure.PhaseReady.Index() {
+		if i := strings.Index(f.RootCause, " before ready during "+string(f.Phase)); i >= 0 {
+			f.RootCause = f.RootCause[:i] + " while serving (after ready)" + f.RootCause[i+len(" before ready during "+string(f.Phase)):]
+		}
+		f.Phase = failure.PhaseReady
+	}
+}
+
+func (p *prodCtl) recordFailure(f *failure.Failure, what string) {
+	p.mu.Lock()
+	p.lastFailure, p.failureAt = f, time.Now()
+	p.mu.Unlock()
+	p.s.metrics.upErrors.WithLabelValues(p.name(), string(f.Class)).Inc()
+	p.s.event("failure", map[string]any{"backend": p.name(), "what": what, "failure": f})
+}
+
+// failed records f and decides: report (unmanaged), hold (a campaign has
+// production), stay down (budget spent) or restart after a backoff.
+func (p *prodCtl) failed(ctx context.Context, f *failure.Failure, what string) {
+	p.recordFailure(f, what)
+	prof := p.prof()
+	if prof.Unmanaged {
+		p.setState(StateDown, fmt.Sprintf("unmanaged: %s; not restarted by hiro, watched until it answers ready", f.Error()))
+		return
+	}
+	if h := p.campaign(); h != nil {
+		p.stopAny(ctx)
+		p.holdFor(h)
+		return
+	}
+	now := time.Now()
+	p.mu.Lock()
+	keep := p.window[:0]
+	for _, t := range p.window {
+		if now.Sub(t) < p.sc.RestartWindow.Duration {
+			keep = append(keep, t)
+		}
+	}
+	p.window = keep
+	n := len(p.window)
+	p.mu.Unlock()
+	if n >= p.sc.RestartBudget {
+		p.stopAny(ctx)
+		p.setState(StateDown, fmt.Sprintf("restart budget spent (%d restarts in %s; restart_budget = %d); production stays down: last failure %s; fix it and restart hiro serve",
+			n, p.sc.RestartWindow.Duration, p.sc.RestartBudget, f.Error()))
+		p.s.event("restart_budget_spent", map[string]any{"backend": prof.Name, "restarts_in_window": n})
+		return
+	}
+	wait := p.sc.RestartBackoff.Duration << n
+	if wait > p.sc.RestartBackoffMax.Duration || wait <= 0 {
+		wait = p.sc.RestartBackoffMax.Duration
+	}
+	p.setState(StateRestarting, fmt.Sprintf("%s; restart %d of %d in %s", f.Error(), n+1, p.sc.RestartBudget, wait))
+	p.restart = time.After(wait)
+}
+
+// stopAny stops a running managed production (started or adopted).
+func (p *prodCtl) stopAny(ctx context.Context) *supervisor.StopResult {
+	switch {
+	case p.proc != nil:
+		sr := p.proc.Stop(ctx)
+		p.proc = nil
+		return &sr
+	case p.adopted != nil:
+		name := p.adopted.Name
+		p.adopted = nil
+		_, sr, _ := supervisor.StopRecorded(ctx, p.stateDir(), name, 0)
+		return &sr
+	}
+	return nil
+}
+
+func (p *prodCtl) doRestart(ctx context.Context) {
+	if p.state() != StateRestarting {
+		return
+	}
+	p.stopAny(ctx)
+	p.mu.Lock()
+	p.window = append(p.window, time.Now())
+	p.restarts++
+	n := p.restarts
+	p.mu.Unlock()
+	p.s.metrics.restarts.WithLabelValues(p.name()).Inc()
+	p.s.event("restart", map[string]any{"backend": p.name(), "restart": n})
+	p.start(ctx, fmt.Sprintf("restart %d", n))
+}
+
+func (p *prodCtl) setHealth(ok bool, msg string) {
+	p.mu.Lock()
+	p.lastHealth = &Check{At: time.Now(), OK: ok, Error: msg}
+	p.mu.Unlock()
+}
+
+// checkHealth runs on the health tick and on pokes.
+func (p *prodCtl) checkHealth(ctx context.Context) {
+	switch p.state() {
+	case StateReady:
+	case StateDown:
+		if p.prof().Unmanaged {
+			p.checkUnmanaged(ctx)
+		}
+		return
+	case StateHandedOver:
+		p.mu.Lock()
+		h := p.handover
+		p.mu.Unlock()
+		if h != nil && h.Source == "lease" && p.campaign() == nil {
+			p.mu.Lock()
+			p.handover = nil
+			p.mu.Unlock()
+			p.s.event("lease_released", map[string]any{"backend": p.name(), "campaign": h.Campaign})
+			p.bringUp(ctx)
+		}
+		return
+	default:
+		return
+	}
+	prof := p.prof()
+	if p.adopted != nil {
+		if st, err := supervisor.Status(p.stateDir(), prof.Name); err != nil || st.Status != supervisor.StatusRunning || st.PID != p.adopted.PID {
+			rec := p.adopted
+			p.adopted = nil
+			p.failed(ctx, adoptedDeath(rec), "death")
+			return
+		}
+	}
+	start := time.Now()
+	hctx, cancel := context.WithTimeout(ctx, supervisor.DefaultHealthRequestTimeout)
+	h := p.current().eng.CheckHealth(hctx, p.hc, prof.BaseURL, prof.Model)
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	if h.State == engine.HealthReady {
+		p.mu.Lock()
+		p.lastHealth = &Check{At: start, OK: true, DurationMS: msSince(start)}
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Lock()
+	p.lastHealth = &Check{At: start, OK: false, DurationMS: msSince(start), Error: h.Message}
+	p.mu.Unlock()
+	f := p.tracker().Classify(engine.Outcome{Kind: engine.OutcomeHealthFailed, Health: &h, Message: h.Message, Elapsed: time.Since(p.since)})
+	servingPhase(f)
+	p.failed(ctx, f, "health")
+}
+
+// tracker returns the log tracker of the running engine (an empty one
+// when the router did not start it).
+func (p *prodCtl) tracker() *engine.Tracker {
+	if p.proc != nil {
+		return p.proc.Tracker()
+	}
+	return p.current().eng.NewTracker()
+}
+
+// adoptedDeath classifies the death of a process another hiro started,
+// from its log file.
+func adoptedDeath(rec *supervisor.Record) *failure.Failure {
+	var f *failure.Failure
+	if lf, err := os.Open(rec.LogPath); err == nil {
+		f, _ = engine.Diagnose(lf, rec.Engine, engine.ExitInfo{})
+		lf.Close()
+	}
+	if f == nil {
+		f = &failure.Failure{Class: failure.ClassEngineDied, RootCause: fmt.Sprintf("pid %d ended (exit status unknown: not this router's child)", rec.PID)}
+	}
+	servingPhase(f)
+	return f
+}
+
+// checkUnmanaged checks an unmanaged production with the rules of
+// readiness; it becomes ready or stays down.
+func (p *prodCtl) checkUnmanaged(ctx context.Context) {
+	rr := supervisor.CheckReady(ctx, p.prof(), p.hc)
+	p.setHealth(rr.Health.State == engine.HealthReady, rr.Health.Message)
+	if rr.OK {
+		p.setState(StateReady, "unmanaged: answers ready")
+		return
+	}
+	if p.state() != StateDown && rr.Failure != nil {
+		p.recordFailure(rr.Failure, "check")
+	}
+	msg := "unmanaged: not ready"
+	if rr.Failure != nil {
+		msg = "unmanaged: " + rr.Failure.Error()
+	}
+	p.setState(StateDown, msg+"; not restarted by hiro, watched until it answers ready")
+}
+
+// canary makes the bounded canary completion when no real request
+// succeeded within the interval, and not when it would reload a model
+// its engine unloaded (Ollama's keep-alive).
+func (p *prodCtl) canary(ctx context.Context) {
+	if p.state() != StateReady {
+		return
+	}
+	rt := p.current()
+	skip := func(why string) {
+		p.mu.Lock()
+		p.lastCanary = &Check{At: time.Now(), OK: true, Skipped: why}
+		p.mu.Unlock()
+		p.s.metrics.canaries.WithLabelValues(rt.name, "skipped").Inc()
+	}
+	if last := p.lastOK.Load(); last > 0 && time.Since(time.Unix(0, last)) < p.sc.CanaryInterval.Duration {
+		skip("a request succeeded within the canary interval")
+		return
+	}
+	if rt.prof.Engine == "ollama" {
+		if loaded, known := ollamaLoaded(ctx, p.hc, rt.prof.BaseURL, rt.eng, rt.prof.Model); known && !loaded {
+			skip("the model is not loaded (keep-alive expired); a canary would reload it")
+			return
+		}
+	}
+	start := time.Now()
+	rr := supervisor.CheckReadyTracked(ctx, rt.prof, p.hc, p.tracker())
+	if ctx.Err() != nil {
+		return
+	}
+	c := &Check{At: start, OK: rr.OK, DurationMS: msSince(start), Reply: rr.Reply}
+	if rr.Failure != nil {
+		c.Error = rr.Failure.Error()
+	}
+	p.mu.Lock()
+	p.lastCanary = c
+	p.mu.Unlock()
+	if rr.OK {
+		p.s.metrics.canaries.WithLabelValues(rt.name, "ok").Inc()
+		return
+	}
+	p.s.metrics.canaries.WithLabelValues(rt.name, "failed").Inc()
+	f := rr.Failure
+	if f == nil {
+		f = &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseReady, RootCause: "canary failed"}
+	}
+	servingPhase(f)
+	p.failed(ctx, f, "canary")
+}
+
+// ollamaLoaded asks Ollama's /api/ps whether model is loaded; known is
+// false when it cannot tell.
+func ollamaLoaded(ctx context.Context, hc *http.Client, base string, e *engine.Engine, model string) (loaded, known bool) {
+	ctx, cancel := context.WithTimeout(ctx, supervisor.DefaultHealthRequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/ps", nil)
+	if err != nil {
+		return false, false
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, false
+	}
+	var ps struct {
+		Models []struct {
+			Name  string `json:"name"`
+			Model string `json:"model"`
+		} `json:"models"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&ps) != nil {
+		return false, false
+	}
+	for _, m := range ps.Models {
+		if e.MatchModel(model, []string{m.Name, m.Model}) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// holdFor marks production held by campaign h (a live lease).
+func (p *prodCtl) holdFor(h *HandoverInfo) {
+	p.mu.Lock()
+	p.handover = h
+	p.mu.Unlock()
+	p.setState(StateHandedOver, fmt.Sprintf("held by campaign %s (hiro pid %d); the router waits for it to end", h.Campaign, h.OwnerPID))
+}
+
+// handover drains, stops a managed production and holds it for campaign.
+func (p *prodCtl) handOver(ctx context.Context, campaign string, ownerPID int, drain time.Duration) (*HandoverResult, int, error) {
+	ticks, ok := supervisor.StartTicks(ownerPID)
+	if !ok {
+		return nil, http.StatusBadRequest, fmt.Errorf("lease owner pid %d is not running", ownerPID)
+	}
+	var res *HandoverResult
+	code, err := 0, error(nil)
+	derr := p.do(ctx, func(ctx context.Context) {
+		p.mu.Lock()
+		h := p.handover
+		p.mu.Unlock()
+		if h != nil && h.Campaign != campaign {
+			code, err = http.StatusConflict, fmt.Errorf("production is already handed over to campaign %s (hiro pid %d)", h.Campaign, h.OwnerPID)
+			return
+		}
+		if p.prof().Unmanaged {
+			code, err = http.StatusConflict, fmt.Errorf("production %s is unmanaged: hiro cannot stop it for a campaign", p.name())
+			return
+		}
+		res = &HandoverResult{Production: p.name()}
+		res.Drain = p.s.drain(ctx, drain)
+		p.restart = nil
+		if sr := p.stopAny(ctx); sr != nil {
+			res.Stopped, res.Stop = true, sr
+		}
+		p.owner = ticks
+		p.mu.Lock()
+		p.handover = &HandoverInfo{Campaign: campaign, OwnerPID: ownerPID, Since: time.Now(), Source: "control"}
+		p.mu.Unlock()
+		p.setState(StateHandedOver, fmt.Sprintf("handed over to campaign %s (hiro pid %d)", campaign, ownerPID))
+		p.s.event("handover", map[string]any{"backend": p.name(), "campaign": campaign, "lease_owner_pid": ownerPID, "drain": res.Drain, "stopped": res.Stopped})
+	})
+	if derr != nil {
+		return nil, http.StatusServiceUnavailable, derr
+	}
+	return res, code, err
+}
+
+// checkOwner takes production back when a hand-over's owner died.
+func (p *prodCtl) checkOwner(ctx context.Context) {
+	p.mu.Lock()
+	h := p.handover
+	p.mu.Unlock()
+	if h == nil || h.Source != "control" {
+		return
+	}
+	if t, ok := supervisor.StartTicks(h.OwnerPID); ok && t == p.owner {
+		return
+	}
+	p.s.event("lease_owner_died", map[string]any{"backend": p.name(), "campaign": h.Campaign, "lease_owner_pid": h.OwnerPID})
+	p.takebackNow(ctx, h.Campaign)
+}
+
+// takeback ends campaign's hand-over (auto: the owner died).
+func (p *prodCtl) takeback(ctx context.Context, campaign string, auto bool) (*Verification, int, error) {
+	var v *Verification
+	code, err := 0, error(nil)
+	derr := p.do(ctx, func(ctx context.Context) {
+		p.mu.Lock()
+		h := p.handover
+		p.mu.Unlock()
+		if h != nil && h.Campaign != campaign {
+			code, err = http.StatusConflict, fmt.Errorf("production is handed over to campaign %s, not %s", h.Campaign, campaign)
+			return
+		}
+		if h == nil && p.state() == StateReady {
+			v = p.verifyRunning(ctx)
+			return
+		}
+		v = p.takebackNow(ctx, campaign)
+	})
+	if derr != nil {
+		return nil, http.StatusServiceUnavailable, derr
+	}
+	return v, code, err
+}
+
+// takebackNow starts production, verifies it (readiness and a READY
+// completion) and resumes serving. On the owning goroutine.
+func (p *prodCtl) takebackNow(ctx context.Context, campaign string) *Verification {
+	p.mu.Lock()
+	p.handover = nil
+	p.mu.Unlock()
+	p.owner = 0
+	prof := p.prof()
+	v := &Verification{Production: prof.Name}
+	if prof.Unmanaged {
+		p.checkUnmanaged(ctx)
+	} else if p.proc == nil && p.adopted == nil {
+		res := p.start(ctx, "take back from campaign "+campaign)
+		v.PID, v.ReadyAfterMS, v.ModelIDs = res.PID, res.ReadyAfterMS, res.ModelIDs
+		if res.State != supervisor.StateReady {
+			v.Failure = res.Failure
+			v.Error = res.Error
+			p.s.draining.Store(false)
+			p.s.event("takeback", map[string]any{"backend": prof.Name, "campaign": campaign, "ok": false})
+			return v
+		}
+	}
+	vv := p.verifyRunning(ctx)
+	vv.ReadyAfterMS = v.ReadyAfterMS
+	if vv.PID == 0 {
+		vv.PID = v.PID
+	}
+	p.s.draining.Store(false)
+	p.s.event("takeback", map[string]any{"backend": prof.Name, "campaign": campaign, "ok": vv.OK})
+	return vv
+}
+
+// verifyRunning checks production with the rules of readiness and a
+// bounded READY completion.
+func (p *prodCtl) verifyRunning(ctx context.Context) *Verification {
+	prof := p.prof()
+	v := &Verification{Production: prof.Name}
+	if p.proc != nil {
+		v.PID = p.proc.PID()
+	} else if p.adopted != nil {
+		v.PID = p.adopted.PID
+	}
+	rr := supervisor.CheckReadyTracked(ctx, prof, p.hc, p.tracker())
+	v.Health = fmt.Sprintf("%s %d (%s)", rr.Health.Path, rr.Health.StatusCode, rr.Health.State)
+	v.ModelIDs = rr.ModelIDs
+	if !rr.OK {
+		v.Failure = rr.Failure
+		p.failed(ctx, rr.Failure, "verify")
+		return v
+	}
+	zero := 0.0
+	reply, err := llm.New(prof.BaseURL, p.hc).Chat(ctx, llm.Request{Model: prof.Model,
+		Messages: []llm.Message{{Role: "user", Content: prompt.ReadyPrompt}}, MaxTokens: config.DefaultProbeMaxTokens,
+		Temperature: &zero, Timeout: prof.ReadyProbe.Timeout.Duration})
+	if err != nil {
+		v.Error = "READY completion failed: " + err.Error()
+		p.setState(StateReady, "verified ready but the READY completion failed: "+err.Error())
+		return v
+	}
+	v.Reply = strings.TrimSpace(reply.Text)
+	if v.Reply != prompt.ReadyReply {
+		v.Error = fmt.Sprintf("READY completion answered %q, want %q", v.Reply, prompt.ReadyReply)
+		p.setState(StateReady, v.Error)
+		return v
+	}
+	v.OK = true
+	p.setState(StateReady, "verified ready (health, identity, probe, READY)")
+	return v
+}
+
+// switchTo makes name (effective, when given) the production the router
+// serves: the caller started and verified it.
+func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.Profile) (*SwitchResult, int, error) {
+	prof := effective
+	if prof == nil {
+		var err error
+		if prof, err = p.s.cfg.Backend(name); err != nil {
+			return nil, http.StatusBadRequest, err
+		}
+	}
+	if prof.Name == "" {
+		prof.Name = name
+	}
+	if prof.Name != name {
+		return nil, http.StatusBadRequest, fmt.Errorf("effective_profile is named %q, not %q", prof.Name, name)
+	}
+	if err := prof.Validate(p.s.cfg.Path, "effective_profile"); err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	rt, err := newRoute(prof, p.s.tr, p.s.pool, p.s.upstreamError)
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	var res *SwitchResult
+	code, serr := 0, error(nil)
+	derr := p.do(ctx, func(ctx context.Context) {
+		if p.handedOver() {
+			code, serr = http.StatusConflict, errors.New("production is handed over to a campaign; take it back first")
+			return
+		}
+		var adopted *supervisor.Record
+		if !prof.Unmanaged {
+			st, err := supervisor.Status(p.stateDir(), prof.Name)
+			if err != nil || st.Status != supervisor.StatusRunning {
+				code, serr = http.StatusConflict, fmt.Errorf("backend %s is not running as a recorded backend (start it with `hiro backend start %s` or through activation first)", prof.Name, prof.Name)
+				return
+			}
+			rec := st.Record
+			adopted = &rec
+		}
+		old := p.current()
+		res = &SwitchResult{Previous: old.name, Active: prof.Name}
+		if p.proc != nil {
+			res.PreviousPID = p.proc.PID()
+			// The previous engine keeps running (the caller stops it);
+			// its record stays so it can be stopped by name.
+			_, _ = p.proc.Detach()
+		} else if p.adopted != nil {
+			res.PreviousPID = p.adopted.PID
+		}
+		p.proc, p.adopted, p.restart = nil, adopted, nil
+		p.mu.Lock()
+		p.window, p.lastFailure, p.lastCanary = nil, nil, nil
+		p.mu.Unlock()
+		p.rt.Store(rt)
+		p.setState(StateReady, "switched from "+old.name)
+		p.s.event("switch", map[string]any{"from": old.name, "to": prof.Name})
+	})
+	if derr != nil {
+		return nil, http.StatusServiceUnavailable, derr
+	}
+	return res, code, serr
+}
+
+// shutdown leaves a managed production running (recorded, so the next
+// router adopts it) or stops it, as onExit says. After run returned.
+func (p *prodCtl) shutdown(onExit string) {
+	if onExit == config.ServeOnExitStop {
+		ctx, cancel := context.WithTimeout(context.Background(), p.prof().StopGrace.Duration+10*time.Second)
+		defer cancel()
+		if sr := p.stopAny(ctx); sr != nil {
+			p.s.event("production_stopped", map[string]any{"backend": p.name(), "stop": sr})
+			p.setState(StateStopped, "stopped at exit (on_exit = \"stop\")")
+		}
+		return
+	}
+	if p.proc != nil {
+		if _, err := p.proc.Detach(); err != nil {
+			p.s.event("record_failed", map[string]any{"backend": p.name(), "error": err.Error()})
+		}
+		p.s.event("production_left_running", map[string]any{"backend": p.name(), "pid": p.proc.PID()})
+		p.proc = nil
+	}
+}
+
+// status returns production's status and the hand-over.
+func (p *prodCtl) status() (BackendStatus, *HandoverInfo) {
+	rt := p.current()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := BackendStatus{Name: rt.name, Engine: rt.prof.Engine, BaseURL: rt.prof.BaseURL, Model: rt.prof.Model,
+		Managed: !rt.prof.Unmanaged, State: p.st, Since: p.since, Message: p.message, LastHealth: p.lastHealth,
+		LastCanary: p.lastCanary, Restarts: p.restarts, RestartBudget: p.sc.RestartBudget,
+		RestartWindow: p.sc.RestartWindow.Duration.String(), LastFailure: p.lastFailure, LastFailureAt: p.failureAt}
+	for _, t := range p.window {
+		if time.Since(t) < p.sc.RestartWindow.Duration {
+			b.RestartsInWindow++
+		}
+	}
+	b.PID = p.pidLocked()
+	var h *HandoverInfo
+	if p.handover != nil {
+		c := *p.handover
+		h = &c
+	}
+	return b, h
+}
+
+// pidLocked reads the engine pid from the record (the process fields
+// belong to run).
+func (p *prodCtl) pidLocked() int {
+	if r, err := supervisor.ReadRecord(p.stateDir(), p.current().name); err == nil {
+		return r.PID
+	}
+	return 0
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

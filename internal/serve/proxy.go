@@ -1,0 +1,316 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/engine"
+)
+
+// Routes the router proxies (the "route" label of the metrics).
+const (
+	RouteChat        = "/v1/chat/completions"
+	RouteCompletions = "/v1/completions"
+	RouteEmbeddings  = "/v1/embeddings"
+	RouteModels      = "/v1/models"
+)
+
+// NewTransport returns the upstream transport the router uses: keep-alive
+// connections reused across requests (up to 256 idle per backend), no
+// compression negotiation (SSE must pass as it comes), no proxy from the
+// environment, HTTP/1.1 only, a bounded dial. There is no response header
+// timeout: a long non-streamed generation sends its headers at the end;
+// the client's disconnect cancels it.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+		ExpectContinueTimeout: 0,
+		WriteBufferSize:       16 << 10,
+		ReadBufferSize:        16 << 10,
+	}
+}
+
+// bufferPool lends ReverseProxy its 32 KiB copy buffers.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v := b.p.Get(); v != nil {
+		return *(v.(*[]byte))
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+
+// route is one backend the router sends requests to.
+type route struct {
+	name  string
+	prof  *config.Profile
+	eng   *engine.Engine
+	norm  string // eng.NormalizeModelID(prof.Model)
+	proxy *httputil.ReverseProxy
+}
+
+// newRoute builds the proxy of prof. onErr is told about every upstream
+// error (class, err) of this backend.
+func newRoute(prof *config.Profile, tr http.RoundTripper, pool httputil.BufferPool, onErr func(rt *route, class string)) (*route, error) {
+	eng, err := engine.Lookup(prof.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %w", prof.Name, err)
+	}
+	target, err := url.Parse(prof.BaseURL)
+	if err != nil || target.Host == "" {
+		return nil, fmt.Errorf("backend %s: base_url %q is not a URL", prof.Name, prof.BaseURL)
+	}
+	rt := &route{name: prof.Name, prof: prof, eng: eng, norm: eng.NormalizeModelID(prof.Model)}
+	upstreamKey := upstreamAuthorization(prof)
+	rt.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = target.Host
+			// The client's key is the router's, never the backend's.
+			pr.Out.Header.Del("Authorization")
+			if upstreamKey != "" {
+				pr.Out.Header.Set("Authorization", upstreamKey)
+			}
+		},
+		Transport:     tr,
+		FlushInterval: -1,
+		BufferPool:    pool,
+		ErrorLog:      nil,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			class := upstreamErrorClass(r.Context(), err)
+			if rw, ok := w.(*respWriter); ok {
+				rw.errClass = class
+			}
+			onErr(rt, class)
+			if class == "canceled" {
+				// The client went away: nobody reads an answer.
+				if rw, ok := w.(*respWriter); ok {
+					rw.status = 499
+				}
+				return
+			}
+			writeError(w, http.StatusBadGateway, "upstream_error",
+				fmt.Sprintf("backend %s did not answer (%s): %v", rt.name, class, cleanErr(err)), 0)
+		},
+	}
+	return rt, nil
+}
+
+// upstreamAuthorization is the Authorization header the router sends to
+// prof's server ("" for none). Profiles have no key yet; when they name
+// one (issue 15), it is attached here.
+func upstreamAuthorization(prof *config.Profile) string { return "" }
+
+// matches reports whether a request for model goes to this backend.
+func (rt *route) matches(model string) bool {
+	return model == rt.prof.Model || rt.eng.NormalizeModelID(model) == rt.norm
+}
+
+// upstreamErrorClass names an upstream failure for the metrics:
+// canceled (the client left), timeout, connect (refused, unreachable),
+// reset (the connection broke mid-way), other.
+func upstreamErrorClass(ctx context.Context, err error) string {
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
+		return "connect"
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "reset"
+	}
+	return "other"
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// cleanErr drops the URL wrapper's method and URL (the message names the
+// backend already).
+func cleanErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// respWriter records what the router answered: status, bytes, time to
+// first byte, and the tail of the body (where "usage" is).
+type respWriter struct {
+	http.ResponseWriter
+	start    time.Time
+	status   int
+	bytes    int64
+	ttfb     time.Duration
+	tail     []byte // last tailSize bytes of the body, when wanted
+	wantTail bool
+	errClass string
+}
+
+const tailSize = 4 << 10
+
+func (w *respWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *respWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.ttfb == 0 {
+		w.ttfb = time.Since(w.start)
+	}
+	if w.wantTail {
+		w.keepTail(b)
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *respWriter) keepTail(b []byte) {
+	if len(b) >= tailSize {
+		w.tail = append(w.tail[:0], b[len(b)-tailSize:]...)
+		return
+	}
+	if over := len(w.tail) + len(b) - tailSize; over > 0 {
+		w.tail = w.tail[:copy(w.tail, w.tail[over:])]
+	}
+	w.tail = append(w.tail, b...)
+}
+
+// Flush passes a flush through (SSE).
+func (w *respWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (w *respWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// usage reads prompt and completion tokens from the last "usage" object in
+// the body's tail (a JSON answer, or a stream's last chunk).
+func usageOf(tail []byte) (prompt, completion int64, ok bool) {
+	i := bytes.LastIndex(tail, []byte(`"usage"`))
+	if i < 0 {
+		return 0, 0, false
+	}
+	rest := tail[i+len(`"usage"`):]
+	j := bytes.IndexByte(rest, '{')
+	if j < 0 {
+		return 0, 0, false
+	}
+	u := gjson.ParseBytes(rest[j:])
+	p, c := u.Get("prompt_tokens"), u.Get("completion_tokens")
+	if !p.Exists() && !c.Exists() {
+		return 0, 0, false
+	}
+	return p.Int(), c.Int(), true
+}
+
+// errorBody is an OpenAI-shaped error.
+type errorBody struct {
+	Error struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+	} `json:"error"`
+}
+
+// writeError answers an OpenAI-shaped error; retryAfter > 0 sets
+// Retry-After (seconds).
+func writeError(w http.ResponseWriter, status int, typ, msg string, retryAfter int) {
+	var e errorBody
+	e.Error.Message, e.Error.Type, e.Error.Code = msg, typ, status
+	b, _ := json.Marshal(e)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// readBody reads at most limit bytes of r's body. tooLarge is true when
+// there was more (the rest is not read).
+func readBody(r *http.Request, limit int64) (body []byte, tooLarge bool, err error) {
+	if r.ContentLength > limit {
+		return nil, true, nil
+	}
+	size := r.ContentLength
+	if size < 0 || size > 64<<10 {
+		size = 4 << 10
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+1))
+	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if n > limit {
+		return nil, true, nil
+	}
+	return buf.Bytes(), false, nil
+}
+
+// jsonSyntaxError says where body stops being JSON (the slow path of a
+// malformed request).
+func jsonSyntaxError(body []byte) string {
+	var v json.RawMessage
+	err := json.Unmarshal(body, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%v at byte %d", se, se.Offset)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "not a JSON object"
+}
+
+// withModel returns body with its "model" set to model.
+func withModel(body []byte, model string) ([]byte, error) {
+	return sjson.SetBytes(body, "model", model)
+}
+
+// listModels formats names for an error message.
+func listModels(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}

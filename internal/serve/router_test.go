@@ -1,0 +1,290 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// TestProxyRoutesAndRefusesBadInput: the alias and the model id reach the
+// fake engine (JSON and SSE), other routes answer, and every bad input
+// gets a clear error while production stays up.
+func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
+	cfg := fakeConfig(t, nil, "max_body_bytes = 4096")
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+
+	code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false))
+	if code != 200 || !strings.Contains(body, `"READY"`) || !strings.Contains(body, `"model":"fake-model"`) {
+		t.Fatalf("alias: %d %s", code, body)
+	}
+	code, _, body = post(t, r.url, RouteChat, chatBody("fake-model", false))
+	if code != 200 || !strings.Contains(body, `"READY"`) {
+		t.Fatalf("model id: %d %s", code, body)
+	}
+	for _, route := range []string{RouteCompletions, RouteEmbeddings} {
+		if code, _, body := post(t, r.url, route, `{"model":"extraction","input":"x","prompt":"x"}`); code != 200 || !strings.Contains(body, `"usage"`) {
+			t.Errorf("%s: %d %s", route, code, body)
+		}
+	}
+
+	// Streaming: chunks arrive as SSE events, ending in [DONE].
+	resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Errorf("stream content type %q", ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var events []string
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, "data: ") {
+			events = append(events, l)
+		}
+	}
+	resp.Body.Close()
+	if len(events) < 4 || events[len(events)-1] != "data: [DONE]" {
+		t.Errorf("stream events: %q", events)
+	}
+
+	// GET /v1/models lists what is served.
+	mresp, err := http.Get(r.url + RouteModels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	json.NewDecoder(mresp.Body).Decode(&models)
+	mresp.Body.Close()
+	if len(models.Data) != 2 || models.Data[0].ID != "extraction" || models.Data[1].ID != "fake-model" {
+		t.Errorf("models: %+v", models)
+	}
+
+	bad := []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"malformed JSON", `{"model": "extraction", "messages": [`, 400, "not valid JSON"},
+		{"no model", `{"messages": []}`, 400, `no "model"`},
+		{"unknown model", chatBody("gpt-4", false), 404, `"gpt-4" is not served here; served: "extraction", "fake-model"`},
+		{"huge body", `{"model":"extraction","x":"` + strings.Repeat("a", 8192) + `"}`, 413, "larger than 4096 bytes"},
+	}
+	for _, c := range bad {
+		code, _, body := post(t, r.url, RouteChat, c.body)
+		if code != c.code || !strings.Contains(errorMessage(t, body), c.want) {
+			t.Errorf("%s: %d %s; want %d with %q", c.name, code, body, c.code, c.want)
+		}
+	}
+	if code, _, body := post(t, r.url, "/v1/other", "{}"); code != 404 || !strings.Contains(errorMessage(t, body), "no route") {
+		t.Errorf("unknown route: %d %s", code, body)
+	}
+	// Production is still up and serving after all that.
+	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Errorf("after bad input: %d", code)
+	}
+	st := r.waitState(t, StateReady, time.Second)
+	if st.Production.Restarts != 0 || st.Production.LastFailure != nil {
+		t.Errorf("bad input touched production: %+v", st.Production)
+	}
+
+	// Metrics count requests by route, backend and status, and tokens.
+	mr, err := http.Get(r.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(mr.Body)
+	mr.Body.Close()
+	for _, want := range []string{
+		`hiro_serve_requests_total{backend="prod",route="/v1/chat/completions",status="200"} 4`,
+		`hiro_serve_requests_total{backend="",route="/v1/chat/completions",status="404"} 1`,
+		`hiro_serve_requests_total{backend="",route="/v1/chat/completions",status="413"} 1`,
+		`hiro_serve_tokens_total{backend="prod",kind="completion"}`,
+		`hiro_serve_ttfb_seconds_count{backend="prod",route="/v1/chat/completions"} 4`,
+		`hiro_serve_active_backend_info{backend="prod",engine="llamacpp",model="fake-model",state="ready"} 1`,
+	} {
+		if !strings.Contains(string(mb), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// TestAuthKeys: with keys set, a missing or wrong key is 401 and the key
+// never reaches the access log or the backend.
+func TestAuthKeys(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keyFile, []byte("# keys\nsk-first-key\n\nsk-second-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fakeConfig(t, nil, "api_keys_file = "+`"`+keyFile+`"`+"\nmetrics_key_env = \"TEST_METRICS_KEY\"")
+	r := startRouter(t, cfg, func(o *Options) {
+		o.LookupEnv = func(k string) (string, bool) {
+			switch k {
+			case "HIRO_SERVE_API_KEYS":
+				return "sk-env-key", true
+			case "TEST_METRICS_KEY":
+				return "sk-metrics", true
+			}
+			return "", false
+		}
+	})
+	r.waitState(t, StateReady, 20*time.Second)
+	for _, c := range []struct {
+		key  string
+		code int
+	}{{"", 401}, {"Bearer sk-wrong", 401}, {"sk-first-key", 401}, {"Bearer sk-first-key", 200}, {"Bearer sk-second-key", 200}, {"Bearer sk-env-key", 200}} {
+		code, h, body := post(t, r.url, RouteChat, chatBody("extraction", false), "Authorization", c.key)
+		if code != c.code {
+			t.Errorf("key %q: %d %s, want %d", c.key, code, body, c.code)
+		}
+		if code == 401 && h.Get("WWW-Authenticate") == "" {
+			t.Errorf("401 without WWW-Authenticate")
+		}
+	}
+	req, _ := http.NewRequest("GET", r.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer sk-first-key")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Errorf("/metrics with an API key instead of its own: %v %v", resp.StatusCode, err)
+	}
+	req.Header.Set("Authorization", "Bearer sk-metrics")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/metrics with its key: %v %v", resp.StatusCode, err)
+	}
+	r.stop(t)
+	all := r.access.String() + r.events.String()
+	for _, k := range []string{"sk-first-key", "sk-second-key", "sk-env-key", "sk-wrong", "sk-metrics"} {
+		if strings.Contains(all, k) {
+			t.Errorf("key %s was logged", k)
+		}
+	}
+	if !strings.Contains(r.access.String(), `"status":401`) {
+		t.Errorf("access log lacks the 401s: %s", r.access.String())
+	}
+}
+
+// TestDeathAfterReadyRestarts: a SIGKILLed production is classified,
+// requests get 503 with Retry-After meanwhile, and it is restarted.
+func TestDeathAfterReadyRestarts(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--load-time", "300ms"}, "")
+	r := startRouter(t, cfg, nil)
+	st := r.waitState(t, StateReady, 20*time.Second)
+	pid := st.Production.PID
+	if pid == 0 {
+		t.Fatal("no pid in status")
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	// Within the restart, production is not ready: 503 + Retry-After.
+	deadline := time.Now().Add(5 * time.Second)
+	saw503 := false
+	for time.Now().Before(deadline) && !saw503 {
+		code, h, body := post(t, r.url, RouteChat, chatBody("extraction", false))
+		if code == 503 {
+			saw503 = true
+			if h.Get("Retry-After") == "" || !strings.Contains(errorMessage(t, body), "production prod is") {
+				t.Errorf("503 without Retry-After or reason: %v %s", h, body)
+			}
+		}
+	}
+	if !saw503 {
+		t.Error("no 503 while production restarted")
+	}
+	st = r.waitState(t, StateReady, 20*time.Second)
+	p := st.Production
+	if p.Restarts != 1 || p.PID == pid || p.PID == 0 {
+		t.Errorf("restarts %d pid %d (was %d)", p.Restarts, p.PID, pid)
+	}
+	if p.LastFailure == nil || p.LastFailure.Class != failure.ClassEngineDied || p.LastFailure.Signal != "KILL" || p.LastFailure.Phase != failure.PhaseReady {
+		t.Errorf("last failure %+v", p.LastFailure)
+	}
+	if strings.Contains(p.LastFailure.RootCause, "before ready") {
+		t.Errorf("a death after ready says %q", p.LastFailure.RootCause)
+	}
+	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Errorf("after restart: %d", code)
+	}
+	ev, _ := os.ReadFile(filepath.Join(cfg.StateDir, "serve", "events.jsonl"))
+	if !strings.Contains(string(ev), `"event":"restart"`) || !strings.Contains(string(ev), `"class":"engine_died"`) {
+		t.Errorf("events.jsonl lacks the death and restart:\n%s", ev)
+	}
+}
+
+// TestHandoverTakeback: a hand-over drains and stops production (its
+// port is free), requests get 503 + Retry-After, take back starts and
+// verifies it; a dead lease owner makes the router take it back alone.
+func TestHandoverTakeback(t *testing.T) {
+	cfg := fakeConfig(t, nil, "")
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	ctx := context.Background()
+
+	owner := exec1(t)
+	res, err := r.ctl.Handover(ctx, "camp-1", owner.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stopped || res.Stop == nil || !res.Stop.PortFree || !res.Drain.Drained {
+		t.Errorf("handover %+v", res)
+	}
+	if _, err := supervisor.ReadRecord(cfg.StateDir, "prod"); err == nil {
+		t.Error("the stopped production's record is still there")
+	}
+	code, h, body := post(t, r.url, RouteChat, chatBody("extraction", false))
+	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(body, "camp-1") {
+		t.Errorf("during hand-over: %d %v %s", code, h, body)
+	}
+	if _, err := r.ctl.Handover(ctx, "camp-2", owner.Process.Pid); err == nil || err.(*ControlError).StatusCode != 409 {
+		t.Errorf("a second campaign's hand-over: %v", err)
+	}
+	if _, err := r.ctl.Takeback(ctx, "camp-2"); err == nil {
+		t.Error("take back by another campaign was accepted")
+	}
+	v, err := r.ctl.Takeback(ctx, "camp-1")
+	if err != nil || !v.OK || v.Reply != "READY" || v.PID == 0 {
+		t.Fatalf("takeback %+v %v", v, err)
+	}
+	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Errorf("after take back: %d", code)
+	}
+
+	// The lease owner dies during a hand-over: the router takes back.
+	if _, err := r.ctl.Handover(ctx, "camp-3", owner.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	r.waitState(t, StateHandedOver, time.Second)
+	owner.Process.Kill()
+	owner.Wait()
+	st := r.waitState(t, StateReady, 20*time.Second)
+	if st.Handover != nil || st.Draining {
+		t.Errorf("after the owner died: %+v", st)
+	}
+	if !strings.Contains(r.events.String(), `"event":"lease_owner_died"`) {
+		t.Error("no lease_owner_died event")
+	}
+}
+
+// exec1 starts a process that stands for a campaign's hiro.
+func exec1(t *testing.T) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("sleep", "300")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	return c
+}

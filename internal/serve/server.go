@@ -1,0 +1,676 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/hiro-dev/hiro/internal/config"
+)
+
+// Options tune a router. Config is required; the rest have defaults.
+type Options struct {
+	// Config is the loaded configuration ([serve], the profiles, state_dir).
+	Config *config.Config
+	// Listen overrides [serve].listen (the --listen flag).
+	Listen string
+	// ControlDir is where the control socket goes; default ControlDir().
+	ControlDir string
+	// Production, when set, is the production profile (an activated
+	// one); default ProductionProfile(Config).
+	Production *config.Profile
+	// CampaignHolding, when set, reports a live campaign that holds
+	// production (its lease), or nil. The router never starts or restarts
+	// production while one does. The CLI passes the lease reader.
+	CampaignHolding func(prod *config.Profile) *HandoverInfo
+	// Events receives one JSON line per supervision event (deaths, failed
+	// canaries, restarts, hand-overs); default os.Stderr. Events are also
+	// appended to <state_dir>/serve/events.jsonl.
+	Events io.Writer
+	// AccessLog overrides [serve].access_log with a writer (tests).
+	AccessLog io.Writer
+	// LookupEnv reads the environment for keys; default os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Ready, when set, is called once with the router's address when it
+	// listens (tests).
+	Ready func(addr string)
+}
+
+// Server is one router. Build it with New, run it with Run.
+type Server struct {
+	cfg      *config.Config
+	sc       config.Serve
+	opts     Options
+	metrics  *metrics
+	access   *accessLog
+	keys     *keySet
+	metKeys  *keySet
+	tr       *http.Transport
+	pool     *bufferPool
+	prod     *prodCtl
+	served   []*route
+	inFlight atomic.Int64
+	draining atomic.Bool
+	started  time.Time
+	addr     string // scheme://host:port once listening
+	ctlDir   string
+
+	eventsMu sync.Mutex
+	events   io.Writer
+	evFile   *os.File
+}
+
+// ProductionProfile returns the production profile of cfg: the one
+// source of "which profile is production" for the router. It is
+// cfg.ProductionProfile today; the activation record's resolver replaces
+// this one line.
+func ProductionProfile(cfg *config.Config) (*config.Profile, error) {
+	p := cfg.ProductionProfile()
+	if p == nil {
+		return nil, &config.Error{File: cfg.Path, Key: "production.backend", Msg: "no production profile: hiro serve routes to production; set [production] backend = \"NAME\""}
+	}
+	return p, nil
+}
+
+// New checks the configuration, reads the keys and prepares the router;
+// it starts nothing. Errors say what to fix.
+func New(opts Options) (*Server, error) {
+	if opts.Config == nil {
+		return nil, errors.New("serve: Options.Config is nil")
+	}
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
+	}
+	s := &Server{cfg: opts.Config, sc: opts.Config.Serve, opts: opts, metrics: newMetrics(), tr: NewTransport(), pool: &bufferPool{}}
+	if opts.Listen != "" {
+		s.sc.Listen = opts.Listen
+		c := *opts.Config
+		c.Serve = s.sc
+		if es := c.ValidateServe(); len(es) > 0 {
+			return nil, es
+		}
+	}
+	prod := opts.Production
+	if prod == nil {
+		p, err := ProductionProfile(opts.Config)
+		if err != nil {
+			return nil, err
+		}
+		prod = p
+	}
+	var err error
+	if s.keys, err = loadKeys(s.sc.APIKeysFile, "serve.api_keys_file", s.sc.APIKeysEnv, opts.LookupEnv); err != nil {
+		return nil, err
+	}
+	if s.metKeys, err = loadKeys(s.sc.MetricsKeyFile, "serve.metrics_key_file", s.sc.MetricsKeyEnv, opts.LookupEnv); err != nil {
+		return nil, err
+	}
+	if s.metKeys.empty() {
+		s.metKeys = s.keys
+	}
+	if host, _, _ := net.SplitHostPort(s.sc.Listen); !config.IsLoopbackHost(host) && s.keys.empty() {
+		return nil, &config.Error{File: s.cfg.Path, Key: "serve.listen", Msg: fmt.Sprintf("%q is not a loopback address and no API key is set: set api_keys_file or $%s", s.sc.Listen, s.sc.APIKeysEnv)}
+	}
+	for _, name := range s.sc.Served {
+		if name == prod.Name {
+			continue
+		}
+		rt, err := newRoute(s.cfg.Backends[name], s.tr, s.pool, s.upstreamError)
+		if err != nil {
+			return nil, err
+		}
+		s.served = append(s.served, rt)
+	}
+	if s.prod, err = newProdCtl(s, prod); err != nil {
+		return nil, err
+	}
+	s.ctlDir = opts.ControlDir
+	if s.ctlDir == "" {
+		if s.ctlDir, err = ControlDir(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Run serves until ctx is cancelled, then stops gracefully: the listener
+// closes, in-flight requests get up to [serve].drain_timeout, and a
+// managed production is left running (recorded) or stopped as [serve].
+// on_exit says. It returns nil after a graceful stop; errors are the
+// listener's or the control socket's (nothing was started then).
+func (s *Server) Run(ctx context.Context) error {
+	s.started = time.Now()
+	if err := s.openLogs(); err != nil {
+		return err
+	}
+	defer s.closeLogs()
+
+	ln, err := net.Listen("tcp", s.sc.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: cannot listen on %s: %w; pick another port with --listen or [serve] listen", s.sc.Listen, err)
+	}
+	scheme := "http"
+	if s.sc.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.sc.TLSCert, s.sc.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("serve.tls_cert: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+		scheme = "https"
+	}
+	s.addr = scheme + "://" + ln.Addr().String()
+
+	ctl, err := s.listenControl()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+
+	// Production supervision runs until the end of Run.
+	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
+	prodDone := make(chan struct{})
+	go func() {
+		defer close(prodDone)
+		s.prod.run(pctx)
+	}()
+
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ErrorLog: nil}
+	ctlSrv := &http.Server{Handler: s.controlHandler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- ctlSrv.Serve(ctl) }()
+	s.event("listening", map[string]any{"listen": s.addr, "control_socket": SocketPath(s.ctlDir), "production": s.prod.name()})
+	if s.opts.Ready != nil {
+		s.opts.Ready(s.addr)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		runErr = fmt.Errorf("serve: %w", err)
+	}
+	// Graceful stop: no new connections, in-flight requests drain.
+	s.event("stopping", map[string]any{"in_flight": s.inFlight.Load(), "drain_timeout": s.sc.DrainTimeout.String()})
+	dctx, dcancel := context.WithTimeout(context.Background(), s.sc.DrainTimeout.Duration)
+	if err := srv.Shutdown(dctx); err != nil {
+		s.event("drain_timeout", map[string]any{"in_flight": s.inFlight.Load()})
+		srv.Close()
+	}
+	dcancel()
+	ctlSrv.Close()
+	os.Remove(SocketPath(s.ctlDir))
+	pcancel()
+	<-prodDone
+	s.prod.shutdown(s.sc.OnExit)
+	s.event("stopped", nil)
+	return runErr
+}
+
+// Addr returns the router's address (scheme://host:port) once it listens.
+func (s *Server) Addr() string { return s.addr }
+
+func (s *Server) openLogs() error {
+	s.events = s.opts.Events
+	if s.events == nil {
+		s.events = os.Stderr
+	}
+	dir := filepath.Join(s.cfg.StateDir, "serve")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("serve: creating %s: %w; check state_dir", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("serve: opening the event log: %w", err)
+	}
+	s.evFile = f
+	switch {
+	case s.opts.AccessLog != nil:
+		s.access = newAccessLog(s.opts.AccessLog, nil)
+	case s.sc.AccessLog == "off":
+	case s.sc.AccessLog == "-":
+		s.access = newAccessLog(os.Stderr, nil)
+	default:
+		af, err := os.OpenFile(s.sc.AccessLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("serve.access_log: %w", err)
+		}
+		s.access = newAccessLog(af, af)
+	}
+	return nil
+}
+
+func (s *Server) closeLogs() {
+	s.access.Close()
+	if s.evFile != nil {
+		s.evFile.Close()
+	}
+}
+
+// event writes one supervision event as a JSON line.
+func (s *Server) event(kind string, fields map[string]any) {
+	m := map[string]any{"time": time.Now().UTC(), "event": kind}
+	for k, v := range fields {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	s.eventsMu.Lock()
+	defer s.eventsMu.Unlock()
+	if s.events != nil {
+		s.events.Write(b)
+	}
+	if s.evFile != nil {
+		s.evFile.Write(b)
+	}
+}
+
+// upstreamError counts a proxied request's upstream failure and asks the
+// watcher to look at production now.
+func (s *Server) upstreamError(rt *route, class string) {
+	s.metrics.upErrors.WithLabelValues(rt.name, class).Inc()
+	if class != "canceled" && rt == s.prod.current() {
+		s.prod.poke()
+	}
+}
+
+// ServeHTTP is the router's front door.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case RouteChat, RouteCompletions, RouteEmbeddings:
+		s.proxyRequest(w, r, r.URL.Path)
+	case RouteModels:
+		if !s.keys.check(r) {
+			s.unauthorized(w, r)
+			return
+		}
+		s.models(w, r)
+	case "/metrics":
+		if !s.metKeys.check(r) {
+			s.unauthorized(w, r)
+			return
+		}
+		s.metrics.handler().ServeHTTP(w, r)
+	case "/health":
+		// For load balancers and systemd: production's state, no detail.
+		st := s.prod.state()
+		code := http.StatusOK
+		if st != StateReady || s.draining.Load() {
+			code = http.StatusServiceUnavailable
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "{\"status\":%q}\n", st)
+	default:
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s: the router serves POST %s, %s, %s and GET %s",
+			r.Method, r.URL.Path, RouteChat, RouteCompletions, RouteEmbeddings, RouteModels), 0)
+	}
+}
+
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
+	msg := "missing API key: send \"Authorization: Bearer KEY\""
+	if r.Header.Get("Authorization") != "" {
+		msg = "invalid API key"
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="hiro"`)
+	writeError(w, http.StatusUnauthorized, "invalid_api_key", msg, 0)
+	s.metrics.requests.WithLabelValues(r.URL.Path, "", "401").Inc()
+	s.access.log(&accessEntry{Time: time.Now().UTC(), Remote: r.RemoteAddr, Method: r.Method, Path: r.URL.Path, Status: 401, Error: "unauthorized"})
+}
+
+// modelNames lists the model names the router accepts, production's first.
+func (s *Server) modelNames() []string {
+	p := s.prod.current()
+	var names []string
+	if s.sc.Alias != "" {
+		names = append(names, s.sc.Alias)
+	}
+	names = append(names, p.prof.Model)
+	var rest []string
+	for _, rt := range s.served {
+		rest = append(rest, rt.prof.Model)
+	}
+	sort.Strings(rest)
+	return append(names, rest...)
+}
+
+// lookup returns the backend a request for model goes to, nil when none.
+func (s *Server) lookup(model string) *route {
+	p := s.prod.current()
+	if (s.sc.Alias != "" && model == s.sc.Alias) || p.matches(model) {
+		return p
+	}
+	for _, rt := range s.served {
+		if rt.matches(model) {
+			return rt
+		}
+	}
+	return nil
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use GET "+RouteModels, 0)
+		return
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list"}
+	for _, n := range s.modelNames() {
+		out.Data = append(out.Data, model{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "hiro"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(out)
+}
+
+// proxyRequest handles one OpenAI API request: key, bounded body, model
+// routing, production's state, then the reverse proxy.
+func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName string) {
+	rw := &respWriter{ResponseWriter: w, start: time.Now()}
+	e := accessEntry{Remote: r.RemoteAddr, Method: r.Method, Path: routeName}
+	var rt *route
+	defer func() {
+		if rw.status == 0 {
+			rw.status = 499
+		}
+		backend := ""
+		if rt != nil {
+			backend = rt.name
+		}
+		end := time.Since(rw.start)
+		m := s.metrics
+		m.requests.WithLabelValues(routeName, backend, statusText(rw.status)).Inc()
+		if rt != nil && rw.ttfb > 0 {
+			m.ttfb.WithLabelValues(routeName, backend).Observe(rw.ttfb.Seconds())
+			m.duration.WithLabelValues(routeName, backend).Observe(end.Seconds())
+		}
+		if rw.wantTail && rw.status == http.StatusOK {
+			if p, c, ok := usageOf(rw.tail); ok {
+				m.tokens.WithLabelValues(backend, "prompt").Add(float64(p))
+				m.tokens.WithLabelValues(backend, "completion").Add(float64(c))
+				e.Prompt, e.Completion = p, c
+			}
+		}
+		if s.access != nil {
+			e.Time = rw.start.UTC()
+			e.Backend, e.Status, e.Bytes = backend, rw.status, rw.bytes
+			e.TTFBMS = float64(rw.ttfb.Microseconds()) / 1000
+			e.DurationMS = float64(end.Microseconds()) / 1000
+			if rw.errClass != "" {
+				e.Error = "upstream " + rw.errClass
+			}
+			s.access.log(&e)
+		}
+	}()
+	fail := func(status int, typ, msg string, retryAfter int) {
+		e.Error = typ
+		writeError(rw, status, typ, msg, retryAfter)
+	}
+	if !s.keys.check(r) {
+		msg := "missing API key: send \"Authorization: Bearer KEY\""
+		if r.Header.Get("Authorization") != "" {
+			msg = "invalid API key"
+		}
+		rw.Header().Set("WWW-Authenticate", `Bearer realm="hiro"`)
+		fail(http.StatusUnauthorized, "invalid_api_key", msg, 0)
+		return
+	}
+	if r.Method != http.MethodPost {
+		fail(http.StatusMethodNotAllowed, "invalid_request_error", fmt.Sprintf("use POST %s (got %s)", routeName, r.Method), 0)
+		return
+	}
+	if s.draining.Load() {
+		if ok, retry, why := s.prod.gate(r.Context(), 0); !ok {
+			fail(http.StatusServiceUnavailable, "unavailable", why, retry)
+			return
+		}
+		fail(http.StatusServiceUnavailable, "unavailable", "the router is draining (a hand-over or a stop); retry later", retryAfterDraining)
+		return
+	}
+	body, tooLarge, err := readBody(r, s.sc.MaxBodyBytes)
+	switch {
+	case tooLarge:
+		rw.Header().Set("Connection", "close")
+		fail(http.StatusRequestEntityTooLarge, "request_too_large",
+			fmt.Sprintf("request body is larger than %d bytes ([serve] max_body_bytes); send a smaller request or raise the bound", s.sc.MaxBodyBytes), 0)
+		return
+	case err != nil:
+		fail(http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error(), 0)
+		return
+	}
+	if !gjson.ValidBytes(body) {
+		fail(http.StatusBadRequest, "invalid_request_error", "request body is not valid JSON: "+jsonSyntaxError(body), 0)
+		return
+	}
+	mv := gjson.GetBytes(body, "model")
+	if mv.Type != gjson.String || mv.Str == "" {
+		fail(http.StatusBadRequest, "invalid_request_error", "request has no \"model\" string; use one of: "+listModels(s.modelNames()), 0)
+		return
+	}
+	model := mv.Str
+	e.Model = model
+	e.Stream = gjson.GetBytes(body, "stream").Bool()
+	if rt = s.lookup(model); rt == nil {
+		fail(http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q is not served here; served: %s", model, listModels(s.modelNames())), 0)
+		return
+	}
+	if rt == s.prod.current() {
+		if ok, retry, why := s.prod.gate(r.Context(), s.sc.WaitForReady.Duration); !ok {
+			fail(http.StatusServiceUnavailable, "unavailable", why, retry)
+			return
+		}
+		// The route may have switched while waiting.
+		rt = s.prod.current()
+	}
+	if model != rt.prof.Model {
+		if body, err = withModel(body, rt.prof.Model); err != nil {
+			fail(http.StatusBadRequest, "invalid_request_error", "cannot set the model field: "+err.Error(), 0)
+			return
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	rw.wantTail = routeName != RouteModels
+	s.inFlight.Add(1)
+	s.metrics.inFlight.Inc()
+	rt.proxy.ServeHTTP(rw, r)
+	s.metrics.inFlight.Dec()
+	s.inFlight.Add(-1)
+	if rw.status/100 == 2 && rt == s.prod.current() {
+		s.prod.served()
+	}
+}
+
+// Retry-After values (seconds) by cause.
+const (
+	retryAfterDraining   = 5
+	retryAfterRestarting = 5
+	retryAfterHandedOver = 30
+	retryAfterDown       = 60
+)
+
+var statusTexts sync.Map
+
+func statusText(code int) string {
+	if v, ok := statusTexts.Load(code); ok {
+		return v.(string)
+	}
+	s := fmt.Sprint(code)
+	statusTexts.Store(code, s)
+	return s
+}
+
+// drain refuses new requests and waits up to timeout for in-flight ones.
+func (s *Server) drain(ctx context.Context, timeout time.Duration) DrainResult {
+	s.draining.Store(true)
+	start := time.Now()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for s.inFlight.Load() > 0 {
+		select {
+		case <-ctx.Done():
+		case <-deadline.C:
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	n := s.inFlight.Load()
+	return DrainResult{Drained: n == 0, InFlight: n, WaitedMS: time.Since(start).Milliseconds()}
+}
+
+// Status returns the router's status.
+func (s *Server) Status() Status {
+	st := Status{Schema: StatusSchema, PID: os.Getpid(), StartedAt: s.started, Config: s.cfg.Path, Listen: s.addr,
+		Alias: s.sc.Alias, InFlight: s.inFlight.Load(), Draining: s.draining.Load(), Models: s.modelNames()}
+	st.Production, st.Handover = s.prod.status()
+	for _, rt := range s.served {
+		st.Served = append(st.Served, BackendStatus{Name: rt.name, Engine: rt.prof.Engine, BaseURL: rt.prof.BaseURL,
+			Model: rt.prof.Model, Managed: false, State: StateReady, Since: s.started, Message: "served as is: not watched"})
+	}
+	return st
+}
+
+// listenControl opens the control socket (0600 in a 0700 folder). A
+// socket left by a dead router is removed; a live one is an error.
+func (s *Server) listenControl() (net.Listener, error) {
+	if err := privateDir(s.ctlDir); err != nil {
+		return nil, err
+	}
+	path := SocketPath(s.ctlDir)
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("serve: another hiro serve answers on %s; stop it first (`hiro status` says which)", path)
+	}
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("serve: control socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("serve: control socket %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+func (s *Server) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+	}
+	fail := func(w http.ResponseWriter, code int, format string, a ...any) {
+		reply(w, code, map[string]string{"error": fmt.Sprintf(format, a...)})
+	}
+	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+			fail(w, http.StatusBadRequest, "bad request body: %v", err)
+			return false
+		}
+		return true
+	}
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, s.Status()) })
+	mux.HandleFunc("POST /v1/drain", func(w http.ResponseWriter, r *http.Request) {
+		var req drainRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		d := time.Duration(req.TimeoutMS) * time.Millisecond
+		if d <= 0 {
+			d = s.sc.DrainTimeout.Duration
+		}
+		s.event("drain", map[string]any{"timeout": d.String()})
+		reply(w, 200, s.drain(r.Context(), d))
+	})
+	mux.HandleFunc("POST /v1/resume", func(w http.ResponseWriter, r *http.Request) {
+		if s.prod.handedOver() {
+			fail(w, http.StatusConflict, "production is handed over to a campaign; it resumes with take back")
+			return
+		}
+		s.draining.Store(false)
+		s.event("resume", nil)
+		reply(w, 200, s.Status())
+	})
+	mux.HandleFunc("POST /v1/handover", func(w http.ResponseWriter, r *http.Request) {
+		var req handoverRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		if strings.TrimSpace(req.Campaign) == "" || req.LeaseOwnerPID <= 0 {
+			fail(w, http.StatusBadRequest, "handover needs campaign and lease_owner_pid")
+			return
+		}
+		d := time.Duration(req.TimeoutMS) * time.Millisecond
+		if d <= 0 {
+			d = s.sc.DrainTimeout.Duration
+		}
+		res, code, err := s.prod.handOver(r.Context(), req.Campaign, req.LeaseOwnerPID, d)
+		if err != nil {
+			fail(w, code, "%v", err)
+			return
+		}
+		reply(w, 200, res)
+	})
+	mux.HandleFunc("POST /v1/takeback", func(w http.ResponseWriter, r *http.Request) {
+		var req takebackRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		v, code, err := s.prod.takeback(r.Context(), req.Campaign, false)
+		if err != nil {
+			fail(w, code, "%v", err)
+			return
+		}
+		reply(w, 200, v)
+	})
+	mux.HandleFunc("POST /v1/switch", func(w http.ResponseWriter, r *http.Request) {
+		var req switchRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		res, code, err := s.prod.switchTo(r.Context(), req.Profile, req.Effective)
+		if err != nil {
+			fail(w, code, "%v", err)
+			return
+		}
+		reply(w, 200, res)
+	})
+	return mux
+}
