@@ -3,7 +3,7 @@
 # root, with the files of scripts/gpu/prepare.sh in CARRY (default .gpu):
 #   1. builds Ollama v0.6.5's CUDA backend (ggml-cuda, for the GPU's own
 #      architecture) from the carried module sources with CMake + Ninja, and
-#      lays it out where Ollama loads it (lib/ollama/cuda_v12 beside the
+#      lays it out where Ollama loads it (../lib/ollama/cuda_v12 from the
 #      binary, with cuBLAS, cuBLASLt and the CUDA runtime);
 #   2. records the host (nvidia-smi, hiro doctor);
 #   3. runs the demo campaign with production and candidate on the GPU
@@ -44,7 +44,8 @@ chmod +x "$w/bin/ollama" "$w/bin/hiro"
 export PATH="$w/bin:$PATH"
 
 # --- CUDA backend ---
-lib="$w/bin/lib/ollama"
+# Ollama on Linux loads its backends from ../lib/ollama beside its binary.
+lib="$w/lib/ollama"
 if [ ! -e "$lib/cuda_v12/libggml-cuda.so" ]; then
   log "building ggml-cuda"
   tar -C "$w/src" -xJf "$carry/ggml-src.tar.xz"
@@ -109,3 +110,5 @@ $h backend stop prod >/dev/null 2>&1
 log "failures"
 bash scripts/gpu/failures.sh "$out/failures" 2>&1 | tee -a "$out/steps.log" | tail -5
 log "done"
+# One archive of everything, for machines that return few files.
+tar -czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" 2>/dev/null
