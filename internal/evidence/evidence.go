@@ -7,7 +7,13 @@ import (
 )
 
 // SchemaID is the value of Evidence.Schema for this version of the format.
-const SchemaID = "hiro.evidence/v1"
+// v2 replaced v1's untyped gate "result" object with typed results
+// (Gate.Artifact, Gate.Semantic) and added load figures to RequestStats.
+const SchemaID = "hiro.evidence/v2"
+
+// SchemaV1 is the previous format's id: Load still reads it (the journal
+// holds v1 evidence), upgrading each gate's "result" to its typed field.
+const SchemaV1 = "hiro.evidence/v1"
 
 // Verdicts.
 const (
@@ -78,7 +84,8 @@ type Evidence struct {
 // Gate is one gate's result.
 type Gate struct {
 	// ID is the gate's id in the plan; Kind its kind (prereq, artifact,
-	// launch, ready_control, structured_control, sequential, semantic).
+	// launch, ready_control, structured_control, sequential, concurrency,
+	// semantic: package qualify's registry).
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
 	// Title is a short human name for the gate.
@@ -97,10 +104,13 @@ type Gate struct {
 	Attempts []Attempt `json:"attempts,omitempty"`
 	// Checks are the prereq gate's individual checks.
 	Checks []Check `json:"checks,omitempty"`
-	// Requests summarises request-based gates (controls, sequential).
+	// Requests summarises request-based gates (controls, sequential,
+	// concurrency).
 	Requests *RequestStats `json:"requests,omitempty"`
-	// Result holds gate-specific data (artifact report, semantic scores).
-	Result map[string]any `json:"result,omitempty"`
+	// Artifact is the artifact gate's verification.
+	Artifact *ArtifactResult `json:"artifact,omitempty"`
+	// Semantic is the semantic gate's comparison with production.
+	Semantic *SemanticResult `json:"semantic,omitempty"`
 	// Failure classifies a failed gate (e.g. structured_output_fail_open).
 	Failure *failure.Failure `json:"failure,omitempty"`
 }
@@ -150,6 +160,16 @@ type Check struct {
 type RequestStats struct {
 	Count  int `json:"count"`
 	Errors int `json:"errors"`
+	// Concurrency is how many requests were in flight at once (load
+	// gates; 1 for sequential requests).
+	Concurrency int `json:"concurrency,omitempty"`
+	// WallMS is the wall-clock time from the first request sent to the
+	// last reply received; RequestsPerSecond is the successful requests
+	// over WallMS, and OutputTokensPerSecondWall the completion tokens
+	// (server usage) over WallMS: the throughput of the server as a whole.
+	WallMS                    int64   `json:"wall_ms,omitempty"`
+	RequestsPerSecond         float64 `json:"requests_per_second,omitempty"`
+	OutputTokensPerSecondWall float64 `json:"output_tokens_per_second_wall,omitempty"`
 	// SchemaAccepted counts requests the server accepted with the schema
 	// (HTTP 200); SchemaValid counts replies that parsed and validated.
 	SchemaAccepted *int `json:"schema_accepted,omitempty"`

@@ -96,3 +96,47 @@ func TestWriteBothAndLoad(t *testing.T) {
 		t.Error("loaded a document of another schema")
 	}
 }
+
+// TestLoadV1 reads a v1 document (the seed replay's public evidence as
+// written before v2): it validates against the v1 schema, and its untyped
+// artifact result becomes the typed field.
+func TestLoadV1(t *testing.T) {
+	path := filepath.Join("testdata", "v1-seed-replay.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(b); err != nil {
+		t.Fatalf("v1 evidence does not validate against the v1 schema: %v", err)
+	}
+	e, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Schema != SchemaV1 || len(e.Gates) != 8 {
+		t.Fatalf("schema %q, %d gates", e.Schema, len(e.Gates))
+	}
+	a := e.Gates[1].Artifact
+	if a == nil || a.Repo == "" || a.Files == 0 || a.ManifestDigest == "" {
+		t.Fatalf("v1 artifact result not upgraded: %+v", a)
+	}
+	if l := e.Gates[2]; len(l.Attempts) != 3 || l.Attempts[0].Failure == nil {
+		t.Fatalf("launch gate lost its attempts: %+v", l)
+	}
+	// A v2 document is validated against v2's schema: v1's untyped
+	// "result" is refused there.
+	var m map[string]any
+	must(t, json.Unmarshal(b, &m))
+	m["schema"] = SchemaID
+	b2, _ := json.Marshal(m)
+	if Validate(b2) == nil {
+		t.Error("a v1-shaped document validated as v2")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -50,9 +51,24 @@ func vocabulary(t reflect.Type) *jsonschema.Schema {
 	return nil
 }
 
-// Validate checks doc (a JSON document) against the evidence schema.
+// schemaV1 is the v1 schema as it was published, to validate v1 documents
+// (the journal keeps them).
+//
+//go:embed schema_v1.json
+var schemaV1 []byte
+
+// Validate checks doc (a JSON document) against the evidence schema of its
+// own "schema" id: this format's, or v1's for a v1 document.
 func Validate(doc []byte) error {
-	sch, err := compile()
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	_ = json.Unmarshal(doc, &head)
+	text := JSONSchema()
+	if head.Schema == SchemaV1 {
+		text = schemaV1
+	}
+	sch, err := compile(text)
 	if err != nil {
 		return err
 	}
@@ -63,8 +79,8 @@ func Validate(doc []byte) error {
 	return sch.Validate(v)
 }
 
-func compile() (*jsv.Schema, error) {
-	raw, err := jsv.UnmarshalJSON(bytes.NewReader(JSONSchema()))
+func compile(text []byte) (*jsv.Schema, error) {
+	raw, err := jsv.UnmarshalJSON(bytes.NewReader(text))
 	if err != nil {
 		return nil, err
 	}

@@ -51,20 +51,69 @@ func WriteEncoded(dir string, private, public []byte) error {
 	return atomicfile.WriteFile(filepath.Join(dir, PublicFile), public, 0o644)
 }
 
-// Load reads an evidence document and checks its schema id.
+// Load reads an evidence document of this format or of v1 (SchemaV1),
+// upgrading a v1 document's untyped gate results to the typed fields; the
+// Schema field keeps the id the file was written with.
 func Load(path string) (*Evidence, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	e, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return e, nil
+}
+
+// Decode parses an evidence document (this format or v1, see Load).
+func Decode(b []byte) (*Evidence, error) {
 	var e Evidence
 	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("%s: not an evidence document: %w", path, err)
+		return nil, fmt.Errorf("not an evidence document: %w", err)
 	}
-	if e.Schema != SchemaID {
-		return nil, fmt.Errorf("%s: schema is %q, want %q", path, e.Schema, SchemaID)
+	switch e.Schema {
+	case SchemaID:
+	case SchemaV1:
+		if err := upgradeV1(b, &e); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("schema is %q, want %q (or %q)", e.Schema, SchemaID, SchemaV1)
 	}
 	return &e, nil
+}
+
+// upgradeV1 decodes each v1 gate's "result" object into its typed field:
+// v2's typed results keep v1's key names.
+func upgradeV1(b []byte, e *Evidence) error {
+	var v1 struct {
+		Gates []struct {
+			Kind   string          `json:"kind"`
+			Result json.RawMessage `json:"result"`
+		} `json:"gates"`
+	}
+	if err := json.Unmarshal(b, &v1); err != nil || len(v1.Gates) != len(e.Gates) {
+		return fmt.Errorf("not a v1 evidence document: %v", err)
+	}
+	for i, g := range v1.Gates {
+		if len(g.Result) == 0 || string(g.Result) == "null" {
+			continue
+		}
+		var err error
+		switch g.Kind {
+		case "artifact":
+			e.Gates[i].Artifact = &ArtifactResult{}
+			err = json.Unmarshal(g.Result, e.Gates[i].Artifact)
+		case "semantic":
+			e.Gates[i].Semantic = &SemanticResult{}
+			err = json.Unmarshal(g.Result, e.Gates[i].Semantic)
+		}
+		if err != nil {
+			return fmt.Errorf("v1 gate %d (%s): result: %w", i, g.Kind, err)
+		}
+	}
+	return nil
 }
 
 var reEnvChange = regexp.MustCompile(`^env ([A-Za-z_][A-Za-z0-9_]*)=.*$`)
@@ -121,8 +170,12 @@ func (e *Evidence) Public() *Evidence {
 			g.Failure.RootCause = RedactPaths(g.Failure.RootCause)
 			g.Failure.LogTail = nil
 		}
-		delete(g.Result, "files")
-		delete(g.Result, "paths")
+		if g.Artifact != nil {
+			g.Artifact.Paths = nil
+		}
+		if g.Semantic != nil {
+			g.Semantic.Paths = nil
+		}
 	}
 	for i, s := range c.Report.Sections {
 		for j, it := range s.Items {

@@ -167,3 +167,19 @@ func TestAddFromEvidence(t *testing.T) {
 		t.Errorf("invalid evidence: err %v", err)
 	}
 }
+
+// TestAddFromEvidenceV1 adds the seed replay's evidence as hiro wrote it
+// in format v1: the journal still reads it, with the same account.
+func TestAddFromEvidenceV1(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	os.Mkdir(dir, 0o755)
+	j, _ := Load(dir)
+	rel, err := j.AddFromEvidence(filepath.Join("..", "evidence", "testdata", "v1-seed-replay.json"))
+	if err != nil {
+		t.Fatalf("v1 evidence refused: %v", err)
+	}
+	e := j.Find(strings.TrimSuffix(strings.SplitN(filepath.Base(rel), "_", 2)[1], ".json"))
+	if e == nil || len(e.Validation) < 8 || !strings.Contains(e.Summary, "not qualified") {
+		t.Fatalf("entry %s: %+v", rel, e)
+	}
+}

@@ -66,22 +66,22 @@ type campaign struct {
 
 	candidate *config.Profile
 	prod      *config.Profile
-	proc      *supervisor.Process // the candidate, once ready
-	procRung  *Rung
-	hc        *http.Client
 	sv        *saver
 	lease     *Lease
 	// plock keeps activations and other exclusive campaigns off
 	// production while this exclusive campaign holds it.
 	plock *production.Lock
-
-	// engineWait sums the time spent waiting on engines (launch,
-	// readiness, requests, stops): Evidence.HarnessMS is the rest.
-	engineWait time.Duration
-	// baseline is production's semantic result computed before it was
-	// stopped, by gate id.
-	baseline map[string]any
+	// h is the gates' handle; its shared part holds the ready candidate
+	// and the time spent waiting on engines (launch, readiness, requests,
+	// stops): Evidence.HarnessMS is the rest.
+	h *Handle
 }
+
+// engineWait is the time spent waiting on engines so far.
+func (c *campaign) engineWait() time.Duration { return c.h.shared.engineWait }
+
+// waited adds the time since t0 to the engine wait.
+func (c *campaign) waited(t0 time.Time) { c.h.Waited(t0) }
 
 // Run executes the campaign: production guard, gates in order, evidence
 // after every gate, the report, and the guard's restore on every path.
@@ -97,8 +97,7 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		opts.LeaseDir = LeaseDir()
 	}
 	start := opts.Now()
-	c := &campaign{plan: plan, cfg: cfg, opts: opts, out: newProgress(opts.Progress, opts.Terminal),
-		hc: &http.Client{}, baseline: map[string]any{}}
+	c := &campaign{plan: plan, cfg: cfg, opts: opts, out: newProgress(opts.Progress, opts.Terminal)}
 	defer func() { c.plock.Unlock() }()
 	c.candidate, _ = cfg.Backend(plan.Candidate)
 	if plan.Production != "" {
@@ -106,18 +105,22 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		// the qualified variant), or the configuration's profile.
 		c.prod, _ = production.ProfileFor(cfg, plan.Production)
 	}
+	c.h = &Handle{Candidate: c.candidate, Production: c.prod, Exclusive: *plan.Exclusive, StateDir: cfg.StateDir,
+		Now: opts.Now, HTTP: &http.Client{}, Save: c.save, out: c.out, shared: &shared{}}
 	id := start.UTC().Format("20060102T150405Z") + "-" + slug(plan.Candidate)
 	root := plan.EvidenceDir
 	if opts.EvidenceDir != "" {
 		root = opts.EvidenceDir
 	}
 	c.dir = filepath.Join(root, id)
+	c.h.Dir = c.dir
 	if err := os.MkdirAll(c.dir, evidence.PrivateDirMode); err != nil {
 		return nil, fmt.Errorf("creating the evidence directory: %w", err)
 	}
 	_ = os.Chmod(c.dir, evidence.PrivateDirMode)
 	registerSecrets(cfg, plan)
 	c.ev = c.newEvidence(id, start)
+	c.h.Fingerprints = &c.ev.Fingerprints
 	c.sv = newSaver(c.dir)
 	err := c.save()
 	if err == nil {
@@ -156,7 +159,7 @@ func (c *campaign) newEvidence(id string, start time.Time) *evidence.Evidence {
 		StartedAt: start.UTC(), Host: c.opts.Host, Methods: methods,
 	}
 	for _, g := range c.plan.Gates {
-		e.Gates = append(e.Gates, evidence.Gate{ID: g.ID, Kind: g.Kind, Title: gateTitle(g), Status: evidence.StatusNotRun, Reason: "not reached", BoundMS: c.gateBound(g).Milliseconds()})
+		e.Gates = append(e.Gates, evidence.Gate{ID: g.ID, Kind: g.Kind, Title: g.DisplayTitle(), Status: evidence.StatusNotRun, Reason: "not reached", BoundMS: g.Bound(c.h).Milliseconds()})
 	}
 	fp := &e.Fingerprints
 	fp.Plan = c.plan.Digest
@@ -167,22 +170,8 @@ func (c *campaign) newEvidence(id string, start time.Time) *evidence.Evidence {
 		fp.CandidateProfile = c.candidate.Hash()
 	}
 	for _, g := range c.plan.Gates {
-		if g.Kind == KindArtifact && g.Manifest != "" {
-			if d, err := fileDigest(g.Manifest); err == nil {
-				fp.ArtifactManifest = d
-				fp.Files[g.Manifest] = d
-			}
-		}
-		if g.Kind == KindStructuredControl && g.Schema != "" {
-			if d, err := fileDigest(g.Schema); err == nil {
-				fp.Schemas = d
-				fp.Files[g.Schema] = d
-			}
-		}
-		if g.Kind == KindSemantic && g.Corpus != "" && !g.Skip {
-			if d, err := corpusDigest(g.Corpus); err == nil {
-				fp.Corpus = d
-			}
+		if f, ok := g.Gate.(Fingerprinter); ok && !g.Skip {
+			f.Fingerprint(fp)
 		}
 	}
 	e.Report = evidence.Report{Sections: []evidence.Section{}, Validation: []evidence.Validation{}}
@@ -222,17 +211,22 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 	for f, d := range files {
 		c.ev.Fingerprints.Files[f] = d
 	}
+	c.h.ProductionFingerprint = before
 	t0 := time.Now()
 	cr := supervisor.CheckReady(ctx, c.prod, nil)
-	c.engineWait += time.Since(t0)
+	c.waited(t0)
 	p.WasRunning = cr.OK
 	if cr.OK {
 		c.out.line("production %s is ready at %s (%s)", c.prod.Name, c.prod.BaseURL, c.prod.Model)
 	} else {
 		c.out.line("production %s is not ready at %s before the campaign", c.prod.Name, c.prod.BaseURL)
 	}
-	if err := c.semanticBaselines(ctx, cr.OK); err != nil {
-		return err
+	for _, g := range c.plan.Gates {
+		if pr, ok := g.Gate.(Preparer); ok && !g.Skip {
+			if err := pr.Prepare(ctx, c.h.forGate(g.ID), cr.OK); err != nil {
+				return err
+			}
+		}
 	}
 	if !*c.plan.Exclusive {
 		return c.save()
@@ -260,7 +254,7 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 		c.out.line("stopping production %s (pid %d): the candidate needs the accelerator exclusively", c.prod.Name, st.PID)
 		t0 := time.Now()
 		_, sr, err := supervisor.StopRecorded(ctx, c.cfg.StateDir, c.prod.Name, 0)
-		c.engineWait += time.Since(t0)
+		c.waited(t0)
 		now := time.Now().UTC()
 		p.Stopped, p.StoppedAt = true, &now
 		if err != nil {
@@ -302,7 +296,7 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, aborted boo
 		now := time.Now().UTC()
 		g.StartedAt, g.Status, g.Reason = &now, evidence.StatusRunning, ""
 		_ = c.save()
-		c.out.line("[%s] %s gate: started (bound %s)", spec.ID, spec.Kind, c.gateBound(spec))
+		c.out.line("[%s] %s gate: started (bound %s)", spec.ID, spec.Kind, spec.Bound(c.h))
 		err := c.runGate(ctx, spec, g)
 		g.DurationMS = time.Since(now).Milliseconds()
 		switch {
@@ -311,7 +305,7 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, aborted boo
 			aborted, reason = true, interruptReason(ctx)
 			g.Status = evidence.StatusNotRun
 			g.Reason = fmt.Sprintf("%s after %s: no result", reason, time.Duration(g.DurationMS)*time.Millisecond)
-		case err != nil && errors.Is(err, errHarness):
+		case err != nil && errors.Is(err, ErrHarness):
 			aborted, reason = true, err.Error()
 			g.Status, g.Reason = evidence.StatusFailed, "harness error: "+err.Error()
 		case err != nil:
@@ -333,12 +327,13 @@ func suffix(reason string) string {
 	return ": " + reason
 }
 
-// errHarness marks an error of hiro itself (not of the candidate): the
-// campaign aborts (exit 3) instead of failing the gate.
-var errHarness = errors.New("harness error")
+// ErrHarness marks an error of hiro itself (not of the candidate): a gate
+// returning an error that wraps it aborts the campaign (exit 3) instead
+// of failing.
+var ErrHarness = errors.New("harness error")
 
 func harnessErr(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", errHarness, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: %s", ErrHarness, fmt.Sprintf(format, a...))
 }
 
 // interruptReason names what cancelled ctx ("interrupted by SIGTERM").
@@ -349,26 +344,34 @@ func interruptReason(ctx context.Context) string {
 	return "interrupted"
 }
 
-func (c *campaign) gateBound(g *GateSpec) time.Duration {
-	if g.Kind == KindLaunch {
-		return c.launchBound(g)
+// runGate runs one gate under its bound. A returned error fails the gate
+// (its message is the reason); an error wrapping ErrHarness aborts.
+func (c *campaign) runGate(ctx context.Context, spec *GateSpec, g *evidence.Gate) error {
+	h := c.h.forGate(spec.ID)
+	bound := spec.Bound(h)
+	gctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	err := spec.Gate.Run(gctx, h, g)
+	if err != nil && gctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		return fmt.Errorf("gate bound of %s exceeded: %w", bound, err)
 	}
-	return g.Timeout.Duration
+	return err
 }
 
 // stopCandidate stops the candidate if it is running, recording the stop
 // on its attempt.
 func (c *campaign) stopCandidate() {
-	if c.proc == nil {
+	r := c.h.shared.ready
+	if r == nil || r.Proc == nil {
 		return
 	}
 	c.out.line("stopping candidate %s", c.candidate.Name)
 	ctx, cancel := context.WithTimeout(context.Background(), c.candidate.StopGrace.Duration+10*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	sr := c.proc.Stop(ctx)
-	c.engineWait += time.Since(t0)
-	c.proc = nil
+	sr := r.Proc.Stop(ctx)
+	c.waited(t0)
+	c.h.shared.ready = nil
 	for gi := range c.ev.Gates {
 		g := &c.ev.Gates[gi]
 		if g.Kind != KindLaunch || len(g.Attempts) == 0 {
@@ -395,7 +398,7 @@ func (c *campaign) finish(start time.Time, failedGate string, aborted bool, abor
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
 		t0 := time.Now()
 		e.Production.Restored = Restore(ctx, c.cfg, c.prod, c.cfg.Production.RestoreAttempts, func(s string) { c.out.line("%s", s) })
-		c.engineWait += time.Since(t0)
+		c.waited(t0)
 		cancel()
 		if e.Production.Restored.OK {
 			c.out.line("production %s restored: model %s, reply %q", c.prod.Name, e.Production.Restored.Model, e.Production.Restored.Reply)
@@ -444,7 +447,7 @@ func (c *campaign) finish(start time.Time, failedGate string, aborted bool, abor
 	fin := now.UTC()
 	e.FinishedAt = &fin
 	e.DurationMS = now.Sub(start).Milliseconds()
-	e.HarnessMS = (now.Sub(start) - c.engineWait).Milliseconds()
+	e.HarnessMS = (now.Sub(start) - c.engineWait()).Milliseconds()
 	if e.HarnessMS < 0 {
 		e.HarnessMS = 0
 	}

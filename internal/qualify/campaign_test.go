@@ -215,7 +215,8 @@ func TestBadPlansStartNothing(t *testing.T) {
 		"ladder no reason":      {"[[gates]]\nkind = \"launch\"\n[[gates.variants]]\nname = \"v\"\nenv = { A = \"1\" }\n", "gates[0].variants[0].reason"},
 		"out of order":          {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"prereq\"\n", "gates[1].kind"},
 		"request before launch": {"[[gates]]\nkind = \"ready_control\"\n", "needs a launch gate"},
-		"unknown key":           {"[[gates]]\nkind = \"launch\"\nretries = 3\n", "gates.retries"},
+		"unknown key":           {"[[gates]]\nkind = \"launch\"\nretries = 3\n", "gates[0].retries"},
+		"another kind's key":    {"[[gates]]\nkind = \"launch\"\nrequests = 3\n[[gates]]\nkind = \"sequential\"\nrequests = 3\n", "gates[0].requests: unknown key for a launch gate"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

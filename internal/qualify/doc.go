@@ -10,6 +10,13 @@
 // activation, else the configuration's [production]); an exclusive
 // campaign holds production's lock so no switch runs under it.
 //
+// Gates come in kinds, one file each (gate_<kind>.go): the kind's plan
+// struct (decoded strictly from its [[gates]] table), its Validate, Bound,
+// Run and Describe, registered in a registry (gate.go). A gate reaches the
+// world only through a Handle (the profiles it may talk to, the ready
+// candidate, the evidence writer, the clock), so each kind is tested alone
+// against the fake engine. Gate results are typed fields of evidence.Gate.
+//
 // It must not classify engine failures (package engine does), manage
 // processes directly (package supervisor does), or print anywhere but the
 // progress writer it is given. A plan that fails to load starts and stops

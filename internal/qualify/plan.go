@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -19,29 +19,19 @@ import (
 	"github.com/hiro-dev/hiro/internal/production"
 )
 
-// Gate kinds, in the order a plan may use them (DESIGN.md, "Gate").
-const (
-	KindPrereq            = "prereq"
-	KindArtifact          = "artifact"
-	KindLaunch            = "launch"
-	KindReadyControl      = "ready_control"
-	KindStructuredControl = "structured_control"
-	KindSequential        = "sequential"
-	KindSemantic          = "semantic"
-)
-
-// GateKinds lists the kinds in their sane order: a plan's gates must not
-// go backwards in this order (prereq and artifact before launch, every
-// request gate after it).
-var GateKinds = []string{KindPrereq, KindArtifact, KindLaunch, KindReadyControl, KindStructuredControl, KindSequential, KindSemantic}
-
 // Defaults for gate parameters.
 const (
-	DefaultSequentialRequests = 20
-	DefaultStructuredRequests = 3
-	DefaultGateTimeout        = 10 * time.Minute
-	DefaultRequestTimeout     = 60 * time.Second
-	DefaultRequestMaxTokens   = 256
+	DefaultGateTimeout      = 10 * time.Minute
+	DefaultRequestTimeout   = 60 * time.Second
+	DefaultRequestMaxTokens = 256
+)
+
+// Bounds of a plan file, checked before it is decoded: a larger or more
+// deeply nested file is refused with a message (the TOML decoder recurses
+// on nesting).
+const (
+	MaxPlanBytes   = 1 << 20
+	MaxPlanNesting = 32
 )
 
 // Plan is a qualification campaign for one candidate profile.
@@ -73,97 +63,37 @@ type Plan struct {
 	EvidenceDir string `toml:"evidence_dir"`
 	// Decisions are the plan author's reasons, copied into the report.
 	Decisions []string `toml:"decisions"`
-	// Gates run in order.
-	Gates []*GateSpec `toml:"gates"`
+	// Gates run in order (decoded one by one: see decodeGate).
+	Gates []*GateSpec `toml:"-"`
 }
 
-// GateSpec is one gate of a plan. Which fields apply depends on Kind.
+// GateSpec is one gate of a plan: the keys every kind has, and the kind's
+// own section (Gate), decoded strictly into the kind's struct.
 type GateSpec struct {
 	ID    string `toml:"id"`
 	Kind  string `toml:"kind"`
 	Title string `toml:"title"`
 	// Skip marks the gate "not_run: skipped by plan"; later gates still run.
 	Skip bool `toml:"skip"`
-	// Timeout bounds the whole gate; default DefaultGateTimeout (launch:
-	// the sum of its attempts' ready timeouts plus stop grace).
+	// Timeout bounds the whole gate; zero takes the kind's bound
+	// (DefaultGateTimeout; launch: the sum of its attempts' bounds).
 	Timeout config.Duration `toml:"timeout"`
-
-	// prereq
-	Accelerator *AcceleratorReq `toml:"accelerator"`
-	Disks       []DiskReq       `toml:"disks"`
-	Commands    []CommandReq    `toml:"commands"`
-	Files       []string        `toml:"files"`
-
-	// artifact: the manifest to verify; default the candidate profile's.
-	Manifest string `toml:"manifest"`
-	Dir      string `toml:"dir"`
-
-	// launch
-	MaxAttempts int        `toml:"max_attempts"`
-	Variants    []*Variant `toml:"variants"`
-
-	// request gates (ready_control, structured_control, sequential)
-	Prompt         string          `toml:"prompt"`
-	Expect         string          `toml:"expect"`
-	Requests       int             `toml:"requests"`
-	MaxTokens      int             `toml:"max_tokens"`
-	RequestTimeout config.Duration `toml:"request_timeout"`
-	Schema         string          `toml:"schema"`
-	// Structured (sequential): send the claims schema as response_format.
-	Structured *bool `toml:"structured"`
-
-	// semantic
-	Corpus         string  `toml:"corpus"`
-	MinF1          float64 `toml:"min_f1"`
-	MinGrounding   float64 `toml:"min_grounding"`
-	MinSchemaValid float64 `toml:"min_schema_valid"`
-	Tolerance      float64 `toml:"tolerance"`
-	Concurrency    int     `toml:"concurrency"`
-	// MaxRepairs bounds repair retries per sentence (nil: extract's default).
-	MaxRepairs *int `toml:"max_repairs"`
+	// Gate is the kind's section.
+	Gate Gate `toml:"-"`
 }
 
-// AcceleratorReq is what the prereq gate wants of the accelerators
-// (read through nvidia-smi).
-type AcceleratorReq struct {
-	// NamePattern is a regular expression the GPU name must match.
-	NamePattern string `toml:"name_pattern"`
-	// Count is the minimum number of GPUs; default 1.
-	Count int `toml:"count"`
-	// MinFreeMiB is the minimum free memory on each GPU, MiB.
-	MinFreeMiB int `toml:"min_free_mib"`
-}
+// Bound is the gate's time bound.
+func (g *GateSpec) Bound(h *Handle) time.Duration { return g.Gate.Bound(h, g.Timeout.Duration) }
 
-// DiskReq wants MinFreeGiB free on the filesystem holding Path.
-type DiskReq struct {
-	Path       string  `toml:"path"`
-	MinFreeGiB float64 `toml:"min_free_gib"`
-}
-
-// CommandReq is a command that must succeed; VersionPattern, when set, is a
-// regular expression its output must match.
-type CommandReq struct {
-	Name           string   `toml:"name"`
-	Run            []string `toml:"run"`
-	VersionPattern string   `toml:"version_pattern"`
-}
-
-// Variant is one documented fallback of the attempt ladder: changes to
-// the base profile (or to the variant named in BasedOn) with a reason.
-type Variant struct {
-	Name    string `toml:"name"`
-	Reason  string `toml:"reason"`
-	BasedOn string `toml:"based_on"`
-	// Env sets variables; EnvUnset removes them.
-	Env      map[string]string `toml:"env"`
-	EnvUnset []string          `toml:"env_unset"`
-	// ArgsSet replaces the value following a flag ("--log" = "b.log"),
-	// appending "flag value" when the flag is absent; ArgsAppend appends;
-	// ArgsRemove removes a flag and the value after it when that value
-	// does not start with "-".
-	ArgsSet    map[string]string `toml:"args_set"`
-	ArgsAppend []string          `toml:"args_append"`
-	ArgsRemove []string          `toml:"args_remove"`
+// DisplayTitle is the plan's title for the gate, else its kind's.
+func (g *GateSpec) DisplayTitle() string {
+	if g.Title != "" {
+		return g.Title
+	}
+	if k, ok := LookupKind(g.Kind); ok {
+		return k.Title
+	}
+	return g.ID
 }
 
 // PlanError is a plan error: Key is the path of the offending key
@@ -178,11 +108,11 @@ func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readPlanFile(abs)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil, &PlanError{File: path, Msg: "plan file not found"}
-		}
+		return nil, nil, &PlanError{File: path, Msg: err.Error()}
+	}
+	if err := checkNesting(data); err != nil {
 		return nil, nil, &PlanError{File: path, Msg: err.Error()}
 	}
 	var p Plan
@@ -190,11 +120,25 @@ func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 	if err != nil {
 		return nil, nil, &PlanError{File: path, Msg: strings.TrimPrefix(err.Error(), "toml: ") + "; fix the plan's TOML"}
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		var es config.Errors
-		for _, k := range und {
-			es = append(es, &PlanError{File: path, Key: k.String(), Msg: "unknown key; see examples/*/plan.toml for the plan format"})
+	var es config.Errors
+	for _, k := range md.Undecoded() {
+		if len(k) > 0 && k[0] == "gates" {
+			continue // decoded per gate below
 		}
+		es = append(es, &PlanError{File: path, Key: k.String(), Msg: "unknown key; see examples/*/plan.toml for the plan format"})
+	}
+	var raw struct {
+		Gates []map[string]any `toml:"gates"`
+	}
+	if _, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&raw); err != nil {
+		return nil, nil, &PlanError{File: path, Key: "gates", Msg: strings.TrimPrefix(err.Error(), "toml: ") + "; write each gate as a [[gates]] table"}
+	}
+	for i, m := range raw.Gates {
+		g, gerrs := decodeGate(path, i, m)
+		es = append(es, gerrs...)
+		p.Gates = append(p.Gates, g)
+	}
+	if len(es) > 0 {
 		return nil, nil, es
 	}
 	sum := sha256.Sum256(data)
@@ -260,12 +204,12 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 		add("gates", "no gates; a plan needs at least a launch gate ([[gates]] kind = \"launch\")")
 	}
 	seen := map[string]int{}
-	lastOrder, lastKind := -1, ""
-	hasLaunch := false
+	lastRank, lastKind := -1, ""
+	launched := false
 	for i, g := range p.Gates {
 		k := fmt.Sprintf("gates[%d]", i)
-		if g == nil {
-			continue
+		if g == nil || g.Gate == nil {
+			continue // reported by decodeGate
 		}
 		if g.ID == "" {
 			g.ID = g.Kind
@@ -277,279 +221,139 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 			add(k+".id", "%q is also the id of gates[%d]; gate ids must be unique", g.ID, j)
 		}
 		seen[g.ID] = i
-		order := indexOf(GateKinds, g.Kind)
-		if order < 0 {
-			add(k+".kind", "unknown gate kind %q; use one of %s", g.Kind, strings.Join(GateKinds, ", "))
-			continue
+		kind, _ := LookupKind(g.Kind)
+		if kind.Rank < lastRank {
+			add(k+".kind", "%s gate %q comes after a %s gate; gates run in the order %s", g.Kind, g.ID, lastKind, strings.Join(KindNames(), " → "))
 		}
-		if order < lastOrder {
-			add(k+".kind", "%s gate %q comes after a %s gate; gates run in the order %s", g.Kind, g.ID, lastKind, strings.Join(GateKinds, " → "))
+		if kind.Rank > lastRank {
+			lastRank, lastKind = kind.Rank, g.Kind
 		}
-		if order > lastOrder {
-			lastOrder, lastKind = order, g.Kind
-		}
-		if g.Kind == KindLaunch {
-			if hasLaunch {
-				add(k+".kind", "a plan has one launch gate")
+		if kind.Launches {
+			if launched {
+				add(k+".kind", "a plan has one %s gate", g.Kind)
 			}
-			hasLaunch = true
+			launched = true
 		}
-		if order > indexOf(GateKinds, KindLaunch) && !hasLaunch {
+		if kind.NeedsCandidate && !launched {
 			add(k+".kind", "%s gate %q needs a launch gate before it (it sends requests to the candidate)", g.Kind, g.ID)
 		}
-		es = append(es, p.validateGate(cfg, g, k)...)
+		if g.Timeout.Duration < 0 {
+			add(k+".timeout", "%s is negative; give a positive bound such as \"10m\", or leave it out for the kind's default", g.Timeout.Duration)
+		}
+		v := &Validation{Plan: p, Config: cfg, Spec: g, key: k}
+		g.Gate.Validate(v)
+		es = append(es, v.errs...)
 	}
 	return es
 }
 
-func (p *Plan) validateGate(cfg *config.Config, g *GateSpec, k string) config.Errors {
+// decodeGate decodes gate i of the plan strictly: the common keys into a
+// GateSpec and the rest into its kind's own struct; a key neither knows
+// is an error with its path ("gates[2].requets").
+func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors) {
+	k := fmt.Sprintf("gates[%d]", i)
+	fail := func(key, format string, a ...any) config.Errors {
+		return config.Errors{&PlanError{File: file, Key: key, Msg: fmt.Sprintf(format, a...)}}
+	}
+	// Re-encode the table alone, so that its keys are checked against its
+	// own kind (a key one gate knows must not pass in another).
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(m); err != nil {
+		return nil, fail(k, "cannot read the gate: %v", err)
+	}
+	g := &GateSpec{}
+	md1, err := toml.Decode(buf.String(), g)
+	if err != nil {
+		return nil, fail(k, "%s", strings.TrimPrefix(err.Error(), "toml: "))
+	}
+	if g.Kind == "" {
+		return nil, fail(k+".kind", "missing; use one of %s", kindList())
+	}
+	kind, ok := LookupKind(g.Kind)
+	if !ok {
+		return nil, fail(k+".kind", "unknown gate kind %q; use one of %s", g.Kind, kindList())
+	}
+	g.Gate = kind.New()
+	md2, err := toml.Decode(buf.String(), g.Gate)
+	if err != nil {
+		return nil, fail(k, "%s gate: %s", g.Kind, strings.TrimPrefix(err.Error(), "toml: "))
+	}
 	var es config.Errors
-	add := func(key, format string, a ...any) {
-		es = append(es, &PlanError{File: p.Path, Key: key, Msg: fmt.Sprintf(format, a...)})
+	undec2 := map[string]bool{}
+	for _, key := range md2.Undecoded() {
+		undec2[key.String()] = true
 	}
-	if g.Timeout.Duration < 0 {
-		add(k+".timeout", "must be positive")
-	}
-	if g.Timeout.Duration == 0 {
-		g.Timeout.Duration = DefaultGateTimeout
-	}
-	if g.RequestTimeout.Duration == 0 {
-		g.RequestTimeout.Duration = DefaultRequestTimeout
-	}
-	if g.MaxTokens == 0 && g.Kind != KindSemantic {
-		g.MaxTokens = DefaultRequestMaxTokens
-	}
-	if g.MaxTokens < 0 {
-		add(k+".max_tokens", "must be positive")
-	}
-	switch g.Kind {
-	case KindPrereq:
-		for i, c := range g.Commands {
-			if len(c.Run) == 0 {
-				add(fmt.Sprintf("%s.commands[%d].run", k, i), "missing; give the command as a list, e.g. [\"nvidia-smi\"]")
-			}
-			if c.VersionPattern != "" {
-				if _, err := regexp.Compile(c.VersionPattern); err != nil {
-					add(fmt.Sprintf("%s.commands[%d].version_pattern", k, i), "not a regular expression: %v", err)
-				}
-			}
-			if c.Name == "" && len(c.Run) > 0 {
-				g.Commands[i].Name = c.Run[0]
-			}
-		}
-		if a := g.Accelerator; a != nil {
-			if a.NamePattern != "" {
-				if _, err := regexp.Compile(a.NamePattern); err != nil {
-					add(k+".accelerator.name_pattern", "not a regular expression: %v", err)
-				}
-			}
-			if a.Count == 0 {
-				a.Count = 1
-			}
-		}
-		for i := range g.Files {
-			g.Files[i] = p.resolve(g.Files[i])
-		}
-		for i := range g.Disks {
-			g.Disks[i].Path = p.resolve(g.Disks[i].Path)
-		}
-	case KindArtifact:
-		if g.Manifest == "" && cfg.Backends[p.Candidate] == nil {
-			break // the unknown candidate is reported once, under "candidate"
-		}
-		if g.Manifest == "" {
-			if c := cfg.Backends[p.Candidate]; c != nil {
-				g.Manifest = c.Artifact
-				if g.Dir == "" {
-					g.Dir = c.ArtifactDir
-				}
-			}
-			if g.Manifest == "" {
-				add(k+".manifest", "missing, and the candidate profile names no artifact; set manifest = \"path/to/manifest.json\" or the profile's artifact")
-			}
-		} else {
-			g.Manifest = p.resolve(g.Manifest)
-			if g.Dir == "" {
-				g.Dir = filepath.Dir(g.Manifest)
-			}
-		}
-		g.Dir = p.resolve(g.Dir)
-	case KindLaunch:
-		names := map[string]bool{"base": true}
-		for i, v := range g.Variants {
-			vk := fmt.Sprintf("%s.variants[%d]", k, i)
-			if v.Name == "" {
-				add(vk+".name", "missing; name the variant (it names the attempt in the evidence)")
-			} else if names[v.Name] {
-				add(vk+".name", "%q is used twice (\"base\" is the unmodified profile)", v.Name)
-			}
-			if strings.TrimSpace(v.Reason) == "" {
-				add(vk+".reason", "missing; every fallback needs a written reason (e.g. \"documented fallback: V1 runner\")")
-			}
-			if v.BasedOn != "" && !names[v.BasedOn] {
-				add(vk+".based_on", "%q is not an earlier variant", v.BasedOn)
-			}
-			if len(v.Env) == 0 && len(v.EnvUnset) == 0 && len(v.ArgsSet) == 0 && len(v.ArgsAppend) == 0 && len(v.ArgsRemove) == 0 {
-				add(vk, "changes nothing; set env, env_unset, args_set, args_append or args_remove")
-			}
-			names[v.Name] = true
-		}
-		if g.MaxAttempts == 0 {
-			g.MaxAttempts = len(g.Variants) + 1
-		}
-		if g.MaxAttempts < 1 || g.MaxAttempts > len(g.Variants)+1 {
-			add(k+".max_attempts", "%d; at most one attempt per rung: 1 to %d (base + %d variants)", g.MaxAttempts, len(g.Variants)+1, len(g.Variants))
-		}
-	case KindReadyControl:
-		if g.Prompt == "" {
-			g.Prompt = config.DefaultProbePrompt
-		}
-		if g.Expect == "" {
-			g.Expect = "READY"
-		}
-		if g.MaxTokens == DefaultRequestMaxTokens {
-			g.MaxTokens = config.DefaultProbeMaxTokens
-		}
-	case KindStructuredControl, KindSequential:
-		if g.Requests == 0 {
-			if g.Kind == KindSequential {
-				g.Requests = DefaultSequentialRequests
-			} else {
-				g.Requests = DefaultStructuredRequests
-			}
-		}
-		if g.Requests < 1 || g.Requests > 10000 {
-			add(k+".requests", "%d: use 1 to 10000", g.Requests)
-		}
-		if g.Schema != "" {
-			g.Schema = p.resolve(g.Schema)
-		}
-	case KindSemantic:
-		if g.Corpus == "" && !g.Skip {
-			add(k+".corpus", "missing; name a frozen corpus directory (hiro corpus import ...)")
-		}
-		g.Corpus = p.resolve(g.Corpus)
-		for name, v := range map[string]float64{"min_f1": g.MinF1, "min_grounding": g.MinGrounding, "min_schema_valid": g.MinSchemaValid, "tolerance": g.Tolerance} {
-			if v < 0 || v > 1 {
-				add(k+"."+name, "%v: use a fraction between 0 and 1", v)
-			}
-		}
-		if g.Concurrency == 0 {
-			g.Concurrency = 1
-		}
-		if g.MaxRepairs != nil && (*g.MaxRepairs < 0 || *g.MaxRepairs > 5) {
-			add(k+".max_repairs", "%d: use 0 to 5", *g.MaxRepairs)
+	for _, key := range md1.Undecoded() {
+		if undec2[key.String()] {
+			es = append(es, &PlanError{File: file, Key: k + "." + key.String(), Msg: fmt.Sprintf("unknown key for a %s gate; see examples/*/plan.toml for the plan format", g.Kind)})
 		}
 	}
-	return es
+	return g, es
 }
 
-func indexOf(xs []string, x string) int {
-	for i, y := range xs {
-		if x == y {
-			return i
+// readPlanFile reads a plan of at most MaxPlanBytes.
+func readPlanFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, errors.New("plan file not found")
 		}
+		return nil, err
 	}
-	return -1
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file; give the plan's TOML file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxPlanBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxPlanBytes {
+		return nil, fmt.Errorf("larger than %d KiB: a plan is a short TOML file; check that this is the plan", MaxPlanBytes>>10)
+	}
+	return data, nil
 }
 
-// Rung is one attempt of the launch ladder: a name, its reason, the
-// derived profile and a description of what changed.
-type Rung struct {
-	Name    string
-	Reason  string
-	Profile *config.Profile
-	Changes []string
-}
-
-// Ladder derives the attempt profiles from base: "base" first, then each
-// variant, at most g.MaxAttempts rungs.
-func (g *GateSpec) Ladder(base *config.Profile) []Rung {
-	rungs := []Rung{{Name: "base", Reason: "the profile as configured", Profile: base.Clone()}}
-	byName := map[string]Rung{"base": rungs[0]}
-	for _, v := range g.Variants {
-		from := rungs[0]
-		if v.BasedOn != "" {
-			from = byName[v.BasedOn]
-		}
-		p := from.Profile.Clone()
-		var changes []string
-		if v.BasedOn != "" && v.BasedOn != "base" {
-			changes = append(changes, "based on "+v.BasedOn)
-		}
-		keys := sortedKeys(v.Env)
-		for _, name := range keys {
-			p.Env[name] = v.Env[name]
-			changes = append(changes, "env "+name+"="+v.Env[name])
-		}
-		for _, name := range v.EnvUnset {
-			delete(p.Env, name)
-			changes = append(changes, "env unset "+name)
-		}
-		for _, flag := range v.ArgsRemove {
-			p.Args = removeFlag(p.Args, flag)
-			changes = append(changes, "args remove "+flag)
-		}
-		for _, flag := range sortedKeys(v.ArgsSet) {
-			p.Args = setFlag(p.Args, flag, v.ArgsSet[flag])
-			changes = append(changes, "args set "+flag+" "+v.ArgsSet[flag])
-		}
-		if len(v.ArgsAppend) > 0 {
-			p.Args = append(p.Args, v.ArgsAppend...)
-			changes = append(changes, "args append "+strings.Join(v.ArgsAppend, " "))
-		}
-		r := Rung{Name: v.Name, Reason: v.Reason, Profile: p, Changes: changes}
-		rungs = append(rungs, r)
-		byName[v.Name] = r
-	}
-	if g.MaxAttempts > 0 && len(rungs) > g.MaxAttempts {
-		rungs = rungs[:g.MaxAttempts]
-	}
-	return rungs
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-// setFlag sets the value after flag, or appends "flag value"; a flag
-// written "--flag=value" is replaced in that form.
-func setFlag(args []string, flag, value string) []string {
-	out := append([]string(nil), args...)
-	for i, a := range out {
-		if a == flag && i+1 < len(out) {
-			out[i+1] = value
-			return out
-		}
-		if strings.HasPrefix(a, flag+"=") {
-			out[i] = flag + "=" + value
-			return out
-		}
-	}
-	return append(out, flag, value)
-}
-
-// removeFlag removes flag (and its value, when the next argument is not a
-// flag) or "--flag=value".
-func removeFlag(args []string, flag string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == flag {
-			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+// checkNesting refuses TOML whose arrays and inline tables nest deeper
+// than MaxPlanNesting, before the decoder recurses into them. It skips
+// strings and comments.
+func checkNesting(data []byte) error {
+	depth, line := 0, 1
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '\n':
+			line++
+		case '#':
+			for i < len(data) && data[i] != '\n' {
 				i++
 			}
-			continue
+			line++
+		case '"', '\'':
+			q := string([]byte{c, c, c})
+			if bytes.HasPrefix(data[i:], []byte(q)) {
+				end := bytes.Index(data[i+3:], []byte(q))
+				if end < 0 {
+					return nil // the decoder reports the open string
+				}
+				line += bytes.Count(data[i:i+3+end], []byte("\n"))
+				i += 3 + end + 2
+				continue
+			}
+			for i++; i < len(data) && data[i] != c && data[i] != '\n'; i++ {
+				if c == '"' && data[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			depth++
+			if depth > MaxPlanNesting {
+				return fmt.Errorf("line %d: arrays or tables nested more than %d deep; a plan needs a few levels at most", line, MaxPlanNesting)
+			}
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
 		}
-		if strings.HasPrefix(a, flag+"=") {
-			continue
-		}
-		out = append(out, a)
 	}
-	return out
+	return nil
 }

@@ -101,11 +101,8 @@ func buildReport(e *evidence.Evidence, plan *Plan) evidence.Report {
 	if plan != nil {
 		r.Decisions = append(r.Decisions, plan.Decisions...)
 		for _, g := range plan.Gates {
-			if g.Kind == KindLaunch && len(g.Variants) > 0 {
-				for _, v := range g.Variants {
-					r.Decisions = append(r.Decisions, fmt.Sprintf("Attempt %s: %s.", v.Name, strings.TrimSuffix(v.Reason, ".")))
-				}
-				r.Decisions = append(r.Decisions, fmt.Sprintf("The ladder was bounded to %d attempts; no fallback beyond those declared was tried.", g.MaxAttempts))
+			if d, ok := g.Gate.(interface{ Decisions() []string }); ok {
+				r.Decisions = append(r.Decisions, d.Decisions()...)
 			}
 		}
 		if *plan.Exclusive {
@@ -204,9 +201,7 @@ func gateItems(g evidence.Gate) []string {
 	for _, ch := range g.Checks {
 		items = append(items, fmt.Sprintf("%s: %s (%s).", ch.Name, ch.Status, ch.Detail))
 	}
-	if g.Kind == KindArtifact && g.Result != nil {
-		items = append(items, fmt.Sprintf("Manifest of %v pinned at revision %v: %v files, %v bytes; digest %v.", g.Result["repo"], g.Result["revision"], g.Result["files_count"], g.Result["bytes"], g.Result["manifest_digest"]))
-	}
+	items = append(items, describe(&g)...)
 	for i, a := range g.Attempts {
 		var b strings.Builder
 		fmt.Fprintf(&b, "Attempt %d, %s", i+1, a.Name)
@@ -253,11 +248,6 @@ func gateItems(g evidence.Gate) []string {
 		items = append(items, s+".")
 		if len(rq.Samples) > 0 {
 			items = append(items, "First reply: "+truncate(rq.Samples[0], 160))
-		}
-	}
-	if g.Kind == KindSemantic && g.Result != nil {
-		if s, ok := g.Result["summary"].(string); ok {
-			items = append(items, s)
 		}
 	}
 	if g.Status == evidence.StatusFailed && len(g.Attempts) == 0 {
@@ -309,8 +299,8 @@ func gateResult(g evidence.Gate) string {
 		}
 		return s
 	}
-	if s, ok := g.Result["summary"].(string); ok {
-		return s
+	if g.Semantic != nil && g.Semantic.Summary != "" {
+		return g.Semantic.Summary
 	}
 	return "passed"
 }

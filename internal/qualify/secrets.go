@@ -31,14 +31,8 @@ func registerSecrets(cfg *config.Config, plan *Plan) {
 		redact.AddPath(filepath.Dir(plan.Path), redact.ProjectPlaceholder)
 	}
 	for _, g := range plan.Gates {
-		for _, v := range g.Variants {
-			redact.AddEnv(v.Env)
-			redact.AddArgs(v.ArgsAppend)
-			for flag, val := range v.ArgsSet {
-				if redact.SecretFlag(flag) {
-					redact.Add(val)
-				}
-			}
+		if s, ok := g.Gate.(interface{ registerSecrets() }); ok {
+			s.registerSecrets()
 		}
 	}
 }

@@ -1,0 +1,142 @@
+package evidence
+
+// Typed gate results (schema v2). Each gate kind that has more to say than
+// its checks, attempts or request statistics has a struct here, so that
+// every reader (the report, the journal, other tools through the JSON
+// Schema) reads fields, not string keys. JSON names are v1's "result" keys
+// where v1 had them, so v1 documents upgrade by decoding (see Load).
+
+// ArtifactResult is the artifact gate's verification of the pinned model
+// against its manifest (package artifact's report, summarised).
+type ArtifactResult struct {
+	// Repo and Revision are the source repository id and the immutable
+	// revision the manifest pins.
+	Repo     string `json:"repo"`
+	Revision string `json:"revision"`
+	// ManifestDigest is the SHA-256 (hex) of the manifest.
+	ManifestDigest string `json:"manifest_digest"`
+	// Files and Bytes count the manifest's files and their total size.
+	Files int   `json:"files_count"`
+	Bytes int64 `json:"bytes"`
+	// Hashed counts the files read and hashed in this run.
+	Hashed int `json:"hashed"`
+	// Missing lists manifest paths absent from the directory; Changed
+	// counts files whose size or content differs; Extra lists files the
+	// manifest does not name.
+	Missing []string `json:"missing,omitempty"`
+	Changed int      `json:"changed"`
+	Extra   []string `json:"extra,omitempty"`
+	// Paths are the local manifest and directory (private copy only).
+	Paths *ArtifactPaths `json:"paths,omitempty"`
+}
+
+// ArtifactPaths are the artifact gate's local paths.
+type ArtifactPaths struct {
+	Manifest string `json:"manifest"`
+	Dir      string `json:"dir"`
+}
+
+// SemanticResult is the semantic gate's comparison of the candidate with
+// production on a frozen corpus. Rates are fractions in [0, 1].
+type SemanticResult struct {
+	// Summary is the comparison in one sentence.
+	Summary string `json:"summary"`
+	// Passed is true when every check passed; Reasons lists the failed
+	// checks in words (empty when passed).
+	Passed  bool            `json:"passed"`
+	Reasons []string        `json:"reasons"`
+	Checks  []SemanticCheck `json:"checks"`
+	// Floors and Tolerance are the plan's.
+	Floors    SemanticFloors `json:"floors"`
+	Tolerance float64        `json:"tolerance"`
+	// CorpusName and CorpusDigest identify the frozen corpus.
+	CorpusName   string `json:"corpus_name"`
+	CorpusDigest string `json:"corpus_digest"`
+	// ProductionCached is true when production's result came from the
+	// baseline cache (its fingerprint matched) and production was not asked.
+	ProductionCached bool `json:"production_cached"`
+	// CandidateScores and ProductionScores are the overall scores
+	// (micro-averaged over documents).
+	CandidateScores  Scores `json:"candidate_scores"`
+	ProductionScores Scores `json:"production_scores"`
+	// CandidateStats and ProductionStats total each side's extraction.
+	CandidateStats  ExtractionStats `json:"candidate_stats"`
+	ProductionStats ExtractionStats `json:"production_stats"`
+	// Differences are per-document scores side by side.
+	Differences []DocDiff `json:"differences"`
+	// Paths are the extraction directories (private copy only).
+	Paths *SemanticPaths `json:"paths,omitempty"`
+}
+
+// SemanticFloors are the absolute minimums the candidate must reach.
+type SemanticFloors struct {
+	MinF1          float64 `json:"min_f1"`
+	MinGrounding   float64 `json:"min_grounding"`
+	MinSchemaValid float64 `json:"min_schema_valid"`
+}
+
+// SemanticCheck is one comparison: Name is "<measure> floor" or
+// "<measure> vs production" (measure f1, grounding_rate,
+// schema_valid_rate) or "documents finished"; Value is the candidate's,
+// Limit the least value that passes.
+type SemanticCheck struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Limit  float64 `json:"limit"`
+	Passed bool    `json:"passed"`
+}
+
+// Scores are one set of extraction measures (package eval's Scores).
+type Scores struct {
+	// Predicted and Gold claims, and Matched pairs (one-to-one).
+	Predicted int `json:"predicted"`
+	Gold      int `json:"gold"`
+	Matched   int `json:"matched"`
+	// Precision = Matched/Predicted; Coverage = Matched/Gold; F1 their
+	// harmonic mean.
+	Precision float64 `json:"precision"`
+	Coverage  float64 `json:"coverage"`
+	F1        float64 `json:"f1"`
+	// Grounded claims have their quote in the source; GroundingRate =
+	// Grounded/Predicted.
+	Grounded      int     `json:"grounded"`
+	GroundingRate float64 `json:"grounding_rate"`
+	// Duplicates and DuplicateRate = Duplicates/Predicted.
+	Duplicates    int     `json:"duplicates"`
+	DuplicateRate float64 `json:"duplicate_rate"`
+}
+
+// ExtractionStats total one extraction run (package extract's Stats).
+type ExtractionStats struct {
+	DocumentsDone      int     `json:"documents_done"`
+	DocumentsFailed    int     `json:"documents_failed"`
+	Sentences          int     `json:"sentences"`
+	Claims             int     `json:"claims"`
+	Rejects            int     `json:"rejects"`
+	Requests           int     `json:"requests"`
+	Replies            int     `json:"replies"`
+	SchemaValidReplies int     `json:"schema_valid_replies"`
+	CleanReplies       int     `json:"clean_replies"`
+	SchemaValidRate    float64 `json:"schema_valid_rate"`
+	PromptTokens       int64   `json:"prompt_tokens"`
+	CompletionTokens   int64   `json:"completion_tokens"`
+}
+
+// DocDiff is one document's scores side by side (candidate − production).
+type DocDiff struct {
+	DocID               string  `json:"doc_id"`
+	CandidateF1         float64 `json:"candidate_f1"`
+	ProductionF1        float64 `json:"production_f1"`
+	DeltaF1             float64 `json:"delta_f1"`
+	CandidateGrounding  float64 `json:"candidate_grounding_rate"`
+	ProductionGrounding float64 `json:"production_grounding_rate"`
+	DeltaGrounding      float64 `json:"delta_grounding_rate"`
+	CandidateClaims     int     `json:"candidate_claims"`
+	ProductionClaims    int     `json:"production_claims"`
+}
+
+// SemanticPaths are the semantic gate's extraction directories.
+type SemanticPaths struct {
+	Candidate  string `json:"candidate"`
+	Production string `json:"production"`
+}

@@ -1,0 +1,233 @@
+package qualify
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/doctor"
+	"github.com/hiro-dev/hiro/internal/evidence"
+)
+
+// KindPrereq checks host facts before anything is launched.
+const KindPrereq = "prereq"
+
+func init() {
+	registerKind(Kind{Name: KindPrereq, Rank: 10, Title: "Host prerequisites", New: func() Gate { return &PrereqGate{} }})
+}
+
+// PrereqGate is a prereq gate's section: host facts (from package doctor)
+// the candidate needs. Its result is one evidence.Check per requirement.
+type PrereqGate struct {
+	plainBound
+	noDescription
+	// Accelerator is what the GPUs must offer; nil checks none.
+	Accelerator *AcceleratorReq `toml:"accelerator"`
+	// Disks want free space on named paths (relative to the plan).
+	Disks []DiskReq `toml:"disks"`
+	// Commands must run and succeed.
+	Commands []CommandReq `toml:"commands"`
+	// Files must exist (relative to the plan).
+	Files []string `toml:"files"`
+}
+
+// AcceleratorReq is what the prereq gate wants of the accelerators
+// (read through nvidia-smi).
+type AcceleratorReq struct {
+	// NamePattern is a regular expression the GPU name must match.
+	NamePattern string `toml:"name_pattern"`
+	// Count is the minimum number of GPUs; default 1.
+	Count int `toml:"count"`
+	// MinFreeMiB is the minimum free memory on each GPU, MiB.
+	MinFreeMiB int `toml:"min_free_mib"`
+}
+
+// DiskReq wants MinFreeGiB free on the filesystem holding Path.
+type DiskReq struct {
+	Path       string  `toml:"path"`
+	MinFreeGiB float64 `toml:"min_free_gib"`
+}
+
+// CommandReq is a command that must succeed; VersionPattern, when set, is a
+// regular expression its output must match.
+type CommandReq struct {
+	Name           string   `toml:"name"`
+	Run            []string `toml:"run"`
+	VersionPattern string   `toml:"version_pattern"`
+}
+
+// Validate checks patterns and numbers, names commands and resolves paths.
+func (g *PrereqGate) Validate(v *Validation) {
+	for i, c := range g.Commands {
+		if len(c.Run) == 0 || c.Run[0] == "" {
+			v.Errorf(fmt.Sprintf("commands[%d].run", i), "missing; give the command as a list, e.g. [\"nvidia-smi\"]")
+		}
+		if c.VersionPattern != "" {
+			if _, err := regexp.Compile(c.VersionPattern); err != nil {
+				v.Errorf(fmt.Sprintf("commands[%d].version_pattern", i), "not a regular expression: %v", err)
+			}
+		}
+		if c.Name == "" && len(c.Run) > 0 {
+			g.Commands[i].Name = c.Run[0]
+		}
+	}
+	if a := g.Accelerator; a != nil {
+		if a.NamePattern != "" {
+			if _, err := regexp.Compile(a.NamePattern); err != nil {
+				v.Errorf("accelerator.name_pattern", "not a regular expression: %v", err)
+			}
+		}
+		if a.Count < 0 || a.Count > 1024 {
+			v.Errorf("accelerator.count", "%d: use 1 to 1024 GPUs (0 or absent means 1)", a.Count)
+		}
+		if a.Count == 0 {
+			a.Count = 1
+		}
+		if a.MinFreeMiB < 0 || a.MinFreeMiB > 1<<24 {
+			v.Errorf("accelerator.min_free_mib", "%d: use 0 to %d MiB", a.MinFreeMiB, 1<<24)
+		}
+	}
+	for i := range g.Files {
+		if g.Files[i] == "" {
+			v.Errorf(fmt.Sprintf("files[%d]", i), "empty path; name a file (relative to the plan)")
+		}
+		g.Files[i] = v.Resolve(g.Files[i])
+	}
+	for i := range g.Disks {
+		d := &g.Disks[i]
+		if d.Path == "" {
+			v.Errorf(fmt.Sprintf("disks[%d].path", i), "missing; name a path on the file system to measure")
+		}
+		if math.IsNaN(d.MinFreeGiB) || math.IsInf(d.MinFreeGiB, 0) || d.MinFreeGiB < 0 || d.MinFreeGiB > 1<<30 {
+			v.Errorf(fmt.Sprintf("disks[%d].min_free_gib", i), "%v: use a finite number of GiB, 0 or more", d.MinFreeGiB)
+		}
+		d.Path = v.Resolve(d.Path)
+	}
+}
+
+// Run checks every requirement; the gate fails when any check does.
+func (g *PrereqGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) error {
+	var failed []string
+	add := func(ch evidence.Check) {
+		eg.Checks = append(eg.Checks, ch)
+		if ch.Status != evidence.StatusPassed {
+			failed = append(failed, ch.Name+": "+ch.Detail)
+		}
+	}
+	if a := g.Accelerator; a != nil {
+		add(checkAccelerator(ctx, a))
+	}
+	for _, d := range g.Disks {
+		add(checkDisk(d))
+	}
+	for _, cmd := range g.Commands {
+		add(checkCommand(ctx, cmd))
+	}
+	for _, f := range g.Files {
+		ch := evidence.Check{Name: "file " + f, Status: evidence.StatusPassed}
+		if st, err := os.Stat(f); err != nil {
+			ch.Status, ch.Detail = evidence.StatusFailed, "missing: "+err.Error()
+		} else {
+			ch.Detail = fmt.Sprintf("present, %d bytes", st.Size())
+		}
+		add(ch)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d checks failed: %s", len(failed), len(eg.Checks), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// checkAccelerator compares doctor's accelerators with the requirement.
+func checkAccelerator(ctx context.Context, a *AcceleratorReq) evidence.Check {
+	ch := evidence.Check{Name: "accelerator"}
+	gpus, note := doctor.Accelerators(ctx, doctor.Options{})
+	if len(gpus) == 0 {
+		ch.Status, ch.Detail = evidence.StatusFailed, note
+		if note == "" {
+			ch.Detail = "nvidia-smi lists no GPU"
+		}
+		return ch
+	}
+	var re *regexp.Regexp
+	if a.NamePattern != "" {
+		re = regexp.MustCompile(a.NamePattern)
+	}
+	var ok, seen []string
+	for _, gpu := range gpus {
+		seen = append(seen, fmt.Sprintf("%s (%d MiB free)", gpu.Name, gpu.MemoryFreeMiB))
+		ch.Output += fmt.Sprintf("%s, %d, %d, %s\n", gpu.Name, gpu.MemoryTotalMiB, gpu.MemoryFreeMiB, gpu.Driver)
+		if (re == nil || re.MatchString(gpu.Name)) && gpu.MemoryFreeMiB >= a.MinFreeMiB {
+			ok = append(ok, gpu.Name)
+		}
+	}
+	if len(ok) >= a.Count {
+		ch.Status, ch.Detail = evidence.StatusPassed, strings.Join(seen, ", ")
+	} else {
+		ch.Status = evidence.StatusFailed
+		ch.Detail = fmt.Sprintf("want %d GPU(s) matching %q with %d MiB free, found %s", a.Count, a.NamePattern, a.MinFreeMiB, strings.Join(seen, ", "))
+	}
+	return ch
+}
+
+// checkDisk compares doctor's free space of d.Path with the requirement.
+func checkDisk(d DiskReq) evidence.Check {
+	ch := evidence.Check{Name: "disk " + d.Path}
+	dk := doctor.DiskOf(d.Path)
+	if dk.Error != "" {
+		ch.Status, ch.Detail = evidence.StatusFailed, dk.Error
+		return ch
+	}
+	free := float64(dk.FreeBytes) / (1 << 30)
+	ch.Detail = fmt.Sprintf("%.1f GiB free (want %.1f)", free, d.MinFreeGiB)
+	ch.Status = evidence.StatusPassed
+	if free < d.MinFreeGiB {
+		ch.Status = evidence.StatusFailed
+	}
+	return ch
+}
+
+func checkCommand(ctx context.Context, cr CommandReq) evidence.Check {
+	ch := evidence.Check{Name: "command " + cr.Name}
+	cmd := exec.CommandContext(ctx, cr.Run[0], cr.Run[1:]...)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	ch.Output = truncate(string(out), 4000)
+	if err != nil {
+		ch.Status, ch.Detail = evidence.StatusFailed, fmt.Sprintf("%s: %s", strings.Join(cr.Run, " "), firstLine(string(out), err.Error()))
+		return ch
+	}
+	if cr.VersionPattern != "" {
+		m := regexp.MustCompile(cr.VersionPattern).FindString(string(out))
+		if m == "" {
+			ch.Status, ch.Detail = evidence.StatusFailed, fmt.Sprintf("output does not match %q: %s", cr.VersionPattern, firstLine(string(out), ""))
+			return ch
+		}
+		ch.Detail = m
+	} else {
+		ch.Detail = firstLine(string(out), "ok")
+	}
+	ch.Status = evidence.StatusPassed
+	return ch
+}
+
+func firstLine(s, dflt string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return truncate(l, 300)
+		}
+	}
+	return dflt
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

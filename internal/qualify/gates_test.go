@@ -1,0 +1,134 @@
+package qualify_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/artifact"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// gateAlone loads a plan of a launch gate followed by the gate in gateTOML
+// and runs that gate alone through a Handle. With ready, the candidate
+// (the fake engine, a real process) is started first and handed over as
+// the launch gate would.
+func gateAlone(t *testing.T, e *env, gateTOML string, ready bool) (evidence.Gate, error) {
+	t.Helper()
+	launch, at := "[[gates]]\nkind = \"launch\"\n", 1
+	plan := e.writePlan(launch + gateTOML)
+	if strings.Contains(gateTOML, `"prereq"`) || strings.Contains(gateTOML, `"artifact"`) {
+		plan, at = e.writePlan(gateTOML+launch), 0
+	}
+	p, cfg, err := qualify.LoadPlan(plan, e.cfgPath)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	var log strings.Builder
+	h := qualify.NewHandle(cfg.Backends["cand"], cfg.Backends["prod"], cfg.StateDir, t.TempDir(), &log)
+	if ready {
+		proc, res := supervisor.Start(context.Background(), cfg.Backends["cand"], supervisor.Options{StateDir: cfg.StateDir})
+		if res.State != supervisor.StateReady {
+			t.Fatalf("candidate did not start: %+v %v", res.Failure, res.Err)
+		}
+		defer proc.Stop(context.Background())
+		h.SetReady(&qualify.Ready{Profile: cfg.Backends["cand"], Proc: proc})
+	}
+	spec := p.Gates[at]
+	g := evidence.Gate{ID: spec.ID, Kind: spec.Kind}
+	ctx, cancel := context.WithTimeout(context.Background(), spec.Bound(h))
+	defer cancel()
+	err = spec.Gate.Run(ctx, h, &g)
+	return g, err
+}
+
+func TestGatePrereqAlone(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	g, err := gateAlone(t, e, `[[gates]]
+kind = "prereq"
+files = ["hiro.toml", "absent.bin"]
+[[gates.commands]]
+run = ["uname", "-s"]
+version_pattern = "Linux"
+[[gates.disks]]
+path = "."
+min_free_gib = 0.001
+`, false)
+	if err == nil || !strings.Contains(err.Error(), "1 of 4 checks failed") || !strings.Contains(err.Error(), "absent.bin") {
+		t.Fatalf("err %v, want the absent file to fail the gate alone", err)
+	}
+	if len(g.Checks) != 4 || g.Checks[0].Status != evidence.StatusPassed || g.Checks[1].Detail != "Linux" {
+		t.Errorf("checks %+v", g.Checks)
+	}
+}
+
+func TestGateReadyControlAlone(t *testing.T) {
+	e := newEnv(t, []string{"--reply", "NOT READY"}, "", nil)
+	g, err := gateAlone(t, e, "[[gates]]\nkind = \"ready_control\"\nexpect = \"NOT READY\"\nmax_tokens = 7\n", true)
+	if err != nil || g.Requests == nil || g.Requests.Samples[0] != "NOT READY" {
+		t.Fatalf("err %v requests %+v", err, g.Requests)
+	}
+	g, err = gateAlone(t, e, "[[gates]]\nkind = \"ready_control\"\n", true)
+	if err == nil || !strings.Contains(err.Error(), `want exactly "READY"`) {
+		t.Fatalf("a wrong reply passed: %v", err)
+	}
+}
+
+func TestGateReadyControlNoCandidateIsHarnessError(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	_, err := gateAlone(t, e, "[[gates]]\nkind = \"ready_control\"\n", false)
+	if !errors.Is(err, qualify.ErrHarness) {
+		t.Fatalf("err %v, want a harness error", err)
+	}
+}
+
+func TestGateStructuredControlAlone(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	g, err := gateAlone(t, e, "[[gates]]\nkind = \"structured_control\"\nrequests = 2\n", true)
+	if err != nil || *g.Requests.SchemaAccepted != 2 || *g.Requests.SchemaValid != 2 {
+		t.Fatalf("err %v requests %+v", err, g.Requests)
+	}
+	e = newEnv(t, []string{"--schema-fail-open"}, "", nil)
+	g, err = gateAlone(t, e, "[[gates]]\nkind = \"structured_control\"\nrequests = 2\n", true)
+	if err == nil || g.Failure == nil || g.Failure.Class != failure.ClassStructuredOutputFailOpen || *g.Requests.SchemaValid != 0 {
+		t.Fatalf("err %v failure %+v", err, g.Failure)
+	}
+}
+
+func TestGateSequentialAlone(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	g, err := gateAlone(t, e, "[[gates]]\nkind = \"sequential\"\nrequests = 5\n", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := g.Requests
+	if r.Count != 5 || r.Errors != 0 || r.Latency == nil || r.Concurrency != 1 || r.WallMS < 0 || r.RequestsPerSecond <= 0 {
+		t.Fatalf("stats %+v", r)
+	}
+}
+
+func TestGateArtifactAlone(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	dir := filepath.Join(e.dir, "model")
+	must(t, os.MkdirAll(dir, 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "w.bin"), []byte("weights"), 0o644))
+	m, err := artifact.Pin(context.Background(), dir, "org/model", strings.Repeat("a", 40), artifact.PinOptions{})
+	must(t, err)
+	must(t, artifact.Write(filepath.Join(e.dir, "manifest.json"), m))
+	const gate = "[[gates]]\nkind = \"artifact\"\nmanifest = \"manifest.json\"\ndir = \"model\"\n"
+	g, err := gateAlone(t, e, gate, false)
+	if err != nil || g.Artifact == nil || g.Artifact.Files != 1 || g.Artifact.Repo != "org/model" {
+		t.Fatalf("err %v artifact %+v", err, g.Artifact)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "w.bin"), []byte("tampered"), 0o644))
+	g, err = gateAlone(t, e, gate, false)
+	if err == nil || g.Artifact.Changed != 1 {
+		t.Fatalf("drift passed: err %v artifact %+v", err, g.Artifact)
+	}
+}
