@@ -1,0 +1,145 @@
+package qualify
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/prompt"
+)
+
+// KindConcurrency sends requests N at a time.
+const KindConcurrency = "concurrency"
+
+// Defaults of a concurrency gate.
+const (
+	DefaultConcurrency         = 4
+	DefaultConcurrencyRequests = 16
+)
+
+func init() {
+	registerKind(Kind{Name: KindConcurrency, Rank: 65, Title: "Concurrent requests", NeedsCandidate: true, New: func() Gate { return &ConcurrencyGate{} }})
+}
+
+// ConcurrencyGate is a concurrency gate's section: Requests requests with
+// Concurrency of them in flight at once; none may fail. Its result is an
+// evidence.RequestStats with latency and TTFT percentiles, the wall time,
+// and the server's throughput (requests/s, output tokens/s over the wall
+// time, from the server's usage).
+type ConcurrencyGate struct {
+	plainBound
+	noDescription
+	RequestParams
+	// Concurrency is how many requests are in flight at once; default
+	// DefaultConcurrency.
+	Concurrency int `toml:"concurrency"`
+	// Requests is how many to send in all; default
+	// DefaultConcurrencyRequests, at least Concurrency.
+	Requests int `toml:"requests"`
+	// Prompt is the user message; default the extraction prompt on the
+	// built-in control sentences, with the claims schema.
+	Prompt string `toml:"prompt"`
+}
+
+// Validate checks the counts and fills the defaults.
+func (g *ConcurrencyGate) Validate(v *Validation) {
+	g.RequestParams.validate(v, DefaultRequestMaxTokens)
+	validateCount(v, "concurrency", &g.Concurrency, DefaultConcurrency, MaxConcurrency)
+	validateCount(v, "requests", &g.Requests, max(DefaultConcurrencyRequests, g.Concurrency), MaxGateRequests)
+	if g.Requests < g.Concurrency && g.Requests > 0 {
+		v.Errorf("requests", "%d is fewer than concurrency %d: send at least one request per slot", g.Requests, g.Concurrency)
+	}
+}
+
+// Run sends the requests from Concurrency workers; any error fails it.
+func (g *ConcurrencyGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) error {
+	cl, model, err := h.Client()
+	if err != nil {
+		return err
+	}
+	var schema []byte
+	if g.Prompt == "" {
+		schema = prompt.SchemaJSON()
+	}
+	type result struct {
+		reply *llm.Reply
+		err   error
+	}
+	results := make([]result, g.Requests)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	zero := 0.0
+	start := time.Now()
+	for w := 0; w < g.Concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				reply, err := cl.Chat(ctx, llm.Request{Model: model, Messages: requestMessages(g.Prompt, i), MaxTokens: g.MaxTokens,
+					Temperature: &zero, Schema: schema, SchemaName: "claims", Timeout: g.RequestTimeout.Duration})
+				results[i] = result{reply, err}
+			}
+		}()
+	}
+	sent := 0
+feed:
+	for ; sent < g.Requests; sent++ {
+		select {
+		case next <- sent:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	wall := time.Since(start)
+	h.Waited(start)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	stats := &evidence.RequestStats{Count: sent, Concurrency: g.Concurrency, WallMS: wall.Milliseconds()}
+	eg.Requests = stats
+	var ttft, lat, tpot []float64
+	var tokens int
+	var sumLatency time.Duration
+	var firstErr error
+	for i, r := range results[:sent] {
+		if r.err != nil {
+			stats.Errors++
+			addDistinct(&stats.ErrorMessages, r.err.Error())
+			if firstErr == nil {
+				firstErr = r.err
+			}
+			continue
+		}
+		ttft = append(ttft, ms(r.reply.TTFT))
+		lat = append(lat, ms(r.reply.Latency))
+		sumLatency += r.reply.Latency
+		if r.reply.HasUsage {
+			tokens += r.reply.Usage.CompletionTokens
+			if d := r.reply.TPOT(); d > 0 {
+				tpot = append(tpot, ms(d))
+			}
+		}
+		if i < 3 {
+			stats.Samples = append(stats.Samples, truncate(r.reply.Text, 300))
+		}
+	}
+	stats.TTFT, stats.Latency = percentiles(ttft), percentiles(lat)
+	if wall > 0 {
+		stats.RequestsPerSecond = round3(float64(sent-stats.Errors) / wall.Seconds())
+		stats.OutputTokensPerSecondWall = round3(float64(tokens) / wall.Seconds())
+	}
+	if sumLatency > 0 {
+		stats.OutputTokensPerSecond = round3(float64(tokens) / sumLatency.Seconds())
+	}
+	stats.TPOTMS = round3(mean(tpot))
+	if stats.Errors > 0 {
+		eg.Failure = requestFailure(h, firstErr, false)
+		return fmt.Errorf("%d of %d concurrent requests (%d at a time) failed: %s", stats.Errors, stats.Count, g.Concurrency, stats.ErrorMessages[0])
+	}
+	return nil
+}
