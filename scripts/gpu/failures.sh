@@ -8,12 +8,16 @@
 # Cases (each bounded):
 #   busy      another process holds most of the GPU memory: the prereq gate
 #             of examples/gpu/plan-busy.toml, and the candidate started anyway
-#   oom       with that memory held, a model whose context (num_ctx) and full
-#             GPU offload (num_gpu 999) need more than is left
+#   fallback  with that memory held, a model whose context (num_ctx) and full
+#             GPU offload (num_gpu 999) need more than is left: Ollama runs it
+#             on the CPU
+#   oom       the same model, the memory taken by another process right after
+#             Ollama's estimate: the runner's CUDA allocation fails
 #   hostmem   a 40M-token context: more KV cache than the host has memory
 #   hidden    the candidate with CUDA_VISIBLE_DEVICES=-1 (GPU hidden)
 #   noindex   the candidate with CUDA_VISIBLE_DEVICES=7 (no such GPU)
-#   kill      the runner killed with SIGKILL during a long generation, and
+#   kill      the runner (tiny random model, which never stops by itself)
+#             killed with SIGKILL during a long generation, and
 #             then the whole server killed during another one
 set -uo pipefail
 out="$1"; mkdir -p "$out"
@@ -57,9 +61,7 @@ ev="$(ls -td .hiro/evidence/gpu-busy/*/ 2>/dev/null | head -n1)"; [ -n "$ev" ] &
 log "busy: candidate started anyway"
 startcase busy candidate-weak
 
-log "oom: context too large for the memory left"
-# A model whose every layer must go on the GPU with a 2M-token context
-# (about 16 GiB of KV cache for the fixture's 8 layers x 256 wide in f16).
+log "fallback: a model too large for the memory left, started while it is held"
 mkdir -p "$out/tmp"
 cat >"$out/tmp/Modelfile" <<'MF'
 FROM hiro-fixture-strong
@@ -74,11 +76,30 @@ OLLAMA_HOST=127.0.0.1:11551 ollama create hiro-fixture-bigctx -f "$out/tmp/Model
 sed -e 's/num_ctx 2000000/num_ctx 40000000/' "$out/tmp/Modelfile" >"$out/tmp/Modelfile.huge"
 OLLAMA_HOST=127.0.0.1:11551 ollama create hiro-fixture-hugectx -f "$out/tmp/Modelfile.huge" >>"$out/tmp/create.log" 2>&1
 kill -TERM -- -$cs 2>/dev/null; sleep 1; kill -KILL -- -$cs 2>/dev/null
-startcase oom cand-bigctx
+startcase fallback cand-bigctx
 
 kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
 sleep 2
 nvidia-smi >"$out/after-holder.nvidia-smi.txt" 2>&1
+
+log "oom: the memory is taken between Ollama's estimate and the runner's allocation"
+# Ollama sizes the offload from the free memory it reads before starting its
+# runner; a process that takes the memory right after that line makes the
+# runner's own CUDA allocation fail.
+(
+  for _ in $(seq 600); do
+    l="$(lastlog cand-bigctx)"
+    if [ -n "$l" ] && grep -q 'starting llama server' "$l" 2>/dev/null; then break; fi
+    sleep 0.01
+  done
+  exec python3 -c 'import sys,time,torch; f,_=torch.cuda.mem_get_info(); x=torch.empty(f-(256<<20),dtype=torch.uint8,device="cuda"); print("holder took",(f>>20)-256,"MiB",flush=True); time.sleep(60)'
+) >"$out/oom.holder.txt" 2>&1 &
+racer=$!
+sleep 0.2
+startcase oom cand-bigctx
+nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits >"$out/oom.query-apps.csv" 2>&1
+kill "$racer" 2>/dev/null; pkill -f 'holder took' 2>/dev/null; wait "$racer" 2>/dev/null
+sleep 1
 
 log "hostmem: a context larger than the host's memory"
 startcase hostmem cand-hugectx
@@ -89,14 +110,14 @@ log "noindex: CUDA_VISIBLE_DEVICES=7"
 startcase noindex cand-noindex
 
 log "kill: runner SIGKILLed during a long generation"
-timeout 120 $h backend start prod --json >"$out/kill.start.json" 2>"$out/kill.start.err"
+timeout 120 $h backend start cand-tiny --json >"$out/kill.start.json" 2>"$out/kill.start.err"
 python3 - "$out/kill-runner.client.json" <<'PY' &
 import json, sys, time, urllib.request
-body = {"model": "hiro-fixture-strong", "stream": True, "prompt": "Write a long story about rivers.",
-        "options": {"num_predict": 200000, "num_ctx": 4096, "temperature": 1.0}}
+body = {"model": "hiro-tiny", "stream": True, "prompt": "Write a long story about rivers.",
+        "options": {"num_predict": 20000, "num_ctx": 4096}}
 t = time.time(); n = 0; err = None; last = None
 try:
-    r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:11546/api/generate", json.dumps(body).encode(), {"Content-Type": "application/json"}), timeout=120)
+    r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:11553/api/generate", json.dumps(body).encode(), {"Content-Type": "application/json"}), timeout=120)
     for line in r:
         n += 1; last = line.decode(errors="replace").strip()
 except Exception as e:
@@ -104,23 +125,25 @@ except Exception as e:
 json.dump({"chunks": n, "seconds": time.time() - t, "error": err, "last": last}, open(sys.argv[1], "w"), indent=1)
 PY
 client=$!
-sleep 4
+sleep 3
 runner="$(pgrep -f 'ollama runner' | head -n1)"
 echo "runner pid ${runner:-none}" >"$out/kill-runner.txt"
 [ -n "$runner" ] && kill -KILL "$runner"
 wait "$client"
 sleep 1
-l="$(lastlog prod)"; [ -n "$l" ] && cp "$l" "$out/kill-runner.log"
+# The next request after the runner's death: Ollama starts a new runner.
+curl -sS -m 30 http://127.0.0.1:11553/api/generate -d '{"model":"hiro-tiny","prompt":"again","stream":false,"options":{"num_predict":8}}' >"$out/kill-runner.next.json" 2>&1
+l="$(lastlog cand-tiny)"; [ -n "$l" ] && cp "$l" "$out/kill-runner.log"
 $h backend status >"$out/kill-runner.status.txt" 2>&1
 
 log "kill: the whole server SIGKILLed during a long generation"
 python3 - "$out/kill-server.client.json" <<'PY' &
 import json, sys, time, urllib.request
-body = {"model": "hiro-fixture-strong", "stream": True, "prompt": "Write a long story about bridges.",
-        "options": {"num_predict": 200000, "num_ctx": 4096, "temperature": 1.0}}
+body = {"model": "hiro-tiny", "stream": True, "prompt": "Write a long story about bridges.",
+        "options": {"num_predict": 20000, "num_ctx": 4096}}
 t = time.time(); n = 0; err = None
 try:
-    r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:11546/api/generate", json.dumps(body).encode(), {"Content-Type": "application/json"}), timeout=120)
+    r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:11553/api/generate", json.dumps(body).encode(), {"Content-Type": "application/json"}), timeout=120)
     for line in r:
         n += 1
 except Exception as e:
@@ -128,14 +151,14 @@ except Exception as e:
 json.dump({"chunks": n, "seconds": time.time() - t, "error": err}, open(sys.argv[1], "w"), indent=1)
 PY
 client=$!
-sleep 4
-server="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("pid",""))' "$state/backends/prod.json" 2>/dev/null)"
+sleep 3
+server="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("pid",""))' "$state/backends/cand-tiny.json" 2>/dev/null)"
 echo "server pid ${server:-none}" >"$out/kill-server.txt"
 [ -n "$server" ] && kill -KILL -- "-$server" 2>/dev/null
 wait "$client"
 sleep 1
-l="$(lastlog prod)"; [ -n "$l" ] && cp "$l" "$out/kill-server.log"
+l="$(lastlog cand-tiny)"; [ -n "$l" ] && cp "$l" "$out/kill-server.log"
 $h backend status >"$out/kill-server.status.txt" 2>&1
-$h backend stop prod >/dev/null 2>&1
+$h backend stop cand-tiny >/dev/null 2>&1
 rm -rf "$out/tmp"
 log "done"
