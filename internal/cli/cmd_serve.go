@@ -40,7 +40,8 @@ line is written per request (no prompt text); supervision events go to stderr
 and <state_dir>/serve/events.jsonl.
 
 The router is controlled through a Unix socket in your private state folder
-($HIRO_STATE_HOME, else $XDG_STATE_HOME/hiro, else ~/.local/state/hiro):
+($HIRO_STATE_HOME/serve, else $HIRO_LEASE_DIR/serve, else
+$XDG_STATE_HOME/hiro/serve, else ~/.local/state/hiro/serve):
 'hiro status' reads it. SIGTERM or SIGINT stops it gracefully: no new
 requests, in-flight ones drain up to drain_timeout, production is left
 running (or stopped with on_exit = "stop").

@@ -18,8 +18,8 @@ func newStatusCmd(g *Globals) *cobra.Command {
 		Use:   "status [--json]",
 		Short: "Show what the running hiro serve serves: production's state, last canary, restarts",
 		Long: `Ask the running router (hiro serve) through its control socket in your private
-state folder ($HIRO_STATE_HOME, else $XDG_STATE_HOME/hiro, else
-~/.local/state/hiro) for production's state, since when, its last health
+state folder ($HIRO_STATE_HOME/serve, else $HIRO_LEASE_DIR/serve, else
+$XDG_STATE_HOME/hiro/serve, else ~/.local/state/hiro/serve) for production's state, since when, its last health
 check and canary, its restarts within the budget and its last failure.
 
 Exit status: 0 production is ready; 1 it is not, or no router is running.`,

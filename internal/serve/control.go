@@ -187,21 +187,24 @@ type SwitchResult struct {
 	Active string `json:"active"`
 }
 
-// ControlDir returns the user's private state folder, where the control
-// socket lives: $HIRO_STATE_HOME, else $XDG_STATE_HOME/hiro, else
-// ~/.local/state/hiro. It does not create it.
+// ControlDir returns the folder of the control socket, in the user's
+// private state folder: $HIRO_STATE_HOME/serve, else $HIRO_LEASE_DIR/serve
+// (a private state for tests and trials), else $XDG_STATE_HOME/hiro/serve,
+// else ~/.local/state/hiro/serve. It does not create it.
 func ControlDir() (string, error) {
-	if d := os.Getenv("HIRO_STATE_HOME"); d != "" {
-		return d, nil
+	for _, v := range []string{"HIRO_STATE_HOME", "HIRO_LEASE_DIR"} {
+		if d := os.Getenv(v); d != "" {
+			return filepath.Join(d, "serve"), nil
+		}
 	}
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "hiro"), nil
+		return filepath.Join(d, "hiro", "serve"), nil
 	}
 	home, err := os.UserHomeDir()
 	if err != nil || home == "" {
 		return "", errors.New("no private state folder: HOME is not set; set HIRO_STATE_HOME to a folder only you can write")
 	}
-	return filepath.Join(home, ".local", "state", "hiro"), nil
+	return filepath.Join(home, ".local", "state", "hiro", "serve"), nil
 }
 
 // privateDir creates dir (0700) when missing and refuses one that is not

@@ -34,9 +34,9 @@
 // # Control socket
 //
 // The router is controlled through a Unix socket, control.sock, in the
-// user's private state folder (ControlDir: $HIRO_STATE_HOME, else
-// $XDG_STATE_HOME/hiro, else ~/.local/state/hiro; the folder is 0700, the
-// socket 0600). The protocol is HTTP/1.1 over that socket with JSON bodies;
+// user's private state folder (ControlDir: $HIRO_STATE_HOME/serve, else
+// $HIRO_LEASE_DIR/serve, else $XDG_STATE_HOME/hiro/serve, else
+// ~/.local/state/hiro/serve; the folder is 0700, the socket 0600). The protocol is HTTP/1.1 over that socket with JSON bodies;
 // use the Go client (Dial → *ControlClient) rather than speaking it by hand.
 // Every error answer is {"error": "..."} with a 4xx/5xx status.
 //
@@ -61,7 +61,8 @@
 //	     previous one. effective_profile (a config.Profile in JSON) is what
 //	     runs; omitted: the configuration's profile of that name.
 //
-// Which profile is production comes from one function, ProductionProfile.
+// Which profile is production comes from one function, ProductionProfile
+// (package production's resolver).
 //
 // This package must not parse configuration files itself (internal/config
 // does), launch or stop processes other than through internal/supervisor,

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Activation records are read from a private folder of this run.
+	os.Setenv("HIRO_PRODUCTION_DIR", filepath.Join(dir, "production"))
 	fakeEngine = filepath.Join(dir, "hiro-fake-engine")
 	if out, err := exec.Command("go", "build", "-o", fakeEngine, "github.com/hiro-dev/hiro/cmd/hiro-fake-engine").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building the fake engine: %v\n%s", err, out)
@@ -247,3 +250,7 @@ func errorMessage(t testing.TB, body string) string {
 	}
 	return e.Error.Message
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func killPID(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

@@ -21,6 +21,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/production"
 )
 
 // Options tune a router. Config is required; the rest have defaults.
@@ -75,15 +76,20 @@ type Server struct {
 	evFile   *os.File
 }
 
-// ProductionProfile returns the production profile of cfg: the one
-// source of "which profile is production" for the router. It is
-// cfg.ProductionProfile today; the activation record's resolver replaces
-// this one line.
+// ProductionProfile returns the profile the router serves as production:
+// the active production as package production resolves it (the latest
+// activation record's effective profile, else the configuration's
+// [production]).
 func ProductionProfile(cfg *config.Config) (*config.Profile, error) {
-	p := cfg.ProductionProfile()
-	if p == nil {
+	a, err := production.Resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil || a.Profile == nil {
 		return nil, &config.Error{File: cfg.Path, Key: "production.backend", Msg: "no production profile: hiro serve routes to production; set [production] backend = \"NAME\""}
 	}
+	p := a.Profile.Clone()
+	p.Name = a.Name
 	return p, nil
 }
 
@@ -502,10 +508,15 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 	rw.wantTail = routeName != RouteModels
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
+	// ReverseProxy aborts a response whose copy failed (a client that
+	// left mid-stream) by panicking with http.ErrAbortHandler: the count
+	// must come down all the same.
+	defer func() {
+		s.metrics.inFlight.Dec()
+		s.inFlight.Add(-1)
+	}()
 	rt.proxy.ServeHTTP(rw, r)
-	s.metrics.inFlight.Dec()
-	s.inFlight.Add(-1)
-	if rw.status/100 == 2 && rt == s.prod.current() {
+	if rw.status/100 == 2 && rw.errClass == "" && rt == s.prod.current() {
 		s.prod.served()
 	}
 }

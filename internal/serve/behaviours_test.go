@@ -1,0 +1,219 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// TestCanaryCatchesDeadEngine: the engine stops answering completions
+// while /health stays 200; the canary catches it, the failure is recorded
+// as a canary failure, and production is restarted.
+func TestCanaryCatchesDeadEngine(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--chat-hang-after", "1s"}, `canary_interval = "300ms"
+restart_budget = 1`)
+	cfg.Backends["prod"].ReadyProbe.Timeout.Duration = 500 * time.Millisecond
+	r := startRouter(t, cfg, nil)
+	st := r.waitState(t, StateReady, 20*time.Second)
+	first := st.Production.PID
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, _ = r.ctl.Status(context.Background())
+		if st.Production.Restarts >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no restart after the engine stopped answering: %+v", st.Production)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ev := r.events.String()
+	if !strings.Contains(ev, `"what":"canary"`) {
+		t.Fatalf("the failure was not caught by the canary:\n%s", ev)
+	}
+	// Health answered 200 all along: no health failure was recorded first.
+	if strings.Contains(ev, `"what":"health"`) {
+		t.Errorf("a health failure was recorded; the engine's /health stays 200:\n%s", ev)
+	}
+	f := st.Production.LastFailure
+	if f == nil || !strings.Contains(f.RootCause, "no answer") {
+		t.Errorf("last failure %+v", f)
+	}
+	if st.Production.PID == first && st.Production.State == StateReady {
+		t.Errorf("the hung engine (pid %d) still serves", first)
+	}
+}
+
+// TestRestartStormStopsAtBudget: an engine that dies after every start is
+// restarted restart_budget times, then stays down and says so; requests
+// get 503 with Retry-After naming the reason.
+func TestRestartStormStopsAtBudget(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--exit", "3", "--exit-after", "400ms"}, `restart_budget = 2
+restart_window = "1m"`)
+	r := startRouter(t, cfg, nil)
+	st := r.waitState(t, StateDown, 30*time.Second)
+	p := st.Production
+	if p.Restarts != 2 || p.RestartsInWindow != 2 || !strings.Contains(p.Message, "restart budget spent") {
+		t.Errorf("after the storm: %+v", p)
+	}
+	if p.LastFailure == nil || p.LastFailure.ExitCode == nil || *p.LastFailure.ExitCode != 3 {
+		t.Errorf("last failure %+v", p.LastFailure)
+	}
+	code, h, body := post(t, r.url, RouteChat, chatBody("extraction", false))
+	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(errorMessage(t, body), "restart budget spent") {
+		t.Errorf("request while down: %d %v %s", code, h, body)
+	}
+	// It stays down: no further restart.
+	time.Sleep(time.Second)
+	if st, _ := r.ctl.Status(context.Background()); st.Production.Restarts != 2 || st.Production.State != StateDown {
+		t.Errorf("restarted past the budget: %+v", st.Production)
+	}
+}
+
+// TestSlowStreamAndClientDisconnect: a slow stream reaches the client
+// token by token (not buffered to the end), and a client that leaves
+// mid-stream cancels the upstream request.
+func TestSlowStreamAndClientDisconnect(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--token-delay", "100ms", "--reply", "one two three four five six seven eight nine ten"}, "")
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+
+	body := `{"model":"extraction","stream":true,"messages":[{"role":"user","content":"count"}]}`
+	start := time.Now()
+	resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	var firstContent, end time.Duration
+	for {
+		line, err := br.ReadString('\n')
+		if strings.Contains(line, `"content":"one `) && firstContent == 0 {
+			firstContent = time.Since(start)
+		}
+		if err != nil {
+			break
+		}
+	}
+	end = time.Since(start)
+	resp.Body.Close()
+	if firstContent == 0 || end < 900*time.Millisecond || firstContent > end/2 {
+		t.Errorf("first token after %s, stream ended after %s: the stream was buffered", firstContent, end)
+	}
+
+	// Disconnect after the first chunk: the engine sees the request end.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.url+RouteChat, strings.NewReader(body))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br = bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	resp.Body.Close()
+	logs, _ := filepath.Glob(filepath.Join(cfg.StateDir, "logs", "prod-*.log"))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var all string
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			all += string(b)
+		}
+		if strings.Contains(all, "client went away mid-stream") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the engine did not see the client leave; logs %v:\n%s", logs, all)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	deadline = time.Now().Add(2 * time.Second)
+	for r.s.inFlight.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still in flight", r.s.inFlight.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st, _ := r.ctl.Status(context.Background()); st.Production.State != StateReady || st.Production.Restarts != 0 {
+		t.Errorf("production after a disconnect: %+v", st.Production)
+	}
+}
+
+// TestSwitch: the router points production at another running, recorded
+// backend and names the previous one; the alias now reaches the new one.
+func TestSwitch(t *testing.T) {
+	cfg := fakeConfig(t, nil, "")
+	port := freePort(t)
+	cfg.Backends["next"] = cfg.Backends["prod"].Clone()
+	next := cfg.Backends["next"]
+	next.Name, next.Port, next.Model = "next", port, "next-model"
+	next.BaseURL = "http://127.0.0.1:" + itoa(port)
+	next.Args = []string{"--port", itoa(port), "--model", "next-model", "--reply", "NEXT"}
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+
+	if _, err := r.ctl.Switch(context.Background(), "next", nil); err == nil {
+		t.Fatal("a switch to a backend that is not running was accepted")
+	}
+	proc, res := supervisor.Start(context.Background(), next, supervisor.Options{StateDir: cfg.StateDir})
+	if res.State != supervisor.StateReady {
+		t.Fatalf("starting next: %+v", res)
+	}
+	if _, err := proc.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { supervisor.StopRecorded(context.Background(), cfg.StateDir, "next", 0) })
+	sw, err := r.ctl.Switch(context.Background(), "next", nil)
+	if err != nil || sw.Previous != "prod" || sw.Active != "next" || sw.PreviousPID == 0 {
+		t.Fatalf("switch %+v %v", sw, err)
+	}
+	code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false))
+	if code != 200 || !strings.Contains(body, "NEXT") {
+		t.Errorf("alias after the switch: %d %s", code, body)
+	}
+	if code, _, _ := post(t, r.url, RouteChat, chatBody("fake-model", false)); code != 404 {
+		t.Errorf("the previous model id is still served: %d", code)
+	}
+	st := r.waitState(t, StateReady, time.Second)
+	if st.Production.Name != "next" || st.Production.PID != res.PID {
+		t.Errorf("status after the switch: %+v", st.Production)
+	}
+	// The caller stops the previous production.
+	if _, sr, err := supervisor.StopRecorded(context.Background(), cfg.StateDir, "prod", 0); err != nil || !sr.PortFree {
+		t.Errorf("stopping the previous production: %+v %v", sr, err)
+	}
+	// The new production is watched: its death is noticed and it is restarted.
+	if err := killPID(res.PID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, _ = r.ctl.Status(context.Background())
+		if st.Production.Restarts == 1 && st.Production.State == StateReady {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the switched-to production's death was not handled: %+v", st.Production)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", false)))
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), "NEXT") {
+			t.Errorf("after the restart: %s", b)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package serve
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/ollamatest"
+)
+
+// TestOllamaBehindRouter: the real Ollama as a managed production; a
+// completion and a streamed completion through the router's alias, usage
+// counted, the canary made on a loaded model.
+func TestOllamaBehindRouter(t *testing.T) {
+	bin := ollamatest.Binary(t) // skips with the reason when absent
+	models := filepath.Join(t.TempDir(), "models")
+	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.TinyModel: ollamatest.ShippedModels(t)[ollamatest.TinyModel]})
+	dir := t.TempDir()
+	port := freePort(t)
+	toml := fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "ollama"
+[backends.ollama]
+engine = "ollama"
+command = %q
+args = ["serve"]
+port = %d
+model = %q
+ready_timeout = "2m"
+stall_timeout = "1m"
+stop_grace = "10s"
+ready_probe = { max_tokens = 4 }
+[backends.ollama.env]
+OLLAMA_HOST = "127.0.0.1:%d"
+OLLAMA_MODELS = %q
+HOME = %q
+OLLAMA_NUM_PARALLEL = "1"
+OLLAMA_KEEP_ALIVE = "-1"
+[serve]
+listen = "127.0.0.1:0"
+alias = "extraction"
+canary_interval = "1s"
+access_log = "off"
+on_exit = "stop"
+`, bin, port, ollamatest.TinyModel, port, models, dir)
+	path := filepath.Join(dir, "hiro.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 2*time.Minute)
+
+	body := `{"model":"extraction","max_tokens":4,"messages":[{"role":"user","content":"Say hi."}]}`
+	code, _, out := post(t, r.url, RouteChat, body)
+	if code != 200 || !strings.Contains(out, `"usage"`) || !strings.Contains(out, ollamatest.TinyModel) {
+		t.Fatalf("completion through the router: %d %s", code, out)
+	}
+	resp, err := http.Post(r.url+RouteChat, "application/json",
+		strings.NewReader(`{"model":"`+ollamatest.TinyModel+`","stream":true,"max_tokens":4,"messages":[{"role":"user","content":"Say hi."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var chunks int
+	var last string
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, "data: ") {
+			chunks++
+			last = l
+		}
+	}
+	resp.Body.Close()
+	if chunks < 2 || last != "data: [DONE]" {
+		t.Errorf("stream: %d chunks, last %q", chunks, last)
+	}
+	// Wait for a canary: no request for a second, the model is loaded.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := r.waitState(t, StateReady, time.Second)
+		if c := st.Production.LastCanary; c != nil && c.Skipped == "" {
+			if !c.OK {
+				t.Errorf("canary on Ollama failed: %+v", c)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no canary made: %+v", st.Production.LastCanary)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	mr, err := http.Get(r.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Body.Close()
+	sc = bufio.NewScanner(mr.Body)
+	found := false
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), `hiro_serve_tokens_total{backend="ollama",kind="completion"}`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no token count from Ollama's usage in the metrics")
+	}
+}

@@ -1,0 +1,160 @@
+package serve
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// buildHiro builds cmd/hiro into a temporary folder.
+func buildHiro(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "hiro")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hiro-dev/hiro/cmd/hiro").CombinedOutput(); err != nil {
+		t.Fatalf("building hiro: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// hiroServe runs `hiro serve` as a process with a private state.
+type hiroServe struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+}
+
+func startHiroServe(t *testing.T, bin string, cfg *config.Config, stateHome string) *hiroServe {
+	t.Helper()
+	h := &hiroServe{cmd: exec.Command(bin, "--config", cfg.Path, "serve"), stderr: &syncBuffer{}, done: make(chan struct{})}
+	h.cmd.Env = append(os.Environ(), "HIRO_STATE_HOME="+stateHome, "HIRO_LEASE_DIR="+filepath.Join(stateHome, "leases"))
+	h.cmd.Stderr = h.stderr
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { h.cmd.Wait(); close(h.done) }()
+	t.Cleanup(func() {
+		h.cmd.Process.Kill()
+		<-h.done
+	})
+	return h
+}
+
+// waitReady dials the router's socket until production is ready.
+func waitRouterReady(t *testing.T, dir string, within time.Duration) *Status {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if c, err := Dial(dir); err == nil {
+			st, err := c.Status(context.Background())
+			c.Close()
+			if err == nil && st.Production.State == StateReady {
+				return st
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the router did not report production ready within %s", within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// enginePIDs lists live processes running the fake engine on port.
+func enginePIDs(port int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 2 && strings.HasSuffix(args[0], "hiro-fake-engine") && strings.Contains(string(b), "--port\x00"+strconv.Itoa(port)+"\x00") {
+			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && !strings.Contains(string(st), ") Z ") {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// TestSIGKILLWhileRestarting: hiro serve is SIGKILLed while it restarts
+// production (the new engine still loading). The engine it was starting
+// is recorded; the next hiro serve adopts it or stops it and starts a
+// fresh one, and no engine is left behind.
+func TestSIGKILLWhileRestarting(t *testing.T) {
+	bin := buildHiro(t)
+	cfg := fakeConfig(t, []string{"--load-time", "1500ms"}, "")
+	port := cfg.Backends["prod"].Port
+	stateHome := shortDir(t)
+	sockDir := filepath.Join(stateHome, "serve")
+	t.Cleanup(func() {
+		for _, pid := range enginePIDs(port) {
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	})
+
+	h := startHiroServe(t, bin, cfg, stateHome)
+	st := waitRouterReady(t, sockDir, 30*time.Second)
+	first := st.Production.PID
+	syscall.Kill(first, syscall.SIGKILL)
+	// Wait until the restart has launched a new engine (still loading).
+	deadline := time.Now().Add(20 * time.Second)
+	var second int
+	for second == 0 {
+		if r, err := supervisor.ReadRecord(cfg.StateDir, "prod"); err == nil && r.PID != first {
+			second = r.PID
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no restart was recorded; router stderr:\n%s", h.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.cmd.Process.Signal(syscall.SIGKILL)
+	<-h.done
+	if pids := enginePIDs(port); len(pids) != 1 || pids[0] != second {
+		t.Fatalf("after the SIGKILL the engines on port %d are %v, want the one being started (%d)", port, pids, second)
+	}
+
+	h2 := startHiroServe(t, bin, cfg, stateHome)
+	st = waitRouterReady(t, sockDir, 30*time.Second)
+	if pids := enginePIDs(port); len(pids) != 1 || pids[0] != st.Production.PID {
+		t.Errorf("engines on port %d: %v; production pid %d", port, pids, st.Production.PID)
+	}
+	code, _, body := post(t, "http://"+strings.TrimPrefix(st.Listen, "http://"), RouteChat, chatBody("extraction", false))
+	if code != 200 {
+		t.Errorf("through the second router: %d %s", code, body)
+	}
+	// A graceful stop (SIGTERM) exits 0 and, with on_exit = "stop", leaves no engine.
+	h2.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h2.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("hiro serve did not stop on SIGTERM")
+	}
+	if code := h2.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("hiro serve exited %d on SIGTERM:\n%s", code, h2.stderr.String())
+	}
+	if pids := enginePIDs(port); len(pids) != 0 {
+		t.Errorf("engines left after the stop: %v", pids)
+	}
+	if _, err := os.Stat(filepath.Join(sockDir, ControlSocketName)); !os.IsNotExist(err) {
+		t.Errorf("control socket left behind: %v", err)
+	}
+	fi, err := os.Stat(sockDir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("control folder mode: %v %v", fi, err)
+	}
+}
