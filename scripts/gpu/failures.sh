@@ -86,19 +86,30 @@ log "oom: the memory is taken between Ollama's estimate and the runner's allocat
 # Ollama sizes the offload from the free memory it reads before starting its
 # runner; a process that takes the memory right after that line makes the
 # runner's own CUDA allocation fail.
-(
-  for _ in $(seq 600); do
-    l="$(lastlog cand-bigctx)"
-    if [ -n "$l" ] && grep -q 'starting llama server' "$l" 2>/dev/null; then break; fi
-    sleep 0.01
-  done
-  exec python3 -c 'import sys,time,torch; f,_=torch.cuda.mem_get_info(); x=torch.empty(f-(256<<20),dtype=torch.uint8,device="cuda"); print("holder took",(f>>20)-256,"MiB",flush=True); time.sleep(60)'
-) >"$out/oom.holder.txt" 2>&1 &
+before="$(ls "$state"/logs/ 2>/dev/null | tr '\n' ' ')"
+python3 - "$state/logs" "$before" >"$out/oom.holder.txt" 2>&1 <<'PY2' &
+# CUDA is initialised first, so that the allocation itself takes
+# milliseconds once the new log says the runner is being started.
+import os, sys, time, torch
+logs, before = sys.argv[1], set(sys.argv[2].split())
+torch.empty(1, device="cuda")
+print("holder ready", flush=True)
+deadline = time.time() + 120
+while time.time() < deadline:
+    new = [f for f in os.listdir(logs) if f.startswith("cand-bigctx-") and f not in before]
+    if new and "starting llama server" in open(os.path.join(logs, new[0]), errors="replace").read():
+        break
+    time.sleep(0.002)
+free, _ = torch.cuda.mem_get_info()
+x = torch.empty(free - (256 << 20), dtype=torch.uint8, device="cuda")
+print("holder took", (free >> 20) - 256, "MiB of", free >> 20, "free", flush=True)
+time.sleep(60)
+PY2
 racer=$!
-sleep 0.2
+for _ in $(seq 200); do grep -q 'holder ready' "$out/oom.holder.txt" 2>/dev/null && break; sleep 0.1; done
 startcase oom cand-bigctx
 nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits >"$out/oom.query-apps.csv" 2>&1
-kill "$racer" 2>/dev/null; pkill -f 'holder took' 2>/dev/null; wait "$racer" 2>/dev/null
+kill "$racer" 2>/dev/null; wait "$racer" 2>/dev/null
 sleep 1
 
 log "hostmem: a context larger than the host's memory"
@@ -112,20 +123,26 @@ startcase noindex cand-noindex
 log "kill: runner SIGKILLed during a long generation"
 timeout 120 $h backend start cand-tiny --json >"$out/kill.start.json" 2>"$out/kill.start.err"
 python3 - "$out/kill-runner.client.json" <<'PY' &
-import json, sys, time, urllib.request
-body = {"model": "hiro-tiny", "stream": True, "prompt": "Write a long story about rivers.",
-        "options": {"num_predict": 20000, "num_ctx": 4096}}
-t = time.time(); n = 0; err = None; last = None
-try:
-    r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:11553/api/generate", json.dumps(body).encode(), {"Content-Type": "application/json"}), timeout=120)
-    for line in r:
-        n += 1; last = line.decode(errors="replace").strip()
-except Exception as e:
-    err = repr(e)
-json.dump({"chunks": n, "seconds": time.time() - t, "error": err, "last": last}, open(sys.argv[1], "w"), indent=1)
+import json, sys, time, threading, urllib.request
+# Many requests at once: the runner serves them one after another, so it is
+# generating when it is killed.
+res = []
+def one(i):
+    body = {"model": "hiro-tiny", "stream": False, "prompt": "Write a long story number %d." % i,
+            "options": {"num_predict": 2000, "num_ctx": 4096}}
+    t = time.time()
+    try:
+        r = json.load(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:11553/api/generate", json.dumps(body).encode(), {"Content-Type": "application/json"}), timeout=120))
+        res.append({"i": i, "ok": True, "seconds": time.time() - t, "eval_count": r.get("eval_count"), "done_reason": r.get("done_reason")})
+    except Exception as e:
+        body = getattr(e, "read", lambda: b"")().decode(errors="replace")
+        res.append({"i": i, "ok": False, "seconds": time.time() - t, "error": repr(e), "body": body})
+ts = [threading.Thread(target=one, args=(i,)) for i in range(48)]
+[t.start() for t in ts]; [t.join() for t in ts]
+json.dump(sorted(res, key=lambda r: r["i"]), open(sys.argv[1], "w"), indent=1)
 PY
 client=$!
-sleep 3
+sleep 1.5
 runner="$(pgrep -f 'ollama runner' | head -n1)"
 echo "runner pid ${runner:-none}" >"$out/kill-runner.txt"
 [ -n "$runner" ] && kill -KILL "$runner"
@@ -138,20 +155,26 @@ $h backend status >"$out/kill-runner.status.txt" 2>&1
 
 log "kill: the whole server SIGKILLed during a long generation"
 python3 - "$out/kill-server.client.json" <<'PY' &
-import json, sys, time, urllib.request
-body = {"model": "hiro-tiny", "stream": True, "prompt": "Write a long story about bridges.",
-        "options": {"num_predict": 20000, "num_ctx": 4096}}
-t = time.time(); n = 0; err = None
-try:
-    r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:11553/api/generate", json.dumps(body).encode(), {"Content-Type": "application/json"}), timeout=120)
-    for line in r:
-        n += 1
-except Exception as e:
-    err = repr(e)
-json.dump({"chunks": n, "seconds": time.time() - t, "error": err}, open(sys.argv[1], "w"), indent=1)
+import json, sys, time, threading, urllib.request
+# Many requests at once: the runner serves them one after another, so it is
+# generating when it is killed.
+res = []
+def one(i):
+    body = {"model": "hiro-tiny", "stream": False, "prompt": "Write a long story number %d." % i,
+            "options": {"num_predict": 2000, "num_ctx": 4096}}
+    t = time.time()
+    try:
+        r = json.load(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:11553/api/generate", json.dumps(body).encode(), {"Content-Type": "application/json"}), timeout=120))
+        res.append({"i": i, "ok": True, "seconds": time.time() - t, "eval_count": r.get("eval_count"), "done_reason": r.get("done_reason")})
+    except Exception as e:
+        body = getattr(e, "read", lambda: b"")().decode(errors="replace")
+        res.append({"i": i, "ok": False, "seconds": time.time() - t, "error": repr(e), "body": body})
+ts = [threading.Thread(target=one, args=(i,)) for i in range(48)]
+[t.start() for t in ts]; [t.join() for t in ts]
+json.dump(sorted(res, key=lambda r: r["i"]), open(sys.argv[1], "w"), indent=1)
 PY
 client=$!
-sleep 3
+sleep 1.5
 server="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("pid",""))' "$state/backends/cand-tiny.json" 2>/dev/null)"
 echo "server pid ${server:-none}" >"$out/kill-server.txt"
 [ -n "$server" ] && kill -KILL -- "-$server" 2>/dev/null
