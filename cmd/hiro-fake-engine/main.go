@@ -174,6 +174,15 @@ func end(o options) {
 			logf("fake: error: unknown signal %q", o.signal)
 			os.Exit(3)
 		}
+		if s == syscall.SIGSEGV || s == syscall.SIGILL || s == syscall.SIGABRT || s == syscall.SIGBUS {
+			// The Go runtime turns these into its own crash (exit 2), so
+			// become a shell with the same pid that kills itself with the
+			// signal's default action.
+			// (The supervisor passes only the named environment: no PATH.)
+			for _, sh := range []string{"/bin/sh", "/usr/bin/sh"} {
+				_ = syscall.Exec(sh, []string{"sh", "-c", "kill -" + name + " $$"}, os.Environ())
+			}
+		}
 		signal.Reset(s)
 		syscall.Kill(os.Getpid(), s)
 		time.Sleep(time.Second)

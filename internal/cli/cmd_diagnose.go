@@ -27,6 +27,25 @@ type diagnoseOpts struct {
 	Exit    int
 	HasExit bool
 	Signal  string
+	// Coverage: the arguments are case-set directories; print the class x
+	// engine table of right answers instead of diagnosing one log.
+	Coverage bool
+}
+
+// coverageReport is what 'hiro diagnose --coverage --json' prints.
+type coverageReport struct {
+	Sets  []string                                         `json:"sets"`
+	Cases int                                              `json:"cases"`
+	Right int                                              `json:"right"`
+	Cells map[failure.Class]map[string]engine.CoverageCell `json:"cells"`
+	Wrong []coverageMiss                                   `json:"wrong,omitempty"`
+}
+
+type coverageMiss struct {
+	Set    string `json:"set"`
+	Log    string `json:"log"`
+	Engine string `json:"engine"`
+	Misses string `json:"misses"`
 }
 
 // diagnoseReport is what 'hiro diagnose --json' prints: the failure object
@@ -40,7 +59,7 @@ type diagnoseReport struct {
 func newDiagnoseCmd(g *Globals) *cobra.Command {
 	o := &diagnoseOpts{}
 	cmd := &cobra.Command{
-		Use:   "diagnose LOGFILE --engine KIND [--exit CODE | --signal NAME] [--json]",
+		Use:   "diagnose LOGFILE --engine KIND [--exit CODE | --signal NAME] [--json]\n  hiro diagnose --coverage CASEDIR... [--json]",
 		Short: "Classify an engine's startup failure from its log, after the fact",
 		Long: `Read an engine log (one a user pasted, or an attempt's log file) and say why
 the engine failed, as 'hiro backend start' would have: the failure class, the
@@ -51,11 +70,24 @@ exit before ready is a failure, exit code 0 included.
 
 KIND is one of: ` + strings.Join(engine.Kinds(), ", ") + `.
 
-Exit status: 0 diagnosed; 2 bad usage (no such file, unknown engine kind,
-both --exit and --signal, unknown signal).`,
-		Args: cobra.ExactArgs(1),
+With --coverage, each argument is a case set (a directory with a cases.json
+and the logs it names, e.g. internal/engine/testdata/field): every case is
+diagnosed and checked against its expected class, phase, root-cause line
+and facts, and a table class x engine of right/cases is printed, then the
+cases answered wrong.
+
+Exit status: 0 diagnosed (--coverage: every case right); 1 --coverage with a
+case answered wrong; 2 bad usage (no such file, unknown engine kind, both
+--exit and --signal, unknown signal, a case set that cannot be read).`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.HasExit = c.Flags().Changed("exit")
+			if o.Coverage {
+				return runDiagnoseCoverage(c.Context(), g, args)
+			}
+			if len(args) != 1 {
+				return UsageErrorf("diagnose: give one log file (or --coverage with case-set directories)")
+			}
 			return runDiagnose(c.Context(), g, o, args)
 		},
 	}
@@ -64,6 +96,7 @@ both --exit and --signal, unknown signal).`,
 	f.IntVar(&o.Exit, "exit", 0, "exit code the engine process ended with")
 	f.StringVar(&o.Signal, "signal", "", "signal that ended the engine process (KILL, SIGSEGV, 9, ...)")
 	f.BoolVar(&g.JSON, "json", false, "print one JSON object {log, engine, failure} (errors too)")
+	f.BoolVar(&o.Coverage, "coverage", false, "arguments are case-set directories: print the class x engine table of right answers")
 	return cmd
 }
 
@@ -109,6 +142,47 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string) 
 		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: f})
 	}
 	printDiagnosis(g.Stdout, f)
+	return nil
+}
+
+// runDiagnoseCoverage diagnoses every case of the sets in dirs and prints
+// the coverage table and the wrong answers.
+func runDiagnoseCoverage(_ context.Context, g *Globals, dirs []string) error {
+	var all []engine.CaseResult
+	rep := coverageReport{Sets: dirs}
+	for _, d := range dirs {
+		rs, err := engine.RunCaseSet(d)
+		if err != nil {
+			return UsageErrorf("diagnose --coverage: %w: give a directory holding a cases.json and its logs", err)
+		}
+		for _, r := range rs {
+			if !r.Right() {
+				rep.Wrong = append(rep.Wrong, coverageMiss{Set: d, Log: r.Case.Log, Engine: r.Case.Engine, Misses: r.Misses()})
+			}
+		}
+		all = append(all, rs...)
+	}
+	cv := engine.CoverageOf(all)
+	rep.Cases, rep.Cells = len(all), cv.Cells
+	rep.Right = len(all) - len(rep.Wrong)
+	if g.JSON {
+		enc := json.NewEncoder(g.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		if err := cv.Write(g.Stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(g.Stdout, "\n%d of %d cases right (class, phase, root-cause line and facts) in %s\n", rep.Right, rep.Cases, strings.Join(dirs, ", "))
+		for _, m := range rep.Wrong {
+			fmt.Fprintf(g.Stdout, "wrong: %s/%s (%s): %s\n", m.Set, m.Log, m.Engine, m.Misses)
+		}
+	}
+	if len(rep.Wrong) > 0 {
+		return Silent(ExitFailed)
+	}
 	return nil
 }
 

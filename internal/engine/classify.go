@@ -188,6 +188,7 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 	}
 	cand, fallback, marker := t.cand, t.fallback, t.marker
 	grammar, served, frames := t.grammar, t.served || t.phase.Index() >= failure.PhaseReady.Index(), t.frames
+	errAfter, device, phaseNow := t.errAfter, t.device, t.phase
 	var last string
 	if len(f.LogTail) > 0 {
 		last = f.LogTail[len(f.LogTail)-1]
@@ -202,6 +203,7 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 	detail := map[string]any{}
 	sig, code := exitSignal(o.Exit)
 	stayedUp := o.Kind != OutcomeExited || (o.Exit.Code != nil && *o.Exit.Code == 0)
+	died := o.Kind == OutcomeExited && (sig != "" || code > 0)
 
 	switch {
 	case o.Kind == OutcomePortInUse:
@@ -230,8 +232,20 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		switch {
 		case cand.crash && grammar && inServing:
 			f.Class = failure.ClassStructuredOutputCrash
-		case f.Class == failure.ClassStructuredOutputCrash && !cand.crash && stayedUp:
+		case isStructured(f.Class) && died:
+			// the grammar failure took the engine down
+			f.Class = failure.ClassStructuredOutputCrash
+		case isStructured(f.Class) && stayedUp && errAfter:
 			f.Class = failure.ClassStructuredOutputRejected
+		case f.Class == failure.ClassStructuredOutputCrash && stayedUp:
+			f.Class = failure.ClassStructuredOutputRejected
+		}
+		// The engine outlived the line and went on: the failure shows where
+		// it stopped (a CPU fallback found at ready, a supervisor's stop
+		// while loading on the CPU), not where the line was logged.
+		if phaseNow.Index() > f.Phase.Index() && !isStructured(f.Class) &&
+			(phaseNow.Index() >= failure.PhaseReadyWait.Index() || (device.CPUOnly() && isAccelClass(f.Class))) {
+			f.Phase = phaseNow
 		}
 		if len(frames) > 0 {
 			detail["traceback_frames"] = frames
@@ -245,6 +259,14 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		case OutcomeAcceleratorUnavailable:
 			detail["device"] = o.Device.String()
 		}
+
+	case o.Kind == OutcomeExited && stayedUp && served && fallback == "":
+		// The server stayed up and answered requests, and no line names a
+		// failure: what failed is the reply (the probe's expected answer
+		// did not come back).
+		f.Class = failure.ClassProbeFailed
+		f.RootCause = "the server stayed up and answered requests, but no log line names a failure: the replies " +
+			"themselves were wrong (the probe's expected reply did not come back)"
 
 	case o.Kind == OutcomeAcceleratorUnavailable:
 		f.Class, f.Phase = failure.ClassAcceleratorUnavailable, failure.PhaseReadyWait
@@ -306,7 +328,7 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		}
 		detail["stopped_by"] = "outside"
 	case code == 126 || code == 127:
-		f.Class = failure.ClassHostCapability
+		f.Class = failure.ClassEngineDied
 		what := "the command was not found"
 		if code == 126 {
 			what = "the command could not be executed (permission or format)"
@@ -352,6 +374,18 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		f.NextStep = engineCrashStep
 	}
 	return f
+}
+
+// isStructured reports the structured-output failure classes.
+func isStructured(c failure.Class) bool {
+	return c == failure.ClassStructuredOutputRejected || c == failure.ClassStructuredOutputFailOpen ||
+		c == failure.ClassStructuredOutputCrash
+}
+
+// isAccelClass reports classes an engine may outlive by serving on the CPU.
+func isAccelClass(c failure.Class) bool {
+	return c == failure.ClassAcceleratorUnavailable || c == failure.ClassDriverMismatch ||
+		c == failure.ClassGPUArchUnsupported || c == failure.ClassAcceleratorBusy
 }
 
 // exitSignal returns the signal that ended the process (from the signal,

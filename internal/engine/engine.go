@@ -36,8 +36,10 @@ type Engine struct {
 	markers []Marker
 	// signatures, most specific first.
 	signatures []Signature
-	// frameHints name the component of a traceback frame.
-	frameHints []FrameHint
+	// frameHints name the component of a traceback frame; framePhases
+	// the step it belongs to.
+	frameHints  []FrameHint
+	framePhases []FramePhase
 	// wrappers are substrings of lines that restate a failure explained
 	// elsewhere ("EngineCore failed to start."); never a root cause.
 	wrappers []string
@@ -131,6 +133,14 @@ func (s *Signature) tier() Tier {
 type FrameHint struct {
 	Text  string
 	Class failure.Class
+}
+
+// FramePhase names the phase of a traceback frame: a frame whose line
+// contains Text (lower case) belongs to Phase ("init_memory_pool":
+// kv_init).
+type FramePhase struct {
+	Text  string
+	Phase failure.Phase
 }
 
 // FactParser extracts numbers from a log line. Trigger is a literal the

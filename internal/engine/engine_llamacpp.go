@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"regexp"
-
 	"github.com/hiro-dev/hiro/internal/failure"
 )
 
@@ -37,13 +35,21 @@ func init() {
 	})
 }
 
-// ggmlMarkers are llama.cpp's phases, shared with Ollama's runner. Served
-// requests: the access log (a 2xx POST) and slot lines.
+// ggmlMarkers are llama.cpp's phases, shared with Ollama's runner and
+// llama.cpp-based openai servers (llamafile). Served requests: slot and
+// request-parameter lines (the access log is read for every kind).
 var ggmlMarkers = []Marker{
-	{Text: "request: POST", Pattern: regexp.MustCompile(`request: POST \S+ \S+ 2\d\d`), Phase: failure.PhaseInference},
-	{Text: "launch_slot_", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+	{Text: "params_from_", Phase: failure.PhaseInference},
+	{Text: "launch_slot_", Phase: failure.PhaseInference},
+	{Text: "get_availabl", Phase: failure.PhaseInference},
 	{Text: "prompt eval time", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+	{Text: "is processing [task", Phase: failure.PhaseInference},
 	{Text: "model loaded", Phase: failure.PhaseReadyWait},
+	{Text: "server is listening on", Phase: failure.PhaseReadyWait},
+	{Text: "starting the main loop", Phase: failure.PhaseReadyWait},
+	{Text: "all slots are idle", Phase: failure.PhaseReadyWait},
+	{Text: "llama server listening", Phase: failure.PhaseReadyWait},
+	{Text: `"HTTP server listening"`, Phase: failure.PhaseReadyWait},
 	{Text: "warming up the model", Phase: failure.PhaseWarmup},
 	{Text: "llama_context: constructing llama_context", Phase: failure.PhaseKVInit},
 	{Text: "llama_new_context_with_model", Phase: failure.PhaseKVInit},

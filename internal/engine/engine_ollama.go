@@ -22,14 +22,19 @@ func init() {
 		health:      ollamaHealth,
 		normalizeID: ollamaModelID,
 		markers: joinLists([]Marker{
-			{Text: "[GIN]", Pattern: regexp.MustCompile(`\|\s*2\d\d\s*\|.*\|\s*POST\s+"/(api/(chat|generate|embed)|v1/)`), Phase: failure.PhaseInference},
 			{Text: "starting llama server", Phase: failure.PhaseLoad},
+			{Text: `msg="starting runner" cmd=`, Pattern: regexp.MustCompile(`--model `), Phase: failure.PhaseLoad},
+			{Text: `msg="loading model"`, Phase: failure.PhaseLoad},
+			{Text: `msg="model weights"`, Phase: failure.PhaseLoad},
+			{Text: `msg="system memory"`, Phase: failure.PhaseLoad},
+			{Text: "waiting for llama runner to start responding", Phase: failure.PhaseLoad},
 			{Text: "llama runner started", Phase: failure.PhaseReadyWait},
 		}, ggmlMarkers),
 		signatures: joinLists([]Signature{
 			{Text: "timed out waiting for llama runner to start", Class: failure.ClassReadyTimeout},
 			{Text: "not found, try pulling it first", Class: failure.ClassModelLoadFailed},
 			{Text: "pull model manifest", Class: failure.ClassModelLoadFailed},
+			{Text: "truncating input prompt", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseInference},
 			{Text: "unable to load model", Class: failure.ClassModelLoadFailed},
 			{Text: "llama runner process has terminated: signal: killed", Class: failure.ClassHostOOM, Tier: TierHint},
 			{Text: "cuda driver library init failure", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
@@ -56,6 +61,8 @@ func init() {
 				"(the log's \"inference compute\" line names what was found).",
 			failure.ClassPortInUse: "Another process holds Ollama's port (often another ollama serve, or the desktop app): " +
 				"stop it or set OLLAMA_HOST to another address:port.",
+			failure.ClassContextExceedsKV: "The prompt does not fit the context Ollama gives each request (num_ctx split over " +
+				"OLLAMA_NUM_PARALLEL slots; the prompt was truncated): raise num_ctx / OLLAMA_CONTEXT_LENGTH or lower OLLAMA_NUM_PARALLEL.",
 			failure.ClassModelLoadFailed: "Ollama could not load the model: check the name (ollama list), pull or create it, and " +
 				"update Ollama when the model's architecture is newer than the build.",
 		},

@@ -21,10 +21,15 @@ func init() {
 		Kind:       "openai",
 		HealthPath: "/v1/models",
 		health:     modelsHealth,
-		markers: joinLists(uvicornMarkers, []Marker{
-			// TGI's router logs each served request with "Success".
-			{Text: "text_generation_router", Pattern: regexp.MustCompile(`(?i)\bSuccess\b`), Phase: failure.PhaseInference},
-			{Text: "Connected", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
+		markers: joinLists(uvicornMarkers, ggmlMarkers, []Marker{
+			// TGI's router logs each request in a span named after the
+			// route; a shard's prefill or decode serves one.
+			{Text: "text_generation_router", Pattern: regexp.MustCompile(`\b(chat_completions|generate|generate_stream|completions)\{`), Phase: failure.PhaseInference},
+			{Text: "Method Prefill", Phase: failure.PhaseInference},
+			{Text: "Method Decode", Phase: failure.PhaseInference},
+			// TGI's router connects to the shards before (old) or after
+			// (new) warming up: only after warmup does it mean ready.
+			{Text: "Connected", Phase: failure.PhaseReadyWait, After: failure.PhaseWarmup},
 			{Text: "Starting HTTP server", Phase: failure.PhaseReadyWait},
 			{Text: "HTTP server listening", Phase: failure.PhaseReadyWait},
 			{Text: "server listening", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
@@ -46,10 +51,12 @@ func init() {
 			{Text: "max_batch_prefill_tokens", Pattern: regexp.MustCompile(`(?i)(lower|too (large|high|small)|not enough)`), Class: failure.ClassContextExceedsKV},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
 		}, pythonSignatures, ggmlSignatures, cudaSignatures),
-		frameHints: pythonFrameHints,
+		frameHints:  pythonFrameHints,
+		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{
 			"Shard complete standard error output",
 			"Shard process was signaled to shutdown",
+			"Webserver Crashed",
 		}),
 		facts:   joinLists(shardFacts, ggmlFacts),
 		devices: joinLists(pythonDevices, ggmlDevices),

@@ -15,7 +15,6 @@ func init() {
 		HealthPath: "/health",
 		health:     statusHealth,
 		markers: []Marker{
-			uvicornMarkers[0], // a 2xx POST in the access log
 			{Text: "Prefill batch", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Decode batch", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Load weight begin", Phase: failure.PhaseLoad},
@@ -31,7 +30,8 @@ func init() {
 			{Text: "max_total_num_tokens", Pattern: regexp.MustCompile(`(?i)(too small|<=? 0|is 0|must be)`), Class: failure.ClassContextExceedsKV},
 			{Text: "is longer than the model's context length", Class: failure.ClassContextExceedsKV},
 		}, pythonSignatures, cudaSignatures),
-		frameHints: pythonFrameHints,
+		frameHints:  pythonFrameHints,
+		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{
 			"Received sigquit from a child process",
 		}),

@@ -19,6 +19,10 @@ func init() {
 		markers: joinLists(uvicornMarkers, []Marker{
 			{Text: "Received request", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Added request", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: "Avg prompt throughput", Pattern: regexp.MustCompile(`Running: [1-9]`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: "Loading model weights took", Phase: failure.PhaseKVInit},
+			{Text: "# GPU blocks", Phase: failure.PhaseWarmup},
+			{Text: "# cuda blocks", Phase: failure.PhaseWarmup},
 			{Text: "Starting to load model", Phase: failure.PhaseLoad},
 			{Text: "Loading weights took", Phase: failure.PhaseKernelSetup},
 			{Text: "Model loading took", Phase: failure.PhaseKVInit},
@@ -41,7 +45,8 @@ func init() {
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
 			{Text: "maximum context length is", Pattern: regexp.MustCompile(`(?i)maximum context length is \d+ tokens`), Class: failure.ClassContextExceedsKV},
 		}, pythonSignatures, cudaSignatures),
-		frameHints: pythonFrameHints,
+		frameHints:  pythonFrameHints,
+		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{
 			"Engine core initialization failed",
 			"EngineCore failed to start",
@@ -51,6 +56,7 @@ func init() {
 		facts: joinLists(shardFacts, []FactParser{
 			{Trigger: "Loading weights took", Pattern: regexp.MustCompile(`Loading weights took ([\d.]+) seconds`), Names: []string{"weights_load_seconds"}},
 			{Trigger: "Model loading took", Pattern: regexp.MustCompile(`Model loading took ([\d.]+) GiB(?: memory)?(?: and ([\d.]+) seconds)?`), Names: []string{"model_memory_gib", "model_load_seconds"}},
+			{Trigger: "Loading model weights took", Pattern: regexp.MustCompile(`Loading model weights took ([\d.]+) GB`), Names: []string{"model_memory_gib"}},
 			{Trigger: "Available KV cache memory", Pattern: regexp.MustCompile(`Available KV cache memory: ` + num + ` GiB`), Names: []string{"kv_cache_memory_gib"}},
 			{Trigger: "GPU KV cache size", Pattern: regexp.MustCompile(`GPU KV cache size: ([\d,]+) tokens`), Names: []string{"kv_cache_tokens"}},
 			{Trigger: "estimated maximum model length is", Pattern: regexp.MustCompile(`estimated maximum model length is (\d+)`), Names: []string{"suggested_max_model_len"}},

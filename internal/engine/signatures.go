@@ -87,6 +87,12 @@ func itoa(n int) string {
 func cudaErrorSignatures() []Signature {
 	var out []Signature
 	for _, c := range cudaErrors {
+		switch {
+		case len(c.text) >= 22:
+			out = append(out, Signature{Text: c.text, Class: c.class})
+		case c.text != "":
+			out = append(out, Signature{Text: c.text, Pattern: regexp.MustCompile(`(?i)(cuda|cu\w+|hip|rocm)\w*.{0,60}` + regexp.QuoteMeta(c.text)), Class: c.class})
+		}
 		out = append(out, Signature{Text: "cuda", Pattern: regexp.MustCompile(`\b(` + c.names + `)\b`), Class: c.class})
 		out = append(out, Signature{Text: "cuda", Pattern: regexp.MustCompile(
 			`(?i)cuda.{0,40}?(error|err|code|status|failure)\s*(=|:|\(|#|\s)\s*` + c.code + `\b`), Class: c.class})
@@ -120,6 +126,7 @@ var cudaSignatures = joinLists([]Signature{
 	// accelerator_unavailable
 	{Text: "no CUDA-capable device is detected", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "No CUDA GPUs are available", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "-capable device is detected", Pattern: regexp.MustCompile(`(?i)no \w+-capable device is detected`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "Found no NVIDIA driver on your system", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "Failed to infer device type", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "libcuda.so", Pattern: regexp.MustCompile(`(?i)libcuda\.so[.\d]*: cannot open shared object file`), Class: failure.ClassAcceleratorUnavailable},
@@ -138,6 +145,7 @@ var cudaSignatures = joinLists([]Signature{
 	// host_oom: the engine's refusal, a CPU allocation, the OOM killer.
 	{Text: "requires more system memory", Class: failure.ClassHostOOM},
 	{Text: "Out of memory: Killed process", Class: failure.ClassHostOOM},
+	{Text: "killed by the OOM killer", Class: failure.ClassHostOOM},
 	{Text: "oom-kill", Class: failure.ClassHostOOM},
 	{Text: "oom_reaper", Class: failure.ClassHostOOM},
 	{Text: "Memory cgroup out of memory", Class: failure.ClassHostOOM},
@@ -146,6 +154,7 @@ var cudaSignatures = joinLists([]Signature{
 	{Text: "std::bad_alloc", Class: failure.ClassHostOOM},
 	{Text: "Cannot allocate memory", Class: failure.ClassHostOOM},
 	{Text: "MemoryError", Pattern: regexp.MustCompile(`(^|[\s:(])MemoryError\b`), Class: failure.ClassHostOOM},
+	{Text: "cpu_buffer_type_alloc_buffer: failed to allocate", Class: failure.ClassHostOOM},
 	{Text: "CPU buffer", Pattern: regexp.MustCompile(`(?i)(unable|failed) to allocate CPU(_Mapped|_REPACK)? buffer`), Class: failure.ClassHostOOM},
 	{Text: "insufficient system memory", Class: failure.ClassHostOOM},
 	{Text: "not enough system memory", Class: failure.ClassHostOOM},
@@ -161,9 +170,9 @@ var cudaSignatures = joinLists([]Signature{
 	{Text: "ncclUnhandledCudaError", Class: failure.ClassHostCapability},
 	{Text: "ncclInternalError", Class: failure.ClassHostCapability},
 	{Text: "ncclRemoteError", Class: failure.ClassHostCapability},
-	{Text: "executable file not found in $PATH", Class: failure.ClassHostCapability},
-	{Text: "command not found", Class: failure.ClassHostCapability},
-	{Text: "exec format error", Class: failure.ClassHostCapability},
+	{Text: "executable file not found in $PATH", Class: failure.ClassEngineDied},
+	{Text: "command not found", Class: failure.ClassEngineDied},
+	{Text: "exec format error", Class: failure.ClassEngineDied},
 	{Text: "does not support AVX", Class: failure.ClassHostCapability},
 	{Text: "CPU does not have", Pattern: regexp.MustCompile(`(?i)CPU does not have.{0,30}(AVX|SSE|FMA|F16C)`), Class: failure.ClassHostCapability},
 	// port_in_use, every platform's wording: Linux EADDRINUSE (errno 98),
@@ -175,21 +184,31 @@ var cudaSignatures = joinLists([]Signature{
 	{Text: "WinError 10048", Class: failure.ClassPortInUse},
 	{Text: "access a socket in a way forbidden by its access permissions", Class: failure.ClassPortInUse},
 	{Text: "EADDRINUSE", Class: failure.ClassPortInUse},
+	{Text: "cannot assign requested address", Class: failure.ClassHostCapability},
+	// Go's net package: "listen tcp ADDR: bind: <the OS's text, in the
+	// system's language>".
+	{Text: ": bind: ", Pattern: regexp.MustCompile(`listen tcp\S* \S+: bind: `), Class: failure.ClassPortInUse},
 	{Text: "couldn't bind", Pattern: regexp.MustCompile(`(?i)couldn't bind.{0,30}(socket|port|address)`), Class: failure.ClassPortInUse},
 	{Text: "failed to bind", Pattern: regexp.MustCompile(`(?i)failed to bind.{0,60}(port|address|:\d+)`), Class: failure.ClassPortInUse},
 	// engine crashes that name no cause by themselves.
-	{Text: "illegal memory access was encountered", Class: failure.ClassEngineDied},
-	{Text: "misaligned address", Pattern: regexp.MustCompile(`(?i)cuda error: misaligned address`), Class: failure.ClassEngineDied},
-	{Text: "device-side assert triggered", Class: failure.ClassEngineDied},
-	{Text: "unspecified launch failure", Class: failure.ClassEngineDied},
-	{Text: "Xid", Pattern: regexp.MustCompile(`NVRM: Xid`), Class: failure.ClassEngineDied},
+	{Text: "illegal memory access was encountered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "misaligned address", Pattern: regexp.MustCompile(`(?i)cuda error: misaligned address`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: ".cu:", Pattern: regexp.MustCompile(`\.cu:\d+:.*Assertion .*failed`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "device-side assert triggered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "unspecified launch failure", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "Xid", Pattern: regexp.MustCompile(`NVRM: Xid`), Class: failure.ClassEngineDied, Tier: TierHint},
 }, cudaErrorSignatures())
 
 // pythonSignatures are errors of the Python serving stacks (vLLM, SGLang,
 // TGI's shards, other uvicorn/FastAPI servers) and of the libraries under
 // them (transformers, huggingface_hub, safetensors, grammar backends).
 var pythonSignatures = []Signature{
+	// GPU memory first: a warmup or a kernel that ran out of memory is gpu_oom.
+	{Text: "CUDA out of memory", Class: failure.ClassGPUOOM},
+	{Text: "OutOfMemoryError", Class: failure.ClassGPUOOM},
+	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(on device|gpu \d|allocation on device).{0,60}out of memory`), Class: failure.ClassGPUOOM},
 	// tokenizer_template
+	{Text: "Template error", Class: failure.ClassTokenizerTemplate},
 	{Text: "default chat template is no longer allowed", Class: failure.ClassTokenizerTemplate},
 	{Text: "chat_template is not set", Class: failure.ClassTokenizerTemplate},
 	{Text: "chat template", Pattern: regexp.MustCompile(`(?i)(must provide|no|missing|cannot use|could not|failed to|unable to).{0,40}chat.template|chat.template.{0,60}(not set|not found|is missing|invalid|error|failed|does not define)`), Class: failure.ClassTokenizerTemplate},
@@ -199,11 +218,14 @@ var pythonSignatures = []Signature{
 	{Text: "does not exist or is not currently imported", Pattern: regexp.MustCompile(`(?i)tokenizer class`), Class: failure.ClassTokenizerTemplate},
 	{Text: "tokenizer", Pattern: regexp.MustCompile(`(?i)(failed|unable|could not|couldn't|error).{0,30}(load|instantiate|find|init\w*).{0,20}tokenizer|tokenizer.{0,40}(failed to load|could not be loaded|not found)`), Class: failure.ClassTokenizerTemplate},
 	// structured output: the grammar backend refuses the schema or tokens.
-	{Text: "Failed to advance FSM", Class: failure.ClassStructuredOutputRejected},
-	{Text: "grammar rejected tokens", Class: failure.ClassStructuredOutputRejected},
-	{Text: "not supported by xgrammar", Class: failure.ClassStructuredOutputRejected},
-	{Text: "schema", Pattern: regexp.MustCompile(`(?i)(invalid|unsupported|failed to (compile|convert|parse)).{0,30}(json.?schema|schema)|json.?schema.{0,40}(is invalid|not supported|unsupported|failed)`), Class: failure.ClassStructuredOutputRejected},
-	{Text: "grammar", Pattern: regexp.MustCompile(`(?i)(failed to (compile|build|parse|create)|invalid|error (in|compiling|building)).{0,20}grammar`), Class: failure.ClassStructuredOutputRejected},
+	// Grammars exist only in requests: these fail in inference.
+	{Text: "Failed to advance FSM", Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	{Text: "grammar rejected tokens", Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	{Text: "not supported by xgrammar", Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	{Text: "Error compiling FSM", Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	{Text: "Invalid request type for", Pattern: regexp.MustCompile(`(?i)invalid request type for \w+ backend`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	{Text: "schema", Pattern: regexp.MustCompile(`(?i)(invalid|unsupported|failed to (compile|convert|parse)).{0,30}(json.?schema|schema)|json.?schema.{0,40}(is invalid|not supported|unsupported|failed)`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	{Text: "grammar", Pattern: regexp.MustCompile(`(?i)(failed to (compile|build|parse|create)|invalid|error (in|compiling|building)).{0,20}grammar`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
 	// quant_kernel_failed
 	{Text: "arlin", Pattern: regexp.MustCompile(`(?i)(error|fail|illegal|exception).*marlin|marlin.*(error|fail|illegal|not supported)`), Class: failure.ClassQuantKernelFailed},
 	{Text: "min_thread_k", Class: failure.ClassQuantKernelFailed},
@@ -227,6 +249,12 @@ var pythonSignatures = []Signature{
 	{Text: "We couldn't connect to", Pattern: regexp.MustCompile(`huggingface`), Class: failure.ClassModelLoadFailed},
 	{Text: "Cannot find any model weights", Class: failure.ClassModelLoadFailed},
 	{Text: "No model weights found", Class: failure.ClassModelLoadFailed},
+	{Text: "Error in inspecting model architecture", Class: failure.ClassModelLoadFailed},
+	{Text: "failed to be inspected", Class: failure.ClassModelLoadFailed},
+	{Text: "must be divisible by", Pattern: regexp.MustCompile(`(?i)(heads|num_heads|attention heads|hidden.size|vocab).{0,80}must be divisible by`), Class: failure.ClassModelLoadFailed},
+	{Text: "could not load model", Pattern: regexp.MustCompile(`(?i)no such file or directory|not found`), Class: failure.ClassModelLoadFailed},
+	{Text: "could not load model", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+	{Text: "is greater than the derived max_model_len", Class: failure.ClassContextExceedsKV},
 	{Text: "trust_remote_code", Pattern: regexp.MustCompile(`(?i)(requires|set the option|execute the configuration).{0,80}trust_remote_code`), Class: failure.ClassModelLoadFailed},
 	// gpu_oom raised by the Python stacks
 	{Text: "Not enough memory", Class: failure.ClassGPUOOM},
@@ -235,15 +263,22 @@ var pythonSignatures = []Signature{
 	{Text: "raph", Pattern: regexp.MustCompile(`(?i)cuda ?graph.*(fail|error)`), Class: failure.ClassWarmupFailed},
 	{Text: "Error in memory profiling", Class: failure.ClassWarmupFailed},
 	{Text: "Warmup failed", Class: failure.ClassWarmupFailed},
+	{Text: "warmup error", Class: failure.ClassWarmupFailed},
+	{Text: "Unable to warmup model", Class: failure.ClassWarmupFailed},
+	{Text: "operation not permitted when stream is capturing", Class: failure.ClassWarmupFailed},
+	{Text: "Method Warmup encountered an error", Class: failure.ClassWarmupFailed, Tier: TierHint},
 	{Text: "profile run", Pattern: regexp.MustCompile(`(?i)(failed|error).{0,20}profile run`), Class: failure.ClassWarmupFailed},
-	// crashes while serving, refined by context.
-	{Text: "Scheduler hit an exception", Class: failure.ClassEngineDied, Crash: true},
-	{Text: "EngineCore encountered a fatal error", Class: failure.ClassEngineDied, Crash: true},
-	{Text: "EngineDeadError", Class: failure.ClassEngineDied, Crash: true},
-	{Text: "Engine loop has died", Class: failure.ClassEngineDied, Crash: true},
-	{Text: "AsyncLLM output_handler failed", Class: failure.ClassEngineDied, Crash: true},
-	{Text: "detokenizer_manager", Pattern: regexp.MustCompile(`(?i)hit an exception`), Class: failure.ClassEngineDied, Crash: true},
-	{Text: "TokenizerManager hit an exception", Class: failure.ClassEngineDied, Crash: true},
+	// crashes while serving, refined by context; hints, so that the
+	// exception block they introduce can name the cause.
+	{Text: "Scheduler hit an exception", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "EngineCore encountered a fatal error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "EngineDeadError", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "Engine loop has died", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "AsyncLLM output_handler failed", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "AsyncLLMEngine has failed", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "TokenizerManager hit an exception", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "Method Prefill encountered an error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "Method Decode encountered an error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 }
 
 // pythonFrameHints name the component of a traceback frame (file paths
@@ -276,6 +311,10 @@ var pythonFrameHints = []FrameHint{
 	{"capture_model", failure.ClassWarmupFailed},
 	{"profile_run", failure.ClassWarmupFailed},
 	{"determine_available_memory", failure.ClassWarmupFailed},
+	{"_wait_and_warmup", failure.ClassWarmupFailed},
+	{"custom_modeling", failure.ClassModelLoadFailed},
+	{"model_executor/models/", failure.ClassModelLoadFailed},
+	{"srt/models/", failure.ClassModelLoadFailed},
 	{"model_loader", failure.ClassModelLoadFailed},
 	{"load_weights", failure.ClassModelLoadFailed},
 	{"weight_utils", failure.ClassModelLoadFailed},
@@ -283,8 +322,23 @@ var pythonFrameHints = []FrameHint{
 	{"configuration_auto", failure.ClassModelLoadFailed},
 }
 
+// pythonFramePhases name the step a traceback frame belongs to: an
+// exception raised below such a frame happened in that phase (when it is
+// later than the last marker's).
+var pythonFramePhases = []FramePhase{
+	{"init_memory_pool", failure.PhaseKVInit},
+	{"initialize_kv_cache", failure.PhaseKVInit},
+	{"_initialize_kv_caches", failure.PhaseKVInit},
+	{"determine_available_memory", failure.PhaseKVInit},
+	{"determine_num_available_blocks", failure.PhaseKVInit},
+	{"init_cuda_graphs", failure.PhaseWarmup},
+	{"capture_model", failure.PhaseWarmup},
+	{"warmup", failure.PhaseWarmup},
+}
+
 // ggmlSignatures are llama.cpp's (and so Ollama's runner's) errors.
 var ggmlSignatures = []Signature{
+	{Text: "cpu_buffer_type_alloc_buffer: failed to allocate", Class: failure.ClassHostOOM},
 	{Text: "unknown model architecture", Class: failure.ClassModelLoadFailed},
 	{Text: "failed to open GGUF file", Class: failure.ClassModelLoadFailed},
 	{Text: "gguf_init_from_file", Pattern: regexp.MustCompile(`(?i)gguf_init_from_file\w*: (failed|invalid|tensor|key|unable)`), Class: failure.ClassModelLoadFailed},
@@ -298,7 +352,10 @@ var ggmlSignatures = []Signature{
 	{Text: "ErrorOutOfDeviceMemory", Class: failure.ClassGPUOOM},
 	{Text: "failed to allocate compute buffers", Class: failure.ClassGPUOOM},
 	{Text: "couldn't bind HTTP server socket", Class: failure.ClassPortInUse},
-	{Text: "failed to parse grammar", Class: failure.ClassStructuredOutputFailOpen},
+	{Text: "error parsing grammar", Class: failure.ClassStructuredOutputFailOpen, Phase: failure.PhaseInference},
+	{Text: "failed to parse grammar", Class: failure.ClassStructuredOutputFailOpen, Phase: failure.PhaseInference},
+	{Text: "error initializing grammar sampler", Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	{Text: "at row", Pattern: regexp.MustCompile(`at row \d+, column \d+`), Class: failure.ClassTokenizerTemplate},
 	{Text: "exceeds the available context size", Class: failure.ClassContextExceedsKV},
 	{Text: "input is too large to process", Class: failure.ClassContextExceedsKV},
 	{Text: "failed to find free space in the KV cache", Class: failure.ClassContextExceedsKV},
@@ -342,12 +399,12 @@ var pythonWrappers = []string{
 	"Engine process failed to start",
 }
 
-// uvicornMarkers are the HTTP server's startup and access lines of every
-// uvicorn/FastAPI server (vLLM, SGLang, many openai-kind servers). An
-// access line with a 2xx status for a POST means requests are served;
-// GETs (health, model list) are the readiness checks themselves.
+// uvicornMarkers are the HTTP server's startup lines of every
+// uvicorn/FastAPI server (vLLM, many openai-kind servers). Served requests
+// are read from access-log lines by the tracker for every kind (a 2xx
+// POST to a completion path; GETs of health or the model list are the
+// readiness checks themselves).
 var uvicornMarkers = []Marker{
-	{Text: `"POST /`, Pattern: regexp.MustCompile(`"POST /\S* HTTP/[\d.]+" 2\d\d`), Phase: failure.PhaseInference},
 	{Text: "Application startup complete", Phase: failure.PhaseReadyWait},
 	{Text: "Uvicorn running on", Phase: failure.PhaseReadyWait},
 }

@@ -44,7 +44,8 @@ type Tracker struct {
 	tb       traceback
 	frames   []string // frames of the block that gave the root cause
 	grammar  bool     // the log shows a grammar backend / structured output in use
-	served   bool     // the log shows a request served
+	served   bool     // the log shows a completion request served (2xx)
+	errAfter bool     // a request failed (4xx/5xx) after the root-cause line
 	device   ServingDevice
 	lines    int64
 	tail     [failure.DefaultTailLines]string
@@ -58,7 +59,8 @@ type traceback struct {
 	header    string     // the line that introduced it (stored form)
 	headerSig *Signature // the header's own signature, if any
 	phase     failure.Phase
-	hint      failure.Class // class named by the frames (first hint wins)
+	hint      failure.Class // class named by the frames (innermost wins)
+	fphase    failure.Phase // phase named by the frames (latest wins)
 	frames    []string
 }
 
@@ -107,6 +109,7 @@ func (t *Tracker) feed(line string) {
 	msg, level := splitLine(line)
 	frame := isFrame(msg) || strings.TrimSpace(msg) == ""
 	if !frame {
+		t.request(line)
 		t.mark(line)
 		t.facts1(line)
 		t.context(line)
@@ -139,12 +142,19 @@ func (t *Tracker) feed(line string) {
 	}
 	defer func() { t.prev = stored }()
 	t.prevErr = false
-	if level == "INFO" || level == "DEBUG" || t.isWrapper(line) {
+	if t.isWrapper(line) {
 		return
 	}
 	lower := t.lower(line)
+	if (level == "INFO" || level == "DEBUG") && !bytes.Contains(lower, []byte("error")) && !bytes.Contains(lower, []byte("fail")) {
+		return // an INFO line explains a failure only when it reports one (Ollama's msg="... failed" error=...)
+	}
 	if s := t.match(line, lower); s != nil {
-		t.offer(stored, s.Class, s.Phase, s.tier(), s.Crash)
+		tier := s.tier()
+		if level == "WARNING" || level == "WARN" {
+			tier = TierHint // a warning explains only when no error line does
+		}
+		t.offer(stored, s.Class, s.Phase, tier, s.Crash)
 		t.prevErr = true
 		return
 	}
@@ -191,9 +201,100 @@ func (t *Tracker) offer(line string, class failure.Class, pinned failure.Phase, 
 		ph = t.phase
 	}
 	t.cand = candidate{line: line, class: class, phase: ph, tier: tier, crash: crash}
+	t.errAfter = false
 	if t.tb.open || len(t.tb.frames) > 0 {
 		t.frames = append([]string(nil), t.tb.frames...)
 	}
+}
+
+// request reads an access-log line of a completion request (uvicorn,
+// llama.cpp, Ollama's GIN, the old llama.cpp JSON log): a 2xx means
+// requests are served (phase inference); any answer once the server is up
+// means a request was processed. It notes, for the classifier, whether a
+// request failed after the root-cause line (a grammar the engine refused
+// rather than ignored).
+func (t *Tracker) request(line string) {
+	status, ok := requestStatus(line)
+	if !ok {
+		return
+	}
+	twoxx := status >= 200 && status < 300
+	if twoxx || t.phase.Index() >= failure.PhaseReadyWait.Index() {
+		if failure.PhaseInference.Index() > t.phase.Index() {
+			t.phase = failure.PhaseInference
+			t.marker = "served request"
+		}
+	}
+	if twoxx {
+		t.served = true
+	}
+	if t.cand.tier > 0 && status >= 400 {
+		t.errAfter = true
+	}
+}
+
+// completionPaths are the request paths that run the model.
+var completionPaths = []string{"/v1/chat/completions", "/v1/completions", "/chat/completions", "/completion",
+	"/api/chat", "/api/generate", "/api/embed", "/v1/embeddings", "/generate", "/v1/responses", "/infer", "/v1/messages"}
+
+// requestStatus returns the HTTP status of an access-log line for a POST
+// to a completion path, and whether line is one.
+func requestStatus(line string) (int, bool) {
+	i := strings.Index(line, "POST")
+	if i < 0 {
+		return 0, false
+	}
+	rest := line[i:]
+	path := false
+	for _, p := range completionPaths {
+		if strings.Contains(rest, p) {
+			path = true
+			break
+		}
+	}
+	if !path && !strings.Contains(line, `"status":`) {
+		return 0, false
+	}
+	switch {
+	case strings.Contains(rest, "HTTP/"): // uvicorn: "POST /v1/x HTTP/1.1" 200 OK
+		if j := strings.Index(rest, `" `); j > 0 {
+			return leadingStatus(rest[j+2:])
+		}
+	case strings.HasPrefix(rest, "POST ") && strings.Contains(line, "request: POST"): // llama.cpp: request: POST /path ip 200
+		f := strings.Fields(rest)
+		if len(f) >= 4 {
+			return leadingStatus(f[3])
+		}
+	case strings.Contains(line, "[GIN]"): // Ollama: | 200 | 1.2s | ip | POST "/api/chat"
+		f := strings.Split(line, "|")
+		if len(f) >= 2 {
+			return leadingStatus(strings.TrimSpace(f[1]))
+		}
+	case strings.Contains(line, `"status":`): // llama.cpp JSON: "status":200,"method":"POST","path":"/completion"
+		j := strings.Index(line, `"status":`)
+		if path || strings.Contains(line, `"method":"POST"`) {
+			return leadingStatus(line[j+len(`"status":`):])
+		}
+	}
+	return 0, false
+}
+
+func leadingStatus(s string) (int, bool) {
+	if len(s) < 3 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < 3; i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if len(s) > 3 && s[3] >= '0' && s[3] <= '9' {
+		return 0, false
+	}
+	return n, n >= 100 && n < 600
 }
 
 // mark moves the phase forward when line is a marker.
@@ -327,6 +428,12 @@ func (t *Tracker) frame(msg string) {
 		t.tb.frames[len(t.tb.frames)-1] = m
 	}
 	lower := t.lower(m)
+	for i := range t.e.framePhases {
+		fp := &t.e.framePhases[i]
+		if bytes.Contains(lower, []byte(fp.Text)) && fp.Phase.Index() > t.tb.fphase.Index() {
+			t.tb.fphase = fp.Phase
+		}
+	}
 	for i := range t.e.frameHints {
 		h := &t.e.frameHints[i]
 		if bytes.Contains(lower, []byte(h.Text)) {
@@ -334,6 +441,18 @@ func (t *Tracker) frame(msg string) {
 			return
 		}
 	}
+}
+
+// blockPhase is the phase of the failure a block reports: the phase when
+// it opened, or a later one its frames name.
+func (tb *traceback) blockPhase(pinned failure.Phase) failure.Phase {
+	if pinned != "" {
+		return pinned
+	}
+	if tb.fphase.Index() > tb.phase.Index() {
+		return tb.fphase
+	}
+	return ""
 }
 
 // openBlock starts a traceback block at line. before is the message text
@@ -359,25 +478,32 @@ func (t *Tracker) openBlock(line, stored, before string) {
 	}
 }
 
-// closeBlock ends the block at its exception line: the exception line is
-// the root cause; its class from a signature on it, else from the frames'
-// component, else from the header's signature.
+// closeBlock ends the block at its exception line. The root cause is
+// the exception line when a signature matches it (its class) or the
+// frames name a component (that class); else the header when a signature
+// matches the header ("Error in inspecting model architecture"), unless
+// the header only says the engine crashed (then the exception line, with
+// the crash's class).
 func (t *Tracker) closeBlock(line, stored string) {
 	tb := t.tb
 	t.tb = traceback{frames: tb.frames}
 	if t.isWrapper(line) {
+		t.tb.frames = nil
 		return
 	}
+	hs := tb.headerSig
 	if s := t.match(line, t.lower(line)); s != nil {
 		cls := s.Class
 		if s.Crash && tb.hint != "" {
 			cls = tb.hint
 		}
-		t.offer(stored, cls, s.Phase, s.tier(), s.Crash)
+		t.offer(stored, cls, tb.blockPhase(s.Phase), s.tier(), s.Crash && tb.hint == "")
 	} else if tb.hint != "" {
-		t.offer(stored, tb.hint, "", TierError, false)
-	} else if tb.headerSig != nil {
-		t.offer(stored, tb.headerSig.Class, tb.headerSig.Phase, tb.headerSig.tier(), tb.headerSig.Crash)
+		t.offer(stored, tb.hint, tb.blockPhase(""), TierError, false)
+	} else if hs != nil && hs.Crash {
+		t.offer(stored, hs.Class, tb.blockPhase(hs.Phase), hs.tier(), true)
+	} else if hs != nil {
+		t.offer(tb.header, hs.Class, tb.blockPhase(hs.Phase), hs.tier(), false)
 	}
 	if t.cand.tier == TierError {
 		t.tb.frames = nil
@@ -396,14 +522,11 @@ func (t *Tracker) cutBlock() {
 	tb := t.tb
 	t.tb = traceback{frames: tb.frames}
 	switch {
-	case tb.headerSig != nil:
-		cls := tb.headerSig.Class
-		if tb.headerSig.Crash && tb.hint != "" {
-			cls = tb.hint
-		}
-		t.offer(tb.header, cls, tb.headerSig.Phase, tb.headerSig.tier(), tb.headerSig.Crash)
 	case tb.hint != "":
-		t.offer(tb.header, tb.hint, "", TierError, false)
+		t.offer(tb.header, tb.hint, tb.blockPhase(""), TierError, false)
+	case tb.headerSig != nil:
+		hs := tb.headerSig
+		t.offer(tb.header, hs.Class, tb.blockPhase(hs.Phase), hs.tier(), hs.Crash)
 	}
 	if t.cand.tier == 0 && (t.fallback == "" || t.fbHeader) {
 		t.fallback, t.fbHeader = tb.header, false
@@ -415,7 +538,7 @@ func (t *Tracker) cutBlock() {
 // exceptionLine recognises a Python exception line: a dotted name ending
 // in Error, Exception, Exit, Interrupt, Fault or Failure, then ":" or the
 // end ("ValueError: ...", "torch.OutOfMemoryError: ...", "KeyError").
-var exceptionLine = regexp.MustCompile(`^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Fault|Failure|Warning)(:|$)`)
+var exceptionLine = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning)(?::|$)`)
 
 func isExceptionLine(msg string) bool {
 	return exceptionLine.MatchString(strings.TrimSpace(msg))
@@ -508,22 +631,63 @@ func (t *Tracker) Signature() (class failure.Class, line string, ok bool) {
 	return t.cand.class, t.cand.line, t.cand.tier > 0
 }
 
-// splitLine separates a log line's message from the prefixes engines put
-// before it, and returns the level when one is given ("ERROR", "INFO";
-// empty when none). It knows vLLM's "(EngineCore_DP0 pid=301) ERROR 10-02
-// 09:12:44 [core.py:708] message", uvicorn's "INFO:     message", SGLang's
-// "[2025-03-19 08:20:04 TP0] message" and Go slog's "level=ERROR".
+// splitLine separates a log line's message from the prefixes engines
+// and their hosts put before it, and returns the level when one is given
+// ("ERROR", "INFO"; empty when none). It knows a docker compose service
+// prefix ("svc-1  | "), a journald prefix ("Jun 28 08:05:58 host
+// unit[12]: "), vLLM's "(EngineCore_DP0 pid=301) ERROR 10-02 09:12:44
+// [core.py:708] message", uvicorn's "INFO:     message", SGLang's
+// "[2025-03-19 08:20:04 TP0] message", TGI's "2024-02-23T10:14:03.52Z
+// ERROR target: message", llama.cpp's "[pid] 0.02.693.199 E message",
+// LocalAI's "5:38AM ERR message" and Go slog's "level=ERROR".
 func splitLine(line string) (msg, level string) {
-	msg = line
+	msg = stripHostPrefix(line)
 	if strings.HasPrefix(msg, "(") {
 		if i := strings.Index(msg, ") "); i > 0 && i < 80 && strings.Contains(msg[:i], "pid=") {
 			msg = msg[i+2:]
 		}
 	}
-	if strings.HasPrefix(msg, "[") {
-		// SGLang: "[2025-03-19 08:20:04 TP0] message"
-		if i := strings.Index(msg, "] "); i > 0 && i < 48 && msg[1] >= '0' && msg[1] <= '9' {
-			msg = msg[i+2:]
+	if strings.HasPrefix(msg, "[") && len(msg) > 2 && msg[1] >= '0' && msg[1] <= '9' {
+		if i := strings.Index(msg, "] "); i > 0 && i < 48 {
+			rest := msg[i+2:]
+			// llama.cpp: "[37747] 0.02.693.199 E message"
+			if j := strings.IndexByte(rest, ' '); j > 0 && j < 20 && len(rest) > j+2 && rest[j+2] == ' ' && isDigits(rest[:1]) {
+				switch rest[j+1] {
+				case 'E':
+					return rest[j+3:], "ERROR"
+				case 'W':
+					return rest[j+3:], "WARN"
+				case 'I':
+					return rest[j+3:], "INFO"
+				case 'D':
+					return rest[j+3:], "DEBUG"
+				}
+			}
+			msg = rest // SGLang: "[2025-03-19 08:20:04 TP0] message"
+		}
+	}
+	// TGI and other Rust tracing: "2024-02-23T10:14:03.528141Z  INFO target: message"
+	if len(msg) > 20 && msg[4] == '-' && msg[10] == 'T' && isDigits(msg[:4]) {
+		if i := strings.IndexByte(msg, ' '); i > 0 && i < 40 {
+			rest := strings.TrimLeft(msg[i:], " ")
+			for _, lv := range [...]string{"ERROR", "WARN", "INFO", "DEBUG", "TRACE"} {
+				if strings.HasPrefix(rest, lv+" ") {
+					return strings.TrimLeft(rest[len(lv):], " "), lv
+				}
+			}
+		}
+	}
+	// LocalAI (zerolog console): "5:38AM INF message"
+	if i := strings.Index(msg, "M "); i > 0 && i < 9 && (msg[i-1] == 'A' || msg[i-1] == 'P') && isDigits(msg[:1]) && len(msg) > i+6 {
+		switch msg[i+2 : i+5] {
+		case "ERR", "FTL":
+			return msg[i+6:], "ERROR"
+		case "WRN":
+			return msg[i+6:], "WARN"
+		case "INF":
+			return msg[i+6:], "INFO"
+		case "DBG":
+			return msg[i+6:], "DEBUG"
 		}
 	}
 	for _, lv := range [...]string{"ERROR ", "INFO ", "WARNING ", "DEBUG ", "CRITICAL ", "WARN ", "INFO:", "ERROR:", "WARNING:"} {
@@ -540,13 +704,44 @@ func splitLine(line string) (msg, level string) {
 			return msg, level
 		}
 	}
-	if i := strings.Index(line, "level="); i >= 0 {
-		rest := line[i+len("level="):]
+	if i := strings.Index(msg, "level="); i >= 0 {
+		rest := msg[i+len("level="):]
 		if j := strings.IndexByte(rest, ' '); j > 0 {
 			level = rest[:j]
 		}
 	}
 	return msg, level
+}
+
+// stripHostPrefix removes a docker compose service prefix ("name  | ")
+// or a journald prefix ("Jun 28 08:05:58 host unit[12]: ").
+func stripHostPrefix(line string) string {
+	if i := strings.Index(line, "| "); i > 0 && i < 64 && line[i-1] == ' ' {
+		name := strings.TrimRight(line[:i], " ")
+		ok := name != ""
+		for j := 0; j < len(name) && ok; j++ {
+			c := name[j]
+			ok = c == '-' || c == '_' || c == '.' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		}
+		if ok {
+			return line[i+2:]
+		}
+	}
+	if len(line) > 20 && line[3] == ' ' && line[9] == ':' && line[12] == ':' && line[15] == ' ' {
+		if i := strings.Index(line[16:], ": "); i > 0 && i < 80 {
+			return line[16+i+2:]
+		}
+	}
+	return line
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // isFrame reports a traceback frame or source line ("  File ...",

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,6 +23,7 @@ func caseSets(t *testing.T) []string {
 	for _, d := range []string{
 		filepath.Join(root, "..", "shared", "cases", "failure-logs"),
 		filepath.Join(root, "..", "shared", "cases", "failure-logs-2"),
+		filepath.Join(root, "internal", "engine", "testdata", "field"),
 	} {
 		if _, err := os.Stat(filepath.Join(d, "cases.json")); err == nil {
 			dirs = append(dirs, d)
@@ -56,7 +58,12 @@ func TestFailureCasesFullPath(t *testing.T) {
 					args = append(args, "--exit", "1")
 				}
 				p, state := fakeProfile(t, c.Engine, 0, args, "")
-				proc, res := startFake(t, p, state)
+				// Start once: the fake binds no port, so a port_in_use
+				// answer comes from the replayed log (startFake would retry).
+				proc, res := Start(context.Background(), p, Options{StateDir: state})
+				if proc != nil {
+					t.Cleanup(func() { proc.Stop(context.Background()) })
+				}
 				if proc != nil || res.State != StateFailed || res.Failure == nil {
 					t.Fatalf("state %s failure %+v err %v", res.State, res.Failure, res.Err)
 				}
