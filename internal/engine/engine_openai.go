@@ -26,6 +26,10 @@ func init() {
 			// route; a shard's prefill or decode serves one.
 			{Text: "text_generation_router", Pattern: regexp.MustCompile(`\b(chat_completions|generate|generate_stream|completions)\{`), Phase: failure.PhaseInference},
 			{Text: "Method Prefill", Phase: failure.PhaseInference},
+			// LM Studio's server logs each request it runs.
+			{Text: "Received POST request to", Phase: failure.PhaseInference},
+			{Text: "Running chat completion", Phase: failure.PhaseInference},
+			{Text: "Running completion", Phase: failure.PhaseInference},
 			{Text: "Method Decode", Phase: failure.PhaseInference},
 			// TGI's router connects to the shards before (old) or after
 			// (new) warming up: only after warmup does it mean ready.
