@@ -65,6 +65,11 @@ func runBackendStart(ctx context.Context, g *Globals, name string) error {
 	if a, _ := production.Resolve(cfg); a != nil && a.Name == name && a.Seq > 0 && !g.JSON {
 		fmt.Fprintf(g.Stderr, "hiro: %s is the active production (%s, variant %s): starting its recorded configuration\n", name, a.Source, orNone(a.Variant))
 	}
+	hold, err := backendHold(prof, "backend start "+name)
+	if err != nil {
+		return err
+	}
+	defer hold.Release()
 	if st, err := supervisor.Status(cfg.StateDir, name); err == nil {
 		if st.Status == supervisor.StatusRunning {
 			return UsageErrorf("backend start: %s is already running (pid %d, %s, started %s); stop it first with 'hiro backend stop %s'",

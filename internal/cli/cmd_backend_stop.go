@@ -52,11 +52,18 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 	if err != nil {
 		return err
 	}
-	if _, err := cfg.Backend(name); err != nil {
+	prof, err := cfg.Backend(name)
+	if err != nil {
 		// A record may outlive its profile; still stop what is recorded.
 		if _, rerr := supervisor.ReadRecord(cfg.StateDir, name); rerr != nil {
 			return UsageError(fmt.Errorf("backend stop: %w", err))
 		}
+	} else {
+		hold, err := backendHold(prof, "backend stop "+name)
+		if err != nil {
+			return err
+		}
+		defer hold.Release()
 	}
 	if o.Grace < 0 {
 		return UsageErrorf("backend stop: --grace %s: must be positive", o.Grace)

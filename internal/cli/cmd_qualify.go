@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/qualify"
 )
 
@@ -78,6 +80,11 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		terminal = term.IsTerminal(int(f.Fd()))
 	}
 	out, err := qualify.Run(c.Context(), plan, cfg, qualify.Options{Progress: g.Stderr, Terminal: terminal, EvidenceDir: o.Out, Host: hostFingerprint(c.Context(), append([]string{cfg.StateDir}, cfg.DiskPaths...))})
+	if errors.Is(err, lease.ErrHeld) {
+		// Another campaign or command owns production: nothing was
+		// started or stopped.
+		return FailedError(err)
+	}
 	if err != nil {
 		return AbortedError(err)
 	}
@@ -92,7 +99,7 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 	} else {
 		fmt.Fprintf(g.Stdout, "verdict: %s (exit %d)\n%s\nevidence: %s\nreport:   %s\n", sum.Verdict, sum.ExitCode, sum.TerminationReason, sum.Evidence, sum.Report)
 		if out.ExitCode == qualify.ExitCritical {
-			fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Restore it by hand: hiro --config %s backend start %s, then check it with hiro backend status %s\n", cfg.Path, plan.Production, plan.Production)
+			fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Fix what keeps it from starting, then run: hiro --config %s recover (any hiro command, e.g. hiro backend start %s, restores it first from the campaign's lease); check it with hiro backend status %s\n", cfg.Path, plan.Production, plan.Production)
 		}
 	}
 	return Silent(out.ExitCode)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,11 +50,11 @@ func recoverBeforeCommand(g *Globals, c *cobra.Command) error {
 }
 
 func runRecover(ctx context.Context, g *Globals, verbose bool) error {
-	leases, err := qualify.Leases(qualify.LeaseDir())
+	dir, err := qualify.LeaseDir()
 	if err != nil {
-		return fmt.Errorf("reading leases: %w", err)
+		return UsageError(fmt.Errorf("leases: %w", err))
 	}
-	if len(leases) == 0 {
+	if !hasLeaseFiles(dir) {
 		if verbose {
 			fmt.Fprintln(g.Stdout, "no lease: no campaign left production stopped")
 		}
@@ -61,10 +63,12 @@ func runRecover(ctx context.Context, g *Globals, verbose bool) error {
 	// Restoring production must not be cut short by a Ctrl-C.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Minute)
 	defer cancel()
-	results := qualify.Recover(rctx, qualify.LeaseDir(), func(s string) { fmt.Fprintf(g.Stderr, "hiro: %s\n", s) })
+	results := qualify.Recover(rctx, dir, func(s string) { fmt.Fprintf(g.Stderr, "hiro: %s\n", s) })
 	var failed []error
 	for _, r := range results {
 		switch {
+		case r.Warning != nil:
+			fmt.Fprintf(g.Stderr, "hiro: warning: %v\n", r.Warning)
 		case errors.Is(r.Err, qualify.ErrLeaseHeld):
 			if verbose {
 				fmt.Fprintf(g.Stdout, "campaign %s (hiro pid %d) is still running and holds production %s\n", r.Lease.Campaign, r.Lease.PID, r.Lease.Production)
@@ -72,12 +76,32 @@ func runRecover(ctx context.Context, g *Globals, verbose bool) error {
 		case r.Err != nil:
 			failed = append(failed, r.Err)
 		case r.Restored != nil:
-			fmt.Fprintf(g.Stderr, "hiro: production %s restored and verified (model %s, reply %q); campaign %s marked aborted\n",
-				r.Lease.Production, r.Restored.Model, r.Restored.Reply, r.Lease.Campaign)
+			what := "campaign " + r.Lease.Campaign + " marked aborted"
+			if r.Event != "" {
+				what = "recorded as an event of finished campaign " + r.Lease.Campaign + " (" + r.Event + ")"
+			}
+			fmt.Fprintf(g.Stderr, "hiro: production %s restored and verified (model %s, reply %q); %s\n",
+				r.Lease.Production, r.Restored.Model, r.Restored.Reply, what)
+		default:
+			fmt.Fprintf(g.Stderr, "hiro: lease of campaign %s (production was not stopped) settled\n", r.Lease.Campaign)
 		}
 	}
 	if len(failed) > 0 {
-		return CriticalError(fmt.Errorf("%w; restore it by hand with 'hiro backend start NAME' and remove the lease in %s", errors.Join(failed...), qualify.LeaseDir()))
+		return CriticalError(fmt.Errorf("%w; fix what keeps production from starting, then run 'hiro recover' (every hiro command retries first; the lease stays in %s until production is verified)", errors.Join(failed...), dir))
 	}
 	return nil
+}
+
+// hasLeaseFiles is a cheap first look: most commands find no lease.
+func hasLeaseFiles(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".lease") {
+			return true
+		}
+	}
+	return false
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/config"
-	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/serve"
 )
 
@@ -76,14 +76,14 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 // in cfg, so that the router never starts production under a campaign.
 func campaignHolding(cfg *config.Config) func(*config.Profile) *serve.HandoverInfo {
 	return func(prod *config.Profile) *serve.HandoverInfo {
-		leases, err := qualify.Leases(qualify.LeaseDir())
+		// The lease is on production's endpoint, whatever configuration
+		// file named it (package lease).
+		dir, err := lease.Dir()
 		if err != nil {
 			return nil
 		}
-		for _, l := range leases {
-			if l.Config == cfg.Path && l.Production == prod.Name && l.OwnerAlive() {
-				return &serve.HandoverInfo{Campaign: l.Campaign, OwnerPID: l.PID, Since: l.Created, Source: "lease"}
-			}
+		if l := lease.HeldBy(dir, lease.ProductionKey(prod.BaseURL)); l != nil && l.Kind == lease.KindCampaign {
+			return &serve.HandoverInfo{Campaign: l.Campaign, OwnerPID: l.PID, Since: l.Created, Source: "lease"}
 		}
 		return nil
 	}

@@ -221,6 +221,10 @@ type Restored struct {
 	OK bool `json:"ok"`
 	// Attempts is how many restore tries it took.
 	Attempts int `json:"attempts"`
+	// Adopted says production was found starting (a restore an earlier
+	// hiro began, proven by its state record) and was waited for and
+	// adopted rather than started again.
+	Adopted bool `json:"adopted,omitempty"`
 	// Health is the health check result ("200").
 	Health string `json:"health,omitempty"`
 	// Model is the model id production reported.

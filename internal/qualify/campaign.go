@@ -15,6 +15,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -67,7 +68,6 @@ type campaign struct {
 	candidate *config.Profile
 	prod      *config.Profile
 	sv        *saver
-	lease     *Lease
 	// plock keeps activations and other exclusive campaigns off
 	// production while this exclusive campaign holds it.
 	plock *production.Lock
@@ -75,6 +75,9 @@ type campaign struct {
 	// and the time spent waiting on engines (launch, readiness, requests,
 	// stops): Evidence.HarnessMS is the rest.
 	h *Handle
+	// hold is the lease on production and the accelerator (exclusive
+	// campaigns only), held from the start to the end of Run.
+	hold *lease.Hold
 }
 
 // engineWait is the time spent waiting on engines so far.
@@ -88,13 +91,19 @@ func (c *campaign) waited(t0 time.Time) { c.h.Waited(t0) }
 // ctx cancellation (SIGINT/SIGTERM) aborts the gates; production is still
 // restored (with its own bound). Use context.Cause(ctx) to carry the
 // signal name. The returned error is non-nil only when evidence could not
-// be written at all.
+// be written at all, or when the campaign could not take production's
+// lease (errors.Is(err, lease.ErrHeld): another campaign or command owns
+// production or the accelerator; nothing was started or stopped).
 func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Outcome, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.LeaseDir == "" {
-		opts.LeaseDir = LeaseDir()
+		d, err := LeaseDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.LeaseDir = d
 	}
 	start := opts.Now()
 	c := &campaign{plan: plan, cfg: cfg, opts: opts, out: newProgress(opts.Progress, opts.Terminal)}
@@ -114,7 +123,20 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 	}
 	c.dir = filepath.Join(root, id)
 	c.h.Dir = c.dir
+	if c.prod != nil && *plan.Exclusive {
+		// One owner of production at a time, taken before anything else
+		// (atomically: lock files held for the whole campaign).
+		abs, _ := filepath.Abs(c.dir)
+		h, err := lease.Acquire(opts.LeaseDir, &lease.Lease{Kind: lease.KindCampaign, Campaign: id, EvidenceDir: abs,
+			Config: cfg.Path, Production: c.prod.Name, Candidate: plan.Candidate},
+			lease.ProductionKey(c.prod.BaseURL), lease.AcceleratorKey)
+		if err != nil {
+			return nil, fmt.Errorf("campaign %s not started: %w", id, err)
+		}
+		c.hold = h
+	}
 	if err := os.MkdirAll(c.dir, evidence.PrivateDirMode); err != nil {
+		c.hold.Release()
 		return nil, fmt.Errorf("creating the evidence directory: %w", err)
 	}
 	_ = os.Chmod(c.dir, evidence.PrivateDirMode)
@@ -128,6 +150,7 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 	}
 	if err != nil {
 		c.sv.close()
+		c.hold.Release()
 		return nil, fmt.Errorf("writing evidence: %w", err)
 	}
 	c.out.line("campaign %s: %s (evidence %s)", id, plan.Title, c.dir)
@@ -244,10 +267,10 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 		return err
 	}
 	// Lease first: if hiro dies from here on, the next hiro restores.
-	c.lease = &Lease{Campaign: c.ev.ID, EvidenceDir: c.dir, Config: c.cfg.Path, Production: c.prod.Name, Candidate: c.candidate.Name}
-	selfLease(c.lease)
-	if err := writeLease(c.opts.LeaseDir, c.lease); err != nil {
-		c.lease = nil
+	if c.hold == nil {
+		return harnessErr("no lease on production %s: refusing to stop it", c.prod.Name)
+	}
+	if err := c.hold.Update(func(l *lease.Lease) { l.ProductionStopped = true }); err != nil {
 		return err
 	}
 	if running {
@@ -402,15 +425,10 @@ func (c *campaign) finish(start time.Time, failedGate string, aborted bool, abor
 		cancel()
 		if e.Production.Restored.OK {
 			c.out.line("production %s restored: model %s, reply %q", c.prod.Name, e.Production.Restored.Model, e.Production.Restored.Reply)
-			if c.lease != nil {
-				os.Remove(c.lease.Path)
-			}
 		} else {
 			critical = true
 			c.out.line("PRODUCTION NOT RESTORED: %s", e.Production.Restored.Error)
 		}
-	} else if c.lease != nil {
-		os.Remove(c.lease.Path)
 	}
 	if c.prod != nil {
 		after, files := ProductionConfigHash(c.prod)
@@ -455,11 +473,19 @@ func (c *campaign) finish(start time.Time, failedGate string, aborted bool, abor
 	if err := c.save(); err != nil {
 		return nil, err
 	}
-	if err := c.sv.close(); err != nil {
-		return nil, fmt.Errorf("writing evidence: %w", err)
+	werr := c.sv.close()
+	if werr == nil {
+		werr = writeMarkdown(c.dir, e)
 	}
-	if err := writeMarkdown(c.dir, e); err != nil {
-		return nil, err
+	// The evidence is final: give production's lease back, or, when
+	// production could not be restored, leave it for recovery.
+	if critical {
+		c.hold.Abandon()
+	} else if err := c.hold.Release(); err != nil {
+		c.out.line("releasing the lease: %v", err)
+	}
+	if werr != nil {
+		return nil, fmt.Errorf("writing evidence: %w", werr)
 	}
 	c.out.line("verdict: %s (exit %d): %s", e.Verdict, e.ExitCode, e.TerminationReason)
 	c.out.line("evidence: %s", filepath.Join(c.dir, evidence.PublicFile))

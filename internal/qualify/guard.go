@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/prompt"
@@ -53,6 +55,10 @@ func Restore(ctx context.Context, cfg *config.Config, prod *config.Profile, atte
 			break
 		}
 		progress(fmt.Sprintf("restoring production %s (attempt %d/%d)", prod.Name, i, attempts))
+		if resumeRestore(ctx, cfg, prod, rr, progress) {
+			rr.OK = true
+			break
+		}
 		if cr := supervisor.CheckReady(ctx, prod, nil); cr.OK {
 			// Already serving (restarted by someone else, or a record we lost).
 			if verifyReadyReply(ctx, prod, rr) {
@@ -65,7 +71,12 @@ func Restore(ctx context.Context, cfg *config.Config, prod *config.Profile, atte
 			time.Sleep(time.Second)
 			continue
 		}
-		proc, res := supervisor.Start(ctx, prod, supervisor.Options{StateDir: cfg.StateDir, Attempt: "restore"})
+		proc, res := supervisor.Start(ctx, prod, supervisor.Options{StateDir: cfg.StateDir, Attempt: "restore", OnStart: func(p *supervisor.Process) {
+			// Recorded from the start (pid, process group, start time): a
+			// hiro killed during the restore leaves a record the next one
+			// can prove, wait for and adopt (resumeRestore).
+			_ = supervisor.WriteRecord(cfg.StateDir, p.Record())
+		}})
 		if res.State != supervisor.StateReady {
 			why := res.Error
 			if res.Failure != nil {
@@ -95,6 +106,49 @@ func Restore(ctx context.Context, cfg *config.Config, prod *config.Profile, atte
 		rr.Error = ""
 	}
 	return rr
+}
+
+// resumeRestore handles a production start that an earlier hiro began and
+// did not see through (killed while restoring): when production's state
+// record names a live process whose pid, process group and start time
+// match, hiro waits for it to become ready (bounded by the profile's
+// ready timeout) and adopts it, instead of starting a second one that
+// would fail on the port. A recorded process that does not become ready
+// in time is stopped (it is provably hiro's). It reports whether
+// production is now ready and verified.
+func resumeRestore(ctx context.Context, cfg *config.Config, prod *config.Profile, rr *RestoreResult, progress func(string)) bool {
+	if prod.Unmanaged {
+		return false
+	}
+	st, err := supervisor.Status(cfg.StateDir, prod.Name)
+	if err != nil || st.Status != supervisor.StatusRunning {
+		return false
+	}
+	progress(fmt.Sprintf("production %s is already starting or running (pid %d, recorded %s): waiting for it to be ready", prod.Name, st.PID, st.StartedAt.Format(time.RFC3339)))
+	wctx, cancel := context.WithTimeout(ctx, prod.ReadyTimeout.Duration)
+	defer cancel()
+	for {
+		if cr := supervisor.CheckReady(wctx, prod, nil); cr.OK {
+			break
+		}
+		select {
+		case <-wctx.Done():
+			progress(fmt.Sprintf("production %s (pid %d) did not become ready within %s: stopping it to start it afresh", prod.Name, st.PID, prod.ReadyTimeout.Duration))
+			_, _, _ = supervisor.StopRecorded(context.WithoutCancel(ctx), cfg.StateDir, prod.Name, 0)
+			return false
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if !verifyReadyReply(ctx, prod, rr) {
+		return false
+	}
+	// Adopted: the record now says when it was proven ready.
+	rec := st.Record
+	rec.ReadyAt = time.Now()
+	_ = supervisor.WriteRecord(cfg.StateDir, rec)
+	rr.Adopted = true
+	progress(fmt.Sprintf("production %s (pid %d) adopted: ready and verified", prod.Name, st.PID))
+	return true
 }
 
 // verifyReadyReply makes the bounded READY completion against prod and
@@ -146,94 +200,158 @@ func pickModel(prod *config.Profile, ids []string) string {
 type RecoverResult struct {
 	Lease    *Lease
 	Restored *RestoreResult
-	Err      error
+	// Event is the event file written into a finished campaign's
+	// evidence folder (recovery never rewrites finished evidence).
+	Event string
+	Err   error
+	// Warning is a lease that was refused or set aside (unreadable, not
+	// the user's): reported, it does not stop the others' recovery.
+	Warning error
 }
 
 // ErrLeaseHeld is returned by Recover for a lease whose campaign is still
 // running.
 var ErrLeaseHeld = errors.New("the campaign holding production is still running")
 
-// Recover restores production for every lease in dir whose owner is gone
-// (hiro was killed mid-campaign), removes those leases once production is
-// verified, and marks the campaign's evidence aborted with the restore
-// recorded. Leases of live campaigns are left alone (reported with
-// ErrLeaseHeld). progress may be nil.
+// Recover settles every lease in dir whose holder died (hiro was killed
+// mid-campaign, or while restoring production): it takes the lease over
+// (lease.Claim: one recoverer at a time), stops the candidate the campaign
+// left running (only through a record whose pid, process group and start
+// time match), restores production when the campaign had stopped it (a
+// restore cut short is resumed: see Restore), and releases the lease once
+// production is verified. The campaign's evidence is finalized as aborted
+// only when the campaign never finished; a finished campaign's evidence is
+// left as it is and the recovery is recorded as an event file beside it.
+// Leases of live campaigns are left alone (ErrLeaseHeld); an unreadable
+// lease is set aside and reported as a Warning, the others recovered.
+// progress may be nil.
 func Recover(ctx context.Context, dir string, progress func(string)) []RecoverResult {
 	if progress == nil {
 		progress = func(string) {}
 	}
-	leases, err := Leases(dir)
+	dead, found, err := lease.Scan(dir)
 	if err != nil {
 		return []RecoverResult{{Err: err}}
 	}
 	var out []RecoverResult
-	for _, l := range leases {
-		if l.OwnerAlive() {
-			out = append(out, RecoverResult{Lease: l, Err: ErrLeaseHeld})
-			continue
+	live := map[string]bool{}
+	for _, f := range found {
+		switch {
+		case f.Err != nil:
+			out = append(out, RecoverResult{Warning: f.Err})
+		case f.Live && f.Lease != nil && f.Lease.Kind == lease.KindCampaign && !live[f.Lease.Campaign]:
+			live[f.Lease.Campaign] = true
+			out = append(out, RecoverResult{Lease: f.Lease, Err: ErrLeaseHeld})
 		}
-		progress(fmt.Sprintf("production %s was left stopped by campaign %s (hiro pid %d is gone): restoring it first", l.Production, l.Campaign, l.PID))
-		r := RecoverResult{Lease: l}
-		cfg, err := config.Load(l.Config)
-		if err != nil {
-			r.Err = fmt.Errorf("lease %s: %w", l.Path, err)
-			out = append(out, r)
-			continue
-		}
-		prod, err := production.ProfileFor(cfg, l.Production)
-		if err != nil {
-			r.Err = fmt.Errorf("lease %s: %w", l.Path, err)
-			out = append(out, r)
-			continue
-		}
-		if l.Candidate != "" {
-			if st, err := supervisor.Status(cfg.StateDir, l.Candidate); err == nil && st.Status == supervisor.StatusRunning {
-				progress(fmt.Sprintf("stopping candidate %s (pid %d) left running by the killed campaign", l.Candidate, st.PID))
-			}
-			_, sr, err := supervisor.StopRecorded(ctx, cfg.StateDir, l.Candidate, 0)
-			if err == nil && sr.Leak != nil {
-				progress("stopping the candidate left processes behind: " + sr.Leak.RootCause)
-			}
-		}
-		r.Restored = Restore(ctx, cfg, prod, cfg.Production.RestoreAttempts, progress)
-		if r.Restored.OK {
-			os.Remove(l.Path)
-			markRecovered(l, r.Restored, prod)
-		} else {
-			r.Err = fmt.Errorf("production %s could not be restored: %s", l.Production, r.Restored.Error)
-		}
-		out = append(out, r)
+	}
+	for _, l := range dead {
+		out = append(out, recoverOne(ctx, l, progress))
 	}
 	return out
 }
 
-// markRecovered updates the killed campaign's evidence: verdict aborted,
-// the restore recorded.
-func markRecovered(l *Lease, rr *RestoreResult, prod *config.Profile) {
-	if l.EvidenceDir == "" {
-		return
-	}
-	e, err := evidence.Load(l.EvidenceDir + "/" + evidence.PrivateFile)
+func recoverOne(ctx context.Context, l *Lease, progress func(string)) RecoverResult {
+	r := RecoverResult{Lease: l}
+	deadPID := l.PID
+	h, err := lease.Claim(l)
 	if err != nil {
-		return
+		if errors.Is(err, lease.ErrHeld) {
+			r.Err = ErrLeaseHeld
+		} else {
+			r.Err = err
+		}
+		return r
+	}
+	fail := func(err error) RecoverResult {
+		h.Abandon()
+		r.Err = err
+		return r
+	}
+	// The lease names a configuration whose commands hiro would run: it
+	// must be the user's and writable by no one else.
+	if err := lease.CheckOwnedPath(l.Config); err != nil {
+		return fail(fmt.Errorf("lease of campaign %s refused: configuration %w", l.Campaign, err))
+	}
+	cfg, err := config.Load(l.Config)
+	if err != nil {
+		return fail(fmt.Errorf("lease of campaign %s: %w", l.Campaign, err))
+	}
+	registerSecrets(cfg, nil)
+	prod, err := production.ProfileFor(cfg, l.Production)
+	if err != nil {
+		return fail(fmt.Errorf("lease of campaign %s: %w", l.Campaign, err))
+	}
+	if l.Candidate != "" {
+		if st, err := supervisor.Status(cfg.StateDir, l.Candidate); err == nil && st.Status == supervisor.StatusRunning {
+			progress(fmt.Sprintf("stopping candidate %s (pid %d) left running by campaign %s", l.Candidate, st.PID, l.Campaign))
+		}
+		_, sr, err := supervisor.StopRecorded(ctx, cfg.StateDir, l.Candidate, 0)
+		if err == nil && sr.Leak != nil {
+			progress("stopping the candidate left processes behind: " + sr.Leak.RootCause)
+		}
+	}
+	if l.ProductionStopped {
+		progress(fmt.Sprintf("production %s was left stopped by campaign %s (hiro pid %d is gone): restoring it first", l.Production, l.Campaign, deadPID))
+		r.Restored = Restore(ctx, cfg, prod, cfg.Production.RestoreAttempts, progress)
+		if !r.Restored.OK {
+			return fail(fmt.Errorf("production %s could not be restored: %s", l.Production, r.Restored.Error))
+		}
+	}
+	r.Event = settleEvidence(l, deadPID, r.Restored, prod)
+	if err := h.Release(); err != nil {
+		progress("releasing the recovered lease: " + err.Error())
+	}
+	return r
+}
+
+// settleEvidence records what recovery did in the dead campaign's
+// evidence folder. A campaign that never finished (verdict running: hiro
+// was killed mid-campaign) gets its end written now: aborted, exit 3, the
+// restore recorded. A finished campaign's evidence is final and is not
+// touched: the recovery is written as an event file that refers to it.
+// It returns the event file's path ("" when the evidence was finalized
+// or there is none).
+func settleEvidence(l *Lease, deadPID int, rr *RestoreResult, prod *config.Profile) string {
+	if l.EvidenceDir == "" {
+		return ""
+	}
+	e, err := evidence.Load(filepath.Join(l.EvidenceDir, evidence.PrivateFile))
+	if err != nil {
+		return ""
+	}
+	after, _ := ProductionConfigHash(prod)
+	if e.Finished() {
+		ev := &evidence.Event{Campaign: e.ID, Kind: evidence.EventLeaseReleased, By: fmt.Sprintf("hiro (pid %d) recovering the lease", os.Getpid()),
+			Restored: rr, ConfigHash: after, ConfigUnchanged: after == e.Production.ConfigHashBefore,
+			Summary: fmt.Sprintf("Campaign %s had finished (%s, exit %d) leaving its lease; a later hiro released it.", e.ID, e.Verdict, e.ExitCode)}
+		if rr != nil {
+			ev.Kind = evidence.EventProductionRestored
+			ev.Summary = fmt.Sprintf("Production %s, left down by campaign %s (%s, exit %d), was restored and verified by a later hiro from the lease: model %s, reply %q.",
+				prod.Name, e.ID, e.Verdict, e.ExitCode, rr.Model, rr.Reply)
+		}
+		path, _ := evidence.WriteEvent(l.EvidenceDir, ev)
+		return path
 	}
 	now := time.Now().UTC()
 	e.Verdict = evidence.VerdictAborted
-	e.ExitCode = 3
-	e.TerminationReason = fmt.Sprintf("hiro (pid %d) was killed mid-campaign; a later hiro restored production from the lease", l.PID)
+	e.ExitCode = ExitAborted
+	e.TerminationReason = fmt.Sprintf("hiro (pid %d) was killed mid-campaign; a later hiro settled its lease", deadPID)
+	if rr != nil {
+		e.TerminationReason = fmt.Sprintf("hiro (pid %d) was killed mid-campaign; a later hiro restored production from the lease", deadPID)
+		e.Production.Restored = rr
+	}
 	e.FinishedAt = &now
-	e.Production.Restored = rr
-	after, _ := ProductionConfigHash(prod)
 	e.Production.ConfigHashAfter = after
 	e.Fingerprints.ProductionConfigAfter = after
 	e.Production.ConfigUnchanged = after == e.Production.ConfigHashBefore
 	for i := range e.Gates {
 		if e.Gates[i].Status == evidence.StatusRunning {
-			e.Gates[i].Status = evidence.StatusFailed
-			e.Gates[i].Reason = "interrupted: hiro was killed"
+			e.Gates[i].Status = evidence.StatusNotRun
+			e.Gates[i].Reason = "interrupted: hiro was killed; no result"
 		}
 	}
 	e.Report = buildReport(e, nil)
 	_ = evidence.WriteBoth(l.EvidenceDir, e)
 	_ = writeMarkdown(l.EvidenceDir, e)
+	return ""
 }

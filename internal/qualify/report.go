@@ -81,13 +81,13 @@ func buildReport(e *evidence.Evidence, plan *Plan) evidence.Report {
 				if rr != nil {
 					why = rr.Error
 				}
-				ps.Items = append(ps.Items, "Production could NOT be restored: "+why+". Start it by hand: hiro backend start "+e.ProductionBackend+".")
+				ps.Items = append(ps.Items, "Production could NOT be restored: "+why+". Fix what keeps it from starting, then run hiro recover.")
 				res = "not restored: " + why
 			}
 		}
 		if e.Production.ConfigHashBefore != "" {
 			if e.Production.ConfigUnchanged {
-				ps.Items = append(ps.Items, "Production configuration hash unchanged before and after ("+short(e.Production.ConfigHashBefore)+").")
+				ps.Items = append(ps.Items, "Production's configuration (profile and config files) hashed the same before and after ("+short(e.Production.ConfigHashBefore)+").")
 			} else if e.Production.ConfigHashAfter != "" {
 				ps.Items = append(ps.Items, fmt.Sprintf("Production configuration CHANGED during the campaign: %s before, %s after.", short(e.Production.ConfigHashBefore), short(e.Production.ConfigHashAfter)))
 				st = evidence.StatusFailed
@@ -114,7 +114,12 @@ func buildReport(e *evidence.Evidence, plan *Plan) evidence.Report {
 	// Current state and next steps.
 	switch e.Verdict {
 	case evidence.VerdictQualified:
-		r.CurrentState = fmt.Sprintf("Backend %s is qualified; production is unchanged. Activation is a separate, deliberate step.", e.Candidate)
+		if productionDown(e) {
+			// Never "production is unchanged" beside "not restored".
+			r.CurrentState = fmt.Sprintf("Backend %s is qualified. %s Activation is a separate, deliberate step.", e.Candidate, productionSentence(e))
+		} else {
+			r.CurrentState = fmt.Sprintf("Backend %s is qualified; production is unchanged. Activation is a separate, deliberate step.", e.Candidate)
+		}
 	case evidence.VerdictAborted:
 		r.CurrentState = fmt.Sprintf("The campaign was aborted before a verdict: backend %s is neither qualified nor disqualified. %s", e.Candidate, productionSentence(e))
 	default:
@@ -146,6 +151,12 @@ func joinAnd(xs []string) string {
 		return xs[0]
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+// productionDown reports whether the campaign stopped production and did
+// not bring it back (exit 4).
+func productionDown(e *evidence.Evidence) bool {
+	return e.ProductionBackend != "" && e.Production.Stopped && (e.Production.Restored == nil || !e.Production.Restored.OK)
 }
 
 func productionSentence(e *evidence.Evidence) string {
@@ -307,8 +318,8 @@ func gateResult(g evidence.Gate) string {
 
 func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
 	var out []string
-	if e.Production.Restored != nil && !e.Production.Restored.OK {
-		out = append(out, "Restore production by hand now: hiro backend start "+e.ProductionBackend+", then hiro backend status "+e.ProductionBackend+".")
+	if productionDown(e) {
+		out = append(out, "Fix what keeps production "+e.ProductionBackend+" from starting, then run hiro recover (any hiro command restores it first from the campaign's lease); check it with hiro backend status "+e.ProductionBackend+".")
 	}
 	if failed != nil {
 		seen := map[string]bool{}
@@ -334,7 +345,7 @@ func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
 			out = append(out, "Only declared fallbacks were tried; add a documented variant to the plan's ladder before trying again, or qualify another engine or model.")
 		}
 	}
-	if e.Verdict == evidence.VerdictQualified {
+	if e.Verdict == evidence.VerdictQualified && !productionDown(e) {
 		out = append(out, "Review the evidence and decide on activation; production stays as it is until then.")
 	}
 	if e.Verdict == evidence.VerdictAborted {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hiro-dev/hiro/internal/private"
 	"net/http"
 	"os"
 	"os/exec"
@@ -255,8 +256,10 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 			prof.Name, prof.Command, err, prof.Name))
 	}
 	logDir := filepath.Join(opts.StateDir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return fail(fmt.Errorf("creating the log directory: %w; check state_dir", err))
+	// Engine logs may echo secrets (vLLM prints its arguments): the
+	// folder is the user's alone (0700), each log 0600.
+	if err := private.EnsureDir(logDir, "log folder"); err != nil {
+		return fail(fmt.Errorf("%w; check state_dir", err))
 	}
 	start := time.Now()
 	stamp := start.UTC().Format("20060102T150405.000Z")
@@ -265,7 +268,7 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 		base += "-" + opts.Attempt
 	}
 	logPath := filepath.Join(logDir, base+"-"+stamp+".log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_EXCL, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_EXCL, private.FileMode)
 	if err != nil {
 		return fail(fmt.Errorf("creating the log file: %w", err))
 	}

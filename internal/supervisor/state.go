@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hiro-dev/hiro/internal/atomicfile"
+	"github.com/hiro-dev/hiro/internal/private"
 	"os"
 	"path/filepath"
 	"sort"
@@ -109,7 +110,10 @@ func WriteRecord(stateDir string, r Record) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(recordPath(stateDir, r.Name), append(b, '\n'), 0o644); err != nil {
+	if err := private.EnsureDir(recordDir(stateDir), "state record folder"); err != nil {
+		return fmt.Errorf("writing the state record: %w", err)
+	}
+	if err := atomicfile.WriteFile(recordPath(stateDir, r.Name), append(b, '\n'), private.FileMode); err != nil {
 		return fmt.Errorf("writing the state record: %w; check state_dir", err)
 	}
 	return nil
@@ -125,6 +129,9 @@ func ReadRecord(stateDir, name string) (Record, error) {
 	}
 	if err != nil {
 		return r, err
+	}
+	if err := private.CheckPath(recordPath(stateDir, name)); err != nil {
+		return r, fmt.Errorf("state record refused: %w", err)
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return r, fmt.Errorf("state record %s is not valid JSON: %w; remove it", recordPath(stateDir, name), err)
@@ -174,7 +181,9 @@ func checkRecord(stateDir string, r Record) RecordStatus {
 	switch {
 	case err != nil || !s.alive():
 		st.Status, st.Reason = StatusStale, fmt.Sprintf("process %d is gone", r.PID)
-	case r.StartTicks != 0 && s.StartTicks != r.StartTicks:
+	case r.StartTicks == 0 || r.PGID <= 0:
+		st.Status, st.Reason = StatusStale, fmt.Sprintf("the record of pid %d has no start time or process group: hiro cannot prove the process is the one it started, so it is not acted on", r.PID)
+	case s.StartTicks != r.StartTicks:
 		st.Status, st.Reason = StatusStale, fmt.Sprintf("pid %d now belongs to another process (%s, started at tick %d, not %d)", r.PID, s.Comm, s.StartTicks, r.StartTicks)
 	case s.PGID != r.PGID:
 		st.Status, st.Reason = StatusStale, fmt.Sprintf("pid %d is no longer in process group %d", r.PID, r.PGID)

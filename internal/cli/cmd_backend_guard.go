@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/lease"
+)
+
+// backendHold takes, for the length of one 'hiro backend start|stop'
+// command, the lease keys of the server prof names (its endpoint, and the
+// accelerator when it needs it exclusively), so that no campaign stops or
+// restores production meanwhile and no command starts production beside a
+// campaign's exclusive candidate. A key held by a live campaign refuses
+// the command (exit 1) naming the campaign.
+func backendHold(prof *config.Profile, command string) (*lease.Hold, error) {
+	if prof.Unmanaged {
+		return nil, nil
+	}
+	dir, err := lease.Dir()
+	if err != nil {
+		return nil, UsageError(fmt.Errorf("%s: %w", command, err))
+	}
+	keys := []string{lease.ProductionKey(prof.BaseURL)}
+	if prof.ExclusiveAccelerator {
+		keys = append(keys, lease.AcceleratorKey)
+	}
+	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro " + command}, keys...)
+	if err != nil {
+		if errors.Is(err, lease.ErrHeld) {
+			return nil, FailedError(fmt.Errorf("%s refused: %w", command, err))
+		}
+		return nil, FailedError(fmt.Errorf("%s: %w", command, err))
+	}
+	return h, nil
+}

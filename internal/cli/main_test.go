@@ -1,0 +1,22 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestMain gives the package's tests a private lease folder, so that
+// tests starting backends never share leases with the user's or with
+// another test run on the same machine.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hiro-cli-leases-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("HIRO_LEASE_DIR", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}

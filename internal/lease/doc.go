@@ -1,0 +1,33 @@
+// Package lease owns "who may act on production now": one owner at a time
+// for each resource that matters, even under races and across hiro
+// processes started with different configuration files.
+//
+// A resource is named by a key: ProductionKey(baseURL) for a production
+// backend's endpoint (host and port: two configuration files naming the
+// same server share it), AcceleratorKey for the accelerator an exclusive
+// candidate needs. Each key is one file in the lease folder (Dir). Taking
+// a key is atomic: the file is opened (created when missing) and locked
+// with flock(LOCK_EX|LOCK_NB); the lock is held for as long as the owner
+// runs (a whole campaign, or one 'hiro backend start' command) and the
+// kernel drops it when the owner dies, however it dies. The file's content
+// says who holds it (a Lease: campaign id, configuration, production,
+// candidate, pid, process start time, uid).
+//
+// The API other packages use:
+//
+//	dir, err := lease.Dir()                        // private folder, created 0700 and checked
+//	h, err := lease.Acquire(dir, &lease.Lease{...}, lease.ProductionKey(prod.BaseURL), lease.AcceleratorKey)
+//	// err is a *HeldError naming the holder when another live hiro holds a key
+//	h.Update(func(l *lease.Lease) { l.Restore = ... }) // rewrite the record (atomically, under the lock)
+//	h.Release()   // production is back: remove the files, then unlock
+//	h.Abandon()   // production is down and could not be restored: unlock, keep the files
+//
+// A file that exists, is not locked and holds a campaign record was left
+// by a hiro that died while production was its responsibility: Scan lists
+// such leases (and sets aside unreadable ones, reporting each), Claim takes
+// one over for recovery. A file not owned by the current user, or writable
+// by others, is refused and never acted on.
+//
+// It must not start, stop or signal processes (package supervisor does),
+// nor read configurations (the caller does): it only says who owns what.
+package lease

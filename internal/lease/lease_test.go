@@ -1,0 +1,87 @@
+package lease
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDirNeverFallsBackToTmp(t *testing.T) {
+	t.Setenv("HIRO_LEASE_DIR", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", "")
+	d, err := dirPath()
+	if err == nil && (strings.HasPrefix(d, os.TempDir()) || !filepath.IsAbs(d)) {
+		t.Fatalf("with HOME unset the lease folder is %s: a predictable shared folder", d)
+	}
+	if err != nil && !strings.Contains(err.Error(), "HIRO_LEASE_DIR") {
+		t.Fatalf("error does not say what to do: %v", err)
+	}
+}
+
+func TestDirIsPrivate(t *testing.T) {
+	base := t.TempDir()
+	d := filepath.Join(base, "leases")
+	must(t, os.MkdirAll(d, 0o755))
+	t.Setenv("HIRO_LEASE_DIR", d)
+	got, err := Dir()
+	must(t, err)
+	fi, err := os.Stat(got)
+	must(t, err)
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("lease folder mode %v, want 0700", fi.Mode().Perm())
+	}
+}
+
+func TestAcquireIsExclusiveAndReleased(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "leases")
+	key := ProductionKey("http://localhost:8080")
+	if key != ProductionKey("http://127.0.0.1:8080/") {
+		t.Fatalf("one server, two keys: %s", key)
+	}
+	h, err := Acquire(dir, &Lease{Kind: KindCampaign, Campaign: "c1"}, key, AcceleratorKey)
+	must(t, err)
+	// Another holder (flock locks belong to the open file: a second open
+	// in this process conflicts like another process would).
+	_, err = Acquire(dir, &Lease{Kind: KindCampaign, Campaign: "c2"}, key)
+	var held *HeldError
+	if !errors.As(err, &held) || held.Holder == nil || held.Holder.Campaign != "c1" || !strings.Contains(err.Error(), "campaign c1") {
+		t.Fatalf("second acquire: %v", err)
+	}
+	fi, err := os.Stat(fileName(dir, key))
+	must(t, err)
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("lease file mode %v, want 0600", fi.Mode().Perm())
+	}
+	must(t, h.Release())
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.lease")); len(m) != 0 {
+		t.Errorf("files left after release: %v", m)
+	}
+	h2, err := Acquire(dir, &Lease{Kind: KindCampaign, Campaign: "c2"}, key)
+	must(t, err)
+	h2.Abandon()
+	// Abandoned with a campaign record: recovery's, not a new holder's.
+	if _, err := Acquire(dir, &Lease{Kind: KindCommand, Command: "x"}, key); err == nil || !strings.Contains(err.Error(), "recover") {
+		t.Fatalf("acquire over a dead campaign's lease: %v", err)
+	}
+	dead, _, err := Scan(dir)
+	must(t, err)
+	if len(dead) != 1 || dead[0].Campaign != "c2" {
+		t.Fatalf("scan: %+v", dead)
+	}
+	h3, err := Claim(dead[0])
+	must(t, err)
+	if h3.Lease().RecoveredFrom == nil {
+		t.Error("claim does not record whom it took over from")
+	}
+	must(t, h3.Release())
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,193 @@
+package qualify_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// raceProcesses is how many real hiro processes TestOneOwnerOfProductionUnderRace starts at once.
+const raceProcesses = 8
+
+// TestOneOwnerOfProductionUnderRace starts raceProcesses real 'hiro
+// qualify' processes at once, each with its own configuration file in its
+// own folder, naming the same production server (as 127.0.0.1 or as
+// localhost) and exclusive candidates: exactly one campaign may take
+// production; every other one is refused with exit 1 naming the holder,
+// and starts or stops nothing (no evidence folder).
+func TestOneOwnerOfProductionUnderRace(t *testing.T) {
+	e := newEnv(t, []string{"--load-time", "1500ms"}, "", nil)
+	e.startProduction()
+	base, err := os.ReadFile(e.cfgPath)
+	must(t, err)
+	stateDir := e.cfg.StateDir
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	var plans []string
+	for i := 0; i < raceProcesses; i++ {
+		dir := filepath.Join(e.dir, fmt.Sprintf("team-%d", i))
+		must(t, os.MkdirAll(dir, 0o755))
+		cfg := strings.Replace(string(base), `state_dir = "state"`, fmt.Sprintf("state_dir = %q", stateDir), 1)
+		if i%2 == 1 {
+			// Same server, named another way.
+			cfg = strings.Replace(cfg, "[backends.prod]\n", "[backends.prod]\nhost = \"localhost\"\n", 1)
+		}
+		cfgPath := filepath.Join(dir, "hiro.toml")
+		must(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, "prod-launcher.sh"), []byte("#!/bin/sh\n"), 0o755))
+		plan := filepath.Join(dir, "plan.toml")
+		must(t, os.WriteFile(plan, []byte("title = \"race\"\nconfig = \"hiro.toml\"\ncandidate = \"cand\"\nevidence_dir = \"evidence\"\n[[gates]]\nkind = \"launch\"\n"), 0o644))
+		plans = append(plans, plan)
+		cmd := exec.Command(hiroBin, "--config", cfgPath, "qualify", plan)
+		cmd.Env = append(os.Environ(), "HIRO_LEASE_DIR="+e.leaseDir)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmds = append(cmds, cmd)
+		outs = append(outs, &out)
+	}
+	// Start them all at once.
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for _, c := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			must(t, c.Start())
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	codes := make([]int, len(cmds))
+	for i, c := range cmds {
+		err := c.Wait()
+		if ee, ok := err.(*exec.ExitError); ok {
+			codes[i] = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	winners, refused := 0, 0
+	for i := range cmds {
+		ev, _ := filepath.Glob(filepath.Join(filepath.Dir(plans[i]), "evidence", "*", evidence.PrivateFile))
+		switch {
+		case codes[i] == 0 && len(ev) == 1:
+			winners++
+		case codes[i] == 1 && len(ev) == 0 && strings.Contains(outs[i].String(), "is held by campaign"):
+			refused++
+		default:
+			t.Errorf("process %d: exit %d, %d evidence files:\n%s", i, codes[i], len(ev), outs[i])
+		}
+	}
+	if winners != 1 || refused != raceProcesses-1 {
+		t.Fatalf("%d campaigns took production and %d were refused, want 1 and %d", winners, refused, raceProcesses-1)
+	}
+	if !e.productionReady() {
+		t.Error("production is not serving after the race")
+	}
+	if ls, _ := qualify.Leases(e.leaseDir); len(ls) != 0 {
+		t.Errorf("leases left: %+v", ls)
+	}
+}
+
+// TestBackendStartRefusedDuringCampaign: while a campaign holds
+// production (stopped for an exclusive candidate), 'hiro backend start
+// prod' and 'hiro backend stop prod' are refused with exit 1 naming the
+// campaign, and start nothing beside the candidate.
+func TestBackendStartRefusedDuringCampaign(t *testing.T) {
+	e := newEnv(t, []string{"--load-time", "4s"}, "", nil)
+	e.startProduction()
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n")
+	cmd, lines := startHiro(t, e, plan)
+	var seen []string
+	waitLine(t, lines, "[launch] attempt 1/1 base", &seen)
+	ls, _ := qualify.Leases(e.leaseDir)
+	if len(ls) != 1 {
+		t.Fatalf("want the campaign's lease, got %d", len(ls))
+	}
+	for _, verb := range []string{"start", "stop"} {
+		code, stdout, stderr := runHiro(t, e, "backend", verb, "prod")
+		if code != 1 || !strings.Contains(stderr, "held by campaign "+ls[0].Campaign) {
+			t.Errorf("backend %s prod during the campaign: exit %d, want 1 naming campaign %s\n%s%s", verb, code, ls[0].Campaign, stdout, stderr)
+		}
+	}
+	if e.productionReady() {
+		t.Error("production serves beside the exclusive candidate")
+	}
+	if code := exitCode(t, cmd, lines, &seen); code != 0 {
+		t.Fatalf("campaign exit %d:\n%s", code, strings.Join(seen, "\n"))
+	}
+	if !e.productionReady() {
+		t.Error("production not restored after the campaign")
+	}
+}
+
+// TestRestoreCutShortIsResumed: hiro is SIGKILLed while it restores
+// production (production started, still loading); the next command finds
+// production's record (pid, process group and start time match), waits
+// for it and adopts it instead of failing with port_in_use, and records
+// the adoption.
+func TestRestoreCutShortIsResumed(t *testing.T) {
+	e := newEnv(t, []string{"--exit", "1"}, "", nil)
+	// Production loads for 4 s (health 503, then 200).
+	b, err := os.ReadFile(e.cfgPath)
+	must(t, err)
+	must(t, os.WriteFile(e.cfgPath, bytes.Replace(b, []byte(`"--reply", "READY"]`), []byte(`"--reply", "READY", "--load-time", "4s"]`), 1), 0o644))
+	e.reload()
+	e.startProduction()
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n")
+	cmd, lines := startHiro(t, e, plan)
+	var seen []string
+	waitLine(t, lines, "restoring production prod (attempt 1/2)", &seen)
+	// Wait until the restore has started production and recorded it.
+	var started supervisor.RecordStatus
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := supervisor.Status(e.cfg.StateDir, "prod"); err == nil && st.Status == supervisor.StatusRunning {
+			started = st
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if started.PID == 0 {
+		t.Fatalf("the restore never recorded production:\n%s", strings.Join(seen, "\n"))
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+	if e.productionReady() {
+		t.Fatal("production was already ready when hiro was killed: the test kills too late")
+	}
+	code, stdout, stderr := runHiro(t, e, "backend", "status")
+	if code != 0 || !strings.Contains(stderr, "adopted") || strings.Contains(stderr+stdout, "port_in_use") {
+		t.Fatalf("next command: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	st, err := supervisor.Status(e.cfg.StateDir, "prod")
+	if err != nil || st.Status != supervisor.StatusRunning || st.PID != started.PID || st.StartTicks != started.StartTicks {
+		t.Fatalf("production after recovery: %+v %v; want the process the killed restore started (pid %d)", st, err, started.PID)
+	}
+	if !e.productionReady() {
+		t.Fatal("production not ready after the recovery")
+	}
+	ev := latestEvidence(t, e)
+	if ev.Verdict != evidence.VerdictAborted || ev.Production.Restored == nil || !ev.Production.Restored.OK || !ev.Production.Restored.Adopted {
+		t.Errorf("evidence: verdict %s restored %+v", ev.Verdict, ev.Production.Restored)
+	}
+	if ls, _ := qualify.Leases(e.leaseDir); len(ls) != 0 {
+		t.Errorf("lease left after recovery: %+v", ls[0])
+	}
+	supervisor.StopRecorded(context.Background(), e.cfg.StateDir, "prod", time.Second)
+	_ = strconv.Itoa
+}
