@@ -18,6 +18,15 @@
 // streams with --token-delay, and answers /v1/completions and
 // /v1/embeddings at once (the router's routes).
 //
+// For remote-endpoint behaviour it can require its --api-key on every
+// request (--require-api-key: 401 without "Authorization: Bearer KEY"), serve https with a
+// given certificate (--tls-cert, --tls-key), answer chat requests as an
+// overloaded server does (--overload-status 429 or 503, for the first
+// --overload-first requests or every --overload-every-th, with an optional
+// Retry-After), and answer extraction requests with realistic claims that
+// quote the target sentence (--chat claims), so a client's validation does
+// real work.
+//
 // Timestamps for benchmarks are logged as "fake: health flips to 200 at
 // UNIXNANO" and "fake: exiting at UNIXNANO".
 package main
@@ -36,6 +45,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +60,10 @@ type options struct {
 	chatHangAfter, tokenDelay                                        time.Duration
 	ignoreTerm, wrapper, escapeHelper, schemaFailOpen, logHealth     bool
 	holdFD                                                           int
+	tlsCert, tlsKey                                                  string
+	requireKey                                                       bool
+	overloadStatus, overloadFirst, overloadEvery, retryAfter         int
+	overloadN                                                        *atomic.Int64
 }
 
 var (
@@ -79,9 +93,16 @@ func main() {
 	flag.DurationVar(&o.progressEvery, "progress-every", 0, "log a progress line this often")
 	flag.DurationVar(&o.loadTime, "load-time", 0, "health answers 503 Loading model for this long, then 200")
 	flag.StringVar(&o.healthStyle, "health-style", "llamacpp", "llamacpp: /health 503 then 200; vllm: listen only after --load-time")
-	flag.StringVar(&o.chat, "chat", "ok", "chat completions: ok, 400 (template error), 500, hang")
+	flag.StringVar(&o.chat, "chat", "ok", "chat completions: ok, claims (extraction replies quoting the target sentence), 400 (template error), 500, hang")
 	flag.DurationVar(&o.chatHangAfter, "chat-hang-after", 0, "after this long from start, chat completions hang while /health still answers 200 (a dead engine behind a live HTTP server)")
 	flag.DurationVar(&o.tokenDelay, "token-delay", 0, "delay before each streamed token (a slow stream)")
+	flag.BoolVar(&o.requireKey, "require-api-key", false, "require \"Authorization: Bearer KEY\" (KEY: --api-key) on every request, 401 otherwise, as vLLM and llama-server do with their key flag")
+	flag.StringVar(&o.tlsCert, "tls-cert", "", "serve https with this PEM certificate (with --tls-key)")
+	flag.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	flag.IntVar(&o.overloadStatus, "overload-status", 0, "answer chat requests picked by --overload-first/--overload-every with this status (429 or 503)")
+	flag.IntVar(&o.overloadFirst, "overload-first", 0, "the first N chat requests get --overload-status")
+	flag.IntVar(&o.overloadEvery, "overload-every", 0, "every N-th chat request gets --overload-status")
+	flag.IntVar(&o.retryAfter, "retry-after", -1, "Retry-After seconds sent with overload answers (-1: none)")
 	flag.StringVar(&o.reply, "reply", "READY", "chat reply text")
 	flag.StringVar(&o.jsonReply, "json-reply", `{"claims":[]}`, "reply to requests with response_format")
 	flag.BoolVar(&o.schemaFailOpen, "schema-fail-open", false, "log 'failed to parse grammar' and answer structured requests with invalid JSON")
@@ -94,6 +115,7 @@ func main() {
 	flag.IntVar(&o.holdFD, "hold-fd", 0, "internal: helper mode, hold this descriptor")
 	flag.DurationVar(&o.holdFor, "hold-for", 2*time.Minute, "internal: how long a helper holds the port before it exits")
 	flag.Parse()
+	o.overloadN = new(atomic.Int64)
 
 	if o.holdFD > 0 {
 		holdHelper(o)
@@ -304,10 +326,86 @@ func serve(o options, start time.Time) {
 		}
 		w.Write([]byte("Ollama is running"))
 	})
-	srv := &http.Server{Handler: mux}
-	if err := srv.Serve(l); err != nil {
+	var h http.Handler = mux
+	if o.requireKey {
+		h = requireKey(o.apiKey, mux)
+	}
+	srv := &http.Server{Handler: h}
+	if o.tlsCert != "" {
+		err = srv.ServeTLS(l, o.tlsCert, o.tlsKey)
+	} else {
+		err = srv.Serve(l)
+	}
+	if err != nil {
 		logf("fake: error: serve: %v", err)
 	}
+}
+
+// requireKey answers 401 with an OpenAI-shaped body to any request
+// without "Authorization: Bearer key", as vLLM's --api-key does, and logs
+// the path (never the key).
+func requireKey(key string, next http.Handler) http.Handler {
+	want := "Bearer " + key
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != want {
+			logf("fake: 401 %s %s: missing or wrong API key", r.Method, r.URL.Path)
+			writeJSON(w, 401, map[string]any{"error": map[string]any{"message": "Unauthorized", "type": "authentication_error", "code": 401}})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// overloaded says whether this chat request gets the overload answer.
+func overloaded(o options) bool {
+	if o.overloadStatus == 0 {
+		return false
+	}
+	n := o.overloadN.Add(1)
+	return (o.overloadFirst > 0 && n <= int64(o.overloadFirst)) || (o.overloadEvery > 0 && n%int64(o.overloadEvery) == 0)
+}
+
+// claimsReply is the --chat claims answer: two claims that quote the
+// target sentence of the extraction prompt (the whole sentence, cut at a
+// word before 300 bytes, and its first half), the way a good model
+// answers, so that the client's validators do their full work.
+func claimsReply(req chatRequest) string {
+	target := ""
+	for _, m := range req.Messages {
+		s, _ := m.Content.(string)
+		i := strings.Index(s, "\nTarget sentence:\n")
+		if i < 0 {
+			continue
+		}
+		s = s[i+len("\nTarget sentence:\n"):]
+		if j := strings.Index(s, "\nContext after:\n"); j >= 0 {
+			s = s[:j]
+		}
+		target = strings.TrimSpace(s)
+		break
+	}
+	words := strings.Fields(target)
+	if len(words) < 2 {
+		return `{"claims":[]}`
+	}
+	cut := func(ws []string, limit int) string {
+		out := ws[0]
+		for _, w := range ws[1:] {
+			if len(out)+1+len(w) > limit {
+				break
+			}
+			out += " " + w
+		}
+		return out
+	}
+	whole := cut(words, 300)
+	claims := []map[string]string{{"text": whole, "quote": whole}}
+	if len(words) >= 6 {
+		half := cut(words[:len(words)/2], 300)
+		claims = append(claims, map[string]string{"text": half + ".", "quote": half})
+	}
+	b, _ := json.Marshal(map[string]any{"claims": claims})
+	return string(b)
 }
 
 // startHelper starts this command as a helper in a new session holding a
@@ -360,10 +458,24 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 		<-r.Context().Done()
 		return
 	}
+	if overloaded(o) {
+		if o.retryAfter >= 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(o.retryAfter))
+		}
+		msg := "server busy: too many requests in flight"
+		if o.overloadStatus == 503 {
+			msg = "service unavailable: no free slot"
+		}
+		writeJSON(w, o.overloadStatus, map[string]any{"error": map[string]any{"code": o.overloadStatus, "type": "server_busy", "message": msg}})
+		return
+	}
 	text := o.reply
 	structured := len(req.ResponseFormat) > 0 && string(req.ResponseFormat) != "null"
 	if structured {
 		text = o.jsonReply
+		if o.chat == "claims" {
+			text = claimsReply(req)
+		}
 		if o.schemaFailOpen {
 			logf("srv  params_from_: failed to parse grammar, ignoring response_format")
 			text = "Sure! Here are the claims: none."

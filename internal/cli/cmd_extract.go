@@ -107,8 +107,12 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 	} else if docs, err = corpus.LoadPaths(paths); err != nil {
 		return UsageError(fmt.Errorf("extract: %w", err))
 	}
+	client, err := llm.NewForProfile(prof)
+	if err != nil {
+		return UsageError(fmt.Errorf("extract: %w", err))
+	}
 	opts := extract.Options{
-		Client: llm.New(prof.BaseURL, nil), Backend: prof.Name, BaseURL: prof.BaseURL, Model: prof.Model,
+		Client: client, Backend: prof.Name, BaseURL: prof.BaseURL, Model: prof.Model,
 		OutDir: o.Out, Concurrency: o.Concurrency, MaxRepairs: o.MaxRepairs, MaxTokens: o.MaxTokens,
 		MaxDocBytes: o.MaxDocBytes, MaxRequestBytes: o.MaxRequestBytes, RequestTimeout: o.Timeout,
 	}
@@ -166,6 +170,10 @@ func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 	fmt.Fprintf(g.Stdout, "documents %d: %d done now, %d failed now, %d finished earlier\n", s.Documents, s.Done, s.Failed, s.Skipped)
 	fmt.Fprintf(g.Stdout, "this run: %d claims, %d rejects, %d requests, %d replies, %d output tokens in %.1fs (%.1f tokens/s)\n",
 		s.Claims, s.Rejects, s.Requests, s.Replies, s.CompletionTokens, s.WallSeconds, s.OutputTokensPerSecond)
+	if c := s.Client; c != nil && c.Retries() > 0 {
+		fmt.Fprintf(g.Stdout, "overload: %d busy answers retried (%d HTTP 429, %d HTTP 503, %.1fs waited), %d requests succeeded after retries, %d gave up at the bound\n",
+			c.Retries(), c.Retried429, c.Retried503, float64(c.RetryWaitMS)/1000, c.SucceededAfterRetry, c.OverloadGaveUp)
+	}
 	st := s.Stats
 	fmt.Fprintf(g.Stdout, "directory %s: %d claims, %d rejects, schema-valid replies %d of %d\n", s.OutDir, st.Claims, st.Rejects, st.SchemaValidReplies, st.Replies)
 	if s.Requests > 0 && s.Replies == 0 {

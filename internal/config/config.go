@@ -38,6 +38,18 @@ const (
 	DefaultStateDir        = ".hiro"
 )
 
+// Defaults of a profile's [overload] policy: how long hiro keeps retrying a
+// request the server answered with 429 (too many requests) or 503 (busy).
+// Eight retries doubling from half a second, at most 30 s apart, reach
+// about two minutes of waiting, inside the five-minute bound.
+const (
+	DefaultOverloadMaxRetries      = 8
+	DefaultOverloadInitialInterval = 500 * time.Millisecond
+	DefaultOverloadMaxInterval     = 30 * time.Second
+	DefaultOverloadMaxElapsed      = 5 * time.Minute
+	DefaultOverloadMultiplier      = 2.0
+)
+
 // Duration is a time.Duration written in TOML as a string such as "90s",
 // "2m" or "1h30m" (time.ParseDuration syntax).
 type Duration struct{ time.Duration }
@@ -66,6 +78,25 @@ type ReadyProbe struct {
 	MaxTokens int `toml:"max_tokens" json:"max_tokens"`
 	// Timeout bounds the request; default DefaultProbeTimeout.
 	Timeout Duration `toml:"timeout" json:"timeout"`
+}
+
+// Overload is the policy for answers that say the server is busy, not
+// broken: HTTP 429 and 503 (with or without Retry-After). Such a request is
+// retried with exponential backoff (github.com/cenkalti/backoff/v5, with
+// jitter) until it succeeds or the bound is reached; only then is it a
+// failure. A Retry-After header replaces the computed wait for that retry.
+type Overload struct {
+	// MaxRetries bounds the retries of one request; 0 disables retrying.
+	// Default DefaultOverloadMaxRetries when the key is absent.
+	MaxRetries int `toml:"max_retries" json:"max_retries"`
+	// InitialInterval is the first wait; MaxInterval caps each wait;
+	// Multiplier grows the wait after each retry.
+	InitialInterval Duration `toml:"initial_interval" json:"initial_interval"`
+	MaxInterval     Duration `toml:"max_interval" json:"max_interval"`
+	Multiplier      float64  `toml:"multiplier" json:"multiplier"`
+	// MaxElapsed bounds the time from the first request to the start of
+	// the last retry: a wait that would end past it is not taken.
+	MaxElapsed Duration `toml:"max_elapsed" json:"max_elapsed"`
 }
 
 // Profile is how to run (or reach) one inference server (DESIGN.md,
@@ -123,6 +154,52 @@ type Profile struct {
 	// the profile (a launcher script, a Modelfile); production's are hashed
 	// before and after a campaign.
 	ConfigFiles []string `toml:"config_files" json:"config_files,omitempty"`
+	// APIKeyEnv names the environment variable (of hiro's environment)
+	// holding the API key; APIKeyFile is a file holding it (relative to
+	// the configuration's directory; surrounding white space is trimmed).
+	// At most one is set; the key itself is never written in the
+	// configuration. hiro sends it as "Authorization: Bearer KEY" on every
+	// request to BaseURL's host (health, model list, completions). A
+	// managed server gets the same key through its own flag or variable
+	// (e.g. inherit_env = ["VLLM_API_KEY"] or args "--api-key-file").
+	APIKeyEnv  string `toml:"api_key_env" json:"api_key_env,omitempty"`
+	APIKeyFile string `toml:"api_key_file" json:"api_key_file,omitempty"`
+	// CAFile is a PEM file of the certificate authorities trusted for an
+	// https BaseURL, in place of the system roots (relative to the
+	// configuration's directory). Empty: the system roots.
+	CAFile string `toml:"ca_file" json:"ca_file,omitempty"`
+	// Overload is the retry policy for 429 and 503 answers.
+	Overload Overload `toml:"overload" json:"overload"`
+}
+
+// APIKey returns the profile's API key read from APIKeyEnv (through
+// lookup; nil means os.LookupEnv) or APIKeyFile, and "" when the profile
+// names neither. Errors name the key path and say what to do; they never
+// contain the key.
+func (p *Profile) APIKey(lookup func(string) (string, bool)) (string, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	switch {
+	case p.APIKeyEnv != "":
+		v, ok := lookup(p.APIKeyEnv)
+		v = strings.TrimSpace(v)
+		if !ok || v == "" {
+			return "", &Error{Key: "backends." + p.Name + ".api_key_env", Msg: fmt.Sprintf("environment variable %s is not set or empty; export it with the server's API key", p.APIKeyEnv)}
+		}
+		return v, nil
+	case p.APIKeyFile != "":
+		b, err := os.ReadFile(p.APIKeyFile)
+		if err != nil {
+			return "", &Error{Key: "backends." + p.Name + ".api_key_file", Msg: fmt.Sprintf("cannot read the API key: %v; create the file or fix the path", err)}
+		}
+		v := strings.TrimSpace(string(b))
+		if v == "" || strings.ContainsAny(v, "\r\n") {
+			return "", &Error{Key: "backends." + p.Name + ".api_key_file", Msg: fmt.Sprintf("%s must hold the key alone on one line", p.APIKeyFile)}
+		}
+		return v, nil
+	}
+	return "", nil
 }
 
 // Production names the profile that serves extraction now.
@@ -213,18 +290,30 @@ func Parse(data []byte, path string) (*Config, error) {
 	if und := md.Undecoded(); len(und) > 0 {
 		var es Errors
 		for _, k := range und {
-			es = append(es, &Error{File: path, Key: k.String(), Msg: "unknown key; check its spelling against examples/hiro.toml (keys are snake_case)"})
+			msg := "unknown key; check its spelling against examples/hiro.toml (keys are snake_case)"
+			if last := k[len(k)-1]; literalKeyNames[last] {
+				msg = "an API key is never written in the configuration; put it in an environment variable and name it with api_key_env = \"NAME\", or in a file named by api_key_file = \"PATH\""
+			}
+			es = append(es, &Error{File: path, Key: k.String(), Msg: msg})
 		}
 		return nil, es
 	}
 	c.Path = path
 	c.Dir = filepath.Dir(path)
+	for name, p := range c.Backends {
+		if p != nil && !md.IsDefined("backends", name, "overload", "max_retries") {
+			p.Overload.MaxRetries = DefaultOverloadMaxRetries
+		}
+	}
 	c.fillDefaults()
 	if es := c.validate(); len(es) > 0 {
 		return nil, es
 	}
 	return &c, nil
 }
+
+// literalKeyNames are keys a user might write a literal API key under.
+var literalKeyNames = map[string]bool{"api_key": true, "apikey": true, "key": true, "token": true, "bearer": true, "bearer_token": true, "api_token": true}
 
 var reTOMLKey = regexp.MustCompile(`last key "([^"]*)"`)
 
@@ -312,7 +401,35 @@ func (c *Config) fillDefaults() {
 		for i, f := range p.ConfigFiles {
 			p.ConfigFiles[i] = c.resolve(f)
 		}
+		p.APIKeyFile = c.resolve(p.APIKeyFile)
+		p.CAFile = c.resolve(p.CAFile)
+		p.Overload.fillDefaults()
 	}
+}
+
+// fillDefaults sets the intervals, multiplier and bound left zero.
+// MaxRetries is set by Parse (0 written in the file means no retries).
+func (o *Overload) fillDefaults() {
+	if o.InitialInterval.Duration == 0 {
+		o.InitialInterval.Duration = DefaultOverloadInitialInterval
+	}
+	if o.MaxInterval.Duration == 0 {
+		o.MaxInterval.Duration = DefaultOverloadMaxInterval
+	}
+	if o.Multiplier == 0 {
+		o.Multiplier = DefaultOverloadMultiplier
+	}
+	if o.MaxElapsed.Duration == 0 {
+		o.MaxElapsed.Duration = DefaultOverloadMaxElapsed
+	}
+}
+
+// DefaultOverload returns the default overload policy (what a profile
+// without an [overload] table gets).
+func DefaultOverload() Overload {
+	o := Overload{MaxRetries: DefaultOverloadMaxRetries}
+	o.fillDefaults()
+	return o
 }
 
 // resolve makes p absolute against the configuration's directory.
@@ -426,6 +543,28 @@ func (p *Profile) validate(file, k string) Errors {
 	}
 	if p.ReadyProbe.MaxTokens < 0 {
 		add(k+".ready_probe.max_tokens", "must be positive")
+	}
+	if p.APIKeyEnv != "" && p.APIKeyFile != "" {
+		add(k+".api_key_file", "both api_key_env and api_key_file are set; keep one")
+	}
+	if p.APIKeyEnv != "" && !reEnvName.MatchString(p.APIKeyEnv) {
+		add(k+".api_key_env", "%q is not an environment variable name; name the variable holding the key (e.g. \"VLLM_API_KEY\"), never the key itself", p.APIKeyEnv)
+	}
+	if p.CAFile != "" && p.BaseURL != "" && !strings.HasPrefix(p.BaseURL, "https://") {
+		add(k+".ca_file", "is set but base_url %q is not https; use an https base_url or remove ca_file", p.BaseURL)
+	}
+	o := p.Overload
+	if o.MaxRetries < 0 || o.MaxRetries > 100 {
+		add(k+".overload.max_retries", "%d: use 0 (no retries) to 100", o.MaxRetries)
+	}
+	if o.InitialInterval.Duration < 0 || o.MaxInterval.Duration < 0 || o.MaxElapsed.Duration < 0 {
+		add(k+".overload", "intervals and max_elapsed must be positive")
+	}
+	if o.MaxInterval.Duration > 0 && o.InitialInterval.Duration > o.MaxInterval.Duration {
+		add(k+".overload.initial_interval", "%s is longer than max_interval %s", o.InitialInterval.Duration, o.MaxInterval.Duration)
+	}
+	if o.Multiplier != 0 && o.Multiplier < 1 {
+		add(k+".overload.multiplier", "%v: must be at least 1", o.Multiplier)
 	}
 	return es
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +91,91 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 				t.Errorf("error %q does not name key %q with %q", err, tc.key, tc.msg)
 			}
 		})
+	}
+}
+
+const remote = `
+[backends.remote]
+engine = "openai"
+unmanaged = true
+base_url = "https://llm.example.org"
+model = "m"
+api_key_env = "HIRO_TEST_REMOTE_KEY"
+ca_file = "certs/ca.pem"
+`
+
+func TestAPIKeySources(t *testing.T) {
+	c, err := Parse([]byte(remote), "/etc/hiro/hiro.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Backends["remote"]
+	if p.CAFile != "/etc/hiro/certs/ca.pem" {
+		t.Errorf("ca_file = %q, want it resolved against the configuration's folder", p.CAFile)
+	}
+	env := map[string]string{"HIRO_TEST_REMOTE_KEY": " sk-secret-1 \n"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if k, err := p.APIKey(lookup); err != nil || k != "sk-secret-1" {
+		t.Fatalf("key from env: %q %v", k, err)
+	}
+	delete(env, "HIRO_TEST_REMOTE_KEY")
+	if _, err := p.APIKey(lookup); err == nil || !strings.Contains(err.Error(), "backends.remote.api_key_env") || !strings.Contains(err.Error(), "HIRO_TEST_REMOTE_KEY") {
+		t.Fatalf("unset variable: %v", err)
+	}
+	dir := t.TempDir()
+	p.APIKeyEnv, p.APIKeyFile = "", dir+"/key"
+	os.WriteFile(p.APIKeyFile, []byte("sk-secret-2\n"), 0o600)
+	if k, err := p.APIKey(nil); err != nil || k != "sk-secret-2" {
+		t.Fatalf("key from file: %q %v", k, err)
+	}
+	os.WriteFile(p.APIKeyFile, []byte("sk-a\nsk-b\n"), 0o600)
+	if _, err := p.APIKey(nil); err == nil || strings.Contains(err.Error(), "sk-a") {
+		t.Fatalf("two-line key file: %v (must not print the key)", err)
+	}
+	p.APIKeyFile = ""
+	if k, err := p.APIKey(nil); err != nil || k != "" {
+		t.Fatalf("no key source: %q %v", k, err)
+	}
+}
+
+func TestLiteralKeyRefused(t *testing.T) {
+	for _, key := range []string{"api_key", "token"} {
+		_, err := Parse([]byte(remote+key+` = "sk-literal"`+"\n"), "/x/hiro.toml")
+		if err == nil || !strings.Contains(err.Error(), "backends.remote."+key) || !strings.Contains(err.Error(), "api_key_env") || strings.Contains(err.Error(), "sk-literal") {
+			t.Errorf("%s: %v", key, err)
+		}
+	}
+	_, err := Parse([]byte(remote+"api_key_file = \"k\"\n"), "/x/hiro.toml")
+	if err == nil || !strings.Contains(err.Error(), "both api_key_env and api_key_file") {
+		t.Errorf("both sources: %v", err)
+	}
+	_, err = Parse([]byte(strings.Replace(remote, `api_key_env = "HIRO_TEST_REMOTE_KEY"`, `api_key_env = "sk-abc/def"`, 1)), "/x/hiro.toml")
+	if err == nil || !strings.Contains(err.Error(), "not an environment variable name") {
+		t.Errorf("key written as a variable name: %v", err)
+	}
+	_, err = Parse([]byte(strings.Replace(remote, "https://", "http://", 1)), "/x/hiro.toml")
+	if err == nil || !strings.Contains(err.Error(), "ca_file") {
+		t.Errorf("ca_file with http: %v", err)
+	}
+}
+
+func TestOverloadPolicy(t *testing.T) {
+	c, err := Parse([]byte(remote), "/x/hiro.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Backends["remote"].Overload, DefaultOverload(); got != want {
+		t.Errorf("default overload %+v, want %+v", got, want)
+	}
+	c, err = Parse([]byte(remote+"[backends.remote.overload]\nmax_retries = 0\nmax_elapsed = \"30s\"\n"), "/x/hiro.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.Backends["remote"].Overload; o.MaxRetries != 0 || o.MaxElapsed.Duration != 30*time.Second || o.InitialInterval.Duration != DefaultOverloadInitialInterval {
+		t.Errorf("overload with max_retries = 0: %+v", o)
+	}
+	_, err = Parse([]byte(remote+"[backends.remote.overload]\nmultiplier = 0.5\ninitial_interval = \"1m\"\nmax_interval = \"1s\"\n"), "/x/hiro.toml")
+	if err == nil || !strings.Contains(err.Error(), "overload.multiplier") || !strings.Contains(err.Error(), "overload.initial_interval") {
+		t.Errorf("bad overload: %v", err)
 	}
 }

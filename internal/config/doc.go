@@ -8,4 +8,8 @@
 // It must not start processes or make network calls; paths are resolved
 // relative to the configuration file's directory but never checked for
 // existence here (that is the supervisor's and the prereq gate's job).
+// An API key is never held in the configuration: a profile names the
+// environment variable or file it comes from, and Profile.APIKey reads it
+// only when a client is built (Load never does); a literal key written in
+// the file is refused with a message saying where to put it instead.
 package config

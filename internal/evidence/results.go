@@ -120,6 +120,10 @@ type ExtractionStats struct {
 	SchemaValidRate    float64 `json:"schema_valid_rate"`
 	PromptTokens       int64   `json:"prompt_tokens"`
 	CompletionTokens   int64   `json:"completion_tokens"`
+	// OverloadRetries counts the busy answers (HTTP 429, 503) that were
+	// retried and then succeeded or gave up; a retried request is not a
+	// failure.
+	OverloadRetries int `json:"overload_retries,omitempty"`
 }
 
 // DocDiff is one document's scores side by side (candidate − production).

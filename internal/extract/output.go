@@ -212,6 +212,7 @@ func (o *outDir) stats() Stats {
 		s.CleanReplies += p.Clean
 		s.PromptTokens += p.PromptTokens
 		s.CompletionTokens += p.CompletionTokens
+		s.OverloadRetries += p.OverloadRetries
 	}
 	for _, id := range order {
 		if last[id] == StatusDone {

@@ -116,6 +116,10 @@ type DocProgress struct {
 	// Tokens from the server's usage.
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
+	// OverloadRetries counts the overload answers (HTTP 429 and 503) that
+	// were retried for this document; they are not failures (Requests
+	// counts each request once, however often it was retried).
+	OverloadRetries int `json:"overload_retries,omitempty"`
 	// ClaimsBytes and RejectsBytes are the sizes of claims.jsonl and
 	// rejects.jsonl after this document: resume truncates them to the
 	// last committed sizes, dropping a partly written document.
@@ -159,4 +163,6 @@ type Stats struct {
 	SchemaValidRate  float64 `json:"schema_valid_rate"`
 	PromptTokens     int64   `json:"prompt_tokens"`
 	CompletionTokens int64   `json:"completion_tokens"`
+	// OverloadRetries totals DocProgress.OverloadRetries.
+	OverloadRetries int `json:"overload_retries"`
 }

@@ -130,6 +130,11 @@ type Summary struct {
 	Replies          int   `json:"replies"`
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
+	// OverloadRetries counts this run's retried overload answers (429,
+	// 503); Client, when the client keeps counters (*llm.Client), has them
+	// by status with the waits and the requests that gave up.
+	OverloadRetries int        `json:"overload_retries"`
+	Client          *llm.Stats `json:"client,omitempty"`
 	// WallSeconds is the run's duration; OutputTokensPerSecond is
 	// CompletionTokens/WallSeconds (server usage counts).
 	WallSeconds           float64 `json:"wall_seconds"`
@@ -169,6 +174,8 @@ type sentResult struct {
 	transient bool
 	cancelled bool
 	requests  int
+	// retries counts overload answers retried by the client.
+	retries int
 }
 
 // Run extracts claims from docs into opts.OutDir (see package doc and
@@ -279,6 +286,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 		sum.Replies += p.Replies
 		sum.PromptTokens += p.PromptTokens
 		sum.CompletionTokens += p.CompletionTokens
+		sum.OverloadRetries += p.OverloadRetries
 		if opts.OnCommit != nil {
 			opts.OnCommit(p)
 		}
@@ -288,6 +296,10 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 	}
 	wg.Wait()
 	sum.WallSeconds = time.Since(start).Seconds()
+	if sc, ok := opts.Client.(interface{ Stats() llm.Stats }); ok {
+		st := sc.Stats()
+		sum.Client = &st
+	}
 	if sum.WallSeconds > 0 {
 		sum.OutputTokensPerSecond = float64(sum.CompletionTokens) / sum.WallSeconds
 	}
@@ -410,6 +422,9 @@ func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
 			Temperature: &zeroTemperature, Seed: &seed, Schema: prompt.SchemaJSON(), SchemaName: "claims", Timeout: w.opts.RequestTimeout}
 		reply, err := w.opts.Client.Chat(ctx, req)
 		r.requests++
+		if reply != nil {
+			r.retries += reply.Retries
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				r.cancelled = true
@@ -417,6 +432,9 @@ func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
 			}
 			r.reqReject = &Reason{Code: ReasonRequestFailed, Detail: fmt.Sprintf("attempt %d: %v", n, err)}
 			var ae *llm.APIError
+			if errors.As(err, &ae) && reply == nil {
+				r.retries += ae.Retries
+			}
 			// A 4xx other than timeout or rate limit will fail again the
 			// same way; anything else may pass on a rerun.
 			r.transient = !(errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 && ae.StatusCode != 408 && ae.StatusCode != 429)
@@ -469,6 +487,7 @@ func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
 		sbase := base
 		sbase.SentenceIndex, sbase.SentenceSpan = &idx, &span
 		p.Requests += res.requests
+		p.OverloadRetries += res.retries
 		for _, a := range res.attempts {
 			p.Replies++
 			if a.outcome.SchemaValid {

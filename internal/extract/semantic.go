@@ -30,6 +30,10 @@ type Target struct {
 	// BaseURL is the server root (hiro appends /v1); Model the model id.
 	BaseURL string `json:"base_url"`
 	Model   string `json:"model"`
+	// Client, when set, sends the requests (llm.NewForProfile: the
+	// profile's key, CA file and overload policy); nil means
+	// SemanticParams.NewClient(BaseURL).
+	Client Chatter `json:"-"`
 }
 
 // Floors are the absolute minimums the candidate must reach. Each is a
@@ -226,7 +230,11 @@ func productionSide(ctx context.Context, c *corpus.Corpus, p SemanticParams, fp 
 
 // runSide extracts the corpus through t into dir and scores it.
 func runSide(ctx context.Context, c *corpus.Corpus, p SemanticParams, t Target, dir string) (*SideResult, error) {
-	opts := Options{Client: p.NewClient(t.BaseURL), Backend: t.Backend, BaseURL: t.BaseURL, Model: t.Model, OutDir: dir,
+	client := t.Client
+	if client == nil {
+		client = p.NewClient(t.BaseURL)
+	}
+	opts := Options{Client: client, Backend: t.Backend, BaseURL: t.BaseURL, Model: t.Model, OutDir: dir,
 		Concurrency: p.Concurrency, MaxRepairs: p.MaxRepairs, MaxTokens: p.MaxTokens}
 	opts.RequestTimeout = p.RequestTimeout
 	sum, err := Run(ctx, c.Docs, opts)

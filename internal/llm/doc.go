@@ -5,7 +5,17 @@
 // measured, and returns the text, finish reason, the server's usage counts
 // and timings.
 //
-// It owns no retry policy (retries are disabled: callers decide), no
-// validation of the reply (callers validate: engines have accepted a schema
-// and then ignored it), and no knowledge of engine kinds.
+// It also owns how hiro reaches a server over the network: NewTransport
+// and HTTPClient (a profile's API key as "Authorization: Bearer" on every
+// request to its host, its CA file for https, a connection pool sized for
+// high concurrency), used by every command and package that talks to a
+// server (supervisor readiness, extract, qualify, the router), and the
+// overload policy: 429 and 503 answers retried with bounded exponential
+// backoff (github.com/cenkalti/backoff/v5, Retry-After honoured), counted
+// in Stats and in each Reply, apart from failures.
+//
+// It owns no other retry (openai-go's are disabled; a failed request is
+// the caller's to judge), no validation of the reply (callers validate:
+// engines have accepted a schema and then ignored it), and no knowledge of
+// engine kinds. It never prints or logs a key.
 package llm

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
@@ -67,6 +68,11 @@ type Reply struct {
 	// Latency it gives the mean inter-token latency (ITL) when each chunk
 	// is one token: (Latency-TTFT)/(ContentChunks-1).
 	ContentChunks int `json:"content_chunks"`
+	// Retries is how many overload answers (429, 503) were retried before
+	// this reply; RetryWait the time spent waiting for them. A reply after
+	// retries is a success.
+	Retries   int           `json:"retries,omitempty"`
+	RetryWait time.Duration `json:"retry_wait_ns,omitempty"`
 }
 
 // TPOT returns the time per output token after the first, from the
@@ -81,29 +87,44 @@ func (r *Reply) TPOT() time.Duration {
 
 // APIError is a non-2xx answer from the server: StatusCode and the error
 // message from an OpenAI-shaped body (or the raw body).
+// For an overload status (429, 503) Retries says how many were retried
+// before this one and GaveUp that the client's overload bound was reached.
 type APIError struct {
 	StatusCode int
 	Message    string
+	Retries    int
+	GaveUp     bool
 }
 
 func (e *APIError) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("HTTP %d", e.StatusCode)
+	s := fmt.Sprintf("HTTP %d", e.StatusCode)
+	if e.Message != "" {
+		s += ": " + e.Message
 	}
-	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
+	if e.GaveUp {
+		s += fmt.Sprintf(" (still overloaded after %d retries: the overload bound was reached; raise [overload] max_retries or max_elapsed, or lower the concurrency)", e.Retries)
+	}
+	return s
 }
 
-// Client talks to one OpenAI-compatible server.
+// Client talks to one OpenAI-compatible server. It is safe for
+// concurrent use.
 type Client struct {
-	baseURL string
-	oc      openai.Client
+	baseURL  string
+	oc       openai.Client
+	overload config.Overload
+	stats    counters
 }
 
 // New returns a client for the server whose root URL is baseURL (hiro
-// appends /v1). hc may be nil for http.DefaultClient. Retries are off.
-func New(baseURL string, hc *http.Client) *Client {
+// appends /v1). hc may be nil for a client over NewTransport with no key
+// (NewForProfile builds one from a profile, with its key and CA file).
+// openai-go's own retries are off; overload answers are retried only as
+// WithOverload says.
+func New(baseURL string, hc *http.Client, opts ...Option) *Client {
 	if hc == nil {
-		hc = http.DefaultClient
+		tr, _ := NewTransport(Endpoint{BaseURL: baseURL}) // no CA file: cannot fail
+		hc = &http.Client{Transport: tr}
 	}
 	base := strings.TrimRight(baseURL, "/") + "/v1/"
 	oc := openai.NewClient(
@@ -112,17 +133,32 @@ func New(baseURL string, hc *http.Client) *Client {
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
 	)
-	return &Client{baseURL: baseURL, oc: oc}
+	c := &Client{baseURL: baseURL, oc: oc}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // BaseURL returns the server root this client talks to.
 func (c *Client) BaseURL() string { return c.baseURL }
 
-// Chat sends one streamed chat completion and reads it to the end. Errors:
-// *APIError for an HTTP error answer; ctx's error (wrapped) when cancelled
-// or timed out; other errors for transport or stream failures. A reply cut
-// by max_tokens is not an error: FinishReason is "length".
+// Chat sends one streamed chat completion and reads it to the end. An
+// overload answer (429, 503) is retried as the client's overload policy
+// says (Reply.Retries counts them). Errors: *APIError for an HTTP error
+// answer (GaveUp when the overload bound was reached); ctx's error
+// (wrapped) when cancelled or timed out; other errors for transport or
+// stream failures. A reply cut by max_tokens is not an error:
+// FinishReason is "length". req.Timeout bounds each attempt.
 func (c *Client) Chat(ctx context.Context, req Request) (*Reply, error) {
+	return c.withOverloadRetries(ctx, func() (*Reply, time.Duration, bool, error) {
+		return c.chatOnce(ctx, req)
+	})
+}
+
+// chatOnce is one attempt of Chat; it returns the answer's Retry-After
+// when an error answer carried one.
+func (c *Client) chatOnce(ctx context.Context, req Request) (*Reply, time.Duration, bool, error) {
 	if req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
@@ -193,9 +229,14 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Reply, error) {
 	r.Latency = time.Since(start)
 	r.Text = b.String()
 	if err := stream.Err(); err != nil {
-		return r, convertError(ctx, err)
+		var oe *openai.Error
+		if errors.As(err, &oe) && oe.Response != nil {
+			ra, ok := retryAfter(oe.Response.Header, time.Now())
+			return r, ra, ok, convertError(ctx, err)
+		}
+		return r, 0, false, convertError(ctx, err)
 	}
-	return r, nil
+	return r, 0, false, nil
 }
 
 // convertError maps openai-go errors to *APIError or a context error.

@@ -211,13 +211,19 @@ func (h *Handle) Ready() (*Ready, error) {
 }
 
 // Client returns an OpenAI-compatible client of the ready candidate and
-// the model id to ask.
+// the model id to ask: llm.NewForProfile (the profile's API key, CA file
+// and overload policy, so a request that succeeded after 429/503 retries
+// is a success and Reply.Retries counts them).
 func (h *Handle) Client() (*llm.Client, string, error) {
 	r, err := h.Ready()
 	if err != nil {
 		return nil, "", err
 	}
-	return llm.New(r.Profile.BaseURL, h.HTTP), r.Profile.Model, nil
+	c, err := llm.NewForProfile(r.Profile)
+	if err != nil {
+		return nil, "", harnessErr("candidate client: %v", err)
+	}
+	return c, r.Profile.Model, nil
 }
 
 // Waited adds the time since t0 to the time spent waiting on engines

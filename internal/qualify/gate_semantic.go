@@ -13,7 +13,25 @@ import (
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/extract"
+	"github.com/hiro-dev/hiro/internal/llm"
 )
+
+// profileClient returns the extraction client of profile p
+// (llm.NewForProfile: its key, CA file and overload policy). A profile
+// whose key cannot be read gets a client that fails every request with
+// that configuration error, so the gate records it.
+func profileClient(p *config.Profile) extract.Chatter {
+	c, err := llm.NewForProfile(p)
+	if err != nil {
+		return failingChatter{err}
+	}
+	return c
+}
+
+// failingChatter answers every request with err.
+type failingChatter struct{ err error }
+
+func (f failingChatter) Chat(context.Context, llm.Request) (*llm.Reply, error) { return nil, f.err }
 
 // KindSemantic compares extraction through the candidate with production's.
 const KindSemantic = "semantic"
@@ -122,7 +140,7 @@ func (g *SemanticGate) params(h *Handle) extract.SemanticParams {
 		RequestTimeout:        g.RequestTimeout.Duration,
 	}
 	if h.Production != nil {
-		p.Production = extract.Target{Backend: h.Production.Name, BaseURL: h.Production.BaseURL, Model: h.Production.Model}
+		p.Production = extract.Target{Backend: h.Production.Name, BaseURL: h.Production.BaseURL, Model: h.Production.Model, Client: profileClient(h.Production)}
 	}
 	return p
 }
@@ -179,7 +197,7 @@ func (g *SemanticGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) er
 		return harnessErr("no production profile to compare with")
 	}
 	p := g.params(h)
-	p.Candidate = extract.Target{Backend: h.Candidate.Name, BaseURL: r.Profile.BaseURL, Model: r.Profile.Model}
+	p.Candidate = extract.Target{Backend: h.Candidate.Name, BaseURL: r.Profile.BaseURL, Model: r.Profile.Model, Client: profileClient(r.Profile)}
 	t0 := time.Now()
 	res, err := extract.RunSemantic(ctx, p)
 	h.Waited(t0)

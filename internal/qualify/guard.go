@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,7 +167,11 @@ func verifyReadyReply(ctx context.Context, prod *config.Profile, rr *RestoreResu
 		return false
 	}
 	zero := 0.0
-	c := llm.New(prod.BaseURL, &http.Client{})
+	c, err := llm.NewForProfile(prod)
+	if err != nil {
+		rr.Error = "READY completion: " + err.Error()
+		return false
+	}
 	reply, err := c.Chat(ctx, llm.Request{Model: prod.Model, Messages: []llm.Message{{Role: "user", Content: prompt.ReadyPrompt}},
 		MaxTokens: config.DefaultProbeMaxTokens, Temperature: &zero, Timeout: prod.ReadyProbe.Timeout.Duration})
 	if err != nil {

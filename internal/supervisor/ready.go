@@ -339,7 +339,8 @@ type ReadyResult struct {
 // CheckReady checks a server that should already be running (an
 // unmanaged profile, or production after a restore) with the rules of
 // readiness, once: health passes, /v1/models reports prof.Model, and the
-// ready probe succeeds. hc may be nil. It never starts or stops anything.
+// ready probe succeeds. hc may be nil: llm.HTTPClient(prof) (the profile's
+// key and CA file). It never starts or stops anything.
 func CheckReady(ctx context.Context, prof *config.Profile, hc *http.Client) ReadyResult {
 	return CheckReadyTracked(ctx, prof, hc, nil)
 }
@@ -350,9 +351,16 @@ func CheckReady(ctx context.Context, prof *config.Profile, hc *http.Client) Read
 // The router's canary uses it.
 func CheckReadyTracked(ctx context.Context, prof *config.Profile, hc *http.Client, t *engine.Tracker) ReadyResult {
 	start := time.Now()
+	var rr ReadyResult
+	if hc == nil {
+		var err error
+		if hc, err = llm.HTTPClient(prof); err != nil {
+			rr.Failure = &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseReadyWait, RootCause: fmt.Sprintf("backend %s: %v", prof.Name, err)}
+			return rr
+		}
+	}
 	opts := Options{HTTPClient: hc}
 	opts.fillDefaults()
-	var rr ReadyResult
 	e, err := engine.Lookup(prof.Engine)
 	if err != nil {
 		rr.Failure = &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseReadyWait, RootCause: err.Error()}

@@ -17,6 +17,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/llm"
 )
 
 // States of a Result.
@@ -65,8 +66,9 @@ type Options struct {
 	// default os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 	// HTTPClient is used for health and model id requests (each also
-	// bounded by HealthRequestTimeout) and for the probe; default a
-	// client without keep-alive reuse limits.
+	// bounded by HealthRequestTimeout) and for the probe; default
+	// llm.HTTPClient of the profile (its API key as bearer on every
+	// request, its CA file for https).
 	HTTPClient *http.Client
 	// HealthPollMin and HealthPollMax bound the interval between health
 	// checks; defaults DefaultHealthPollMin and DefaultHealthPollMax.
@@ -226,6 +228,13 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 	eng, err := engine.Lookup(prof.Engine)
 	if err != nil {
 		return fail(fmt.Errorf("backend %s: %w", prof.Name, err))
+	}
+	if opts.HTTPClient == nil {
+		hc, err := llm.HTTPClient(prof)
+		if err != nil {
+			return fail(fmt.Errorf("backend %s: %w", prof.Name, err))
+		}
+		opts.HTTPClient = hc
 	}
 	opts.fillDefaults()
 	addr, port, ok := listenAddr(prof)
