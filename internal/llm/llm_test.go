@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/tlstest"
 )
 
@@ -269,3 +270,13 @@ func TestRetryAfterParse(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+func TestKeyRegisteredForRedaction(t *testing.T) {
+	t.Setenv("HIRO_TEST_REDACT_KEY", "Zq7plainSecret93c2")
+	if _, err := EndpointFor(&config.Profile{Name: "r", BaseURL: "http://127.0.0.1:1", APIKeyEnv: "HIRO_TEST_REDACT_KEY"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := redact.String("answer: key=Zq7plainSecret93c2 end"); strings.Contains(got, "Zq7plainSecret93c2") {
+		t.Fatalf("the key survived redaction: %q", got)
+	}
+}

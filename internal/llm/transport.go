@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // Connection pool sizes of NewTransport. A pool smaller than the requests
@@ -47,12 +48,16 @@ type Endpoint struct {
 }
 
 // EndpointFor reads profile p's key (config.Profile.APIKey, from hiro's
-// environment or the key file) and returns its Endpoint. Errors are
+// environment or the key file), registers it with package redact so that
+// no public output can carry it, and returns p's Endpoint. Errors are
 // *config.Error naming the key path; they never contain the key.
 func EndpointFor(p *config.Profile) (Endpoint, error) {
 	key, err := p.APIKey(nil)
 	if err != nil {
 		return Endpoint{}, err
+	}
+	if key != "" {
+		redact.Add(key)
 	}
 	return Endpoint{BaseURL: p.BaseURL, APIKey: key, CAFile: p.CAFile, Direct: !p.Unmanaged}, nil
 }

@@ -9,7 +9,8 @@ import (
 
 // registerSecrets tells package redact what this campaign knows to be
 // secret or local before anything public is written: the environment
-// values of every profile and of every launch variant, the values that
+// values of every profile and of every launch variant, the profiles' API
+// keys, the values that
 // follow secret-looking flags in their arguments, and the project's
 // folders (the configuration's and the plan's folder, the state folder)
 // with their placeholders.
@@ -18,6 +19,9 @@ func registerSecrets(cfg *config.Config, plan *Plan) {
 		for _, p := range cfg.Backends {
 			redact.AddEnv(p.Env)
 			redact.AddArgs(p.Args)
+			if key, err := p.APIKey(nil); err == nil && key != "" {
+				redact.Add(key) // the profile's API key (api_key_env, api_key_file)
+			}
 		}
 		if cfg.Path != "" {
 			redact.AddPath(filepath.Dir(cfg.Path), redact.ProjectPlaceholder)
