@@ -63,6 +63,7 @@ type options struct {
 	tlsCert, tlsKey                                                  string
 	requireKey                                                       bool
 	overloadStatus, overloadFirst, overloadEvery, retryAfter         int
+	chunkTokens                                                      int
 	overloadN                                                        *atomic.Int64
 }
 
@@ -103,6 +104,7 @@ func main() {
 	flag.IntVar(&o.overloadFirst, "overload-first", 0, "the first N chat requests get --overload-status")
 	flag.IntVar(&o.overloadEvery, "overload-every", 0, "every N-th chat request gets --overload-status")
 	flag.IntVar(&o.retryAfter, "retry-after", -1, "Retry-After seconds sent with overload answers (-1: none)")
+	flag.IntVar(&o.chunkTokens, "chunk-tokens", 1, "pseudo-tokens per streamed chunk (1: one chunk per token, as engines stream)")
 	flag.StringVar(&o.reply, "reply", "READY", "chat reply text")
 	flag.StringVar(&o.jsonReply, "json-reply", `{"claims":[]}`, "reply to requests with response_format")
 	flag.BoolVar(&o.schemaFailOpen, "schema-fail-open", false, "log 'failed to parse grammar' and answer structured requests with invalid JSON")
@@ -495,7 +497,7 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 	prompt := 0
 	for _, m := range req.Messages {
 		if s, ok := m.Content.(string); ok {
-			prompt += len(tokens(s))
+			prompt += countTokens(s)
 		}
 	}
 	id := fmt.Sprintf("chatcmpl-fake-%d", time.Now().UnixNano())
@@ -523,6 +525,13 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": fin}}}
 	}
 	sse(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	if k := o.chunkTokens; k > 1 {
+		var grouped []string
+		for i := 0; i < len(toks); i += k {
+			grouped = append(grouped, strings.Join(toks[i:min(i+k, len(toks))], ""))
+		}
+		toks = grouped
+	}
 	for _, t := range toks {
 		if o.tokenDelay > 0 {
 			select {
@@ -556,6 +565,20 @@ func tokens(s string) []string {
 		s = s[n:]
 	}
 	return out
+}
+
+// countTokens is len(tokens(s)) without building the pieces.
+func countTokens(s string) int {
+	n := 0
+	for len(s) > 0 {
+		k := min(4, len(s))
+		for k < len(s) && !utf8Start(s[k]) {
+			k++
+		}
+		s = s[k:]
+		n++
+	}
+	return n
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
