@@ -14,7 +14,8 @@
 // port; and log "failed to parse grammar" while answering structured
 // requests with invalid JSON (schema fail-open).
 //
-// It also hangs chat after --chat-hang-after while /health stays 200, slows
+// With --proxy-to it is instead a plain standard-library reverse proxy, the
+// router benchmarks' baseline. It also hangs chat after --chat-hang-after while /health stays 200, slows
 // streams with --token-delay, and answers /v1/completions and
 // /v1/embeddings at once (the router's routes).
 //
@@ -39,6 +40,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -58,6 +61,7 @@ type options struct {
 	port, exitCode                                                   int
 	lineDelay, loadTime, exitAfter, progressEvery, holdFor           time.Duration
 	chatHangAfter, tokenDelay                                        time.Duration
+	proxyTo                                                          string
 	ignoreTerm, wrapper, escapeHelper, schemaFailOpen, logHealth     bool
 	holdFD                                                           int
 	tlsCert, tlsKey                                                  string
@@ -105,6 +109,7 @@ func main() {
 	flag.IntVar(&o.overloadEvery, "overload-every", 0, "every N-th chat request gets --overload-status")
 	flag.IntVar(&o.retryAfter, "retry-after", -1, "Retry-After seconds sent with overload answers (-1: none)")
 	flag.IntVar(&o.chunkTokens, "chunk-tokens", 1, "pseudo-tokens per streamed chunk (1: one chunk per token, as engines stream)")
+	flag.StringVar(&o.proxyTo, "proxy-to", "", "benchmark baseline: serve --port as a plain standard-library reverse proxy (tuned transport) to this URL, nothing else")
 	flag.StringVar(&o.reply, "reply", "READY", "chat reply text")
 	flag.StringVar(&o.jsonReply, "json-reply", `{"claims":[]}`, "reply to requests with response_format")
 	flag.BoolVar(&o.schemaFailOpen, "schema-fail-open", false, "log 'failed to parse grammar' and answer structured requests with invalid JSON")
@@ -125,6 +130,10 @@ func main() {
 	}
 	if o.wrapper {
 		runWrapper()
+		return
+	}
+	if o.proxyTo != "" {
+		plainProxy(o)
 		return
 	}
 	start := time.Now()
@@ -587,4 +596,24 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
+}
+
+// plainProxy is the benchmarks' baseline: httputil.ReverseProxy with a
+// tuned transport (keep-alive reuse, no compression, immediate flushes)
+// and nothing else: no routing, no auth, no metrics.
+func plainProxy(o options) {
+	target, err := url.Parse(o.proxyTo)
+	if err != nil {
+		logf("fake: error: --proxy-to: %v", err)
+		os.Exit(2)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true}
+	rp.FlushInterval = -1
+	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
+	logf("fake: plain proxy on %s to %s", addr, o.proxyTo)
+	if err := http.ListenAndServe(addr, rp); err != nil {
+		logf("fake: error: %v", err)
+		os.Exit(1)
+	}
 }

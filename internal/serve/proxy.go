@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -32,7 +33,8 @@ const (
 	RouteModels      = "/v1/models"
 )
 
-// NewTransport returns the upstream transport the router uses: keep-alive
+// NewTransport returns the router's upstream transport for https backends
+// (plain-HTTP ones go through directTransport): keep-alive
 // connections reused across requests (up to 256 idle per backend), no
 // compression negotiation (SSE must pass as it comes), no proxy from the
 // environment, HTTP/1.1 only, a bounded dial. There is no response header
@@ -99,7 +101,7 @@ func newRoute(prof *config.Profile, tr http.RoundTripper, pool httputil.BufferPo
 		Transport:     tr,
 		FlushInterval: -1,
 		BufferPool:    pool,
-		ErrorLog:      nil,
+		ErrorLog:      discardLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			class := upstreamErrorClass(r.Context(), err)
 			if rw, ok := w.(*respWriter); ok {
@@ -119,6 +121,10 @@ func newRoute(prof *config.Profile, tr http.RoundTripper, pool httputil.BufferPo
 	}
 	return rt, nil
 }
+
+// discardLog silences ReverseProxy's own log lines (a client that left
+// mid-stream); the access log and the metrics record what happened.
+var discardLog = log.New(io.Discard, "", 0)
 
 // upstreamAuthorization is the Authorization header the router sends to
 // prof's server ("" for none). Profiles have no key yet; when they name

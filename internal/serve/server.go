@@ -61,7 +61,7 @@ type Server struct {
 	access   *accessLog
 	keys     *keySet
 	metKeys  *keySet
-	tr       *http.Transport
+	tr       *directTransport
 	pool     *bufferPool
 	prod     *prodCtl
 	served   []*route
@@ -102,7 +102,7 @@ func New(opts Options) (*Server, error) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
-	s := &Server{cfg: opts.Config, sc: opts.Config.Serve, opts: opts, metrics: newMetrics(), tr: NewTransport(), pool: &bufferPool{}}
+	s := &Server{cfg: opts.Config, sc: opts.Config.Serve, opts: opts, metrics: newMetrics(), tr: newDirectTransport(NewTransport()), pool: &bufferPool{}}
 	if opts.Listen != "" {
 		s.sc.Listen = opts.Listen
 		c := *opts.Config

@@ -1,0 +1,351 @@
+package serve
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The router's benchmarks (issue 13). Run them with bench/serve-proxy.sh;
+// they compare, in the same run and interleaved round by round:
+//
+//	direct  the fake engine answering at once
+//	plain   a plain standard-library reverse proxy with a tuned transport
+//	        (hiro-fake-engine --proxy-to), the baseline
+//	hiro    `hiro serve` (the real binary, access log on, metrics on)
+//
+// Each round measures, per target: latency with one client (p50, p99),
+// requests/s with 8 clients, and time to first byte of a streamed
+// completion with one client. The report gives each figure's median over
+// the rounds with its spread (min–max), and the per-round differences and
+// ratios to direct. HIRO_BENCH_ROUNDS (default 5) and HIRO_BENCH_SECONDS
+// (default 2, per measurement) tune it.
+
+// benchTarget is one server under measurement.
+type benchTarget struct {
+	name string
+	url  string
+	pid  int
+}
+
+func benchEnvInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// startBenchProcess starts bin with args and waits until url answers.
+func startBenchProcess(b *testing.B, url string, env []string, bin string, args ...string) *exec.Cmd {
+	b.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	logf, _ := os.Create(filepath.Join(b.TempDir(), filepath.Base(bin)+".log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		logf.Close()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Post(url+RouteChat, "application/json", strings.NewReader(chatBody("fake-model", false)))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return cmd
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s %v did not answer at %s within 30s (%v)", bin, args, url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// benchSetup starts the fake engine (extra args), the plain proxy and
+// hiro serve in front of it, and returns the three targets.
+func benchSetup(b *testing.B, engineArgs ...string) []benchTarget {
+	b.Helper()
+	hiroBin := buildHiro(b)
+	ePort, pPort := freePort(b), freePort(b)
+	eURL := "http://127.0.0.1:" + itoa(ePort)
+	engine := startBenchProcess(b, eURL, nil, fakeEngine, append([]string{"--port", itoa(ePort), "--model", "fake-model"}, engineArgs...)...)
+	pURL := "http://127.0.0.1:" + itoa(pPort)
+	plain := startBenchProcess(b, pURL, nil, fakeEngine, "--port", itoa(pPort), "--proxy-to", eURL)
+
+	dir := b.TempDir()
+	hPort := freePort(b)
+	cfgPath := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+unmanaged = true
+base_url = %q
+model = "fake-model"
+[serve]
+listen = "127.0.0.1:%d"
+alias = "extraction"
+access_log = %q
+`, eURL, hPort, filepath.Join(dir, "access.log"))), 0o644)
+	hURL := "http://127.0.0.1:" + itoa(hPort)
+	stateHome := shortDir(b)
+	hiro := startBenchProcess(b, hURL, []string{"HIRO_STATE_HOME=" + stateHome, "HIRO_LEASE_DIR=" + filepath.Join(stateHome, "leases"),
+		"HIRO_PRODUCTION_DIR=" + filepath.Join(stateHome, "production")}, hiroBin, "--config", cfgPath, "serve")
+	return []benchTarget{{"direct", eURL, engine.Process.Pid}, {"plain", pURL, plain.Process.Pid}, {"hiro", hURL, hiro.Process.Pid}}
+}
+
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512, DisableCompression: true}}
+}
+
+// runLoad makes requests from clients workers for d; each worker records
+// its latencies (whole answer read) or, with stream, the time to the
+// first body byte.
+func runLoad(hc *http.Client, url, body string, clients int, d time.Duration, stream bool) (lat []time.Duration, n int64, errs int64) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var count, failed atomic.Int64
+	stop := time.Now().Add(d)
+	buf := make([][]byte, clients)
+	for w := 0; w < clients; w++ {
+		buf[w] = make([]byte, 32<<10)
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 1<<14)
+			for time.Now().Before(stop) {
+				start := time.Now()
+				resp, err := hc.Post(url+RouteChat, "application/json", strings.NewReader(body))
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				var first time.Duration
+				if stream {
+					if _, err := resp.Body.Read(buf[w][:1]); err == nil {
+						first = time.Since(start)
+					}
+				}
+				io.CopyBuffer(io.Discard, resp.Body, buf[w])
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					failed.Add(1)
+					continue
+				}
+				if stream {
+					local = append(local, first)
+				} else {
+					local = append(local, time.Since(start))
+				}
+				count.Add(1)
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		}(w)
+	}
+	wg.Wait()
+	return lat, count.Load(), failed.Load()
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+// stat is a figure measured once per round.
+type stat []float64
+
+func (s stat) median() float64 {
+	c := append(stat(nil), s...)
+	sort.Float64s(c)
+	if len(c) == 0 {
+		return 0
+	}
+	if len(c)%2 == 1 {
+		return c[len(c)/2]
+	}
+	return (c[len(c)/2-1] + c[len(c)/2]) / 2
+}
+
+func (s stat) spread() (lo, hi float64) {
+	c := append(stat(nil), s...)
+	sort.Float64s(c)
+	return c[0], c[len(c)-1]
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+// BenchmarkRouterOverhead is the issue's comparison: direct, plain proxy
+// and hiro serve, interleaved, with medians and spreads.
+func BenchmarkRouterOverhead(b *testing.B) {
+	rounds := benchEnvInt("HIRO_BENCH_ROUNDS", 5)
+	secs := time.Duration(benchEnvInt("HIRO_BENCH_SECONDS", 2)) * time.Second
+	targets := benchSetup(b)
+	hc := benchClient()
+	plainBody := chatBody("fake-model", false)
+	streamBody := chatBody("fake-model", true)
+	type figures struct{ p50, p99, rps, ttfb stat }
+	fig := map[string]*figures{}
+	added50, added99, addedTTFB, ratio := map[string]stat{}, map[string]stat{}, map[string]stat{}, map[string]stat{}
+	loads := []string{loadAvg()}
+	b.ResetTimer()
+	for round := 0; round < rounds; round++ {
+		per := map[string][4]float64{}
+		for _, t := range targets {
+			runLoad(hc, t.url, plainBody, 8, 300*time.Millisecond, false) // warm-up
+			lat, _, e1 := runLoad(hc, t.url, plainBody, 1, secs, false)
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			_, n, e2 := runLoad(hc, t.url, plainBody, 8, secs, false)
+			tt, _, e3 := runLoad(hc, t.url, streamBody, 1, secs/2, true)
+			sort.Slice(tt, func(i, j int) bool { return tt[i] < tt[j] })
+			if e1+e2+e3 > 0 {
+				b.Errorf("%s: %d failed requests", t.name, e1+e2+e3)
+			}
+			f := fig[t.name]
+			if f == nil {
+				f = &figures{}
+				fig[t.name] = f
+			}
+			v := [4]float64{us(pct(lat, .5)), us(pct(lat, .99)), float64(n) / secs.Seconds(), us(pct(tt, .5))}
+			f.p50, f.p99, f.rps, f.ttfb = append(f.p50, v[0]), append(f.p99, v[1]), append(f.rps, v[2]), append(f.ttfb, v[3])
+			per[t.name] = v
+		}
+		for _, name := range []string{"plain", "hiro"} {
+			added50[name] = append(added50[name], per[name][0]-per["direct"][0])
+			added99[name] = append(added99[name], per[name][1]-per["direct"][1])
+			addedTTFB[name] = append(addedTTFB[name], per[name][3]-per["direct"][3])
+			ratio[name] = append(ratio[name], per[name][2]/per["direct"][2])
+		}
+		loads = append(loads, loadAvg())
+	}
+	b.StopTimer()
+	w := os.Stdout
+	fmt.Fprintf(w, "\n# router overhead: %d interleaved rounds, %s per measurement; load average before and after each round: %s\n", rounds, secs, strings.Join(loads, " | "))
+	fmt.Fprintf(w, "%-7s %-26s %-26s %-26s %-26s\n", "target", "p50 µs (1 client)", "p99 µs (1 client)", "req/s (8 clients)", "stream TTFB p50 µs")
+	for _, t := range targets {
+		f := fig[t.name]
+		fmt.Fprintf(w, "%-7s %-26s %-26s %-26s %-26s\n", t.name, medSpread(f.p50, "%.0f"), medSpread(f.p99, "%.0f"), medSpread(f.rps, "%.0f"), medSpread(f.ttfb, "%.0f"))
+	}
+	fmt.Fprintf(w, "%-7s %-26s %-26s %-26s %-26s\n", "vs direct", "added p50 µs", "added p99 µs", "req/s ratio", "added TTFB µs")
+	for _, name := range []string{"plain", "hiro"} {
+		fmt.Fprintf(w, "%-7s %-26s %-26s %-26s %-26s\n", name, medSpread(added50[name], "%.0f"), medSpread(added99[name], "%.0f"), medSpread(ratio[name], "%.2f"), medSpread(addedTTFB[name], "%.0f"))
+	}
+	fmt.Fprintln(w, "goals: hiro added p50 <= 100 µs, added p99 <= 500 µs, req/s ratio >= 0.40, added TTFB <= 100 µs")
+	b.ReportMetric(added50["hiro"].median(), "hiro-added-p50-µs")
+	b.ReportMetric(added99["hiro"].median(), "hiro-added-p99-µs")
+	b.ReportMetric(ratio["hiro"].median(), "hiro/direct-rps")
+	b.ReportMetric(addedTTFB["hiro"].median(), "hiro-added-ttfb-µs")
+	b.ReportMetric(ratio["plain"].median(), "plain/direct-rps")
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+
+func medSpread(s stat, f string) string {
+	lo, hi := s.spread()
+	return fmt.Sprintf(f+" ("+f+"–"+f+")", s.median(), lo, hi)
+}
+
+// BenchmarkRouterStreamingRSS holds 256 concurrent streaming clients
+// through hiro serve (and the plain proxy, for reference) and reports
+// each proxy's peak resident memory (VmHWM). Goal: hiro at most 40 MB.
+func BenchmarkRouterStreamingRSS(b *testing.B) {
+	const clients = 256
+	reply := strings.TrimSpace(strings.Repeat("word ", 100)) // ~125 tokens at 20 ms: ~2.5 s per stream
+	targets := benchSetup(b, "--token-delay", "20ms", "--reply", reply)
+	hc := benchClient()
+	body := `{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"count"}]}`
+	b.ResetTimer()
+	for _, t := range targets[1:] {
+		var wg sync.WaitGroup
+		var ok, bad atomic.Int64
+		var live, maxLive atomic.Int64
+		for i := 0; i < clients; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := hc.Post(t.url+RouteChat, "application/json", strings.NewReader(body))
+				if err != nil {
+					bad.Add(1)
+					return
+				}
+				defer resp.Body.Close()
+				n := live.Add(1)
+				for m := maxLive.Load(); n > m && !maxLive.CompareAndSwap(m, n); m = maxLive.Load() {
+				}
+				sc := bufio.NewScanner(resp.Body)
+				last := ""
+				for sc.Scan() {
+					if l := sc.Text(); l != "" {
+						last = l
+					}
+				}
+				live.Add(-1)
+				if resp.StatusCode == 200 && last == "data: [DONE]" {
+					ok.Add(1)
+				} else {
+					bad.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		hwm := procKB(t.pid, "VmHWM")
+		fmt.Printf("# %s: %d streams completed (%d failed), %d at once at most; peak RSS %.1f MB (load %s)\n",
+			t.name, ok.Load(), bad.Load(), maxLive.Load(), float64(hwm)/1024, loadAvg())
+		if bad.Load() > 0 {
+			b.Errorf("%s: %d streams failed", t.name, bad.Load())
+		}
+		b.ReportMetric(float64(hwm)/1024, t.name+"-peak-RSS-MB")
+	}
+}
+
+// procKB reads a "Name: N kB" line of /proc/PID/status.
+func procKB(pid int, name string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, name+":") {
+			f := strings.Fields(l)
+			if len(f) >= 2 {
+				n, _ := strconv.ParseInt(f[1], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
