@@ -36,6 +36,9 @@ const (
 	DefaultProbeTimeout    = 30 * time.Second
 	DefaultRestoreAttempts = 2
 	DefaultStateDir        = ".hiro"
+	// DefaultMaxEvidenceAge is how old a campaign's evidence may be for
+	// 'hiro activate' to act on it: a week.
+	DefaultMaxEvidenceAge = 7 * 24 * time.Hour
 )
 
 // Defaults of a profile's [overload] policy: how long hiro keeps retrying a
@@ -209,6 +212,9 @@ type Production struct {
 	// RestoreAttempts bounds how many times restoring production is tried;
 	// default DefaultRestoreAttempts.
 	RestoreAttempts int `toml:"restore_attempts" json:"restore_attempts"`
+	// MaxEvidenceAge is how long after a campaign finished its evidence
+	// may still activate the candidate; default DefaultMaxEvidenceAge.
+	MaxEvidenceAge Duration `toml:"max_evidence_age" json:"max_evidence_age"`
 }
 
 // Config is a whole hiro configuration file.
@@ -351,6 +357,9 @@ func (c *Config) fillDefaults() {
 		c.Production.RestoreAttempts = DefaultRestoreAttempts
 	}
 	c.fillServeDefaults()
+	if c.Production.MaxEvidenceAge.Duration == 0 {
+		c.Production.MaxEvidenceAge.Duration = DefaultMaxEvidenceAge
+	}
 	for name, p := range c.Backends {
 		if p == nil {
 			continue
@@ -472,6 +481,9 @@ func (c *Config) validate() Errors {
 		add("production.restore_attempts", "must be between 1 and 10, got %d", c.Production.RestoreAttempts)
 	}
 	es = append(es, c.ValidateServe()...)
+	if c.Production.MaxEvidenceAge.Duration < 0 {
+		add("production.max_evidence_age", "must be positive, got %s; write it like \"168h\"", c.Production.MaxEvidenceAge.Duration)
+	}
 	// Two managed profiles on one port conflict only when run together;
 	// a campaign stops production first, so this is not an error here.
 	return es

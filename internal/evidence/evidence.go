@@ -137,6 +137,20 @@ type Attempt struct {
 	LogPath string `json:"log_path,omitempty"`
 	// Stop records how the attempt's process was stopped.
 	Stop *Stop `json:"stop,omitempty"`
+	// Effective is what the attempt ran: the candidate profile with the
+	// variant's changes applied (private copy only). 'hiro activate'
+	// starts exactly this when the campaign qualified on this attempt.
+	Effective *Effective `json:"effective,omitempty"`
+}
+
+// Effective is an attempt's effective profile: the environment and
+// arguments that replaced the profile's (private copy only: values may be
+// secrets), and the SHA-256 of the whole effective profile
+// (config.Profile.Hash), which activation checks before it runs it.
+type Effective struct {
+	ProfileHash string            `json:"profile_hash"`
+	Env         map[string]string `json:"env,omitempty"`
+	Args        []string          `json:"args,omitempty"`
 }
 
 // Stop is how a process was stopped.

@@ -154,6 +154,7 @@ func (e *Evidence) Public() *Evidence {
 		for ai := range g.Attempts {
 			a := &g.Attempts[ai]
 			a.LogPath = ""
+			a.Effective = nil
 			for i, ch := range a.Changes {
 				if m := reEnvChange.FindStringSubmatch(ch); m != nil {
 					a.Changes[i] = "env " + m[1] + "=<redacted>"

@@ -103,8 +103,11 @@ type Intent struct {
 	To   *Snapshot `json:"to"`
 	// Committed says the switched record was written: To is production.
 	Committed bool `json:"committed"`
-	// Router says a running router was asked to switch.
-	Router bool `json:"router,omitempty"`
+	// Router says a running router was asked to switch; Handover is the
+	// name production was handed over under (an exclusive switch), which
+	// the recovery asks the router to take back.
+	Router   bool   `json:"router,omitempty"`
+	Handover string `json:"handover,omitempty"`
 	// PID is the hiro doing the switch; StartedAt when it began.
 	PID       int       `json:"pid"`
 	StartedAt time.Time `json:"started_at"`

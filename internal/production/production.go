@@ -36,6 +36,10 @@ const (
 	// OutcomeFailed: the switch failed and the old production was put
 	// back and verified (or was never stopped).
 	OutcomeFailed = "failed"
+	// OutcomeRecovered: a switch cut short (its hiro was killed) was
+	// settled by a later hiro: the production of the latest switched record
+	// serves, verified.
+	OutcomeRecovered = "recovered"
 	// OutcomeCritical: the switch failed and the old production could not
 	// be put back.
 	OutcomeCritical = "critical"
@@ -391,11 +395,22 @@ func Append(r *Record) error {
 		r.Seq = recs[n-1].Seq + 1
 	}
 	r.Schema = RecordSchema
+	if r.To != nil && r.To.Source == "" {
+		r.To.Source = fmt.Sprintf("%s %d", r.Kind, r.Seq)
+	}
 	dir := configDir(r.Config)
 	if err := ensureDir(dir); err != nil {
 		return err
 	}
 	r.Path = filepath.Join(dir, fmt.Sprintf("%06d-%s.json", r.Seq, r.Kind))
+	return writePrivateJSON(r.Path, r)
+}
+
+// Rewrite writes an appended record again (to r.Path), atomically.
+func Rewrite(r *Record) error {
+	if r.Path == "" {
+		return fmt.Errorf("production record %d was never appended", r.Seq)
+	}
 	return writePrivateJSON(r.Path, r)
 }
 

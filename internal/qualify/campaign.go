@@ -17,7 +17,6 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
-	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -184,19 +183,7 @@ func (c *campaign) newEvidence(id string, start time.Time) *evidence.Evidence {
 	for _, g := range c.plan.Gates {
 		e.Gates = append(e.Gates, evidence.Gate{ID: g.ID, Kind: g.Kind, Title: g.DisplayTitle(), Status: evidence.StatusNotRun, Reason: "not reached", BoundMS: g.Bound(c.h).Milliseconds()})
 	}
-	fp := &e.Fingerprints
-	fp.Plan = c.plan.Digest
-	fp.Prompts = prompt.Hash()
-	fp.Schemas = prompt.SchemaHash()
-	fp.Files = map[string]string{c.plan.Path: c.plan.Digest}
-	if c.candidate != nil {
-		fp.CandidateProfile = c.candidate.Hash()
-	}
-	for _, g := range c.plan.Gates {
-		if f, ok := g.Gate.(Fingerprinter); ok && !g.Skip {
-			f.Fingerprint(fp)
-		}
-	}
+	e.Fingerprints = Fingerprints(c.plan, c.candidate)
 	e.Report = evidence.Report{Sections: []evidence.Section{}, Validation: []evidence.Validation{}}
 	return e
 }

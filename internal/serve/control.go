@@ -319,6 +319,16 @@ func (c *ControlClient) Switch(ctx context.Context, profileName string, effectiv
 	return &r, c.call(ctx, http.MethodPost, "/v1/switch", switchRequest{Profile: profileName, Effective: effective}, &r)
 }
 
+// SwitchHandedOver is Switch for the holder of a hand-over (an exclusive
+// activation: production was handed over to campaign, the new backend
+// started and verified in its place): the switch ends the hand-over and
+// the router serves the new backend. 409 when production is not handed
+// over to campaign.
+func (c *ControlClient) SwitchHandedOver(ctx context.Context, campaign, profileName string, effective *config.Profile) (*SwitchResult, error) {
+	var r SwitchResult
+	return &r, c.call(ctx, http.MethodPost, "/v1/switch", switchRequest{Profile: profileName, Effective: effective, Campaign: campaign}, &r)
+}
+
 type drainRequest struct {
 	TimeoutMS int64 `json:"timeout_ms"`
 }
@@ -336,6 +346,9 @@ type takebackRequest struct {
 type switchRequest struct {
 	Profile   string          `json:"profile"`
 	Effective *config.Profile `json:"effective_profile,omitempty"`
+	// Campaign, when production is handed over to it, ends that
+	// hand-over with the switch (an exclusive activation).
+	Campaign string `json:"campaign,omitempty"`
 }
 
 // ControlError is an error answer of the control socket.

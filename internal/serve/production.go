@@ -726,7 +726,8 @@ func (p *prodCtl) verifyRunning(ctx context.Context) *Verification {
 
 // switchTo makes name (effective, when given) the production the router
 // serves: the caller started and verified it.
-func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.Profile) (*SwitchResult, int, error) {
+// campaign, when production is handed over to it, ends that hand-over.
+func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.Profile, campaign string) (*SwitchResult, int, error) {
 	prof := effective
 	if prof == nil {
 		var err error
@@ -750,9 +751,16 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 	var res *SwitchResult
 	code, serr := 0, error(nil)
 	derr := p.do(ctx, func(ctx context.Context) {
+		endHandover := false
 		if p.handedOver() {
-			code, serr = http.StatusConflict, errors.New("production is handed over to a campaign; take it back first")
-			return
+			p.mu.Lock()
+			h := p.handover
+			p.mu.Unlock()
+			if campaign == "" || h == nil || h.Campaign != campaign {
+				code, serr = http.StatusConflict, errors.New("production is handed over to a campaign; take it back first")
+				return
+			}
+			endHandover = true
 		}
 		var adopted *supervisor.Record
 		if !prof.Unmanaged {
@@ -779,6 +787,13 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 		p.window, p.lastFailure, p.lastCanary = nil, nil, nil
 		p.mu.Unlock()
 		p.rt.Store(rt)
+		if endHandover {
+			p.mu.Lock()
+			p.handover = nil
+			p.mu.Unlock()
+			p.owner = 0
+			p.s.draining.Store(false)
+		}
 		p.setState(StateReady, "switched from "+old.name)
 		p.s.event("switch", map[string]any{"from": old.name, "to": prof.Name})
 	})

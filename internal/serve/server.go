@@ -676,7 +676,7 @@ func (s *Server) controlHandler() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		res, code, err := s.prod.switchTo(r.Context(), req.Profile, req.Effective)
+		res, code, err := s.prod.switchTo(r.Context(), req.Profile, req.Effective, req.Campaign)
 		if err != nil {
 			fail(w, code, "%v", err)
 			return

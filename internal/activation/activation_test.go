@@ -1,0 +1,357 @@
+package activation_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/activation"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/journal"
+	"github.com/hiro-dev/hiro/internal/production"
+)
+
+func opts(w *world) activation.Options {
+	return activation.Options{JournalDir: w.journal, Progress: func(s string) { w.t.Log(s) }}
+}
+
+// The life cycle with real processes: a campaign qualifies the candidate
+// on a fallback variant; activate runs THAT variant, verified, stops the
+// old production and records it; every command now resolves production
+// to it; rollback returns to the first production, verified; a second
+// rollback has nothing to go back to.
+func TestActivateThenRollback(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+
+	out, err := activation.Activate(context.Background(), w.cfg, evPath, opts(w))
+	if err != nil {
+		t.Fatalf("activate: %v", err)
+	}
+	r := out.Record
+	if out.ExitCode != activation.ExitSwitched || r.Outcome != production.OutcomeSwitched {
+		t.Fatalf("exit %d outcome %s (%s)", out.ExitCode, r.Outcome, r.Error)
+	}
+	if r.Verified == nil || !r.Verified.OK || r.Verified.Reply != "READY" || r.Verified.Model != "cand-model" {
+		t.Fatalf("new production not verified: %+v", r.Verified)
+	}
+	a, err := production.Resolve(w.cfg)
+	must(t, err)
+	if a.Name != "cand" || a.Variant != "no-exit" || a.Seq != r.Seq {
+		t.Fatalf("active production %s variant %s seq %d, want cand no-exit %d", a.Name, a.Variant, a.Seq, r.Seq)
+	}
+	// What runs is what qualified: the variant, not the file's profile.
+	st, ok := w.running("cand")
+	if !ok {
+		t.Fatal("cand is not running")
+	}
+	eff, _ := production.ProfileFor(w.cfg, "cand")
+	if st.ProfileHash != eff.Hash() || st.ProfileHash == w.cfg.Backends["cand"].Hash() {
+		t.Fatalf("cand runs profile %s, want the variant's %s", st.ProfileHash, eff.Hash())
+	}
+	if eff.Env["CAND_MODE"] != "fallback" || strings.Contains(strings.Join(eff.Args, " "), "--exit") {
+		t.Fatalf("effective profile env %v args %v, want the variant's", eff.Env, eff.Args)
+	}
+	if _, ok := w.running("prod"); ok || w.ready("prod") {
+		t.Fatal("the old production still runs after the switch")
+	}
+	// The journal tells it in one sentence.
+	j, err := journal.Load(w.journal)
+	must(t, err)
+	ev, _ := evidence.Load(evPath)
+	want := "Production switched from prod to cand (variant no-exit) on the evidence of campaign " + ev.ID
+	if len(j.Entries) != 1 || j.Entries[0].Title != want {
+		t.Fatalf("journal entries %d, first %q; want %q", len(j.Entries), title(j), want)
+	}
+	// The record is the switch's evidence, private.
+	if fi, err := os.Stat(r.Path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("record %s: %v %v", r.Path, fi, err)
+	}
+
+	// The same evidence again: the candidate is production already.
+	if _, err := activation.Activate(context.Background(), w.cfg, evPath, opts(w)); !refusedOn(err, "candidate") {
+		t.Fatalf("second activation: %v, want refused on candidate", err)
+	}
+
+	back, err := activation.Rollback(context.Background(), w.cfg, opts(w))
+	if err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	if back.ExitCode != 0 || back.Record.Verified == nil || !back.Record.Verified.OK || back.Record.Verified.Model != "prod-model" {
+		t.Fatalf("rollback exit %d verified %+v (%s)", back.ExitCode, back.Record.Verified, back.Record.Error)
+	}
+	if a, _ := production.Resolve(w.cfg); a.Name != "prod" || a.Record.Kind != production.KindRollback || a.Record.Undid != r.Seq {
+		t.Fatalf("after rollback production is %s (%+v)", a.Name, a.Record)
+	}
+	if !w.ready("prod") {
+		t.Fatal("prod does not answer ready after the rollback")
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Fatal("cand still runs after the rollback")
+	}
+	if _, err := activation.Rollback(context.Background(), w.cfg, opts(w)); err == nil || !strings.Contains(err.Error(), "nothing to roll back to") {
+		t.Fatalf("second rollback: %v, want nothing to roll back to", err)
+	}
+	h, _ := production.History(w.cfg.Path)
+	if len(h) != 2 {
+		t.Fatalf("history has %d records, want 2", len(h))
+	}
+}
+
+func title(j *journal.Journal) string {
+	if len(j.Entries) == 0 {
+		return ""
+	}
+	return j.Entries[0].Title
+}
+
+func refusedOn(err error, field string) bool {
+	var re *activation.RefusedError
+	return errors.As(err, &re) && re.Field == field
+}
+
+// Every way the evidence stops matching what would run is refused before
+// anything starts, naming the field.
+func TestStaleOrMismatchingEvidenceRefusedNamingTheField(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+	now := time.Now()
+	check := func(field string) {
+		t.Helper()
+		_, err := activation.Check(context.Background(), w.cfg, evPath, now)
+		if !refusedOn(err, field) {
+			t.Fatalf("err = %v, want refused on %s", err, field)
+		}
+	}
+	if _, err := activation.Check(context.Background(), w.cfg, evPath, now); err != nil {
+		t.Fatalf("fresh evidence refused: %v", err)
+	}
+
+	// Too old.
+	now = time.Now().Add(8 * 24 * time.Hour)
+	check("finished_at")
+	now = time.Now()
+
+	// The plan was edited after the campaign.
+	plan := filepath.Join(w.dir, "plan.toml")
+	orig, _ := os.ReadFile(plan)
+	must(t, os.WriteFile(plan, append(orig, []byte("# edited\n")...), 0o644))
+	check("fingerprints.plan")
+	must(t, os.WriteFile(plan, orig, 0o644))
+
+	// The candidate profile was edited.
+	cfgOrig, _ := os.ReadFile(w.cfgPath)
+	must(t, os.WriteFile(w.cfgPath, []byte(strings.Replace(string(cfgOrig), `model = "cand-model"`+"\nexclusive", `model = "cand-model"`+"\ninherit_env = [\"HOME\"]\nexclusive", 1)), 0o644))
+	w.load()
+	check("fingerprints.candidate_profile")
+	must(t, os.WriteFile(w.cfgPath, cfgOrig, 0o644))
+	w.load()
+
+	// Stale: production's launcher changed since the comparison.
+	launcher := filepath.Join(w.dir, "prod-launcher.sh")
+	lorig, _ := os.ReadFile(launcher)
+	must(t, os.WriteFile(launcher, []byte("#!/bin/sh\n# another launcher\n"), 0o755))
+	check("production.config_hash_before")
+	must(t, os.WriteFile(launcher, lorig, 0o755))
+
+	// What the variant ran was tampered with in the evidence.
+	var ev evidence.Evidence
+	b, _ := os.ReadFile(evPath)
+	must(t, json.Unmarshal(b, &ev))
+	for gi := range ev.Gates {
+		for ai := range ev.Gates[gi].Attempts {
+			if a := &ev.Gates[gi].Attempts[ai]; a.ReachedReady {
+				a.Effective.Args = append(a.Effective.Args, "--extra")
+			}
+		}
+	}
+	tampered := filepath.Join(t.TempDir(), evidence.PrivateFile)
+	b, _ = json.Marshal(&ev)
+	must(t, os.WriteFile(tampered, b, 0o600))
+	if _, err := activation.Check(context.Background(), w.cfg, tampered, now); !refusedOn(err, "gates[launch].attempts[no-exit].effective.profile_hash") {
+		t.Fatalf("tampered effective profile: %v", err)
+	}
+	// Not qualified.
+	ev.Verdict = evidence.VerdictNotQualified
+	b, _ = json.Marshal(&ev)
+	must(t, os.WriteFile(tampered, b, 0o600))
+	if _, err := activation.Check(context.Background(), w.cfg, tampered, now); !refusedOn(err, "verdict") {
+		t.Fatalf("not qualified: %v", err)
+	}
+
+	// Stale: production is no longer the one compared against.
+	must(t, production.Append(&production.Record{Kind: production.KindActivate, Outcome: production.OutcomeSwitched, Config: w.cfg.Path,
+		From: production.Snap(w.cfg.Backends["prod"], "", production.SourceConfiguration), To: production.Snap(w.cfg.Backends["prod"], "tuned", "")}))
+	// The record's production hashes differently from what the campaign saw.
+	h, _ := production.History(w.cfg.Path)
+	h[0].To.Profile.Args = append(h[0].To.Profile.Args, "--tuned")
+	h[0].To.ConfigHash, _ = production.ConfigHash(h[0].To.Profile)
+	must(t, production.Rewrite(h[0]))
+	w.load()
+	check("production.config_hash_before")
+
+	// The command says it too, with exit 1, and starts nothing.
+	code, out := w.hiro("activate", evPath, "--journal", "")
+	if code != 1 || !strings.Contains(out, "production.config_hash_before") || !strings.Contains(out, "stale") {
+		t.Fatalf("hiro activate: exit %d\n%s", code, out)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Fatal("a refused activation started the candidate")
+	}
+}
+
+// A candidate that fails mid-switch (its port taken by another process
+// after it qualified): the exclusive switch had stopped production first;
+// production is put back and verified, and stays production.
+func TestCandidateFailsMidSwitchOldProductionBackAndVerified(t *testing.T) {
+	w := newWorld(t, true)
+	w.startProduction()
+	evPath := w.qualify()
+	if !w.ready("prod") {
+		t.Fatal("the campaign did not restore production")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(w.candPort))
+	must(t, err)
+	defer l.Close()
+
+	out, err := activation.Activate(context.Background(), w.cfg, evPath, opts(w))
+	if err != nil {
+		t.Fatalf("activate: %v", err)
+	}
+	r := out.Record
+	if out.ExitCode != activation.ExitRefused || r.Outcome != production.OutcomeFailed {
+		t.Fatalf("exit %d outcome %s, want 1 failed", out.ExitCode, r.Outcome)
+	}
+	if !strings.Contains(r.Error, "port_in_use") {
+		t.Fatalf("error %q, want the candidate's port_in_use", r.Error)
+	}
+	names := []string{}
+	for _, s := range r.Steps {
+		names = append(names, s.Name)
+	}
+	if len(r.Steps) == 0 || r.Steps[0].Name != "stop old production prod" || !r.Steps[0].OK {
+		t.Fatalf("steps %v: the exclusive switch must stop the old production first", names)
+	}
+	if r.Restored == nil || !r.Restored.OK || r.Restored.Reply != "READY" || r.Restored.Model != "prod-model" {
+		t.Fatalf("old production not put back and verified: %+v", r.Restored)
+	}
+	if !w.ready("prod") {
+		t.Fatal("prod is not serving")
+	}
+	if a, _ := production.Resolve(w.cfg); a.Name != "prod" {
+		t.Fatalf("production is %s after a failed switch", a.Name)
+	}
+	j, err := journal.Load(w.journal)
+	must(t, err)
+	if !strings.Contains(title(j), "Production stays prod") {
+		t.Fatalf("journal: %q", title(j))
+	}
+	if ins, _ := production.Intents(); len(ins) != 0 {
+		t.Fatalf("intent left behind: %+v", ins[0])
+	}
+}
+
+// Two activations at once: one switches, the other is refused (the
+// production lock), whatever the timing.
+func TestTwoActivationsAtOnceOneRefused(t *testing.T) {
+	w := newWorld(t, false, "--load-time", "1500ms")
+	w.startProduction()
+	evPath := w.qualify()
+	type res struct {
+		code int
+		out  string
+	}
+	results := make([]res, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, o := w.hiro("activate", evPath, "--journal", "")
+			results[i] = res{c, o}
+		}()
+	}
+	wg.Wait()
+	ok, refused := 0, 0
+	for _, r := range results {
+		switch {
+		case r.code == 0:
+			ok++
+		case r.code == 1 && strings.Contains(r.out, "production is held by hiro pid"):
+			refused++
+		}
+	}
+	if ok != 1 || refused != 1 {
+		t.Fatalf("want one switched and one refused by the lock:\n[exit %d] %s\n[exit %d] %s", results[0].code, results[0].out, results[1].code, results[1].out)
+	}
+	if a, _ := production.Resolve(w.cfg); a.Name != "cand" {
+		t.Fatalf("production is %s", a.Name)
+	}
+	h, _ := production.History(w.cfg.Path)
+	if len(h) != 1 {
+		t.Fatalf("%d records, want 1", len(h))
+	}
+}
+
+// SIGKILL of hiro in the middle of an exclusive switch (old production
+// stopped, candidate loading): the next hiro command, whatever it is,
+// stops the candidate, puts the old production back verified, and records
+// it.
+func TestSIGKILLDuringSwitchNextCommandRecovers(t *testing.T) {
+	w := newWorld(t, true, "--load-time", "4s")
+	w.startProduction()
+	evPath := w.qualify()
+	cmd := w.hiroCmd("activate", evPath, "--journal", "")
+	must(t, cmd.Start())
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, candUp := w.running("cand")
+		_, prodUp := w.running("prod")
+		ins, _ := production.Intents()
+		if candUp && !prodUp && len(ins) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the switch never reached the candidate's start (cand %v prod %v intents %d)", candUp, prodUp, len(ins))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+
+	code, out := w.hiro("backend", "status")
+	if code != 0 {
+		t.Fatalf("next command: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "switch settled") {
+		t.Fatalf("the next command did not settle the switch:\n%s", out)
+	}
+	if !w.ready("prod") {
+		t.Fatalf("prod is not back:\n%s", out)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Fatal("the candidate left by the killed switch still runs")
+	}
+	if ins, _ := production.Intents(); len(ins) != 0 {
+		t.Fatal("the switch intent is still there")
+	}
+	h, _ := production.History(w.cfg.Path)
+	if len(h) != 1 || h[0].Outcome != production.OutcomeRecovered || h[0].Restored == nil || !h[0].Restored.OK {
+		t.Fatalf("history %+v, want one recovered record with the restore", h)
+	}
+	if a, _ := production.Resolve(w.cfg); a.Name != "prod" {
+		t.Fatalf("production is %s", a.Name)
+	}
+}

@@ -1,0 +1,253 @@
+package activation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/artifact"
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/qualify"
+)
+
+// RefusedError says why a switch was refused before anything was started
+// or stopped. Field is the exact evidence or configuration field that
+// decided it ("verdict", "fingerprints.candidate_profile",
+// "production.config_hash_before", "backends.prod.args").
+type RefusedError struct {
+	Field string
+	Msg   string
+}
+
+func (e *RefusedError) Error() string {
+	if e.Field == "" {
+		return "refused: " + e.Msg
+	}
+	return "refused: " + e.Field + ": " + e.Msg
+}
+
+func refuse(field, format string, a ...any) error {
+	return &RefusedError{Field: field, Msg: fmt.Sprintf(format, a...)}
+}
+
+// Qualified is a campaign's evidence that passed every check: what would
+// run if it were activated now.
+type Qualified struct {
+	// Evidence is the private evidence; Path its file.
+	Evidence *evidence.Evidence
+	Path     string
+	// Plan is the campaign's plan as it is now (its digest matched).
+	Plan *qualify.Plan
+	// Profile is the effective profile that qualified: the candidate
+	// with the launch attempt's environment and arguments; Variant that
+	// attempt's name.
+	Profile *config.Profile
+	Variant string
+	// Artifact is the manifest verified again (nil: the plan pins none).
+	Artifact *artifact.Report
+	// Active is the production it would replace.
+	Active *production.Active
+}
+
+// EvidencePath returns the private evidence file for arg: a campaign's
+// evidence folder, its evidence.private.json, or its public evidence.json
+// (whose private sibling is used: the effective profile is private).
+func EvidencePath(arg string) (string, error) {
+	st, err := os.Stat(arg)
+	if err != nil {
+		return "", fmt.Errorf("evidence %s: %w", arg, err)
+	}
+	p := arg
+	if st.IsDir() {
+		p = filepath.Join(arg, evidence.PrivateFile)
+	} else if filepath.Base(arg) == evidence.PublicFile {
+		p = filepath.Join(filepath.Dir(arg), evidence.PrivateFile)
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("evidence %s: the private evidence %s is needed (it records what ran): %w", arg, p, err)
+	}
+	return filepath.Abs(p)
+}
+
+// Check decides whether the evidence at path may activate its candidate
+// now, touching nothing. Refusals are *RefusedError naming the field:
+// verdict not qualified; finished_at older than cfg's max_evidence_age;
+// the candidate already production or no longer a profile; the plan, the
+// candidate profile, the prompts, the schema, the corpus or the artifact
+// manifest changed (each its fingerprints.* field), or the artifact no
+// longer verifies; production.* when the production it was compared
+// against is no longer the active one (stale); the launch attempt's
+// effective profile when it no longer hashes as recorded. Other errors
+// (unreadable evidence) are returned as they are.
+func Check(ctx context.Context, cfg *config.Config, path string, now time.Time) (*Qualified, error) {
+	ev, err := evidence.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	q := &Qualified{Evidence: ev, Path: path}
+	if ev.Verdict != evidence.VerdictQualified {
+		return nil, refuse("verdict", "campaign %s is %q, not %q (%s); only a qualified campaign may change production", ev.ID, ev.Verdict, evidence.VerdictQualified, ev.TerminationReason)
+	}
+	if ev.FinishedAt == nil {
+		return nil, refuse("finished_at", "campaign %s has no finish time: it never finished", ev.ID)
+	}
+	maxAge := cfg.Production.MaxEvidenceAge.Duration
+	if age := now.Sub(*ev.FinishedAt); age > maxAge {
+		return nil, refuse("finished_at", "campaign %s finished %s ago, more than production.max_evidence_age %s allows; run the campaign again", ev.ID, age.Round(time.Minute), maxAge)
+	}
+	if q.Active, err = production.Resolve(cfg); err != nil {
+		return nil, err
+	}
+	if q.Active != nil && q.Active.Name == ev.Candidate {
+		return nil, refuse("candidate", "%s is already the active production (%s)", ev.Candidate, q.Active.Source)
+	}
+	cand, err := cfg.Backend(ev.Candidate)
+	if err != nil {
+		return nil, refuse("candidate", "%v", err)
+	}
+	fp := ev.Fingerprints
+	if h := cand.Hash(); h != fp.CandidateProfile {
+		return nil, mismatch("fingerprints.candidate_profile", "the candidate profile "+cand.Name+" in "+cfg.Path, fp.CandidateProfile, h)
+	}
+	if ev.Plan == "" {
+		return nil, refuse("plan", "the evidence names no plan file; pass the private evidence (%s)", evidence.PrivateFile)
+	}
+	plan, _, err := qualify.LoadPlan(ev.Plan, cfg.Path)
+	if err != nil {
+		return nil, refuse("plan", "the campaign's plan %s no longer loads: %v", ev.Plan, err)
+	}
+	q.Plan = plan
+	now2 := qualify.Fingerprints(plan, cand)
+	for _, f := range []struct{ field, what, was, is string }{
+		{"fingerprints.plan", "the plan " + plan.Path, fp.Plan, now2.Plan},
+		{"fingerprints.prompts", "the extraction prompts", fp.Prompts, now2.Prompts},
+		{"fingerprints.schemas", "the structured-output schema", fp.Schemas, now2.Schemas},
+		{"fingerprints.corpus", "the semantic corpus", fp.Corpus, now2.Corpus},
+	} {
+		if f.was != f.is {
+			return nil, mismatch(f.field, f.what, f.was, f.is)
+		}
+	}
+	if err := q.checkArtifact(ctx, cand); err != nil {
+		return nil, err
+	}
+	if err := q.checkProduction(); err != nil {
+		return nil, err
+	}
+	if err := q.effective(cand); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+func mismatch(field, what, recorded, now string) error {
+	if now == "" {
+		now = "(unreadable)"
+	}
+	if recorded == "" {
+		recorded = "(none)"
+	}
+	return refuse(field, "%s changed since the campaign (recorded %s, now %s); run the campaign again on what would run", what, short(recorded), short(now))
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// checkArtifact verifies the plan's artifact (or the candidate's) again
+// and compares it with the evidence's fingerprint.
+func (q *Qualified) checkArtifact(ctx context.Context, cand *config.Profile) error {
+	manifest, dir := cand.Artifact, cand.ArtifactDir
+	for _, g := range q.Plan.Gates {
+		if ag, ok := g.Gate.(*qualify.ArtifactGate); ok && ag.Manifest != "" && !g.Skip {
+			manifest, dir = ag.Manifest, ag.Dir
+		}
+	}
+	recorded := q.Evidence.Fingerprints.ArtifactManifest
+	if manifest == "" {
+		if recorded != "" {
+			return refuse("fingerprints.artifact_manifest", "the campaign verified an artifact, but neither the plan nor the candidate profile names one now")
+		}
+		return nil
+	}
+	rep, err := artifact.Verify(ctx, manifest, dir, artifact.VerifyOptions{})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return refuse("fingerprints.artifact_manifest", "the artifact %s cannot be verified again: %v", manifest, err)
+	}
+	q.Artifact = rep
+	fileDigest := qualify.Fingerprints(q.Plan, nil).ArtifactManifest
+	if recorded != rep.Digest && recorded != fileDigest {
+		return mismatch("fingerprints.artifact_manifest", "the artifact manifest "+manifest, recorded, rep.Digest)
+	}
+	if !rep.OK {
+		return refuse("fingerprints.artifact_manifest", "the artifact no longer matches its manifest: %s", rep.Summary())
+	}
+	return nil
+}
+
+// checkProduction refuses stale evidence: the production the candidate
+// was compared against must be the active one, with the same
+// configuration.
+func (q *Qualified) checkProduction() error {
+	ev, a := q.Evidence, q.Active
+	if a == nil {
+		if ev.ProductionBackend != "" {
+			return refuse("production_backend", "stale: the campaign compared against production %s, but no production is configured now", ev.ProductionBackend)
+		}
+		return nil
+	}
+	if ev.ProductionBackend != a.Name {
+		return refuse("production_backend", "stale: the campaign compared against production %q, but the active production is %s (%s); run the campaign again", ev.ProductionBackend, a.Name, a.Source)
+	}
+	if ev.Production.ConfigHashBefore != a.ConfigHash {
+		return mismatch("production.config_hash_before", "stale: the active production "+a.Name+" ("+a.Source+")", ev.Production.ConfigHashBefore, a.ConfigHash)
+	}
+	return nil
+}
+
+// effective finds the launch attempt that reached ready and rebuilds what
+// it ran from the candidate profile and the attempt's recorded
+// environment and arguments; the result must hash as recorded.
+func (q *Qualified) effective(cand *config.Profile) error {
+	for _, g := range q.Evidence.Gates {
+		if g.Kind != qualify.KindLaunch {
+			continue
+		}
+		for _, a := range g.Attempts {
+			if !a.ReachedReady {
+				continue
+			}
+			field := fmt.Sprintf("gates[%s].attempts[%s].effective", g.ID, a.Name)
+			p := cand.Clone()
+			if a.Effective == nil {
+				if a.Name != "base" {
+					return refuse(field, "the evidence does not record what variant %s ran; run the campaign again with this hiro", a.Name)
+				}
+			} else {
+				p.Env = map[string]string{}
+				for k, v := range a.Effective.Env {
+					p.Env[k] = v
+				}
+				p.Args = append([]string(nil), a.Effective.Args...)
+				if h := p.Hash(); h != a.Effective.ProfileHash {
+					return mismatch(field+".profile_hash", "the effective profile of attempt "+a.Name, a.Effective.ProfileHash, h)
+				}
+			}
+			q.Profile, q.Variant = p, a.Name
+			return nil
+		}
+		return refuse("gates["+g.ID+"].attempts", "no launch attempt reached ready")
+	}
+	return refuse("gates", "the campaign has no launch gate: nothing proves the candidate starts")
+}

@@ -1,0 +1,21 @@
+// Package activation changes production, and only on evidence (DESIGN.md,
+// "Serving and activation"): 'hiro activate EVIDENCE' switches production
+// to a campaign's candidate when the evidence says qualified, is recent
+// enough, and its fingerprints still match what would run (Check names the
+// exact field that differs); 'hiro rollback' returns to the production an
+// activation replaced, when its recorded configuration still matches.
+//
+// The switch starts the new production (after stopping the old one first
+// when either needs the accelerator exclusively), proves it ready with the
+// campaign guard's own restore verification (health, identity, a bounded
+// READY completion: qualify.Restore), points a running router at it, then
+// stops the old one. Any failure before the new one is verified puts the
+// old one back and verifies it. Each switch holds production's lock
+// (package production), writes an intent first so that a hiro killed
+// mid-switch is recovered by the next one (Recover), and writes its record
+// (the switch's evidence) and a journal entry.
+//
+// It must not decide what production is by itself (package production
+// resolves it), manage processes directly (package supervisor does), or
+// re-implement readiness (supervisor and qualify do).
+package activation

@@ -1,0 +1,122 @@
+package activation
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/journal"
+	"github.com/hiro-dev/hiro/internal/production"
+)
+
+// Headline is the one sentence a switch's record tells: "Production
+// switched from A to B on the evidence of campaign X", "Production
+// switched from B back to A (rollback of activation 2)", or the failure
+// with what was put back. The journal entry and the terminal both use it.
+func Headline(r *production.Record) string {
+	from, to := label(r.From), label(r.To)
+	why := ""
+	switch r.Kind {
+	case production.KindActivate:
+		why = " on the evidence of campaign " + r.Campaign
+	case production.KindRollback:
+		why = fmt.Sprintf(" (rollback of activation %d)", r.Undid)
+	}
+	switch r.Outcome {
+	case production.OutcomeSwitched:
+		if r.Kind == production.KindRollback {
+			return fmt.Sprintf("Production switched from %s back to %s%s", from, to, why)
+		}
+		return fmt.Sprintf("Production switched from %s to %s%s", from, to, why)
+	case production.OutcomeRecovered:
+		return fmt.Sprintf("A switch from %s to %s%s was cut short and settled by a later hiro", from, to, why)
+	case production.OutcomeFailed:
+		return fmt.Sprintf("Production stays %s: the switch to %s%s failed and %s is back and verified", from, to, why, from)
+	default:
+		return fmt.Sprintf("PRODUCTION DOWN: the switch from %s to %s%s failed and %s could not be put back", from, to, why, from)
+	}
+}
+
+func label(s *production.Snapshot) string {
+	if s == nil {
+		return "(none)"
+	}
+	if s.Variant != "" && s.Variant != "base" {
+		return s.Name + " (variant " + s.Variant + ")"
+	}
+	return s.Name
+}
+
+// journal writes the switch's journal entry into opts.JournalDir (created
+// when missing) and returns its path, or "" (with a progress line) when
+// it could not.
+func (s *switcher) journal() string {
+	if s.opts.JournalDir == "" {
+		return ""
+	}
+	r := s.rec
+	if err := os.MkdirAll(s.opts.JournalDir, 0o755); err != nil {
+		s.opts.Progress("journal: " + err.Error())
+		return ""
+	}
+	j, err := journal.Load(s.opts.JournalDir)
+	if err != nil {
+		s.opts.Progress("journal: " + err.Error())
+		return ""
+	}
+	title := Headline(r)
+	e := &journal.Entry{Timestamp: r.FinishedAt.Truncate(time.Second), Title: title, Summary: title + "."}
+	e.Slug = journal.Slugify(fmt.Sprintf("production %s %d %s", r.Kind, r.Seq, r.Outcome))
+	items := make([]string, 0, len(r.Steps))
+	for _, st := range r.Steps {
+		mark := "done"
+		if !st.OK {
+			mark = "failed"
+		}
+		line := fmt.Sprintf("%s: %s (%s)", st.Name, mark, time.Duration(st.DurationMS)*time.Millisecond)
+		if st.Detail != "" {
+			line += ": " + st.Detail
+		}
+		items = append(items, line)
+	}
+	status := "Completed"
+	if r.Outcome != production.OutcomeSwitched {
+		status = "Failed"
+	}
+	e.Sections = []journal.Section{{Title: "Switch", Status: status, Items: items}}
+	if r.Kind == production.KindActivate {
+		e.Validation = append(e.Validation, journal.ValidationRow{Check: "Evidence of campaign " + r.Campaign, Status: journal.StatusPassed,
+			Result: "qualified, recent enough; candidate profile, plan, prompts, schema, corpus and artifact fingerprints match; compared against the active production"})
+	}
+	e.Validation = append(e.Validation, journal.ValidationRow{Check: "New production " + label(r.To) + " ready", Status: passFail(r.Verified != nil && r.Verified.OK), Result: verifiedText(r.Verified)})
+	if r.Restored != nil {
+		e.Validation = append(e.Validation, journal.ValidationRow{Check: "Old production " + label(r.From) + " put back", Status: passFail(r.Restored.OK), Result: verifiedText(r.Restored)})
+	}
+	switch r.Outcome {
+	case production.OutcomeSwitched:
+		e.CurrentState = fmt.Sprintf("%s is production (configuration hash %s). 'hiro rollback' returns to %s.", label(r.To), r.To.ConfigHash[:12], label(r.RollbackTo))
+	case production.OutcomeFailed:
+		e.CurrentState = fmt.Sprintf("%s is still production, verified ready. Reason the switch failed: %s", label(r.From), r.Error)
+	default:
+		e.CurrentState = fmt.Sprintf("Production is down: %s. Restore it by hand with 'hiro backend start %s'.", r.Error, r.From.Name)
+	}
+	for i := 0; i < 3; i++ {
+		rel, err := j.Create(e)
+		if err == nil {
+			return rel
+		}
+		// Two entries may not share a second: take the next one.
+		e.Timestamp = e.Timestamp.Add(time.Second)
+		if i == 2 {
+			s.opts.Progress("journal: " + err.Error())
+		}
+	}
+	return ""
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return journal.StatusPassed
+	}
+	return journal.StatusFailed
+}

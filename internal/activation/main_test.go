@@ -1,0 +1,214 @@
+package activation_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// Binaries built once per test binary by TestMain.
+var (
+	fakeEngine string
+	hiroBin    string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hiro-activation-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeEngine = filepath.Join(dir, "hiro-fake-engine")
+	hiroBin = filepath.Join(dir, "hiro")
+	for bin, pkg := range map[string]string{fakeEngine: "github.com/hiro-dev/hiro/cmd/hiro-fake-engine", hiroBin: "github.com/hiro-dev/hiro/cmd/hiro"} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// world is one test's production and candidate: both the fake engine
+// answering READY; the candidate's base attempt exits at once (--exit 1)
+// and its plan's variant "no-exit" removes that, so what qualifies is a
+// variant.
+type world struct {
+	t        *testing.T
+	dir      string
+	cfgPath  string
+	cfg      *config.Config
+	prodPort int
+	candPort int
+	journal  string
+	env      []string
+}
+
+func newWorld(t *testing.T, exclusive bool, candExtra ...string) *world {
+	t.Helper()
+	w := &world{t: t, dir: t.TempDir(), prodPort: freePort(t), candPort: freePort(t)}
+	w.journal = filepath.Join(w.dir, "journal")
+	t.Setenv("HIRO_LEASE_DIR", filepath.Join(w.dir, "leases"))
+	t.Setenv("HIRO_PRODUCTION_DIR", filepath.Join(w.dir, "private", "production"))
+	t.Setenv("HIRO_STATE_HOME", filepath.Join(w.dir, "private"))
+	w.env = append(os.Environ(), "HIRO_LEASE_DIR="+filepath.Join(w.dir, "leases"), "HIRO_PRODUCTION_DIR="+filepath.Join(w.dir, "private", "production"), "HIRO_STATE_HOME="+filepath.Join(w.dir, "private"))
+	candArgs := append([]string{"--port", strconv.Itoa(w.candPort), "--model", "cand-model", "--exit", "1"}, candExtra...)
+	toml := fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "prod"
+restore_attempts = 2
+
+[backends.prod]
+engine = "llamacpp"
+command = %q
+args = ["--port", "%d", "--model", "prod-model"]
+port = %d
+model = "prod-model"
+ready_timeout = "15s"
+stall_timeout = "10s"
+stop_grace = "2s"
+config_files = ["prod-launcher.sh"]
+
+[backends.cand]
+engine = "llamacpp"
+command = %q
+args = %s
+port = %d
+model = "cand-model"
+exclusive_accelerator = %v
+ready_timeout = "15s"
+stall_timeout = "10s"
+stop_grace = "2s"
+`, fakeEngine, w.prodPort, w.prodPort, fakeEngine, tomlList(candArgs), w.candPort, exclusive)
+	w.cfgPath = filepath.Join(w.dir, "hiro.toml")
+	must(t, os.WriteFile(w.cfgPath, []byte(toml), 0o644))
+	must(t, os.WriteFile(filepath.Join(w.dir, "prod-launcher.sh"), []byte("#!/bin/sh\n# production launcher\n"), 0o755))
+	must(t, os.WriteFile(filepath.Join(w.dir, "plan.toml"), []byte(`title = "Candidate trial"
+config = "hiro.toml"
+candidate = "cand"
+evidence_dir = "evidence"
+
+[[gates]]
+id = "launch"
+kind = "launch"
+[[gates.variants]]
+name = "no-exit"
+reason = "documented fallback: run without the exit flag"
+args_remove = ["--exit"]
+env = { CAND_MODE = "fallback" }
+
+[[gates]]
+id = "ready"
+kind = "ready_control"
+`), 0o644))
+	w.load()
+	t.Cleanup(func() {
+		for _, n := range []string{"prod", "cand"} {
+			supervisor.StopRecorded(context.Background(), w.cfg.StateDir, n, time.Second)
+		}
+	})
+	return w
+}
+
+func (w *world) load() {
+	w.t.Helper()
+	cfg, err := config.Load(w.cfgPath)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.cfg = cfg
+}
+
+func tomlList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// startProduction starts prod as 'hiro backend start prod' does.
+func (w *world) startProduction() {
+	w.t.Helper()
+	proc, res := supervisor.Start(context.Background(), w.cfg.Backends["prod"], supervisor.Options{StateDir: w.cfg.StateDir})
+	if res.State != supervisor.StateReady {
+		w.t.Fatalf("production did not start: %+v %v", res.Failure, res.Err)
+	}
+	if _, err := proc.Detach(); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// qualify runs the plan's campaign and returns its private evidence file;
+// it must qualify.
+func (w *world) qualify() string {
+	w.t.Helper()
+	p, cfg, err := qualify.LoadPlan(filepath.Join(w.dir, "plan.toml"), w.cfgPath)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	out, err := qualify.Run(context.Background(), p, cfg, qualify.Options{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if out.ExitCode != 0 {
+		w.t.Fatalf("campaign: exit %d: %s", out.ExitCode, out.Evidence.TerminationReason)
+	}
+	return filepath.Join(out.Dir, evidence.PrivateFile)
+}
+
+func (w *world) running(name string) (supervisor.RecordStatus, bool) {
+	st, err := supervisor.Status(w.cfg.StateDir, name)
+	return st, err == nil && st.Status == supervisor.StatusRunning
+}
+
+func (w *world) ready(name string) bool {
+	return supervisor.CheckReady(context.Background(), w.cfg.Backends[name], nil).OK
+}
+
+// hiro runs the hiro binary with this world's configuration and private
+// state; it returns the exit status and the output.
+func (w *world) hiro(args ...string) (int, string) {
+	cmd := w.hiroCmd(args...)
+	out, _ := cmd.CombinedOutput()
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+func (w *world) hiroCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(hiroBin, append([]string{"--config", w.cfgPath}, args...)...)
+	cmd.Env = w.env
+	cmd.Dir = w.dir
+	return cmd
+}

@@ -1,0 +1,136 @@
+package activation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/serve"
+)
+
+// Router is a running router's control, as far as a switch needs it.
+type Router interface {
+	// Hold asks the router to drain and hand production over to this
+	// switch (in-flight requests finish, new ones get 503 + Retry-After,
+	// a managed production is stopped by the router). If this hiro dies,
+	// the router takes production back by itself.
+	Hold(ctx context.Context, holder string) error
+	// Switch points the router at prof, already started and verified; it
+	// ends a Hold.
+	Switch(ctx context.Context, prof *config.Profile) error
+	// Release ends a Hold without a switch: the router starts its
+	// production again and verifies it.
+	Release(ctx context.Context) *evidence.Restored
+	// Held says whether a Hold is in force.
+	Held() bool
+}
+
+// RouterFor returns the running router of cfg's file (its control socket
+// in serve.ControlDir), or nil when none runs or the one running serves
+// another configuration.
+func RouterFor(ctx context.Context, cfg *config.Config) Router {
+	dir, err := serve.ControlDir()
+	if err != nil {
+		return nil
+	}
+	c, err := serve.Dial(dir)
+	if err != nil {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := c.Status(sctx)
+	if err != nil || st.Config != cfg.Path {
+		c.Close()
+		return nil
+	}
+	return &controlRouter{c: c}
+}
+
+// controlRouter is Router over the router's control socket.
+type controlRouter struct {
+	c      *serve.ControlClient
+	holder string
+}
+
+func (r *controlRouter) Held() bool { return r.holder != "" }
+
+func (r *controlRouter) Hold(ctx context.Context, holder string) error {
+	if _, err := r.c.Handover(ctx, holder, os.Getpid()); err != nil {
+		return err
+	}
+	r.holder = holder
+	return nil
+}
+
+func (r *controlRouter) Switch(ctx context.Context, prof *config.Profile) error {
+	var err error
+	if r.holder != "" {
+		_, err = r.c.SwitchHandedOver(ctx, r.holder, prof.Name, prof)
+	} else {
+		_, err = r.c.Switch(ctx, prof.Name, prof)
+	}
+	if err == nil {
+		r.holder = ""
+	}
+	return err
+}
+
+func (r *controlRouter) Release(ctx context.Context) *evidence.Restored {
+	now := time.Now().UTC()
+	if r.holder == "" {
+		return &evidence.Restored{Error: "nothing held", At: &now}
+	}
+	v, err := r.c.Takeback(ctx, r.holder)
+	r.holder = ""
+	return verification(v, err)
+}
+
+// verification turns the router's Verification into the guard's
+// Restored record.
+func verification(v *serve.Verification, err error) *evidence.Restored {
+	now := time.Now().UTC()
+	rr := &evidence.Restored{Attempts: 1, At: &now}
+	if v != nil {
+		rr.OK, rr.Health, rr.Reply, rr.ReadyAfterMS = v.OK, v.Health, v.Reply, v.ReadyAfterMS
+		if len(v.ModelIDs) > 0 {
+			rr.Model = v.ModelIDs[0]
+		}
+		if v.Failure != nil {
+			rr.Error = v.Failure.Error()
+		} else if v.Error != "" {
+			rr.Error = v.Error
+		}
+	}
+	if err != nil {
+		rr.OK = false
+		if rr.Error == "" {
+			rr.Error = err.Error()
+		}
+	}
+	return rr
+}
+
+// takeBack asks cfg's running router, if any, to take production back
+// from holder (a switch whose hiro died); ok false when no router runs or
+// it could not.
+func takeBack(ctx context.Context, cfg *config.Config, holder string) (*evidence.Restored, bool) {
+	r, _ := RouterFor(ctx, cfg).(*controlRouter)
+	if r == nil {
+		return nil, false
+	}
+	v, err := r.c.Takeback(ctx, holder)
+	var ce *serve.ControlError
+	if errors.As(err, &ce) && ce.StatusCode == 409 {
+		return nil, false
+	}
+	rr := verification(v, err)
+	if !rr.OK {
+		rr.Error = fmt.Sprintf("the router could not take production back: %s", rr.Error)
+	}
+	return rr, rr.OK
+}

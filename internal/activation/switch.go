@@ -1,0 +1,434 @@
+package activation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// Exit statuses of a switch.
+const (
+	// ExitSwitched: the new production serves, verified.
+	ExitSwitched = 0
+	// ExitRefused: refused (evidence, configuration, lock), or the new
+	// production failed and the old one is back and verified.
+	ExitRefused = 1
+	// ExitAborted: interrupted; the old production is back and verified.
+	ExitAborted = 3
+	// ExitCritical: the old production could not be put back.
+	ExitCritical = 4
+)
+
+// Options tune Activate and Rollback.
+type Options struct {
+	// Progress receives one line per step; nil discards.
+	Progress func(string)
+	// JournalDir is where the journal entry is written; "" writes none.
+	JournalDir string
+	// LeaseDir is the campaigns' lease folder; default qualify.LeaseDir().
+	LeaseDir string
+	// Router, when not nil, is the running router to switch.
+	Router Router
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) fill() {
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+	if o.LeaseDir == "" {
+		o.LeaseDir = qualify.LeaseDir()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Outcome is what a switch did.
+type Outcome struct {
+	// Record is the switch's record (its evidence); nil when refused.
+	Record *production.Record
+	// ExitCode is one of the Exit constants.
+	ExitCode int
+	// Journal is the journal entry's path, relative to the journal folder.
+	Journal string
+}
+
+// Activate switches cfg's production to the candidate of the evidence at
+// path (see EvidencePath) when Check passes. A refusal returns a
+// *RefusedError (or *production.BusyError) and starts nothing; otherwise
+// the Outcome says what happened (its record is written). ctx
+// cancellation stops the switch; the old production is put back with a
+// bound of its own.
+func Activate(ctx context.Context, cfg *config.Config, path string, opts Options) (*Outcome, error) {
+	opts.fill()
+	lock, err := production.TryLock(cfg.Path, "activate "+path)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	q, err := Check(ctx, cfg, path, opts.Now())
+	if err != nil {
+		return nil, err
+	}
+	if q.Active == nil {
+		return nil, refuse("production.backend", "%s names no production: there is nothing to switch from; set [production] backend", cfg.Path)
+	}
+	if err := noLiveCampaign(opts.LeaseDir, cfg, q.Active.Name); err != nil {
+		return nil, err
+	}
+	rec := &production.Record{Kind: production.KindActivate, Config: cfg.Path, From: &q.Active.Snapshot,
+		To:       production.Snap(q.Profile, q.Variant, ""),
+		Campaign: q.Evidence.ID, Evidence: q.Path,
+		RollbackTo: &q.Active.Snapshot, RollbackSeq: q.Active.Seq}
+	art := ""
+	if q.Artifact != nil {
+		art = ", artifact " + q.Artifact.Repo + "@" + q.Artifact.Revision + " verified again"
+	}
+	opts.Progress(fmt.Sprintf("evidence of campaign %s holds: qualified %s ago, fingerprints match%s, compared against the active production %s",
+		q.Evidence.ID, opts.Now().Sub(*q.Evidence.FinishedAt).Round(time.Second), art, q.Active.Name))
+	return run(ctx, cfg, rec, q.Active.Profile, q.Profile, opts)
+}
+
+// Rollback switches cfg's production back to the one the active
+// activation replaced, when its recorded configuration still matches what
+// would run (else a *RefusedError naming the field). It is verified the
+// same way as an activation.
+func Rollback(ctx context.Context, cfg *config.Config, opts Options) (*Outcome, error) {
+	opts.fill()
+	lock, err := production.TryLock(cfg.Path, "rollback")
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	a, err := production.Resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil || a.Record == nil {
+		return nil, refuse("", "no activation to roll back: production is the configuration's %s", orNone(cfg.Production.Backend))
+	}
+	target := a.Record.RollbackTo
+	if target == nil {
+		return nil, refuse("", "nothing to roll back to: %s (%s) replaced no earlier production", a.Name, a.Source)
+	}
+	what := fmt.Sprintf("previous production %s (%s)", target.Name, target.Source)
+	prof, err := target.Check(cfg, what)
+	if err != nil {
+		var me *production.MismatchError
+		if errors.As(err, &me) {
+			return nil, refuse(me.Field, "%v; the %s no longer matches its record, so rolling back would not restore it", err, what)
+		}
+		return nil, refuse("backends."+target.Name, "%v", err)
+	}
+	if err := noLiveCampaign(opts.LeaseDir, cfg, a.Name); err != nil {
+		return nil, err
+	}
+	to := *target
+	to.Profile = prof
+	to.Source = ""
+	rec := &production.Record{Kind: production.KindRollback, Config: cfg.Path, From: &a.Snapshot, To: &to, Undid: a.Seq}
+	if a.Record.RollbackSeq > 0 {
+		hist, err := production.History(cfg.Path)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range hist {
+			if r.Seq == a.Record.RollbackSeq {
+				rec.RollbackTo, rec.RollbackSeq = r.RollbackTo, r.RollbackSeq
+			}
+		}
+	}
+	return run(ctx, cfg, rec, a.Profile, prof, opts)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// noLiveCampaign refuses while a running campaign holds production.
+func noLiveCampaign(leaseDir string, cfg *config.Config, prod string) error {
+	leases, err := qualify.Leases(leaseDir)
+	if err != nil {
+		return err
+	}
+	for _, l := range leases {
+		if l.Config == cfg.Path && l.Production == prod && l.OwnerAlive() {
+			return refuse("", "campaign %s (hiro pid %d) holds production %s; wait for it to finish", l.Campaign, l.PID, prod)
+		}
+	}
+	return nil
+}
+
+// switcher is one switch's state.
+type switcher struct {
+	cfg       *config.Config
+	rec       *production.Record
+	intent    *production.Intent
+	old, next *config.Profile
+	opts      Options
+}
+
+func (s *switcher) step(name string, t0 time.Time, ok bool, detail string) {
+	s.rec.Steps = append(s.rec.Steps, production.Step{Name: name, OK: ok, Detail: detail, At: time.Now().UTC(), DurationMS: time.Since(t0).Milliseconds()})
+	mark := "done"
+	if !ok {
+		mark = "FAILED"
+	}
+	if detail != "" {
+		detail = ": " + detail
+	}
+	s.opts.Progress(fmt.Sprintf("%s: %s%s", name, mark, detail))
+}
+
+// run does the switch from old to next and records it.
+func run(ctx context.Context, cfg *config.Config, rec *production.Record, old, next *config.Profile, opts Options) (*Outcome, error) {
+	s := &switcher{cfg: cfg, rec: rec, old: old, next: next, opts: opts}
+	rec.StartedAt = opts.Now().UTC()
+	exclusive := next.ExclusiveAccelerator || old.ExclusiveAccelerator
+	oldSt, err := supervisor.Status(cfg.StateDir, old.Name)
+	oldRecorded := err == nil && oldSt.Status == supervisor.StatusRunning
+	if exclusive && !oldRecorded && !old.Unmanaged {
+		if cr := supervisor.CheckReady(ctx, old, nil); cr.OK {
+			return nil, refuse("", "production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it to free the accelerator; stop it and start it with 'hiro backend start %s', then retry", old.Name, old.BaseURL, cfg.StateDir, old.Name)
+		}
+	}
+	if exclusive && old.Unmanaged {
+		return nil, refuse("", "the switch needs the accelerator exclusively but production %s is unmanaged: hiro cannot stop it", old.Name)
+	}
+	if st, err := supervisor.Status(cfg.StateDir, next.Name); err == nil && st.Status == supervisor.StatusRunning && st.ProfileHash != next.Hash() {
+		return nil, refuse("backends."+next.Name, "%s is already running (pid %d) with another configuration; stop it with 'hiro backend stop %s' and retry", next.Name, st.PID, next.Name)
+	}
+	s.intent = &production.Intent{Config: cfg.Path, Kind: rec.Kind, From: rec.From, To: rec.To, Router: opts.Router != nil, PID: os.Getpid(), StartedAt: rec.StartedAt}
+	if opts.Router != nil && exclusive {
+		s.intent.Handover = fmt.Sprintf("%s-%d-%d", rec.Kind, os.Getpid(), rec.StartedAt.UnixMilli())
+	}
+	if err := production.WriteIntent(s.intent); err != nil {
+		return nil, err
+	}
+	opts.Progress(fmt.Sprintf("switching production from %s to %s%s", old.Name, next.Name, map[bool]string{true: " (exclusive: the old one stops first)", false: ""}[exclusive]))
+
+	failed := ""
+	oldStopped := false
+	if exclusive {
+		if opts.Router != nil {
+			t0 := time.Now()
+			err := opts.Router.Hold(ctx, s.intent.Handover)
+			s.step("router: drain and hand production over", t0, err == nil, errText(err))
+			if err != nil {
+				failed = "the router did not hand production over: " + err.Error()
+			}
+		}
+		if failed == "" {
+			t0 := time.Now()
+			if err := stop(ctx, cfg, old); err != nil {
+				s.step("stop old production "+old.Name, t0, false, err.Error())
+				failed = err.Error()
+			} else {
+				s.step("stop old production "+old.Name, t0, true, "the accelerator is free")
+			}
+			oldStopped = true
+		}
+	}
+	if failed == "" {
+		t0 := time.Now()
+		vr := startVerified(ctx, cfg, next)
+		rec.Verified = vr
+		if vr.OK {
+			s.step("start and verify "+next.Name, t0, true, fmt.Sprintf("ready: health %s, model %s, READY reply %q", vr.Health, vr.Model, vr.Reply))
+		} else {
+			failed = vr.Error
+			s.step("start and verify "+next.Name, t0, false, vr.Error)
+		}
+	}
+	if failed == "" && opts.Router != nil {
+		t0 := time.Now()
+		err := opts.Router.Switch(ctx, next)
+		rec.Router = err == nil
+		s.step("router: point at "+next.Name, t0, err == nil, errText(err))
+		if err != nil {
+			failed = "the router did not switch: " + err.Error()
+		}
+	}
+	if failed == "" && ctx.Err() != nil {
+		failed = interruptText(ctx)
+	}
+	if failed != "" {
+		return s.putBack(ctx, failed, oldStopped)
+	}
+	// Commit: from here the new one is production.
+	rec.Outcome = production.OutcomeSwitched
+	rec.FinishedAt = opts.Now().UTC()
+	if err := production.Append(rec); err != nil {
+		return s.putBack(ctx, "writing the activation record: "+err.Error(), oldStopped)
+	}
+	s.intent.Committed = true
+	_ = production.WriteIntent(s.intent)
+	if !exclusive && old.Name != next.Name {
+		t0 := time.Now()
+		if old.Unmanaged {
+			s.step("stop old production "+old.Name, t0, true, "unmanaged: left running, no longer routed")
+		} else if err := stop(context.WithoutCancel(ctx), cfg, old); err != nil {
+			s.step("stop old production "+old.Name, t0, false, err.Error())
+		} else {
+			s.step("stop old production "+old.Name, t0, true, "")
+		}
+	}
+	rec.FinishedAt = opts.Now().UTC()
+	if err := rewrite(rec); err != nil {
+		return nil, err
+	}
+	_ = production.RemoveIntent(cfg.Path)
+	out := &Outcome{Record: rec, ExitCode: ExitSwitched}
+	out.Journal = s.journal()
+	return out, nil
+}
+
+// putBack stops the new production and restores the old one, verified,
+// with a bound of its own (ctx may be cancelled already).
+func (s *switcher) putBack(ctx context.Context, why string, oldStopped bool) (*Outcome, error) {
+	rec, cfg := s.rec, s.cfg
+	rec.Error = why
+	s.opts.Progress(fmt.Sprintf("the switch failed (%s): putting %s back", why, s.old.Name))
+	bound := time.Duration(cfg.Production.RestoreAttempts)*(s.old.ReadyTimeout.Duration+s.old.StopGrace.Duration) + s.next.StopGrace.Duration + 30*time.Second
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
+	defer cancel()
+	if s.next.Name != s.old.Name && !s.next.Unmanaged {
+		t0 := time.Now()
+		err := stop(rctx, cfg, s.next)
+		s.step("stop "+s.next.Name, t0, err == nil, errText(err))
+	}
+	t0 := time.Now()
+	var rr *evidence.Restored
+	if s.opts.Router != nil && s.opts.Router.Held() {
+		// The router stopped production for this switch: it takes it back.
+		rr = s.opts.Router.Release(rctx)
+	}
+	if rr == nil || !rr.OK {
+		rr = qualify.Restore(rctx, cfg, s.old, cfg.Production.RestoreAttempts, s.opts.Progress)
+	}
+	rec.Restored = rr
+	code := ExitRefused
+	if ctx.Err() != nil {
+		code = ExitAborted
+	}
+	if rr.OK {
+		s.step("put back and verify "+s.old.Name, t0, true, fmt.Sprintf("health %s, model %s, READY reply %q", rr.Health, rr.Model, rr.Reply))
+		rec.Outcome = production.OutcomeFailed
+		if s.opts.Router != nil && rec.Router {
+			t1 := time.Now()
+			err := s.opts.Router.Switch(rctx, s.old)
+			s.step("router: point back at "+s.old.Name, t1, err == nil, errText(err))
+		}
+	} else {
+		s.step("put back and verify "+s.old.Name, t0, false, rr.Error)
+		rec.Outcome = production.OutcomeCritical
+		code = ExitCritical
+	}
+	rec.FinishedAt = s.opts.Now().UTC()
+	if err := production.Append(rec); err != nil {
+		return nil, err
+	}
+	if rr.OK {
+		_ = production.RemoveIntent(cfg.Path)
+	}
+	out := &Outcome{Record: rec, ExitCode: code}
+	out.Journal = s.journal()
+	return out, nil
+}
+
+// startVerified starts next recorded from its first moment (a hiro
+// killed now leaves a record the recovery can stop), waits for the
+// supervisor's readiness, detaches it, and proves it with the guard's
+// restore verification (health, identity, bounded READY completion).
+func startVerified(ctx context.Context, cfg *config.Config, next *config.Profile) *evidence.Restored {
+	if !next.Unmanaged {
+		if st, err := supervisor.Status(cfg.StateDir, next.Name); err != nil || st.Status != supervisor.StatusRunning {
+			_ = supervisor.RemoveRecord(cfg.StateDir, next.Name)
+			proc, res := supervisor.Start(ctx, next, supervisor.Options{StateDir: cfg.StateDir, Attempt: "activate",
+				OnStart: func(p *supervisor.Process) { _ = supervisor.WriteRecord(cfg.StateDir, p.Record()) }})
+			if res.State != supervisor.StateReady {
+				why := res.Error
+				if res.Failure != nil {
+					why = res.Failure.Error()
+				}
+				if why == "" {
+					why = string(res.State)
+				}
+				_ = supervisor.RemoveRecord(cfg.StateDir, next.Name)
+				now := time.Now().UTC()
+				return &evidence.Restored{Attempts: 1, Error: next.Name + " did not become ready: " + why, At: &now}
+			}
+			if _, err := proc.Detach(); err != nil {
+				proc.Stop(context.WithoutCancel(ctx))
+				now := time.Now().UTC()
+				return &evidence.Restored{Attempts: 1, Error: "its state record could not be written: " + err.Error(), At: &now}
+			}
+		}
+	}
+	// Already running and recorded: the guard's verification adopts it.
+	return qualify.Restore(ctx, cfg, next, 1, func(string) {})
+}
+
+// stop stops a managed profile's recorded process; a profile with no
+// running record is already stopped.
+func stop(ctx context.Context, cfg *config.Config, p *config.Profile) error {
+	if p.Unmanaged {
+		return nil
+	}
+	st, sr, err := supervisor.StopRecorded(ctx, cfg.StateDir, p.Name, 0)
+	if err != nil {
+		if errors.Is(err, supervisor.ErrNoRecord) {
+			return nil
+		}
+		return err
+	}
+	if st.Status == supervisor.StatusRunning && sr.Leak != nil {
+		return fmt.Errorf("stopping %s left processes behind: %s", p.Name, sr.Leak.RootCause)
+	}
+	return nil
+}
+
+// rewrite writes an already appended record again (steps added after the
+// commit).
+func rewrite(r *production.Record) error {
+	return production.Rewrite(r)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func interruptText(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil && c != context.Canceled {
+		return c.Error()
+	}
+	return "interrupted"
+}
+
+// verifiedText is one line about a readiness proof.
+func verifiedText(r *evidence.Restored) string {
+	if r == nil {
+		return "not verified"
+	}
+	if !r.OK {
+		return "not ready: " + r.Error
+	}
+	return strings.TrimSpace(fmt.Sprintf("health %s; model %s; READY reply %q", r.Health, r.Model, r.Reply))
+}

@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/activation"
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/journal"
+	"github.com/hiro-dev/hiro/internal/production"
+)
+
+func init() {
+	registerCommand(newActivateCmd)
+	beforeCommand = append(beforeCommand, recoverSwitchBeforeCommand)
+}
+
+// switchOpts are the flags 'activate' and 'rollback' share.
+type switchOpts struct {
+	Journal string
+	Check   bool
+}
+
+// switchSummary is what --json prints.
+type switchSummary struct {
+	Outcome  string `json:"outcome"`
+	ExitCode int    `json:"exit_code"`
+	Headline string `json:"headline"`
+	From     string `json:"from,omitempty"`
+	To       string `json:"to,omitempty"`
+	Variant  string `json:"variant,omitempty"`
+	Record   string `json:"record,omitempty"`
+	Journal  string `json:"journal,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Field names what a refusal rests on.
+	Field string `json:"field,omitempty"`
+}
+
+const switchExitText = `Exit status: 0 switched (the new production verified ready); 1 refused
+(nothing started or stopped; the message names the field that decided it) or
+the switch failed and the old production is back and verified; 2 bad usage or
+configuration; 3 interrupted, the old production back and verified; 4 the
+old production could not be put back (critical).`
+
+func newActivateCmd(g *Globals) *cobra.Command {
+	o := &switchOpts{}
+	cmd := &cobra.Command{
+		Use:   "activate EVIDENCE [--check] [--journal DIR] [--json]",
+		Short: "Switch production to a qualified campaign's candidate",
+		Long: `Switch production to the candidate of a campaign (EVIDENCE: its evidence folder
+or evidence file; the private copy is read, it records what ran). Refused
+unless the evidence says qualified, finished within production.max_evidence_age,
+and its fingerprints still match what would run: the candidate profile, the
+plan, the prompts, the schema, the corpus and the artifact manifest (verified
+again). It is stale, and refused, when the production it was compared against
+is no longer the active one. What runs is what qualified: if the launch gate
+passed on a fallback variant, that variant's environment and arguments.
+
+The switch starts the candidate (or, when either needs the accelerator
+exclusively, stops the old production first), proves it ready (health, model
+id, a bounded READY completion), then stops the old production. If the new
+one fails at any step the old one is put back and verified. The activation
+record in the private state folder (see 'hiro rollback --help') then names
+production for every hiro command; the configuration file is never rewritten.
+A journal entry says "Production switched from A to B on the evidence of
+campaign X".
+
+--check runs every check and touches nothing.
+
+` + switchExitText,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runActivate(c.Context(), g, o, args[0])
+		},
+	}
+	addSwitchFlags(cmd, g, o)
+	return cmd
+}
+
+func addSwitchFlags(cmd *cobra.Command, g *Globals, o *switchOpts) {
+	cmd.Flags().StringVar(&o.Journal, "journal", journal.DefaultDir, "journal folder the entry is written to (\"\" for none)")
+	cmd.Flags().BoolVar(&o.Check, "check", false, "run the checks only; start and stop nothing")
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print a JSON summary on stdout (errors too)")
+}
+
+// switchOptions are the switch's options; a running 'hiro serve' of the
+// same configuration is switched through its control socket.
+func switchOptions(ctx context.Context, g *Globals, o *switchOpts, cfg *config.Config) activation.Options {
+	progress := func(s string) { fmt.Fprintf(g.Stderr, "hiro: %s\n", s) }
+	r := activation.RouterFor(ctx, cfg)
+	if r != nil {
+		progress("hiro serve runs for this configuration: it is switched through its control socket")
+	}
+	return activation.Options{JournalDir: o.Journal, Progress: progress, Router: r}
+}
+
+func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) error {
+	cfg, err := config.Load(g.ConfigPath)
+	if err != nil {
+		return UsageError(fmt.Errorf("activate: %w", err))
+	}
+	path, err := activation.EvidencePath(arg)
+	if err != nil {
+		return UsageError(fmt.Errorf("activate: %w", err))
+	}
+	if o.Check {
+		q, err := activation.Check(ctx, cfg, path, time.Now())
+		if err != nil {
+			return switchError(g, "activate", err)
+		}
+		sum := switchSummary{Outcome: "would_switch", Headline: fmt.Sprintf("campaign %s may activate %s (variant %s), replacing %s", q.Evidence.ID, q.Profile.Name, q.Variant, activeName(q.Active)),
+			From: activeName(q.Active), To: q.Profile.Name, Variant: q.Variant}
+		return printSwitch(g, sum)
+	}
+	out, err := activation.Activate(ctx, cfg, path, switchOptions(ctx, g, o, cfg))
+	if err != nil {
+		return switchError(g, "activate", err)
+	}
+	return reportSwitch(g, out)
+}
+
+func activeName(a *production.Active) string {
+	if a == nil {
+		return ""
+	}
+	return a.Name
+}
+
+// switchError maps a refusal to exit 1 (with the field in --json).
+func switchError(g *Globals, what string, err error) error {
+	var re *activation.RefusedError
+	var be *production.BusyError
+	refused := errors.As(err, &re) || errors.As(err, &be)
+	if g.JSON {
+		sum := switchSummary{Outcome: "refused", ExitCode: ExitFailed, Error: what + ": " + err.Error()}
+		if re != nil {
+			sum.Field = re.Field
+		}
+		if !refused {
+			sum.Outcome, sum.ExitCode = "error", ExitUsage
+		}
+		_ = writeJSON(g, sum)
+		return Silent(sum.ExitCode)
+	}
+	if refused {
+		return FailedError(fmt.Errorf("%s: %w", what, err))
+	}
+	if errors.Is(err, context.Canceled) {
+		return AbortedError(fmt.Errorf("%s: %w", what, err))
+	}
+	return UsageError(fmt.Errorf("%s: %w", what, err))
+}
+
+func printSwitch(g *Globals, sum switchSummary) error {
+	if g.JSON {
+		return writeJSON(g, sum)
+	}
+	fmt.Fprintln(g.Stdout, sum.Headline)
+	if sum.Record != "" {
+		fmt.Fprintf(g.Stdout, "record:  %s\n", sum.Record)
+	}
+	if sum.Journal != "" {
+		fmt.Fprintf(g.Stdout, "journal: %s\n", sum.Journal)
+	}
+	return nil
+}
+
+// reportSwitch prints a switch's outcome and returns its exit status.
+func reportSwitch(g *Globals, out *activation.Outcome) error {
+	r := out.Record
+	sum := switchSummary{Outcome: r.Outcome, ExitCode: out.ExitCode, Headline: activation.Headline(r), Record: r.Path, Error: r.Error}
+	if r.From != nil {
+		sum.From = r.From.Name
+	}
+	if r.To != nil {
+		sum.To, sum.Variant = r.To.Name, r.To.Variant
+	}
+	if out.Journal != "" {
+		sum.Journal = out.Journal
+	}
+	if err := printSwitch(g, sum); err != nil {
+		return err
+	}
+	if out.ExitCode == activation.ExitCritical && !g.JSON {
+		fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Restore it by hand: hiro --config %s backend start %s\n", r.Config, r.From.Name)
+	}
+	return Silent(out.ExitCode)
+}
+
+// recoverSwitchBeforeCommand settles a switch left in progress by a
+// killed hiro before any other command.
+func recoverSwitchBeforeCommand(g *Globals, c *cobra.Command) error {
+	if c.Name() == "help" || c.Name() == "completion" {
+		return nil
+	}
+	ins, err := production.Intents()
+	if err != nil {
+		return fmt.Errorf("reading switches in progress: %w", err)
+	}
+	if len(ins) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), 30*time.Minute)
+	defer cancel()
+	var failed []error
+	for _, r := range activation.Recover(rctx, func(s string) { fmt.Fprintf(g.Stderr, "hiro: %s\n", s) }) {
+		switch {
+		case errors.Is(r.Err, activation.ErrSwitchRunning):
+		case r.Err != nil:
+			failed = append(failed, r.Err)
+		case r.Record != nil:
+			fmt.Fprintf(g.Stderr, "hiro: switch settled: %s (record %s)\n", r.Record.Error, r.Record.Path)
+		}
+	}
+	if len(failed) > 0 {
+		return CriticalError(fmt.Errorf("a switch cut short could not be settled: %w; restore production by hand with 'hiro backend start NAME' and remove the switch.json in %s", errors.Join(failed...), production.Dir()))
+	}
+	return nil
+}

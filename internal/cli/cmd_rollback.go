@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/activation"
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/production"
+)
+
+func init() { registerCommand(newRollbackCmd) }
+
+func newRollbackCmd(g *Globals) *cobra.Command {
+	o := &switchOpts{}
+	cmd := &cobra.Command{
+		Use:   "rollback [--check] [--journal DIR] [--json]",
+		Short: "Switch production back to the one the last activation replaced",
+		Long: `Switch production back to the production the active activation replaced
+(repeat it to go further back), verified ready the same way as an activation
+(health, model id, a bounded READY completion); the old one is put back if the
+switch fails. Refused when the previous production's recorded configuration no
+longer matches what would run (the message names the changed key or file).
+
+Activation records, one JSON document per activation or rollback (0600 in an
+owner-only folder), are kept in $HIRO_PRODUCTION_DIR, else
+$HIRO_LEASE_DIR/production, else $XDG_STATE_HOME/hiro/production, else
+~/.local/state/hiro/production, one folder per configuration file. The latest
+switched record names production; before any, the configuration's
+[production] does.
+
+--check runs the checks only and touches nothing.
+
+` + switchExitText,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runRollback(c.Context(), g, o)
+		},
+	}
+	addSwitchFlags(cmd, g, o)
+	return cmd
+}
+
+func runRollback(ctx context.Context, g *Globals, o *switchOpts) error {
+	cfg, err := config.Load(g.ConfigPath)
+	if err != nil {
+		return UsageError(fmt.Errorf("rollback: %w", err))
+	}
+	if o.Check {
+		a, err := production.Resolve(cfg)
+		if err != nil {
+			return switchError(g, "rollback", err)
+		}
+		if a == nil || a.Record == nil || a.Record.RollbackTo == nil {
+			return switchError(g, "rollback", &activation.RefusedError{Msg: "no activation to roll back"})
+		}
+		t := a.Record.RollbackTo
+		if _, err := t.Check(cfg, "previous production "+t.Name); err != nil {
+			return switchError(g, "rollback", &activation.RefusedError{Msg: err.Error()})
+		}
+		return printSwitch(g, switchSummary{Outcome: "would_switch", Headline: fmt.Sprintf("rollback would switch production from %s back to %s (%s)", a.Name, t.Name, t.Source), From: a.Name, To: t.Name, Variant: t.Variant})
+	}
+	out, err := activation.Rollback(ctx, cfg, switchOptions(ctx, g, o, cfg))
+	if err != nil {
+		return switchError(g, "rollback", err)
+	}
+	return reportSwitch(g, out)
+}
