@@ -17,6 +17,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/activation"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/journal"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 )
 
@@ -353,5 +354,30 @@ func TestSIGKILLDuringSwitchNextCommandRecovers(t *testing.T) {
 	}
 	if a, _ := production.Resolve(w.cfg); a.Name != "prod" {
 		t.Fatalf("production is %s", a.Name)
+	}
+}
+
+// A campaign holding production (its lease) keeps activations off it:
+// refused, naming the campaign, nothing started.
+func TestActivationRefusedWhileACampaignHoldsProduction(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+	dir, err := lease.Dir()
+	must(t, err)
+	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCampaign, Campaign: "20261130T120000Z-other", Config: w.cfg.Path, Production: "prod"},
+		lease.ProductionKey(w.cfg.Backends["prod"].BaseURL), lease.AcceleratorKey)
+	must(t, err)
+	defer h.Release()
+	_, err = activation.Activate(context.Background(), w.cfg, evPath, opts(w))
+	var re *activation.RefusedError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "20261130T120000Z-other") {
+		t.Fatalf("err = %v, want a refusal naming the campaign", err)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Fatal("a refused activation started the candidate")
+	}
+	if ins, _ := production.Intents(); len(ins) != 0 {
+		t.Fatal("a refused activation left an intent")
 	}
 }

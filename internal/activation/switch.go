@@ -10,6 +10,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -34,7 +35,7 @@ type Options struct {
 	Progress func(string)
 	// JournalDir is where the journal entry is written; "" writes none.
 	JournalDir string
-	// LeaseDir is the campaigns' lease folder; default qualify.LeaseDir().
+	// LeaseDir is the lease folder (package lease); default lease.Dir().
 	LeaseDir string
 	// Router, when not nil, is the running router to switch.
 	Router Router
@@ -46,9 +47,7 @@ func (o *Options) fill() {
 	if o.Progress == nil {
 		o.Progress = func(string) {}
 	}
-	if o.LeaseDir == "" {
-		o.LeaseDir = qualify.LeaseDir()
-	}
+
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -83,9 +82,6 @@ func Activate(ctx context.Context, cfg *config.Config, path string, opts Options
 	}
 	if q.Active == nil {
 		return nil, refuse("production.backend", "%s names no production: there is nothing to switch from; set [production] backend", cfg.Path)
-	}
-	if err := noLiveCampaign(opts.LeaseDir, cfg, q.Active.Name); err != nil {
-		return nil, err
 	}
 	rec := &production.Record{Kind: production.KindActivate, Config: cfg.Path, From: &q.Active.Snapshot,
 		To:       production.Snap(q.Profile, q.Variant, ""),
@@ -131,9 +127,6 @@ func Rollback(ctx context.Context, cfg *config.Config, opts Options) (*Outcome, 
 		}
 		return nil, refuse("backends."+target.Name, "%v", err)
 	}
-	if err := noLiveCampaign(opts.LeaseDir, cfg, a.Name); err != nil {
-		return nil, err
-	}
 	to := *target
 	to.Profile = prof
 	to.Source = ""
@@ -159,18 +152,33 @@ func orNone(s string) string {
 	return s
 }
 
-// noLiveCampaign refuses while a running campaign holds production.
-func noLiveCampaign(leaseDir string, cfg *config.Config, prod string) error {
-	leases, err := qualify.Leases(leaseDir)
-	if err != nil {
-		return err
+// holdResources takes the lease keys of a switch; a key held by a live
+// campaign or command is a refusal naming it.
+func holdResources(dir string, rec *production.Record, old, next *config.Profile, exclusive bool) (*lease.Hold, error) {
+	if dir == "" {
+		d, err := lease.Dir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
 	}
-	for _, l := range leases {
-		if l.Config == cfg.Path && l.Production == prod && l.OwnerAlive() {
-			return refuse("", "campaign %s (hiro pid %d) holds production %s; wait for it to finish", l.Campaign, l.PID, prod)
+	var keys []string
+	for _, p := range []*config.Profile{old, next} {
+		if !p.Unmanaged {
+			keys = append(keys, lease.ProductionKey(p.BaseURL))
 		}
 	}
-	return nil
+	if exclusive {
+		keys = append(keys, lease.AcceleratorKey)
+	}
+	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro " + rec.Kind, Config: rec.Config, Production: old.Name, Candidate: next.Name}, keys...)
+	if err != nil {
+		if errors.Is(err, lease.ErrHeld) {
+			return nil, refuse("", "%v", err)
+		}
+		return nil, err
+	}
+	return h, nil
 }
 
 // switcher is one switch's state.
@@ -212,6 +220,14 @@ func run(ctx context.Context, cfg *config.Config, rec *production.Record, old, n
 	if st, err := supervisor.Status(cfg.StateDir, next.Name); err == nil && st.Status == supervisor.StatusRunning && st.ProfileHash != next.Hash() {
 		return nil, refuse("backends."+next.Name, "%s is already running (pid %d) with another configuration; stop it with 'hiro backend stop %s' and retry", next.Name, st.PID, next.Name)
 	}
+	// One owner of production at a time: the endpoints of both
+	// productions (and the accelerator for an exclusive switch) are held
+	// for the switch, so no campaign or 'backend start|stop' acts meanwhile.
+	hold, err := holdResources(opts.LeaseDir, rec, old, next, exclusive)
+	if err != nil {
+		return nil, err
+	}
+	defer hold.Release()
 	s.intent = &production.Intent{Config: cfg.Path, Kind: rec.Kind, From: rec.From, To: rec.To, Router: opts.Router != nil, PID: os.Getpid(), StartedAt: rec.StartedAt}
 	if opts.Router != nil && exclusive {
 		s.intent.Handover = fmt.Sprintf("%s-%d-%d", rec.Kind, os.Getpid(), rec.StartedAt.UnixMilli())

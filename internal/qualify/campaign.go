@@ -67,9 +67,6 @@ type campaign struct {
 	candidate *config.Profile
 	prod      *config.Profile
 	sv        *saver
-	// plock keeps activations and other exclusive campaigns off
-	// production while this exclusive campaign holds it.
-	plock *production.Lock
 	// h is the gates' handle; its shared part holds the ready candidate
 	// and the time spent waiting on engines (launch, readiness, requests,
 	// stops): Evidence.HarnessMS is the rest.
@@ -106,7 +103,6 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 	}
 	start := opts.Now()
 	c := &campaign{plan: plan, cfg: cfg, opts: opts, out: newProgress(opts.Progress, opts.Terminal)}
-	defer func() { c.plock.Unlock() }()
 	c.candidate, _ = cfg.Backend(plan.Candidate)
 	if plan.Production != "" {
 		// The active production's effective profile (after an activation:
@@ -248,10 +244,6 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 	running := err == nil && st.Status == supervisor.StatusRunning
 	if !running && cr.OK {
 		return fmt.Errorf("production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it safely; stop it and start it with 'hiro backend start %s', then rerun", c.prod.Name, c.prod.BaseURL, c.cfg.StateDir, c.prod.Name)
-	}
-	// No switch (hiro activate/rollback) while the campaign holds production.
-	if c.plock, err = production.TryLock(c.cfg.Path, "campaign "+c.ev.ID); err != nil {
-		return err
 	}
 	// Lease first: if hiro dies from here on, the next hiro restores.
 	if c.hold == nil {

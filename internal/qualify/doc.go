@@ -7,8 +7,7 @@
 // one), and writes the evidence after every gate plus a Markdown report.
 //
 // Production is resolved through package production (the latest
-// activation, else the configuration's [production]); an exclusive
-// campaign holds production's lock so no switch runs under it.
+// activation, else the configuration's [production]).
 //
 // Gates come in kinds, one file each (gate_<kind>.go): the kind's plan
 // struct (decoded strictly from its [[gates]] table), its Validate, Bound,

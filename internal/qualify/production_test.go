@@ -52,20 +52,3 @@ func TestGuardRestoresTheActiveProductionsRecordedConfiguration(t *testing.T) {
 		t.Fatalf("production restored with profile %s, want the activated variant's %s (the file's is %s)", st.ProfileHash, eff.Hash(), e.cfg.Backends["prod"].Hash())
 	}
 }
-
-// An exclusive campaign holds production: a switch cannot start under it,
-// and a campaign cannot start while a switch holds it.
-func TestExclusiveCampaignRefusedWhileProductionIsSwitched(t *testing.T) {
-	e := newEnv(t, []string{"--exit", "1"}, "", nil)
-	e.startProduction()
-	l, err := production.TryLock(e.cfg.Path, "activate test")
-	must(t, err)
-	defer l.Unlock()
-	out := runPlan(t, e, e.writePlan("[[gates]]\nid = \"launch\"\nkind = \"launch\"\n"))
-	if out.ExitCode != qualify.ExitAborted || out.Evidence.Production.Stopped {
-		t.Fatalf("exit %d stopped %v (%s), want aborted with production untouched", out.ExitCode, out.Evidence.Production.Stopped, out.Evidence.TerminationReason)
-	}
-	if !e.productionReady() {
-		t.Fatal("production is not serving")
-	}
-}
