@@ -132,6 +132,11 @@ func printStartResult(g *Globals, r *supervisor.Result) {
 	switch r.State {
 	case supervisor.StateReady:
 		fmt.Fprintf(w, "%s: ready in %.2fs (pid %d, %s, model %s, probe reply %q)\n", r.Name, r.ReadyAfter.Seconds(), r.PID, r.BaseURL, r.ExpectedModel, r.ProbeReply)
+		if r.Device != nil {
+			fmt.Fprintf(w, "serving on: %s\n", r.Device)
+		} else {
+			fmt.Fprintf(w, "serving on: unknown (the log does not name the device)\n")
+		}
 		fmt.Fprintf(w, "log: %s\nstop it with: hiro backend stop %s\n", r.LogPath, r.Name)
 	case supervisor.StateFailed:
 		printFailure(g, r.Name, r.Failure)

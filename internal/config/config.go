@@ -144,6 +144,11 @@ type Profile struct {
 	// ExclusiveAccelerator: the server needs the accelerator alone, so
 	// production must be stopped while it runs.
 	ExclusiveAccelerator bool `toml:"exclusive_accelerator" json:"exclusive_accelerator,omitempty"`
+	// RequiresAccelerator: the server must serve from an accelerator; when
+	// its log shows the model served by the CPU alone (a hidden GPU, a
+	// container without GPUs, a driver the engine could not use), the
+	// start fails with accelerator_unavailable instead of being ready.
+	RequiresAccelerator bool `toml:"requires_accelerator" json:"requires_accelerator,omitempty"`
 	// ReadyTimeout is the hard bound from start to ready.
 	ReadyTimeout Duration `toml:"ready_timeout" json:"ready_timeout"`
 	// StallTimeout ends a start when the server neither logs nor gets

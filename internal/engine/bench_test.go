@@ -90,3 +90,60 @@ func BenchmarkDiagnose(b *testing.B) {
 		}
 	}
 }
+
+// tenThousandLines is a 10,000-line log: the field corpus's logs (or the
+// built-in vLLM lines) repeated, the error-free lines first, ending in a
+// CUDA out-of-memory traceback, so every line is scanned.
+func tenThousandLines(b *testing.B) string {
+	var pool []string
+	if cs, err := LoadCaseSet("testdata/field"); err == nil {
+		for _, c := range cs {
+			data, err := os.ReadFile(filepath.Join("testdata/field", c.Log))
+			if err != nil {
+				continue
+			}
+			e := mustLookup(b, c.Engine)
+			for _, l := range strings.Split(string(data), "\n") {
+				tr := e.NewTracker()
+				tr.Feed(l)
+				if _, _, ok := tr.Signature(); ok || tr.fallback != "" || strings.Contains(l, "Traceback") {
+					continue // keep the lines that explain nothing
+				}
+				pool = append(pool, l)
+			}
+		}
+	}
+	if len(pool) == 0 {
+		pool = benchLines(b)
+	}
+	var sb strings.Builder
+	for i := 0; i < 9995; i++ {
+		sb.WriteString(pool[i%len(pool)])
+		sb.WriteByte('\n')
+	}
+	sb.WriteString("(EngineCore_DP0 pid=1) ERROR 01-01 00:00:00 [core.py:1] Traceback (most recent call last):\n")
+	sb.WriteString("(EngineCore_DP0 pid=1) ERROR 01-01 00:00:00 [core.py:1]   File \"/x/vllm/worker/gpu_worker.py\", line 1, in determine_available_memory\n")
+	sb.WriteString("(EngineCore_DP0 pid=1) ERROR 01-01 00:00:00 [core.py:1]     self.model_runner.profile_run()\n")
+	sb.WriteString("(EngineCore_DP0 pid=1) ERROR 01-01 00:00:00 [core.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+	sb.WriteString("RuntimeError: Engine core initialization failed. See root cause above.\n")
+	return sb.String()
+}
+
+// BenchmarkDiagnose10kLines: a 10,000-line log classified by Diagnose
+// (the bound: under 50 ms). Reported as ms per log.
+func BenchmarkDiagnose10kLines(b *testing.B) {
+	data := tenThousandLines(b)
+	if n := strings.Count(data, "\n"); n != 10000 {
+		b.Fatalf("%d lines", n)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f, err := Diagnose(strings.NewReader(data), "vllm", Exited(1))
+		if err != nil || f.Class != "gpu_oom" {
+			b.Fatalf("%v %+v", err, f)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/log")
+}

@@ -3,17 +3,15 @@ package engine
 import (
 	"regexp"
 	"strconv"
+
+	"github.com/hiro-dev/hiro/internal/failure"
 )
 
-// Device kinds of a ServingDevice.
+// Device kinds of a ServingDevice (failure.Device).
 const (
-	// DeviceGPU: the model is served from an accelerator (all layers
-	// offloaded, or a GPU platform with no layer split).
-	DeviceGPU = "gpu"
-	// DevicePartial: some layers on an accelerator, the rest on the CPU.
-	DevicePartial = "partial"
-	// DeviceCPU: the model is served by the CPU alone.
-	DeviceCPU = "cpu"
+	DeviceGPU     = failure.DeviceGPU
+	DevicePartial = failure.DevicePartial
+	DeviceCPU     = failure.DeviceCPU
 )
 
 // ServingDevice says where an engine serves the model, as its log shows
@@ -22,53 +20,9 @@ const (
 // ("inference compute ... library=cuda name=..." or library=cpu, "no
 // compatible GPUs were discovered"); vLLM its platform ("Automatically
 // detected platform cuda."), SGLang its device argument. The zero value
-// means the log did not say. It is the ready verdict's device fact.
-type ServingDevice struct {
-	// Kind is DeviceGPU, DevicePartial, DeviceCPU, or "" when unknown.
-	Kind string `json:"kind,omitempty"`
-	// Name is the accelerator's name or backend as logged ("NVIDIA H200",
-	// "CUDA0", "cuda"), when known.
-	Name string `json:"name,omitempty"`
-	// GPULayers and TotalLayers: layers offloaded to the accelerator, of
-	// the model's total (llama.cpp, Ollama); 0 when not logged.
-	GPULayers   int `json:"gpu_layers,omitempty"`
-	TotalLayers int `json:"total_layers,omitempty"`
-	// Evidence is the log line that told (cut to 300 bytes).
-	Evidence string `json:"evidence,omitempty"`
-}
-
-// CPUOnly reports whether the log shows the model served by the CPU alone.
-func (d ServingDevice) CPUOnly() bool { return d.Kind == DeviceCPU }
-
-// String says where the model is served: "GPU (NVIDIA H200, 29/29
-// layers)", "CPU", "unknown".
-func (d ServingDevice) String() string {
-	var s string
-	switch d.Kind {
-	case DeviceGPU:
-		s = "GPU"
-	case DevicePartial:
-		s = "GPU and CPU"
-	case DeviceCPU:
-		return "CPU"
-	default:
-		return "unknown"
-	}
-	var extra string
-	if d.Name != "" {
-		extra = d.Name
-	}
-	if d.TotalLayers > 0 {
-		if extra != "" {
-			extra += ", "
-		}
-		extra += strconv.Itoa(d.GPULayers) + "/" + strconv.Itoa(d.TotalLayers) + " layers"
-	}
-	if extra != "" {
-		s += " (" + extra + ")"
-	}
-	return s
-}
+// means the log did not say. It is the ready verdict's device fact, the
+// same record the evidence keeps per attempt.
+type ServingDevice = failure.Device
 
 // DeviceRule reads the serving device from a log line: a line containing
 // Text and matching Pattern sets the device. Kind is the kind it tells;

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,8 +33,10 @@ type Engine struct {
 	// markers, in the order tried; the first whose text a line contains
 	// sets the phase.
 	markers []Marker
-	// signatures, most specific first.
+	// signatures, most specific first; sigAC finds which signature texts
+	// a lower-cased line holds, in one pass.
 	signatures []Signature
+	sigAC      *acMatcher
 	// frameHints name the component of a traceback frame; framePhases
 	// the step it belongs to.
 	frameHints  []FrameHint
@@ -47,6 +48,10 @@ type Engine struct {
 	facts []FactParser
 	// devices read the serving device from the log.
 	devices []DeviceRule
+	// trigAC finds, in one pass over a raw line, which marker texts, fact
+	// triggers, device texts and grammar words it holds (ids in that
+	// order).
+	trigAC *acMatcher
 	// nextSteps overrides NextStep for this kind, per class.
 	nextSteps map[failure.Class]string
 }
@@ -96,6 +101,9 @@ type Signature struct {
 	Pattern *regexp.Regexp
 	// Class is the failure class the line explains.
 	Class failure.Class
+	// Lookup, when set, gives the class from Pattern's submatches instead
+	// of Class (a CUDA error number or enum name); false: no match.
+	Lookup func(m []string) (failure.Class, bool)
 	// Phase, when set, pins the failure phase: the step that raises this
 	// error, whatever marker came last (vLLM's KV cache sizing errors are
 	// raised in kv_init although "Available KV cache memory" is logged just
@@ -112,11 +120,22 @@ type Signature struct {
 	lower []byte // Text lower-cased, set by register
 }
 
-func (s *Signature) matches(line string, lower []byte) bool {
-	if len(s.lower) > 0 && !bytes.Contains(lower, s.lower) {
-		return false
+// classOf returns the class line gets from s, when it matches (its text
+// is known to be in the line, or s has none).
+func (s *Signature) classOf(line string) (failure.Class, bool) {
+	switch {
+	case s.Pattern == nil:
+		return s.Class, true
+	case s.Lookup != nil:
+		m := s.Pattern.FindStringSubmatch(line)
+		if m == nil {
+			return "", false
+		}
+		return s.Lookup(m)
+	case s.Pattern.MatchString(line):
+		return s.Class, true
 	}
-	return s.Pattern == nil || s.Pattern.MatchString(line)
+	return "", false
 }
 
 func (s *Signature) tier() Tier {
@@ -177,10 +196,27 @@ func register(e *Engine) {
 	}
 	sigs := make([]Signature, len(e.signatures))
 	copy(sigs, e.signatures)
+	texts := make([][]byte, len(sigs))
 	for i := range sigs {
 		sigs[i].lower = []byte(strings.ToLower(sigs[i].Text))
+		texts[i] = sigs[i].lower
 	}
 	e.signatures = sigs
+	e.sigAC = newAC(texts)
+	var trig [][]byte
+	for _, m := range e.markers {
+		trig = append(trig, []byte(m.Text))
+	}
+	for _, f := range e.facts {
+		trig = append(trig, []byte(f.Trigger))
+	}
+	for _, d := range e.devices {
+		trig = append(trig, []byte(d.Text))
+	}
+	for _, w := range grammarWords {
+		trig = append(trig, []byte(w))
+	}
+	e.trigAC = newAC(trig)
 	hints := make([]FrameHint, len(e.frameHints))
 	for i, h := range e.frameHints {
 		hints[i] = FrameHint{Text: strings.ToLower(h.Text), Class: h.Class}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"regexp"
+	"strings"
 
 	"github.com/hiro-dev/hiro/internal/failure"
 )
@@ -81,11 +82,14 @@ func itoa(n int) string {
 	return string(b[i:])
 }
 
-// cudaErrorSignatures are built from cudaErrors: the enum name anywhere,
-// or "CUDA" with "error" and the number ("CUDA error 35", "cuda
-// runtime error (35)", "CUDA driver initialization failed ... code=100").
+// cudaErrorSignatures are built from cudaErrors: the message text, the
+// enum name anywhere, or "CUDA" with "error" and the number ("CUDA error
+// 35", "cuda runtime error (35)", "CUDA driver initialization failed ...
+// code=100").
 func cudaErrorSignatures() []Signature {
 	var out []Signature
+	byName := map[string]failure.Class{}
+	byCode := map[string]failure.Class{}
 	for _, c := range cudaErrors {
 		switch {
 		case len(c.text) >= 22:
@@ -93,10 +97,19 @@ func cudaErrorSignatures() []Signature {
 		case c.text != "":
 			out = append(out, Signature{Text: c.text, Pattern: regexp.MustCompile(`(?i)(cuda|cu\w+|hip|rocm)\w*.{0,60}` + regexp.QuoteMeta(c.text)), Class: c.class})
 		}
-		out = append(out, Signature{Text: "cuda", Pattern: regexp.MustCompile(`\b(` + c.names + `)\b`), Class: c.class})
-		out = append(out, Signature{Text: "cuda", Pattern: regexp.MustCompile(
-			`(?i)cuda.{0,40}?(error|err|code|status|failure)\s*(=|:|\(|#|\s)\s*` + c.code + `\b`), Class: c.class})
+		for _, n := range strings.Split(c.names, "|") {
+			byName[n] = c.class
+		}
+		byCode[c.code] = c.class
 	}
+	out = append(out,
+		Signature{Text: "cudaError", Pattern: regexp.MustCompile(`\b(cudaError[A-Za-z]+)\b`),
+			Lookup: func(m []string) (failure.Class, bool) { c, ok := byName[m[1]]; return c, ok }},
+		Signature{Text: "CUDA_ERROR_", Pattern: regexp.MustCompile(`\b(CUDA_ERROR_[A-Z_]+)\b`),
+			Lookup: func(m []string) (failure.Class, bool) { c, ok := byName[m[1]]; return c, ok }},
+		// "error" is the rarer word in a healthy log, so it is the prefilter.
+		Signature{Text: "error", Pattern: regexp.MustCompile(`(?i)cuda.{0,40}?(?:error|err|code|status|failure)\s*(?:=|:|\(|#|\s)\s*(\d+)\b`),
+			Lookup: func(m []string) (failure.Class, bool) { c, ok := byCode[m[1]]; return c, ok }})
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/hiro-dev/hiro/internal/failure"
 )
@@ -51,13 +52,18 @@ type Tracker struct {
 	tail     [failure.DefaultTailLines]string
 	next     int    // index in tail of the next write
 	low      []byte // scratch: the current line lower-cased
+	hits     []bool // scratch: signatures whose text the line holds
+	touched  []int32
+	thits    []bool // scratch: triggers (markers, facts, devices, grammar words) the line holds
+	ttouched []int32
 }
 
 // traceback is an open Python traceback block.
 type traceback struct {
 	open      bool
-	header    string     // the line that introduced it (stored form)
-	headerSig *Signature // the header's own signature, if any
+	header    string        // the line that introduced it (stored form)
+	headerSig *Signature    // the header's own signature, if any
+	headerCls failure.Class // the class it gives
 	phase     failure.Phase
 	hint      failure.Class // class named by the frames (innermost wins)
 	fphase    failure.Phase // phase named by the frames (latest wins)
@@ -110,9 +116,11 @@ func (t *Tracker) feed(line string) {
 	frame := isFrame(msg) || strings.TrimSpace(msg) == ""
 	if !frame {
 		t.request(line)
-		t.mark(line)
-		t.facts1(line)
-		t.context(line)
+		if t.scanTriggers(line) {
+			t.mark(line)
+			t.facts1(line)
+			t.context(line)
+		}
 	}
 
 	if t.cand.tier == TierError {
@@ -149,12 +157,12 @@ func (t *Tracker) feed(line string) {
 	if (level == "INFO" || level == "DEBUG") && !bytes.Contains(lower, []byte("error")) && !bytes.Contains(lower, []byte("fail")) {
 		return // an INFO line explains a failure only when it reports one (Ollama's msg="... failed" error=...)
 	}
-	if s := t.match(line, lower); s != nil {
+	if s, cls := t.match(line, lower); s != nil {
 		tier := s.tier()
 		if level == "WARNING" || level == "WARN" {
 			tier = TierHint // a warning explains only when no error line does
 		}
-		t.offer(stored, s.Class, s.Phase, tier, s.Crash)
+		t.offer(stored, cls, s.Phase, tier, s.Crash)
 		t.prevErr = true
 		return
 	}
@@ -180,14 +188,39 @@ func (t *Tracker) lower(line string) []byte {
 	return b
 }
 
-// match returns the first signature line matches, or nil.
-func (t *Tracker) match(line string, lower []byte) *Signature {
-	for i := range t.e.signatures {
-		if s := &t.e.signatures[i]; s.matches(line, lower) {
-			return s
+// match returns the first signature line matches (lower is the line
+// lower-cased), with the class it gives, or nil.
+func (t *Tracker) match(line string, lower []byte) (*Signature, failure.Class) {
+	sigs := t.e.signatures
+	if len(t.hits) != len(sigs) {
+		t.hits = make([]bool, len(sigs))
+	}
+	for _, id := range t.touched {
+		t.hits[id] = false
+	}
+	t.touched = t.touched[:0]
+	t.e.sigAC.scan(lower, func(id int32) {
+		if !t.hits[id] {
+			t.hits[id] = true
+			t.touched = append(t.touched, id)
+		}
+	})
+	if len(t.touched) == 0 {
+		return nil, ""
+	}
+	first := len(sigs)
+	for _, id := range t.touched {
+		first = min(first, int(id))
+	}
+	for i := first; i < len(sigs); i++ {
+		if !t.hits[i] {
+			continue
+		}
+		if c, ok := sigs[i].classOf(line); ok {
+			return &sigs[i], c
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // offer makes line the root-cause candidate when its tier beats the one
@@ -297,11 +330,31 @@ func leadingStatus(s string) (int, bool) {
 	return n, n >= 100 && n < 600
 }
 
+// scanTriggers marks in t.thits the triggers line holds; false when none.
+func (t *Tracker) scanTriggers(line string) bool {
+	e := t.e
+	n := len(e.markers) + len(e.facts) + len(e.devices) + len(grammarWords)
+	if len(t.thits) != n {
+		t.thits = make([]bool, n)
+	}
+	for _, id := range t.ttouched {
+		t.thits[id] = false
+	}
+	t.ttouched = t.ttouched[:0]
+	e.trigAC.scan(unsafeBytes(line), func(id int32) {
+		if !t.thits[id] {
+			t.thits[id] = true
+			t.ttouched = append(t.ttouched, id)
+		}
+	})
+	return len(t.ttouched) > 0
+}
+
 // mark moves the phase forward when line is a marker.
 func (t *Tracker) mark(line string) {
 	for i := range t.e.markers {
 		m := &t.e.markers[i]
-		if !strings.Contains(line, m.Text) {
+		if !t.thits[i] {
 			continue
 		}
 		if m.After != "" && t.phase.Index() < m.After.Index() {
@@ -324,9 +377,10 @@ func (t *Tracker) mark(line string) {
 // facts1 applies the fact parsers to line.
 func (t *Tracker) facts1(line string) {
 	e := t.e
+	base := len(e.markers)
 	for i := range e.facts {
 		fp := &e.facts[i]
-		if !strings.Contains(line, fp.Trigger) {
+		if !t.thits[base+i] {
 			continue
 		}
 		m := fp.Pattern.FindStringSubmatch(line)
@@ -359,9 +413,10 @@ func (t *Tracker) facts1(line string) {
 			}
 		}
 	}
+	base += len(e.facts)
 	for i := range e.devices {
 		d := &e.devices[i]
-		if !strings.Contains(line, d.Text) {
+		if !t.thits[base+i] {
 			continue
 		}
 		if d.read(line, &t.device) {
@@ -376,8 +431,9 @@ func (t *Tracker) context(line string) {
 	if t.grammar {
 		return
 	}
-	for _, w := range grammarWords {
-		if strings.Contains(line, w) {
+	base := len(t.e.markers) + len(t.e.facts) + len(t.e.devices)
+	for i, w := range grammarWords {
+		if t.thits[base+i] {
 			if w == "grammar_backend=" && strings.Contains(line, "grammar_backend=None") {
 				continue
 			}
@@ -390,6 +446,10 @@ func (t *Tracker) context(line string) {
 // grammarWords in a log line show that structured output was in use.
 var grammarWords = []string{"grammar_backend=", "guided_decoding_backend", "structured_outputs_config",
 	"response_format", "json_schema", "guided_json", "xgrammar", "llguidance", "outlines"}
+
+// unsafeBytes views s as bytes without copying; the bytes must not be
+// changed.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // deviceKey is a device name as a fact key suffix: lower case, other
 // characters than letters and digits as "_".
@@ -462,12 +522,12 @@ func (t *Tracker) openBlock(line, stored, before string) {
 	if strings.TrimSpace(strings.TrimRight(strings.TrimSpace(before), ":")) != "" {
 		t.tb.header = stored
 		if !t.isWrapper(line) {
-			t.tb.headerSig = t.match(line, t.lower(line))
+			t.tb.headerSig, t.tb.headerCls = t.match(line, t.lower(line))
 		}
 	} else if t.prevErr && t.prev != "" {
 		t.tb.header = t.prev
 		if !t.isWrapper(t.prev) {
-			t.tb.headerSig = t.match(t.prev, t.lower(t.prev))
+			t.tb.headerSig, t.tb.headerCls = t.match(t.prev, t.lower(t.prev))
 		}
 	}
 	if t.tb.header == "" {
@@ -492,8 +552,7 @@ func (t *Tracker) closeBlock(line, stored string) {
 		return
 	}
 	hs := tb.headerSig
-	if s := t.match(line, t.lower(line)); s != nil {
-		cls := s.Class
+	if s, cls := t.match(line, t.lower(line)); s != nil {
 		if s.Crash && tb.hint != "" {
 			cls = tb.hint
 		}
@@ -501,9 +560,9 @@ func (t *Tracker) closeBlock(line, stored string) {
 	} else if tb.hint != "" {
 		t.offer(stored, tb.hint, tb.blockPhase(""), TierError, false)
 	} else if hs != nil && hs.Crash {
-		t.offer(stored, hs.Class, tb.blockPhase(hs.Phase), hs.tier(), true)
+		t.offer(stored, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), true)
 	} else if hs != nil {
-		t.offer(tb.header, hs.Class, tb.blockPhase(hs.Phase), hs.tier(), false)
+		t.offer(tb.header, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), false)
 	}
 	if t.cand.tier == TierError {
 		t.tb.frames = nil
@@ -526,7 +585,7 @@ func (t *Tracker) cutBlock() {
 		t.offer(tb.header, tb.hint, tb.blockPhase(""), TierError, false)
 	case tb.headerSig != nil:
 		hs := tb.headerSig
-		t.offer(tb.header, hs.Class, tb.blockPhase(hs.Phase), hs.tier(), hs.Crash)
+		t.offer(tb.header, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), hs.Crash)
 	}
 	if t.cand.tier == 0 && (t.fallback == "" || t.fbHeader) {
 		t.fallback, t.fbHeader = tb.header, false

@@ -133,6 +133,10 @@ type Attempt struct {
 	Failure *failure.Failure `json:"failure,omitempty"`
 	// Facts are numbers parsed from the log (also in Failure.Facts when failed).
 	Facts map[string]float64 `json:"facts,omitempty"`
+	// Device is where the engine served the model, as its log showed it
+	// (GPU with layers offloaded, partial, CPU); absent when the log did
+	// not say.
+	Device *failure.Device `json:"device,omitempty"`
 	// LogPath is the attempt's log file (private copy only).
 	LogPath string `json:"log_path,omitempty"`
 	// Stop records how the attempt's process was stopped.

@@ -1,8 +1,11 @@
 // Package failure holds hiro's failure vocabulary (DESIGN.md, "Failure
 // vocabulary"): the phases an engine goes through, the classes a failure
-// can have, and the Failure record every failed attempt carries. It owns no
-// logic beyond ordering phases; classification lives in package engine.
+// can have, the Failure record every failed attempt carries, and the
+// serving Device a ready attempt reports. It owns no logic beyond ordering
+// phases and naming a device; classification lives in package engine.
 package failure
+
+import "strconv"
 
 // Phase is the stage of an engine's life in progress when something
 // happened. Phases are ordered as listed.
@@ -135,4 +138,62 @@ func (f *Failure) Error() string {
 		return string(f.Class) + " (" + string(f.Phase) + ")"
 	}
 	return string(f.Class) + " (" + string(f.Phase) + "): " + f.RootCause
+}
+
+// Device kinds (Device.Kind).
+const (
+	// DeviceGPU: the model is served from an accelerator (all layers
+	// offloaded, or a GPU platform with no layer split).
+	DeviceGPU = "gpu"
+	// DevicePartial: some layers on an accelerator, the rest on the CPU.
+	DevicePartial = "partial"
+	// DeviceCPU: the model is served by the CPU alone.
+	DeviceCPU = "cpu"
+)
+
+// Device is where an engine serves the model, as its log shows it (read
+// by package engine): the ready verdict's device fact, and the evidence's
+// per attempt. The zero value means the log did not say.
+type Device struct {
+	// Kind is DeviceGPU, DevicePartial, DeviceCPU, or "" when unknown.
+	Kind string `json:"kind,omitempty"`
+	// Name is the accelerator's name or backend as logged ("NVIDIA H200",
+	// "CUDA0", "cuda"), when known.
+	Name string `json:"name,omitempty"`
+	// GPULayers and TotalLayers: layers offloaded to the accelerator, of
+	// the model's total (llama.cpp, Ollama); 0 when not logged.
+	GPULayers   int `json:"gpu_layers,omitempty"`
+	TotalLayers int `json:"total_layers,omitempty"`
+	// Evidence is the log line that told (cut to 300 bytes).
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// CPUOnly reports whether the log shows the model served by the CPU alone.
+func (d Device) CPUOnly() bool { return d.Kind == DeviceCPU }
+
+// String says where the model is served: "GPU (NVIDIA H200, 29/29
+// layers)", "GPU and CPU (10/29 layers)", "CPU", "unknown".
+func (d Device) String() string {
+	var s string
+	switch d.Kind {
+	case DeviceGPU:
+		s = "GPU"
+	case DevicePartial:
+		s = "GPU and CPU"
+	case DeviceCPU:
+		return "CPU"
+	default:
+		return "unknown"
+	}
+	extra := d.Name
+	if d.TotalLayers > 0 {
+		if extra != "" {
+			extra += ", "
+		}
+		extra += strconv.Itoa(d.GPULayers) + "/" + strconv.Itoa(d.TotalLayers) + " layers"
+	}
+	if extra != "" {
+		s += " (" + extra + ")"
+	}
+	return s
 }

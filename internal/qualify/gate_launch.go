@@ -169,7 +169,7 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 		proc, res := supervisor.Start(ctx, r.Profile, opts)
 		h.Waited(t0)
 		a := evidence.Attempt{Name: r.Name, Reason: r.Reason, Changes: r.Changes, LogPath: res.LogPath,
-			Facts: res.Facts, DurationMS: time.Since(t0).Milliseconds()}
+			Facts: res.Facts, Device: res.Device, DurationMS: time.Since(t0).Milliseconds()}
 		a.Effective = &evidence.Effective{ProfileHash: r.Profile.Hash(), Env: r.Profile.Env, Args: r.Profile.Args}
 		if res.Stop != nil {
 			a.Stop = &evidence.Stop{Graceful: res.Stop.Graceful, Killed: res.Stop.Killed, Leak: res.Stop.Leak}

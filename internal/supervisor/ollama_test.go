@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/ollamatest"
 )
@@ -120,5 +122,49 @@ func TestOllamaPortInUse(t *testing.T) {
 	}
 	if res.PID != 0 {
 		t.Errorf("a process was started: pid %d", res.PID)
+	}
+}
+
+// hostHasNVIDIA reports an NVIDIA device node (a GPU the engine could use).
+func hostHasNVIDIA() bool {
+	_, err := os.Stat("/dev/nvidia0")
+	return err == nil
+}
+
+// TestOllamaServingDevice: the ready verdict names the device the real
+// Ollama serves from (its GPU discovery and the runner's offload lines),
+// and a profile that requires an accelerator fails with
+// accelerator_unavailable when the model is served by the CPU.
+func TestOllamaServingDevice(t *testing.T) {
+	port := freePort(t)
+	p, state := ollamaProfile(t, ollamatest.TinyModel, port)
+	proc, res := startFake(t, p, state)
+	if res.State != StateReady {
+		t.Fatalf("state %s failure %+v err %v", res.State, res.Failure, res.Err)
+	}
+	proc.Stop(context.Background())
+	if res.Device == nil || res.Device.Evidence == "" {
+		t.Fatalf("the ready verdict names no serving device: %+v (log %s)", res.Device, res.LogPath)
+	}
+	t.Logf("serving device: %s (evidence %q)", res.Device, res.Device.Evidence)
+	if !hostHasNVIDIA() && res.Device.Kind != engine.DeviceCPU {
+		t.Errorf("no GPU on this host, yet device %+v", res.Device)
+	}
+
+	p.RequiresAccelerator = true
+	proc, res = startFake(t, p, state)
+	if res.Device != nil && res.Device.Kind == engine.DeviceCPU {
+		if proc != nil || res.State != StateFailed || res.Failure.Class != failure.ClassAcceleratorUnavailable ||
+			res.Failure.Phase != failure.PhaseReadyWait {
+			t.Fatalf("CPU serving with requires_accelerator: state %s failure %+v", res.State, res.Failure)
+		}
+		if !strings.Contains(res.Failure.RootCause, "requires an accelerator") || res.Failure.Detail["device"] != "CPU" {
+			t.Errorf("root cause %q detail %v", res.Failure.RootCause, res.Failure.Detail)
+		}
+		if res.Stop == nil || res.Stop.Leak != nil {
+			t.Errorf("stop after the refusal: %+v", res.Stop)
+		}
+	} else if res.State != StateReady {
+		t.Fatalf("GPU serving with requires_accelerator: state %s failure %+v", res.State, res.Failure)
 	}
 }

@@ -123,6 +123,12 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 			c := ev.final
 			res.ModelIDs = c.ids
 			if c.outcome == nil {
+				// The probe's own log lines name the device (Ollama loads
+				// the model for the first request).
+				p.fl.read(false)
+				if dev := p.tracker.Device(); prof.RequiresAccelerator && dev.CPUOnly() {
+					return failWith(engine.Outcome{Kind: engine.OutcomeAcceleratorUnavailable, Device: dev})
+				}
 				res.State = StateReady
 				res.DecidedAt = time.Now()
 				res.ReadyAfter = res.DecidedAt.Sub(p.startedAt)
@@ -177,10 +183,13 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 	}
 }
 
-// finish copies the tracker's phase and facts into res.
+// finish copies the tracker's phase, facts and serving device into res.
 func (p *Process) finish(res *Result) {
 	res.Phase = p.tracker.Phase()
 	res.Facts = p.tracker.Facts()
+	if dev := p.tracker.Device(); dev.Kind != "" {
+		res.Device = &dev
+	}
 	if res.Failure != nil && res.Phase != res.Failure.Phase {
 		res.Phase = res.Failure.Phase
 	}

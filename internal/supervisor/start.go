@@ -146,6 +146,11 @@ type Result struct {
 	// parsed from it so far.
 	Phase failure.Phase      `json:"phase"`
 	Facts map[string]float64 `json:"facts,omitempty"`
+	// Device is where the engine serves the model, as its log shows it
+	// (GPU with layers offloaded, partial, or CPU); nil when the log does
+	// not say. It is part of the ready verdict: a profile with
+	// requires_accelerator fails with accelerator_unavailable on CPU.
+	Device *engine.ServingDevice `json:"device,omitempty"`
 	// ExitedAt is when hiro saw the process exit (Wait returned), when it
 	// exited before a verdict.
 	ExitedAt time.Time `json:"exited_at,omitzero"`
