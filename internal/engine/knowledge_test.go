@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -216,5 +217,29 @@ func TestProbeWrongReply(t *testing.T) {
 	}
 	if !strings.Contains(f.NextStep, "ready_probe") {
 		t.Errorf("next step %q", f.NextStep)
+	}
+}
+
+// docs/failure-classes.md lists every class with an example line and its
+// next step.
+func TestClassesDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/failure-classes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, c := range failure.Classes {
+		i := strings.Index(doc, "\n### "+string(c)+"\n")
+		if i < 0 {
+			t.Errorf("class %s has no section", c)
+			continue
+		}
+		sec := doc[i+1:]
+		if j := strings.Index(sec[4:], "\n### "); j >= 0 {
+			sec = sec[:j+4]
+		}
+		if !strings.Contains(sec, "\n`") || !strings.Contains(sec, "Next step:") {
+			t.Errorf("class %s: no example line or next step", c)
+		}
 	}
 }
