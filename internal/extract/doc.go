@@ -6,7 +6,11 @@
 // dates, duplicates, length bounds), bounded repair retries that tell the
 // model what failed, the worker pool that keeps a configurable number of
 // requests in flight, the output directory (claims.jsonl, rejects.jsonl,
-// progress.jsonl, run.json, stats.json) with resume after an interruption,
+// progress.jsonl, run.json, stats.json) with resume after an interruption
+// (finished documents are committed in groups: one write and one fsync per
+// file for every document finished when a commit starts, data files before
+// the checkpoint, so a finished document is never lost and a half-written
+// one is dropped),
 // and the semantic gate's engine (RunSemantic) that compares a candidate
 // with production on a frozen corpus.
 //

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/hiro-dev/hiro/internal/corpus"
 )
@@ -144,37 +145,65 @@ func openTruncated(path string, size int64) (*os.File, error) {
 	return f, nil
 }
 
-// commit appends one document's claims and rejects, fsyncs them, then
-// appends and fsyncs its checkpoint line. p's byte counts are filled in.
-func (o *outDir) commit(claims []Claim, rejects []Reject, p *DocProgress) error {
-	var cb, rb bytes.Buffer
-	for i := range claims {
-		if err := writeLine(&cb, &claims[i]); err != nil {
+// docCommit is one finished document: its claims, rejects and checkpoint.
+type docCommit struct {
+	claims  []Claim
+	rejects []Reject
+	p       DocProgress
+}
+
+// commitGroup appends the documents' claims and rejects (one write per
+// file), fsyncs both, then appends their checkpoint lines (one write) and
+// fsyncs progress.jsonl: group commit. A crash before the last fsync
+// leaves checkpoints for none or some of the group; resume truncates the
+// claims and rejects to the last checkpoint, so a document is either
+// wholly committed or redone. Each p's byte counts are filled in.
+func (o *outDir) commitGroup(docs []docCommit) error {
+	var cb, rb, pb bytes.Buffer
+	for k := range docs {
+		d := &docs[k]
+		for i := range d.claims {
+			if err := writeLine(&cb, &d.claims[i]); err != nil {
+				return err
+			}
+		}
+		for i := range d.rejects {
+			if err := writeLine(&rb, &d.rejects[i]); err != nil {
+				return err
+			}
+		}
+		d.p.ClaimsBytes, d.p.RejectsBytes = o.claimsSize+int64(cb.Len()), o.rejectsSize+int64(rb.Len())
+		if err := writeLine(&pb, &d.p); err != nil {
 			return err
 		}
 	}
-	for i := range rejects {
-		if err := writeLine(&rb, &rejects[i]); err != nil {
-			return err
+	// The two data files are written and synced at once: both must be
+	// durable before any checkpoint names their sizes.
+	var wg sync.WaitGroup
+	var rerr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := appendSync(o.rejects, rb.Bytes()); err != nil {
+			rerr = fmt.Errorf("write %s: %w", RejectsFile, err)
 		}
+	}()
+	cerr := appendSync(o.claims, cb.Bytes())
+	wg.Wait()
+	if cerr != nil {
+		return fmt.Errorf("write %s: %w", ClaimsFile, cerr)
 	}
-	if err := appendSync(o.claims, cb.Bytes()); err != nil {
-		return fmt.Errorf("write %s: %w", ClaimsFile, err)
-	}
-	if err := appendSync(o.rejects, rb.Bytes()); err != nil {
-		return fmt.Errorf("write %s: %w", RejectsFile, err)
+	if rerr != nil {
+		return rerr
 	}
 	o.claimsSize += int64(cb.Len())
 	o.rejectsSize += int64(rb.Len())
-	p.ClaimsBytes, p.RejectsBytes = o.claimsSize, o.rejectsSize
-	var pb bytes.Buffer
-	if err := writeLine(&pb, p); err != nil {
-		return err
-	}
 	if err := appendSync(o.prog, pb.Bytes()); err != nil {
 		return fmt.Errorf("write %s: %w", ProgressFile, err)
 	}
-	o.history = append(o.history, *p)
+	for k := range docs {
+		o.history = append(o.history, docs[k].p)
+	}
 	return nil
 }
 
@@ -184,11 +213,14 @@ func writeLine(b *bytes.Buffer, v any) error {
 	return enc.Encode(v)
 }
 
+// appendSync writes b at the file's end and fsyncs it; with nothing to
+// write there is nothing to make durable and no fsync is made.
 func appendSync(f *os.File, b []byte) error {
-	if len(b) > 0 {
-		if _, err := f.Write(b); err != nil {
-			return err
-		}
+	if len(b) == 0 {
+		return nil
+	}
+	if _, err := f.Write(b); err != nil {
+		return err
 	}
 	return f.Sync()
 }

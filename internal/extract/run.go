@@ -262,7 +262,20 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 		}
 	}()
 	var commitErr error
-	for d := range order {
+	// The committer takes finished documents in input order and commits
+	// them in groups: every document already finished when a commit
+	// starts goes into it, so one write and one fsync per file serve the
+	// whole group (group commit) while the workers keep going.
+	var carry *docState
+	for commitErr == nil {
+		d := carry
+		carry = nil
+		if d == nil {
+			var ok bool
+			if d, ok = <-order; !ok {
+				break
+			}
+		}
 		select {
 		case <-d.done:
 		case <-runCtx.Done():
@@ -270,25 +283,48 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 		if runCtx.Err() != nil || d.cancelled() {
 			break
 		}
-		claims, rejects, p := w.assemble(d)
-		if err := out.commit(claims, rejects, &p); err != nil {
+		group := []*docState{d}
+	gather:
+		for len(group) < maxCommitGroup {
+			select {
+			case n, ok := <-order:
+				if !ok {
+					break gather
+				}
+				if !n.finished() || n.cancelled() {
+					carry = n
+					break gather
+				}
+				group = append(group, n)
+			default:
+				break gather
+			}
+		}
+		batch := make([]docCommit, len(group))
+		for i, g := range group {
+			batch[i].claims, batch[i].rejects, batch[i].p = w.assemble(g)
+		}
+		if err := out.commitGroup(batch); err != nil {
 			commitErr = err
 			break
 		}
-		if p.Status == StatusDone {
-			sum.Done++
-		} else {
-			sum.Failed++
-		}
-		sum.Claims += p.Claims
-		sum.Rejects += p.Rejects
-		sum.Requests += p.Requests
-		sum.Replies += p.Replies
-		sum.PromptTokens += p.PromptTokens
-		sum.CompletionTokens += p.CompletionTokens
-		sum.OverloadRetries += p.OverloadRetries
-		if opts.OnCommit != nil {
-			opts.OnCommit(p)
+		for i := range batch {
+			p := batch[i].p
+			if p.Status == StatusDone {
+				sum.Done++
+			} else {
+				sum.Failed++
+			}
+			sum.Claims += p.Claims
+			sum.Rejects += p.Rejects
+			sum.Requests += p.Requests
+			sum.Replies += p.Replies
+			sum.PromptTokens += p.PromptTokens
+			sum.CompletionTokens += p.CompletionTokens
+			sum.OverloadRetries += p.OverloadRetries
+			if opts.OnCommit != nil {
+				opts.OnCommit(p)
+			}
 		}
 	}
 	cancel()
@@ -366,6 +402,20 @@ func firstInvalid(b []byte) int {
 		i += n
 	}
 	return -1
+}
+
+// maxCommitGroup bounds the documents committed together (one write and
+// one fsync per file for the group).
+const maxCommitGroup = 256
+
+// finished reports whether every sentence of d has its result.
+func (d *docState) finished() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // finish records sentence i's result; the last one closes done.

@@ -261,7 +261,25 @@ func TestResumeAfterInterrupt(t *testing.T) {
 	want := checkClaims(t, ref, docs)
 
 	out := t.TempDir()
-	f1 := newFake(t, echoAnswer)
+	// The first two documents are answered; requests of the others wait
+	// until the run is interrupted (commits are grouped, so the others
+	// must still be in flight when the second checkpoint is written).
+	release := make(chan struct{})
+	inFirstTwo := func(tg string) bool {
+		for _, d := range docs[:2] {
+			if strings.Contains(strings.Join(strings.Fields(string(d.Text)), " "), tg) {
+				return true
+			}
+		}
+		return false
+	}
+	f1 := newFake(t, func(r chatReq) (string, error) {
+		if !inFirstTwo(target(r)) {
+			<-release
+		}
+		return echoAnswer(r)
+	})
+	t.Cleanup(func() { close(release) }) // before the server closes
 	ctx, cancel := context.WithCancel(context.Background())
 	o := opts(f1, out)
 	committed := 0
