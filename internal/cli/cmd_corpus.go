@@ -44,8 +44,11 @@ sources to DIR (which must not exist or be empty). Selection is deterministic:
 ` + corpus.FactcheckSelection + `; the same file and N give the same corpus,
 byte for byte, and a smaller N gives a subset of a larger one. Each document
 is docs/fcgpt-<12 hex of SHA-256(prompt)>.txt holding the source's response
-exactly; gold.jsonl holds every human-written claim of its "claims" lists
-with the annotators' sentence number (from 0).
+exactly (rows that share a prompt add -<8 hex of SHA-256(response)>; a row
+repeating another's prompt and response is read once); gold.jsonl holds every
+human-written claim of its "claims" lists with the annotators' sentence
+number (from 0). The corpus is written beside DIR and moved into place when
+complete: a failed import leaves nothing behind.
 
 Exit status: 0 imported; 1 the file could not be read or parsed; 2 bad usage.`,
 		Args: func(_ *cobra.Command, args []string) error {

@@ -105,6 +105,9 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string) 
 	if o.Engine == "" {
 		return UsageErrorf("diagnose: --engine is required: the kind of engine that wrote the log, one of %s", strings.Join(engine.Kinds(), ", "))
 	}
+	// Kinds are lower-case; "vLLM" or "SGLang" as people write them is meant
+	// the same.
+	o.Engine = strings.ToLower(strings.TrimSpace(o.Engine))
 	if _, err := engine.Lookup(o.Engine); err != nil {
 		return UsageErrorf("diagnose: --engine: %w", err)
 	}

@@ -72,11 +72,12 @@ func printDoctor(g *Globals, r doctor.Report) {
 	fmt.Fprintf(w, "cpu\t%s, %d cores\n", r.CPU.Model, r.CPU.Cores)
 	fmt.Fprintf(w, "memory\t%s total, %s available\n", gib(r.Memory.TotalBytes), gib(r.Memory.AvailableBytes))
 	for _, d := range r.Disks {
+		paths := strings.Join(append([]string{d.Path}, d.AlsoPaths...), ", ")
 		if d.Error != "" {
-			fmt.Fprintf(w, "disk\t%s: %s\n", d.Path, d.Error)
+			fmt.Fprintf(w, "disk\t%s: %s\n", paths, d.Error)
 			continue
 		}
-		fmt.Fprintf(w, "disk\t%s: %s free of %s\n", d.Path, gib(d.FreeBytes), gib(d.TotalBytes))
+		fmt.Fprintf(w, "disk\t%s: %s free of %s\n", paths, gib(d.FreeBytes), gib(d.TotalBytes))
 	}
 	if len(r.Accelerators) == 0 {
 		fmt.Fprintf(w, "accelerator\tnone (%s)\n", r.AcceleratorNote)
@@ -86,6 +87,8 @@ func printDoctor(g *Globals, r doctor.Report) {
 	}
 	for _, e := range r.Engines {
 		switch {
+		case !e.Found && e.Note != "":
+			fmt.Fprintf(w, "engine\t%s: %s\n", e.Kind, e.Note)
 		case !e.Found:
 			fmt.Fprintf(w, "engine\t%s: not found (%s)\n", e.Kind, e.Command)
 		default:

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/extract"
 	"github.com/hiro-dev/hiro/internal/llm"
 )
@@ -54,11 +56,14 @@ DIR receives claims.jsonl (one claim with provenance per line),
 rejects.jsonl (every rejected document, request, reply or claim with its
 reasons and the raw reply), progress.jsonl (one checkpoint per finished
 document), run.json and stats.json. Rerunning the same command after an
-interruption skips finished documents and drops a document written in part.
+interruption skips finished documents and drops a document written in part;
+documents that failed are redone, and their earlier rejects are superseded
+(kept in rejects.jsonl, no longer counted). Before the first request the
+backend's health is checked once.
 
-Exit status: 0 every document finished and nothing was rejected; 1 all
-documents were processed but something was rejected, or a request failed
-(rerun to retry the failed documents); 2 bad usage or configuration;
+Exit status, from the output as it now is: 0 every document finished and
+nothing is rejected; 1 something is rejected, a document failed (rerun to
+retry it), or the backend is not up; 2 bad usage or configuration;
 3 interrupted (rerun to resume).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			return runExtract(c.Context(), g, o, args)
@@ -119,6 +124,7 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 	if !g.JSON {
 		opts.Progress = extract.TerminalProgress(g.Stderr)
 	}
+	opts.Preflight = func(ctx context.Context) error { return extractBackendUp(ctx, prof) }
 	sum, err := extract.Run(ctx, docs, opts)
 	if err != nil && (sum == nil || !sum.Interrupted) {
 		if errors.Is(err, extract.ErrRunMismatch) {
@@ -140,6 +146,34 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 		return Silent(ExitFailed)
 	}
 	return nil
+}
+
+// extractPreflightTimeout bounds the check that the backend is up.
+const extractPreflightTimeout = 10 * time.Second
+
+// extractBackendUp checks, once, that the profile's server answers its
+// engine's health check (and, where the engine says, has the model), so
+// a backend that is down fails the run once instead of every request.
+func extractBackendUp(ctx context.Context, p *config.Profile) error {
+	e, err := engine.Lookup(p.Engine)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, extractPreflightTimeout)
+	defer cancel()
+	h := e.CheckHealth(ctx, &http.Client{}, p.BaseURL, p.Model)
+	if h.State == engine.HealthReady {
+		return nil
+	}
+	what := h.Message
+	if what == "" {
+		what = fmt.Sprintf("%s answered %d", h.Path, h.StatusCode)
+	}
+	hint := fmt.Sprintf("start it with 'hiro backend start %s'", p.Name)
+	if p.Unmanaged {
+		hint = "check that the server runs and its URL is right"
+	}
+	return fmt.Errorf("%s at %s: %s; %s, then rerun", p.Name, p.BaseURL, what, hint)
 }
 
 // extractProfile returns the named backend profile, or production's.
@@ -175,7 +209,11 @@ func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 			c.Retries(), c.Retried429, c.Retried503, float64(c.RetryWaitMS)/1000, c.SucceededAfterRetry, c.OverloadGaveUp)
 	}
 	st := s.Stats
-	fmt.Fprintf(g.Stdout, "directory %s: %d claims, %d rejects, schema-valid replies %d of %d\n", s.OutDir, st.Claims, st.Rejects, st.SchemaValidReplies, st.Replies)
+	fmt.Fprintf(g.Stdout, "directory %s now: %d documents done, %d failed, %d claims, %d rejects, schema-valid replies %d of %d\n",
+		s.OutDir, st.DocumentsDone, st.DocumentsFailed, st.Claims, st.Rejects, st.SchemaValidReplies, st.Replies)
+	if st.SupersededRejects > 0 {
+		fmt.Fprintf(g.Stdout, "%d earlier rejects were superseded: their documents were redone; they stay in rejects.jsonl but no longer count\n", st.SupersededRejects)
+	}
 	if s.Requests > 0 && s.Replies == 0 {
 		fmt.Fprintf(g.Stdout, "no reply from %s: is the backend running? Rerun the same command to retry the failed documents\n", p.BaseURL)
 	}

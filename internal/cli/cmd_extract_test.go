@@ -35,8 +35,25 @@ func claimsCLI(t *testing.T, args ...string) (int, string, string) {
 // every extraction request with one claim: the target sentence, quoting
 // itself. delay is slept before answering. It counts requests.
 func echoEngine(t *testing.T, delay time.Duration) (*httptest.Server, *atomic.Int64) {
+	srv, n, _ := echoEngineFailing(t, delay)
+	return srv, n
+}
+
+// echoEngineFailing is echoEngine whose chat completions answer HTTP 500
+// while the returned flag is set. GET /v1/models lists "echo-model".
+func echoEngineFailing(t *testing.T, delay time.Duration) (*httptest.Server, *atomic.Int64, *atomic.Bool) {
 	var n atomic.Int64
+	var failing atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"echo-model","object":"model"}]}`)
+			return
+		}
+		if failing.Load() {
+			n.Add(1)
+			http.Error(w, `{"error":{"message":"engine overloaded"}}`, 500)
+			return
+		}
 		var req struct {
 			Model    string `json:"model"`
 			Messages []struct {
@@ -65,7 +82,7 @@ func echoEngine(t *testing.T, delay time.Duration) (*httptest.Server, *atomic.In
 		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\ndata: [DONE]\n\n", chunk, usage)
 	}))
 	t.Cleanup(srv.Close)
-	return srv, &n
+	return srv, &n, &failing
 }
 
 // claimsConfig writes a configuration whose production is an unmanaged
@@ -213,4 +230,67 @@ func countLines(path string) int {
 		n++
 	}
 	return n
+}
+
+// A backend that is down fails the run once, clearly, before any request.
+func TestExtractBackendDown(t *testing.T) {
+	srv, n := echoEngine(t, 0)
+	url := srv.URL
+	srv.Close()
+	cfg := claimsConfig(t, url)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := claimsCLI(t, "--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", out)
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitFailed, stdout, stderr)
+	}
+	if strings.Count(stderr, "backend is not up") != 1 || !strings.Contains(stderr, "echo at "+url) {
+		t.Errorf("stderr should say once that the backend is not up, naming it:\n%s", stderr)
+	}
+	if n.Load() != 0 {
+		t.Errorf("%d requests sent to a backend that is down", n.Load())
+	}
+	if _, err := os.Stat(filepath.Join(out, extract.RejectsFile)); err == nil {
+		if b, _ := os.ReadFile(filepath.Join(out, extract.RejectsFile)); len(b) > 0 {
+			t.Errorf("rejects written for a backend that is down:\n%s", b)
+		}
+	}
+}
+
+// A resumed run whose retried documents now succeed reports the output as
+// it now is: the earlier rejects are superseded and the exit status is 0.
+func TestExtractResumeSupersedesRejects(t *testing.T) {
+	srv, _, failing := echoEngineFailing(t, 0)
+	cfg := claimsConfig(t, srv.URL)
+	out := filepath.Join(t.TempDir(), "out")
+	failing.Store(true)
+	code, stdout, stderr := claimsCLI(t, "--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", out, "--max-repairs", "0")
+	if code != ExitFailed {
+		t.Fatalf("first run against a failing server: exit %d\n%s%s", code, stdout, stderr)
+	}
+	first, err := extract.ReadRejects(filepath.Join(out, extract.RejectsFile))
+	if err != nil || len(first) == 0 {
+		t.Fatalf("first run wrote %d rejects (%v)", len(first), err)
+	}
+	failing.Store(false)
+	code, stdout, stderr = claimsCLI(t, "--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", out, "--max-repairs", "0", "--json")
+	var sum extract.Summary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("summary: %v\n%s%s", err, stdout, stderr)
+	}
+	if code != ExitOK || sum.Stats.Rejects != 0 || sum.Stats.DocumentsFailed != 0 || sum.Stats.SupersededRejects != len(first) {
+		t.Fatalf("resumed run: exit %d, stats %+v; want exit 0, 0 rejects, 0 failed, %d superseded", code, sum.Stats, len(first))
+	}
+	cur, err := extract.ReadCurrentRejects(out)
+	if err != nil || len(cur) != 0 {
+		t.Errorf("current rejects %d (%v), want 0", len(cur), err)
+	}
+	all, _ := extract.ReadRejects(filepath.Join(out, extract.RejectsFile))
+	if len(all) != len(first) {
+		t.Errorf("rejects.jsonl holds %d lines, want the %d superseded ones kept", len(all), len(first))
+	}
+	// The text summary says so in words.
+	code, stdout, _ = claimsCLI(t, "--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", out, "--max-repairs", "0")
+	if code != ExitOK || !strings.Contains(stdout, "superseded") || !strings.Contains(stdout, "0 rejects") {
+		t.Errorf("third run: exit %d\n%s", code, stdout)
+	}
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/journal"
 )
 
@@ -17,8 +19,46 @@ func init() { registerCommand(newJournalCmd) }
 
 // journalOpts holds the flags shared by every journal subcommand.
 type journalOpts struct {
-	// Dir is the journal directory (--journal, default ./journal).
+	// Dir is the journal directory (--journal); empty means
+	// <state directory>/journal (see journalDefaults).
 	Dir string
+}
+
+// Default names of the journal and its site inside the state directory.
+const (
+	journalDirName  = journal.DefaultDir
+	journalSiteName = "journal-site"
+)
+
+// journalStateDir is the state directory the journal commands default to:
+// the configuration's state_dir when a configuration is found, else
+// config.DefaultStateDir (.hiro) in the current directory. A configuration
+// that exists but does not load is bad usage.
+func journalStateDir(g *Globals) (string, error) {
+	cfg, err := config.Load(g.ConfigPath)
+	var ce *config.Error
+	switch {
+	case err == nil:
+		return cfg.StateDir, nil
+	case errors.As(err, &ce) && ce.Key == "" && !fileExists(g.ConfigPath):
+		return config.DefaultStateDir, nil
+	default:
+		return "", UsageError(fmt.Errorf("journal: %w (or pass --journal DIR)", err))
+	}
+}
+
+// resolve fills Dir with <state directory>/journal when --journal was not
+// given.
+func (jo *journalOpts) resolve(g *Globals) error {
+	if jo.Dir != "" {
+		return nil
+	}
+	sd, err := journalStateDir(g)
+	if err != nil {
+		return err
+	}
+	jo.Dir = filepath.Join(sd, journalDirName)
+	return nil
 }
 
 func newJournalCmd(g *Globals) *cobra.Command {
@@ -30,11 +70,15 @@ func newJournalCmd(g *Globals) *cobra.Command {
 entries/, valid against schemas/journal-entry.schema.json. 'build' renders it
 as a static site and records each published entry's hash in published.json;
 'check' reports what is wrong, including published entries changed without a
-revision note.`,
+revision note.
+
+Where: without --journal the journal is journal/ in the state directory
+(state_dir of the configuration, default .hiro), and 'build' writes the site
+to journal-site/ beside it unless --out says otherwise; both are ignored by
+git (.gitignore lists .hiro/).`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
-	cmd.PersistentFlags().StringVar(&opts.Dir, "journal", journal.DefaultDir, "journal directory")
+	cmd.PersistentFlags().StringVar(&opts.Dir, "journal", "", "journal directory (default: journal/ in the state directory, .hiro/journal without a configuration)")
 	cmd.AddCommand(newJournalNewCmd(g, opts), newJournalAddCmd(g, opts), newJournalBuildCmd(g, opts), newJournalCheckCmd(g, opts))
 	return cmd
 }
@@ -49,7 +93,15 @@ func newJournalNewCmd(g *Globals, jo *journalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "new --title TITLE [--subtitle S] [--summary S] [--body-file F]",
 		Short: "Start a hand-written journal entry",
-		Args:  cobra.NoArgs,
+		Long: `Write a new hand-written entry into the journal: entries/<timestamp>_<slug>.json
+with the title, an optional subtitle and executive summary, and a Markdown body
+read from --body-file. The slug (the page's name) is made from the title
+unless --slug gives one; the timestamp is now unless --time gives one. Edit
+the JSON afterwards to add sections; 'hiro journal check' validates it.
+
+Exit status: 0 written; 2 bad usage (no title, a bad slug or time, a slug
+or timestamp already in the journal).`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runJournalNew(c.Context(), g, jo, o)
 		},
@@ -66,6 +118,9 @@ func newJournalNewCmd(g *Globals, jo *journalOpts) *cobra.Command {
 
 // runJournalNew writes a new hand-written entry and prints its path.
 func runJournalNew(_ context.Context, g *Globals, jo *journalOpts, o *journalNewOpts) error {
+	if err := jo.resolve(g); err != nil {
+		return err
+	}
 	if strings.TrimSpace(o.Title) == "" {
 		return UsageErrorf("journal new: --title is required")
 	}
@@ -129,6 +184,9 @@ The private copy is refused.`,
 
 // runJournalAdd adds one campaign's evidence as an entry and prints its path.
 func runJournalAdd(_ context.Context, g *Globals, jo *journalOpts, args []string) error {
+	if err := jo.resolve(g); err != nil {
+		return err
+	}
 	if _, err := os.Stat(args[0]); err != nil {
 		return UsageErrorf("journal add: %w", err)
 	}
@@ -156,19 +214,21 @@ type journalBuildOpts struct {
 func newJournalBuildCmd(g *Globals, jo *journalOpts) *cobra.Command {
 	o := &journalBuildOpts{}
 	cmd := &cobra.Command{
-		Use:   "build --out DIR",
+		Use:   "build [--out DIR]",
 		Short: "Render the journal as a static site and record what was published",
 		Long: `Writes DIR/index.html (newest first), DIR/feed.atom, and for each entry
 DIR/entries/<slug>.html with its JSON beside it, plus a redirecting page for each
 alias. DIR is replaced as a whole; a non-empty DIR that is not a journal site is
-refused. Each entry's hash is then recorded in the journal's published.json.`,
+refused. Each entry's hash is then recorded in the journal's published.json.
+Without --out, DIR is journal-site/ beside the journal directory
+(.hiro/journal-site by default).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runJournalBuild(c.Context(), g, jo, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Out, "out", "", "output directory (required)")
+	f.StringVar(&o.Out, "out", "", "output directory (default: journal-site/ beside the journal directory)")
 	f.StringVar(&o.Title, "title", journal.DefaultSiteTitle, "site title")
 	f.StringVar(&o.BaseURL, "base-url", "", "absolute URL of the site root, for canonical links and the feed")
 	return cmd
@@ -176,8 +236,11 @@ refused. Each entry's hash is then recorded in the journal's published.json.`,
 
 // runJournalBuild builds the site, then records the published entries.
 func runJournalBuild(_ context.Context, g *Globals, jo *journalOpts, o *journalBuildOpts) error {
+	if err := jo.resolve(g); err != nil {
+		return err
+	}
 	if o.Out == "" {
-		return UsageErrorf("journal build: --out DIR is required")
+		o.Out = filepath.Join(filepath.Dir(filepath.Clean(jo.Dir)), journalSiteName)
 	}
 	if o.BaseURL != "" && !strings.HasPrefix(o.BaseURL, "https://") && !strings.HasPrefix(o.BaseURL, "http://") {
 		return UsageErrorf("journal build: --base-url %q: want an absolute http(s) URL", o.BaseURL)
@@ -244,6 +307,9 @@ temporary directory for the link check.`,
 // runJournalCheck prints every problem, one per line, and fails (exit 1)
 // when there is any.
 func runJournalCheck(_ context.Context, g *Globals, jo *journalOpts, o *journalCheckOpts) error {
+	if err := jo.resolve(g); err != nil {
+		return err
+	}
 	j, err := journal.Load(jo.Dir)
 	if err != nil {
 		return UsageErrorf("journal check: %w", err)

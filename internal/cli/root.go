@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/version"
 )
 
 // Globals holds the flags every subcommand shares.
@@ -45,9 +47,12 @@ func NewRoot(g *Globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "hiro",
 		Short:         "Supervise local inference servers, qualify backends with evidence, extract grounded claims",
+		Version:       version.Get().Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version prints what 'hiro version' prints.
+	root.SetVersionTemplate(version.Get().String())
 	root.SetOut(g.Stdout)
 	root.SetErr(g.Stderr)
 	defCfg := os.Getenv("HIRO_CONFIG")
@@ -59,6 +64,9 @@ func NewRoot(g *Globals) *cobra.Command {
 		return UsageError(fmt.Errorf("%s: %w (see '%s --help')", c.CommandPath(), err, c.CommandPath()))
 	})
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if c.Annotations[annotationNoHooks] != "" {
+			return nil
+		}
 		for _, h := range beforeCommand {
 			if err := h(g, c); err != nil {
 				return err
@@ -69,7 +77,75 @@ func NewRoot(g *Globals) *cobra.Command {
 	for _, f := range commandFactories {
 		root.AddCommand(f(g))
 	}
+	requireSubcommand(root)
+	wrapHelp(root)
 	return root
+}
+
+// helpWidth is the widest line of a command's long help.
+const helpWidth = 80
+
+// wrapHelp wraps every command's long help at helpWidth, so text built
+// from constants of other packages (eval's similarity, corpus's selection
+// rule) reads like the rest.
+func wrapHelp(c *cobra.Command) {
+	c.Long = wrapText(c.Long, helpWidth)
+	for _, sub := range c.Commands() {
+		wrapHelp(sub)
+	}
+}
+
+// wrapText breaks each line of s longer than width at spaces, keeping the
+// line's indentation on its continuation lines. A single word longer than
+// width stays whole.
+func wrapText(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	var out []string
+	for _, l := range lines {
+		if len([]rune(l)) <= width {
+			out = append(out, l)
+			continue
+		}
+		indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
+		cur := indent
+		for _, w := range strings.Fields(l) {
+			switch {
+			case cur == indent:
+				cur += w
+			case len([]rune(cur))+1+len([]rune(w)) <= width:
+				cur += " " + w
+			default:
+				out = append(out, cur)
+				cur = indent + w
+			}
+		}
+		out = append(out, cur)
+	}
+	return strings.Join(out, "\n")
+}
+
+// annotationNoHooks, set in a command's Annotations, skips the
+// beforeCommand hooks (e.g. 'hiro version' never restores production).
+const annotationNoHooks = "hiro:no-hooks"
+
+// requireSubcommand makes every group command (one with subcommands, such
+// as 'hiro backend') run without a subcommand a usage error: its usage goes
+// to stderr and the exit status is 2.
+func requireSubcommand(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		if sub.HasSubCommands() {
+			sub.Args = cobra.ArbitraryArgs
+			sub.RunE = func(c *cobra.Command, args []string) error {
+				c.SetOut(c.ErrOrStderr())
+				_ = c.Usage()
+				if len(args) > 0 {
+					return UsageErrorf("%s: unknown command %q; the commands are listed above", c.CommandPath(), args[0])
+				}
+				return UsageErrorf("%s: give a command; the commands are listed above", c.CommandPath())
+			}
+			requireSubcommand(sub)
+		}
+	}
 }
 
 // Main runs hiro with args and returns the exit status. SIGINT and SIGTERM

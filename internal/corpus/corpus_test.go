@@ -256,3 +256,85 @@ func TestImportFactcheckDeterministic(t *testing.T) {
 		t.Error("take beyond the file must fail")
 	}
 }
+
+// Rows that repeat a prompt with another response are distinct sources
+// with distinct ids; a row repeating prompt and response is read once.
+func TestImportFactcheckRepeatedPrompts(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "fc.jsonl")
+	rows := `{"prompt":"Who built the bridge?","response":"The bridge was built in 1890.","sentences":{"sentence1":{"text":"The bridge was built in 1890.","claims":["The bridge was built in 1890."]}}}
+{"prompt":"Who built the bridge?","response":"Engineers built the bridge.","sentences":{"sentence1":{"text":"Engineers built the bridge.","claims":["Engineers built the bridge."]}}}
+{"prompt":"Who built the bridge?","response":"The bridge was built in 1890.","sentences":{"sentence1":{"text":"The bridge was built in 1890.","claims":["The bridge was built in 1890."]}}}
+{"prompt":"When did the river flood?","response":"The river flooded in spring.","sentences":{"sentence1":{"text":"The river flooded in spring.","claims":["The river flooded in spring."]}}}
+`
+	if err := os.WriteFile(src, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "fc")
+	m, err := ImportFactcheckGPT(src, 3, out)
+	if err != nil {
+		t.Fatalf("import of repeated prompts: %v", err)
+	}
+	if m.Documents != 3 || m.Source.Available != 3 || m.GoldClaims != 3 {
+		t.Fatalf("documents %d of %d available, gold %d; want 3 of 3 (the exact repeat read once), 3 gold", m.Documents, m.Source.Available, m.GoldClaims)
+	}
+	c, err := Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, d := range c.Docs {
+		ids[d.ID] = true
+	}
+	bridge := []string{
+		FactcheckDocIDRepeated("Who built the bridge?", "The bridge was built in 1890."),
+		FactcheckDocIDRepeated("Who built the bridge?", "Engineers built the bridge."),
+		FactcheckDocID("When did the river flood?"),
+	}
+	for _, id := range bridge {
+		if !ids[id] {
+			t.Errorf("document %s missing; have %v", id, ids)
+		}
+	}
+	if bridge[0] == bridge[1] {
+		t.Fatal("distinct rows got one id")
+	}
+}
+
+// A failed import leaves nothing: no output folder, no temporary folder,
+// and the same command then succeeds.
+func TestImportFactcheckFailureLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "fc.jsonl")
+	good := `{"prompt":"p1","response":"One sentence here.","sentences":{"sentence1":{"text":"One sentence here.","claims":["One sentence here."]}}}` + "\n"
+	if err := os.WriteFile(src, []byte(good+"{not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Join(dir, "corpora")
+	out := filepath.Join(parent, "fc1")
+	if _, err := ImportFactcheckGPT(src, 1, out); err == nil || !strings.Contains(err.Error(), ":2:") {
+		t.Fatalf("bad line 2: err %v", err)
+	}
+	if _, err := ImportFactcheckGPT(filepath.Join(dir, "missing.jsonl"), 1, out); err == nil {
+		t.Fatal("missing file must fail")
+	}
+	ents, _ := os.ReadDir(parent)
+	if len(ents) != 0 {
+		t.Fatalf("a failed import left %v in %s", ents, parent)
+	}
+	if err := os.WriteFile(src, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil { // an empty folder is fine
+		t.Fatal(err)
+	}
+	if _, err := ImportFactcheckGPT(src, 1, out); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	ents, _ = os.ReadDir(parent)
+	if len(ents) != 1 || ents[0].Name() != "fc1" {
+		t.Fatalf("after the import %s holds %v, want only fc1", parent, ents)
+	}
+	if _, err := Verify(out); err != nil {
+		t.Fatal(err)
+	}
+}

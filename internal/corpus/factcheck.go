@@ -36,9 +36,20 @@ type factcheckSentence struct {
 
 // FactcheckDocID is the document id of a Factcheck-GPT source:
 // "fcgpt-" and the first 12 hex digits of the SHA-256 of its prompt.
+// When the file holds other rows with the same prompt, the importer adds
+// "-" and the first 8 hex digits of the SHA-256 of the response
+// (FactcheckDocIDRepeated), so distinct rows get distinct ids.
 func FactcheckDocID(prompt string) string {
 	s := sha256.Sum256([]byte(prompt))
 	return "fcgpt-" + hex.EncodeToString(s[:])[:12]
+}
+
+// FactcheckDocIDRepeated is the id of a source whose prompt other rows of
+// the file share: FactcheckDocID(prompt) + "-" + 8 hex digits of
+// SHA-256(response).
+func FactcheckDocIDRepeated(prompt, response string) string {
+	s := sha256.Sum256([]byte(response))
+	return FactcheckDocID(prompt) + "-" + hex.EncodeToString(s[:])[:8]
 }
 
 // ImportFactcheckGPT reads the Factcheck-GPT benchmark JSONL at file,
@@ -47,7 +58,12 @@ func FactcheckDocID(prompt string) string {
 // source's response exactly, gold.jsonl with one GoldClaim per claim of the
 // "claims" lists (sentence order "sentence1", "sentence2", ... → index 0,
 // 1, ...; blank claims skipped), and manifest.json. Same file and take,
-// same bytes out.
+// same bytes out. Rows repeating a prompt get ids that tell them apart
+// (FactcheckDocIDRepeated); a row repeating an earlier row's prompt and
+// response is the same source and is read once.
+//
+// The corpus is written into a temporary directory beside outDir and
+// renamed into place at the end: a failed import leaves nothing behind.
 func ImportFactcheckGPT(file string, take int, outDir string) (*Manifest, error) {
 	if take <= 0 {
 		return nil, fmt.Errorf("take %d: must be at least 1", take)
@@ -57,6 +73,8 @@ func ImportFactcheckGPT(file string, take int, outDir string) (*Manifest, error)
 		return nil, fmt.Errorf("read Factcheck-GPT file: %w", err)
 	}
 	var recs []*factcheckRecord
+	seen := map[[2]string]bool{}
+	prompts := map[string]int{}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -74,6 +92,11 @@ func ImportFactcheckGPT(file string, take int, outDir string) (*Manifest, error)
 		p := sha256.Sum256([]byte(r.Prompt))
 		q := sha256.Sum256([]byte(r.Response))
 		r.key, r.tie = hex.EncodeToString(p[:]), hex.EncodeToString(q[:])
+		if seen[[2]string{r.key, r.tie}] {
+			continue // the same source again
+		}
+		seen[[2]string{r.key, r.tie}] = true
+		prompts[r.Prompt]++
 		recs = append(recs, r)
 	}
 	if err := sc.Err(); err != nil {
@@ -89,21 +112,41 @@ func ImportFactcheckGPT(file string, take int, outDir string) (*Manifest, error)
 		return recs[i].tie < recs[j].tie
 	})
 	chosen := recs[:take]
-	if err := prepareOutDir(outDir); err != nil {
+	if err := checkOutDir(outDir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(outDir, DocsDir), 0o755); err != nil {
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(outDir)), "."+filepath.Base(filepath.Clean(outDir))+".import-")
+	if err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	m, err := writeFactcheck(file, raw, take, len(recs), chosen, prompts, tmp)
+	if err == nil {
+		err = moveInto(tmp, outDir)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return m, nil
+}
+
+// writeFactcheck writes the chosen sources as a sealed corpus into dir.
+func writeFactcheck(file string, raw []byte, take, available int, chosen []*factcheckRecord, prompts map[string]int, dir string) (*Manifest, error) {
+	if err := os.MkdirAll(filepath.Join(dir, DocsDir), 0o755); err != nil {
 		return nil, err
 	}
 	var gold bytes.Buffer
 	ids := map[string]int{}
 	for _, r := range chosen {
 		id := FactcheckDocID(r.Prompt)
+		if prompts[r.Prompt] > 1 {
+			id = FactcheckDocIDRepeated(r.Prompt, r.Response)
+		}
 		if prev, dup := ids[id]; dup {
-			return nil, fmt.Errorf("%s: lines %d and %d give the same document id %s (identical prompts)", file, prev, r.line, id)
+			return nil, fmt.Errorf("%s: lines %d and %d give the same document id %s (their prompts and the start of their responses' digests agree); report this file", file, prev, r.line, id)
 		}
 		ids[id] = r.line
-		if err := os.WriteFile(filepath.Join(outDir, DocsDir, id+".txt"), []byte(r.Response), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, DocsDir, id+".txt"), []byte(r.Response), 0o644); err != nil {
 			return nil, err
 		}
 		keys := make([]string, 0, len(r.Sentences))
@@ -122,12 +165,12 @@ func ImportFactcheckGPT(file string, take int, outDir string) (*Manifest, error)
 			}
 		}
 	}
-	if err := os.WriteFile(filepath.Join(outDir, GoldFile), gold.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, GoldFile), gold.Bytes(), 0o644); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(raw)
-	src := &Source{Kind: "factcheck-gpt", File: filepath.Base(file), FileSHA256: hex.EncodeToString(sum[:]), Take: take, Available: len(recs), Selection: FactcheckSelection}
-	return Seal(outDir, fmt.Sprintf("factcheck-gpt-%d", take), src)
+	src := &Source{Kind: "factcheck-gpt", File: filepath.Base(file), FileSHA256: hex.EncodeToString(sum[:]), Take: take, Available: available, Selection: FactcheckSelection}
+	return Seal(dir, fmt.Sprintf("factcheck-gpt-%d", take), src)
 }
 
 // sentenceNumber parses "sentence12" → 12; other keys sort last.
@@ -139,8 +182,8 @@ func sentenceNumber(k string) int {
 	return n
 }
 
-// prepareOutDir creates dir, refusing one that holds anything.
-func prepareOutDir(dir string) error {
+// checkOutDir refuses a dir that holds anything, and creates its parent.
+func checkOutDir(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if err == nil && len(ents) > 0 {
 		return fmt.Errorf("output directory %s is not empty; a frozen corpus is written once: choose a new directory or remove it", dir)
@@ -148,5 +191,17 @@ func prepareOutDir(dir string) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return os.MkdirAll(dir, 0o755)
+	return os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755)
+}
+
+// moveInto renames the finished directory tmp to dir, which may exist
+// empty (it is replaced) or not at all.
+func moveInto(tmp, dir string) error {
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("output directory %s: %w", dir, err)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
 }

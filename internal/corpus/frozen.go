@@ -168,7 +168,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no %s: not a frozen corpus (import one with 'hiro corpus import')", dir, ManifestFile)
+			return nil, fmt.Errorf("%s: no %s: not a frozen corpus (import one with 'hiro corpus import'): %w", dir, ManifestFile, fs.ErrNotExist)
 		}
 		return nil, err
 	}

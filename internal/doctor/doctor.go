@@ -70,6 +70,11 @@ type Disk struct {
 	FreeBytes  uint64 `json:"free_bytes,omitempty"`
 	// Error says why the path could not be measured (missing path).
 	Error string `json:"error,omitempty"`
+	// AlsoPaths are the other paths asked for that lie on the same file
+	// system (same statfs file system id and size): one disk is listed
+	// once.
+	AlsoPaths []string `json:"also_paths,omitempty"`
+	fsid      [2]int32
 }
 
 // Accelerator is one GPU as nvidia-smi reports it. Memory in MiB.
@@ -125,9 +130,7 @@ func Collect(ctx context.Context, o Options) Report {
 	r.OS = osInfo()
 	r.CPU = CPU{Model: cpuModel(), Cores: runtime.NumCPU()}
 	r.Memory = memory()
-	for _, p := range o.DiskPaths {
-		r.Disks = append(r.Disks, disk(p))
-	}
+	r.Disks = disks(o.DiskPaths)
 	r.Accelerators, r.AcceleratorNote = accelerators(ctx, o)
 	r.Engines = engines(ctx, o)
 	if r.Accelerators == nil {
@@ -229,6 +232,34 @@ func parseMeminfo(b []byte) Memory {
 	return m
 }
 
+// disks measures each path once and lists each file system once: a path
+// repeated (after cleaning) is dropped, and a path on a file system already
+// listed is added to that entry's AlsoPaths.
+func disks(paths []string) []Disk {
+	var out []Disk
+	seen := map[string]bool{}
+next:
+	for _, p := range paths {
+		c := filepath.Clean(p)
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		d := disk(c)
+		if d.Error == "" {
+			for i := range out {
+				o := &out[i]
+				if o.Error == "" && o.fsid == d.fsid && o.TotalBytes == d.TotalBytes {
+					o.AlsoPaths = append(o.AlsoPaths, c)
+					continue next
+				}
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
 func disk(p string) Disk {
 	d := Disk{Path: p}
 	var st unix.Statfs_t
@@ -239,6 +270,7 @@ func disk(p string) Disk {
 		}
 		return d
 	}
+	d.fsid = st.Fsid.Val
 	d.TotalBytes = st.Blocks * uint64(st.Bsize)
 	d.FreeBytes = st.Bavail * uint64(st.Bsize)
 	return d
@@ -333,6 +365,7 @@ func engines(ctx context.Context, o Options) []Engine {
 			path, err = goBinOllama(o)
 		}
 		if err != nil {
+			e.Note = p.command + " not found on PATH"
 			out = append(out, e)
 			continue
 		}
@@ -340,13 +373,14 @@ func engines(ctx context.Context, o Options) []Engine {
 		if p.kind == "sglang" {
 			// python3 on PATH says nothing about sglang: found only when
 			// the import works.
+			e.Command = "python3 -c 'import sglang'"
 			b, err := o.Run(ctx, path, p.args...)
 			if err != nil {
 				e.Path = ""
+				e.Note = "python module sglang not found"
 				out = append(out, e)
 				continue
 			}
-			e.Command = "python3 -c 'import sglang'"
 			e.Found, e.Version, e.VersionSource = true, strings.TrimSpace(lastLine(b)), "python3 -c 'import sglang; print(sglang.__version__)'"
 			out = append(out, e)
 			continue

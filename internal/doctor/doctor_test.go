@@ -133,3 +133,49 @@ func TestParsers(t *testing.T) {
 		t.Errorf("meminfo %+v", m)
 	}
 }
+
+// A path given twice, or two paths on one file system, list one disk.
+func TestDisksListedOnce(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "state")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := disks([]string{dir, dir + "/", sub, filepath.Join(dir, "missing")})
+	if len(got) != 2 {
+		t.Fatalf("got %d disks, want 2 (one file system, one missing path): %+v", len(got), got)
+	}
+	if got[0].Path != dir || len(got[0].AlsoPaths) != 1 || got[0].AlsoPaths[0] != sub {
+		t.Errorf("first disk %+v: want %s with also %s", got[0], dir, sub)
+	}
+	if got[1].Error != "path does not exist" {
+		t.Errorf("missing path: %+v", got[1])
+	}
+}
+
+// Without sglang, doctor says the Python module is missing, not python3.
+func TestSGLangModuleMissing(t *testing.T) {
+	r := Collect(context.Background(), Options{
+		LookPath: func(name string) (string, error) {
+			if name == "python3" {
+				return "/usr/bin/python3", nil
+			}
+			return "", errors.New("not found")
+		},
+		Run: func(context.Context, string, ...string) ([]byte, error) {
+			return []byte("ModuleNotFoundError: No module named 'sglang'"), errors.New("exit status 1")
+		},
+	})
+	for _, e := range r.Engines {
+		switch e.Kind {
+		case "sglang":
+			if e.Found || e.Note != "python module sglang not found" {
+				t.Errorf("sglang: %+v", e)
+			}
+		case "vllm":
+			if e.Found || e.Note != "vllm not found on PATH" {
+				t.Errorf("vllm: %+v", e)
+			}
+		}
+	}
+}

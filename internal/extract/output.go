@@ -225,19 +225,40 @@ func appendSync(f *os.File, b []byte) error {
 	return f.Sync()
 }
 
-// stats totals the checkpoint history.
+// latest returns, for each position of history, whether it is its
+// document's latest checkpoint (a later run has not redone the document).
+func latest(history []DocProgress) []bool {
+	cur := make([]bool, len(history))
+	seen := map[string]bool{}
+	for i := len(history) - 1; i >= 0; i-- {
+		if !seen[history[i].DocID] {
+			seen[history[i].DocID] = true
+			cur[i] = true
+		}
+	}
+	return cur
+}
+
+// stats totals the checkpoint history: the output as it now is (each
+// document's latest checkpoint) and the work of every run (requests,
+// replies, tokens).
 func (o *outDir) stats() Stats {
 	var s Stats
 	last := map[string]string{}
 	var order []string
-	for _, p := range o.history {
+	cur := latest(o.history)
+	for i, p := range o.history {
 		if _, ok := last[p.DocID]; !ok {
 			order = append(order, p.DocID)
 		}
 		last[p.DocID] = p.Status
-		s.Sentences += p.Sentences
-		s.Claims += p.Claims
-		s.Rejects += p.Rejects
+		if cur[i] {
+			s.Sentences += p.Sentences
+			s.Claims += p.Claims
+			s.Rejects += p.Rejects
+		} else {
+			s.SupersededRejects += p.Rejects
+		}
 		s.Requests += p.Requests
 		s.Replies += p.Replies
 		s.SchemaValidReplies += p.SchemaValid
@@ -297,8 +318,55 @@ func short(h string) string {
 // ReadClaims reads a claims.jsonl file.
 func ReadClaims(path string) ([]Claim, error) { return readJSONL[Claim](path) }
 
-// ReadRejects reads a rejects.jsonl file.
+// ReadRejects reads a rejects.jsonl file, superseded rejects included.
 func ReadRejects(path string) ([]Reject, error) { return readJSONL[Reject](path) }
+
+// ReadCurrentRejects reads the rejects of the output directory dir as it
+// now is: the rejects written with each document's latest checkpoint, in
+// file order. Rejects of a document that a later run redid (superseded)
+// are left out; so is anything after the last checkpoint (a document
+// written in part).
+func ReadCurrentRejects(dir string) ([]Reject, error) {
+	o := &outDir{dir: dir}
+	b, err := os.ReadFile(filepath.Join(dir, ProgressFile))
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var p DocProgress
+		if json.Unmarshal(line, &p) != nil || p.DocID == "" {
+			break
+		}
+		o.history = append(o.history, p)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, RejectsFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	cur := latest(o.history)
+	var out []Reject
+	var start int64
+	for i, p := range o.history {
+		end := p.RejectsBytes
+		if end > int64(len(raw)) || end < start {
+			return nil, fmt.Errorf("%s: checkpoint of %s records %d bytes of %s, the file has %d: it was changed outside hiro", ProgressFile, p.DocID, end, RejectsFile, len(raw))
+		}
+		if cur[i] {
+			for n, line := range bytes.Split(bytes.TrimSuffix(raw[start:end], []byte("\n")), []byte("\n")) {
+				if len(line) == 0 {
+					continue
+				}
+				var r Reject
+				if err := json.Unmarshal(line, &r); err != nil {
+					return nil, fmt.Errorf("%s (rejects of %s, line %d): %w", RejectsFile, p.DocID, n+1, err)
+				}
+				out = append(out, r)
+			}
+		}
+		start = end
+	}
+	return out, nil
+}
 
 func readJSONL[T any](path string) ([]T, error) {
 	f, err := os.Open(path)

@@ -151,9 +151,16 @@ type Stats struct {
 	// is failed.
 	DocumentsDone   int `json:"documents_done"`
 	DocumentsFailed int `json:"documents_failed"`
-	Sentences       int `json:"sentences"`
-	Claims          int `json:"claims"`
-	Rejects         int `json:"rejects"`
+	// Sentences, Claims and Rejects are those of each document's latest
+	// checkpoint: the output as it now is.
+	Sentences int `json:"sentences"`
+	Claims    int `json:"claims"`
+	Rejects   int `json:"rejects"`
+	// SupersededRejects are rejects of earlier checkpoints of documents
+	// that a later run redid; they stay in rejects.jsonl (the byte ranges
+	// of progress.jsonl tell them apart; ReadCurrentRejects leaves them
+	// out) but no longer describe the output.
+	SupersededRejects int `json:"superseded_rejects"`
 	// Requests, Replies, SchemaValidReplies, CleanReplies as in DocProgress.
 	Requests           int `json:"requests"`
 	Replies            int `json:"replies"`

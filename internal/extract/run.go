@@ -75,6 +75,11 @@ type Options struct {
 	RequestTimeout  time.Duration
 	// Progress, when non-nil, is told about finished sentences.
 	Progress Progress
+	// Preflight, when non-nil, is called once before the first request
+	// when there is anything left to extract (e.g. a check that the backend
+	// is up); its error ends the run before any request, wrapped in
+	// ErrBackendDown.
+	Preflight func(ctx context.Context) error
 	// OnCommit, when non-nil, is called after each document's checkpoint
 	// (tests interrupt a run with it).
 	OnCommit func(DocProgress)
@@ -113,6 +118,9 @@ func (o *Options) fill() error {
 	}
 	return nil
 }
+
+// ErrBackendDown means Options.Preflight failed: nothing was sent.
+var ErrBackendDown = errors.New("backend is not up")
 
 // Summary is what Run did.
 type Summary struct {
@@ -216,6 +224,11 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 		}
 		total += len(ds.sentences)
 		todo = append(todo, ds)
+	}
+	if len(todo) > 0 && opts.Preflight != nil {
+		if err := opts.Preflight(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBackendDown, err)
+		}
 	}
 	if opts.Progress != nil {
 		opts.Progress.Start(total)

@@ -21,7 +21,8 @@ import (
 
 // Layout of a journal directory.
 const (
-	// DefaultDir is the journal directory used when none is given.
+	// DefaultDir is the journal folder's name inside the state directory
+	// (hiro journal without --journal uses <state_dir>/journal).
 	DefaultDir = "journal"
 	// EntriesDir holds one <stamp>_<slug>.json file per entry.
 	EntriesDir = "entries"
