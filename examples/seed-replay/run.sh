@@ -16,16 +16,9 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 ./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 || exit 2
 hiro="$root/.bin/hiro --config $here/hiro.toml"
 
-# The plan's semantic gates name two frozen corpora ('hiro qualify' checks
-# that they verify before anything is stopped): freeze them once from the
-# Factcheck-GPT benchmark.
-for n in 6 20; do
-  if [ ! -f "$root/.hiro/corpora/factcheck-gpt-$n/manifest.json" ]; then
-    rm -rf "$root/.hiro/corpora/factcheck-gpt-$n"
-    $hiro corpus import factcheck-gpt ../shared/corpora/factcheck-gpt/factcheck-GPT-benchmark.jsonl \
-      --take "$n" --out "$root/.hiro/corpora/factcheck-gpt-$n" >/dev/null || exit 2
-  fi
-done
+# The plan's semantic gate names the project's own frozen corpus
+# (corpora/hiro-mini, shipped): 'hiro qualify' checks it verifies before
+# anything is stopped.
 
 # Production must be up before the campaign, as it would be on a real box.
 $hiro backend stop prod >/dev/null 2>&1 || true

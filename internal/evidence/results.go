@@ -108,11 +108,13 @@ type Scores struct {
 
 // ExtractionStats total one extraction run (package extract's Stats).
 type ExtractionStats struct {
-	DocumentsDone      int     `json:"documents_done"`
-	DocumentsFailed    int     `json:"documents_failed"`
-	Sentences          int     `json:"sentences"`
-	Claims             int     `json:"claims"`
-	Rejects            int     `json:"rejects"`
+	DocumentsDone   int `json:"documents_done"`
+	DocumentsFailed int `json:"documents_failed"`
+	Sentences       int `json:"sentences"`
+	Claims          int `json:"claims"`
+	Rejects         int `json:"rejects"`
+	// SupersededRejects are rejects of documents a resumed run redid.
+	SupersededRejects  int     `json:"superseded_rejects,omitempty"`
 	Requests           int     `json:"requests"`
 	Replies            int     `json:"replies"`
 	SchemaValidReplies int     `json:"schema_valid_replies"`
