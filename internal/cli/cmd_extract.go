@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -161,7 +160,11 @@ func extractBackendUp(ctx context.Context, p *config.Profile) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, extractPreflightTimeout)
 	defer cancel()
-	h := e.CheckHealth(ctx, &http.Client{}, p.BaseURL, p.Model)
+	hc, err := llm.HTTPClient(p) // the profile's key and CA, as every request
+	if err != nil {
+		return err
+	}
+	h := e.CheckHealth(ctx, hc, p.BaseURL, p.Model)
 	if h.State == engine.HealthReady {
 		return nil
 	}

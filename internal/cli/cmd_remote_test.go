@@ -83,11 +83,12 @@ expect = "READY"
 		t.Fatal("no engine log to check")
 	}
 
-	// The wrong authority: extract cannot reach the server, and says why.
+	// The wrong authority: extract cannot reach the server, and says why,
+	// once, before any request (its check that the backend is up).
 	writeCfg(other.CA, "HIRO_TEST_ENGINE_KEY")
-	code, out, _ = runBackendHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-wrong-ca"), "--json")
-	if d := firstRejectDetail(t, filepath.Join(dir, "out-wrong-ca")); code != ExitFailed || !strings.Contains(d, "certificate") {
-		t.Fatalf("wrong CA: exit %d, first reject %q\n%s", code, d, out)
+	code, out, errs = runBackendHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-wrong-ca"), "--json")
+	if code != ExitFailed || !strings.Contains(errs, "backend is not up") || !strings.Contains(errs, "certificate") {
+		t.Fatalf("wrong CA: exit %d\n%s%s", code, out, errs)
 	}
 	// A missing key variable is a configuration error naming the key path.
 	writeCfg(certs.CA, "HIRO_TEST_ENGINE_KEY_UNSET")
@@ -97,9 +98,9 @@ expect = "READY"
 	}
 	// A wrong key: the server answers 401 and the requests are rejected.
 	t.Setenv("HIRO_TEST_ENGINE_KEY_UNSET", "sk-wrong")
-	code, out, _ = runBackendHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-wrong-key"), "--json")
-	if d := firstRejectDetail(t, filepath.Join(dir, "out-wrong-key")); code != ExitFailed || !strings.Contains(d, "401") || strings.Contains(out+d, "sk-wrong") {
-		t.Fatalf("wrong key: exit %d, first reject %q\n%s", code, d, out)
+	code, out, errs = runBackendHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-wrong-key"), "--json")
+	if code != ExitFailed || !strings.Contains(errs, "backend is not up") || !strings.Contains(errs, "401") || strings.Contains(out+errs, "sk-wrong") {
+		t.Fatalf("wrong key: exit %d\n%s%s", code, out, errs)
 	}
 }
 
