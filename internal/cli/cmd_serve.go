@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/config"
-	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/serve"
 )
 
@@ -62,7 +61,7 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
-	s, err := serve.New(serve.Options{Config: cfg, Listen: o.listen, Events: g.Stderr, CampaignHolding: campaignHolding(cfg)})
+	s, err := serve.New(serve.Options{Config: cfg, Listen: o.listen, Events: g.Stderr})
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
@@ -70,21 +69,4 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 		return err
 	}
 	return nil
-}
-
-// campaignHolding reports the live campaign whose lease holds production
-// in cfg, so that the router never starts production under a campaign.
-func campaignHolding(cfg *config.Config) func(*config.Profile) *serve.HandoverInfo {
-	return func(prod *config.Profile) *serve.HandoverInfo {
-		// The lease is on production's endpoint, whatever configuration
-		// file named it (package lease).
-		dir, err := lease.Dir()
-		if err != nil {
-			return nil
-		}
-		if l := lease.HeldBy(dir, lease.ProductionKey(prod.BaseURL)); l != nil && l.Kind == lease.KindCampaign {
-			return &serve.HandoverInfo{Campaign: l.Campaign, OwnerPID: l.PID, Since: l.Created, Source: "lease"}
-		}
-		return nil
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -215,5 +216,52 @@ func TestSwitch(t *testing.T) {
 		if !strings.Contains(string(b), "NEXT") {
 			t.Errorf("after the restart: %s", b)
 		}
+	}
+}
+
+// TestUpstreamKey: the backend requires its own API key (api_key_env);
+// the router sends it, never the client's key.
+func TestUpstreamKey(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--require-api-key", "--api-key", "sk-upstream-secret"}, "")
+	cfg.Backends["prod"].APIKeyEnv = "HIRO_TEST_UPSTREAM_KEY"
+	t.Setenv("HIRO_TEST_UPSTREAM_KEY", "sk-upstream-secret")
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false), "Authorization", "Bearer sk-client-key")
+	if code != 200 || !strings.Contains(body, "READY") {
+		t.Fatalf("through the router to a keyed backend: %d %s", code, body)
+	}
+}
+
+// TestLeaseHoldsProduction: while a campaign holds production's lease the
+// router neither starts nor serves it; when the lease is released it
+// starts production by itself.
+func TestLeaseHoldsProduction(t *testing.T) {
+	cfg := fakeConfig(t, nil, "")
+	dir, err := lease.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lease.Lease{Kind: lease.KindCampaign, Campaign: "camp-lease", Config: cfg.Path, Production: "prod"}
+	l.Self()
+	h, err := lease.Acquire(dir, l, lease.ProductionKey(cfg.Backends["prod"].BaseURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRouter(t, cfg, nil)
+	st := r.waitState(t, StateHandedOver, 5*time.Second)
+	if st.Handover == nil || st.Handover.Campaign != "camp-lease" || st.Handover.Source != "lease" || st.Production.PID != 0 {
+		t.Fatalf("with the lease held: %+v %+v", st.Handover, st.Production)
+	}
+	code, hd, body := post(t, r.url, RouteChat, chatBody("extraction", false))
+	if code != 503 || hd.Get("Retry-After") == "" || !strings.Contains(body, "camp-lease") {
+		t.Errorf("request under a campaign: %d %s", code, body)
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	st = r.waitState(t, StateReady, 20*time.Second)
+	if st.Handover != nil || st.Production.PID == 0 {
+		t.Errorf("after the lease was released: %+v", st)
 	}
 }

@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	// Activation records are read from a private folder of this run.
 	os.Setenv("HIRO_PRODUCTION_DIR", filepath.Join(dir, "production"))
+	os.Setenv("HIRO_LEASE_DIR", filepath.Join(dir, "leases"))
 	fakeEngine = filepath.Join(dir, "hiro-fake-engine")
 	if out, err := exec.Command("go", "build", "-o", fakeEngine, "github.com/hiro-dev/hiro/cmd/hiro-fake-engine").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building the fake engine: %v\n%s", err, out)

@@ -15,6 +15,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -29,7 +30,6 @@ const ownerPoll = 250 * time.Millisecond
 type prodCtl struct {
 	s   *Server
 	sc  config.Serve
-	hc  *http.Client // health and canary requests, not the proxy's
 	cmd chan func(ctx context.Context)
 
 	rt      atomic.Pointer[route]
@@ -62,7 +62,7 @@ func newProdCtl(s *Server, prof *config.Profile) (*prodCtl, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &prodCtl{s: s, sc: s.sc, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2, DisableCompression: true}},
+	p := &prodCtl{s: s, sc: s.sc,
 		cmd: make(chan func(context.Context)), kick: make(chan struct{}, 1), st: StateStarting, since: time.Now(), readyCh: make(chan struct{})}
 	p.rt.Store(rt)
 	return p, nil
@@ -211,12 +211,31 @@ func (p *prodCtl) run(ctx context.Context) {
 	}
 }
 
-// campaign returns the live campaign that holds production, or nil.
+// campaign returns the live holder of production's lease, or nil.
 func (p *prodCtl) campaign() *HandoverInfo {
-	if p.s.opts.CampaignHolding == nil {
+	if p.s.opts.CampaignHolding != nil {
+		return p.s.opts.CampaignHolding(p.prof())
+	}
+	return LeaseHolder(p.prof())
+}
+
+// LeaseHolder reports the live hiro (a campaign, or a command such as
+// 'hiro backend start') that holds the lease of prof's endpoint (package
+// lease), or nil when none does or the lease folder cannot be read.
+func LeaseHolder(prof *config.Profile) *HandoverInfo {
+	dir, err := lease.Dir()
+	if err != nil {
 		return nil
 	}
-	return p.s.opts.CampaignHolding(p.prof())
+	l := lease.HeldBy(dir, lease.ProductionKey(prof.BaseURL))
+	if l == nil {
+		return nil
+	}
+	who := l.Campaign
+	if who == "" {
+		who = l.Command
+	}
+	return &HandoverInfo{Campaign: who, OwnerPID: l.PID, Since: l.Created, Source: "lease"}
 }
 
 // bringUp adopts a recorded production that answers ready, or starts
@@ -233,7 +252,7 @@ func (p *prodCtl) bringUp(ctx context.Context) {
 	}
 	if st, err := supervisor.Status(p.stateDir(), prof.Name); err == nil && st.Status == supervisor.StatusRunning {
 		if st.ProfileHash == prof.Hash() {
-			if rr := supervisor.CheckReady(ctx, prof, p.hc); rr.OK {
+			if rr := supervisor.CheckReady(ctx, prof, p.current().hc); rr.OK {
 				rec := st.Record
 				p.adopted = &rec
 				p.setHealth(true, "")
@@ -423,7 +442,7 @@ func (p *prodCtl) checkHealth(ctx context.Context) {
 	}
 	start := time.Now()
 	hctx, cancel := context.WithTimeout(ctx, supervisor.DefaultHealthRequestTimeout)
-	h := p.current().eng.CheckHealth(hctx, p.hc, prof.BaseURL, prof.Model)
+	h := p.current().eng.CheckHealth(hctx, p.current().hc, prof.BaseURL, prof.Model)
 	cancel()
 	if ctx.Err() != nil {
 		return
@@ -469,7 +488,7 @@ func adoptedDeath(rec *supervisor.Record) *failure.Failure {
 // checkUnmanaged checks an unmanaged production with the rules of
 // readiness; it becomes ready or stays down.
 func (p *prodCtl) checkUnmanaged(ctx context.Context) {
-	rr := supervisor.CheckReady(ctx, p.prof(), p.hc)
+	rr := supervisor.CheckReady(ctx, p.prof(), p.current().hc)
 	p.setHealth(rr.Health.State == engine.HealthReady, rr.Health.Message)
 	if rr.OK {
 		p.setState(StateReady, "unmanaged: answers ready")
@@ -504,13 +523,13 @@ func (p *prodCtl) canary(ctx context.Context) {
 		return
 	}
 	if rt.prof.Engine == "ollama" {
-		if loaded, known := ollamaLoaded(ctx, p.hc, rt.prof.BaseURL, rt.eng, rt.prof.Model); known && !loaded {
+		if loaded, known := ollamaLoaded(ctx, p.current().hc, rt.prof.BaseURL, rt.eng, rt.prof.Model); known && !loaded {
 			skip("the model is not loaded (keep-alive expired); a canary would reload it")
 			return
 		}
 	}
 	start := time.Now()
-	rr := supervisor.CheckReadyTracked(ctx, rt.prof, p.hc, p.tracker())
+	rr := supervisor.CheckReadyTracked(ctx, rt.prof, p.current().hc, p.tracker())
 	if ctx.Err() != nil {
 		return
 	}
@@ -696,7 +715,7 @@ func (p *prodCtl) verifyRunning(ctx context.Context) *Verification {
 	} else if p.adopted != nil {
 		v.PID = p.adopted.PID
 	}
-	rr := supervisor.CheckReadyTracked(ctx, prof, p.hc, p.tracker())
+	rr := supervisor.CheckReadyTracked(ctx, prof, p.current().hc, p.tracker())
 	v.Health = fmt.Sprintf("%s %d (%s)", rr.Health.Path, rr.Health.StatusCode, rr.Health.State)
 	v.ModelIDs = rr.ModelIDs
 	if !rr.OK {
@@ -705,7 +724,7 @@ func (p *prodCtl) verifyRunning(ctx context.Context) *Verification {
 		return v
 	}
 	zero := 0.0
-	reply, err := llm.New(prof.BaseURL, p.hc).Chat(ctx, llm.Request{Model: prof.Model,
+	reply, err := llm.New(prof.BaseURL, p.current().hc).Chat(ctx, llm.Request{Model: prof.Model,
 		Messages: []llm.Message{{Role: "user", Content: prompt.ReadyPrompt}}, MaxTokens: config.DefaultProbeMaxTokens,
 		Temperature: &zero, Timeout: prof.ReadyProbe.Timeout.Duration})
 	if err != nil {

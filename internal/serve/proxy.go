@@ -23,6 +23,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/engine"
+	"github.com/hiro-dev/hiro/internal/llm"
 )
 
 // Routes the router proxies (the "route" label of the metrics).
@@ -71,13 +72,17 @@ type route struct {
 	name  string
 	prof  *config.Profile
 	eng   *engine.Engine
-	norm  string // eng.NormalizeModelID(prof.Model)
+	norm  string       // eng.NormalizeModelID(prof.Model)
+	hc    *http.Client // health and canary requests (the profile's key and CA)
 	proxy *httputil.ReverseProxy
 }
 
-// newRoute builds the proxy of prof. onErr is told about every upstream
-// error (class, err) of this backend.
-func newRoute(prof *config.Profile, tr http.RoundTripper, pool httputil.BufferPool, onErr func(rt *route, class string)) (*route, error) {
+// newRoute builds the proxy of prof: plain-HTTP backends go through the
+// shared direct transport with the profile's key attached; https ones
+// through llm.NewTransport (the profile's CA file and key). onErr is told
+// about every upstream error (class) of this backend. Errors are the
+// profile's key or CA file problems, naming the key path.
+func newRoute(prof *config.Profile, direct *directTransport, pool httputil.BufferPool, onErr func(rt *route, class string)) (*route, error) {
 	eng, err := engine.Lookup(prof.Engine)
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: %w", prof.Name, err)
@@ -86,13 +91,31 @@ func newRoute(prof *config.Profile, tr http.RoundTripper, pool httputil.BufferPo
 	if err != nil || target.Host == "" {
 		return nil, fmt.Errorf("backend %s: base_url %q is not a URL", prof.Name, prof.BaseURL)
 	}
-	rt := &route{name: prof.Name, prof: prof, eng: eng, norm: eng.NormalizeModelID(prof.Model)}
-	upstreamKey := upstreamAuthorization(prof)
+	ep, err := llm.EndpointFor(prof) // reads the key and registers it for redaction
+	if err != nil {
+		return nil, err
+	}
+	hc, err := llm.HTTPClient(prof)
+	if err != nil {
+		return nil, err
+	}
+	rt := &route{name: prof.Name, prof: prof, eng: eng, norm: eng.NormalizeModelID(prof.Model), hc: hc}
+	var tr http.RoundTripper = direct
+	upstreamKey := ""
+	if target.Scheme == "https" {
+		if tr, err = llm.NewTransport(ep); err != nil {
+			return nil, &config.Error{Key: "backends." + prof.Name + ".ca_file", Msg: err.Error()}
+		}
+	} else if ep.APIKey != "" {
+		upstreamKey = "Bearer " + ep.APIKey
+	}
 	rt.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
-			// The client's key is the router's, never the backend's.
+			// The client's key is the router's, never the backend's; the
+			// backend's own key (if any) is attached here or by the
+			// https transport.
 			pr.Out.Header.Del("Authorization")
 			if upstreamKey != "" {
 				pr.Out.Header.Set("Authorization", upstreamKey)
@@ -125,11 +148,6 @@ func newRoute(prof *config.Profile, tr http.RoundTripper, pool httputil.BufferPo
 // discardLog silences ReverseProxy's own log lines (a client that left
 // mid-stream); the access log and the metrics record what happened.
 var discardLog = log.New(io.Discard, "", 0)
-
-// upstreamAuthorization is the Authorization header the router sends to
-// prof's server ("" for none). Profiles have no key yet; when they name
-// one (issue 15), it is attached here.
-func upstreamAuthorization(prof *config.Profile) string { return "" }
 
 // matches reports whether a request for model goes to this backend.
 func (rt *route) matches(model string) bool {

@@ -35,9 +35,9 @@ type Options struct {
 	// Production, when set, is the production profile (an activated
 	// one); default ProductionProfile(Config).
 	Production *config.Profile
-	// CampaignHolding, when set, reports a live campaign that holds
-	// production (its lease), or nil. The router never starts or restarts
-	// production while one does. The CLI passes the lease reader.
+	// CampaignHolding reports the live hiro that holds production's
+	// lease, or nil; default LeaseHolder (package lease). The router never
+	// starts or restarts production while one does.
 	CampaignHolding func(prod *config.Profile) *HandoverInfo
 	// Events receives one JSON line per supervision event (deaths, failed
 	// canaries, restarts, hand-overs); default os.Stderr. Events are also
