@@ -37,6 +37,8 @@ func init() {
 			{Text: "amdgpu is not supported", Class: failure.ClassGPUArchUnsupported},
 			{Text: "amdgpu too old", Class: failure.ClassGPUArchUnsupported},
 			{Text: "CUDA GPU is too old", Class: failure.ClassGPUArchUnsupported},
+			// Go text/template errors of a Modelfile's TEMPLATE.
+			{Text: "template: ", Pattern: regexp.MustCompile(`template: \S*:\d+(:\d+)?: `), Class: failure.ClassTokenizerTemplate},
 			{Text: "truncating input prompt", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseInference},
 			{Text: "unable to load model", Class: failure.ClassModelLoadFailed},
 			{Text: "llama runner process has terminated: signal: killed", Class: failure.ClassHostOOM, Tier: TierHint},

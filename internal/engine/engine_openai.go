@@ -64,6 +64,17 @@ func init() {
 		}),
 		facts:   joinLists(shardFacts, ggmlFacts),
 		devices: joinLists(pythonDevices, ggmlDevices),
+		nextSteps: map[failure.Class]string{
+			failure.ClassGPUOOM: "GPU memory ran out: lower the server's batch and context bounds (TGI --max-batch-total-tokens, " +
+				"--max-batch-prefill-tokens, --max-total-tokens; llama.cpp-based servers: context size and GPU layers), " +
+				"or use a smaller quant / more GPUs (TGI --num-shard).",
+			failure.ClassContextExceedsKV: "The request or the configured batch does not fit: lower TGI's --max-batch-prefill-tokens / " +
+				"--max-input-tokens, or raise the context of a llama.cpp-based server (LM Studio, llamafile: context length).",
+			failure.ClassTokenizerTemplate: "The chat template is missing or broken: give the server one (TGI: a tokenizer_config.json " +
+				"with chat_template, or --chat-template where supported; LM Studio: the prompt template setting), or use an instruct model.",
+			failure.ClassModelLoadFailed: "The server could not load the model: check the model id or path and the files " +
+				"(TGI: --num-shard must divide the model's attention heads; LocalAI: the model file in its models path).",
+		},
 	})
 }
 

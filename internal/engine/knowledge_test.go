@@ -52,6 +52,15 @@ func TestKnowledgeAcrossKinds(t *testing.T) {
 			}
 		}
 	}
+	for _, kind := range []string{"vllm", "sglang", "openai"} {
+		l := "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/api/models/org/m"
+		if cls, _, ok := feed(t, kind, l).Signature(); !ok || cls != failure.ClassModelLoadFailed {
+			t.Errorf("%s: hub error: %s %v", kind, cls, ok)
+		}
+	}
+	if cls, _, ok := feed(t, "ollama", `time=x level=ERROR msg="chat prompt" error="template: :3:12: executing \"\" at <.Messages>: can't evaluate field Messages"`).Signature(); !ok || cls != failure.ClassTokenizerTemplate {
+		t.Errorf("ollama template error: %s %v", cls, ok)
+	}
 	for _, code := range []int{35, 100, 222, 803, 804} {
 		name, text, cls, ok := CUDAError(code)
 		if !ok || name == "" || cls == "" || (code != 999 && text == "") {
@@ -240,6 +249,41 @@ func TestClassesDocumented(t *testing.T) {
 		}
 		if !strings.Contains(sec, "\n`") || !strings.Contains(sec, "Next step:") {
 			t.Errorf("class %s: no example line or next step", c)
+		}
+	}
+}
+
+// Every kind has a next step for every class, and where the reports
+// document an engine's own remedy, the advice names it.
+func TestNextStepsNameRemedies(t *testing.T) {
+	for _, k := range Kinds() {
+		for _, c := range failure.Classes {
+			if mustLookup(t, k).NextStep(c) == "" {
+				t.Errorf("%s/%s: no next step", k, c)
+			}
+		}
+	}
+	for _, c := range []struct {
+		kind  string
+		class failure.Class
+		want  []string
+	}{
+		{"vllm", failure.ClassQuantKernelFailed, []string{"--quantization", "--tensor-parallel-size"}},
+		{"vllm", failure.ClassTokenizerTemplate, []string{"--chat-template"}},
+		{"vllm", failure.ClassHostCapability, []string{"VLLM_USE_V2_MODEL_RUNNER=0"}},
+		{"llamacpp", failure.ClassTokenizerTemplate, []string{"--jinja", "--chat-template-file"}},
+		{"llamacpp", failure.ClassGPUOOM, []string{"--n-gpu-layers", "--ctx-size"}},
+		{"sglang", failure.ClassWarmupFailed, []string{"--disable-cuda-graph"}},
+		{"sglang", failure.ClassGPUOOM, []string{"--mem-fraction-static"}},
+		{"ollama", failure.ClassHostOOM, []string{"num_ctx"}},
+		{"ollama", failure.ClassAcceleratorUnavailable, []string{"CUDA_VISIBLE_DEVICES"}},
+		{"openai", failure.ClassGPUOOM, []string{"--max-batch-total-tokens"}},
+	} {
+		s := mustLookup(t, c.kind).NextStep(c.class)
+		for _, w := range c.want {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s/%s: next step %q lacks %q", c.kind, c.class, s, w)
+			}
 		}
 	}
 }

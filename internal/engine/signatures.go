@@ -268,6 +268,11 @@ var pythonSignatures = []Signature{
 	{Text: "could not load model", Pattern: regexp.MustCompile(`(?i)no such file or directory|not found`), Class: failure.ClassModelLoadFailed},
 	{Text: "could not load model", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 	{Text: "is greater than the derived max_model_len", Class: failure.ClassContextExceedsKV},
+	{Text: "Client Error", Pattern: regexp.MustCompile(`(?i)(401|403|404) Client Error.{0,80}huggingface`), Class: failure.ClassModelLoadFailed},
+	{Text: "Unrecognized configuration class", Class: failure.ClassModelLoadFailed},
+	{Text: "does not exist", Pattern: regexp.MustCompile(`(?i)weight \S+ does not exist`), Class: failure.ClassModelLoadFailed},
+	{Text: "failed loading model", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+	{Text: "DownloadError", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 	{Text: "trust_remote_code", Pattern: regexp.MustCompile(`(?i)(requires|set the option|execute the configuration).{0,80}trust_remote_code`), Class: failure.ClassModelLoadFailed},
 	// gpu_oom raised by the Python stacks
 	{Text: "Not enough memory", Class: failure.ClassGPUOOM},
