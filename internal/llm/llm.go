@@ -3,16 +3,13 @@ package llm
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -111,7 +108,7 @@ func (e *APIError) Error() string {
 // concurrent use.
 type Client struct {
 	baseURL  string
-	oc       openai.Client
+	hc       *http.Client
 	overload config.Overload
 	stats    counters
 }
@@ -119,21 +116,13 @@ type Client struct {
 // New returns a client for the server whose root URL is baseURL (hiro
 // appends /v1). hc may be nil for a client over NewTransport with no key
 // (NewForProfile builds one from a profile, with its key and CA file).
-// openai-go's own retries are off; overload answers are retried only as
-// WithOverload says.
+// Overload answers are retried only as WithOverload says.
 func New(baseURL string, hc *http.Client, opts ...Option) *Client {
 	if hc == nil {
 		tr, _ := NewTransport(Endpoint{BaseURL: baseURL}) // no CA file: cannot fail
 		hc = &http.Client{Transport: tr}
 	}
-	base := strings.TrimRight(baseURL, "/") + "/v1/"
-	oc := openai.NewClient(
-		option.WithBaseURL(base),
-		option.WithAPIKey("hiro-local"),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-	)
-	c := &Client{baseURL: baseURL, oc: oc}
+	c := &Client{baseURL: baseURL, hc: hc}
 	for _, o := range opts {
 		o(c)
 	}
@@ -202,62 +191,7 @@ func (c *Client) chatOnce(ctx context.Context, req Request) (*Reply, time.Durati
 			},
 		}
 	}
-	start := time.Now()
-	stream := c.oc.Chat.Completions.NewStreaming(ctx, params)
-	defer stream.Close()
-	r := &Reply{}
-	var b strings.Builder
-	for stream.Next() {
-		ch := stream.Current()
-		for _, choice := range ch.Choices {
-			if choice.Delta.Content != "" {
-				if r.ContentChunks == 0 {
-					r.TTFT = time.Since(start)
-				}
-				r.ContentChunks++
-				b.WriteString(choice.Delta.Content)
-			}
-			if choice.FinishReason != "" {
-				r.FinishReason = choice.FinishReason
-			}
-		}
-		if ch.JSON.Usage.Valid() && (ch.Usage.CompletionTokens > 0 || ch.Usage.PromptTokens > 0) {
-			r.HasUsage = true
-			r.Usage = Usage{PromptTokens: int(ch.Usage.PromptTokens), CompletionTokens: int(ch.Usage.CompletionTokens)}
-		}
-	}
-	r.Latency = time.Since(start)
-	r.Text = b.String()
-	if err := stream.Err(); err != nil {
-		var oe *openai.Error
-		if errors.As(err, &oe) && oe.Response != nil {
-			ra, ok := retryAfter(oe.Response.Header, time.Now())
-			return r, ra, ok, convertError(ctx, err)
-		}
-		return r, 0, false, convertError(ctx, err)
-	}
-	return r, 0, false, nil
-}
-
-// convertError maps openai-go errors to *APIError or a context error.
-func convertError(ctx context.Context, err error) error {
-	var oe *openai.Error
-	if errors.As(err, &oe) {
-		msg := oe.Message
-		if msg == "" {
-			raw := oe.RawJSON()
-			if raw == "" && oe.Response != nil && oe.Response.Body != nil {
-				b, _ := io.ReadAll(io.LimitReader(oe.Response.Body, 4096))
-				raw = string(b)
-			}
-			msg = extractMessage(raw)
-		}
-		return &APIError{StatusCode: oe.StatusCode, Message: msg}
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("chat completion: %w", ctx.Err())
-	}
-	return fmt.Errorf("chat completion: %w", err)
+	return c.stream(ctx, params)
 }
 
 // extractMessage pulls error.message (or error as a string) out of an
