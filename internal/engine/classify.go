@@ -135,6 +135,10 @@ type Outcome struct {
 	// Device is the serving device the log showed, for
 	// OutcomeAcceleratorUnavailable.
 	Device ServingDevice
+	// AfterReady: the attempt had been ready (a production server that
+	// died later); the phase is then at least ready and no message says
+	// "before ready".
+	AfterReady bool
 }
 
 // templatePattern recognises a completion error about the chat template.
@@ -187,7 +191,7 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		Facts:             t.factsLocked(),
 	}
 	cand, fallback, marker := t.cand, t.fallback, t.marker
-	grammar, served, frames := t.grammar, t.served || t.phase.Index() >= failure.PhaseReady.Index(), t.frames
+	grammar, served, frames := t.grammar, t.served || t.phase.Index() >= failure.PhaseReady.Index() || o.AfterReady, t.frames
 	errAfter, device, phaseNow := t.errAfter, t.device, t.phase
 	var last string
 	if len(f.LogTail) > 0 {
@@ -341,8 +345,11 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 	default: // exited, or unknown
 		f.Class = failure.ClassEngineDied
 		when := "before ready during " + string(f.Phase)
-		if served {
+		switch {
+		case t.servedLocked():
 			when = "while serving requests (phase " + string(f.Phase) + ")"
+		case served:
+			when = "while serving (after ready)"
 		}
 		switch {
 		case fallback != "":
@@ -360,6 +367,9 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 			}
 		}
 	}
+	if o.AfterReady && f.Phase.Index() < failure.PhaseReady.Index() {
+		f.Phase = failure.PhaseReady
+	}
 	if o.Health != nil && o.Kind != OutcomeReadyTimeout && o.Kind != OutcomeStallTimeout {
 		detail["last_health"] = healthText(*o.Health)
 	}
@@ -374,6 +384,12 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		f.NextStep = engineCrashStep
 	}
 	return f
+}
+
+func (t *Tracker) servedLocked() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.served
 }
 
 // isStructured reports the structured-output failure classes.

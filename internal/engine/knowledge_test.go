@@ -287,3 +287,16 @@ func TestNextStepsNameRemedies(t *testing.T) {
 		}
 	}
 }
+
+// A server that had been ready and then died is not said to have died
+// before ready, and its phase is at least ready.
+func TestAfterReady(t *testing.T) {
+	f := feed(t, "llamacpp", "main: loading model", "main: model loaded").Classify(Outcome{Kind: OutcomeExited, Exit: Signaled("SEGV"), AfterReady: true})
+	if f.Phase != failure.PhaseReady || strings.Contains(f.RootCause, "before ready") || !strings.Contains(f.RootCause, "after ready") {
+		t.Errorf("%s %q", f.Phase, f.RootCause)
+	}
+	f = feed(t, "llamacpp", "main: loading model").Classify(Outcome{Kind: OutcomeExited, Exit: Signaled("TERM"), AfterReady: true})
+	if f.Class == failure.ClassReadyTimeout {
+		t.Errorf("a stop after ready is no ready timeout: %s %q", f.Class, f.RootCause)
+	}
+}
