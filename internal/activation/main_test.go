@@ -74,16 +74,25 @@ type world struct {
 	candPort int
 	journal  string
 	env      []string
+	// stateHome holds the router's control socket.
+	stateHome string
+	// servePort is the router's port ([serve] listen).
+	servePort int
 }
 
 func newWorld(t *testing.T, exclusive bool, candExtra ...string) *world {
 	t.Helper()
-	w := &world{t: t, dir: t.TempDir(), prodPort: freePort(t), candPort: freePort(t)}
+	w := &world{t: t, dir: t.TempDir(), prodPort: freePort(t), candPort: freePort(t), servePort: freePort(t)}
 	w.journal = filepath.Join(w.dir, "journal")
 	t.Setenv("HIRO_LEASE_DIR", filepath.Join(w.dir, "leases"))
 	t.Setenv("HIRO_PRODUCTION_DIR", filepath.Join(w.dir, "private", "production"))
-	t.Setenv("HIRO_STATE_HOME", filepath.Join(w.dir, "private"))
-	w.env = append(os.Environ(), "HIRO_LEASE_DIR="+filepath.Join(w.dir, "leases"), "HIRO_PRODUCTION_DIR="+filepath.Join(w.dir, "private", "production"), "HIRO_STATE_HOME="+filepath.Join(w.dir, "private"))
+	// A short folder: the router's control socket lives there.
+	stateHome, err := os.MkdirTemp("", "h14-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(stateHome) })
+	t.Setenv("HIRO_STATE_HOME", stateHome)
+	w.stateHome = stateHome
+	w.env = append(os.Environ(), "HIRO_LEASE_DIR="+filepath.Join(w.dir, "leases"), "HIRO_PRODUCTION_DIR="+filepath.Join(w.dir, "private", "production"), "HIRO_STATE_HOME="+stateHome)
 	candArgs := append([]string{"--port", strconv.Itoa(w.candPort), "--model", "cand-model", "--exit", "1"}, candExtra...)
 	toml := fmt.Sprintf(`state_dir = "state"
 [production]
@@ -111,7 +120,12 @@ exclusive_accelerator = %v
 ready_timeout = "15s"
 stall_timeout = "10s"
 stop_grace = "2s"
-`, fakeEngine, w.prodPort, w.prodPort, fakeEngine, tomlList(candArgs), w.candPort, exclusive)
+
+[serve]
+listen = "127.0.0.1:%d"
+alias = "extraction"
+access_log = "off"
+`, fakeEngine, w.prodPort, w.prodPort, fakeEngine, tomlList(candArgs), w.candPort, exclusive, w.servePort)
 	w.cfgPath = filepath.Join(w.dir, "hiro.toml")
 	must(t, os.WriteFile(w.cfgPath, []byte(toml), 0o644))
 	must(t, os.WriteFile(filepath.Join(w.dir, "prod-launcher.sh"), []byte("#!/bin/sh\n# production launcher\n"), 0o755))

@@ -1,0 +1,278 @@
+package activation_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/serve"
+)
+
+// serveProc is a running `hiro serve` (the real command, a real process).
+type serveProc struct {
+	cmd *exec.Cmd
+	out *strings.Builder
+	ctl *serve.ControlClient
+	url string
+}
+
+// startServe starts `hiro --config CFG serve` with env and waits until it
+// reports production ready.
+func startServe(t *testing.T, cfgPath, url, stateHome string, env []string, within time.Duration) *serveProc {
+	t.Helper()
+	p := &serveProc{out: &strings.Builder{}, url: url}
+	p.cmd = exec.Command(hiroBin, "--config", cfgPath, "serve")
+	p.cmd.Env = env
+	w := &lockedWriter{b: p.out}
+	p.cmd.Stdout, p.cmd.Stderr = w, w
+	must(t, p.cmd.Start())
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			p.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("hiro serve output:\n%s", w.String())
+		}
+	})
+	deadline := time.Now().Add(within)
+	for {
+		if p.ctl == nil {
+			p.ctl, _ = serve.Dial(stateHome + "/serve")
+		}
+		if p.ctl != nil {
+			if st, err := p.ctl.Status(context.Background()); err == nil && st.Production.State == serve.StateReady && !st.Draining {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hiro serve did not report production ready within %s:\n%s", within, w.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (p *serveProc) production(t *testing.T) string {
+	t.Helper()
+	st, err := p.ctl.Status(context.Background())
+	must(t, err)
+	return st.Production.Name
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(b)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// load sends chat completions for the production alias through the
+// router from clients goroutines, one after another each, until stopped,
+// and counts what came back.
+type load struct {
+	mu sync.Mutex
+	// ok counts 200 answers by the model that answered.
+	ok map[string]int
+	// retry503 are the times of 503 answers that carried Retry-After.
+	retry503 []time.Time
+	// failed are every other answer or error.
+	failed []string
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func startLoad(url string, clients int, maxTokens int) *load {
+	l := &load{ok: map[string]int{}, stop: make(chan struct{})}
+	hc := &http.Client{Timeout: 60 * time.Second}
+	body := fmt.Sprintf(`{"model":"extraction","max_tokens":%d,"messages":[{"role":"user","content":"Reply with exactly the word READY and nothing else."}]}`, maxTokens)
+	for i := 0; i < clients; i++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				resp, err := hc.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+				now := time.Now()
+				if err != nil {
+					l.add(func() { l.failed = append(l.failed, err.Error()) })
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				switch {
+				case resp.StatusCode == 200:
+					var r struct {
+						Model string `json:"model"`
+					}
+					_ = json.Unmarshal(b, &r)
+					l.add(func() { l.ok[r.Model]++ })
+				case resp.StatusCode == 503 && resp.Header.Get("Retry-After") != "":
+					l.add(func() { l.retry503 = append(l.retry503, now) })
+					time.Sleep(20 * time.Millisecond)
+				default:
+					l.add(func() { l.failed = append(l.failed, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, b)) })
+				}
+			}
+		}()
+	}
+	return l
+}
+
+func (l *load) add(f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f()
+}
+
+func (l *load) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.failed) + len(l.retry503)
+	for _, c := range l.ok {
+		n += c
+	}
+	return n
+}
+
+// waitMore waits until n more answers came back.
+func (l *load) waitMore(t *testing.T, n int) {
+	t.Helper()
+	start := l.total()
+	deadline := time.Now().Add(30 * time.Second)
+	for l.total() < start+n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the load stalled: %d answers", l.total())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (l *load) finish() {
+	close(l.stop)
+	l.wg.Wait()
+}
+
+func (l *load) String() string {
+	return fmt.Sprintf("ok %v, 503+Retry-After %d, failed %d %v", l.ok, len(l.retry503), len(l.failed), firstN(l.failed, 5))
+}
+
+func firstN(xs []string, n int) []string {
+	if len(xs) > n {
+		return xs[:n]
+	}
+	return xs
+}
+
+// Requests flow through `hiro serve` during activate and rollback of a
+// candidate that shares the accelerator: the router is switched through
+// its control socket, the old production drained and stopped, and not
+// one request fails.
+func TestActivateAndRollbackThroughTheRouterNoRequestFails(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	l := startLoad(url, 4, 4)
+	l.waitMore(t, 50)
+
+	code, out := w.hiro("activate", evPath, "--journal", w.journal)
+	if code != 0 || !strings.Contains(out, "switched through its control socket") {
+		l.finish()
+		t.Fatalf("activate: exit %d\n%s", code, out)
+	}
+	if p := sp.production(t); p != "cand" {
+		t.Fatalf("the router serves %s after the activation", p)
+	}
+	l.waitMore(t, 50)
+	code, out = w.hiro("rollback", "--journal", w.journal)
+	if code != 0 {
+		l.finish()
+		t.Fatalf("rollback: exit %d\n%s", code, out)
+	}
+	if p := sp.production(t); p != "prod" {
+		t.Fatalf("the router serves %s after the rollback", p)
+	}
+	l.waitMore(t, 50)
+	l.finish()
+	t.Logf("requests through the router: %s", l)
+	if len(l.failed) > 0 || len(l.retry503) > 0 {
+		t.Fatalf("requests failed during a non-exclusive switch: %s", l)
+	}
+	if l.ok["cand-model"] == 0 || l.ok["prod-model"] == 0 {
+		t.Fatalf("both productions should have answered: %s", l)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Fatal("cand still runs after the rollback")
+	}
+}
+
+// An exclusive candidate: the router drains and hands production over
+// (503 + Retry-After while the accelerator changes hands, nothing else),
+// then serves the candidate; the rollback does the same the other way.
+func TestExclusiveActivationThroughTheRouterOnlyBounded503(t *testing.T) {
+	w := newWorld(t, true)
+	w.startProduction()
+	evPath := w.qualify()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	l := startLoad(url, 4, 4)
+	l.waitMore(t, 50)
+
+	var windows [][2]time.Time
+	for _, args := range [][]string{{"activate", evPath}, {"rollback"}} {
+		t0 := time.Now()
+		code, out := w.hiro(append(args, "--journal", "")...)
+		windows = append(windows, [2]time.Time{t0, time.Now()})
+		if code != 0 {
+			l.finish()
+			t.Fatalf("%s: exit %d\n%s", args[0], code, out)
+		}
+		l.waitMore(t, 50)
+	}
+	if p := sp.production(t); p != "prod" {
+		t.Fatalf("the router serves %s after the rollback", p)
+	}
+	l.finish()
+	t.Logf("requests through the router: %s; switches took %s and %s", l, windows[0][1].Sub(windows[0][0]), windows[1][1].Sub(windows[1][0]))
+	if len(l.failed) > 0 {
+		t.Fatalf("requests failed: %s", l)
+	}
+	// Every 503 fell inside a switch, and it was bounded by it.
+	for _, at := range l.retry503 {
+		if !(in(at, windows[0]) || in(at, windows[1])) {
+			t.Fatalf("a 503 at %s outside both switches %v", at.Format(time.RFC3339Nano), windows)
+		}
+	}
+	if l.ok["cand-model"] == 0 || l.ok["prod-model"] == 0 {
+		t.Fatalf("both productions should have answered: %s", l)
+	}
+}
+
+func in(t time.Time, w [2]time.Time) bool { return !t.Before(w[0]) && !t.After(w[1]) }
