@@ -33,19 +33,8 @@ type Router interface {
 // in serve.ControlDir), or nil when none runs or the one running serves
 // another configuration.
 func RouterFor(ctx context.Context, cfg *config.Config) Router {
-	dir, err := serve.ControlDir()
+	c, _, err := serve.DialFor(ctx, cfg.Path)
 	if err != nil {
-		return nil
-	}
-	c, err := serve.Dial(dir)
-	if err != nil {
-		return nil
-	}
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	st, err := c.Status(sctx)
-	if err != nil || st.Config != cfg.Path {
-		c.Close()
 		return nil
 	}
 	return &controlRouter{c: c}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -276,3 +277,119 @@ func TestExclusiveActivationThroughTheRouterOnlyBounded503(t *testing.T) {
 }
 
 func in(t time.Time, w [2]time.Time) bool { return !t.Before(w[0]) && !t.After(w[1]) }
+
+// campaignWorld writes a plan whose candidate qualifies on its base
+// attempt (no variant needed) and returns its path.
+func (w *world) exclusivePlan() string {
+	p := w.dir + "/plan-x.toml"
+	must(w.t, os.WriteFile(p, []byte(`title = "Exclusive trial"
+config = "hiro.toml"
+candidate = "cand"
+evidence_dir = "evidence"
+
+[[gates]]
+id = "launch"
+kind = "launch"
+[[gates.variants]]
+name = "no-exit"
+reason = "documented fallback: run without the exit flag"
+args_remove = ["--exit"]
+
+[[gates]]
+id = "ready"
+kind = "ready_control"
+`), 0o644))
+	return p
+}
+
+// An exclusive campaign with 'hiro serve' running: the router drains and
+// hands production over (503 + Retry-After only while the campaign holds
+// it), the campaign takes it back verified through the router, and
+// requests are served again; nothing else fails.
+func TestExclusiveCampaignHandsOverThroughTheRouter(t *testing.T) {
+	w := newWorld(t, true)
+	w.startProduction()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	l := startLoad(url, 4, 4)
+	l.waitMore(t, 50)
+	t0 := time.Now()
+	code, out := w.hiro("qualify", w.exclusivePlan())
+	window := [2]time.Time{t0, time.Now()}
+	if code != 0 || !strings.Contains(out, "hand production over") || !strings.Contains(out, "asking hiro serve to take production prod back") {
+		l.finish()
+		t.Fatalf("qualify: exit %d\n%s", code, out)
+	}
+	l.waitMore(t, 50)
+	l.finish()
+	t.Logf("requests through the router: %s; campaign took %s", l, window[1].Sub(window[0]))
+	if len(l.failed) > 0 {
+		t.Fatalf("requests failed: %s", l)
+	}
+	if len(l.retry503) == 0 {
+		t.Fatalf("no 503 during the hand-over: did the router hand production over? %s", l)
+	}
+	for _, at := range l.retry503 {
+		if !in(at, window) {
+			t.Fatalf("a 503 at %s outside the campaign %v", at.Format(time.RFC3339Nano), window)
+		}
+	}
+	st, err := sp.ctl.Status(context.Background())
+	must(t, err)
+	if st.Production.Name != "prod" || st.Production.State != serve.StateReady || st.Handover != nil || st.Draining {
+		t.Fatalf("router after the campaign: %+v handover %+v draining %v", st.Production, st.Handover, st.Draining)
+	}
+}
+
+// SIGKILL of the campaign's hiro while the router holds production for
+// it: production comes back verified (the router notices the dead owner,
+// or the next hiro command takes it back through the router), the
+// candidate is stopped, and requests are served again.
+func TestSIGKILLDuringHandoverProductionComesBack(t *testing.T) {
+	w := newWorld(t, true, "--load-time", "30s")
+	w.startProduction()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	cmd := w.hiroCmd("qualify", w.exclusivePlan())
+	must(t, cmd.Start())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := sp.ctl.Status(context.Background())
+		_, candUp := w.running("cand")
+		if err == nil && st.Handover != nil && candUp {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the campaign never held production with the candidate starting: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+
+	code, out := w.hiro("backend", "status")
+	if code != 0 {
+		t.Fatalf("next command: exit %d\n%s", code, out)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		st, err := sp.ctl.Status(context.Background())
+		if err == nil && st.Production.Name == "prod" && st.Production.State == serve.StateReady && st.Handover == nil && !st.Draining {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("production did not come back through the router: %+v\nnext command:\n%s", st, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Fatal("the killed campaign's candidate still runs")
+	}
+	l := startLoad(url, 2, 4)
+	l.waitMore(t, 20)
+	l.finish()
+	if len(l.failed) > 0 || len(l.retry503) > 0 || l.ok["prod-model"] == 0 {
+		t.Fatalf("after the recovery: %s", l)
+	}
+}

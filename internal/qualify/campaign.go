@@ -17,6 +17,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/serve"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -74,6 +75,8 @@ type campaign struct {
 	// hold is the lease on production and the accelerator (exclusive
 	// campaigns only), held from the start to the end of Run.
 	hold *lease.Hold
+	// router is the running 'hiro serve' that handed production over.
+	router *serve.ControlClient
 }
 
 // engineWait is the time spent waiting on engines so far.
@@ -252,6 +255,12 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 	if err := c.hold.Update(func(l *lease.Lease) { l.ProductionStopped = true }); err != nil {
 		return err
 	}
+	if handled, err := c.handOver(ctx); handled {
+		if err != nil {
+			return err
+		}
+		return c.save()
+	}
 	if running {
 		c.out.line("stopping production %s (pid %d): the candidate needs the accelerator exclusively", c.prod.Name, st.PID)
 		t0 := time.Now()
@@ -399,7 +408,7 @@ func (c *campaign) finish(start time.Time, failedGate string, aborted bool, abor
 		bound := time.Duration(c.cfg.Production.RestoreAttempts)*(c.prod.ReadyTimeout.Duration+c.prod.StopGrace.Duration) + 30*time.Second
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
 		t0 := time.Now()
-		e.Production.Restored = Restore(ctx, c.cfg, c.prod, c.cfg.Production.RestoreAttempts, func(s string) { c.out.line("%s", s) })
+		e.Production.Restored = c.restoreProduction(ctx)
 		c.waited(t0)
 		cancel()
 		if e.Production.Restored.OK {

@@ -7,7 +7,11 @@
 // one), and writes the evidence after every gate plus a Markdown report.
 //
 // Production is resolved through package production (the latest
-// activation, else the configuration's [production]).
+// activation, else the configuration's [production]). When a 'hiro serve'
+// of the same configuration serves production, an exclusive campaign asks
+// it to drain and hand production over (package serve's control client)
+// and takes it back through it, verified; without a router the guard
+// stops and restores production itself.
 //
 // Gates come in kinds, one file each (gate_<kind>.go): the kind's plan
 // struct (decoded strictly from its [[gates]] table), its Validate, Bound,

@@ -295,7 +295,7 @@ func recoverOne(ctx context.Context, l *Lease, progress func(string)) RecoverRes
 	}
 	if l.ProductionStopped {
 		progress(fmt.Sprintf("production %s was left stopped by campaign %s (hiro pid %d is gone): restoring it first", l.Production, l.Campaign, deadPID))
-		r.Restored = Restore(ctx, cfg, prod, cfg.Production.RestoreAttempts, progress)
+		r.Restored = restoreAfterDeath(ctx, cfg, prod, l.Campaign, progress)
 		if !r.Restored.OK {
 			return fail(fmt.Errorf("production %s could not be restored: %s", l.Production, r.Restored.Error))
 		}

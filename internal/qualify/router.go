@@ -1,0 +1,103 @@
+package qualify
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/serve"
+)
+
+// handOver asks a running 'hiro serve' of this configuration, when it
+// serves this production, to drain and hand production over to the
+// campaign (in-flight requests finish, new ones get 503 + Retry-After,
+// the router stops production and watches this hiro: if it dies, the
+// router takes production back by itself). handled is false when no such
+// router runs: the guard stops production itself.
+func (c *campaign) handOver(ctx context.Context) (handled bool, err error) {
+	rc, st, err := serve.DialFor(ctx, c.cfg.Path)
+	if err != nil {
+		return false, nil
+	}
+	if st.Production.Name != c.prod.Name {
+		rc.Close()
+		return false, nil
+	}
+	c.out.line("hiro serve (pid %d) serves production %s: asking it to drain and hand production over", st.PID, c.prod.Name)
+	t0 := time.Now()
+	res, err := rc.Handover(ctx, c.ev.ID, os.Getpid())
+	c.waited(t0)
+	now := time.Now().UTC()
+	p := &c.ev.Production
+	p.Stopped, p.StoppedAt = true, &now
+	if err != nil {
+		rc.Close()
+		return true, fmt.Errorf("hiro serve did not hand production %s over: %w", c.prod.Name, err)
+	}
+	c.router = rc
+	c.out.line("hiro serve handed production %s over (drained: %v, %d in flight at the end, stopped: %v)", res.Production, res.Drain.Drained, res.Drain.InFlight, res.Stopped)
+	if res.Stop != nil && res.Stop.Leak != nil {
+		return true, fmt.Errorf("stopping production %s left processes behind: %s", c.prod.Name, res.Stop.Leak.RootCause)
+	}
+	return true, nil
+}
+
+// restoreProduction puts production back at the end: through the router
+// when it holds production for this campaign (it starts and verifies it
+// and resumes serving), else (or when that fails) with Restore.
+func (c *campaign) restoreProduction(ctx context.Context) *RestoreResult {
+	progress := func(s string) { c.out.line("%s", s) }
+	if c.router != nil {
+		defer c.router.Close()
+		progress(fmt.Sprintf("asking hiro serve to take production %s back", c.prod.Name))
+		rr := takebackResult(c.router.Takeback(ctx, c.ev.ID))
+		if rr.OK {
+			return rr
+		}
+		progress("hiro serve could not take production back: " + rr.Error + "; restoring it directly")
+	}
+	return Restore(ctx, c.cfg, c.prod, c.cfg.Production.RestoreAttempts, progress)
+}
+
+// restoreAfterDeath is the recovery's restore for a campaign whose hiro
+// died: a running router that holds production for that campaign takes
+// it back (it may have done so already: then it verifies it); otherwise
+// Restore.
+func restoreAfterDeath(ctx context.Context, cfg *config.Config, prod *config.Profile, campaign string, progress func(string)) *RestoreResult {
+	if rc, st, err := serve.DialFor(ctx, cfg.Path); err == nil {
+		defer rc.Close()
+		if st.Production.Name == prod.Name && (st.Handover == nil || st.Handover.Campaign == campaign) {
+			progress(fmt.Sprintf("asking hiro serve to take production %s back from campaign %s", prod.Name, campaign))
+			if rr := takebackResult(rc.Takeback(ctx, campaign)); rr.OK {
+				return rr
+			}
+		}
+	}
+	return Restore(ctx, cfg, prod, cfg.Production.RestoreAttempts, progress)
+}
+
+// takebackResult is the router's verification as the guard's record.
+func takebackResult(v *serve.Verification, err error) *RestoreResult {
+	now := time.Now().UTC()
+	rr := &RestoreResult{Attempts: 1, At: &now}
+	if v != nil {
+		rr.OK, rr.Health, rr.Reply, rr.ReadyAfterMS = v.OK, v.Health, v.Reply, v.ReadyAfterMS
+		if len(v.ModelIDs) > 0 {
+			rr.Model = v.ModelIDs[0]
+		}
+		if v.Failure != nil {
+			rr.Error = v.Failure.Error()
+		} else {
+			rr.Error = v.Error
+		}
+	}
+	if err != nil {
+		rr.OK = false
+		if rr.Error == "" {
+			rr.Error = err.Error()
+		}
+	}
+	return rr
+}
