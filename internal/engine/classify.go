@@ -158,7 +158,10 @@ var templatePattern = regexp.MustCompile(`(?i)chat[ _-]?template|apply_chat_temp
 //     engine crash while serving with a grammar backend in use is
 //     structured_output_crash; a grammar failure the server outlived
 //     (exit 0) is structured_output_rejected;
-//  5. CPU serving when the profile requires an accelerator →
+//  5. a log whose server stayed up (exit 0) after serving requests →
+//     probe_failed: the first error line no signature explains, or with
+//     none, the replies themselves were wrong;
+//  5b. CPU serving when the profile requires an accelerator →
 //     accelerator_unavailable, phase ready_wait;
 //  6. a failed or wrong probe completion (the server is up) →
 //     probe_failed, phase ready_wait; a health answer that will not clear
@@ -264,13 +267,21 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 			detail["device"] = o.Device.String()
 		}
 
-	case o.Kind == OutcomeExited && stayedUp && served && fallback == "":
-		// The server stayed up and answered requests, and no line names a
-		// failure: what failed is the reply (the probe's expected answer
-		// did not come back).
+	case o.Kind == OutcomeExited && stayedUp && t.servedLocked():
+		// The server stayed up and served requests: what failed is a
+		// request (an error line no signature explains) or, with no error
+		// line, the reply itself (the probe's expected answer did not
+		// come back).
 		f.Class = failure.ClassProbeFailed
-		f.RootCause = "the server stayed up and answered requests, but no log line names a failure: the replies " +
-			"themselves were wrong (the probe's expected reply did not come back)"
+		if fallback != "" {
+			f.RootCause = fallback
+			if len(frames) > 0 {
+				detail["traceback_frames"] = frames
+			}
+		} else {
+			f.RootCause = "the server stayed up and answered requests, but no log line names a failure: the replies " +
+				"themselves were wrong (the probe's expected reply did not come back)"
+		}
 
 	case o.Kind == OutcomeAcceleratorUnavailable:
 		f.Class, f.Phase = failure.ClassAcceleratorUnavailable, failure.PhaseReadyWait
