@@ -161,7 +161,7 @@ var templatePattern = regexp.MustCompile(`(?i)chat[ _-]?template|apply_chat_temp
 //  5. a log whose server stayed up (exit 0) after serving requests →
 //     probe_failed: the first error line no signature explains, or with
 //     none, the replies themselves were wrong;
-//  5b. CPU serving when the profile requires an accelerator →
+//     5b. CPU serving when the profile requires an accelerator →
 //     accelerator_unavailable, phase ready_wait;
 //  6. a failed or wrong probe completion (the server is up) →
 //     probe_failed, phase ready_wait; a health answer that will not clear
