@@ -154,33 +154,34 @@ var templatePattern = regexp.MustCompile(`(?i)chat[ _-]?template|apply_chat_temp
 //     phase ready_wait;
 //  4. a root-cause line in the log (a failure signature, or a traceback
 //     whose frames name the component) → its class; its phase is the
-//     signature's pinned phase or the phase when the line was seen. An
-//     engine crash while serving with a grammar backend in use is
-//     structured_output_crash; a grammar failure the server outlived
-//     (exit 0) is structured_output_rejected;
+//     signature's pinned phase or the phase when the line was seen (or
+//     where the engine stopped, when it outlived the line). An engine
+//     crash while serving with a grammar backend in use is
+//     structured_output_crash; a grammar failure is crash when the engine
+//     died of it, rejected when requests failed after it;
 //  5. a log whose server stayed up (exit 0) after serving requests →
 //     probe_failed: the first error line no signature explains, or with
 //     none, the replies themselves were wrong;
-//     5b. CPU serving when the profile requires an accelerator →
+//  6. CPU serving when the profile requires an accelerator →
 //     accelerator_unavailable, phase ready_wait;
-//  6. a failed or wrong probe completion (the server is up) →
+//  7. a failed or wrong probe completion (the server is up) →
 //     probe_failed, phase ready_wait; a health answer that will not clear
 //     → engine_died;
-//  7. a ready or stall timeout → ready_timeout (Detail "timeout": "ready"
+//  8. a ready or stall timeout → ready_timeout (Detail "timeout": "ready"
 //     or "stall", "timeout_seconds");
-//  8. an exit the signal or code explains: SIGILL (or 132) →
+//  9. an exit the signal or code explains: SIGILL (or 132) →
 //     host_capability; SIGBUS (135) → host_capability; an outside stop
 //     (TERM, INT, HUP, QUIT; 143, 130) before ready → ready_timeout;
-//     126/127 (command not executable / not found) → host_capability;
-//  9. any other exit, exit code 0 included → engine_died, with the first
+//     126/127 (command not executable / not found) → engine_died saying so;
+//  10. any other exit, exit code 0 included → engine_died, with the first
 //     error line of the log as root cause when there is one.
 //
 // Unless a rule says otherwise the phase is the tracker's phase at the
-// time of classification. The result always has Class, Phase, RootCause,
-// SecondsSinceStart, LogTail, Facts and NextStep filled; ExitCode or
-// Signal when o.Exit is known; Detail "traceback_frames" when the root
-// cause came from a Python traceback. It costs microseconds (copies of
-// the tail and facts).
+// time of classification (at least ready with o.AfterReady). The result
+// always has Class, Phase, RootCause, SecondsSinceStart, LogTail, Facts
+// and NextStep filled; ExitCode or Signal when o.Exit is known; Detail
+// "traceback_frames" when the root cause came from a Python traceback.
+// It costs microseconds (copies of the tail and facts).
 func (t *Tracker) Classify(o Outcome) *failure.Failure {
 	t.mu.Lock()
 	if t.tb.open {
