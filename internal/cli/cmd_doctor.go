@@ -23,7 +23,8 @@ func newDoctorCmd(g *Globals) *cobra.Command {
 		Long: `Report what this host offers an inference server: OS and kernel, CPU model and
 cores, memory, free disk of the configured paths (disk_paths and state_dir),
 accelerators through nvidia-smi where present (name, memory total and free,
-driver, CUDA version), and the engines found on PATH with their versions
+driver, CUDA version, and the processes holding GPU memory with their pid,
+name and MiB), and the engines found on PATH with their versions
 (ollama, llama-server, vllm, sglang).
 
 The configuration is optional: without one only the current directory's
@@ -84,6 +85,17 @@ func printDoctor(g *Globals, r doctor.Report) {
 	}
 	for _, a := range r.Accelerators {
 		fmt.Fprintf(w, "accelerator\t%d: %s, %d MiB total, %d MiB free, driver %s, CUDA %s\n", a.Index, a.Name, a.MemoryTotalMiB, a.MemoryFreeMiB, a.Driver, a.CUDA)
+	}
+	if len(r.Accelerators) > 0 {
+		switch {
+		case r.GPUProcessNote != "":
+			fmt.Fprintf(w, "gpu memory held by\tunknown (%s)\n", r.GPUProcessNote)
+		case len(r.GPUProcesses) == 0:
+			fmt.Fprintf(w, "gpu memory held by\tno process\n")
+		}
+		for _, p := range r.GPUProcesses {
+			fmt.Fprintf(w, "gpu memory held by\t%s\n", p)
+		}
 	}
 	for _, e := range r.Engines {
 		switch {

@@ -33,6 +33,11 @@ type Report struct {
 	// AcceleratorNote says why the list is empty ("nvidia-smi not found
 	// on PATH") or what went wrong running it.
 	AcceleratorNote string `json:"accelerator_note,omitempty"`
+	// GPUProcesses are the processes holding GPU memory (nvidia-smi
+	// --query-compute-apps); empty when none or nvidia-smi is absent.
+	GPUProcesses []GPUProcess `json:"gpu_processes"`
+	// GPUProcessNote says what went wrong listing them, when it did.
+	GPUProcessNote string `json:"gpu_process_note,omitempty"`
 	// Engines are the engines looked for, found or not.
 	Engines []Engine `json:"engines"`
 }
@@ -89,6 +94,31 @@ type Accelerator struct {
 	CUDA string `json:"cuda_version,omitempty"`
 }
 
+// GPUProcess is one process holding GPU memory, as `nvidia-smi
+// --query-compute-apps=pid,process_name,used_memory` reports it. In a
+// container the PID is the host's and the name may be empty.
+type GPUProcess struct {
+	PID  int    `json:"pid"`
+	Name string `json:"process_name"`
+	// UsedMemoryMiB is the GPU memory it holds, MiB; -1 when nvidia-smi
+	// cannot say ("[N/A]", e.g. under MIG or without permission).
+	UsedMemoryMiB int `json:"used_memory_mib"`
+}
+
+// String is "pid 4084 python3 (141612 MiB)".
+func (p GPUProcess) String() string {
+	s := "pid " + strconv.Itoa(p.PID)
+	if p.Name != "" {
+		s += " " + p.Name
+	}
+	if p.UsedMemoryMiB >= 0 {
+		s += " (" + strconv.Itoa(p.UsedMemoryMiB) + " MiB)"
+	} else {
+		s += " (memory unknown)"
+	}
+	return s
+}
+
 // Engine is an inference engine looked for on PATH.
 type Engine struct {
 	// Kind is the engine kind ("ollama", "llamacpp", "vllm", "sglang").
@@ -120,21 +150,22 @@ type Options struct {
 // Collect gathers the report. It never fails as a whole: a fact that
 // cannot be read is left empty with a note.
 func Collect(ctx context.Context, o Options) Report {
-	if o.LookPath == nil {
-		o.LookPath = exec.LookPath
-	}
-	if o.Run == nil {
-		o.Run = runCommand
-	}
+	o = o.withDefaults()
 	var r Report
 	r.OS = osInfo()
 	r.CPU = CPU{Model: cpuModel(), Cores: runtime.NumCPU()}
 	r.Memory = memory()
 	r.Disks = disks(o.DiskPaths)
 	r.Accelerators, r.AcceleratorNote = accelerators(ctx, o)
+	if len(r.Accelerators) > 0 {
+		r.GPUProcesses, r.GPUProcessNote = gpuProcesses(ctx, o)
+	}
 	r.Engines = engines(ctx, o)
 	if r.Accelerators == nil {
 		r.Accelerators = []Accelerator{}
+	}
+	if r.GPUProcesses == nil {
+		r.GPUProcesses = []GPUProcess{}
 	}
 	return r
 }
@@ -324,6 +355,58 @@ func ParseQueryGPU(out []byte) ([]Accelerator, error) {
 		gpus = append(gpus, Accelerator{Index: len(gpus), Name: f[0], MemoryTotalMiB: total, MemoryFreeMiB: free, Driver: f[3]})
 	}
 	return gpus, nil
+}
+
+// queryComputeApps is the nvidia-smi query for the processes holding GPU
+// memory.
+const queryComputeApps = "--query-compute-apps=pid,process_name,used_memory"
+
+func gpuProcesses(ctx context.Context, o Options) ([]GPUProcess, string) {
+	smi, err := o.LookPath("nvidia-smi")
+	if err != nil {
+		return nil, "nvidia-smi not found on PATH"
+	}
+	out, err := o.Run(ctx, smi, queryComputeApps, "--format=csv,noheader,nounits")
+	if err != nil {
+		return nil, "nvidia-smi --query-compute-apps failed: " + strings.TrimSpace(firstLine(out)+" "+err.Error())
+	}
+	ps, err := ParseComputeApps(out)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return ps, ""
+}
+
+// ParseComputeApps parses the output of `nvidia-smi
+// --query-compute-apps=pid,process_name,used_memory
+// --format=csv,noheader,nounits`: one process per line, memory in MiB
+// ("[N/A]" gives -1). A process name holding commas is kept whole. Empty
+// output (no process holds memory) gives none; a line without a numeric
+// pid is an error.
+func ParseComputeApps(out []byte) ([]GPUProcess, error) {
+	var ps []GPUProcess
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "No running") {
+			continue
+		}
+		f := strings.Split(line, ",")
+		if len(f) < 3 {
+			return nil, errors.New("nvidia-smi --query-compute-apps: unexpected line (want pid, process_name, used_memory): " + line)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(f[0]))
+		if err != nil {
+			return nil, errors.New("nvidia-smi --query-compute-apps: pid is not a number: " + line)
+		}
+		used, err := strconv.Atoi(strings.TrimSpace(f[len(f)-1]))
+		if err != nil {
+			used = -1
+		}
+		name := strings.TrimSpace(strings.Join(f[1:len(f)-1], ","))
+		ps = append(ps, GPUProcess{PID: pid, Name: name, UsedMemoryMiB: used})
+	}
+	return ps, nil
 }
 
 var reCUDA = regexp.MustCompile(`CUDA Version:\s*([0-9][0-9.]*)`)

@@ -63,6 +63,8 @@ func TestCollectWithFakeCommands(t *testing.T) {
 			switch {
 			case name == "/usr/bin/nvidia-smi" && len(args) == 0:
 				return smi, nil
+			case name == "/usr/bin/nvidia-smi" && strings.HasPrefix(args[0], "--query-compute-apps="):
+				return nil, nil // no process holds memory
 			case name == "/usr/bin/nvidia-smi":
 				return query, nil
 			case name == "go":
@@ -76,6 +78,9 @@ func TestCollectWithFakeCommands(t *testing.T) {
 	r := Collect(context.Background(), o)
 	if len(r.Accelerators) != 1 || r.Accelerators[0].CUDA != "13.0" {
 		t.Errorf("accelerators %+v (%s)", r.Accelerators, r.AcceleratorNote)
+	}
+	if r.GPUProcesses == nil || len(r.GPUProcesses) != 0 || r.GPUProcessNote != "" {
+		t.Errorf("gpu processes %+v (%s), want an empty list", r.GPUProcesses, r.GPUProcessNote)
 	}
 	if len(r.Disks) != 2 || r.Disks[0].FreeBytes == 0 || r.Disks[1].Error == "" {
 		t.Errorf("disks %+v", r.Disks)

@@ -18,40 +18,96 @@ import (
 // may list accepted answers separated by "|" (the first preferred);
 // RootCauseContains empty means no log line explains the failure. Exit or
 // Signal say how the process ended (neither: unknown).
+//
+// Cases captured on a GPU machine (examples/gpu/results) may also say
+// where the engine served: ServingDevice is the device kind the ready
+// verdict must name (DeviceCPU, DeviceGPU, DevicePartial) when the engine
+// became ready; RequiresAccelerator means the expected Class and Phase are
+// those of a profile with requires_accelerator (a CPU fallback is a
+// failure), and without it the verdict is ready on ServingDevice; Ready
+// means the engine became ready and no failure is expected (Class and
+// Phase empty).
 type Case struct {
-	Log               string             `json:"log"`
-	Engine            string             `json:"engine"`
-	Exit              *int               `json:"exit,omitempty"`
-	Signal            string             `json:"signal,omitempty"`
-	Class             string             `json:"class"`
-	Phase             string             `json:"phase"`
-	RootCauseContains string             `json:"root_cause_contains,omitempty"`
-	Facts             map[string]float64 `json:"facts,omitempty"`
-	Source            string             `json:"source,omitempty"`
+	Log                 string             `json:"log"`
+	Engine              string             `json:"engine"`
+	Exit                *int               `json:"exit,omitempty"`
+	Signal              string             `json:"signal,omitempty"`
+	Class               string             `json:"class,omitempty"`
+	Phase               string             `json:"phase,omitempty"`
+	RootCauseContains   string             `json:"root_cause_contains,omitempty"`
+	Facts               map[string]float64 `json:"facts,omitempty"`
+	Source              string             `json:"source,omitempty"`
+	Ready               bool               `json:"ready,omitempty"`
+	RequiresAccelerator bool               `json:"requires_accelerator,omitempty"`
+	ServingDevice       string             `json:"serving_device,omitempty"`
+	// How says how the failure was produced.
+	How string `json:"how,omitempty"`
 }
 
-// LoadCaseSet reads dir/cases.json. A missing file gives an error for
-// which os.IsNotExist is true; a file with no cases is an error.
+// PrereqCase is an expected answer of the prereq gate on captured host
+// output (cases.json's "prereq" list): with nvidia-smi printing the files
+// named (relative to the case set), the gate fails with Class, and its
+// failure's facts (numbers) or detail (strings) hold Facts.
+type PrereqCase struct {
+	Evidence          string         `json:"evidence,omitempty"`
+	NvidiaSMIQueryGPU string         `json:"nvidia_smi_query_gpu"`
+	NvidiaSMIQueryApp string         `json:"nvidia_smi_query_apps"`
+	Gate              string         `json:"gate"`
+	Class             string         `json:"class"`
+	Facts             map[string]any `json:"facts,omitempty"`
+	How               string         `json:"how,omitempty"`
+}
+
+// CaseFile is a whole cases.json: the log cases and the prereq cases.
+type CaseFile struct {
+	Cases  []Case       `json:"cases"`
+	Prereq []PrereqCase `json:"prereq,omitempty"`
+}
+
+// LoadCaseSet reads dir/cases.json and returns its log cases. A missing
+// file gives an error for which os.IsNotExist is true; a file with no
+// cases is an error.
 func LoadCaseSet(dir string) ([]Case, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cases.json"))
+	f, err := LoadCaseFile(dir)
 	if err != nil {
 		return nil, err
 	}
-	var doc struct {
-		Cases []Case `json:"cases"`
+	return f.Cases, nil
+}
+
+// LoadCaseFile reads dir/cases.json whole (the one loader of case sets).
+// Errors: as LoadCaseSet, and a case lacking log, engine, or class and
+// phase (unless ready), a serving device of another kind than cpu, gpu or
+// partial, a prereq case lacking its nvidia-smi files or class.
+func LoadCaseFile(dir string) (CaseFile, error) {
+	path := filepath.Join(dir, "cases.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return CaseFile{}, err
 	}
+	var doc CaseFile
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "cases.json"), err)
+		return CaseFile{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(doc.Cases) == 0 {
-		return nil, fmt.Errorf("%s has no cases", filepath.Join(dir, "cases.json"))
+		return CaseFile{}, fmt.Errorf("%s has no cases", path)
 	}
 	for i, c := range doc.Cases {
-		if c.Log == "" || c.Engine == "" || c.Class == "" || c.Phase == "" {
-			return nil, fmt.Errorf("%s: case %d: log, engine, class and phase are required", filepath.Join(dir, "cases.json"), i)
+		if c.Log == "" || c.Engine == "" || (!c.Ready && (c.Class == "" || c.Phase == "")) {
+			return CaseFile{}, fmt.Errorf("%s: case %d: log, engine, class and phase are required (class and phase not with \"ready\": true)", path, i)
+		}
+		switch c.ServingDevice {
+		case "", DeviceCPU, DeviceGPU, DevicePartial:
+		default:
+			return CaseFile{}, fmt.Errorf("%s: case %d: serving_device %q: use cpu, gpu or partial", path, i, c.ServingDevice)
 		}
 	}
-	return doc.Cases, nil
+	for i, p := range doc.Prereq {
+		if p.NvidiaSMIQueryGPU == "" || p.NvidiaSMIQueryApp == "" || p.Class == "" {
+			return CaseFile{}, fmt.Errorf("%s: prereq %d: nvidia_smi_query_gpu, nvidia_smi_query_apps and class are required", path, i)
+		}
+	}
+	return doc, nil
 }
 
 // Accepts reports whether got is one of the "|"-separated answers in want.

@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/doctor"
+	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/failure"
 )
 
 // KindPrereq checks host facts before anything is launched.
@@ -120,7 +123,9 @@ func (g *PrereqGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 		}
 	}
 	if a := g.Accelerator; a != nil {
-		add(checkAccelerator(ctx, a))
+		ch, f := checkAccelerator(ctx, a)
+		add(ch)
+		eg.Failure = f
 	}
 	for _, d := range g.Disks {
 		add(checkDisk(d))
@@ -144,7 +149,11 @@ func (g *PrereqGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 }
 
 // checkAccelerator compares doctor's accelerators with the requirement.
-func checkAccelerator(ctx context.Context, a *AcceleratorReq) evidence.Check {
+// A failed check comes with its failure: accelerator_busy when a GPU that
+// matches has the memory asked for but other processes hold it (named
+// from nvidia-smi --query-compute-apps: pid, process, MiB), otherwise
+// accelerator_unavailable (no GPU, none matching, or too small).
+func checkAccelerator(ctx context.Context, a *AcceleratorReq) (evidence.Check, *failure.Failure) {
 	ch := evidence.Check{Name: "accelerator"}
 	gpus, note := doctor.Accelerators(ctx, doctor.Options{})
 	if len(gpus) == 0 {
@@ -152,27 +161,74 @@ func checkAccelerator(ctx context.Context, a *AcceleratorReq) evidence.Check {
 		if note == "" {
 			ch.Detail = "nvidia-smi lists no GPU"
 		}
-		return ch
+		return ch, prereqFailure(failure.ClassAcceleratorUnavailable, ch.Detail, nil, nil)
 	}
 	var re *regexp.Regexp
 	if a.NamePattern != "" {
 		re = regexp.MustCompile(a.NamePattern)
 	}
 	var ok, seen []string
+	matching, bigEnough, bestFree := 0, 0, -1
 	for _, gpu := range gpus {
 		seen = append(seen, fmt.Sprintf("%s (%d MiB free)", gpu.Name, gpu.MemoryFreeMiB))
 		ch.Output += fmt.Sprintf("%s, %d, %d, %s\n", gpu.Name, gpu.MemoryTotalMiB, gpu.MemoryFreeMiB, gpu.Driver)
-		if (re == nil || re.MatchString(gpu.Name)) && gpu.MemoryFreeMiB >= a.MinFreeMiB {
+		if re != nil && !re.MatchString(gpu.Name) {
+			continue
+		}
+		matching++
+		if gpu.MemoryTotalMiB >= a.MinFreeMiB {
+			bigEnough++
+			bestFree = max(bestFree, gpu.MemoryFreeMiB)
+		}
+		if gpu.MemoryFreeMiB >= a.MinFreeMiB {
 			ok = append(ok, gpu.Name)
 		}
 	}
 	if len(ok) >= a.Count {
 		ch.Status, ch.Detail = evidence.StatusPassed, strings.Join(seen, ", ")
-	} else {
-		ch.Status = evidence.StatusFailed
-		ch.Detail = fmt.Sprintf("want %d GPU(s) matching %q with %d MiB free, found %s", a.Count, a.NamePattern, a.MinFreeMiB, strings.Join(seen, ", "))
+		return ch, nil
 	}
-	return ch
+	ch.Status = evidence.StatusFailed
+	ch.Detail = fmt.Sprintf("want %d GPU(s) matching %q with %d MiB free, found %s", a.Count, a.NamePattern, a.MinFreeMiB, strings.Join(seen, ", "))
+	if matching < a.Count || bigEnough < a.Count {
+		return ch, prereqFailure(failure.ClassAcceleratorUnavailable, ch.Detail, nil, nil)
+	}
+	// The GPUs are there and large enough: their memory is held.
+	facts := map[string]float64{"free_mib_wanted": float64(a.MinFreeMiB), "free_mib": float64(bestFree)}
+	detail := map[string]any{}
+	procs, pnote := doctor.GPUProcesses(ctx, doctor.Options{})
+	switch {
+	case pnote != "":
+		ch.Detail += "; the processes holding GPU memory are unknown: " + pnote
+	case len(procs) == 0:
+		ch.Detail += "; nvidia-smi lists no process holding GPU memory (another container or VM may hold it)"
+	default:
+		sort.SliceStable(procs, func(i, j int) bool { return procs[i].UsedMemoryMiB > procs[j].UsedMemoryMiB })
+		names := make([]string, len(procs))
+		for i, p := range procs {
+			names[i] = p.String()
+			ch.Output += fmt.Sprintf("held by %d, %s, %d\n", p.PID, p.Name, p.UsedMemoryMiB)
+		}
+		ch.Detail += "; GPU memory held by " + strings.Join(names, ", ")
+		top := procs[0]
+		facts["holder_pid"] = float64(top.PID)
+		if top.UsedMemoryMiB >= 0 {
+			facts["holder_used_mib"] = float64(top.UsedMemoryMiB)
+		}
+		detail["holder_process"] = top.Name
+		detail["holders"] = procs
+	}
+	return ch, prereqFailure(failure.ClassAcceleratorBusy, ch.Detail, facts, detail)
+}
+
+// prereqFailure is the prereq gate's failure record: phase prereq, the
+// check's detail as root cause, the class's next step.
+func prereqFailure(class failure.Class, root string, facts map[string]float64, detail map[string]any) *failure.Failure {
+	f := &failure.Failure{Class: class, Phase: failure.PhasePrereq, RootCause: "accelerator: " + root, Facts: facts, NextStep: engine.NextStep(class)}
+	if len(detail) > 0 {
+		f.Detail = detail
+	}
+	return f
 }
 
 // checkDisk compares doctor's free space of d.Path with the requirement.

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/doctor"
+	"github.com/hiro-dev/hiro/internal/doctor/doctortest"
+)
+
+// TestDoctorBusyGPU runs 'hiro doctor' against a fake nvidia-smi printing
+// what the H200 printed while a Python process held its memory: the GPU
+// line and the process holding the memory are listed, in text and JSON.
+func TestDoctorBusyGPU(t *testing.T) {
+	dir := filepath.Join("..", "..", "examples", "gpu", "results", "failures")
+	doctortest.FakeNvidiaSMI(t, doctortest.SMI{
+		QueryGPU:  filepath.Join(dir, "busy.query-gpu.csv"),
+		QueryApps: filepath.Join(dir, "busy.query-apps.csv"),
+		Plain:     filepath.Join(dir, "busy.nvidia-smi.txt"),
+	})
+	cfg := filepath.Join(t.TempDir(), "none.toml")
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"--config", cfg, "doctor"}, &out, &errb); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"0: NVIDIA H200, 143771 MiB total, 1536 MiB free, driver 580.159.04, CUDA 13.0",
+		"gpu memory held by  pid 4084 python3 (141612 MiB)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"--config", cfg, "doctor", "--json"}, &out, &errb); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var r doctor.Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if len(r.GPUProcesses) != 1 || r.GPUProcesses[0].PID != 4084 || r.GPUProcesses[0].UsedMemoryMiB != 141612 {
+		t.Errorf("gpu_processes %+v", r.GPUProcesses)
+	}
+}
