@@ -234,7 +234,9 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 		f.RootCause = fmt.Sprintf("chat completion answered HTTP %d: %s", o.Status, o.Message)
 		detail["status_code"] = o.Status
 
-	case cand.tier > 0:
+	case cand.tier > 0 && !(cand.warn && o.Kind != OutcomeExited):
+		// (a warning explains an exit, but not what hiro's own readiness
+		// checks saw: a wrong probe reply, a timeout)
 		f.Class, f.Phase, f.RootCause = cand.class, cand.phase, cand.line
 		inServing := cand.phase.Index() >= failure.PhaseReadyWait.Index()
 		switch {

@@ -53,6 +53,10 @@ func init() {
 			{Trigger: "timed out waiting for llama runner", Pattern: regexp.MustCompile(`progress ([\d.]+)`), Names: []string{"load_progress"}},
 			{Trigger: "starting llama server", Pattern: regexp.MustCompile(`--ctx-size (\d+)`), Names: []string{"context_tokens"}},
 			{Trigger: "starting llama server", Pattern: regexp.MustCompile(`--n-gpu-layers (\d+)`), Names: []string{"gpu_layers"}},
+			// Ollama's own engine logs weights and KV cache per device.
+			{Trigger: `msg="model weights"`, Pattern: regexp.MustCompile(`(?:buffer|device)=(\S+) size="([\d.]+) GiB"`), Names: []string{"model_weights_gib"}, PerDevice: true},
+			{Trigger: `msg="kv cache"`, Pattern: regexp.MustCompile(`device=(\S+) size="([\d.]+) GiB"`), Names: []string{"kv_cache_gib"}, PerDevice: true},
+			{Trigger: `msg="kv cache"`, Pattern: regexp.MustCompile(`device=(\S+) size="([\d.]+) MiB"`), Names: []string{"kv_cache_mib"}, PerDevice: true},
 		}),
 		nextSteps: map[failure.Class]string{
 			failure.ClassReadyTimeout: "Ollama's runner did not start in time: read the log for the runner's last " +

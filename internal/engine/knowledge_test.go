@@ -188,6 +188,21 @@ func TestPerDeviceFacts(t *testing.T) {
 			t.Errorf("%s = %v, want %v (facts %v)", k, f[k], v, f)
 		}
 	}
+	o := feed(t, "ollama", `time=x level=INFO source=ggml.go:289 msg="model weights" buffer=CUDA0 size="16.2 GiB"`,
+		`time=x level=INFO source=ggml.go:289 msg="model weights" buffer=CPU size="1.1 GiB"`).Facts()
+	if o["model_weights_gib.cuda0"] != 16.2 || o["model_weights_gib.cpu"] != 1.1 || o["model_weights_gib"] != 16.2 {
+		t.Errorf("ollama per-device weights: %v", o)
+	}
+}
+
+// A warning explains an exit, not a wrong probe reply.
+func TestWarningDoesNotExplainProbe(t *testing.T) {
+	tr := feed(t, "vllm", "WARNING 01-01 00:00:00 [x.py:1] Compute Capability < 8.0 is not supported by the V1 Engine. Falling back to V0.",
+		"INFO:     Application startup complete.")
+	f := tr.Classify(Outcome{Kind: OutcomeCompletionFailed, Status: 200, Message: `the reply "x" is not the expected "READY"`})
+	if f.Class != failure.ClassProbeFailed {
+		t.Errorf("got %s (%q)", f.Class, f.RootCause)
+	}
 }
 
 // The serving device is read from each engine's own lines.

@@ -77,6 +77,7 @@ type candidate struct {
 	phase failure.Phase // the phase when it was seen, or the signature's pinned phase
 	tier  Tier
 	crash bool // an engine crash line; class refined from context
+	warn  bool // from a warning-level line
 }
 
 // NewTracker returns a Tracker for one attempt of this engine, in phase
@@ -163,6 +164,9 @@ func (t *Tracker) feed(line string) {
 			tier = TierHint // a warning explains only when no error line does
 		}
 		t.offer(stored, cls, s.Phase, tier, s.Crash)
+		if tier != s.tier() && t.cand.line == stored {
+			t.cand.warn = true
+		}
 		t.prevErr = true
 		return
 	}
