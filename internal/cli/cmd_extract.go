@@ -28,6 +28,7 @@ type extractOpts struct {
 	MaxDocBytes     int
 	MaxRequestBytes int
 	Timeout         time.Duration
+	Shard           string
 }
 
 func newExtractCmd(g *Globals) *cobra.Command {
@@ -63,11 +64,21 @@ backend's health is checked once.
 Exit status, from the output as it now is: 0 every document finished and
 nothing is rejected; 1 something is rejected, a document failed (rerun to
 retry it), or the backend is not up; 2 bad usage or configuration;
-3 interrupted (rerun to resume).`,
+3 interrupted (rerun to resume).
+
+--shard I/N processes only the documents of shard I of N (0 <= I < N; a
+document's shard is a hash of its id, so the split does not depend on the
+order or number of the other documents). Run the N shards as parallel jobs
+against one endpoint, each with its own --out directory, then
+'hiro extract merge --out DIR SHARD_DIRS...' writes exactly what one
+unsharded run writes.`,
+		Args:        cobra.ArbitraryArgs,
+		Annotations: map[string]string{annotationRunsItself: "yes"},
 		RunE: func(c *cobra.Command, args []string) error {
 			return runExtract(c.Context(), g, o, args)
 		},
 	}
+	cmd.AddCommand(newExtractMergeCmd(g))
 	f := cmd.Flags()
 	f.StringVar(&o.Corpus, "corpus", "", "frozen corpus directory to extract from (instead of PATHS)")
 	f.StringVar(&o.Backend, "backend", "", "backend profile to extract through (default: the production profile)")
@@ -78,6 +89,7 @@ retry it), or the backend is not up; 2 bad usage or configuration;
 	f.IntVar(&o.MaxDocBytes, "max-doc-bytes", extract.DefaultMaxDocBytes, "reject documents larger than this")
 	f.IntVar(&o.MaxRequestBytes, "max-request-bytes", extract.DefaultMaxRequestBytes, "reject a sentence whose rendered request is larger than this")
 	f.DurationVar(&o.Timeout, "timeout", extract.DefaultRequestTimeout, "bound on each chat completion")
+	f.StringVar(&o.Shard, "shard", "", "process only shard I of N of the documents (I/N, 0-based; e.g. $JOB_COMPLETION_INDEX/8)")
 	f.BoolVar(&g.JSON, "json", false, "print the summary as JSON (errors too)")
 	return cmd
 }
@@ -96,6 +108,13 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 		return UsageErrorf("extract: --max-repairs %d: must be 0 or more", o.MaxRepairs)
 	case o.MaxTokens < 1 || o.MaxDocBytes < 1 || o.MaxRequestBytes < 1 || o.Timeout <= 0:
 		return UsageErrorf("extract: --max-tokens, --max-doc-bytes, --max-request-bytes and --timeout must be positive")
+	}
+	var shard extract.Shard
+	if o.Shard != "" {
+		var err error
+		if shard, err = extract.ParseShard(o.Shard); err != nil {
+			return UsageError(fmt.Errorf("extract: --shard: %w", err))
+		}
 	}
 	prof, err := extractProfile(g, o.Backend)
 	if err != nil {
@@ -119,6 +138,7 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 		Client: client, Backend: prof.Name, BaseURL: prof.BaseURL, Model: prof.Model,
 		OutDir: o.Out, Concurrency: o.Concurrency, MaxRepairs: o.MaxRepairs, MaxTokens: o.MaxTokens,
 		MaxDocBytes: o.MaxDocBytes, MaxRequestBytes: o.MaxRequestBytes, RequestTimeout: o.Timeout,
+		Shard: shard,
 	}
 	if !g.JSON {
 		opts.Progress = extract.TerminalProgress(g.Stderr)

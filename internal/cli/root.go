@@ -128,12 +128,18 @@ func wrapText(s string, width int) string {
 // beforeCommand hooks (e.g. 'hiro version' never restores production).
 const annotationNoHooks = "hiro:no-hooks"
 
+// annotationRunsItself marks a command that has subcommands and still
+// runs by itself (see requireSubcommand).
+const annotationRunsItself = "hiro:runs-itself"
+
 // requireSubcommand makes every group command (one with subcommands, such
 // as 'hiro backend') run without a subcommand a usage error: its usage goes
-// to stderr and the exit status is 2.
+// to stderr and the exit status is 2. A command annotated
+// annotationRunsItself runs by itself and also has subcommands ('hiro
+// extract' and 'hiro extract merge'), and is left as it is.
 func requireSubcommand(c *cobra.Command) {
 	for _, sub := range c.Commands() {
-		if sub.HasSubCommands() {
+		if sub.HasSubCommands() && sub.Annotations[annotationRunsItself] == "" {
 			sub.Args = cobra.ArbitraryArgs
 			sub.RunE = func(c *cobra.Command, args []string) error {
 				c.SetOut(c.ErrOrStderr())

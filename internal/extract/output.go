@@ -61,6 +61,10 @@ func openOut(dir string, info RunInfo) (*outDir, error) {
 			return nil, fmt.Errorf("%w: %s was made with --max-tokens %d --max-repairs %d; this run asks for --max-tokens %d --max-repairs %d; rerun with the same settings to resume, or use another --out directory",
 				ErrRunMismatch, dir, prev.MaxTokens, prev.MaxRepairs, info.MaxTokens, info.MaxRepairs)
 		}
+		if ps, is := shardName(prev.Shard), shardName(info.Shard); ps != is {
+			return nil, fmt.Errorf("%w: %s holds %s; this run is %s; rerun with the same --shard to resume, or use another --out directory",
+				ErrRunMismatch, dir, ps, is)
+		}
 		if prev.Backend != info.Backend || prev.Model != info.Model || prev.PromptHash != info.PromptHash || prev.SchemaHash != info.SchemaHash {
 			return nil, fmt.Errorf("%w: %s was made with backend %q model %q prompt %s; this run uses backend %q model %q prompt %s; use another --out directory",
 				ErrRunMismatch, dir, prev.Backend, prev.Model, short(prev.PromptHash), info.Backend, info.Model, short(info.PromptHash))
@@ -306,6 +310,14 @@ func (o *outDir) close() {
 			f.Close()
 		}
 	}
+}
+
+// shardName names a run's shard for messages.
+func shardName(s *Shard) string {
+	if s == nil || s.Count == 0 {
+		return "an unsharded run"
+	}
+	return "shard " + s.String()
 }
 
 func short(h string) string {

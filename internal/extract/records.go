@@ -98,6 +98,9 @@ const (
 // the document's claims and rejects are fsynced.
 type DocProgress struct {
 	DocID string `json:"doc_id"`
+	// DocIndex is the document's position in the run's whole input (before
+	// sharding): Merge orders the documents of several shards by it.
+	DocIndex int `json:"doc_index"`
 	// DocSHA256 is the hex SHA-256 of the document's bytes; resume refuses
 	// a finished document whose content changed.
 	DocSHA256 string `json:"doc_sha256"`
@@ -142,6 +145,10 @@ type RunInfo struct {
 	// the same, or its documents would not be comparable.
 	MaxTokens  int `json:"max_tokens"`
 	MaxRepairs int `json:"max_repairs"`
+	// Shard is set for a sharded run (hiro extract --shard I/N): which
+	// shard, and how many documents it has. A resumed run must be the
+	// same shard.
+	Shard *Shard `json:"shard,omitempty"`
 }
 
 // Stats is stats.json: totals over every line of progress.jsonl (a

@@ -73,6 +73,10 @@ type Options struct {
 	MaxDocBytes     int
 	MaxRequestBytes int
 	RequestTimeout  time.Duration
+	// Shard, when Count > 0, restricts the run to the documents of one
+	// shard (Shard.Has); run.json records it, and Merge combines the
+	// shards' directories into what an unsharded run writes.
+	Shard Shard
 	// Progress, when non-nil, is told about finished sentences.
 	Progress Progress
 	// Preflight, when non-nil, is called once before the first request
@@ -157,6 +161,7 @@ type Summary struct {
 // docState is one document being extracted.
 type docState struct {
 	doc       corpus.Document
+	index     int
 	sha       string
 	sentences []corpus.Sentence
 	docReject *Reason
@@ -203,6 +208,26 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 	info := RunInfo{Schema: RunSchema, Backend: opts.Backend, BaseURL: opts.BaseURL, Model: opts.Model,
 		PromptVersion: prompt.Version, PromptHash: prompt.Hash(), SchemaHash: prompt.SchemaHash(),
 		MaxTokens: opts.MaxTokens, MaxRepairs: opts.MaxRepairs}
+	// index is each document's position in the whole input: a shard's
+	// documents keep it, so merged shards come back in input order.
+	index := make(map[string]int, len(docs))
+	for i, d := range docs {
+		if _, dup := index[d.ID]; !dup {
+			index[d.ID] = i
+		}
+	}
+	if opts.Shard.Count > 0 {
+		var mine []corpus.Document
+		for _, d := range docs {
+			if opts.Shard.Has(d.ID) {
+				mine = append(mine, d)
+			}
+		}
+		docs = mine
+		sh := opts.Shard
+		sh.Documents = len(docs)
+		info.Shard = &sh
+	}
 	out, err := openOut(opts.OutDir, info)
 	if err != nil {
 		return nil, err
@@ -215,6 +240,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 	total := 0
 	for _, d := range docs {
 		ds := prepare(d, opts.MaxDocBytes)
+		ds.index = index[d.ID]
 		if sha, ok := finished[d.ID]; ok {
 			if sha != ds.sha {
 				return nil, fmt.Errorf("%w: document %s changed since it was extracted into %s; use another --out directory", ErrRunMismatch, d.ID, opts.OutDir)
@@ -525,7 +551,7 @@ func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
 // A document with a transient request failure writes only its request
 // rejects and is marked failed, so a rerun redoes it without duplicates.
 func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
-	p := DocProgress{DocID: d.doc.ID, DocSHA256: d.sha, Status: StatusDone, Sentences: len(d.sentences)}
+	p := DocProgress{DocID: d.doc.ID, DocIndex: d.index, DocSHA256: d.sha, Status: StatusDone, Sentences: len(d.sentences)}
 	base := Reject{DocID: d.doc.ID, Model: w.info.Model, Backend: w.info.Backend, PromptHash: w.info.PromptHash}
 	var claims []Claim
 	var rejects []Reject
