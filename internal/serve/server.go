@@ -206,6 +206,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.opts.Ready != nil {
 		s.opts.Ready(s.addr)
 	}
+	// A long-running router's resident memory is what it serves with,
+	// not what start-up touched.
+	shedStartupMemory()
 
 	var runErr error
 	select {

@@ -70,7 +70,7 @@ func (t *directTransport) get(ctx context.Context, addr string) (*pconn, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &pconn{c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 16<<10), addr: addr}, nil
+	return &pconn{c: c, br: bufio.NewReaderSize(c, 4<<10), bw: bufio.NewWriterSize(c, 4<<10), addr: addr}, nil
 }
 
 func (t *directTransport) put(pc *pconn) {

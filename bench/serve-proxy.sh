@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Router overhead (issue 13): the fake engine answering at once, measured
+# directly, through a plain standard-library reverse proxy with a tuned
+# transport (hiro-fake-engine --proxy-to), and through `hiro serve` (the
+# real binary, access log and metrics on), in interleaved rounds:
+#   - latency with one client (p50, p99) and the added latency vs direct;
+#   - requests/s with 8 clients and the ratio to direct;
+#   - time to first byte of a streamed completion, added vs direct;
+# each as the median over the rounds with its spread (min-max), with the
+# load average before and after each round (the machine may be shared).
+# Then the peak RSS of each proxy with 256 concurrent streaming clients.
+#
+# Goals: added p50 <= 100 µs, added p99 <= 0.5 ms, req/s >= 0.4 x direct,
+# added TTFB <= 100 µs, RSS <= 40 MB.
+#
+#   bench/serve-proxy.sh                                   # 5 rounds of 2 s per measurement
+#   HIRO_BENCH_ROUNDS=9 HIRO_BENCH_SECONDS=3 bench/serve-proxy.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+go test ./internal/serve -run '^$' -bench 'RouterOverhead|RouterStreamingRSS' -benchtime 1x -timeout 30m "$@"
