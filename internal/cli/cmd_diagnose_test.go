@@ -16,7 +16,7 @@ import (
 
 // diagnoseCaseSets are the failure-log case sets, relative to this
 // package: the handed ones beside the checkout and the field corpus.
-var diagnoseCaseSets = []string{"../../../shared/cases/failure-logs", "../../../shared/cases/failure-logs-2", "../engine/testdata/field"}
+var diagnoseCaseSets = []string{"../../../shared/cases/failure-logs", "../../../shared/cases/failure-logs-2", "../engine/testdata/field", "../engine/testdata/live"}
 
 // TestDiagnoseCases runs every case log through 'hiro diagnose --json'
 // and checks class, phase, root cause, facts and exit.
@@ -75,7 +75,7 @@ func TestDiagnoseCases(t *testing.T) {
 // corpus, and exits 1 naming the case when an answer is wrong.
 func TestDiagnoseCoverage(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), []string{"diagnose", "--coverage", "../engine/testdata/field"}, &out, &errb)
+	code := Run(context.Background(), []string{"diagnose", "--coverage", "../engine/testdata/field", "../engine/testdata/live"}, &out, &errb)
 	if code != ExitOK {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errb.String(), out.String())
 	}

@@ -16,7 +16,7 @@ const casesDir = "../../../shared/cases/failure-logs"
 // caseDirs are the case sets every case test runs: the handed cases
 // (../shared, absent in a fresh clone) and the field corpus beside this
 // package (testdata/field, when present).
-var caseDirs = []string{casesDir, "../../../shared/cases/failure-logs-2", "testdata/field"}
+var caseDirs = []string{casesDir, "../../../shared/cases/failure-logs-2", "testdata/field", "testdata/live"}
 
 // failureCase is a Case with the directory of its set.
 type failureCase struct {

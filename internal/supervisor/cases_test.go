@@ -24,6 +24,7 @@ func caseSets(t *testing.T) []string {
 		filepath.Join(root, "..", "shared", "cases", "failure-logs"),
 		filepath.Join(root, "..", "shared", "cases", "failure-logs-2"),
 		filepath.Join(root, "internal", "engine", "testdata", "field"),
+		filepath.Join(root, "internal", "engine", "testdata", "live"),
 	} {
 		if _, err := os.Stat(filepath.Join(d, "cases.json")); err == nil {
 			dirs = append(dirs, d)

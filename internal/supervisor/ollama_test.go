@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,5 +167,48 @@ func TestOllamaServingDevice(t *testing.T) {
 		}
 	} else if res.State != StateReady {
 		t.Fatalf("GPU serving with requires_accelerator: state %s failure %+v", res.State, res.Failure)
+	}
+}
+
+// TestOllamaRealPortInUse: the real Ollama is told (OLLAMA_HOST) to bind
+// a port another process holds, while the profile's own port is free, so
+// hiro's check before launch passes and the engine itself fails. The
+// supervisor classifies Ollama's real log: port_in_use in phase launch,
+// its "bind: address already in use" line as root cause. The log is
+// kept as the live case internal/engine/testdata/live/ollama-port-in-use.log
+// (refreshed with HIRO_UPDATE_LIVE=1).
+func TestOllamaRealPortInUse(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := freePort(t)
+	p, state := ollamaProfile(t, ollamatest.TinyModel, port)
+	p.Env["OLLAMA_HOST"] = held.Addr().String()
+	proc, res := Start(context.Background(), p, Options{StateDir: state}) // once: the failure is the point
+	if proc != nil {
+		t.Cleanup(func() { proc.Stop(context.Background()) })
+	}
+	if proc != nil || res.State != StateFailed {
+		t.Fatalf("state %s failure %+v", res.State, res.Failure)
+	}
+	f := res.Failure
+	if f.Class != failure.ClassPortInUse || f.Phase != failure.PhaseLaunch || !strings.Contains(f.RootCause, "bind: address already in use") {
+		t.Fatalf("class %s phase %s root cause %q (log %s)", f.Class, f.Phase, f.RootCause, res.LogPath)
+	}
+	if f.ExitCode == nil || *f.ExitCode != 1 {
+		t.Errorf("exit %v", f.ExitCode)
+	}
+	if os.Getenv("HIRO_UPDATE_LIVE") != "" {
+		b, err := os.ReadFile(res.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, file, _, _ := runtime.Caller(0)
+		dst := filepath.Join(filepath.Dir(file), "..", "engine", "testdata", "live", "ollama-port-in-use.log")
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
