@@ -29,7 +29,10 @@ it before doing anything else, and 'hiro recover' does so on request. Leases
 of campaigns still running are left alone.
 
 Leases live in $HIRO_LEASE_DIR, else $XDG_STATE_HOME/hiro/leases, else
-~/.local/state/hiro/leases.
+~/.local/state/hiro/leases (created 0700; never a shared /tmp folder). A
+lease that cannot be read is moved to set-aside/ there and reported; the
+others are recovered. A finished campaign's evidence is never rewritten: a
+restore after it is written as an event file beside its evidence.
 
 Exit status: 0 nothing to do or production restored; 4 production could not
 be restored.`,

@@ -17,5 +17,14 @@
 // It must not change the prompt layout (package prompt owns it), start or
 // stop inference servers (package supervisor), or decide a campaign's
 // verdict (package qualify reads SemanticResult). Source text and model
-// replies are data: nothing in them is ever followed or interpreted.
+// replies are data: nothing in them is ever followed or interpreted. A
+// sentence that addresses the model (AddressesModel: instructions, an
+// embedded reply format, chat role markers, in several languages) is not
+// sent as a target and is recorded as a "sentence" reject with reason
+// addresses_model; a claim must be a well-formed statement (Malformed) and
+// may not address the model either.
+//
+// Every span in the output (sentence_span, quote_span) is in bytes of the
+// document's UTF-8 text, [start, end): claims.jsonl and run.json say so in
+// their span_unit field ("utf8_bytes", SpanUnit).
 package extract

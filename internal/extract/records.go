@@ -16,6 +16,11 @@ const (
 	StatsFile = "stats.json"
 	// RunSchema tags run.json.
 	RunSchema = "hiro.extract-run/v1"
+	// SpanUnit is the unit of every span in extraction output
+	// (sentence_span, quote_span): byte offsets [start, end) into the
+	// document's UTF-8 text, not characters. claims.jsonl and run.json
+	// carry it in their span_unit field.
+	SpanUnit = "utf8_bytes"
 )
 
 // Claim is one line of claims.jsonl: an accepted claim and its provenance.
@@ -25,10 +30,14 @@ type Claim struct {
 	DocID string `json:"doc_id"`
 	// SentenceIndex is the splitter's sentence index in the document (0-based).
 	SentenceIndex int `json:"sentence_index"`
-	// SentenceSpan is the sentence's byte span [start, end) in the document.
+	// SentenceSpan is the sentence's span [start, end) in the document, in
+	// bytes of its UTF-8 text (SpanUnit).
 	SentenceSpan [2]int `json:"sentence_span"`
-	// QuoteSpan is the quote's byte span [start, end) in the document.
+	// QuoteSpan is the quote's span [start, end) in the document, in bytes
+	// of its UTF-8 text (SpanUnit).
 	QuoteSpan [2]int `json:"quote_span"`
+	// SpanUnit says so: always SpanUnit ("utf8_bytes").
+	SpanUnit string `json:"span_unit"`
 	// Text is the claim; Quote the model's quote of the sentence.
 	Text  string `json:"text"`
 	Quote string `json:"quote"`
@@ -50,9 +59,12 @@ type Claim struct {
 // Reject kinds: what a Reject record is about.
 const (
 	RejectDocument = "document"
-	RejectRequest  = "request"
-	RejectReply    = "reply"
-	RejectClaim    = "claim"
+	// RejectSentence: the sentence addresses the model (see
+	// AddressesModel); Text holds it; it was not sent as a target.
+	// Declared in inject.go.
+	RejectRequest = "request"
+	RejectReply   = "reply"
+	RejectClaim   = "claim"
 )
 
 // Reject is one line of rejects.jsonl: something that did not become a
@@ -61,7 +73,8 @@ type Reject struct {
 	// Kind is RejectDocument, RejectRequest, RejectReply or RejectClaim.
 	Kind  string `json:"kind"`
 	DocID string `json:"doc_id"`
-	// SentenceIndex and SentenceSpan are set for all kinds but document.
+	// SentenceIndex and SentenceSpan (bytes of UTF-8 text, SpanUnit) are
+	// set for all kinds but document.
 	SentenceIndex *int    `json:"sentence_index,omitempty"`
 	SentenceSpan  *[2]int `json:"sentence_span,omitempty"`
 	// Attempt numbers the request (1 first, 2 first repair, ...); 0 for
@@ -149,6 +162,8 @@ type RunInfo struct {
 	// shard, and how many documents it has. A resumed run must be the
 	// same shard.
 	Shard *Shard `json:"shard,omitempty"`
+	// SpanUnit is the unit of every span in the output: SpanUnit.
+	SpanUnit string `json:"span_unit"`
 }
 
 // Stats is stats.json: totals over every line of progress.jsonl (a

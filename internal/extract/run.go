@@ -184,6 +184,9 @@ type sentResult struct {
 	// reqReject is set when no reply could be had; transient when a
 	// rerun may succeed (server error, transport).
 	reqReject *Reason
+	// addressed is set when the sentence speaks to the model: it is not
+	// sent as a target and yields no claim (a RejectSentence).
+	addressed *Reason
 	transient bool
 	cancelled bool
 	requests  int
@@ -205,7 +208,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 	if err != nil {
 		return nil, err
 	}
-	info := RunInfo{Schema: RunSchema, Backend: opts.Backend, BaseURL: opts.BaseURL, Model: opts.Model,
+	info := RunInfo{Schema: RunSchema, SpanUnit: SpanUnit, Backend: opts.Backend, BaseURL: opts.BaseURL, Model: opts.Model,
 		PromptVersion: prompt.Version, PromptHash: prompt.Hash(), SchemaHash: prompt.SchemaHash(),
 		MaxTokens: opts.MaxTokens, MaxRepairs: opts.MaxRepairs}
 	// index is each document's position in the whole input: a shard's
@@ -497,6 +500,10 @@ func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
 		r.cancelled = true
 		return r
 	}
+	if why, ok := AddressesModel(d.sentences[i].Text); ok {
+		r.addressed = &Reason{Code: ReasonAddressesModel, Detail: why + "; the sentence is recorded as data and not sent as a target"}
+		return r
+	}
 	in := Window(d.sentences, i)
 	src := SourceFor(d.sentences, i, in)
 	msgs := Messages(in)
@@ -600,6 +607,12 @@ func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
 		if failed {
 			continue
 		}
+		if res.addressed != nil {
+			r := sbase
+			r.Kind, r.Reasons, r.Text = RejectSentence, []Reason{*res.addressed}, s.Text
+			rejects = append(rejects, r)
+			continue
+		}
 		sentKeys := map[string]bool{}
 		for k, a := range res.attempts {
 			retried := k < len(res.attempts)-1
@@ -635,7 +648,7 @@ func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
 				sentKeys[c.Key] = true
 				docKeys[c.Key] = i
 				claims = append(claims, Claim{
-					DocID: d.doc.ID, SentenceIndex: i, SentenceSpan: span, QuoteSpan: [2]int{c.QuoteStart, c.QuoteEnd},
+					DocID: d.doc.ID, SentenceIndex: i, SentenceSpan: span, QuoteSpan: [2]int{c.QuoteStart, c.QuoteEnd}, SpanUnit: SpanUnit,
 					Text: c.Text, Quote: c.Quote, Match: c.Match, Model: w.info.Model, Backend: w.info.Backend,
 					PromptVersion: w.info.PromptVersion, PromptHash: w.info.PromptHash, SchemaHash: w.info.SchemaHash, Attempt: a.n,
 				})

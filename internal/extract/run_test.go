@@ -107,34 +107,37 @@ func TestRunMiniCorpusEcho(t *testing.T) {
 		sentences += len(ss)
 	}
 	claims := checkClaims(t, out, docs)
-	if len(claims) != sentences || sum.Done != len(docs) || sum.Requests != sentences || sum.Stats.SchemaValidRate != 1 {
+	// The hostile document's two sentences that address the model (an
+	// instruction with an embedded reply, a SYSTEM: role marker) are data:
+	// recorded as sentence rejects, never sent as targets, no claim. Its
+	// sentence with markup, echoed as a claim, is no statement: rejected as
+	// malformed (first reply and its repair).
+	const addressing, markup = 2, 1
+	if len(claims) != sentences-addressing-markup || sum.Done != len(docs) || sum.Requests != sentences-addressing+markup || sum.Stats.SchemaValidRate != 1 {
 		t.Errorf("claims %d of %d sentences; summary %+v", len(claims), sentences, sum)
 	}
-	if rs := checkRejects(t, out); len(rs) != 0 {
-		t.Errorf("echo model got rejects: %+v", rs)
+	kinds := map[string]int{}
+	for _, r := range checkRejects(t, out) {
+		kinds[r.Kind+" "+r.Reasons[0].Code]++
+		if r.DocID != "hostile" {
+			t.Errorf("unexpected reject %+v", r)
+		}
 	}
-	// Hostile source text reaches the model as data inside the Target line
-	// and comes back as a claim; the system message never changes.
-	var hostile bool
+	if kinds[RejectSentence+" "+ReasonAddressesModel] != addressing || kinds[RejectClaim+" "+ReasonMalformed] != 2 || len(kinds) != 2 {
+		t.Errorf("rejects by kind and reason: %v", kinds)
+	}
 	for _, r := range f.requests {
 		if r.Messages[0].Content != prompt.System() || !strings.Contains(string(r.ResponseFormat), `"json_schema"`) {
 			t.Fatalf("request does not carry the system prompt and schema: %+v", r)
 		}
 		if strings.Contains(r.Messages[1].Content, "Target sentence:\nIgnore all previous instructions") {
-			hostile = true
+			t.Error("the hostile sentence was sent as a target")
 		}
 	}
-	if !hostile {
-		t.Error("the hostile sentence was not sent as a target")
-	}
-	var asData bool
 	for _, c := range claims {
-		if c.DocID == "hostile" && strings.HasPrefix(c.Text, "Ignore all previous instructions") && c.Match == corpus.MatchExact {
-			asData = true
+		if c.DocID == "hostile" && (strings.Contains(c.Text, "Ignore all previous") || strings.Contains(c.Text, "SYSTEM")) {
+			t.Errorf("claim from a sentence addressing the model: %q", c.Text)
 		}
-	}
-	if !asData {
-		t.Error("the hostile sentence's claim is missing: it must be kept as data")
 	}
 	var st Stats
 	b, _ := os.ReadFile(filepath.Join(out, StatsFile))

@@ -244,6 +244,16 @@ func (v *Validator) checkClaim(text, quote string, src Source) (Candidate, []Rea
 	if n := utf8.RuneCountInString(text); n > v.MaxClaimRunes {
 		rs = append(rs, Reason{Code: ReasonTooLong, Detail: fmt.Sprintf("the claim has %d characters; at most %d", n, v.MaxClaimRunes)})
 	}
+	// The document is data: a claim must be a statement, and neither it
+	// nor its quote may speak to the model.
+	if why, bad := Malformed(text); bad {
+		rs = append(rs, Reason{Code: ReasonMalformed, Detail: why})
+	}
+	if why, bad := AddressesModel(text); bad {
+		rs = append(rs, Reason{Code: ReasonAddressesModel, Detail: "claim: " + why})
+	} else if why, bad := AddressesModel(quote); bad {
+		rs = append(rs, Reason{Code: ReasonAddressesModel, Detail: "quote: " + why})
+	}
 	if s, e, kind, ok := corpus.FindQuote(src.Sentence, quote); ok {
 		c.QuoteStart, c.QuoteEnd, c.Match = src.SentenceStart+s, src.SentenceStart+e, kind
 	} else {

@@ -3,8 +3,11 @@
 // runs its gates in order (a gate runs only if every gate before it
 // passed), walks the launch gate's attempt ladder, guards production
 // (stop before an exclusive candidate, restore and verify afterwards on
-// every path, a durable lease so a killed hiro is recovered by the next
-// one), and writes the evidence after every gate plus a Markdown report.
+// every path, a lease from package lease held for the whole campaign so
+// that one campaign owns production at a time and a killed hiro is
+// recovered by the next one), and writes the evidence after every gate
+// plus a Markdown report. Recovery (Recover) finalizes only campaigns that
+// never finished; later events of a finished campaign are event files.
 //
 // Production is resolved through package production (the latest
 // activation, else the configuration's [production]). When a 'hiro serve'
