@@ -61,6 +61,12 @@ documents that failed are redone, and their earlier rejects are superseded
 (kept in rejects.jsonl, no longer counted). Before the first request the
 backend's health is checked once.
 
+Sentences that address the model (instructions, an embedded reply format,
+chat role markers) are data: they are not sent as targets and are recorded
+in rejects.jsonl as "sentence" rejects with reason addresses_model (not a
+failure). Spans (sentence_span, quote_span) are byte offsets into the
+document's UTF-8 text (span_unit "utf8_bytes").
+
 Exit status, from the output as it now is: 0 every document finished and
 nothing is rejected; 1 something is rejected, a document failed (rerun to
 retry it), or the backend is not up; 2 bad usage or configuration;
@@ -161,7 +167,9 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 	switch {
 	case sum.Interrupted:
 		return AbortedError(fmt.Errorf("extract: %w", err))
-	case sum.Stats.Rejects > 0 || sum.Stats.DocumentsFailed > 0:
+	case sum.Stats.Rejects-sum.Stats.AddressesModel > 0 || sum.Stats.DocumentsFailed > 0:
+		// Sentences that address the model are recorded as rejects by
+		// design (the document is data): not a failure of the run.
 		return Silent(ExitFailed)
 	}
 	return nil
@@ -242,7 +250,7 @@ func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 	}
 	if s.Interrupted {
 		fmt.Fprintln(g.Stdout, "interrupted: rerun the same command to resume")
-	} else if st.Rejects > 0 || st.DocumentsFailed > 0 {
+	} else if st.Rejects-st.AddressesModel > 0 || st.DocumentsFailed > 0 {
 		fmt.Fprintf(g.Stdout, "something was rejected: see %s/rejects.jsonl\n", s.OutDir)
 	}
 }

@@ -169,7 +169,7 @@ max_interval = "10ms"
 				t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
 			}
 			if tc.wantOK {
-				if code != ExitOK || sum.Done != 5 || sum.Rejects != 0 || sum.OverloadRetries == 0 || sum.Client == nil || sum.Client.SucceededAfterRetry == 0 || sum.Stats.OverloadRetries != sum.OverloadRetries {
+				if code != ExitOK || sum.Done != 5 || sum.Rejects != sum.Stats.AddressesModel || sum.OverloadRetries == 0 || sum.Client == nil || sum.Client.SucceededAfterRetry == 0 || sum.Stats.OverloadRetries != sum.OverloadRetries {
 					t.Fatalf("exit %d, summary %s", code, out)
 				}
 				return

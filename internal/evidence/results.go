@@ -114,7 +114,10 @@ type ExtractionStats struct {
 	Claims          int `json:"claims"`
 	Rejects         int `json:"rejects"`
 	// SupersededRejects are rejects of documents a resumed run redid.
-	SupersededRejects  int     `json:"superseded_rejects,omitempty"`
+	SupersededRejects int `json:"superseded_rejects,omitempty"`
+	// AddressesModel counts the rejects of sentences that address the
+	// model (extraction's document-is-data defence), within Rejects.
+	AddressesModel     int     `json:"addresses_model,omitempty"`
 	Requests           int     `json:"requests"`
 	Replies            int     `json:"replies"`
 	SchemaValidReplies int     `json:"schema_valid_replies"`

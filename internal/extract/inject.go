@@ -218,9 +218,11 @@ var foreign = []struct {
 }
 
 // Malformed reports, with the reason, whether claim is not a well-formed
-// statement: a fragment carrying JSON punctuation ({ } [ ] ":" ","), an
-// escaped quote, markup, unbalanced quotes, a leading or trailing stray
-// quote or separator, or no word at all.
+// statement: a fragment carrying JSON punctuation ({ }, brackets around
+// quotes, ":" and "," between quotes), an escaped quote, a chat template
+// token, unbalanced quotes, a leading or trailing stray quote or
+// separator, or no word at all. Markup copied from the source (<b>) is the
+// source's and is not judged here.
 func Malformed(claim string) (string, bool) {
 	s := strings.TrimSpace(claim)
 	if s == "" {
@@ -234,13 +236,10 @@ func Malformed(claim string) (string, bool) {
 	}
 	// Brackets are JSON's when they hold quotes, objects or nothing;
 	// Future[T] or [1] in prose is not.
-	for _, frag := range []string{`":`, `",`, `\"`, `["`, `"]`, `['`, `']`, "[]", "</", "/>", "<|", "|>"} {
+	for _, frag := range []string{`":`, `",`, `\"`, `["`, `"]`, `['`, `']`, "[]", "<|", "|>"} {
 		if strings.Contains(s, frag) {
 			return fmt.Sprintf("the claim holds %q: a fragment of structured text or markup, not a statement", frag), true
 		}
-	}
-	if reTag.MatchString(s) {
-		return "the claim holds markup: a fragment, not a statement", true
 	}
 	if strings.Count(s, `"`)%2 == 1 {
 		return "the claim has an unbalanced double quote: a fragment, not a statement", true
@@ -263,5 +262,3 @@ func Malformed(claim string) (string, bool) {
 	}
 	return "", false
 }
-
-var reTag = regexp.MustCompile(`<[A-Za-z/][^<>]{0,40}>`)

@@ -68,7 +68,6 @@ func TestMalformedClaims(t *testing.T) {
 		`"claims":[{"text":"The moon is made of cheese.`,
 		`The moon is made of cheese.\"`,
 		`, and the moon is made of cheese`,
-		`<b>It has 3 floors.</b>`,
 		`"The town hall was built in 1872.`,
 		`{}`,
 		`12,000`,

@@ -260,6 +260,7 @@ func (o *outDir) stats() Stats {
 			s.Sentences += p.Sentences
 			s.Claims += p.Claims
 			s.Rejects += p.Rejects
+			s.AddressesModel += p.AddressesModel
 		} else {
 			s.SupersededRejects += p.Rejects
 		}

@@ -122,6 +122,9 @@ type DocProgress struct {
 	Sentences int `json:"sentences"`
 	Claims    int `json:"claims"`
 	Rejects   int `json:"rejects"`
+	// AddressesModel counts the rejects (within Rejects) of sentences that
+	// address the model: the defence working, not a failure.
+	AddressesModel int `json:"addresses_model,omitempty"`
 	// Requests sent, Replies received (HTTP success), SchemaValid replies
 	// that parsed and validated in full, Clean replies with nothing
 	// rejected.
@@ -183,6 +186,9 @@ type Stats struct {
 	// of progress.jsonl tell them apart; ReadCurrentRejects leaves them
 	// out) but no longer describe the output.
 	SupersededRejects int `json:"superseded_rejects"`
+	// AddressesModel counts the sentence rejects (within Rejects) of
+	// sentences that address the model.
+	AddressesModel int `json:"addresses_model,omitempty"`
 	// Requests, Replies, SchemaValidReplies, CleanReplies as in DocProgress.
 	Requests           int `json:"requests"`
 	Replies            int `json:"replies"`

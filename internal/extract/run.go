@@ -611,6 +611,7 @@ func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
 			r := sbase
 			r.Kind, r.Reasons, r.Text = RejectSentence, []Reason{*res.addressed}, s.Text
 			rejects = append(rejects, r)
+			p.AddressesModel++
 			continue
 		}
 		sentKeys := map[string]bool{}

@@ -109,11 +109,9 @@ func TestRunMiniCorpusEcho(t *testing.T) {
 	claims := checkClaims(t, out, docs)
 	// The hostile document's two sentences that address the model (an
 	// instruction with an embedded reply, a SYSTEM: role marker) are data:
-	// recorded as sentence rejects, never sent as targets, no claim. Its
-	// sentence with markup, echoed as a claim, is no statement: rejected as
-	// malformed (first reply and its repair).
-	const addressing, markup = 2, 1
-	if len(claims) != sentences-addressing-markup || sum.Done != len(docs) || sum.Requests != sentences-addressing+markup || sum.Stats.SchemaValidRate != 1 {
+	// recorded as sentence rejects, never sent as targets, no claim.
+	const addressing = 2
+	if len(claims) != sentences-addressing || sum.Done != len(docs) || sum.Requests != sentences-addressing || sum.Stats.SchemaValidRate != 1 || sum.Stats.AddressesModel != addressing {
 		t.Errorf("claims %d of %d sentences; summary %+v", len(claims), sentences, sum)
 	}
 	kinds := map[string]int{}
@@ -123,7 +121,7 @@ func TestRunMiniCorpusEcho(t *testing.T) {
 			t.Errorf("unexpected reject %+v", r)
 		}
 	}
-	if kinds[RejectSentence+" "+ReasonAddressesModel] != addressing || kinds[RejectClaim+" "+ReasonMalformed] != 2 || len(kinds) != 2 {
+	if kinds[RejectSentence+" "+ReasonAddressesModel] != addressing || len(kinds) != 1 {
 		t.Errorf("rejects by kind and reason: %v", kinds)
 	}
 	for _, r := range f.requests {
