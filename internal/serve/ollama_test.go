@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -18,45 +19,7 @@ import (
 // completion and a streamed completion through the router's alias, usage
 // counted, the canary made on a loaded model.
 func TestOllamaBehindRouter(t *testing.T) {
-	bin := ollamatest.Binary(t) // skips with the reason when absent
-	models := filepath.Join(t.TempDir(), "models")
-	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.TinyModel: ollamatest.ShippedModels(t)[ollamatest.TinyModel]})
-	dir := t.TempDir()
-	port := freePort(t)
-	toml := fmt.Sprintf(`state_dir = "state"
-[production]
-backend = "ollama"
-[backends.ollama]
-engine = "ollama"
-command = %q
-args = ["serve"]
-port = %d
-model = %q
-ready_timeout = "2m"
-stall_timeout = "1m"
-stop_grace = "10s"
-ready_probe = { max_tokens = 4 }
-[backends.ollama.env]
-OLLAMA_HOST = "127.0.0.1:%d"
-OLLAMA_MODELS = %q
-HOME = %q
-OLLAMA_NUM_PARALLEL = "1"
-OLLAMA_KEEP_ALIVE = "-1"
-[serve]
-listen = "127.0.0.1:0"
-alias = "extraction"
-canary_interval = "1s"
-access_log = "off"
-on_exit = "stop"
-`, bin, port, ollamatest.TinyModel, port, models, dir)
-	path := filepath.Join(dir, "hiro.toml")
-	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := ollamaConfig(t, "-1", "1s")
 	r := startRouter(t, cfg, nil)
 	r.waitState(t, StateReady, 2*time.Minute)
 
@@ -112,5 +75,82 @@ on_exit = "stop"
 	}
 	if !found {
 		t.Error("no token count from Ollama's usage in the metrics")
+	}
+}
+
+// ollamaConfig prepares the tiny model and returns a configuration whose
+// managed production is the real Ollama with keepAlive
+// (OLLAMA_KEEP_ALIVE) and the router's canary every canary.
+func ollamaConfig(t *testing.T, keepAlive, canary string) *config.Config {
+	t.Helper()
+	bin := ollamatest.Binary(t) // skips with the reason when absent
+	models := filepath.Join(t.TempDir(), "models")
+	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.TinyModel: ollamatest.ShippedModels(t)[ollamatest.TinyModel]})
+	dir := t.TempDir()
+	port := freePort(t)
+	toml := fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "ollama"
+[backends.ollama]
+engine = "ollama"
+command = %q
+args = ["serve"]
+port = %d
+model = %q
+ready_timeout = "2m"
+stall_timeout = "1m"
+stop_grace = "10s"
+ready_probe = { max_tokens = 4 }
+[backends.ollama.env]
+OLLAMA_HOST = "127.0.0.1:%d"
+OLLAMA_MODELS = %q
+HOME = %q
+OLLAMA_NUM_PARALLEL = "1"
+OLLAMA_KEEP_ALIVE = %q
+[serve]
+listen = "127.0.0.1:0"
+alias = "extraction"
+canary_interval = %q
+access_log = "off"
+on_exit = "stop"
+`, bin, port, ollamatest.TinyModel, port, models, dir, keepAlive, canary)
+	path := filepath.Join(dir, "hiro.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestOllamaCanaryRespectsKeepAlive: canaries every 300 ms do not keep
+// the model loaded past Ollama's 1 s keep-alive; once it is unloaded the
+// canary is skipped and never loads it again.
+func TestOllamaCanaryRespectsKeepAlive(t *testing.T) {
+	cfg := ollamaConfig(t, "1s", "300ms")
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 2*time.Minute)
+	prof := cfg.Backends["ollama"]
+	e := r.s.prod.current()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := r.waitState(t, StateReady, time.Second)
+		if c := st.Production.LastCanary; c != nil && strings.Contains(c.Skipped, "not loaded") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the canary never said the model is unloaded: %+v", st.Production.LastCanary)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Several canary intervals later the model is still not loaded.
+	time.Sleep(1500 * time.Millisecond)
+	if ps := ollamaPS(context.Background(), e.hc, prof.BaseURL, e.eng, prof.Model); !ps.known || ps.loaded {
+		t.Errorf("after skipped canaries: %+v; the canary reloaded the model", ps)
+	}
+	if st := r.waitState(t, StateReady, time.Second); st.Production.LastFailure != nil {
+		t.Errorf("an unloaded model was taken for a failure: %+v", st.Production.LastFailure)
 	}
 }

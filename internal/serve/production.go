@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -522,14 +521,27 @@ func (p *prodCtl) canary(ctx context.Context) {
 		skip("a request succeeded within the canary interval")
 		return
 	}
+	var keepAlive time.Duration // > 0: the canary must not extend the model's stay
 	if rt.prof.Engine == "ollama" {
-		if loaded, known := ollamaLoaded(ctx, p.current().hc, rt.prof.BaseURL, rt.eng, rt.prof.Model); known && !loaded {
+		ps := ollamaPS(ctx, rt.hc, rt.prof.BaseURL, rt.eng, rt.prof.Model)
+		if ps.known && !ps.loaded {
 			skip("the model is not loaded (keep-alive expired); a canary would reload it")
 			return
 		}
+		if ps.loaded && !ps.expires.IsZero() && time.Until(ps.expires) < 24*time.Hour {
+			if keepAlive = time.Until(ps.expires); keepAlive < time.Second {
+				skip("the model is about to be unloaded (keep-alive); a canary would keep it")
+				return
+			}
+		}
 	}
 	start := time.Now()
-	rr := supervisor.CheckReadyTracked(ctx, rt.prof, p.current().hc, p.tracker())
+	var rr supervisor.ReadyResult
+	if keepAlive > 0 {
+		rr = ollamaCanary(ctx, rt, keepAlive, p.tracker())
+	} else {
+		rr = supervisor.CheckReadyTracked(ctx, rt.prof, rt.hc, p.tracker())
+	}
 	if ctx.Err() != nil {
 		return
 	}
@@ -551,40 +563,6 @@ func (p *prodCtl) canary(ctx context.Context) {
 	}
 	servingPhase(f)
 	p.failed(ctx, f, "canary")
-}
-
-// ollamaLoaded asks Ollama's /api/ps whether model is loaded; known is
-// false when it cannot tell.
-func ollamaLoaded(ctx context.Context, hc *http.Client, base string, e *engine.Engine, model string) (loaded, known bool) {
-	ctx, cancel := context.WithTimeout(ctx, supervisor.DefaultHealthRequestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/ps", nil)
-	if err != nil {
-		return false, false
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return false, false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false, false
-	}
-	var ps struct {
-		Models []struct {
-			Name  string `json:"name"`
-			Model string `json:"model"`
-		} `json:"models"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&ps) != nil {
-		return false, false
-	}
-	for _, m := range ps.Models {
-		if e.MatchModel(model, []string{m.Name, m.Model}) {
-			return true, true
-		}
-	}
-	return false, true
 }
 
 // holdFor marks production held by campaign h (a live lease).
