@@ -10,13 +10,13 @@
 // (finished documents are committed in groups: one write and one fsync per
 // file for every document finished when a commit starts, data files before
 // the checkpoint, so a finished document is never lost and a half-written
-// one is dropped),
-// and the semantic gate's engine (RunSemantic) that compares a candidate
-// with production on a frozen corpus.
+// one is dropped).
 //
 // It must not change the prompt layout (package prompt owns it), start or
 // stop inference servers (package supervisor), or decide a campaign's
-// verdict (package qualify reads SemanticResult). Source text and model
+// verdict: the semantic gate (package qualify, gate_semantic.go) runs
+// extraction on both sides, compares the scores and caches production's
+// baseline. Source text and model
 // replies are data: nothing in them is ever followed or interpreted. A
 // sentence that addresses the model (AddressesModel: instructions, an
 // embedded reply format, chat role markers, in several languages) is not

@@ -2,18 +2,25 @@ package qualify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/eval"
 	"github.com/hiro-dev/hiro/internal/extract"
 	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/prompt"
 )
 
 // profileClient returns the extraction client of profile p
@@ -56,7 +63,8 @@ type SemanticGate struct {
 	Tolerance float64 `toml:"tolerance"`
 	// Concurrency is the extraction's parallel requests; default 1.
 	Concurrency int `toml:"concurrency"`
-	// MaxRepairs bounds repair retries per sentence (nil: extract's default).
+	// MaxRepairs bounds repair retries per sentence (nil:
+	// extract.DefaultMaxRepairs; 0: none).
 	MaxRepairs *int `toml:"max_repairs"`
 	// MaxTokens bounds each reply (0: extract's default).
 	MaxTokens int `toml:"max_tokens"`
@@ -124,33 +132,127 @@ func (g *SemanticGate) Fingerprint(fp *evidence.Fingerprints) {
 	}
 }
 
-// params builds the extraction comparison; the candidate target is filled
-// when the candidate is ready.
-func (g *SemanticGate) params(h *Handle) extract.SemanticParams {
-	p := extract.SemanticParams{
-		CorpusDir:             g.Corpus,
-		ProductionFingerprint: h.ProductionFingerprint,
-		WorkDir:               filepath.Join(h.Dir, "semantic", h.GateID),
-		CacheDir:              filepath.Join(h.StateDir, "semantic-cache"),
-		Floors:                extract.Floors{MinF1: g.MinF1, MinGrounding: g.MinGrounding, MinSchemaValid: g.MinSchemaValid},
-		Tolerance:             g.Tolerance,
-		Concurrency:           g.Concurrency,
-		MaxTokens:             g.MaxTokens,
-		MaxRepairs:            semanticRepairs(g.MaxRepairs),
-		RequestTimeout:        g.RequestTimeout.Duration,
+// Semantic comparison: production's side (cached by fingerprint), the
+// candidate's side, and the checks. Both sides are extracted by package
+// extract and scored by package eval; the pass/fail and the cache are the
+// gate's.
+
+// SemanticSideSchema tags a cached production side.
+const SemanticSideSchema = "hiro.semantic-side/v1"
+
+// semanticTarget is one server the gate extracts through.
+type semanticTarget struct {
+	Backend string `json:"backend"`
+	BaseURL string `json:"base_url"`
+	Model   string `json:"model"`
+	// profile builds the client (its key, CA file and overload policy).
+	profile *config.Profile
+}
+
+// baselineKey is what production's cached side is keyed on: the prompt,
+// the schema, the corpus, production's configuration and model, and the
+// extraction and scoring settings. Key is the hex SHA-256 over the rest.
+type baselineKey struct {
+	PromptHash      string `json:"prompt_hash"`
+	SchemaHash      string `json:"schema_hash"`
+	CorpusDigest    string `json:"corpus_digest"`
+	Production      string `json:"production"`
+	ProductionModel string `json:"production_model"`
+	Settings        string `json:"settings"`
+	Key             string `json:"key"`
+}
+
+// semanticSide is one side's extraction and scores; production's is
+// cached as JSON in the state directory.
+type semanticSide struct {
+	Schema      string         `json:"schema"`
+	Target      semanticTarget `json:"target"`
+	Fingerprint *baselineKey   `json:"fingerprint,omitempty"`
+	OutDir      string         `json:"out_dir"`
+	Stats       extract.Stats  `json:"stats"`
+	Report      *eval.Report   `json:"report"`
+}
+
+// repairs is the extraction's repair count: max_repairs, else
+// extract.DefaultMaxRepairs.
+func (g *SemanticGate) repairs() int {
+	if g.MaxRepairs == nil {
+		return extract.DefaultMaxRepairs
 	}
-	if h.Production != nil {
-		p.Production = extract.Target{Backend: h.Production.Name, BaseURL: h.Production.BaseURL, Model: h.Production.Model, Client: profileClient(h.Production)}
+	return *g.MaxRepairs
+}
+
+// baselineKey computes production's cache key.
+func (g *SemanticGate) baselineKey(c *corpus.Corpus, h *Handle) baselineKey {
+	k := baselineKey{
+		PromptHash: prompt.Hash(), SchemaHash: prompt.SchemaHash(), CorpusDigest: c.Manifest.Digest,
+		Production: h.ProductionFingerprint, ProductionModel: h.Production.Model,
+		Settings: strings.Join([]string{"repairs=" + strconv.Itoa(g.repairs()), "max_tokens=" + strconv.Itoa(g.MaxTokens),
+			"threshold=" + strconv.FormatFloat(eval.DefaultThreshold, 'g', -1, 64)}, ","),
 	}
-	return p
+	sum := sha256.New()
+	for _, s := range []string{k.PromptHash, k.SchemaHash, k.CorpusDigest, k.Production, k.ProductionModel, k.Settings} {
+		sum.Write([]byte(s))
+		sum.Write([]byte{0})
+	}
+	k.Key = hex.EncodeToString(sum.Sum(nil))
+	return k
+}
+
+// errProductionIncomplete means production could not extract every
+// document: its scores would not be a fair baseline.
+var errProductionIncomplete = errors.New("production extraction incomplete")
+
+// productionSide returns production's side: from the cache in the state
+// directory when a side with the same key is there (cached true, nothing
+// sent), else by asking production and caching the result. An incomplete
+// production run is an error.
+func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *Handle) (*semanticSide, bool, error) {
+	key := g.baselineKey(c, h)
+	dir := filepath.Join(h.StateDir, "semantic-cache", "production-"+key.Key[:16])
+	cacheFile := dir + ".json"
+	if b, err := os.ReadFile(cacheFile); err == nil {
+		var s semanticSide
+		if json.Unmarshal(b, &s) == nil && s.Schema == SemanticSideSchema && s.Fingerprint != nil && s.Fingerprint.Key == key.Key && s.Report != nil {
+			return &s, true, nil
+		}
+	}
+	p := h.Production
+	side, err := g.runSide(ctx, c, semanticTarget{Backend: p.Name, BaseURL: p.BaseURL, Model: p.Model, profile: p}, dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("semantic: production: %w", err)
+	}
+	if side.Stats.DocumentsFailed > 0 {
+		return nil, false, fmt.Errorf("semantic: %w: %d documents had failed requests (see %s)", errProductionIncomplete, side.Stats.DocumentsFailed, filepath.Join(dir, extract.RejectsFile))
+	}
+	side.Fingerprint = &key
+	b, _ := json.MarshalIndent(side, "", "  ")
+	if err := corpus.WriteFileAtomic(cacheFile, append(b, '\n')); err != nil {
+		return nil, false, fmt.Errorf("semantic: cache production result: %w", err)
+	}
+	return side, false, nil
+}
+
+// runSide extracts the corpus through t into dir and scores it.
+func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semanticTarget, dir string) (*semanticSide, error) {
+	sum, err := extract.Run(ctx, c.Docs, extract.Options{Client: profileClient(t.profile), Backend: t.Backend, BaseURL: t.BaseURL, Model: t.Model,
+		OutDir: dir, Concurrency: g.Concurrency, MaxRepairs: g.repairs(), MaxTokens: g.MaxTokens, RequestTimeout: g.RequestTimeout.Duration})
+	if err != nil {
+		return nil, err
+	}
+	rep, err := eval.EvaluateFiles(c.Dir, filepath.Join(dir, extract.ClaimsFile), 0)
+	if err != nil {
+		return nil, err
+	}
+	return &semanticSide{Schema: SemanticSideSchema, Target: t, OutDir: dir, Stats: sum.Stats, Report: rep}, nil
 }
 
 // Prepare computes production's baseline while production still serves,
-// or finds it cached under the same fingerprint. Only an exclusive
-// candidate needs this up front (production is stopped while the
-// candidate runs); otherwise Run asks production itself, so a campaign
-// that fails early costs production nothing. A baseline that cannot be
-// had is remembered and makes Run a harness error.
+// or finds it cached under the same key. Only an exclusive candidate needs
+// this up front (production is stopped while the candidate runs);
+// otherwise Run asks production itself, so a campaign that fails early
+// costs production nothing. A baseline that cannot be had is remembered
+// and makes Run a harness error.
 func (g *SemanticGate) Prepare(ctx context.Context, h *Handle, prodReady bool) error {
 	g.baseline = nil
 	if !h.Exclusive {
@@ -162,7 +264,7 @@ func (g *SemanticGate) Prepare(ctx context.Context, h *Handle, prodReady bool) e
 	}
 	h.Logf("production baseline: extracting corpus %s through %s (cached results are reused)", filepath.Base(g.Corpus), h.Production.Name)
 	t0 := time.Now()
-	side, cached, err := extract.PrepareProduction(ctx, g.params(h))
+	side, cached, err := g.loadAndRunProduction(ctx, h)
 	h.Waited(t0)
 	switch {
 	case ctx.Err() != nil:
@@ -184,6 +286,14 @@ func (g *SemanticGate) Prepare(ctx context.Context, h *Handle, prodReady bool) e
 	return nil
 }
 
+func (g *SemanticGate) loadAndRunProduction(ctx context.Context, h *Handle) (*semanticSide, bool, error) {
+	c, err := corpus.Load(g.Corpus)
+	if err != nil {
+		return nil, false, fmt.Errorf("semantic: %w", err)
+	}
+	return g.productionSide(ctx, c, h)
+}
+
 // Run extracts through the candidate and compares with production.
 func (g *SemanticGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) error {
 	r, err := h.Ready()
@@ -196,47 +306,108 @@ func (g *SemanticGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) er
 	if h.Production == nil {
 		return harnessErr("no production profile to compare with")
 	}
-	p := g.params(h)
-	p.Candidate = extract.Target{Backend: h.Candidate.Name, BaseURL: r.Profile.BaseURL, Model: r.Profile.Model, Client: profileClient(r.Profile)}
 	t0 := time.Now()
-	res, err := extract.RunSemantic(ctx, p)
-	h.Waited(t0)
+	defer h.Waited(t0)
+	prod, cached, err := g.loadAndRunProduction(ctx, h)
+	if err == nil {
+		var c *corpus.Corpus
+		if c, err = corpus.Load(g.Corpus); err == nil {
+			var cand *semanticSide
+			cand, err = g.runSide(ctx, c, semanticTarget{Backend: h.Candidate.Name, BaseURL: r.Profile.BaseURL, Model: r.Profile.Model, profile: r.Profile},
+				filepath.Join(h.Dir, "semantic", h.GateID, "candidate-"+safeName(h.Candidate.Name)))
+			if err != nil {
+				err = fmt.Errorf("semantic: candidate: %w", err)
+			} else {
+				eg.Semantic = g.compare(c, cand, prod, cached)
+			}
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return harnessErr("%v", err)
 	}
-	eg.Semantic = semanticEvidence(res)
-	if !res.Passed {
-		return fmt.Errorf("semantic checks failed: %s", strings.Join(res.Reasons, "; "))
+	if !eg.Semantic.Passed {
+		return fmt.Errorf("semantic checks failed: %s", strings.Join(eg.Semantic.Reasons, "; "))
 	}
 	return nil
 }
 
-// semanticEvidence is the typed evidence of a comparison.
-func semanticEvidence(res *extract.SemanticResult) *evidence.SemanticResult {
-	cand, prod := res.Candidate.Report.Overall, res.Production.Report.Overall
-	out := &evidence.SemanticResult{
-		Summary: fmt.Sprintf("Corpus %s (%d documents): candidate F1 %.3f, grounding %.3f; production F1 %.3f, grounding %.3f (tolerance %.2f%s).",
-			res.CorpusName, len(res.Differences), cand.F1, cand.GroundingRate, prod.F1, prod.GroundingRate, res.Tolerance, cachedNote(res.ProductionCached)),
-		Passed: res.Passed, Reasons: res.Reasons, Tolerance: res.Tolerance,
-		Floors:     evidence.SemanticFloors(res.Floors),
-		CorpusName: res.CorpusName, CorpusDigest: res.CorpusDigest, ProductionCached: res.ProductionCached,
-		CandidateScores: evidence.Scores(cand), ProductionScores: evidence.Scores(prod),
-		CandidateStats: evidence.ExtractionStats(res.Candidate.Stats), ProductionStats: evidence.ExtractionStats(res.Production.Stats),
-		Paths: &evidence.SemanticPaths{Candidate: res.Candidate.OutDir, Production: res.Production.OutDir},
+// compare decides: every rate (F1, grounding, schema-valid) must reach
+// its floor and production's minus the tolerance, and the candidate must
+// finish every document.
+func (g *SemanticGate) compare(c *corpus.Corpus, cand, prod *semanticSide, cached bool) *evidence.SemanticResult {
+	cs, ps := cand.Report.Overall, prod.Report.Overall
+	r := &evidence.SemanticResult{
+		Floors:    evidence.SemanticFloors{MinF1: g.MinF1, MinGrounding: g.MinGrounding, MinSchemaValid: g.MinSchemaValid},
+		Tolerance: g.Tolerance, CorpusName: c.Manifest.Name, CorpusDigest: c.Manifest.Digest, ProductionCached: cached,
+		CandidateScores: evidence.Scores(cs), ProductionScores: evidence.Scores(ps),
+		CandidateStats: evidence.ExtractionStats(cand.Stats), ProductionStats: evidence.ExtractionStats(prod.Stats),
+		Paths:   &evidence.SemanticPaths{Candidate: cand.OutDir, Production: prod.OutDir},
+		Reasons: []string{}, Checks: []evidence.SemanticCheck{}, Differences: []evidence.DocDiff{},
 	}
-	for _, c := range res.Checks {
-		out.Checks = append(out.Checks, evidence.SemanticCheck(c))
+	sv := func(rep *eval.Report) float64 {
+		if rep.SchemaValidRate == nil {
+			return 0
+		}
+		return *rep.SchemaValidRate
 	}
-	for _, d := range res.Differences {
-		out.Differences = append(out.Differences, evidence.DocDiff(d))
+	add := func(name string, value, limit float64) {
+		ok := value >= limit-1e-9
+		r.Checks = append(r.Checks, evidence.SemanticCheck{Name: name, Value: value, Limit: limit, Passed: ok})
+		if !ok {
+			r.Reasons = append(r.Reasons, fmt.Sprintf("%s: candidate %.4f is below %.4f", name, value, limit))
+		}
 	}
-	if out.Reasons == nil {
-		out.Reasons = []string{}
+	for _, m := range []struct {
+		name        string
+		c, p, floor float64
+	}{
+		{"f1", cs.F1, ps.F1, g.MinF1},
+		{"grounding_rate", cs.GroundingRate, ps.GroundingRate, g.MinGrounding},
+		{"schema_valid_rate", sv(cand.Report), sv(prod.Report), g.MinSchemaValid},
+	} {
+		add(m.name+" floor", m.c, m.floor)
+		add(m.name+" vs production", m.c, round4(m.p-g.Tolerance))
 	}
-	return out
+	// A document the candidate could not finish is a failure of its own.
+	finished := 1.0
+	if n := cand.Stats.DocumentsDone + cand.Stats.DocumentsFailed; n > 0 {
+		finished = float64(cand.Stats.DocumentsDone) / float64(n)
+	}
+	add("documents finished", finished, 1)
+	r.Passed = len(r.Reasons) == 0
+	prodDocs := map[string]eval.DocScores{}
+	for _, d := range prod.Report.Documents {
+		prodDocs[d.DocID] = d
+	}
+	for _, d := range cand.Report.Documents {
+		pd := prodDocs[d.DocID]
+		r.Differences = append(r.Differences, evidence.DocDiff{
+			DocID: d.DocID, CandidateF1: d.F1, ProductionF1: pd.F1, DeltaF1: round4(d.F1 - pd.F1),
+			CandidateGrounding: d.GroundingRate, ProductionGrounding: pd.GroundingRate, DeltaGrounding: round4(d.GroundingRate - pd.GroundingRate),
+			CandidateClaims: d.Predicted, ProductionClaims: pd.Predicted,
+		})
+	}
+	r.Summary = fmt.Sprintf("Corpus %s (%d documents): candidate F1 %.3f, grounding %.3f; production F1 %.3f, grounding %.3f (tolerance %.2f%s).",
+		r.CorpusName, len(r.Differences), cs.F1, cs.GroundingRate, ps.F1, ps.GroundingRate, r.Tolerance, cachedNote(cached))
+	return r
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// safeName keeps a backend name usable as a directory name.
+func safeName(s string) string {
+	if s == "" {
+		return "unnamed"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 || r == ':' {
+			return '_'
+		}
+		return r
+	}, s)
 }
 
 // Describe is the comparison's summary sentence.
@@ -252,16 +423,4 @@ func cachedNote(cached bool) string {
 		return "; production's result reused by fingerprint"
 	}
 	return ""
-}
-
-// semanticRepairs maps the plan's max_repairs (nil: extract's default) to
-// SemanticParams.MaxRepairs, where 0 means the default and -1 none.
-func semanticRepairs(n *int) int {
-	switch {
-	case n == nil:
-		return 0
-	case *n == 0:
-		return -1
-	}
-	return *n
 }

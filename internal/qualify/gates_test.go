@@ -132,3 +132,26 @@ func TestGateArtifactAlone(t *testing.T) {
 		t.Fatalf("drift passed: err %v artifact %+v", err, g.Artifact)
 	}
 }
+
+// TestGateSemanticAlone compares the fake engine with itself on the
+// project's frozen corpus: equal scores pass, production's side is cached
+// by fingerprint and reused, and a floor the candidate misses fails the
+// gate with the check named.
+func TestGateSemanticAlone(t *testing.T) {
+	mini, _ := filepath.Abs("../../corpora/hiro-mini")
+	e := newEnv(t, nil, "", nil)
+	e.startProduction()
+	gate := "[[gates]]\nkind = \"semantic\"\ncorpus = \"" + mini + "\"\ntolerance = 0.05\n"
+	g, err := gateAlone(t, e, gate, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := g.Semantic
+	if s == nil || !s.Passed || s.ProductionCached || len(s.Differences) == 0 || len(s.Checks) != 7 || s.CandidateStats.DocumentsDone == 0 {
+		t.Fatalf("semantic %+v", s)
+	}
+	g, err = gateAlone(t, e, gate+"min_f1 = 0.5\n", true)
+	if err == nil || !strings.Contains(err.Error(), "f1 floor") || g.Semantic == nil || !g.Semantic.ProductionCached {
+		t.Fatalf("err %v semantic %+v: want the f1 floor to fail, production reused from the cache", err, g.Semantic)
+	}
+}
