@@ -3,22 +3,19 @@ package cli
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hiro-dev/hiro/internal/exitcode"
 )
 
-// Exit statuses. They are a contract (DESIGN.md, "Contracts other tools
-// read") and are mapped from errors in exactly one place: ExitCode.
+// Exit statuses: package exitcode defines them (the contract of DESIGN.md,
+// "Contracts other tools read"); errors are mapped to them in exactly one
+// place: ExitCode.
 const (
-	// ExitOK: success (qualify: qualified; backend start: ready).
-	ExitOK = 0
-	// ExitFailed: the thing checked failed (qualify: a gate failed; backend
-	// start: the engine failed; artifact verify: drift found).
-	ExitFailed = 1
-	// ExitUsage: bad usage, configuration or plan. Nothing was started or stopped.
-	ExitUsage = 2
-	// ExitAborted: harness error or interrupt, with production restored.
-	ExitAborted = 3
-	// ExitCritical: production could not be restored.
-	ExitCritical = 4
+	ExitOK       = exitcode.OK
+	ExitFailed   = exitcode.Failed
+	ExitUsage    = exitcode.Usage
+	ExitAborted  = exitcode.Aborted
+	ExitCritical = exitcode.Critical
 )
 
 // ExitError carries an exit status with its cause. Use the constructors

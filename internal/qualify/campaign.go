@@ -15,19 +15,20 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/exitcode"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/serve"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
-// Exit statuses of a campaign (DESIGN.md, "Contracts").
+// Exit statuses of a campaign (DESIGN.md, "Contracts"): package exitcode's.
 const (
-	ExitQualified    = 0
-	ExitNotQualified = 1
-	ExitBadPlan      = 2
-	ExitAborted      = 3
-	ExitCritical     = 4
+	ExitQualified    = exitcode.OK
+	ExitNotQualified = exitcode.Failed
+	ExitBadPlan      = exitcode.Usage
+	ExitAborted      = exitcode.Aborted
+	ExitCritical     = exitcode.Critical
 )
 
 // Options tune Run.

@@ -1,0 +1,21 @@
+// Package exitcode defines hiro's exit statuses, once (DESIGN.md,
+// "Contracts other tools read"). Package cli maps errors to them; packages
+// that record an exit status (qualify's evidence) use the same constants.
+//
+// It holds constants only and imports nothing.
+package exitcode
+
+// Exit statuses.
+const (
+	// OK: success (qualify: qualified; backend start: ready).
+	OK = 0
+	// Failed: the thing checked failed (qualify: a gate failed, not
+	// qualified; backend start: the engine failed; artifact verify: drift).
+	Failed = 1
+	// Usage: bad usage, configuration or plan. Nothing was started or stopped.
+	Usage = 2
+	// Aborted: harness error or interrupt, with production restored.
+	Aborted = 3
+	// Critical: production could not be restored.
+	Critical = 4
+)
