@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -156,14 +157,16 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 
 	// The guard: everything after this point ends in finish().
 	aborted, abortReason := false, ""
-	if err := c.guardBefore(ctx); err != nil {
+	if err := c.recovered("production guard", func() error { return c.guardBefore(ctx) }); err != nil {
 		aborted, abortReason = true, err.Error()
 	}
 	failedGate := ""
 	if !aborted {
 		failedGate, aborted, abortReason = c.runGates(ctx)
 	}
-	c.stopCandidate()
+	if err := c.recovered("stopping the candidate", func() error { c.stopCandidate(); return nil }); err != nil && !aborted {
+		aborted, abortReason = true, err.Error()
+	}
 	return c.finish(start, failedGate, aborted, abortReason)
 }
 
@@ -348,6 +351,20 @@ func harnessErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrHarness, fmt.Sprintf(format, a...))
 }
 
+// recovered runs f and turns a panic in it into a harness error (the
+// campaign aborts: exit 3, production restored, lease released), with the
+// stack on the progress writer. A panic must never end hiro with Go's
+// exit 2, which means "nothing was touched".
+func (c *campaign) recovered(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.out.line("internal error in %s: %v\n%s", what, r, debug.Stack())
+			err = harnessErr("internal error in %s: %v (a bug in hiro: please report it with the evidence)", what, r)
+		}
+	}()
+	return f()
+}
+
 // interruptReason names what cancelled ctx ("interrupted by SIGTERM").
 func interruptReason(ctx context.Context) string {
 	if c := context.Cause(ctx); c != nil && c != context.Canceled {
@@ -363,7 +380,7 @@ func (c *campaign) runGate(ctx context.Context, spec *GateSpec, g *evidence.Gate
 	bound := spec.Bound(h)
 	gctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	err := spec.Gate.Run(gctx, h, g)
+	err := c.recovered(spec.ID+" gate", func() error { return spec.Gate.Run(gctx, h, g) })
 	if err != nil && gctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		return fmt.Errorf("gate bound of %s exceeded: %w", bound, err)
 	}

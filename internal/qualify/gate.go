@@ -74,8 +74,9 @@ type Kind struct {
 
 var kinds = map[string]Kind{}
 
-// registerKind adds a gate kind; each gate_<kind>.go calls it from init.
-func registerKind(k Kind) {
+// RegisterKind adds a gate kind: each gate_<kind>.go calls it from init
+// (tests may register kinds of their own). It panics on a duplicate name.
+func RegisterKind(k Kind) {
 	if _, dup := kinds[k.Name]; dup {
 		panic("qualify: gate kind registered twice: " + k.Name)
 	}

@@ -14,7 +14,7 @@ import (
 const KindArtifact = "artifact"
 
 func init() {
-	registerKind(Kind{Name: KindArtifact, Rank: 20, Title: "Pinned artifact", New: func() Gate { return &ArtifactGate{} }})
+	RegisterKind(Kind{Name: KindArtifact, Rank: 20, Title: "Pinned artifact", New: func() Gate { return &ArtifactGate{} }})
 }
 
 // ArtifactGate is an artifact gate's section. Its result is an

@@ -21,7 +21,7 @@ const (
 )
 
 func init() {
-	registerKind(Kind{Name: KindConcurrency, Rank: 65, Title: "Concurrent requests", NeedsCandidate: true, New: func() Gate { return &ConcurrencyGate{} }})
+	RegisterKind(Kind{Name: KindConcurrency, Rank: 65, Title: "Concurrent requests", NeedsCandidate: true, New: func() Gate { return &ConcurrencyGate{} }})
 }
 
 // ConcurrencyGate is a concurrency gate's section: Requests requests with

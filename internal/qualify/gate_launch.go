@@ -20,7 +20,7 @@ import (
 const KindLaunch = "launch"
 
 func init() {
-	registerKind(Kind{Name: KindLaunch, Rank: 30, Title: "Backend startup", Launches: true, New: func() Gate { return &LaunchGate{} }})
+	RegisterKind(Kind{Name: KindLaunch, Rank: 30, Title: "Backend startup", Launches: true, New: func() Gate { return &LaunchGate{} }})
 }
 
 // LaunchGate is a launch gate's section: the attempt ladder. Its result is

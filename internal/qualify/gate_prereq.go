@@ -21,7 +21,7 @@ import (
 const KindPrereq = "prereq"
 
 func init() {
-	registerKind(Kind{Name: KindPrereq, Rank: 10, Title: "Host prerequisites", New: func() Gate { return &PrereqGate{} }})
+	RegisterKind(Kind{Name: KindPrereq, Rank: 10, Title: "Host prerequisites", New: func() Gate { return &PrereqGate{} }})
 }
 
 // PrereqGate is a prereq gate's section: host facts (from package doctor)

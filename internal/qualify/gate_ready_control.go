@@ -15,7 +15,7 @@ import (
 const KindReadyControl = "ready_control"
 
 func init() {
-	registerKind(Kind{Name: KindReadyControl, Rank: 40, Title: "READY control", NeedsCandidate: true, New: func() Gate { return &ReadyControlGate{} }})
+	RegisterKind(Kind{Name: KindReadyControl, Rank: 40, Title: "READY control", NeedsCandidate: true, New: func() Gate { return &ReadyControlGate{} }})
 }
 
 // ReadyControlGate is a ready_control gate's section: one bounded chat

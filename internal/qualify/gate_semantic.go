@@ -44,7 +44,7 @@ func (f failingChatter) Chat(context.Context, llm.Request) (*llm.Reply, error) {
 const KindSemantic = "semantic"
 
 func init() {
-	registerKind(Kind{Name: KindSemantic, Rank: 70, Title: "Semantic quality against production", NeedsCandidate: true, New: func() Gate { return &SemanticGate{} }})
+	RegisterKind(Kind{Name: KindSemantic, Rank: 70, Title: "Semantic quality against production", NeedsCandidate: true, New: func() Gate { return &SemanticGate{} }})
 }
 
 // SemanticGate is a semantic gate's section: extraction on a frozen corpus

@@ -18,7 +18,7 @@ const KindSequential = "sequential"
 const DefaultSequentialRequests = 20
 
 func init() {
-	registerKind(Kind{Name: KindSequential, Rank: 60, Title: "Sequential requests", NeedsCandidate: true, New: func() Gate { return &SequentialGate{} }})
+	RegisterKind(Kind{Name: KindSequential, Rank: 60, Title: "Sequential requests", NeedsCandidate: true, New: func() Gate { return &SequentialGate{} }})
 }
 
 // SequentialGate is a sequential gate's section: N requests one after

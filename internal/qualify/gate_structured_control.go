@@ -18,7 +18,7 @@ const KindStructuredControl = "structured_control"
 const DefaultStructuredRequests = 3
 
 func init() {
-	registerKind(Kind{Name: KindStructuredControl, Rank: 50, Title: "Structured-output control", NeedsCandidate: true, New: func() Gate { return &StructuredControlGate{} }})
+	RegisterKind(Kind{Name: KindStructuredControl, Rank: 50, Title: "Structured-output control", NeedsCandidate: true, New: func() Gate { return &StructuredControlGate{} }})
 }
 
 // StructuredControlGate is a structured_control gate's section: requests

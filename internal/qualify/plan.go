@@ -17,6 +17,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // Defaults for gate parameters.
@@ -185,6 +186,20 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 		p.Production = production.Name(cfg)
 	} else if _, err := cfg.Backend(p.Production); err != nil {
 		add("production", "names %q, which is not a backend profile of %s; known: %s", p.Production, cfg.Path, strings.Join(cfg.BackendNames(), ", "))
+	}
+	for _, role := range []struct{ key, name string }{{"candidate", p.Candidate}, {"production", p.Production}} {
+		prof := cfg.Backends[role.name]
+		if role.key == "production" && prof != nil {
+			if eff, err := production.ProfileFor(cfg, role.name); err == nil && eff != nil {
+				prof = eff // the active production's effective profile
+			}
+		}
+		if prof == nil || prof.Unmanaged {
+			continue
+		}
+		if _, err := supervisor.CommandPath(prof); err != nil {
+			add(role.key, "profile %s: command %q cannot be run: %v; fix the profile's command in %s (nothing was stopped)", prof.Name, prof.Command, err, cfg.Path)
+		}
 	}
 	if p.Production != "" && p.Production == p.Candidate {
 		add("candidate", "is the production profile %q; qualify a different profile", p.Candidate)

@@ -1,0 +1,137 @@
+package qualify_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/qualify"
+)
+
+// Issue 11, item 1: everything that can fail is caught by --check, before
+// production is stopped. Each case is one of the issue's examples, with
+// real files; hiro is the real binary and production the fake engine,
+// running: a refused plan exits 2, names the key, and leaves production
+// serving, with no evidence written and no lease taken.
+func TestCheckRefusesBeforeProductionIsStopped(t *testing.T) {
+	needCases(t)
+	e := newEnv(t, nil, "", nil)
+	e.startProduction()
+	mini, _ := filepath.Abs("../../corpora/hiro-mini")
+	must(t, os.WriteFile(filepath.Join(e.dir, "bad-schema.json"), []byte(`{"type": "object", "properties": {"x": {"type": 12}}}`), 0o644))
+	must(t, os.WriteFile(filepath.Join(e.dir, "not-a-manifest.json"), []byte(`{"files": "no"}`), 0o644))
+	launch := "[[gates]]\nkind = \"launch\"\n"
+	semantic := func(extra string) string {
+		return launch + "[[gates]]\nkind = \"semantic\"\ncorpus = \"" + mini + "\"\n" + extra + "\n"
+	}
+	nested := "x = " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n"
+	huge := "# " + strings.Repeat("x", 4<<20) + "\n"
+	cases := map[string]struct{ plan, want string }{
+		"tolerance nan":          {semantic("tolerance = nan"), "gates[1].tolerance: NaN"},
+		"min_f1 inf":             {semantic("min_f1 = inf"), "gates[1].min_f1"},
+		"missing corpus":         {launch + "[[gates]]\nkind = \"semantic\"\ncorpus = \"no-such-corpus\"\n", "gates[1].corpus"},
+		"corpus at /etc":         {launch + "[[gates]]\nkind = \"semantic\"\ncorpus = \"/etc\"\n", "/etc is not a frozen corpus"},
+		"missing schema":         {launch + "[[gates]]\nkind = \"structured_control\"\nschema = \"absent.json\"\n", "gates[1].schema"},
+		"schema not compiling":   {launch + "[[gates]]\nkind = \"structured_control\"\nschema = \"bad-schema.json\"\n", "does not compile"},
+		"missing manifest":       {"[[gates]]\nkind = \"artifact\"\nmanifest = \"absent.json\"\n" + launch, "gates[0].manifest"},
+		"manifest not parsing":   {"[[gates]]\nkind = \"artifact\"\nmanifest = \"not-a-manifest.json\"\n" + launch, "gates[0].manifest"},
+		"concurrency -4":         {semantic("concurrency = -4"), "gates[1].concurrency: -4"},
+		"negative timeout":       {launch + "[[gates]]\nkind = \"sequential\"\ntimeout = \"-5s\"\n", "gates[1].timeout: -5s is negative"},
+		"negative req timeout":   {launch + "[[gates]]\nkind = \"sequential\"\nrequest_timeout = \"-1s\"\n", "gates[1].request_timeout"},
+		"max_tokens overflow":    {launch + "[[gates]]\nkind = \"ready_control\"\nmax_tokens = 2147483648000\n", "gates[1].max_tokens: 2147483648000"},
+		"negative disk":          {"[[gates]]\nkind = \"prereq\"\n[[gates.disks]]\npath = \".\"\nmin_free_gib = -1.0\n" + launch, "gates[0].disks[0].min_free_gib"},
+		"env name with a space":  {"[[gates]]\nkind = \"launch\"\n[[gates.variants]]\nname = \"v\"\nreason = \"r\"\nenv = { \"HF TOKEN\" = \"x\" }\n", "gates[0].variants[0].env"},
+		"deeply nested plan":     {launch + nested, "nested more than"},
+		"4 MB plan":              {launch + huge, "larger than 1024 KiB"},
+		"another kind's key":     {launch + "[[gates]]\nkind = \"ready_control\"\nrequests = 3\n", "gates[1].requests: unknown key"},
+		"missing command (cand)": {launch, "command"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := e.cfgPath
+			if name == "missing command (cand)" {
+				b, _ := os.ReadFile(e.cfgPath)
+				text := strings.Replace(string(b), "[backends.cand]\nengine = \"vllm\"\ncommand = \""+fakeEngine+"\"", "[backends.cand]\nengine = \"vllm\"\ncommand = \"/nonexistent/vllm\"", 1)
+				cfg = filepath.Join(e.dir, "hiro-missing-command.toml")
+				must(t, os.WriteFile(cfg, []byte(text), 0o644))
+			}
+			plan := filepath.Join(e.dir, "bad.toml")
+			must(t, os.WriteFile(plan, []byte("title = \"x\"\ncandidate = \"cand\"\nexclusive = true\n"+tc.plan), 0o644))
+			for _, args := range [][]string{{"qualify", "--check", plan}, {"qualify", plan}} {
+				code, _, stderr := runHiro(t, e, append([]string{"--config", cfg}, args...)...)
+				if code != 2 || !strings.Contains(stderr, tc.want) {
+					t.Fatalf("hiro %s: exit %d, stderr %.600q; want exit 2 naming %q", strings.Join(args, " "), code, stderr, tc.want)
+				}
+			}
+			if !e.productionReady() {
+				t.Fatal("production is not serving after a refused plan")
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "evidence")); !os.IsNotExist(err) {
+		t.Errorf("a refused plan wrote evidence")
+	}
+	if ls, _ := qualify.Leases(e.leaseDir); len(ls) != 0 {
+		t.Errorf("a refused plan took a lease")
+	}
+}
+
+// The ready_control gate keeps the max_tokens the plan gives; only an
+// absent one takes the probe's default.
+func TestReadyControlMaxTokensNotReplaced(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	for _, c := range []struct {
+		key  string
+		want int
+	}{{"max_tokens = 256\n", 256}, {"max_tokens = 3\n", 3}, {"", config.DefaultProbeMaxTokens}} {
+		p, _, err := qualify.LoadPlan(e.writePlan("[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"ready_control\"\n"+c.key), e.cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Gates[1].Gate.(*qualify.ReadyControlGate).MaxTokens; got != c.want {
+			t.Errorf("%q: max_tokens %d, want %d", c.key, got, c.want)
+		}
+	}
+}
+
+// panicGate is a gate kind that panics: a stand-in for any bug in hiro.
+type panicGate struct{}
+
+func (panicGate) Validate(*qualify.Validation)                               {}
+func (panicGate) Bound(*qualify.Handle, time.Duration) time.Duration         { return time.Minute }
+func (panicGate) Describe(*evidence.Gate) []string                           { return nil }
+func (panicGate) Run(context.Context, *qualify.Handle, *evidence.Gate) error { panic("boom") }
+
+func init() {
+	qualify.RegisterKind(qualify.Kind{Name: "test_panic", Rank: 66, Title: "Panicking gate", NeedsCandidate: true, New: func() qualify.Gate { return &panicGate{} }})
+}
+
+// A panic in a gate is recovered into the abort path: exit 3, the
+// candidate stopped, production restored, the lease released.
+func TestPanicInGateAbortsAndRestoresProduction(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	e.startProduction()
+	mini, _ := filepath.Abs("../../corpora/hiro-mini")
+	out := runPlan(t, e, e.writePlan("exclusive = true\n[[gates]]\nkind = \"launch\"\n[[gates]]\nid = \"bug\"\nkind = \"test_panic\"\n[[gates]]\nkind = \"semantic\"\ncorpus = \"" + mini + "\"\n"))
+	ev := out.Evidence
+	if out.ExitCode != qualify.ExitAborted || ev.Verdict != evidence.VerdictAborted {
+		t.Fatalf("exit %d verdict %s (%s), want 3 aborted", out.ExitCode, ev.Verdict, ev.TerminationReason)
+	}
+	if g := ev.Gates[1]; g.Status != evidence.StatusFailed || !strings.Contains(g.Reason, "internal error in bug gate: boom") {
+		t.Errorf("panicking gate: %s %q", g.Status, g.Reason)
+	}
+	if g := ev.Gates[2]; g.Status != evidence.StatusNotRun {
+		t.Errorf("gate after the panic: %s", g.Status)
+	}
+	if r := ev.Production.Restored; !ev.Production.Stopped || r == nil || !r.OK || !e.productionReady() {
+		t.Fatalf("production not restored after a panic: %+v", ev.Production)
+	}
+	if ls, _ := qualify.Leases(e.leaseDir); len(ls) != 0 {
+		t.Error("lease left behind after a panic")
+	}
+}
