@@ -117,7 +117,7 @@ func TestPanicInGateAbortsAndRestoresProduction(t *testing.T) {
 	e := newEnv(t, nil, "", nil)
 	e.startProduction()
 	mini, _ := filepath.Abs("../../corpora/hiro-mini")
-	out := runPlan(t, e, e.writePlan("exclusive = true\n[[gates]]\nkind = \"launch\"\n[[gates]]\nid = \"bug\"\nkind = \"test_panic\"\n[[gates]]\nkind = \"semantic\"\ncorpus = \"" + mini + "\"\n"))
+	out := runPlan(t, e, e.writePlan("exclusive = true\n[[gates]]\nkind = \"launch\"\n[[gates]]\nid = \"bug\"\nkind = \"test_panic\"\n[[gates]]\nkind = \"semantic\"\ncorpus = \""+mini+"\"\n"))
 	ev := out.Evidence
 	if out.ExitCode != qualify.ExitAborted || ev.Verdict != evidence.VerdictAborted {
 		t.Fatalf("exit %d verdict %s (%s), want 3 aborted", out.ExitCode, ev.Verdict, ev.TerminationReason)
