@@ -39,14 +39,16 @@ func newQualifyCmd(g *Globals) *cobra.Command {
 		Short: "Run a bounded qualification campaign for a candidate backend",
 		Long: `Run the campaign in PLAN (TOML): its gates in order (prereq, artifact, launch
 with its attempt ladder, ready_control, structured_control, sequential,
-semantic), each only if every gate before it passed. When the candidate needs
+concurrency, semantic), each only if every gate before it passed. When the candidate needs
 the accelerator exclusively, production is stopped first under a lease and
 restored and verified at the end whatever happens (gate failure, harness
 error, Ctrl-C, SIGTERM; after a SIGKILL the next hiro command restores it).
 Evidence (evidence.json public, evidence.private.json private) and report.md
 are written under the plan's evidence directory after every gate.
 
---check validates the plan and every profile it names, touching nothing.
+--check validates the plan and every profile it names, touching nothing: every
+number finite and in range, every referenced corpus, schema and manifest
+present and well-formed, the candidate's and production's commands found.
 
 Exit status: 0 qualified; 1 not qualified (a gate failed); 2 bad usage,
 configuration or plan (nothing started or stopped); 3 aborted (harness error
