@@ -30,11 +30,19 @@ environment and arguments from the activation record.
 
 A port that is already taken is refused before anything starts
 (port_in_use). Any exit before ready, code 0 included, is a failure,
-classified from the engine's log (class, phase, root cause, facts).
+classified from the engine's log (class, phase, root cause, facts). A
+server that answers but whose probe completion fails or replies wrong is
+probe_failed.
+
+The ready verdict names the device that serves, as the engine's log shows
+it (GPU with the layers offloaded, GPU and CPU, or CPU). A profile with
+requires_accelerator = true fails with accelerator_unavailable when the
+model is served by the CPU.
 
 With --json, one JSON object: {"state": "ready"|"failed", "failure": {...},
 "pid", "pgid", "port", "base_url", "log_path", "model_ids", "probe_reply",
-"ready_after_ms", "facts", ...}.
+"ready_after_ms", "facts", "device": {"kind", "name", "gpu_layers",
+"total_layers", "evidence"}, ...}.
 
 Exit status: 0 ready; 1 failed; 2 bad usage or configuration (nothing
 started); 3 interrupted (the engine was stopped).`,
