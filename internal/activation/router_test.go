@@ -105,9 +105,15 @@ type load struct {
 }
 
 func startLoad(url string, clients int, maxTokens int) *load {
+	return startLoadOf(url, clients, maxTokens, false)
+}
+
+// startLoadOf is startLoad; stream asks for streamed completions, counted
+// as ok["stream"] when the stream ends with "data: [DONE]".
+func startLoadOf(url string, clients int, maxTokens int, stream bool) *load {
 	l := &load{ok: map[string]int{}, stop: make(chan struct{})}
 	hc := &http.Client{Timeout: 60 * time.Second}
-	body := fmt.Sprintf(`{"model":"extraction","max_tokens":%d,"messages":[{"role":"user","content":"Reply with exactly the word READY and nothing else."}]}`, maxTokens)
+	body := fmt.Sprintf(`{"model":"extraction","stream":%v,"max_tokens":%d,"messages":[{"role":"user","content":"Reply with exactly the word READY and nothing else."}]}`, stream, maxTokens)
 	for i := 0; i < clients; i++ {
 		l.wg.Add(1)
 		go func() {
@@ -127,6 +133,12 @@ func startLoad(url string, clients int, maxTokens int) *load {
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				switch {
+				case resp.StatusCode == 200 && stream:
+					if strings.Contains(string(b), "data: [DONE]") {
+						l.add(func() { l.ok["stream"]++ })
+					} else {
+						l.add(func() { l.failed = append(l.failed, "stream cut: "+string(b)) })
+					}
 				case resp.StatusCode == 200:
 					var r struct {
 						Model string `json:"model"`
@@ -195,12 +207,15 @@ func firstN(xs []string, n int) []string {
 // its control socket, the old production drained and stopped, and not
 // one request fails.
 func TestActivateAndRollbackThroughTheRouterNoRequestFails(t *testing.T) {
-	w := newWorld(t, false)
+	// The candidate streams slowly: at the rollback, streams are in
+	// flight on it, and must end there before it is stopped.
+	w := newWorld(t, false, "--token-delay", "300ms")
 	w.startProduction()
 	evPath := w.qualify()
 	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
 	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
 	l := startLoad(url, 4, 4)
+	streams := startLoadOf(url, 3, 8, true)
 	l.waitMore(t, 50)
 
 	code, out := w.hiro("activate", evPath, "--journal", w.journal)
@@ -221,10 +236,12 @@ func TestActivateAndRollbackThroughTheRouterNoRequestFails(t *testing.T) {
 		t.Fatalf("the router serves %s after the rollback", p)
 	}
 	l.waitMore(t, 50)
+	streams.waitMore(t, 5)
 	l.finish()
-	t.Logf("requests through the router: %s", l)
-	if len(l.failed) > 0 || len(l.retry503) > 0 {
-		t.Fatalf("requests failed during a non-exclusive switch: %s", l)
+	streams.finish()
+	t.Logf("requests through the router: %s; streams: %s", l, streams)
+	if len(l.failed) > 0 || len(l.retry503) > 0 || len(streams.failed) > 0 || len(streams.retry503) > 0 {
+		t.Fatalf("requests failed during a non-exclusive switch: %s; streams: %s", l, streams)
 	}
 	if l.ok["cand-model"] == 0 || l.ok["prod-model"] == 0 {
 		t.Fatalf("both productions should have answered: %s", l)

@@ -185,6 +185,10 @@ type SwitchResult struct {
 	PreviousPID int    `json:"previous_pid,omitempty"`
 	// Active is the profile now serving.
 	Active string `json:"active"`
+	// PreviousInFlight is how many requests were still in flight on the
+	// previous production when the switch stopped waiting for them (0:
+	// drained; the wait is bounded by [serve] drain_timeout).
+	PreviousInFlight int64 `json:"previous_in_flight"`
 }
 
 // ControlDir returns the folder of the control socket, in the user's

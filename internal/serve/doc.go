@@ -54,12 +54,16 @@
 //	     production profile (supervisor.Start: health, identity, probe),
 //	     then a bounded READY completion, and resumes serving. 409 when
 //	     production is handed over to another campaign.
-//	POST /v1/switch   {"profile","effective_profile"} → SwitchResult: the
+//	POST /v1/switch   {"profile","effective_profile","campaign"} → SwitchResult: the
 //	     router points production at an already started and verified
 //	     backend (a recorded managed process is adopted, so its death is
-//	     noticed) and returns the previous one's name; the caller stops the
-//	     previous one. effective_profile (a config.Profile in JSON) is what
-//	     runs; omitted: the configuration's profile of that name.
+//	     noticed), waits (up to drain_timeout) for the requests already on
+//	     the previous one to end, and returns its name and what was still
+//	     in flight; the caller stops the previous one. With "campaign",
+//	     production handed over to that campaign (an exclusive
+//	     activation) is switched and the hand-over ends.
+//	     effective_profile (a config.Profile in JSON) is what runs;
+//	     omitted: the configuration's profile of that name.
 //
 // Which profile is production comes from one function, ProductionProfile
 // (package production's resolver).

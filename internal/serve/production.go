@@ -746,6 +746,7 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 		return nil, http.StatusBadRequest, err
 	}
 	var res *SwitchResult
+	var prev *route
 	code, serr := 0, error(nil)
 	derr := p.do(ctx, func(ctx context.Context) {
 		endHandover := false
@@ -770,6 +771,7 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 			adopted = &rec
 		}
 		old := p.current()
+		prev = old
 		res = &SwitchResult{Previous: old.name, Active: prof.Name}
 		if p.proc != nil {
 			res.PreviousPID = p.proc.PID()
@@ -797,7 +799,22 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 	if derr != nil {
 		return nil, http.StatusServiceUnavailable, derr
 	}
+	if serr == nil && res != nil && prev != nil && prev != rt {
+		// Requests already on the previous production finish there
+		// before the caller stops it.
+		res.PreviousInFlight = waitIdle(ctx, prev, p.s.sc.DrainTimeout.Duration)
+	}
 	return res, code, serr
+}
+
+// waitIdle waits up to bound for rt's in-flight requests to end and
+// returns how many were left.
+func waitIdle(ctx context.Context, rt *route, bound time.Duration) int64 {
+	deadline := time.Now().Add(bound)
+	for rt.inFlight.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(2 * time.Millisecond)
+	}
+	return rt.inFlight.Load()
 }
 
 // shutdown leaves a managed production running (recorded, so the next

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -81,6 +82,9 @@ type route struct {
 	norm  string       // eng.NormalizeModelID(prof.Model)
 	hc    *http.Client // health and canary requests (the profile's key and CA)
 	proxy *httputil.ReverseProxy
+	// inFlight counts production requests proxied on this route (see
+	// proxyRequest); a switch waits for the previous route's to end.
+	inFlight atomic.Int64
 }
 
 // newRoute builds the proxy of prof: plain-HTTP backends go through the

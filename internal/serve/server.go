@@ -498,6 +498,20 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 		}
 		// The route may have switched while waiting.
 		rt = s.prod.current()
+		// Counted on its route before it is used, so that a switch can
+		// wait for the previous production's requests before its caller
+		// stops that backend; picked again if the route switched meanwhile.
+		for {
+			rt.inFlight.Add(1)
+			cur := s.prod.current()
+			if cur == rt {
+				break
+			}
+			rt.inFlight.Add(-1)
+			rt = cur
+		}
+		counted := rt
+		defer counted.inFlight.Add(-1)
 	}
 	if model != rt.prof.Model {
 		if body, err = withModel(body, rt.prof.Model); err != nil {

@@ -1,0 +1,118 @@
+package activation_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/ollamatest"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// The life cycle on the reference engine: production and candidate are
+// real Ollama servers (the candidate with another configuration); a
+// campaign qualifies the candidate, `hiro activate` switches production
+// to it while requests flow through `hiro serve`, `hiro rollback` switches
+// back; not one request fails.
+func TestOllamaActivateServeRollback(t *testing.T) {
+	bin := ollamatest.Binary(t) // skips with the reason when absent
+	models := filepath.Join(t.TempDir(), "models")
+	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.StrongModel: ollamatest.ShippedModels(t)[ollamatest.StrongModel]})
+	w := newWorld(t, false) // private state and ports; the configuration is rewritten below
+	home := t.TempDir()
+	profile := func(name string, port int, parallel string) string {
+		return fmt.Sprintf(`[backends.%s]
+engine = "ollama"
+command = %q
+args = ["serve"]
+port = %d
+model = %q
+ready_timeout = "2m"
+stall_timeout = "1m"
+stop_grace = "10s"
+ready_probe = { max_tokens = 4 }
+[backends.%s.env]
+OLLAMA_HOST = "127.0.0.1:%d"
+OLLAMA_MODELS = %q
+HOME = %q
+OLLAMA_NUM_PARALLEL = %q
+OLLAMA_KEEP_ALIVE = "-1"
+`, name, bin, port, ollamatest.StrongModel, name, port, models, home, parallel)
+	}
+	toml := fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n\n%s\n%s\n[serve]\nlisten = \"127.0.0.1:%d\"\nalias = \"extraction\"\naccess_log = \"off\"\n",
+		profile("prod", w.prodPort, "1"), profile("cand", w.candPort, "2"), w.servePort)
+	must(t, os.WriteFile(w.cfgPath, []byte(toml), 0o644))
+	must(t, os.WriteFile(filepath.Join(w.dir, "plan.toml"), []byte(`title = "Ollama with two parallel slots"
+config = "hiro.toml"
+candidate = "cand"
+evidence_dir = "evidence"
+
+[[gates]]
+id = "launch"
+kind = "launch"
+
+[[gates]]
+id = "ready"
+kind = "ready_control"
+`), 0o644))
+	cfg, err := config.Load(w.cfgPath)
+	must(t, err)
+	w.cfg = cfg
+
+	proc, res := supervisor.Start(context.Background(), cfg.Backends["prod"], supervisor.Options{StateDir: cfg.StateDir})
+	if res.State != supervisor.StateReady {
+		t.Fatalf("Ollama production did not start: %+v %s", res.Failure, res.Error)
+	}
+	_, err = proc.Detach()
+	must(t, err)
+	evPath := w.qualify()
+
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 2*time.Minute)
+	l := startLoad(url, 2, 4)
+	l.waitMore(t, 10)
+
+	t0 := time.Now()
+	code, out := w.hiro("activate", evPath, "--journal", w.journal)
+	activateTook := time.Since(t0)
+	if code != 0 {
+		l.finish()
+		t.Fatalf("activate: exit %d\n%s", code, out)
+	}
+	if p := sp.production(t); p != "cand" {
+		l.finish()
+		t.Fatalf("the router serves %s after the activation", p)
+	}
+	if _, ok := w.running("prod"); ok {
+		t.Error("the old production still runs after the activation")
+	}
+	l.waitMore(t, 10)
+	t0 = time.Now()
+	code, out = w.hiro("rollback", "--journal", w.journal)
+	rollbackTook := time.Since(t0)
+	if code != 0 {
+		l.finish()
+		t.Fatalf("rollback: exit %d\n%s", code, out)
+	}
+	if p := sp.production(t); p != "prod" {
+		l.finish()
+		t.Fatalf("the router serves %s after the rollback", p)
+	}
+	l.waitMore(t, 10)
+	l.finish()
+	t.Logf("Ollama: activate %s, rollback %s; requests through the router: %s", activateTook.Round(time.Millisecond), rollbackTook.Round(time.Millisecond), l)
+	if len(l.failed) > 0 || len(l.retry503) > 0 {
+		t.Fatalf("requests failed during the switches: %s", l)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Error("the candidate still runs after the rollback")
+	}
+	if !strings.Contains(out, "Production switched from cand back to prod") {
+		t.Errorf("rollback output:\n%s", out)
+	}
+}
