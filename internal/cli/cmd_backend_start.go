@@ -88,7 +88,13 @@ func runBackendStart(ctx context.Context, g *Globals, name string) error {
 			return fmt.Errorf("backend start: %w", err)
 		}
 	}
-	opts := supervisor.Options{StateDir: cfg.StateDir}
+	opts := supervisor.Options{StateDir: cfg.StateDir, OnStart: func(p *supervisor.Process) {
+		// Recorded from launch (pid, process group, start time): if this
+		// hiro is killed while the engine loads, a later one can prove the
+		// process is its own, stop it or wait for it, instead of finding
+		// its port taken by a process it has no record of.
+		_ = supervisor.WriteRecord(cfg.StateDir, p.Record())
+	}}
 	trimmed := false
 	opts.Progress = func(p supervisor.Progress) {
 		if !trimmed && p.Step != "launch" {

@@ -77,6 +77,11 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 			planPath, plan.Candidate, orNone(plan.Production), len(plan.Gates), *plan.Exclusive, cfg.Path)
 		return nil
 	}
+	if _, err := qualify.LeaseDir(); err != nil && *plan.Exclusive {
+		// Without a private lease folder no campaign may own production:
+		// nothing is started or stopped.
+		return UsageError(fmt.Errorf("qualify: %w", err))
+	}
 	terminal := false
 	if f, ok := g.Stderr.(*os.File); ok {
 		terminal = term.IsTerminal(int(f.Fd()))

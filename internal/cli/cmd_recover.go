@@ -55,6 +55,13 @@ func recoverBeforeCommand(g *Globals, c *cobra.Command) error {
 func runRecover(ctx context.Context, g *Globals, verbose bool) error {
 	dir, err := qualify.LeaseDir()
 	if err != nil {
+		if !verbose {
+			// Before another command: say it, do not block a command that
+			// never touches production (campaigns and backend commands
+			// refuse on their own without a lease folder).
+			fmt.Fprintf(g.Stderr, "hiro: warning: leases not checked: %v\n", err)
+			return nil
+		}
 		return UsageError(fmt.Errorf("leases: %w", err))
 	}
 	if !hasLeaseFiles(dir) {

@@ -191,3 +191,39 @@ func TestRestoreCutShortIsResumed(t *testing.T) {
 	supervisor.StopRecorded(context.Background(), e.cfg.StateDir, "prod", time.Second)
 	_ = strconv.Itoa
 }
+
+// TestBackendStartKilledLeavesProvenRecord: 'hiro backend start' killed
+// (SIGKILL) while production loads leaves a record from launch (pid,
+// process group, start time), so the next command can stop the engine it
+// started instead of meeting a port held by a process it cannot prove.
+func TestBackendStartKilledLeavesProvenRecord(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	b, err := os.ReadFile(e.cfgPath)
+	must(t, err)
+	must(t, os.WriteFile(e.cfgPath, bytes.Replace(b, []byte(`"--reply", "READY"]`), []byte(`"--reply", "READY", "--load-time", "10s"]`), 1), 0o644))
+	e.reload()
+	cmd := exec.Command(hiroBin, "--config", e.cfgPath, "backend", "start", "prod")
+	cmd.Env = append(os.Environ(), "HIRO_LEASE_DIR="+e.leaseDir)
+	must(t, cmd.Start())
+	var st supervisor.RecordStatus
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if s, err := supervisor.Status(e.cfg.StateDir, "prod"); err == nil && s.Status == supervisor.StatusRunning {
+			st = s
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+	if st.PID == 0 {
+		t.Fatal("no record of the starting engine")
+	}
+	code, stdout, stderr := runHiro(t, e, "backend", "stop", "prod")
+	if code != 0 || !strings.Contains(stdout, "stopped") {
+		t.Fatalf("stop after the killed start: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if alive(st.PID) {
+		t.Errorf("engine %d still alive", st.PID)
+	}
+}
