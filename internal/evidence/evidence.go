@@ -205,6 +205,25 @@ type RequestStats struct {
 	Samples []string `json:"samples,omitempty"`
 	// ErrorMessages are the distinct error messages seen.
 	ErrorMessages []string `json:"error_messages,omitempty"`
+	// Overload is how the requests fared with busy answers (HTTP 429,
+	// 503), which the profile's [overload] policy retries: a request that
+	// succeeded after retries counts as a success (not in Errors); one that
+	// reached the bound is an error. Absent when there was none.
+	Overload *OverloadStats `json:"overload,omitempty"`
+}
+
+// OverloadStats count busy answers and their retries (package llm's
+// client counters for one gate).
+type OverloadStats struct {
+	// Retried429 and Retried503 are the busy answers retried, by status.
+	Retried429 int `json:"retried_429"`
+	Retried503 int `json:"retried_503"`
+	// SucceededAfterRetry requests got a reply after at least one retry;
+	// GaveUp requests failed at the bound.
+	SucceededAfterRetry int `json:"succeeded_after_retry"`
+	GaveUp              int `json:"gave_up"`
+	// RetryWaitMS is the time spent waiting before retries.
+	RetryWaitMS int64 `json:"retry_wait_ms"`
 }
 
 // Percentiles p50/p95/p99 and max, in the unit of the field holding them.

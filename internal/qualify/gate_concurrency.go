@@ -102,6 +102,7 @@ feed:
 	}
 	stats := &evidence.RequestStats{Count: sent, Concurrency: g.Concurrency, WallMS: wall.Milliseconds()}
 	eg.Requests = stats
+	defer recordOverload(stats, cl)
 	var ttft, lat, tpot []float64
 	var tokens int
 	var sumLatency time.Duration

@@ -56,6 +56,7 @@ func (g *ReadyControlGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate
 	h.Waited(t0)
 	stats := &evidence.RequestStats{Count: 1}
 	eg.Requests = stats
+	defer recordOverload(stats, cl)
 	if err != nil {
 		stats.Errors = 1
 		stats.ErrorMessages = []string{err.Error()}

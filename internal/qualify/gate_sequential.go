@@ -61,6 +61,7 @@ func (g *SequentialGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) 
 	raw := g.schema()
 	stats := &evidence.RequestStats{Concurrency: 1}
 	eg.Requests = stats
+	defer recordOverload(stats, cl)
 	var ttft, lat, tpot []float64
 	var tokens int
 	var sumLatency time.Duration

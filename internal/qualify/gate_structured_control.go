@@ -75,6 +75,7 @@ func (g *StructuredControlGate) Run(ctx context.Context, h *Handle, eg *evidence
 	accepted, valid := 0, 0
 	stats := &evidence.RequestStats{SchemaAccepted: &accepted, SchemaValid: &valid}
 	eg.Requests = stats
+	defer recordOverload(stats, cl)
 	var ttft, lat []float64
 	var rejected, failOpen, crashed []error
 	zero := 0.0

@@ -155,3 +155,27 @@ func TestGateSemanticAlone(t *testing.T) {
 		t.Fatalf("err %v semantic %+v: want the f1 floor to fail, production reused from the cache", err, g.Semantic)
 	}
 }
+
+// TestGateSequentialOverloadIsNotFailure: the candidate (a real fake
+// engine) answers every third chat request with 503. The sequential gate, whose requests may not
+// fail, passes: each busy answer was retried (the profile's [overload]
+// policy), counted as a success, and reported in the evidence. With
+// retries off the same engine fails the gate.
+func TestGateSequentialOverloadIsNotFailure(t *testing.T) {
+	busy := []string{"--overload-status", "503", "--overload-every", "3"}
+	fast := "[backends.cand.overload]\ninitial_interval = \"2ms\"\nmax_interval = \"20ms\"\n"
+	e := newEnv(t, busy, fast, nil)
+	g, err := gateAlone(t, e, "[[gates]]\nkind = \"sequential\"\nrequests = 6\n", true)
+	if err != nil {
+		t.Fatalf("the gate failed on busy answers: %v", err)
+	}
+	r := g.Requests
+	if r.Count != 6 || r.Errors != 0 || r.Overload == nil || r.Overload.Retried503 < 2 || r.Overload.SucceededAfterRetry < 2 || r.Overload.GaveUp != 0 {
+		t.Fatalf("stats %+v overload %+v", r, r.Overload)
+	}
+	e = newEnv(t, busy, "[backends.cand.overload]\nmax_retries = 0\n", nil)
+	g, err = gateAlone(t, e, "[[gates]]\nkind = \"sequential\"\nrequests = 6\n", true)
+	if err == nil || g.Requests.Errors == 0 || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("without retries: err %v stats %+v", err, g.Requests)
+	}
+}

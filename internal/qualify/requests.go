@@ -65,6 +65,18 @@ func validateCount(v *Validation, key string, n *int, dflt, max int) {
 	}
 }
 
+// recordOverload puts cl's busy-answer counters (429/503 retries) into
+// stats when there were any: gates count a request that succeeded after
+// retries as a success and report the retries here.
+func recordOverload(stats *evidence.RequestStats, cl *llm.Client) {
+	st := cl.Stats()
+	if st.Retries() == 0 && st.OverloadGaveUp == 0 {
+		return
+	}
+	stats.Overload = &evidence.OverloadStats{Retried429: int(st.Retried429), Retried503: int(st.Retried503),
+		SucceededAfterRetry: int(st.SucceededAfterRetry), GaveUp: int(st.OverloadGaveUp), RetryWaitMS: st.RetryWaitMS}
+}
+
 // requestFailure classifies a request error (package engine decides the
 // class) and adds the engine's exit and log tail when it has exited.
 func requestFailure(h *Handle, err error, structured bool) *failure.Failure {
