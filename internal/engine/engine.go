@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -97,6 +98,9 @@ const (
 type Signature struct {
 	// Text is a literal substring the line must contain, any case.
 	Text string
+	// Also is a second literal the line must contain, any case (a cheap
+	// check before Pattern when Text alone is a common word).
+	Also string
 	// Pattern, when set, must match the line too.
 	Pattern *regexp.Regexp
 	// Class is the failure class the line explains.
@@ -118,11 +122,15 @@ type Signature struct {
 	Crash bool
 
 	lower []byte // Text lower-cased, set by register
+	also  []byte // Also lower-cased, set by register
 }
 
 // classOf returns the class line gets from s, when it matches (its text
 // is known to be in the line, or s has none).
-func (s *Signature) classOf(line string) (failure.Class, bool) {
+func (s *Signature) classOf(line string, lower []byte) (failure.Class, bool) {
+	if len(s.also) > 0 && !bytes.Contains(lower, s.also) {
+		return "", false
+	}
 	switch {
 	case s.Pattern == nil:
 		return s.Class, true
@@ -199,6 +207,7 @@ func register(e *Engine) {
 	texts := make([][]byte, len(sigs))
 	for i := range sigs {
 		sigs[i].lower = []byte(strings.ToLower(sigs[i].Text))
+		sigs[i].also = []byte(strings.ToLower(sigs[i].Also))
 		texts[i] = sigs[i].lower
 	}
 	e.signatures = sigs

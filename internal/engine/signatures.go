@@ -108,7 +108,7 @@ func cudaErrorSignatures() []Signature {
 		Signature{Text: "CUDA_ERROR_", Pattern: regexp.MustCompile(`\b(CUDA_ERROR_[A-Z_]+)\b`),
 			Lookup: func(m []string) (failure.Class, bool) { c, ok := byName[m[1]]; return c, ok }},
 		// "error" is the rarer word in a healthy log, so it is the prefilter.
-		Signature{Text: "error", Pattern: regexp.MustCompile(`(?i)cuda.{0,40}?(?:error|err|code|status|failure)\s*(?:=|:|\(|#|\s)\s*(\d+)\b`),
+		Signature{Text: "error", Also: "cuda", Pattern: regexp.MustCompile(`(?i)cuda.{0,40}?(?:error|err|code|status|failure)\s*(?:=|:|\(|#|\s)\s*(\d+)\b`),
 			Lookup: func(m []string) (failure.Class, bool) { c, ok := byCode[m[1]]; return c, ok }})
 	return out
 }
@@ -278,7 +278,7 @@ var pythonSignatures = []Signature{
 	{Text: "Not enough memory", Class: failure.ClassGPUOOM},
 	{Text: "Insufficient memory", Pattern: regexp.MustCompile(`(?i)(gpu|cuda|kv|mem_fraction|memory pool)`), Class: failure.ClassGPUOOM},
 	// warmup_failed
-	{Text: "raph", Pattern: regexp.MustCompile(`(?i)cuda ?graph.*(fail|error)`), Class: failure.ClassWarmupFailed},
+	{Text: "raph", Also: "cuda", Pattern: regexp.MustCompile(`(?i)cuda ?graph.*(fail|error)`), Class: failure.ClassWarmupFailed},
 	{Text: "Error in memory profiling", Class: failure.ClassWarmupFailed},
 	{Text: "Warmup failed", Class: failure.ClassWarmupFailed},
 	{Text: "warmup error", Class: failure.ClassWarmupFailed},

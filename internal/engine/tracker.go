@@ -220,7 +220,7 @@ func (t *Tracker) match(line string, lower []byte) (*Signature, failure.Class) {
 		if !t.hits[i] {
 			continue
 		}
-		if c, ok := sigs[i].classOf(line); ok {
+		if c, ok := sigs[i].classOf(line, lower); ok {
 			return &sigs[i], c
 		}
 	}
