@@ -7,6 +7,11 @@ import (
 	"github.com/hiro-dev/hiro/internal/redact"
 )
 
+// RegisterSecrets is registerSecrets for other commands (the CLI calls it
+// with the loaded configuration before any command runs, so that the
+// journal's public output knows the configuration's secrets too).
+func RegisterSecrets(cfg *config.Config) { registerSecrets(cfg, nil) }
+
 // registerSecrets tells package redact what this campaign knows to be
 // secret or local before anything public is written: the environment
 // values of every profile and of every launch variant, the profiles' API
