@@ -84,6 +84,19 @@ func TestActivateThenRollback(t *testing.T) {
 		t.Fatalf("second activation: %v, want refused on candidate", err)
 	}
 
+	// The previous production's configuration changed: rollback refuses,
+	// naming the file, and touches nothing.
+	launcher := filepath.Join(w.dir, "prod-launcher.sh")
+	lorig, _ := os.ReadFile(launcher)
+	must(t, os.WriteFile(launcher, []byte("#!/bin/sh\n# edited after the activation\n"), 0o755))
+	if _, err := activation.Rollback(context.Background(), w.cfg, opts(w)); !refusedOn(err, "config_files["+launcher+"]") {
+		t.Fatalf("rollback onto a changed configuration: %v, want refused on its launcher", err)
+	}
+	if _, ok := w.running("cand"); !ok {
+		t.Fatal("a refused rollback stopped the active production")
+	}
+	must(t, os.WriteFile(launcher, lorig, 0o755))
+
 	back, err := activation.Rollback(context.Background(), w.cfg, opts(w))
 	if err != nil {
 		t.Fatalf("rollback: %v", err)

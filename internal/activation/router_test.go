@@ -410,3 +410,57 @@ func TestSIGKILLDuringHandoverProductionComesBack(t *testing.T) {
 		t.Fatalf("after the recovery: %s", l)
 	}
 }
+
+// SIGKILL of hiro in the middle of an exclusive activation through the
+// router (production handed over, the candidate loading): the next hiro
+// command stops the candidate and has the router take production back,
+// verified; requests are served by the old production again.
+func TestSIGKILLDuringExclusiveActivationThroughTheRouter(t *testing.T) {
+	w := newWorld(t, true, "--load-time", "3s")
+	w.startProduction()
+	evPath := w.qualify()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	cmd := w.hiroCmd("activate", evPath, "--journal", "")
+	must(t, cmd.Start())
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := sp.ctl.Status(context.Background())
+		_, candUp := w.running("cand")
+		if err == nil && st.Handover != nil && candUp {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the activation never held production with the candidate starting: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+
+	code, out := w.hiro("backend", "status")
+	if code != 0 || !strings.Contains(out, "switch settled") {
+		t.Fatalf("next command: exit %d\n%s", code, out)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		st, err := sp.ctl.Status(context.Background())
+		if err == nil && st.Production.Name == "prod" && st.Production.State == serve.StateReady && st.Handover == nil && !st.Draining {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("production did not come back through the router: %+v\nnext command:\n%s", st, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Fatal("the killed activation's candidate still runs")
+	}
+	l := startLoad(url, 2, 4)
+	l.waitMore(t, 20)
+	l.finish()
+	if len(l.failed) > 0 || len(l.retry503) > 0 || l.ok["prod-model"] == 0 {
+		t.Fatalf("after the recovery: %s", l)
+	}
+}
