@@ -27,6 +27,9 @@ type diagnoseOpts struct {
 	Exit    int
 	HasExit bool
 	Signal  string
+	// RequiresAccelerator: judge the log as for a profile with
+	// requires_accelerator (CPU serving is the failure).
+	RequiresAccelerator bool
 	// Coverage: the arguments are case-set directories; print the class x
 	// engine table of right answers instead of diagnosing one log.
 	Coverage bool
@@ -54,6 +57,9 @@ type diagnoseReport struct {
 	Log     string           `json:"log"`
 	Engine  string           `json:"engine"`
 	Failure *failure.Failure `json:"failure"`
+	// Device is where the log shows the model served; absent when it
+	// does not say.
+	Device *engine.ServingDevice `json:"device,omitempty"`
 }
 
 func newDiagnoseCmd(g *Globals) *cobra.Command {
@@ -66,7 +72,10 @@ the engine failed, as 'hiro backend start' would have: the failure class, the
 phase it was in, the root-cause line (not the wrapper line), the facts parsed
 from the log (weights load seconds, shards, KV cache sizes, ...) and the next
 step to try. --exit or --signal says how the process ended when known; any
-exit before ready is a failure, exit code 0 included.
+exit before ready is a failure, exit code 0 included. The serving device the
+log shows (GPU with its layers, or CPU) is printed too; with
+--requires-accelerator the log is judged as for a profile that requires an
+accelerator, so a silent CPU fallback is the failure (accelerator_unavailable).
 
 KIND is one of: ` + strings.Join(engine.Kinds(), ", ") + `.
 
@@ -95,6 +104,7 @@ case answered wrong; 2 bad usage (no such file, unknown engine kind, both
 	f.StringVar(&o.Engine, "engine", "", "engine kind that wrote the log: "+strings.Join(engine.Kinds(), ", ")+" (required)")
 	f.IntVar(&o.Exit, "exit", 0, "exit code the engine process ended with")
 	f.StringVar(&o.Signal, "signal", "", "signal that ended the engine process (KILL, SIGSEGV, 9, ...)")
+	f.BoolVar(&o.RequiresAccelerator, "requires-accelerator", false, "the profile requires an accelerator: a log that shows CPU serving is the failure")
 	f.BoolVar(&g.JSON, "json", false, "print one JSON object {log, engine, failure} (errors too)")
 	f.BoolVar(&o.Coverage, "coverage", false, "arguments are case-set directories: print the class x engine table of right answers")
 	return cmd
@@ -135,16 +145,23 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string) 
 		return UsageErrorf("diagnose: cannot read the log %s: %w: give the path of the engine's log file", path, errors.Unwrap(err))
 	}
 	defer fh.Close()
-	f, err := engine.Diagnose(fh, o.Engine, exit)
+	d, err := engine.DiagnoseLog(fh, o.Engine, engine.DiagnoseOptions{Exit: exit, RequiresAccelerator: o.RequiresAccelerator})
 	if err != nil {
 		return UsageErrorf("diagnose: %s: %w", path, err)
+	}
+	var dev *engine.ServingDevice
+	if d.Device.Kind != "" {
+		dev = &d.Device
 	}
 	if g.JSON {
 		enc := json.NewEncoder(g.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: f})
+		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: d.Failure, Device: dev})
 	}
-	printDiagnosis(g.Stdout, f)
+	printDiagnosis(g.Stdout, d.Failure)
+	if dev != nil {
+		fmt.Fprintf(g.Stdout, "serving device: %s (%s)\n", dev, dev.Evidence)
+	}
 	return nil
 }
 

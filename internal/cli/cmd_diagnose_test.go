@@ -16,7 +16,7 @@ import (
 
 // diagnoseCaseSets are the failure-log case sets, relative to this
 // package: the handed ones beside the checkout and the field corpus.
-var diagnoseCaseSets = []string{"../../../shared/cases/failure-logs", "../../../shared/cases/failure-logs-2", "../engine/testdata/field", "../engine/testdata/live"}
+var diagnoseCaseSets = []string{"../../../shared/cases/failure-logs", "../../../shared/cases/failure-logs-2", "../engine/testdata/field", "../engine/testdata/live", "../../examples/gpu/results"}
 
 // TestDiagnoseCases runs every case log through 'hiro diagnose --json'
 // and checks class, phase, root cause, facts and exit.
@@ -39,20 +39,31 @@ func TestDiagnoseCases(t *testing.T) {
 				} else if c.Exit != nil {
 					args = append(args, "--exit", strconv.Itoa(*c.Exit))
 				}
+				if c.RequiresAccelerator {
+					args = append(args, "--requires-accelerator")
+				}
 				var out, errb bytes.Buffer
 				if code := Run(context.Background(), args, &out, &errb); code != ExitOK {
 					t.Fatalf("exit %d, stderr %q", code, errb.String())
 				}
 				var rep struct {
-					Engine  string           `json:"engine"`
-					Failure *failure.Failure `json:"failure"`
+					Engine  string                `json:"engine"`
+					Failure *failure.Failure      `json:"failure"`
+					Device  *engine.ServingDevice `json:"device"`
 				}
 				if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Failure == nil {
 					t.Fatalf("not JSON: %v\n%s", err, out.String())
 				}
 				f := rep.Failure
-				if r := c.Check(f); !r.Right() {
+				var dev engine.ServingDevice
+				if rep.Device != nil {
+					dev = *rep.Device
+				}
+				if r := c.CheckDiagnosis(engine.Diagnosis{Failure: f, Device: dev}); !r.Right() {
 					t.Errorf("%s (source %s)", r.Misses(), c.Source)
+				}
+				if c.Ready {
+					return
 				}
 				if c.Signal != "" && f.Signal != engine.Signaled(c.Signal).Signal {
 					t.Errorf("signal %q, want %q", f.Signal, c.Signal)

@@ -135,13 +135,19 @@ func (c Case) ExitInfo() ExitInfo {
 type CaseResult struct {
 	Case    Case
 	Failure *failure.Failure
-	// ClassOK, PhaseOK, RootCauseOK, FactsOK: each part of the answer.
-	ClassOK, PhaseOK, RootCauseOK, FactsOK bool
+	// Device is the serving device the log showed (CheckDiagnosis).
+	Device ServingDevice
+	// ClassOK, PhaseOK, RootCauseOK, FactsOK, DeviceOK: each part of the
+	// answer (all true for the failure of a Ready case, which expects
+	// none; DeviceOK true when the case names no device).
+	ClassOK, PhaseOK, RootCauseOK, FactsOK, DeviceOK bool
 }
 
-// Right reports whether class, phase, root-cause line and facts are all
-// as expected.
-func (r CaseResult) Right() bool { return r.ClassOK && r.PhaseOK && r.RootCauseOK && r.FactsOK }
+// Right reports whether class, phase, root-cause line, facts and serving
+// device are all as expected.
+func (r CaseResult) Right() bool {
+	return r.ClassOK && r.PhaseOK && r.RootCauseOK && r.FactsOK && r.DeviceOK
+}
 
 // Misses says which parts are wrong ("class got engine_died want
 // host_oom; ..."), empty when right.
@@ -160,12 +166,30 @@ func (r CaseResult) Misses() string {
 	if !r.FactsOK {
 		m = append(m, fmt.Sprintf("facts %v want %v", f.Facts, r.Case.Facts))
 	}
+	if !r.DeviceOK {
+		m = append(m, fmt.Sprintf("serving device got %q want %s", r.Device.Kind, r.Case.ServingDevice))
+	}
 	return strings.Join(m, "; ")
 }
 
-// Check compares f with the case's expected answer.
+// CheckDiagnosis compares a diagnosis of the case's log (made with
+// DiagnoseOptions.RequiresAccelerator as the case says) with its expected
+// answer: the failure as Check does (none expected of a Ready case), and
+// the serving device.
+func (c Case) CheckDiagnosis(d Diagnosis) CaseResult {
+	r := CaseResult{Case: c, Failure: d.Failure, ClassOK: true, PhaseOK: true, RootCauseOK: true, FactsOK: true}
+	if !c.Ready {
+		r = c.Check(d.Failure)
+	}
+	r.Device = d.Device
+	r.DeviceOK = c.ServingDevice == "" || d.Device.Kind == c.ServingDevice
+	return r
+}
+
+// Check compares f with the case's expected answer (class, phase, root
+// cause, facts; the serving device is CheckDiagnosis's).
 func (c Case) Check(f *failure.Failure) CaseResult {
-	r := CaseResult{Case: c, Failure: f}
+	r := CaseResult{Case: c, Failure: f, DeviceOK: true}
 	r.ClassOK = Accepts(c.Class, string(f.Class))
 	r.PhaseOK = Accepts(c.Phase, string(f.Phase))
 	r.RootCauseOK = f.RootCause != "" && strings.Contains(f.RootCause, c.RootCauseContains)
@@ -178,7 +202,8 @@ func (c Case) Check(f *failure.Failure) CaseResult {
 	return r
 }
 
-// RunCaseSet diagnoses every case of the set in dir with Diagnose.
+// RunCaseSet diagnoses every case of the set in dir with DiagnoseLog
+// (with requires_accelerator where the case says so).
 func RunCaseSet(dir string) ([]CaseResult, error) {
 	cs, err := LoadCaseSet(dir)
 	if err != nil {
@@ -190,12 +215,12 @@ func RunCaseSet(dir string) ([]CaseResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.Log, err)
 		}
-		f, err := Diagnose(fh, c.Engine, c.ExitInfo())
+		d, err := DiagnoseLog(fh, c.Engine, DiagnoseOptions{Exit: c.ExitInfo(), RequiresAccelerator: c.RequiresAccelerator})
 		fh.Close()
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.Log, err)
 		}
-		out = append(out, c.Check(f))
+		out = append(out, c.CheckDiagnosis(d))
 	}
 	return out, nil
 }
@@ -213,10 +238,14 @@ type CoverageCell struct {
 	Right int `json:"right"`
 }
 
-// CoverageOf tallies results.
+// CoverageOf tallies results; Ready cases (no failure class) are left
+// out.
 func CoverageOf(results []CaseResult) Coverage {
 	cv := Coverage{Cells: map[failure.Class]map[string]CoverageCell{}}
 	for _, r := range results {
+		if r.Case.Ready {
+			continue
+		}
 		cls := failure.Class(strings.TrimSpace(strings.Split(r.Case.Class, "|")[0]))
 		row := cv.Cells[cls]
 		if row == nil {

@@ -14,9 +14,11 @@ import (
 const casesDir = "../../../shared/cases/failure-logs"
 
 // caseDirs are the case sets every case test runs: the handed cases
-// (../shared, absent in a fresh clone) and the field corpus beside this
-// package (testdata/field, when present).
-var caseDirs = []string{casesDir, "../../../shared/cases/failure-logs-2", "testdata/field", "testdata/live"}
+// (../shared, absent in a fresh clone), the field corpus beside this
+// package (testdata/field, when present), the live captures
+// (testdata/live) and the failures captured on the H200
+// (examples/gpu/results).
+var caseDirs = []string{casesDir, "../../../shared/cases/failure-logs-2", "testdata/field", "testdata/live", "../../examples/gpu/results"}
 
 // failureCase is a Case with the directory of its set.
 type failureCase struct {
@@ -50,11 +52,25 @@ func (c failureCase) name() string {
 	return filepath.Base(c.dir) + "/" + strings.TrimSuffix(c.Log, ".log")
 }
 
-// checkCase asserts f is what c expects.
-func checkCase(t *testing.T, c failureCase, f *failure.Failure) {
+// outcome is how the case's attempt ended for the classifier: an exit, or
+// the supervisor's refusal of CPU serving when the case's profile
+// requires an accelerator and the log shows the CPU.
+func (c failureCase) outcome(dev ServingDevice) Outcome {
+	if c.RequiresAccelerator && dev.CPUOnly() {
+		return Outcome{Kind: OutcomeAcceleratorUnavailable, Exit: c.ExitInfo(), Device: dev}
+	}
+	return Outcome{Kind: OutcomeExited, Exit: c.ExitInfo()}
+}
+
+// checkCase asserts f and the serving device dev are what c expects (a
+// Ready case expects no failure: only its device is checked).
+func checkCase(t *testing.T, c failureCase, f *failure.Failure, dev ServingDevice) {
 	t.Helper()
-	if r := c.Check(f); !r.Right() {
+	if r := c.CheckDiagnosis(Diagnosis{Failure: f, Device: dev}); !r.Right() {
 		t.Errorf("%s (source %s)", r.Misses(), c.Source)
+	}
+	if c.Ready {
+		return
 	}
 	if c.Signal != "" && f.Signal != Signaled(c.Signal).Signal {
 		t.Errorf("signal = %q, want %q", f.Signal, c.Signal)
@@ -98,8 +114,9 @@ func TestCasesTracker(t *testing.T) {
 			if err := sc.Err(); err != nil {
 				t.Fatal(err)
 			}
-			f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: c.ExitInfo()})
-			checkCase(t, c, f)
+			dev := tr.Device()
+			f := tr.Classify(c.outcome(dev))
+			checkCase(t, c, f, dev)
 			want := lines[len(lines)-1]
 			if len(want) > maxStoredLine {
 				want = want[:maxStoredLine] + "..."
@@ -111,7 +128,8 @@ func TestCasesTracker(t *testing.T) {
 	}
 }
 
-// TestCasesDiagnose gives each whole log file to Diagnose.
+// TestCasesDiagnose gives each whole log file to DiagnoseLog (with
+// requires_accelerator as the case says).
 func TestCasesDiagnose(t *testing.T) {
 	for _, c := range loadCases(t) {
 		t.Run(c.name(), func(t *testing.T) {
@@ -120,11 +138,33 @@ func TestCasesDiagnose(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer fh.Close()
-			f, err := Diagnose(fh, c.Engine, c.ExitInfo())
+			d, err := DiagnoseLog(fh, c.Engine, DiagnoseOptions{Exit: c.ExitInfo(), RequiresAccelerator: c.RequiresAccelerator})
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkCase(t, c, f)
+			checkCase(t, c, d.Failure, d.Device)
 		})
+	}
+}
+
+// TestGPUCaseSet: the failures captured on the H200 are in the repository
+// (not skipped like ../shared) and each names what it must: the serving
+// device for the ready and CPU-fallback cases.
+func TestGPUCaseSet(t *testing.T) {
+	cf, err := LoadCaseFile("../../examples/gpu/results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	devices := 0
+	for _, c := range cf.Cases {
+		if c.ServingDevice != "" {
+			devices++
+		}
+		if c.RequiresAccelerator && c.ServingDevice != DeviceCPU {
+			t.Errorf("%s: requires_accelerator without a CPU serving device", c.Log)
+		}
+	}
+	if len(cf.Cases) < 8 || devices < 4 || len(cf.Prereq) == 0 {
+		t.Errorf("%d cases (%d with a serving device), %d prereq cases", len(cf.Cases), devices, len(cf.Prereq))
 	}
 }

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -524,25 +522,12 @@ func quoteList(ids []string) string {
 // exit before ready with exit (the zero ExitInfo when unknown). The
 // failure has no SecondsSinceStart (0): a log alone does not say when the
 // engine started. Errors: an unknown kind (wrapping ErrUnknownKind), or
-// reading r.
+// reading r. DiagnoseLog says more (the serving device, a profile that
+// requires an accelerator).
 func Diagnose(r io.Reader, kind string, exit ExitInfo) (*failure.Failure, error) {
-	e, err := Lookup(kind)
+	d, err := DiagnoseLog(r, kind, DiagnoseOptions{Exit: exit})
 	if err != nil {
 		return nil, err
 	}
-	t := e.NewTracker()
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			t.Feed(line)
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the log: %w", err)
-		}
-	}
-	return t.Classify(Outcome{Kind: OutcomeExited, Exit: exit}), nil
+	return d.Failure, nil
 }

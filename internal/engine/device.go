@@ -27,8 +27,9 @@ type ServingDevice = failure.Device
 // DeviceRule reads the serving device from a log line: a line containing
 // Text and matching Pattern sets the device. Kind is the kind it tells;
 // with Kind empty the rule is the layer offload line (submatches: layers
-// offloaded, total). Otherwise submatch 1, when present, is the device
-// name, and a name of "cpu" means the CPU.
+// offloaded, total; or, where the line gives them in the other order,
+// submatches named "offloaded" and "total"). Otherwise submatch 1, when
+// present, is the device name, and a name of "cpu" means the CPU.
 type DeviceRule struct {
 	Text    string
 	Pattern *regexp.Regexp
@@ -42,8 +43,12 @@ func (r *DeviceRule) read(line string, d *ServingDevice) bool {
 		return false
 	}
 	if r.Kind == "" { // offload line
-		n, err1 := strconv.Atoi(m[1])
-		total, err2 := strconv.Atoi(m[2])
+		ni, ti := 1, 2
+		if i := r.Pattern.SubexpIndex("offloaded"); i > 0 {
+			ni, ti = i, r.Pattern.SubexpIndex("total")
+		}
+		n, err1 := strconv.Atoi(m[ni])
+		total, err2 := strconv.Atoi(m[ti])
 		if err1 != nil || err2 != nil {
 			return false
 		}
@@ -87,8 +92,12 @@ var ggmlDevices = []DeviceRule{
 	{Text: "no usable GPU found", Pattern: regexp.MustCompile(`no usable GPU found`), Kind: DeviceCPU},
 }
 
-// ollamaDevices: Ollama's server's GPU discovery.
+// ollamaDevices: Ollama's server's GPU discovery, and its scheduler's
+// placement of the model (msg=offload ... layers.model=9 layers.offload=0:
+// with a GPU found but its memory taken, the model goes to the CPU
+// without an error).
 var ollamaDevices = []DeviceRule{
+	{Text: "layers.offload=", Pattern: regexp.MustCompile(`layers\.model=(?P<total>\d+) layers\.offload=(?P<offloaded>\d+)`)},
 	{Text: "inference compute", Pattern: regexp.MustCompile(`inference compute.*library=cpu\b`), Kind: DeviceCPU},
 	{Text: "inference compute", Pattern: regexp.MustCompile(`inference compute.*library=\w+.*?name="?([^"]*[^"\s])"?\s`), Kind: DeviceGPU},
 	{Text: "no compatible GPUs were discovered", Pattern: regexp.MustCompile(`no compatible GPUs were discovered`), Kind: DeviceCPU},

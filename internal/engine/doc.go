@@ -12,17 +12,21 @@
 // A Tracker is fed the engine log one line at a time while the engine
 // starts; Classify turns the way the attempt ended (an Outcome) plus what
 // the Tracker saw into a *failure.Failure. Diagnose does the same for a log
-// read after the fact. The tracker reads Python tracebacks as blocks (the
+// read after the fact; DiagnoseLog also returns the serving device and,
+// for a profile that requires an accelerator, judges a CPU fallback as
+// the supervisor does. The tracker reads Python tracebacks as blocks (the
 // exception line is the root cause, the frames name the component and
 // phase), moves the phase to inference on served requests, keeps per-device
 // facts, and reads the serving device (ServingDevice) that the ready
 // verdict names. Signatures and triggers are found in one pass per line
 // (an Aho-Corasick automaton built at registration).
 //
-// Case sets (a cases.json beside the logs it names; LoadCaseSet,
-// RunCaseSet, CoverageOf) check the classifier against failure logs with
-// expected answers: the field corpus in testdata/field and the handed
-// cases in ../shared/cases.
+// Case sets (a cases.json beside the logs it names; LoadCaseFile, the one
+// loader, with LoadCaseSet, RunCaseSet, CoverageOf) check the classifier
+// against failure logs with expected answers: the field corpus in
+// testdata/field, the failures captured on an H200 in examples/gpu/results
+// (with the serving device and the prereq gate's expected answers) and
+// the handed cases in ../shared/cases.
 //
 // This package must not start, signal or wait for processes, read
 // configuration files, or print anything: the supervisor and the CLI do

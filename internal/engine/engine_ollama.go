@@ -45,6 +45,9 @@ func init() {
 			{Text: "cuda driver library init failure", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
 			{Text: "unable to load cudart", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
 			{Text: "llama runner process has terminated", Pattern: regexp.MustCompile(`terminated: exit status`), Class: failure.ClassEngineDied, Tier: TierHint},
+			// The runner died under a request (killed, crashed) while the
+			// server stayed up: every open request gets HTTP 500.
+			{Text: "llama runner process no longer running", Class: failure.ClassEngineDied, Tier: TierHint},
 		}, ggmlSignatures, cudaSignatures),
 		wrappers: ggmlWrappers,
 		devices:  joinLists(ollamaDevices, ggmlDevices),

@@ -423,7 +423,11 @@ func (t *Tracker) facts1(line string) {
 		if !t.thits[base+i] {
 			continue
 		}
-		if d.read(line, &t.device) {
+		before := t.device.Kind
+		// The evidence of CPU serving is the first line that said so (Ollama:
+		// "no compatible GPUs were discovered" before its "library=cpu"
+		// listing); a GPU's is the most precise (the offload line).
+		if d.read(line, &t.device) && (t.device.Kind != before || before != DeviceCPU || t.device.Evidence == "") {
 			t.device.Evidence = strings.TrimSpace(clip(line))
 		}
 	}

@@ -14,7 +14,8 @@ import (
 
 // caseSets are the failure-log case sets replayed through the fake
 // engine: the handed cases beside the checkout (../shared, skipped when
-// absent) and the field corpus in internal/engine/testdata/field.
+// absent), the field corpus in internal/engine/testdata/field and the
+// failures captured on the H200 in examples/gpu/results.
 func caseSets(t *testing.T) []string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
@@ -25,6 +26,7 @@ func caseSets(t *testing.T) []string {
 		filepath.Join(root, "..", "shared", "cases", "failure-logs-2"),
 		filepath.Join(root, "internal", "engine", "testdata", "field"),
 		filepath.Join(root, "internal", "engine", "testdata", "live"),
+		filepath.Join(root, "examples", "gpu", "results"),
 	} {
 		if _, err := os.Stat(filepath.Join(d, "cases.json")); err == nil {
 			dirs = append(dirs, d)
@@ -47,6 +49,9 @@ func TestFailureCasesFullPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range cases {
+			if c.Ready || c.RequiresAccelerator {
+				continue // the engine became ready: TestCasesServingDevice
+			}
 			t.Run(filepath.Base(dir)+"/"+strings.TrimSuffix(c.Log, ".log"), func(t *testing.T) {
 				t.Parallel()
 				args := []string{"--replay", filepath.Join(dir, c.Log)}
@@ -87,5 +92,59 @@ func TestFailureCasesFullPath(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCasesServingDevice replays each case whose engine became ready
+// (the GPU captures: a GPU busy but large enough, a CPU fallback, a
+// hidden GPU) from a fake engine that then serves, as the real one did:
+// the ready verdict names the serving device the case expects; and when
+// the case's profile requires an accelerator, the same start with
+// requires_accelerator fails with the expected class, phase and root
+// cause, and the process is stopped.
+func TestCasesServingDevice(t *testing.T) {
+	n := 0
+	for _, dir := range caseSets(t) {
+		cases, err := engine.LoadCaseSet(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			if c.ServingDevice == "" || !(c.Ready || c.RequiresAccelerator) {
+				continue
+			}
+			n++
+			t.Run(filepath.Base(dir)+"/"+strings.TrimSuffix(c.Log, ".log"), func(t *testing.T) {
+				t.Parallel()
+				port := freePort(t)
+				args := []string{"--replay", filepath.Join(dir, c.Log), "--port", strconv.Itoa(port), "--model", "fake-model"}
+				p, state := fakeProfile(t, c.Engine, port, args, "")
+				proc, res := startFake(t, p, state)
+				if res.State != StateReady || proc == nil {
+					t.Fatalf("without requires_accelerator: state %s failure %+v err %v", res.State, res.Failure, res.Err)
+				}
+				proc.Stop(context.Background())
+				if res.Device == nil || res.Device.Kind != c.ServingDevice || res.Device.Evidence == "" {
+					t.Fatalf("ready verdict names device %+v, want %s", res.Device, c.ServingDevice)
+				}
+				if !c.RequiresAccelerator {
+					return
+				}
+				p.RequiresAccelerator = true
+				proc, res = startFake(t, p, state)
+				if proc != nil || res.State != StateFailed || res.Failure == nil {
+					t.Fatalf("with requires_accelerator: state %s failure %+v err %v", res.State, res.Failure, res.Err)
+				}
+				if r := c.Check(res.Failure); !r.Right() {
+					t.Errorf("%s", r.Misses())
+				}
+				if res.Stop == nil || res.Stop.Leak != nil {
+					t.Errorf("stop after the refusal: %+v", res.Stop)
+				}
+			})
+		}
+	}
+	if n == 0 {
+		t.Skip("no case with a serving device")
 	}
 }
