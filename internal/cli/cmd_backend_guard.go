@@ -33,5 +33,15 @@ func backendHold(prof *config.Profile, command string) (*lease.Hold, error) {
 		}
 		return nil, FailedError(fmt.Errorf("%s: %w", command, err))
 	}
+	if prof.RequiresAccelerator && !prof.ExclusiveAccelerator {
+		// It needs the accelerator, not alone: not beside a campaign's
+		// exclusive candidate.
+		sh, err := lease.AcquireShared(dir, lease.AcceleratorKey)
+		if err != nil {
+			h.Release()
+			return nil, FailedError(fmt.Errorf("%s refused: %w", command, err))
+		}
+		sh.Release() // the check is the point: the engine outlives this command
+	}
 	return h, nil
 }

@@ -7,7 +7,8 @@
 // same server share it), AcceleratorKey for the accelerator an exclusive
 // candidate needs. Each key is one file in the lease folder (Dir). Taking
 // a key is atomic: the file is opened (created when missing) and locked
-// with flock(LOCK_EX|LOCK_NB); the lock is held for as long as the owner
+// with flock(LOCK_EX|LOCK_NB) (LOCK_SH for a non-exclusive user of the
+// accelerator: many at once, none beside an exclusive one); the lock is held for as long as the owner
 // runs (a whole campaign, or one 'hiro backend start' command) and the
 // kernel drops it when the owner dies, however it dies. The file's content
 // says who holds it (a Lease: campaign id, configuration, production,
@@ -21,6 +22,8 @@
 //	h.Update(func(l *lease.Lease) { l.Restore = ... }) // rewrite the record (atomically, under the lock)
 //	h.Release()   // production is back: remove the files, then unlock
 //	h.Abandon()   // production is down and could not be restored: unlock, keep the files
+//	s, err := lease.AcquireShared(dir, lease.AcceleratorKey) // a non-exclusive user of the accelerator
+//	lease.HeldBy(dir, key)                     // the live holder of key, without taking a lock (probes)
 //
 // A file that exists, is not locked and holds a campaign record was left
 // by a hiro that died while production was its responsibility: Scan lists

@@ -120,7 +120,7 @@ type HeldError struct {
 func (e *HeldError) Error() string {
 	what := describeKey(e.Key)
 	if e.Holder == nil {
-		return fmt.Sprintf("%s is held by another hiro that is starting; retry in a moment", what)
+		return fmt.Sprintf("%s is in use by another hiro (starting, or using it beside others); retry when it is done", what)
 	}
 	return fmt.Sprintf("%s is held by %s since %s; wait for it to finish, or stop that hiro (its lease is released when it exits)",
 		what, e.Holder.Holder(), e.Holder.Created.Format(time.RFC3339))
@@ -230,6 +230,8 @@ type Hold struct {
 	lease *Lease
 	files []*os.File
 	paths []string
+	// shared holds do not own the files: Release leaves them in place.
+	shared bool
 }
 
 // Lease returns the held record.
@@ -281,6 +283,31 @@ func Acquire(dir string, l *Lease, keys ...string) (*Hold, error) {
 // file the path names after locking: a file unlinked by its releaser in
 // between is not taken.
 func lockFile(path string, create bool) (*os.File, error) {
+	return lockFileMode(path, create, unix.LOCK_EX)
+}
+
+// AcquireShared takes key in shared mode for a user that needs the
+// resource but not alone (a non-exclusive candidate on the accelerator):
+// any number of shared holders at once, none beside an exclusive holder.
+// It fails with a *HeldError naming the exclusive holder; an exclusive
+// Acquire fails while shared holders remain. Shared holders write no
+// record; Release only unlocks.
+func AcquireShared(dir, key string) (*Hold, error) {
+	if err := EnsurePrivateDir(dir); err != nil {
+		return nil, err
+	}
+	f, err := lockFileMode(fileName(dir, key), true, unix.LOCK_SH)
+	if err != nil {
+		var held *HeldError
+		if errors.As(err, &held) {
+			held.Key = key
+		}
+		return nil, err
+	}
+	return &Hold{lease: &Lease{Keys: []string{key}}, files: []*os.File{f}, paths: []string{fileName(dir, key)}, shared: true}, nil
+}
+
+func lockFileMode(path string, create bool, mode int) (*os.File, error) {
 	flags := os.O_RDWR | syscallNoFollow
 	if create {
 		flags |= os.O_CREATE
@@ -298,7 +325,7 @@ func lockFile(path string, create bool) (*os.File, error) {
 			f.Close()
 			return nil, fmt.Errorf("lease: %w", err)
 		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if err := unix.Flock(int(f.Fd()), mode|unix.LOCK_NB); err != nil {
 			holder, _ := decode(f)
 			f.Close()
 			if errors.Is(err, unix.EWOULDBLOCK) {
@@ -388,6 +415,10 @@ func (h *Hold) Update(fn func(*Lease)) error {
 // free. Use it once production is back (or was never touched).
 func (h *Hold) Release() error {
 	if h == nil {
+		return nil
+	}
+	if h.shared {
+		h.close()
 		return nil
 	}
 	var errs []error

@@ -85,3 +85,22 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestSharedAcceleratorBesideExclusive(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "leases")
+	s1, err := AcquireShared(dir, AcceleratorKey)
+	must(t, err)
+	s2, err := AcquireShared(dir, AcceleratorKey)
+	must(t, err) // two non-exclusive users at once
+	if _, err := Acquire(dir, &Lease{Kind: KindCampaign, Campaign: "x"}, AcceleratorKey); !errors.Is(err, ErrHeld) {
+		t.Fatalf("exclusive beside shared holders: %v", err)
+	}
+	must(t, s1.Release())
+	must(t, s2.Release())
+	h, err := Acquire(dir, &Lease{Kind: KindCampaign, Campaign: "excl"}, AcceleratorKey)
+	must(t, err)
+	if _, err := AcquireShared(dir, AcceleratorKey); !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "campaign excl") {
+		t.Fatalf("shared beside an exclusive holder: %v", err)
+	}
+	must(t, h.Release())
+}

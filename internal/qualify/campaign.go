@@ -77,6 +77,9 @@ type campaign struct {
 	// hold is the lease on production and the accelerator (exclusive
 	// campaigns only), held from the start to the end of Run.
 	hold *lease.Hold
+	// accel is the shared hold on the accelerator of a non-exclusive
+	// campaign.
+	accel *lease.Hold
 	// router is the running 'hiro serve' that handed production over.
 	router *serve.ControlClient
 }
@@ -123,17 +126,31 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 	}
 	c.dir = filepath.Join(root, id)
 	c.h.Dir = c.dir
-	if c.prod != nil && *plan.Exclusive {
-		// One owner of production at a time, taken before anything else
-		// (atomically: lock files held for the whole campaign).
+	if *plan.Exclusive {
+		// One owner of production and of the accelerator at a time, taken
+		// before anything else (atomically: lock files held for the whole
+		// campaign).
 		abs, _ := filepath.Abs(c.dir)
+		keys, prodName := []string{lease.AcceleratorKey}, ""
+		if c.prod != nil {
+			keys, prodName = append(keys, lease.ProductionKey(c.prod.BaseURL)), c.prod.Name
+		}
 		h, err := lease.Acquire(opts.LeaseDir, &lease.Lease{Kind: lease.KindCampaign, Campaign: id, EvidenceDir: abs,
-			Config: cfg.Path, Production: c.prod.Name, Candidate: plan.Candidate},
-			lease.ProductionKey(c.prod.BaseURL), lease.AcceleratorKey)
+			Config: cfg.Path, Production: prodName, Candidate: plan.Candidate}, keys...)
 		if err != nil {
 			return nil, fmt.Errorf("campaign %s not started: %w", id, err)
 		}
 		c.hold = h
+	} else if c.candidate != nil && !c.candidate.Unmanaged {
+		// A candidate beside production still uses the accelerator: not
+		// while another campaign's candidate needs it alone (shared hold
+		// for the whole campaign).
+		h, err := lease.AcquireShared(opts.LeaseDir, lease.AcceleratorKey)
+		if err != nil {
+			return nil, fmt.Errorf("campaign %s not started: %w", id, err)
+		}
+		c.accel = h
+		defer c.accel.Release()
 	}
 	if err := os.MkdirAll(c.dir, evidence.PrivateDirMode); err != nil {
 		c.hold.Release()

@@ -280,9 +280,11 @@ func recoverOne(ctx context.Context, l *Lease, progress func(string)) RecoverRes
 		return fail(fmt.Errorf("lease of campaign %s: %w", l.Campaign, err))
 	}
 	registerSecrets(cfg, nil)
-	prod, err := production.ProfileFor(cfg, l.Production)
-	if err != nil {
-		return fail(fmt.Errorf("lease of campaign %s: %w", l.Campaign, err))
+	var prod *config.Profile
+	if l.Production != "" {
+		if prod, err = production.ProfileFor(cfg, l.Production); err != nil {
+			return fail(fmt.Errorf("lease of campaign %s: %w", l.Campaign, err))
+		}
 	}
 	if l.Candidate != "" {
 		if st, err := supervisor.Status(cfg.StateDir, l.Candidate); err == nil && st.Status == supervisor.StatusRunning {
@@ -293,7 +295,7 @@ func recoverOne(ctx context.Context, l *Lease, progress func(string)) RecoverRes
 			progress("stopping the candidate left processes behind: " + sr.Leak.RootCause)
 		}
 	}
-	if l.ProductionStopped {
+	if l.ProductionStopped && prod != nil {
 		progress(fmt.Sprintf("production %s was left stopped by campaign %s (hiro pid %d is gone): restoring it first", l.Production, l.Campaign, deadPID))
 		r.Restored = restoreAfterDeath(ctx, cfg, prod, l.Campaign, progress)
 		if !r.Restored.OK {
@@ -322,12 +324,15 @@ func settleEvidence(l *Lease, deadPID int, rr *RestoreResult, prod *config.Profi
 	if err != nil {
 		return ""
 	}
-	after, _ := ProductionConfigHash(prod)
+	after := ""
+	if prod != nil {
+		after, _ = ProductionConfigHash(prod)
+	}
 	if e.Finished() {
 		ev := &evidence.Event{Campaign: e.ID, Kind: evidence.EventLeaseReleased, By: fmt.Sprintf("hiro (pid %d) recovering the lease", os.Getpid()),
 			Restored: rr, ConfigHash: after, ConfigUnchanged: after == e.Production.ConfigHashBefore,
 			Summary: fmt.Sprintf("Campaign %s had finished (%s, exit %d) leaving its lease; a later hiro released it.", e.ID, e.Verdict, e.ExitCode)}
-		if rr != nil {
+		if rr != nil && prod != nil {
 			ev.Kind = evidence.EventProductionRestored
 			ev.Summary = fmt.Sprintf("Production %s, left down by campaign %s (%s, exit %d), was restored and verified by a later hiro from the lease: model %s, reply %q.",
 				prod.Name, e.ID, e.Verdict, e.ExitCode, rr.Model, rr.Reply)
