@@ -168,3 +168,30 @@ func TestGPUCaseSet(t *testing.T) {
 		t.Errorf("%d cases (%d with a serving device), %d prereq cases", len(cf.Cases), devices, len(cf.Prereq))
 	}
 }
+
+// TestCPUFallbackClass: a CPU fallback refused for requires_accelerator is
+// accelerator_busy when the engine found the GPU and placed no layer on it
+// (the H200 whose memory another process held), accelerator_unavailable
+// when it found none (a hidden GPU).
+func TestCPUFallbackClass(t *testing.T) {
+	for log, want := range map[string]failure.Class{
+		"ollama-fallback.log": failure.ClassAcceleratorBusy,
+		"ollama-hidden.log":   failure.ClassAcceleratorUnavailable,
+	} {
+		fh, err := os.Open(filepath.Join("../../examples/gpu/results/failures", log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := DiagnoseLog(fh, "ollama", DiagnoseOptions{Exit: Exited(0), RequiresAccelerator: true})
+		fh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Failure.Class != want || !d.Device.CPUOnly() {
+			t.Errorf("%s: class %s device %+v, want %s on the CPU", log, d.Failure.Class, d.Device, want)
+		}
+		if want == failure.ClassAcceleratorBusy && (d.Failure.Detail["gpu_found"] != "NVIDIA H200" || !strings.Contains(d.Failure.RootCause, "0 of 9 layers")) {
+			t.Errorf("%s: root cause %q detail %v", log, d.Failure.RootCause, d.Failure.Detail)
+		}
+	}
+}

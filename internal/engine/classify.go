@@ -161,7 +161,8 @@ var templatePattern = regexp.MustCompile(`(?i)chat[ _-]?template|apply_chat_temp
 //     probe_failed: the first error line no signature explains, or with
 //     none, the replies themselves were wrong;
 //  6. CPU serving when the profile requires an accelerator →
-//     accelerator_unavailable, phase ready_wait;
+//     accelerator_unavailable, phase ready_wait (accelerator_busy when the
+//     engine found the GPU and placed no layer on it);
 //  7. a failed or wrong probe completion (the server is up) →
 //     probe_failed, phase ready_wait; a health answer that will not clear
 //     → engine_died;
@@ -287,6 +288,17 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 	case o.Kind == OutcomeAcceleratorUnavailable:
 		f.Class, f.Phase = failure.ClassAcceleratorUnavailable, failure.PhaseReadyWait
 		f.RootCause = "the model is served by the CPU, but the profile requires an accelerator (requires_accelerator)"
+		if d := o.Device; d.Name != "" && d.TotalLayers > 0 && d.GPULayers == 0 {
+			// The engine found the GPU (its discovery named it) and still
+			// placed no layer there: its free memory was too small, the
+			// way memory held by other processes leaves it (Ollama on an
+			// occupied GPU), not a missing device.
+			f.Class = failure.ClassAcceleratorBusy
+			f.RootCause = fmt.Sprintf("the engine found the GPU (%s) but placed 0 of %d layers on it: its free memory was too small "+
+				"(other processes may hold it: hiro doctor lists them), so the model is served by the CPU, and the profile "+
+				"requires an accelerator (requires_accelerator)", d.Name, d.TotalLayers)
+			detail["gpu_found"] = d.Name
+		}
 		if o.Device.Evidence != "" {
 			f.RootCause += ": " + o.Device.Evidence
 		}
