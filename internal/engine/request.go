@@ -26,8 +26,10 @@ var reTemplateError = regexp.MustCompile(`(?i)template`)
 // structured request is structured_output_rejected when the server refused
 // it (4xx) and structured_output_crash when it gave no answer or a server
 // error. Otherwise: engine_died when the engine exited; tokenizer_template
-// for a client error about the chat template; else engine_died (the
-// server stopped answering requests).
+// for a client error about the chat template; probe_failed when the
+// server is up and answered with an error (it serves, but the bounded
+// request failed); else engine_died (the server stopped answering:
+// refused connection, timeout, broken stream).
 func ClassifyRequest(r RequestError) failure.Class {
 	client := r.StatusCode >= 400 && r.StatusCode < 500
 	switch {
@@ -39,6 +41,8 @@ func ClassifyRequest(r RequestError) failure.Class {
 		return failure.ClassEngineDied
 	case client && reTemplateError.MatchString(r.Message):
 		return failure.ClassTokenizerTemplate
+	case r.StatusCode > 0:
+		return failure.ClassProbeFailed
 	}
 	return failure.ClassEngineDied
 }

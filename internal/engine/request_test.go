@@ -12,8 +12,10 @@ func TestClassifyRequest(t *testing.T) {
 		want failure.Class
 	}{
 		{RequestError{StatusCode: 400, Message: "chat template not found"}, failure.ClassTokenizerTemplate},
-		{RequestError{StatusCode: 400, Message: "bad request"}, failure.ClassEngineDied},
-		{RequestError{StatusCode: 500, Message: "internal"}, failure.ClassEngineDied},
+		{RequestError{StatusCode: 400, Message: "bad request"}, failure.ClassProbeFailed},
+		{RequestError{StatusCode: 500, Message: "internal"}, failure.ClassProbeFailed},
+		{RequestError{StatusCode: 500, Message: "internal", Exited: true}, failure.ClassEngineDied},
+		{RequestError{Message: "context deadline exceeded"}, failure.ClassEngineDied},
 		{RequestError{Message: "connection refused", Exited: true}, failure.ClassEngineDied},
 		{RequestError{StatusCode: 400, Message: "response_format not supported", Structured: true}, failure.ClassStructuredOutputRejected},
 		{RequestError{StatusCode: 500, Message: "grammar crash", Structured: true}, failure.ClassStructuredOutputCrash},

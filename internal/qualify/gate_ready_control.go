@@ -8,6 +8,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/llm"
 )
 
@@ -68,7 +69,9 @@ func (g *ReadyControlGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate
 	stats.TTFT = percentiles([]float64{ms(reply.TTFT)})
 	stats.Latency = percentiles([]float64{ms(reply.Latency)})
 	if got != g.Expect {
-		return fmt.Errorf("reply was %q, want exactly %q", truncate(got, 200), g.Expect)
+		err := fmt.Errorf("reply was %q, want exactly %q", truncate(got, 200), g.Expect)
+		eg.Failure = &failure.Failure{Class: failure.ClassProbeFailed, Phase: failure.PhaseInference, RootCause: err.Error()}
+		return err
 	}
 	return nil
 }

@@ -75,8 +75,8 @@ func TestGateReadyControlAlone(t *testing.T) {
 		t.Fatalf("err %v requests %+v", err, g.Requests)
 	}
 	g, err = gateAlone(t, e, "[[gates]]\nkind = \"ready_control\"\n", true)
-	if err == nil || !strings.Contains(err.Error(), `want exactly "READY"`) {
-		t.Fatalf("a wrong reply passed: %v", err)
+	if err == nil || !strings.Contains(err.Error(), `want exactly "READY"`) || g.Failure == nil || g.Failure.Class != failure.ClassProbeFailed {
+		t.Fatalf("a wrong reply passed or was not probe_failed: %v %+v", err, g.Failure)
 	}
 }
 
