@@ -50,6 +50,7 @@ func TestCheckRefusesBeforeProductionIsStopped(t *testing.T) {
 		"4 MB plan":              {launch + huge, "larger than 1024 KiB"},
 		"another kind's key":     {launch + "[[gates]]\nkind = \"ready_control\"\nrequests = 3\n", "gates[1].requests: unknown key"},
 		"missing command (cand)": {launch, "command"},
+		"evidence_dir a file":    {"evidence_dir = \"hiro.toml\"\n" + launch, "evidence_dir"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"golang.org/x/sys/unix"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/production"
@@ -215,6 +216,14 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 		p.EvidenceDir = "evidence"
 	}
 	p.EvidenceDir = p.resolve(p.EvidenceDir)
+	if err := writableDir(p.EvidenceDir); err != nil {
+		add("evidence_dir", "%s: %v; point evidence_dir at a folder hiro may write (relative to the plan)", p.EvidenceDir, err)
+	}
+	if *p.Exclusive && p.Production != "" {
+		if prod := cfg.Backends[p.Production]; prod != nil && prod.Unmanaged {
+			add("exclusive", "the candidate needs the accelerator exclusively, but production %s is unmanaged: hiro cannot stop it; stop it yourself and set exclusive = false, or manage production with hiro", p.Production)
+		}
+	}
 	if len(p.Gates) == 0 {
 		add("gates", "no gates; a plan needs at least a launch gate ([[gates]] kind = \"launch\")")
 	}
@@ -304,6 +313,27 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 		}
 	}
 	return g, es
+}
+
+// writableDir checks that dir is a folder hiro can write, or that its
+// nearest existing parent is (the folder is created when the campaign
+// starts).
+func writableDir(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("%s is not a folder", d)
+			}
+			if unix.Access(d, unix.W_OK|unix.X_OK) != nil {
+				return fmt.Errorf("%s is not writable", d)
+			}
+			return nil
+		}
+		if !errors.Is(err, os.ErrNotExist) || filepath.Dir(d) == d {
+			return err
+		}
+	}
 }
 
 // readPlanFile reads a plan of at most MaxPlanBytes.
