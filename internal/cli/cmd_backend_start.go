@@ -3,11 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
@@ -163,24 +163,15 @@ func printStartResult(g *Globals, r *supervisor.Result) {
 	}
 }
 
-// printFailure writes a failure for a person: class, phase, root cause,
-// exit, facts, the last lines of the log and the next step.
+// printFailure writes a failure for a person: package account's one
+// rendering of a failure (class, phase, how it ended, root cause, facts,
+// next step), then the last lines of the log.
 func printFailure(g *Globals, name string, f *failure.Failure) {
 	w := g.Stdout
-	fmt.Fprintf(w, "%s: FAILED: %s in phase %s after %.1fs\n", name, f.Class, f.Phase, f.SecondsSinceStart)
-	fmt.Fprintf(w, "  root cause: %s\n", f.RootCause)
-	if f.ExitCode != nil {
-		fmt.Fprintf(w, "  exit code: %d\n", *f.ExitCode)
-	}
-	if f.Signal != "" {
-		fmt.Fprintf(w, "  signal: %s\n", f.Signal)
-	}
-	if len(f.Facts) > 0 {
-		var parts []string
-		for _, k := range backendSortedKeys(f.Facts) {
-			parts = append(parts, fmt.Sprintf("%s=%g", k, f.Facts[k]))
-		}
-		fmt.Fprintf(w, "  facts: %s\n", strings.Join(parts, " "))
+	lines := account.Failure(f)
+	fmt.Fprintf(w, "%s: FAILED: %s\n", name, lines[0])
+	for _, l := range lines[1:] {
+		fmt.Fprintf(w, "  %s\n", l)
 	}
 	if tail := f.LogTail; len(tail) > 0 {
 		if len(tail) > 8 {
@@ -190,9 +181,6 @@ func printFailure(g *Globals, name string, f *failure.Failure) {
 		for _, l := range tail {
 			fmt.Fprintf(w, "    | %s\n", l)
 		}
-	}
-	if f.NextStep != "" {
-		fmt.Fprintf(w, "  next step: %s\n", f.NextStep)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
 )
@@ -222,32 +222,14 @@ func diagnoseSignalName(s string) (string, error) {
 	return name, nil
 }
 
-// printDiagnosis writes a failure as a few readable lines.
+// printDiagnosis writes a failure as a few readable lines (package
+// account's one rendering of a failure).
 func printDiagnosis(w io.Writer, f *failure.Failure) {
-	fmt.Fprintf(w, "failed: %s in phase %s\n", f.Class, f.Phase)
-	fmt.Fprintf(w, "  root cause: %s\n", f.RootCause)
-	switch {
-	case f.Signal != "":
-		fmt.Fprintf(w, "  ended:      killed by signal %s\n", f.Signal)
-	case f.ExitCode != nil:
-		fmt.Fprintf(w, "  ended:      exited with code %d\n", *f.ExitCode)
-	}
-	if f.SecondsSinceStart > 0 {
-		fmt.Fprintf(w, "  after:      %.1f s\n", f.SecondsSinceStart)
-	}
-	if len(f.Facts) > 0 {
-		names := make([]string, 0, len(f.Facts))
-		for k := range f.Facts {
-			names = append(names, k)
+	for i, l := range account.Failure(f) {
+		if i == 0 {
+			fmt.Fprintf(w, "failed: %s\n", l)
+			continue
 		}
-		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, k := range names {
-			parts[i] = k + "=" + strconv.FormatFloat(f.Facts[k], 'f', -1, 64)
-		}
-		fmt.Fprintf(w, "  facts:      %s\n", strings.Join(parts, " "))
-	}
-	if f.NextStep != "" {
-		fmt.Fprintf(w, "  next step:  %s\n", f.NextStep)
+		fmt.Fprintf(w, "  %s\n", l)
 	}
 }

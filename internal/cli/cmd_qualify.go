@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/qualify"
@@ -104,7 +105,8 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 			return err
 		}
 	} else {
-		fmt.Fprintf(g.Stdout, "verdict: %s (exit %d)\n%s\nevidence: %s\nreport:   %s\n", sum.Verdict, sum.ExitCode, sum.TerminationReason, sum.Evidence, sum.Report)
+		// The campaign's account, as report.md and the journal tell it.
+		fmt.Fprintf(g.Stdout, "verdict: %s (exit %d)\n%s\nevidence: %s\nreport:   %s\n", sum.Verdict, sum.ExitCode, account.Terminal(e.Public()), sum.Evidence, sum.Report)
 		if out.ExitCode == qualify.ExitCritical {
 			fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Fix what keeps it from starting, then run: hiro --config %s recover (any hiro command, e.g. hiro backend start %s, restores it first from the campaign's lease); check it with hiro backend status %s\n", cfg.Path, plan.Production, plan.Production)
 		}

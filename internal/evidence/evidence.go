@@ -48,6 +48,13 @@ type Evidence struct {
 	// Candidate and ProductionBackend are profile names.
 	Candidate         string `json:"candidate"`
 	ProductionBackend string `json:"production_backend,omitempty"`
+	// CandidateEngine is the candidate profile's engine kind (vllm,
+	// ollama, ...): the account names its version from Host.
+	CandidateEngine string `json:"candidate_engine,omitempty"`
+	// Intent is the plan's own words: what the campaign set out to test
+	// and the decisions behind it (package account tells the rest from
+	// the gates).
+	Intent *Intent `json:"intent,omitempty"`
 	// Exclusive says the candidate needed the accelerator alone.
 	Exclusive bool `json:"exclusive"`
 	// Verdict is qualified, not_qualified, aborted (or running while the
@@ -79,6 +86,15 @@ type Evidence struct {
 	Report Report `json:"report"`
 	// Methods says how each number is computed (name → definition).
 	Methods map[string]string `json:"methods,omitempty"`
+}
+
+// Intent is the plan's own account of the campaign, written by a person.
+type Intent struct {
+	// Summary says what the campaign tests and what it leaves unchanged.
+	Summary string `json:"summary,omitempty"`
+	// Decisions are the plan's and its gates' decisions, one sentence or
+	// two each.
+	Decisions []string `json:"decisions,omitempty"`
 }
 
 // Gate is one gate's result.
@@ -201,6 +217,11 @@ type RequestStats struct {
 	OutputTokensPerSecond float64 `json:"output_tokens_per_second,omitempty"`
 	// TPOTMS is the mean time per output token after the first.
 	TPOTMS float64 `json:"tpot_ms,omitempty"`
+	// LatenciesMS and TTFTsMS are every successful request's end-to-end
+	// latency and time to first token (ms), in request order: the
+	// distributions the journal draws.
+	LatenciesMS []float64 `json:"latencies_ms,omitempty"`
+	TTFTsMS     []float64 `json:"ttfts_ms,omitempty"`
 	// Samples are the replies (trimmed), for the record.
 	Samples []string `json:"samples,omitempty"`
 	// ErrorMessages are the distinct error messages seen.

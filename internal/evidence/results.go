@@ -64,6 +64,11 @@ type SemanticResult struct {
 	ProductionStats ExtractionStats `json:"production_stats"`
 	// Differences are per-document scores side by side.
 	Differences []DocDiff `json:"differences"`
+	// CandidateRejects and ProductionRejects are each side's most frequent
+	// reject reasons (current rejects of the extraction directory), most
+	// frequent first, each with one example.
+	CandidateRejects  []RejectReason `json:"candidate_rejects,omitempty"`
+	ProductionRejects []RejectReason `json:"production_rejects,omitempty"`
 	// Paths are the extraction directories (private copy only).
 	Paths *SemanticPaths `json:"paths,omitempty"`
 }
@@ -142,6 +147,14 @@ type DocDiff struct {
 	DeltaGrounding      float64 `json:"delta_grounding_rate"`
 	CandidateClaims     int     `json:"candidate_claims"`
 	ProductionClaims    int     `json:"production_claims"`
+}
+
+// RejectReason is one reject reason code with how often it occurred and
+// one example (the rejected claim or reply and the validator's detail).
+type RejectReason struct {
+	Code    string `json:"code"`
+	Count   int    `json:"count"`
+	Example string `json:"example,omitempty"`
 }
 
 // SemanticPaths are the semantic gate's extraction directories.

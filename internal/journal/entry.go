@@ -55,6 +55,8 @@ type Entry struct {
 	Decisions []Decision `json:"decisions,omitempty" jsonschema_description:"Decisions and the reasoning behind each."`
 	// Validation is the validation table: one row per check.
 	Validation []ValidationRow `json:"validation,omitempty" jsonschema_description:"Validation table: one row per check."`
+	// NotTested lists what the work did not test, and why, plain text.
+	NotTested []string `json:"not_tested,omitempty" jsonschema_description:"What was not tested and why, one item each, plain text."`
 	// CurrentState says where things stand now; paragraphs as in Summary.
 	CurrentState string `json:"current_state,omitempty" jsonschema_description:"Where things stand now, plain text; paragraphs separated by a blank line."`
 	// NextSteps lists what comes next, one step per item, plain text.

@@ -126,7 +126,7 @@ func Build(j *Journal, out string, opts BuildOptions) (*BuildResult, error) {
 		// (entries written by hand or by an older hiro too).
 		redact.Value(&e.Entry)
 	}
-	b := &builder{out: out, opts: opts, entries: j.Entries, old: old, written: map[string]bool{}}
+	b := &builder{out: out, opts: opts, entries: j.Entries, dir: j.Dir, old: old, written: map[string]bool{}}
 	b.tmpl, b.css = templates()
 	if err := b.run(j); err != nil {
 		return nil, err
@@ -203,6 +203,7 @@ func (b *builder) removeStale() error {
 
 type builder struct {
 	out     string
+	dir     string // the journal's directory (evidence for the pictures)
 	opts    BuildOptions
 	entries []*Stored
 	tmpl    *template.Template

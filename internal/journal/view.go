@@ -1,13 +1,19 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 	"html/template"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/yuin/goldmark"
+
+	"github.com/hiro-dev/hiro/internal/account"
+	"github.com/hiro-dev/hiro/internal/evidence"
 )
 
 // Template data. Every string field is plain text that html/template
@@ -45,6 +51,8 @@ type entryView struct {
 	Validation            []rowView
 	CurrentState          []string
 	NextSteps             []string
+	NotTested             []string
+	Charts                []chartView
 	Revisions             []revisionView
 	Aliases               []string
 	Evidence              string
@@ -56,6 +64,14 @@ type sectionView struct {
 	Title, Status, Tone string
 	Items               []string
 	Body                template.HTML
+}
+
+// chartView is one picture: an SVG drawn by package account from the
+// entry's evidence (trusted: made by the SVG writer, which escapes every
+// label) with its title and caption (plain text).
+type chartView struct {
+	Title, Caption string
+	SVG            template.HTML
 }
 
 type rowView struct {
@@ -93,6 +109,7 @@ func (b *builder) entryView(md goldmark.Markdown, i int) (*entryView, error) {
 		Decisions:    e.Decisions,
 		CurrentState: paragraphs(e.CurrentState),
 		NextSteps:    e.NextSteps,
+		NotTested:    e.NotTested,
 		Aliases:      e.Aliases,
 	}
 	if len(v.Summary) > 0 {
@@ -127,6 +144,9 @@ func (b *builder) entryView(md goldmark.Markdown, i int) (*entryView, error) {
 		v.Evidence = e.Evidence
 		if !strings.Contains(e.Evidence, "://") {
 			v.Evidence = "../" + e.Evidence // relative to the journal root; the page is in entries/
+			if v.Charts, err = b.charts(e.Evidence); err != nil {
+				return nil, fmt.Errorf("%s: pictures of %s: %w", e.Path, e.Evidence, err)
+			}
 		}
 	}
 	if i > 0 {
@@ -186,4 +206,25 @@ func Tone(status string) string {
 		return "ok"
 	}
 	return "na"
+}
+
+// charts draws the pictures of the campaign whose public evidence is at
+// rel in the journal (package account's Charts).
+func (b *builder) charts(rel string) ([]chartView, error) {
+	ev, err := evidence.Load(filepath.Join(b.dir, filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no pictures; Check reports the missing file
+	}
+	if err != nil {
+		return nil, err
+	}
+	cs, err := account.Charts(ev)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chartView, len(cs))
+	for i, c := range cs {
+		out[i] = chartView{Title: c.Title, Caption: c.Caption, SVG: template.HTML(c.SVG)}
+	}
+	return out, nil
 }

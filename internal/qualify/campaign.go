@@ -197,7 +197,8 @@ func (c *campaign) newEvidence(id string, start time.Time) *evidence.Evidence {
 	e := &evidence.Evidence{
 		Schema: evidence.SchemaID, ID: id, Title: c.plan.Title, Plan: c.plan.Path,
 		Candidate: c.plan.Candidate, ProductionBackend: c.plan.Production, Exclusive: *c.plan.Exclusive,
-		Verdict: evidence.VerdictRunning, TerminationReason: "campaign in progress",
+		CandidateEngine: c.candidate.Engine,
+		Verdict:         evidence.VerdictRunning, TerminationReason: "campaign in progress",
 		StartedAt: start.UTC(), Host: c.opts.Host, Methods: methods,
 	}
 	for _, g := range c.plan.Gates {

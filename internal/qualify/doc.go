@@ -6,7 +6,8 @@
 // every path, a lease from package lease held for the whole campaign so
 // that one campaign owns production at a time and a killed hiro is
 // recovered by the next one), and writes the evidence after every gate
-// plus a Markdown report. Recovery (Recover) finalizes only campaigns that
+// plus a Markdown report (package account renders it; report.go only
+// writes it). Recovery (Recover) finalizes only campaigns that
 // never finished; later events of a finished campaign are event files.
 //
 // Production is resolved through package production (the latest

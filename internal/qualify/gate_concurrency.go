@@ -130,6 +130,7 @@ feed:
 		}
 	}
 	stats.TTFT, stats.Latency = percentiles(ttft), percentiles(lat)
+	stats.TTFTsMS, stats.LatenciesMS = rounded(ttft), rounded(lat)
 	if wall > 0 {
 		stats.RequestsPerSecond = round3(float64(sent-stats.Errors) / wall.Seconds())
 		stats.OutputTokensPerSecondWall = round3(float64(tokens) / wall.Seconds())

@@ -68,6 +68,7 @@ func (g *ReadyControlGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate
 	stats.Samples = []string{got}
 	stats.TTFT = percentiles([]float64{ms(reply.TTFT)})
 	stats.Latency = percentiles([]float64{ms(reply.Latency)})
+	stats.TTFTsMS, stats.LatenciesMS = rounded([]float64{ms(reply.TTFT)}), rounded([]float64{ms(reply.Latency)})
 	if got != g.Expect {
 		err := fmt.Errorf("reply was %q, want exactly %q", truncate(got, 200), g.Expect)
 		eg.Failure = &failure.Failure{Class: failure.ClassProbeFailed, Phase: failure.PhaseInference, RootCause: err.Error()}

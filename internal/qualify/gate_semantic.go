@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -390,6 +391,8 @@ func (g *SemanticGate) compare(c *corpus.Corpus, cand, prod *semanticSide, cache
 			CandidateClaims: d.Predicted, ProductionClaims: pd.Predicted,
 		})
 	}
+	r.CandidateRejects = topRejects(cand.OutDir)
+	r.ProductionRejects = topRejects(prod.OutDir)
 	r.Summary = fmt.Sprintf("Corpus %s (%d documents): candidate F1 %.3f, grounding %.3f; production F1 %.3f, grounding %.3f (tolerance %.2f%s).",
 		r.CorpusName, len(r.Differences), cs.F1, cs.GroundingRate, ps.F1, ps.GroundingRate, r.Tolerance, cachedNote(cached))
 	return r
@@ -423,4 +426,43 @@ func cachedNote(cached bool) string {
 		return "; production's result reused by fingerprint"
 	}
 	return ""
+}
+
+// maxRejectReasons is how many reject reasons the evidence keeps per side.
+const maxRejectReasons = 5
+
+// topRejects counts the reason codes of the current rejects in an
+// extraction directory (superseded ones left out), most frequent first,
+// each with its first example; nil when there are none or they cannot be
+// read.
+func topRejects(dir string) []evidence.RejectReason {
+	if dir == "" {
+		return nil
+	}
+	rs, err := extract.ReadCurrentRejects(dir)
+	if err != nil {
+		return nil
+	}
+	idx := map[string]int{}
+	var out []evidence.RejectReason
+	for _, r := range rs {
+		for _, why := range r.Reasons {
+			i, ok := idx[why.Code]
+			if !ok {
+				ex := why.Detail
+				if t := strings.TrimSpace(r.Text); t != "" {
+					ex = fmt.Sprintf("%q: %s", t, why.Detail)
+				}
+				i = len(out)
+				idx[why.Code] = i
+				out = append(out, evidence.RejectReason{Code: why.Code, Example: ex})
+			}
+			out[i].Count++
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
+	if len(out) > maxRejectReasons {
+		out = out[:maxRejectReasons]
+	}
+	return out
 }

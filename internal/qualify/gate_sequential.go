@@ -104,6 +104,7 @@ func (g *SequentialGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) 
 	}
 	wall := time.Since(start)
 	stats.TTFT, stats.Latency = percentiles(ttft), percentiles(lat)
+	stats.TTFTsMS, stats.LatenciesMS = rounded(ttft), rounded(lat)
 	stats.WallMS = wall.Milliseconds()
 	if wall > 0 {
 		stats.RequestsPerSecond = round3(float64(stats.Count-stats.Errors) / wall.Seconds())

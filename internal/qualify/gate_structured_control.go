@@ -115,6 +115,7 @@ func (g *StructuredControlGate) Run(ctx context.Context, h *Handle, eg *evidence
 		valid++
 	}
 	stats.TTFT, stats.Latency = percentiles(ttft), percentiles(lat)
+	stats.TTFTsMS, stats.LatenciesMS = rounded(ttft), rounded(lat)
 	switch {
 	case len(crashed) > 0:
 		eg.Failure = requestFailure(h, crashed[0], true)

@@ -143,6 +143,19 @@ func percentiles(xs []float64) *evidence.Percentiles {
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
+// rounded is xs to the microsecond, in order: the per-request samples the
+// evidence keeps (RequestStats.LatenciesMS, TTFTsMS).
+func rounded(xs []float64) []float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = round3(x)
+	}
+	return out
+}
+
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0

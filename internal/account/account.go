@@ -1,0 +1,553 @@
+package account
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hiro-dev/hiro/internal/engine"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// Account is a campaign's story, in the shape of the seed's journal entry.
+// Every text is plain prose (no markup) except Section.Markdown, which holds
+// tables in Markdown.
+type Account struct {
+	// Title is the plan's title; Subtitle the verdict and why the
+	// campaign ended, e.g. "Not qualified: gate launch failed".
+	Title    string
+	Subtitle string
+	// Verdict is the evidence's verdict (qualified, not_qualified, aborted).
+	Verdict string
+	// Summary is the executive summary, one paragraph.
+	Summary string
+	// Sections are the work completed: one per gate that ran, then the
+	// production guard's (not a gate).
+	Sections []Section
+	// Decisions are the plan's decisions and the campaign's rules.
+	Decisions []string
+	// Validation is one row per gate in plan order, then production
+	// restoration when production was stopped (it is checked, but it is
+	// not a gate: it is never "not run").
+	Validation []Row
+	// NotTested lists what the campaign did not test, and why.
+	NotTested []string
+	// CurrentState says where things stand now.
+	CurrentState string
+	// NextSteps follow from the verdict.
+	NextSteps []string
+}
+
+// Section is one piece of work completed.
+type Section struct {
+	Title string
+	// Status is a short outcome: "Passed", "Failed", "Failed before
+	// inference", "Restored", "Not stopped".
+	Status string
+	// Items are facts, one sentence or two each.
+	Items []string
+	// Markdown holds tables (semantic metrics, per-document differences,
+	// reject reasons); empty when the section has none.
+	Markdown string
+}
+
+// Row is one row of the validation table. Status is passed, failed or
+// not_run (evidence statuses).
+type Row struct {
+	Check  string
+	Status string
+	Result string
+}
+
+// Build is the one function that turns evidence into the account. It
+// reads only e (v1 evidence upgraded by evidence.Load works too).
+func Build(e *evidence.Evidence) *Account {
+	a := &Account{Title: strings.TrimSpace(e.Title), Verdict: e.Verdict}
+	if a.Title == "" {
+		a.Title = "Qualification of " + e.Candidate
+	}
+	a.Subtitle = VerdictText(e.Verdict)
+	if r := strings.TrimSpace(e.TerminationReason); r != "" {
+		a.Subtitle += ": " + r
+	}
+	failed := firstFailed(e)
+	a.Summary = summary(e, failed)
+	for i := range e.Gates {
+		g := &e.Gates[i]
+		a.Validation = append(a.Validation, Row{Check: gateTitle(g), Status: rowStatus(g.Status), Result: gateHeadline(e, g)})
+		if g.Status == evidence.StatusPassed || g.Status == evidence.StatusFailed {
+			a.Sections = append(a.Sections, gateSection(e, g))
+		}
+	}
+	if ps, row := productionSection(e); ps != nil {
+		a.Sections = append(a.Sections, *ps)
+		if row != nil {
+			a.Validation = append(a.Validation, *row)
+		}
+	}
+	a.Decisions = decisions(e)
+	a.NotTested = notTested(e)
+	a.CurrentState = currentState(e)
+	a.NextSteps = nextSteps(e, failed)
+	return a
+}
+
+// Report is the account as the evidence stores it (evidence.Report), for
+// tools that read the JSON.
+func (a *Account) Report() evidence.Report {
+	r := evidence.Report{Summary: a.Summary, Sections: []evidence.Section{}, Validation: []evidence.Validation{},
+		Decisions: a.Decisions, CurrentState: a.CurrentState, NextSteps: a.NextSteps}
+	for _, s := range a.Sections {
+		items := append([]string{}, s.Items...)
+		r.Sections = append(r.Sections, evidence.Section{Title: s.Title, Status: s.Status, Items: items})
+	}
+	for _, v := range a.Validation {
+		r.Validation = append(r.Validation, evidence.Validation{Check: v.Check, Status: v.Status, Result: v.Result})
+	}
+	return r
+}
+
+// VerdictText is the verdict in words: "Qualified", "Not qualified",
+// "Aborted".
+func VerdictText(v string) string {
+	switch v {
+	case evidence.VerdictQualified:
+		return "Qualified"
+	case evidence.VerdictNotQualified:
+		return "Not qualified"
+	case evidence.VerdictAborted:
+		return "Aborted"
+	case evidence.VerdictRunning:
+		return "Running"
+	}
+	return v
+}
+
+func firstFailed(e *evidence.Evidence) *evidence.Gate {
+	for i := range e.Gates {
+		if e.Gates[i].Status == evidence.StatusFailed {
+			return &e.Gates[i]
+		}
+	}
+	return nil
+}
+
+func gateTitle(g *evidence.Gate) string {
+	if t := strings.TrimSpace(g.Title); t != "" {
+		return t
+	}
+	return g.ID + " (" + g.Kind + ")"
+}
+
+func rowStatus(s string) string {
+	switch s {
+	case evidence.StatusPassed, evidence.StatusFailed:
+		return s
+	}
+	return evidence.StatusNotRun
+}
+
+func summary(e *evidence.Evidence, failed *evidence.Gate) string {
+	var s []string
+	if e.Intent != nil && strings.TrimSpace(e.Intent.Summary) != "" {
+		s = append(s, sentence(e.Intent.Summary))
+	} else {
+		s = append(s, fmt.Sprintf("A bounded qualification tested whether backend %s can take over from production%s.", e.Candidate, prodName(e)))
+	}
+	switch e.Verdict {
+	case evidence.VerdictQualified:
+		s = append(s, fmt.Sprintf("Every gate passed: backend %s is qualified in this configuration.", e.Candidate))
+	case evidence.VerdictNotQualified:
+		if failed != nil {
+			s = append(s, fmt.Sprintf("It is not qualified: the gate %q failed.", gateTitle(failed)))
+			s = append(s, failedWhy(failed)...)
+		} else {
+			s = append(s, "It is not qualified.")
+		}
+	case evidence.VerdictAborted:
+		s = append(s, "The campaign was aborted before a verdict: "+sentence(strings.TrimPrefix(e.TerminationReason, "aborted: ")))
+	}
+	if nr := notAuthorized(e); len(nr) > 0 {
+		s = append(s, fmt.Sprintf("Because of that, %s did not run.", joinAnd(nr)))
+	}
+	s = append(s, productionSentence(e))
+	return strings.Join(s, " ")
+}
+
+// failedWhy says, in prose, why the failed gate failed.
+func failedWhy(g *evidence.Gate) []string {
+	switch {
+	case g.Kind == "launch" && len(g.Attempts) > 0:
+		var parts []string
+		for i, at := range g.Attempts {
+			p := fmt.Sprintf("attempt %d (%s)", i+1, at.Name)
+			if f := at.Failure; f != nil {
+				p += fmt.Sprintf(" failed in %s as %s", f.Phase, f.Class)
+			} else if at.ReachedReady {
+				p += " reached ready"
+			}
+			parts = append(parts, p)
+		}
+		return []string{"No inference request executed, because no attempt reached ready: " + joinSemi(parts) + "."}
+	case g.Semantic != nil && len(g.Semantic.Reasons) > 0:
+		return []string{"On the frozen corpus the candidate did not hold production's level: " + joinSemi(semanticReasons(g.Semantic)) + "."}
+	case g.Failure != nil:
+		return []string{fmt.Sprintf("The server failed as %s in %s: %s.", g.Failure.Class, g.Failure.Phase, strings.TrimRight(g.Failure.RootCause, ". "))}
+	case g.Reason != "":
+		return []string{sentence(upperFirst(g.Reason))}
+	}
+	return nil
+}
+
+// notAuthorized lists the titles of gates withheld because an earlier one
+// failed, in lower case for prose.
+func notAuthorized(e *evidence.Evidence) []string {
+	var out []string
+	for i := range e.Gates {
+		g := &e.Gates[i]
+		if g.Status == evidence.StatusNotRun && strings.HasPrefix(g.Reason, "not authorized") {
+			out = append(out, lowerFirst(gateTitle(g)))
+		}
+	}
+	return out
+}
+
+func prodName(e *evidence.Evidence) string {
+	if e.ProductionBackend == "" {
+		return ""
+	}
+	return " " + e.ProductionBackend
+}
+
+// productionDown reports whether the campaign stopped production and did
+// not bring it back.
+func productionDown(e *evidence.Evidence) bool {
+	return e.ProductionBackend != "" && e.Production.Stopped && (e.Production.Restored == nil || !e.Production.Restored.OK)
+}
+
+// productionSentence is what the guard did, in one sentence; the same
+// words everywhere.
+func productionSentence(e *evidence.Evidence) string {
+	switch {
+	case e.ProductionBackend == "":
+		return "No production profile was configured."
+	case !e.Production.Stopped:
+		return fmt.Sprintf("Production %s was never stopped: it kept serving throughout.", e.ProductionBackend)
+	case productionDown(e):
+		return fmt.Sprintf("PRODUCTION %s WAS NOT RESTORED.", strings.ToUpper(e.ProductionBackend))
+	}
+	return fmt.Sprintf("Production %s was stopped for the campaign, then restored and verified healthy with a real bounded response.", e.ProductionBackend)
+}
+
+// productionSection is the guard's section and, when production was
+// stopped, its validation row. Production restoration is not a gate.
+func productionSection(e *evidence.Evidence) (*Section, *Row) {
+	if e.ProductionBackend == "" {
+		return nil, nil
+	}
+	p := e.Production
+	s := &Section{Title: "Production " + e.ProductionBackend}
+	if !p.Stopped {
+		s.Status = "Not stopped"
+		why := "the candidate did not need the accelerator exclusively"
+		if e.Exclusive {
+			why = "the campaign ended before it had to"
+		}
+		s.Items = append(s.Items, fmt.Sprintf("Production %s was never stopped (%s), so there was nothing to restore.", e.ProductionBackend, why))
+	} else {
+		s.Items = append(s.Items, fmt.Sprintf("The candidate needed the accelerator exclusively, so production %s was stopped first, without changing its routing or configuration.", e.ProductionBackend))
+	}
+	var row *Row
+	if p.Stopped {
+		row = &Row{Check: "Production restoration"}
+		if rr := p.Restored; rr != nil && rr.OK {
+			s.Status, row.Status = "Restored", evidence.StatusPassed
+			how := "restored"
+			if rr.Adopted {
+				how = "found restarting and adopted"
+			}
+			s.Items = append(s.Items, fmt.Sprintf("It was %s with its exact configuration and verified: health %s, model %s, and a real bounded completion answered %q.", how, rr.Health, rr.Model, rr.Reply))
+			row.Result = fmt.Sprintf("health %s, model %s, reply %q", rr.Health, rr.Model, rr.Reply)
+		} else {
+			s.Status, row.Status = "Not restored", evidence.StatusFailed
+			why := "no restore was attempted"
+			if rr != nil && rr.Error != "" {
+				why = rr.Error
+			}
+			s.Items = append(s.Items, "It could not be restored: "+sentence(why)+" Fix what keeps it from starting, then run hiro recover.")
+			row.Result = "not restored: " + why
+		}
+	}
+	if p.ConfigHashBefore != "" {
+		switch {
+		case p.ConfigUnchanged:
+			s.Items = append(s.Items, "Its configuration (profile and configuration files) hashed the same before and after: "+short(p.ConfigHashBefore)+".")
+		case p.ConfigHashAfter != "":
+			s.Items = append(s.Items, fmt.Sprintf("Its configuration CHANGED during the campaign: %s before, %s after.", short(p.ConfigHashBefore), short(p.ConfigHashAfter)))
+			if row != nil {
+				row.Status = evidence.StatusFailed
+				row.Result += "; configuration changed"
+			}
+		}
+	}
+	return s, row
+}
+
+func decisions(e *evidence.Evidence) []string {
+	var out []string
+	if e.Intent != nil {
+		out = append(out, e.Intent.Decisions...)
+	} else {
+		out = append(out, e.Report.Decisions...)
+	}
+	rule := "A gate runs only if every gate before it passed; withheld gates are recorded as not run with the reason."
+	for _, d := range out {
+		if d == rule {
+			return out
+		}
+	}
+	return append(out, rule)
+}
+
+// notTested says what the campaign did not test: every gate that did not
+// run, and what a campaign never tests (activation).
+func notTested(e *evidence.Evidence) []string {
+	var out []string
+	for i := range e.Gates {
+		g := &e.Gates[i]
+		if g.Status == evidence.StatusPassed || g.Status == evidence.StatusFailed {
+			continue
+		}
+		why := g.Reason
+		if why == "" {
+			why = "it did not finish"
+		}
+		what := gateTitle(g)
+		if w := kindTests[g.Kind]; w != "" {
+			what += " (" + w + ")"
+		}
+		out = append(out, fmt.Sprintf("%s: %s.", what, strings.TrimSuffix(why, ".")))
+	}
+	has := map[string]bool{}
+	for _, g := range e.Gates {
+		has[g.Kind] = true
+	}
+	for _, k := range []string{"ready_control", "structured_control", "sequential", "concurrency", "semantic"} {
+		if !has[k] {
+			out = append(out, fmt.Sprintf("%s: the plan has no %s gate.", upperFirst(kindTests[k]), k))
+		}
+	}
+	if e.Verdict == evidence.VerdictQualified {
+		out = append(out, "Serving production traffic: the candidate is qualified, not activated; 'hiro activate' is a separate, deliberate step.")
+	}
+	return out
+}
+
+// kindTests says what each gate kind would have told.
+var kindTests = map[string]string{
+	"prereq":             "host facts",
+	"artifact":           "the pinned model's files",
+	"launch":             "startup to ready",
+	"ready_control":      "one real bounded completion",
+	"structured_control": "replies constrained by the JSON Schema",
+	"sequential":         "request reliability and latency",
+	"concurrency":        "requests in parallel",
+	"semantic":           "extraction quality against production on a frozen corpus",
+}
+
+func currentState(e *evidence.Evidence) string {
+	switch e.Verdict {
+	case evidence.VerdictQualified:
+		if productionDown(e) {
+			return fmt.Sprintf("Backend %s is qualified. %s", e.Candidate, productionSentence(e))
+		}
+		return fmt.Sprintf("Backend %s is qualified; production is as it was. Activation is a separate, deliberate step.", e.Candidate)
+	case evidence.VerdictAborted:
+		return fmt.Sprintf("Backend %s is neither qualified nor disqualified. %s", e.Candidate, productionSentence(e))
+	}
+	return fmt.Sprintf("Backend %s is not qualified in this configuration. %s", e.Candidate, productionSentence(e))
+}
+
+func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
+	var out []string
+	if productionDown(e) {
+		out = append(out, "Fix what keeps production "+e.ProductionBackend+" from starting, then run hiro recover; check it with hiro backend status "+e.ProductionBackend+".")
+	}
+	if failed != nil {
+		switch {
+		case failed.Kind == "launch" && len(failed.Attempts) > 0:
+			last := failed.Attempts[len(failed.Attempts)-1]
+			if f := last.Failure; f != nil {
+				if step := nextStepOf(f.NextStep, f.Class); step != "" {
+					out = append(out, fmt.Sprintf("The last attempt (%s) failed as %s: %s", last.Name, f.Class, step))
+				}
+			}
+			out = append(out, fmt.Sprintf("All %s of the ladder were tried; the next try needs a new documented fallback in the plan (with its written reason), a fix of the engine issue behind %s, or another engine or model.",
+				plural(len(failed.Attempts), "declared attempt", "declared attempts"), lastClass(failed)))
+		case failed.Semantic != nil:
+			out = append(out, "Look at the largest per-document differences and the top reject reasons of the semantic gate: they show where the candidate loses claims.")
+			out = append(out, "Keep production; qualify the candidate again after changing its model, quantization or prompt budget (max_tokens, repairs).")
+		case failed.Failure != nil:
+			if step := nextStepOf(failed.Failure.NextStep, failed.Failure.Class); step != "" {
+				out = append(out, step)
+			}
+		}
+	}
+	switch e.Verdict {
+	case evidence.VerdictQualified:
+		if !productionDown(e) {
+			out = append(out, "Review this evidence; to switch production, run hiro activate with the campaign's evidence.json (it refuses if anything it fingerprints changed).")
+		}
+	case evidence.VerdictAborted:
+		out = append(out, "Run the campaign again with hiro qualify and the same plan; this campaign's evidence is kept.")
+	}
+	return out
+}
+
+// nextStepOf is the failure's own next step, else the engine vocabulary's
+// for its class.
+func nextStepOf(given string, class failure.Class) string {
+	if given != "" {
+		return given
+	}
+	return engine.NextStep(class)
+}
+
+func lastClass(g *evidence.Gate) string {
+	for i := len(g.Attempts) - 1; i >= 0; i-- {
+		if f := g.Attempts[i].Failure; f != nil {
+			return string(f.Class)
+		}
+	}
+	return "the failure"
+}
+
+// gateHeadline is a gate's one-line result for the validation table.
+func gateHeadline(e *evidence.Evidence, g *evidence.Gate) string {
+	switch g.Status {
+	case evidence.StatusPassed, evidence.StatusFailed:
+	default:
+		if g.Reason == "" {
+			return "not run"
+		}
+		return g.Reason
+	}
+	switch {
+	case len(g.Attempts) > 0:
+		var parts []string
+		for _, at := range g.Attempts {
+			if at.ReachedReady {
+				parts = append(parts, fmt.Sprintf("%s ready in %.1f s", at.Name, ms(at.ReadyAfterMS)))
+			} else if at.Failure != nil {
+				parts = append(parts, fmt.Sprintf("%s: %s in %s", at.Name, at.Failure.Class, at.Failure.Phase))
+			}
+		}
+		return joinSemi(parts)
+	case g.Semantic != nil:
+		sr := g.Semantic
+		return fmt.Sprintf("F1 %.3f vs production %.3f; grounding %.3f vs %.3f; schema-valid %.3f vs %.3f",
+			sr.CandidateScores.F1, sr.ProductionScores.F1, sr.CandidateScores.GroundingRate, sr.ProductionScores.GroundingRate,
+			sr.CandidateStats.SchemaValidRate, sr.ProductionStats.SchemaValidRate)
+	case g.Requests != nil:
+		return requestsHeadline(g.Requests)
+	case len(g.Checks) > 0:
+		ok := 0
+		for _, c := range g.Checks {
+			if c.Status == evidence.StatusPassed {
+				ok++
+			}
+		}
+		return fmt.Sprintf("%d of %s passed", ok, plural(len(g.Checks), "check", "checks"))
+	case g.Artifact != nil:
+		ar := g.Artifact
+		if g.Status == evidence.StatusPassed {
+			return fmt.Sprintf("%s verified (%s)", plural(ar.Files, "file", "files"), gib(ar.Bytes))
+		}
+	}
+	if g.Reason != "" {
+		return g.Reason
+	}
+	return g.Status
+}
+
+func requestsHeadline(r *evidence.RequestStats) string {
+	s := fmt.Sprintf("%d of %s succeeded", r.Count-r.Errors, plural(r.Count, "request", "requests"))
+	if r.Latency != nil {
+		s += "; end-to-end p95 " + msText(r.Latency.P95)
+	}
+	return s
+}
+
+// Helpers shared by the renderers.
+
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.HasSuffix(s, ".") || strings.HasSuffix(s, "!") || strings.HasSuffix(s, "?") {
+		return s
+	}
+	return s + "."
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func lowerFirst(s string) string {
+	if len(s) > 1 && strings.ToUpper(s[:2]) == s[:2] { // an acronym: READY control
+		return s
+	}
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+func joinAnd(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+func joinSemi(xs []string) string { return strings.Join(xs, "; ") }
+
+// plural is "1 request" or "3 requests".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func short(h string) string {
+	h = strings.TrimPrefix(h, "sha256:")
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func ms(v int64) float64 { return float64(v) / 1000 }
+
+func gib(b int64) string {
+	if b < 1<<30 {
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,55 @@
+package account
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// Every printer shows a failure through Failure: class, phase, how it
+// ended, root cause, facts, next step, in that order.
+func TestFailureRendering(t *testing.T) {
+	code := 1
+	f := &failure.Failure{Class: failure.ClassQuantKernelFailed, Phase: failure.PhaseKernelSetup, ExitCode: &code, SecondsSinceStart: 2.14,
+		RootCause: "RuntimeError: ... gptq_marlin_repack", Facts: map[string]float64{"weights_load_seconds": 93.66, "shards_loaded": 4}, NextStep: "Try the Triton kernel."}
+	got := strings.Join(Failure(f), "\n")
+	want := "quant_kernel_failed in phase kernel_setup, 2.1 s after start (exit code 1)\nroot cause: RuntimeError: ... gptq_marlin_repack\nfacts: shards_loaded=4 weights_load_seconds=93.66\nnext step: Try the Triton kernel."
+	if got != want {
+		t.Errorf("Failure:\n%s\nwant\n%s", got, want)
+	}
+	if s := FailureSentence(f); !strings.HasPrefix(s, "quant_kernel_failed in phase kernel_setup") || !strings.Contains(s, ". Root cause: RuntimeError") || !strings.HasSuffix(s, "Next step: Try the Triton kernel.") {
+		t.Errorf("FailureSentence: %q", s)
+	}
+	f.NextStep = "" // the engine vocabulary's step for the class fills in
+	if l := Failure(f); !strings.HasPrefix(l[len(l)-1], "next step: ") {
+		t.Errorf("no next step from the vocabulary: %v", l)
+	}
+}
+
+// Production restoration is not a gate: never stopped, it is said in
+// words and has no validation row; stopped and restored, it has one.
+func TestProductionIsNotAGate(t *testing.T) {
+	e := &evidence.Evidence{Candidate: "c", ProductionBackend: "prod", Verdict: evidence.VerdictQualified,
+		Gates: []evidence.Gate{{ID: "ready", Kind: "ready_control", Title: "READY control", Status: evidence.StatusPassed,
+			Requests: &evidence.RequestStats{Count: 1}}}}
+	a := Build(e)
+	for _, r := range a.Validation {
+		if strings.Contains(r.Check, "Production") {
+			t.Errorf("a production never stopped has a row: %+v", r)
+		}
+	}
+	if !strings.Contains(a.Summary, "Production prod was never stopped") || !strings.Contains(strings.Join(a.Sections[0].Items, " "), "1 request, 0 errors.") {
+		t.Errorf("summary %q, items %v", a.Summary, a.Sections[0].Items)
+	}
+	e.Production = evidence.Production{Stopped: true, Restored: &evidence.Restored{OK: true, Health: "200", Model: "m", Reply: "READY"}}
+	a = Build(e)
+	last := a.Validation[len(a.Validation)-1]
+	if last.Check != "Production restoration" || last.Status != evidence.StatusPassed {
+		t.Errorf("restored production: last row %+v", last)
+	}
+	if len(a.NextSteps) == 0 || !strings.Contains(a.NextSteps[0], "hiro activate") {
+		t.Errorf("qualified: next steps %v", a.NextSteps)
+	}
+}

@@ -1,0 +1,187 @@
+package account
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+)
+
+// Chart is one picture of the account: an SVG document (no XML prolog, so
+// it can sit inline in HTML) with a title and a caption in words. Every
+// label in the SVG is escaped by the SVG writer (html.EscapeString).
+type Chart struct {
+	Title   string
+	Caption string
+	SVG     []byte
+}
+
+// Chart colours: candidate and production, the same on every chart.
+var (
+	candidateColor  = color.RGBA{R: 0xd9, G: 0x5f, B: 0x02, A: 0xff}
+	productionColor = color.RGBA{R: 0x1b, G: 0x6a, B: 0xa5, A: 0xff}
+)
+
+// Charts draws the pictures of a campaign: for each semantic gate that
+// ran, candidate against production per measure and per document; for
+// the request gates, the distribution of end-to-end latency per gate
+// (from the per-request samples of the evidence). Nothing is drawn for
+// what the evidence does not hold.
+func Charts(e *evidence.Evidence) ([]Chart, error) {
+	var out []Chart
+	for i := range e.Gates {
+		g := &e.Gates[i]
+		if g.Semantic == nil || (g.Status != evidence.StatusPassed && g.Status != evidence.StatusFailed) {
+			continue
+		}
+		c, err := measuresChart(gateTitle(g), g.Semantic)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+		if len(g.Semantic.Differences) > 0 {
+			c, err := documentsChart(gateTitle(g), g.Semantic)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+	}
+	if c, ok, err := latencyChart(e); err != nil {
+		return nil, err
+	} else if ok {
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// pairChart draws grouped bars, candidate beside production, per label.
+func pairChart(title, ylabel string, labels []string, cand, prod []float64, ymax float64) ([]byte, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = ylabel
+	p.Y.Min = 0
+	if ymax > 0 {
+		p.Y.Max = ymax
+	}
+	w := vg.Points(14)
+	bc, err := plotter.NewBarChart(plotter.Values(cand), w)
+	if err != nil {
+		return nil, err
+	}
+	bc.Color, bc.LineStyle.Width, bc.Offset = candidateColor, 0, -w/2
+	bp, err := plotter.NewBarChart(plotter.Values(prod), w)
+	if err != nil {
+		return nil, err
+	}
+	bp.Color, bp.LineStyle.Width, bp.Offset = productionColor, 0, w/2
+	p.Add(bc, bp, plotter.NewGrid())
+	p.Legend.Add("candidate", bc)
+	p.Legend.Add("production", bp)
+	p.Legend.Top = true
+	p.NominalX(labels...)
+	width := vg.Length(max(360, 90*len(labels)))
+	return render(p, width, 240)
+}
+
+func measuresChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
+	c, p := sr.CandidateScores, sr.ProductionScores
+	labels := []string{"precision", "coverage", "F1", "grounding", "schema-valid", "duplicates"}
+	cand := []float64{c.Precision, c.Coverage, c.F1, c.GroundingRate, sr.CandidateStats.SchemaValidRate, c.DuplicateRate}
+	prod := []float64{p.Precision, p.Coverage, p.F1, p.GroundingRate, sr.ProductionStats.SchemaValidRate, p.DuplicateRate}
+	svg, err := pairChart(gate+": measures", "rate", labels, cand, prod, 1.05)
+	if err != nil {
+		return Chart{}, err
+	}
+	return Chart{Title: gate + ": candidate and production per measure", SVG: svg,
+		Caption: fmt.Sprintf("Each measure on corpus %s, candidate (orange) beside production (blue); higher is better except duplicates.", sr.CorpusName)}, nil
+}
+
+func documentsChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
+	var labels []string
+	var cand, prod []float64
+	for _, d := range sr.Differences {
+		labels = append(labels, truncate(d.DocID, 18))
+		cand = append(cand, d.CandidateF1)
+		prod = append(prod, d.ProductionF1)
+	}
+	svg, err := pairChart(gate+": F1 per document", "F1", labels, cand, prod, 1.05)
+	if err != nil {
+		return Chart{}, err
+	}
+	return Chart{Title: gate + ": F1 per document", SVG: svg,
+		Caption: fmt.Sprintf("F1 of each of the %s of corpus %s, candidate beside production.", plural(len(labels), "document", "documents"), sr.CorpusName)}, nil
+}
+
+// latencyChart draws one box (quartiles, whiskers) and the samples of
+// end-to-end latency per request gate that kept its samples.
+func latencyChart(e *evidence.Evidence) (Chart, bool, error) {
+	p := plot.New()
+	p.Title.Text = "End-to-end latency per request"
+	p.Y.Label.Text = "ms"
+	var labels []string
+	var parts []string
+	for i := range e.Gates {
+		g := &e.Gates[i]
+		if g.Requests == nil || len(g.Requests.LatenciesMS) == 0 {
+			continue
+		}
+		x := float64(len(labels))
+		vals := plotter.Values(g.Requests.LatenciesMS)
+		if len(vals) >= 2 {
+			b, err := plotter.NewBoxPlot(vg.Points(28), x, vals)
+			if err != nil {
+				return Chart{}, false, err
+			}
+			b.FillColor = color.RGBA{R: 0xf3, G: 0xd9, B: 0xc4, A: 0xff}
+			p.Add(b)
+		}
+		pts := make(plotter.XYs, len(vals))
+		for k, v := range vals {
+			pts[k].X, pts[k].Y = x, v
+		}
+		s, err := plotter.NewScatter(pts)
+		if err != nil {
+			return Chart{}, false, err
+		}
+		s.GlyphStyle.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = candidateColor, vg.Points(2), draw.CircleGlyph{}
+		p.Add(s)
+		labels = append(labels, truncate(gateTitle(g), 22))
+		parts = append(parts, fmt.Sprintf("%s: %s", gateTitle(g), plural(len(vals), "request", "requests")))
+	}
+	if len(labels) == 0 {
+		return Chart{}, false, nil
+	}
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	p.NominalX(labels...)
+	svg, err := render(p, vg.Length(max(360, 140*len(labels))), 260)
+	if err != nil {
+		return Chart{}, false, err
+	}
+	return Chart{Title: "Serving: end-to-end latency per request", SVG: svg,
+		Caption: "Every request of the serving gates (client clock, request sent to last token received), one dot each; the box spans the quartiles. " + strings.Join(parts, "; ") + "."}, true, nil
+}
+
+// render writes p as an SVG of w×h points without the XML prolog.
+func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+	c := vgsvg.New(w, h)
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	out := b.Bytes()
+	if i := bytes.Index(out, []byte("<svg")); i > 0 {
+		out = out[i:]
+	}
+	return out, nil
+}

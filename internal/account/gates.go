@@ -1,0 +1,383 @@
+package account
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// gateSection is the work-completed section of a gate that ran.
+func gateSection(e *evidence.Evidence, g *evidence.Gate) Section {
+	s := Section{Title: gateTitle(g), Status: "Passed"}
+	if g.Status == evidence.StatusFailed {
+		s.Status = "Failed"
+		if g.Kind == "launch" {
+			s.Status = "Failed before inference"
+		}
+	}
+	for _, c := range g.Checks {
+		item := fmt.Sprintf("%s: %s", c.Name, c.Status)
+		if c.Detail != "" {
+			item += " (" + c.Detail + ")"
+		}
+		s.Items = append(s.Items, sentence(item))
+	}
+	if ar := g.Artifact; ar != nil {
+		s.Items = append(s.Items, artifactItems(ar)...)
+	}
+	for i, at := range g.Attempts {
+		s.Items = append(s.Items, attemptItem(i, at))
+	}
+	if rq := g.Requests; rq != nil {
+		s.Items = append(s.Items, servingItems(e, rq, firstRequestGate(e) == g)...)
+	}
+	if g.Failure != nil && len(g.Attempts) == 0 {
+		s.Items = append(s.Items, "The server failed: "+FailureSentence(g.Failure))
+	}
+	if sr := g.Semantic; sr != nil {
+		s.Items = append(s.Items, semanticItems(sr)...)
+		s.Markdown = SemanticMarkdown(sr)
+	}
+	if g.Status == evidence.StatusFailed && len(g.Attempts) == 0 && g.Semantic == nil && g.Failure == nil && g.Reason != "" {
+		s.Items = append(s.Items, "It failed: "+sentence(g.Reason))
+	}
+	return s
+}
+
+func artifactItems(ar *evidence.ArtifactResult) []string {
+	out := []string{fmt.Sprintf("The manifest pins %s at revision %s: %s, %s (manifest digest %s).",
+		ar.Repo, ar.Revision, plural(ar.Files, "file", "files"), gib(ar.Bytes), short(ar.ManifestDigest))}
+	if len(ar.Missing) == 0 && ar.Changed == 0 && len(ar.Extra) == 0 {
+		out = append(out, fmt.Sprintf("Every file matched its recorded size and SHA-256 (%s hashed in this run).", plural(ar.Hashed, "file", "files")))
+		return out
+	}
+	if len(ar.Missing) > 0 {
+		out = append(out, "Missing: "+strings.Join(ar.Missing, ", ")+".")
+	}
+	if ar.Changed > 0 {
+		out = append(out, fmt.Sprintf("%s changed since it was pinned.", plural(ar.Changed, "file", "files")))
+	}
+	if len(ar.Extra) > 0 {
+		out = append(out, "Not in the manifest: "+strings.Join(ar.Extra, ", ")+".")
+	}
+	return out
+}
+
+// attemptItem is one rung of the ladder: what it changed and how it ended.
+func attemptItem(i int, at evidence.Attempt) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Attempt %d, %s", i+1, at.Name)
+	if at.Reason != "" && at.Name != "base" {
+		fmt.Fprintf(&b, " (%s)", strings.TrimSuffix(at.Reason, "."))
+	}
+	if len(at.Changes) > 0 {
+		fmt.Fprintf(&b, ", changing %s", strings.Join(at.Changes, ", "))
+	}
+	switch {
+	case at.ReachedReady:
+		fmt.Fprintf(&b, ": ready in %.1f s.", ms(at.ReadyAfterMS))
+		if at.Device != nil && at.Device.Kind != "" {
+			fmt.Fprintf(&b, " Serving on %s.", at.Device.String())
+		}
+		if fs := FactsText(at.Facts); fs != "" {
+			b.WriteString(" Facts: " + fs + ".")
+		}
+	case at.Failure != nil:
+		b.WriteString(": " + FailureSentence(at.Failure))
+	default:
+		b.WriteString(": did not reach ready.")
+	}
+	return b.String()
+}
+
+// Failure is the one rendering of an engine failure, as labelled lines:
+//
+//	quant_kernel_failed in phase kernel_setup, 2.1 s after start (exit code 1)
+//	root cause: RuntimeError: ... gptq_marlin_repack
+//	facts: shards_loaded=4 shards_total=4 weights_load_seconds=93.66
+//	next step: ...
+//
+// Terminal printers print the lines as they are; FailureSentence joins
+// them into prose for the report and the journal.
+func Failure(f *failure.Failure) []string {
+	if f == nil {
+		return nil
+	}
+	head := fmt.Sprintf("%s in phase %s", f.Class, f.Phase)
+	if f.SecondsSinceStart > 0 {
+		head += fmt.Sprintf(", %.1f s after start", f.SecondsSinceStart)
+	}
+	switch {
+	case f.Signal != "":
+		head += fmt.Sprintf(" (killed by signal %s)", f.Signal)
+	case f.ExitCode != nil:
+		head += fmt.Sprintf(" (exit code %d)", *f.ExitCode)
+	}
+	lines := []string{head}
+	if rc := strings.TrimSpace(f.RootCause); rc != "" {
+		lines = append(lines, "root cause: "+rc)
+	}
+	if fs := FactsText(f.Facts); fs != "" {
+		lines = append(lines, "facts: "+fs)
+	}
+	if step := nextStepOf(f.NextStep, f.Class); step != "" {
+		lines = append(lines, "next step: "+step)
+	}
+	return lines
+}
+
+// FailureSentence is Failure as prose: "gpu_oom in phase load (exit 1).
+// Root cause: .... Facts: .... Next step: ...."
+func FailureSentence(f *failure.Failure) string {
+	lines := Failure(f)
+	for i := range lines {
+		if i > 0 { // "root cause: ..." → "Root cause: ..."; never a class name
+			lines[i] = upperFirst(lines[i])
+		}
+		lines[i] = sentence(lines[i])
+	}
+	return strings.Join(lines, " ")
+}
+
+// FactsText is "name=value name=value" in name order.
+func FactsText(f map[string]float64) string {
+	parts := make([]string, 0, len(f))
+	for _, k := range sortedKeys(f) {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, f[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// servingItems are a request gate's figures, each with how it was
+// measured.
+// The engine's version is said once, in the first request gate.
+func servingItems(e *evidence.Evidence, r *evidence.RequestStats, first bool) []string {
+	var out []string
+	s := fmt.Sprintf("%s, %s", plural(r.Count, "request", "requests"), plural(r.Errors, "error", "errors"))
+	if r.Concurrency > 1 {
+		s += fmt.Sprintf(", %d in flight at once", r.Concurrency)
+	} else if r.Count > 1 {
+		s += ", one after another"
+	}
+	if r.SchemaAccepted != nil && r.SchemaValid != nil {
+		s += fmt.Sprintf("; the server accepted the JSON Schema for %d, and %d replies parsed and validated against it client-side", *r.SchemaAccepted, *r.SchemaValid)
+	}
+	out = append(out, s+".")
+	if r.Latency != nil {
+		out = append(out, fmt.Sprintf("End-to-end latency (client clock, request sent to last token received) p50 %s, p95 %s, max %s.", msText(r.Latency.P50), msText(r.Latency.P95), msText(r.Latency.Max)))
+	}
+	if r.TTFT != nil {
+		out = append(out, fmt.Sprintf("Time to first token (first streamed token) p50 %s, p95 %s.", msText(r.TTFT.P50), msText(r.TTFT.P95)))
+	}
+	if r.OutputTokensPerSecond > 0 {
+		t := fmt.Sprintf("%.1f output tokens/s per request (completion tokens from the server's usage over the summed end-to-end time)", r.OutputTokensPerSecond)
+		if r.TPOTMS > 0 {
+			t += fmt.Sprintf("; %.1f ms per output token after the first", r.TPOTMS)
+		}
+		out = append(out, t+".")
+	}
+	if r.RequestsPerSecond > 0 && r.Concurrency > 1 {
+		out = append(out, fmt.Sprintf("Throughput over the wall time: %.2f requests/s, %.1f output tokens/s.", r.RequestsPerSecond, r.OutputTokensPerSecondWall))
+	}
+	if v := engineVersion(e); v != "" && first {
+		out = append(out, "Engine: "+v+" (as the host facts report it).")
+	}
+	if len(r.ErrorMessages) > 0 {
+		out = append(out, "Errors seen: "+strings.Join(r.ErrorMessages, "; ")+".")
+	}
+	if len(r.Samples) > 0 {
+		out = append(out, "First reply: "+truncate(r.Samples[0], 160))
+	}
+	return out
+}
+
+// firstRequestGate is the first gate that ran with request figures.
+func firstRequestGate(e *evidence.Evidence) *evidence.Gate {
+	for i := range e.Gates {
+		if e.Gates[i].Requests != nil {
+			return &e.Gates[i]
+		}
+	}
+	return nil
+}
+
+func msText(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.2f s", v/1000)
+	}
+	return fmt.Sprintf("%.0f ms", v)
+}
+
+// engineVersion is the candidate engine's version from the host facts
+// ("ollama v0.6.5"), or every found engine's when the kind is unknown.
+func engineVersion(e *evidence.Evidence) string {
+	engines, _ := e.Host["engines"].([]any)
+	var found []string
+	for _, x := range engines {
+		m, _ := x.(map[string]any)
+		if m == nil || m["found"] != true {
+			continue
+		}
+		kind, _ := m["kind"].(string)
+		v, _ := m["version"].(string)
+		if v == "" {
+			v = "version unknown"
+		}
+		if kind == e.CandidateEngine && kind != "" {
+			return kind + " " + v
+		}
+		found = append(found, kind+" "+v)
+	}
+	return strings.Join(found, ", ")
+}
+
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// semanticItems are the semantic gate's facts in prose.
+func semanticItems(sr *evidence.SemanticResult) []string {
+	out := []string{}
+	src := "extracted now"
+	if sr.ProductionCached {
+		src = "reused from the cached baseline (same corpus, prompt, schema and production configuration)"
+	}
+	out = append(out, fmt.Sprintf("Corpus %s (%s, digest %s), extracted through the candidate and through production; production's result was %s.",
+		sr.CorpusName, plural(len(sr.Differences), "document", "documents"), short(sr.CorpusDigest), src))
+	if n := sr.CandidateStats.DocumentsFailed; n > 0 {
+		out = append(out, fmt.Sprintf("The candidate failed %s (requests that got no reply).", plural(n, "document", "documents")))
+	}
+	if len(sr.Reasons) > 0 {
+		out = append(out, "Failed checks: "+joinSemi(semanticReasons(sr))+".")
+	} else {
+		out = append(out, "Every check passed: the candidate is above each floor and no worse than production by more than the tolerance.")
+	}
+	return out
+}
+
+// semanticReasons are the failed checks in words.
+func semanticReasons(sr *evidence.SemanticResult) []string {
+	var out []string
+	for _, c := range sr.Checks {
+		if c.Passed {
+			continue
+		}
+		m, kind, _ := strings.Cut(c.Name, " ")
+		name := measureName[m]
+		if name == "" {
+			name = m
+		}
+		switch kind {
+		case "floor":
+			out = append(out, fmt.Sprintf("%s %.3f is below the floor %.3f", name, c.Value, c.Limit))
+		case "vs production":
+			out = append(out, fmt.Sprintf("%s %.3f is below production's less the tolerance, %.3f", name, c.Value, c.Limit))
+		default:
+			out = append(out, fmt.Sprintf("%s: %.3f, needs %.3f", c.Name, c.Value, c.Limit))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, sr.Reasons...)
+	}
+	return out
+}
+
+var measureName = map[string]string{"f1": "F1", "grounding_rate": "grounding", "schema_valid_rate": "schema-valid rate"}
+
+// SemanticMarkdown is the semantic gate's tables: every measure for
+// candidate, production and the limit with how it was derived; the
+// largest per-document differences; the top reject reasons.
+func SemanticMarkdown(sr *evidence.SemanticResult) string {
+	var b strings.Builder
+	c, p := sr.CandidateScores, sr.ProductionScores
+	b.WriteString("| Measure | Candidate | Production | Limit | How the limit is derived | Result |\n| --- | --- | --- | --- | --- | --- |\n")
+	row := func(name, key string, cv, pv float64) {
+		lim, how, res := "—", "recorded, not gated", "—"
+		floor, vsProd := check(sr, key+" floor"), check(sr, key+" vs production")
+		switch {
+		case floor != nil && vsProd != nil:
+			l := math.Max(floor.Limit, vsProd.Limit)
+			lim = f3(l)
+			if vsProd.Limit >= floor.Limit {
+				how = fmt.Sprintf("production %s − tolerance %s (above the floor %s)", f3(pv), f2(sr.Tolerance), f3(floor.Limit))
+			} else {
+				how = fmt.Sprintf("absolute floor %s (production − tolerance is %s)", f3(floor.Limit), f3(vsProd.Limit))
+			}
+			res = passText(floor.Passed && vsProd.Passed)
+		case floor != nil:
+			lim, how, res = f3(floor.Limit), "absolute floor", passText(floor.Passed)
+		case vsProd != nil:
+			lim, how, res = f3(vsProd.Limit), fmt.Sprintf("production %s − tolerance %s", f3(pv), f2(sr.Tolerance)), passText(vsProd.Passed)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, f3(cv), f3(pv), lim, how, res)
+	}
+	row("Precision", "precision", c.Precision, p.Precision)
+	row("Coverage", "coverage", c.Coverage, p.Coverage)
+	row("F1", "f1", c.F1, p.F1)
+	row("Grounding", "grounding_rate", c.GroundingRate, p.GroundingRate)
+	row("Schema-valid replies", "schema_valid_rate", sr.CandidateStats.SchemaValidRate, sr.ProductionStats.SchemaValidRate)
+	row("Duplicates", "duplicate_rate", c.DuplicateRate, p.DuplicateRate)
+	fmt.Fprintf(&b, "\nClaims: candidate %d (%d matched of %d gold), production %d (%d matched).\n", c.Predicted, c.Matched, c.Gold, p.Predicted, p.Matched)
+
+	diffs := append([]evidence.DocDiff{}, sr.Differences...)
+	sort.SliceStable(diffs, func(i, j int) bool { return math.Abs(diffs[i].DeltaF1) > math.Abs(diffs[j].DeltaF1) })
+	var big []evidence.DocDiff
+	for _, d := range diffs {
+		if d.DeltaF1 != 0 && len(big) < 5 {
+			big = append(big, d)
+		}
+	}
+	if len(big) > 0 {
+		b.WriteString("\nLargest per-document differences:\n\n| Document | Candidate F1 | Production F1 | Difference | Claims (candidate / production) |\n| --- | --- | --- | --- | --- |\n")
+		for _, d := range big {
+			fmt.Fprintf(&b, "| %s | %s | %s | %+.3f | %d / %d |\n", cellText(d.DocID), f3(d.CandidateF1), f3(d.ProductionF1), d.DeltaF1, d.CandidateClaims, d.ProductionClaims)
+		}
+	} else if len(diffs) > 0 {
+		b.WriteString("\nNo document's F1 differs between candidate and production.\n")
+	}
+	for _, side := range []struct {
+		name string
+		rs   []evidence.RejectReason
+	}{{"candidate", sr.CandidateRejects}, {"production", sr.ProductionRejects}} {
+		if len(side.rs) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nTop reject reasons of the %s:\n\n| Reason | Count | Example |\n| --- | --- | --- |\n", side.name)
+		for _, r := range side.rs {
+			fmt.Fprintf(&b, "| %s | %d | %s |\n", cellText(r.Code), r.Count, cellText(truncate(r.Example, 140)))
+		}
+	}
+	return b.String()
+}
+
+func check(sr *evidence.SemanticResult, name string) *evidence.SemanticCheck {
+	for i := range sr.Checks {
+		if sr.Checks[i].Name == name {
+			return &sr.Checks[i]
+		}
+	}
+	return nil
+}
+
+func passText(ok bool) string {
+	if ok {
+		return "passed"
+	}
+	return "**failed**"
+}
+
+func f3(v float64) string { return fmt.Sprintf("%.3f", v) }
+func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// cellText keeps text from breaking a Markdown table or becoming markup.
+func cellText(s string) string {
+	return strings.NewReplacer("|", "\\|", "\n", " ", "<", "&lt;", ">", "&gt;").Replace(s)
+}
