@@ -599,7 +599,8 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // plainProxy is the benchmarks' baseline: httputil.ReverseProxy with a
-// tuned transport (keep-alive reuse, no compression, immediate flushes)
+// tuned transport (keep-alive reuse, no compression; streams flushed at
+// every write)
 // and nothing else: no routing, no auth, no metrics.
 func plainProxy(o options) {
 	target, err := url.Parse(o.proxyTo)
@@ -609,7 +610,7 @@ func plainProxy(o options) {
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true}
-	rp.FlushInterval = -1
+	rp.FlushInterval = 0 // SSE and unknown-length bodies are flushed at every write anyway
 	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
 	logf("fake: plain proxy on %s to %s", addr, o.proxyTo)
 	if err := http.ListenAndServe(addr, rp); err != nil {

@@ -19,7 +19,7 @@ import (
 // while /health stays 200; the canary catches it, the failure is recorded
 // as a canary failure, and production is restarted.
 func TestCanaryCatchesDeadEngine(t *testing.T) {
-	cfg := fakeConfig(t, []string{"--chat-hang-after", "1s"}, `canary_interval = "300ms"
+	cfg := fakeConfig(t, []string{"--chat-hang-after", "3s"}, `canary_interval = "300ms"
 restart_budget = 1`)
 	cfg.Backends["prod"].ReadyProbe.Timeout.Duration = 500 * time.Millisecond
 	r := startRouter(t, cfg, nil)

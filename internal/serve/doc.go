@@ -5,7 +5,8 @@
 // production's own model id go to the active production backend; profiles
 // listed in [serve].served go to themselves; anything else is a 404 that
 // lists what is served) and answers GET /v1/models itself. Streaming (SSE)
-// passes through chunk by chunk (httputil.ReverseProxy, FlushInterval -1);
+// passes through chunk by chunk (httputil.ReverseProxy flushes every write
+// of an event stream or a body of unknown length);
 // a client's disconnect cancels the upstream request; bodies are bounded
 // ([serve].max_body_bytes, 413 beyond).
 //

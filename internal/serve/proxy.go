@@ -131,8 +131,12 @@ func newRoute(prof *config.Profile, direct *directTransport, pool httputil.Buffe
 				pr.Out.Header.Set("Authorization", upstreamKey)
 			}
 		},
-		Transport:     tr,
-		FlushInterval: -1,
+		Transport: tr,
+		// 0, not -1: ReverseProxy itself flushes after every write (-1)
+		// for text/event-stream and for bodies of unknown length (SSE and
+		// chunked streams), and a JSON answer of known length needs no
+		// flush timer per response.
+		FlushInterval: 0,
 		BufferPool:    pool,
 		ErrorLog:      discardLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
