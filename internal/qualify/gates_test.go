@@ -179,3 +179,30 @@ func TestGateSequentialOverloadIsNotFailure(t *testing.T) {
 		t.Fatalf("without retries: err %v stats %+v", err, g.Requests)
 	}
 }
+
+// TestGateLaunchAlone walks a ladder alone: the base attempt (the fake
+// engine exits during load) fails and is recorded, the variant reaches
+// ready and is handed to later gates through the Handle.
+func TestGateLaunchAlone(t *testing.T) {
+	e := newEnv(t, []string{"--health-style", "vllm", "--load-time", "30s", "--exit", "1", "--exit-after", "300ms"}, "", nil)
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n[[gates.variants]]\nname = \"stays-up\"\nreason = \"the documented fallback\"\nargs_remove = [\"--exit\", \"--exit-after\", \"--load-time\"]\n")
+	p, cfg, err := qualify.LoadPlan(plan, e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := qualify.NewHandle(cfg.Backends["cand"], cfg.Backends["prod"], cfg.StateDir, t.TempDir(), nil)
+	var g evidence.Gate
+	ctx, cancel := context.WithTimeout(context.Background(), p.Gates[0].Bound(h))
+	defer cancel()
+	if err := p.Gates[0].Gate.Run(ctx, h, &g); err != nil {
+		t.Fatalf("ladder: %v (attempts %+v)", err, g.Attempts)
+	}
+	r, err := h.Ready()
+	if err != nil || r.Proc == nil {
+		t.Fatalf("no ready candidate handed over: %v", err)
+	}
+	defer r.Proc.Stop(context.Background())
+	if len(g.Attempts) != 2 || g.Attempts[0].ReachedReady || g.Attempts[0].Failure == nil || !g.Attempts[1].ReachedReady || g.Attempts[1].Name != "stays-up" {
+		t.Fatalf("attempts %+v", g.Attempts)
+	}
+}
