@@ -146,3 +146,31 @@ func TestBrowserScriptInTitleIsText(t *testing.T) {
 		t.Error("the Markdown body's script element reached the DOM")
 	}
 }
+
+// The pictures of a campaign's page are inline SVG that a browser draws
+// as SVG elements, and a document id holding markup stays text.
+func TestBrowserEntryShowsCharts(t *testing.T) {
+	bin := chromiumPath(t)
+	ev := demoEvidence()
+	_, site := publishDemo(t, ev)
+	pages, _ := filepath.Glob(filepath.Join(site, "entries", "*.html"))
+	if len(pages) != 1 {
+		t.Fatalf("pages %v", pages)
+	}
+	dom := dumpDOM(t, bin, pages[0])
+	if n := strings.Count(dom, `<figure class="chart">`); n != 3 {
+		t.Errorf("%d charts in the DOM, want 3", n)
+	}
+	if n := strings.Count(dom, "<svg"); n < 3 {
+		t.Errorf("%d svg elements in the DOM, want 3", n)
+	}
+	if strings.Contains(strings.ToLower(dom), "<script") {
+		t.Error("the DOM holds a script element from a chart label")
+	}
+	if !strings.Contains(dom, "&lt;script&gt;alert(1)") {
+		t.Error("the document id with markup is not shown as text")
+	}
+	if got := domTitle(t, dom); !strings.HasPrefix(got, "A weaker checkpoint against production") {
+		t.Errorf("document title %q", got)
+	}
+}
