@@ -413,7 +413,7 @@ func claimsReply(req chatRequest) string {
 	claims := []map[string]string{{"text": whole, "quote": whole}}
 	if len(words) >= 6 {
 		half := cut(words[:len(words)/2], 300)
-		claims = append(claims, map[string]string{"text": half + ".", "quote": half})
+		claims = append(claims, map[string]string{"text": strings.TrimRight(half, ",;:-") + ".", "quote": half})
 	}
 	b, _ := json.Marshal(map[string]any{"claims": claims})
 	return string(b)

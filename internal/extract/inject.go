@@ -69,7 +69,14 @@ func AddressesModel(text string) (string, bool) {
 			return fmt.Sprintf("the clause %q addresses the model (%s)", shorten(clause), you), true
 		}
 	}
-	for _, l := range foreign {
+	ascii := isASCII(text)
+	for k, l := range foreign {
+		// A verb pattern written only in another script cannot match
+		// ASCII text: skipping it is exact, and these scans are the
+		// costliest step of validating a claim.
+		if ascii && foreignNeedsNonASCII[k] {
+			continue
+		}
 		if l.verb.MatchString(text) && l.object.MatchString(text) {
 			return fmt.Sprintf("an instruction to the model in %s", l.name), true
 		}
@@ -83,10 +90,14 @@ var (
 	reEmbeddedJSON = regexp.MustCompile(`\{\s*\\?"[^"\n]{1,40}\\?"\s*:|"claims"\s*:|\[\s*\{\s*"`)
 )
 
+// reClauseBreak is where clauses splits (compiled once: compiling it per
+// call was a tenth of a claim's validation).
+var reClauseBreak = regexp.MustCompile(`[.;:!?\n]+|,?\s+(?:and|then|but|und|et|y|e)\s+`)
+
 // clauses splits text at sentence and clause boundaries (. ; : ! ? and
 // the conjunctions "and", "then", "but" that start a new imperative).
 func clauses(text string) []string {
-	parts := regexp.MustCompile(`[.;:!?\n]+|,?\s+(?:and|then|but|und|et|y|e)\s+`).Split(text, -1)
+	parts := reClauseBreak.Split(text, -1)
 	var out []string
 	for _, p := range parts {
 		if p = strings.TrimSpace(p); p != "" {
@@ -215,6 +226,31 @@ var foreign = []struct {
 	{"Chinese", regexp.MustCompile(`(忽略|无视|忘记|忘掉|回答|回复|输出|只输出)`), regexp.MustCompile(`(指令|指示|提示|规则|之前|以上|回答|输出|JSON|json)`)},
 	{"Japanese", regexp.MustCompile(`(無視|忘れ|答えて|回答して|出力して)`), regexp.MustCompile(`(指示|命令|プロンプト|ルール|以前|上記|回答|出力|JSON)`)},
 	{"Korean", regexp.MustCompile(`(무시|잊어|답하|출력)`), regexp.MustCompile(`(지시|명령|프롬프트|규칙|이전|답변|출력|JSON)`)},
+}
+
+// foreignNeedsNonASCII[k] is true when foreign[k]'s verb pattern can
+// only match text holding a non-ASCII character: apart from its "(?i)"
+// flag it is made of non-ASCII runes and the grouping characters ( ) | ?
+// alone (no ASCII letter, no class, no escape).
+var foreignNeedsNonASCII = func() []bool {
+	out := make([]bool, len(foreign))
+	for k, l := range foreign {
+		src := strings.ReplaceAll(l.verb.String(), "(?i)", "")
+		out[k] = !strings.ContainsFunc(src, func(r rune) bool {
+			return r < utf8.RuneSelf && !strings.ContainsRune("()|?", r)
+		})
+	}
+	return out
+}()
+
+// isASCII reports whether s has no byte outside ASCII.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // Malformed reports, with the reason, whether claim is not a well-formed
