@@ -394,3 +394,46 @@ func TestActivationRefusedWhileACampaignHoldsProduction(t *testing.T) {
 		t.Fatal("a refused activation left an intent")
 	}
 }
+
+// SIGKILL of hiro after the switch was committed (the new production
+// verified and recorded, the old one being stopped: it ignores SIGTERM, so
+// the stop waits out its grace): the next command keeps the new
+// production, verified, and finishes stopping the old one.
+func TestSIGKILLAfterCommitNextCommandFinishesTheSwitch(t *testing.T) {
+	w := newWorldWith(t, false, []string{"--ignore-sigterm"})
+	w.startProduction()
+	evPath := w.qualify()
+	cmd := w.hiroCmd("activate", evPath, "--journal", "")
+	must(t, cmd.Start())
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ins, _ := production.Intents()
+		if len(ins) == 1 && ins[0].Committed {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the switch never committed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+	code, out := w.hiro("backend", "status")
+	if code != 0 || !strings.Contains(out, "switch settled") {
+		t.Fatalf("next command: exit %d\n%s", code, out)
+	}
+	if a, _ := production.Resolve(w.cfg); a.Name != "cand" {
+		t.Fatalf("production is %s, want the committed cand", a.Name)
+	}
+	if !w.ready("cand") {
+		t.Fatal("cand is not serving")
+	}
+	if _, ok := w.running("prod"); ok {
+		t.Fatal("the old production still runs")
+	}
+	h, _ := production.History(w.cfg.Path)
+	if len(h) != 2 || h[1].Outcome != production.OutcomeRecovered || h[1].Verified == nil || !h[1].Verified.OK {
+		t.Fatalf("history %+v, want the switch and its recovery", h)
+	}
+}

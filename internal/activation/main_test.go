@@ -82,6 +82,12 @@ type world struct {
 
 func newWorld(t *testing.T, exclusive bool, candExtra ...string) *world {
 	t.Helper()
+	return newWorldWith(t, exclusive, nil, candExtra...)
+}
+
+// newWorldWith is newWorld with extra arguments for production too.
+func newWorldWith(t *testing.T, exclusive bool, prodExtra []string, candExtra ...string) *world {
+	t.Helper()
 	w := &world{t: t, dir: t.TempDir(), prodPort: freePort(t), candPort: freePort(t), servePort: freePort(t)}
 	w.journal = filepath.Join(w.dir, "journal")
 	t.Setenv("HIRO_LEASE_DIR", filepath.Join(w.dir, "leases"))
@@ -102,7 +108,7 @@ restore_attempts = 2
 [backends.prod]
 engine = "llamacpp"
 command = %q
-args = ["--port", "%d", "--model", "prod-model"]
+args = %s
 port = %d
 model = "prod-model"
 ready_timeout = "15s"
@@ -125,7 +131,7 @@ stop_grace = "2s"
 listen = "127.0.0.1:%d"
 alias = "extraction"
 access_log = "off"
-`, fakeEngine, w.prodPort, w.prodPort, fakeEngine, tomlList(candArgs), w.candPort, exclusive, w.servePort)
+`, fakeEngine, tomlList(append([]string{"--port", strconv.Itoa(w.prodPort), "--model", "prod-model"}, prodExtra...)), w.prodPort, fakeEngine, tomlList(candArgs), w.candPort, exclusive, w.servePort)
 	w.cfgPath = filepath.Join(w.dir, "hiro.toml")
 	must(t, os.WriteFile(w.cfgPath, []byte(toml), 0o644))
 	must(t, os.WriteFile(filepath.Join(w.dir, "prod-launcher.sh"), []byte("#!/bin/sh\n# production launcher\n"), 0o755))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -120,7 +121,7 @@ func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) err
 	if err != nil {
 		return switchError(g, "activate", err)
 	}
-	return reportSwitch(g, out)
+	return reportSwitch(g, out, o.Journal)
 }
 
 func activeName(a *production.Active) string {
@@ -170,7 +171,7 @@ func printSwitch(g *Globals, sum switchSummary) error {
 }
 
 // reportSwitch prints a switch's outcome and returns its exit status.
-func reportSwitch(g *Globals, out *activation.Outcome) error {
+func reportSwitch(g *Globals, out *activation.Outcome, journalDir string) error {
 	r := out.Record
 	sum := switchSummary{Outcome: r.Outcome, ExitCode: out.ExitCode, Headline: activation.Headline(r), Record: r.Path, Error: r.Error}
 	if r.From != nil {
@@ -180,7 +181,7 @@ func reportSwitch(g *Globals, out *activation.Outcome) error {
 		sum.To, sum.Variant = r.To.Name, r.To.Variant
 	}
 	if out.Journal != "" {
-		sum.Journal = out.Journal
+		sum.Journal = filepath.Join(journalDir, out.Journal)
 	}
 	if err := printSwitch(g, sum); err != nil {
 		return err

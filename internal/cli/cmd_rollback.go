@@ -66,5 +66,5 @@ func runRollback(ctx context.Context, g *Globals, o *switchOpts) error {
 	if err != nil {
 		return switchError(g, "rollback", err)
 	}
-	return reportSwitch(g, out)
+	return reportSwitch(g, out, o.Journal)
 }

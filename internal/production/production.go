@@ -121,7 +121,8 @@ type Snapshot struct {
 	// per-file digests it covers.
 	ConfigHash  string            `json:"config_hash"`
 	ConfigFiles map[string]string `json:"config_files,omitempty"`
-	// Source is SourceConfiguration or "activation N" / "rollback N".
+	// Source is SourceConfiguration, or "activation N" / "rollback N" for
+	// the record that made it production.
 	Source string `json:"source"`
 }
 
@@ -396,7 +397,11 @@ func Append(r *Record) error {
 	}
 	r.Schema = RecordSchema
 	if r.To != nil && r.To.Source == "" {
-		r.To.Source = fmt.Sprintf("%s %d", r.Kind, r.Seq)
+		noun := map[string]string{KindActivate: "activation", KindRollback: "rollback"}[r.Kind]
+		if noun == "" {
+			noun = r.Kind
+		}
+		r.To.Source = fmt.Sprintf("%s %d", noun, r.Seq)
 	}
 	dir := configDir(r.Config)
 	if err := ensureDir(dir); err != nil {
