@@ -195,7 +195,7 @@ func runDiagnoseCoverage(_ context.Context, g *Globals, dirs []string) error {
 		if err := cv.Write(g.Stdout); err != nil {
 			return err
 		}
-		fmt.Fprintf(g.Stdout, "\n%d of %d cases right (class, phase, root-cause line and facts) in %s\n", rep.Right, rep.Cases, strings.Join(dirs, ", "))
+		fmt.Fprintf(g.Stdout, "\n%d of %d cases right (class, phase, root-cause line, facts and serving device) in %s\n", rep.Right, rep.Cases, strings.Join(dirs, ", "))
 		for _, m := range rep.Wrong {
 			fmt.Fprintf(g.Stdout, "wrong: %s/%s (%s): %s\n", m.Set, m.Log, m.Engine, m.Misses)
 		}

@@ -148,3 +148,48 @@ func TestCasesServingDevice(t *testing.T) {
 		t.Skip("no case with a serving device")
 	}
 }
+
+// TestCasesFirstRequestFails replays each case whose server kept running
+// (exit 0) and whose failure showed in the first request (the GPU
+// captures: Ollama answered the probe with HTTP 500 after its runner
+// failed): the fake engine replays the log, then serves and answers chat
+// with HTTP 500, as the real one did; the supervisor classifies from the
+// log, not from the request's error, with the expected class, phase and
+// root cause.
+func TestCasesFirstRequestFails(t *testing.T) {
+	n := 0
+	for _, dir := range caseSets(t) {
+		if filepath.Base(dir) != "results" {
+			continue // the other sets are logs of exits, not of servers that stayed up
+		}
+		cases, err := engine.LoadCaseSet(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			if c.Ready || c.RequiresAccelerator || c.Exit == nil || *c.Exit != 0 || strings.Contains(c.Phase, "inference") {
+				continue
+			}
+			n++
+			t.Run(strings.TrimSuffix(c.Log, ".log"), func(t *testing.T) {
+				t.Parallel()
+				port := freePort(t)
+				args := []string{"--replay", filepath.Join(dir, c.Log), "--port", strconv.Itoa(port), "--model", "fake-model", "--chat", "500"}
+				p, state := fakeProfile(t, c.Engine, port, args, "")
+				proc, res := startFake(t, p, state)
+				if proc != nil || res.State != StateFailed || res.Failure == nil {
+					t.Fatalf("state %s failure %+v err %v", res.State, res.Failure, res.Err)
+				}
+				if r := c.Check(res.Failure); !r.Right() {
+					t.Errorf("%s", r.Misses())
+				}
+				if res.Stop == nil || res.Stop.Leak != nil {
+					t.Errorf("stop after the failure: %+v", res.Stop)
+				}
+			})
+		}
+	}
+	if n == 0 {
+		t.Skip("no case of a server that stayed up")
+	}
+}
