@@ -64,11 +64,19 @@ func TestFailureCasesFullPath(t *testing.T) {
 					args = append(args, "--exit", "1")
 				}
 				p, state := fakeProfile(t, c.Engine, 0, args, "")
-				// Start once: the fake binds no port, so a port_in_use
-				// answer comes from the replayed log (startFake would retry).
-				proc, res := Start(context.Background(), p, Options{StateDir: state})
-				if proc != nil {
-					t.Cleanup(func() { proc.Stop(context.Background()) })
+				// The fake binds no port, so a port_in_use answer expected by
+				// the case comes from the replayed log: start once (startFake
+				// would retry). Other cases retry on another port when a
+				// process elsewhere on the machine took the chosen one.
+				var proc *Process
+				var res *Result
+				if engine.Accepts(c.Class, "port_in_use") {
+					proc, res = Start(context.Background(), p, Options{StateDir: state})
+					if proc != nil {
+						t.Cleanup(func() { proc.Stop(context.Background()) })
+					}
+				} else {
+					proc, res = startFake(t, p, state)
 				}
 				if proc != nil || res.State != StateFailed || res.Failure == nil {
 					t.Fatalf("state %s failure %+v err %v", res.State, res.Failure, res.Err)
