@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 func switchTestConfig(t *testing.T) string {
@@ -54,5 +59,49 @@ func TestActivateMissingEvidenceIsUsage(t *testing.T) {
 	code := Run(context.Background(), []string{"--config", cfg, "activate", filepath.Join(t.TempDir(), "nope")}, &out, &errb)
 	if code != ExitUsage || !strings.Contains(errb.String(), "activate: evidence") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// After an activation, 'hiro backend start NAME' of the active production
+// runs its recorded effective profile (the qualified variant's
+// arguments), not the profile as the file spells it.
+func TestBackendStartRunsTheActiveProductionAsActivated(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	t.Setenv("HIRO_LEASE_DIR", filepath.Join(dir, "leases"))
+	t.Setenv("HIRO_STATE_HOME", filepath.Join(dir, "sh"))
+	port := cliFreePort(t)
+	path := filepath.Join(dir, "hiro.toml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+command = %q
+args = ["--port", "%d"]
+port = %d
+model = "fake-model"
+stop_grace = "2s"
+`, fake, port, port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eff := cfg.Backends["prod"].Clone()
+	eff.Args = append(eff.Args, "--progress-every", "1h")
+	if err := production.Append(&production.Record{Kind: production.KindActivate, Outcome: production.OutcomeSwitched, Config: cfg.Path,
+		From: production.Snap(cfg.Backends["prod"], "", production.SourceConfiguration), To: production.Snap(eff, "slow-progress", "")}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runBackendHiro(t, "--config", path, "backend", "start", "prod")
+	t.Cleanup(func() { runBackendHiro(t, "--config", path, "backend", "stop", "prod") })
+	if code != ExitOK || !strings.Contains(errs, "is the active production (activation 1, variant slow-progress)") {
+		t.Fatalf("start: exit %d\n%s\n%s", code, out, errs)
+	}
+	st, err := supervisor.Status(cfg.StateDir, "prod")
+	if err != nil || st.ProfileHash != eff.Hash() {
+		t.Fatalf("prod runs profile %s (%v), want the activated %s", st.ProfileHash, err, eff.Hash())
 	}
 }
