@@ -14,8 +14,12 @@
 //   - (*Process).Stop stops it; (*Process).Detach writes its state record
 //     and leaves it running after hiro exits.
 //   - Status, StatusAll and StopRecorded act on records written by an
-//     earlier hiro; a record whose process is gone, or whose pid now
-//     belongs to another process, is reported stale and never trusted.
+//     earlier hiro; a record whose process is gone, or whose pid,
+//     process group and start time do not all match the live process (a
+//     record without a start time included), is reported stale and never
+//     signalled. A record not owned by the user, or writable by others, is
+//     refused. Records (0600) and logs (0600, engines may echo secrets)
+//     live in folders of the user's alone (0700).
 //   - CheckReady verifies a server that is already running (unmanaged, or
 //     production after a restore) with the same readiness rules.
 //
