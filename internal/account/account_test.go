@@ -53,3 +53,14 @@ func TestProductionIsNotAGate(t *testing.T) {
 		t.Errorf("qualified: next steps %v", a.NextSteps)
 	}
 }
+
+// Check names with a local path do not carry it into the account.
+func TestCheckNamesLeavePathsOut(t *testing.T) {
+	e := &evidence.Evidence{Candidate: "c", Verdict: evidence.VerdictNotQualified,
+		Gates: []evidence.Gate{{ID: "p", Kind: "prereq", Title: "Host", Status: evidence.StatusPassed,
+			Checks: []evidence.Check{{Name: "disk /srv/hiro/state", Status: "passed", Detail: "12 GiB free"}}}}}
+	md := Markdown(e)
+	if strings.Contains(md, "/srv/hiro") || !strings.Contains(md, "disk &lt;path&gt;: passed (12 GiB free).") {
+		t.Errorf("report:\n%s", md)
+	}
+}

@@ -88,6 +88,8 @@ func pairChart(title, ylabel string, labels []string, cand, prod []float64, ymax
 	p.Legend.Add("production", bp)
 	p.Legend.Top = true
 	p.NominalX(labels...)
+	// Room for the outer bars and, above the data, for the legend.
+	p.X.Min, p.X.Max = -0.6, float64(len(labels))-0.4
 	width := vg.Length(max(360, 90*len(labels)))
 	return render(p, width, 240)
 }
@@ -97,7 +99,7 @@ func measuresChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 	labels := []string{"precision", "coverage", "F1", "grounding", "schema-valid", "duplicates"}
 	cand := []float64{c.Precision, c.Coverage, c.F1, c.GroundingRate, sr.CandidateStats.SchemaValidRate, c.DuplicateRate}
 	prod := []float64{p.Precision, p.Coverage, p.F1, p.GroundingRate, sr.ProductionStats.SchemaValidRate, p.DuplicateRate}
-	svg, err := pairChart(gate+": measures", "rate", labels, cand, prod, 1.05)
+	svg, err := pairChart(gate+": measures", "rate", labels, cand, prod, 1.25)
 	if err != nil {
 		return Chart{}, err
 	}
@@ -113,7 +115,7 @@ func documentsChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 		cand = append(cand, d.CandidateF1)
 		prod = append(prod, d.ProductionF1)
 	}
-	svg, err := pairChart(gate+": F1 per document", "F1", labels, cand, prod, 1.05)
+	svg, err := pairChart(gate+": F1 per document", "F1", labels, cand, prod, 1.25)
 	if err != nil {
 		return Chart{}, err
 	}
@@ -163,6 +165,7 @@ func latencyChart(e *evidence.Evidence) (Chart, bool, error) {
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())
 	p.NominalX(labels...)
+	p.X.Min, p.X.Max = -0.6, float64(len(labels))-0.4
 	svg, err := render(p, vg.Length(max(360, 140*len(labels))), 260)
 	if err != nil {
 		return Chart{}, false, err

@@ -20,7 +20,9 @@ func gateSection(e *evidence.Evidence, g *evidence.Gate) Section {
 		}
 	}
 	for _, c := range g.Checks {
-		item := fmt.Sprintf("%s: %s", c.Name, c.Status)
+		// A check's name may hold a local path ("disk /srv/models"); the
+		// account is public text, so it leaves the path out.
+		item := fmt.Sprintf("%s: %s", evidence.RedactPaths(c.Name), c.Status)
 		if c.Detail != "" {
 			item += " (" + c.Detail + ")"
 		}
