@@ -195,3 +195,33 @@ func TestCPUFallbackClass(t *testing.T) {
 		}
 	}
 }
+
+// TestSurvivedRunnerDeath: Ollama's runner killed under load is the root
+// cause while the server keeps running (exit 0); when the server itself is
+// killed later, after a new runner served again, the earlier runner death
+// is kept as survived, not given as the cause of the server's death.
+func TestSurvivedRunnerDeath(t *testing.T) {
+	diag := func(log string, exit ExitInfo) *failure.Failure {
+		fh, err := os.Open(filepath.Join("../../examples/gpu/results/failures", log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		f, err := Diagnose(fh, "ollama", exit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	const runner = "llama runner process no longer running"
+	f := diag("ollama-kill-runner.log", Exited(0))
+	if f.Class != failure.ClassEngineDied || !strings.Contains(f.RootCause, runner) || f.Detail["survived"] != nil {
+		t.Errorf("runner killed, server up: %s %q %v", f.Class, f.RootCause, f.Detail["survived"])
+	}
+	f = diag("ollama-kill-server.log", Signaled("KILL"))
+	s, _ := f.Detail["survived"].(string)
+	if f.Class != failure.ClassEngineDied || f.Phase != failure.PhaseInference || strings.Contains(f.RootCause, runner) ||
+		!strings.Contains(f.RootCause, "killed by signal KILL") || !strings.Contains(s, runner) {
+		t.Errorf("server killed after a survived runner death: %s %s %q survived %q", f.Class, f.Phase, f.RootCause, s)
+	}
+}

@@ -156,7 +156,9 @@ var templatePattern = regexp.MustCompile(`(?i)chat[ _-]?template|apply_chat_temp
 //     where the engine stopped, when it outlived the line). An engine
 //     crash while serving with a grammar backend in use is
 //     structured_output_crash; a grammar failure is crash when the engine
-//     died of it, rejected when requests failed after it;
+//     died of it, rejected when requests failed after it. A worker's death
+//     hint (Ollama's runner) that requests were served after does not
+//     explain a later death of the process: it goes to Detail "survived";
 //  5. a log whose server stayed up (exit 0) after serving requests →
 //     probe_failed: the first error line no signature explains, or with
 //     none, the replies themselves were wrong;
@@ -196,6 +198,7 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 	cand, fallback, marker := t.cand, t.fallback, t.marker
 	grammar, served, frames := t.grammar, t.served || t.phase.Index() >= failure.PhaseReady.Index() || o.AfterReady, t.frames
 	errAfter, device, phaseNow := t.errAfter, t.device, t.phase
+	okAfter := t.okAfter
 	var last string
 	if len(f.LogTail) > 0 {
 		last = f.LogTail[len(f.LogTail)-1]
@@ -211,6 +214,12 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 	sig, code := exitSignal(o.Exit)
 	stayedUp := o.Kind != OutcomeExited || (o.Exit.Code != nil && *o.Exit.Code == 0)
 	died := o.Kind == OutcomeExited && (sig != "" || code > 0)
+	if died && cand.tier == TierHint && cand.class == failure.ClassEngineDied && okAfter {
+		// A worker's death the server outlived (Ollama restarts its runner
+		// and serves again) does not explain the server's own death later.
+		detail["survived"] = cand.line
+		cand = candidate{}
+	}
 
 	switch {
 	case o.Kind == OutcomePortInUse:
@@ -383,6 +392,9 @@ func (t *Tracker) Classify(o Outcome) *failure.Failure {
 			}
 		default:
 			f.RootCause = fmt.Sprintf("%s %s; the log has no error line", o.Exit, when)
+			if detail["survived"] != nil {
+				f.RootCause = fmt.Sprintf("%s %s; the log has no line about it (an earlier failure, survived: see detail.survived)", o.Exit, when)
+			}
 			if why := exitMeaning(sig, code); why != "" {
 				f.RootCause += " (" + why + ")"
 			}

@@ -47,6 +47,7 @@ type Tracker struct {
 	grammar  bool     // the log shows a grammar backend / structured output in use
 	served   bool     // the log shows a completion request served (2xx)
 	errAfter bool     // a request failed (4xx/5xx) after the root-cause line
+	okAfter  bool     // a request succeeded (2xx) after the root-cause line
 	device   ServingDevice
 	lines    int64
 	tail     [failure.DefaultTailLines]string
@@ -238,7 +239,7 @@ func (t *Tracker) offer(line string, class failure.Class, pinned failure.Phase, 
 		ph = t.phase
 	}
 	t.cand = candidate{line: line, class: class, phase: ph, tier: tier, crash: crash}
-	t.errAfter = false
+	t.errAfter, t.okAfter = false, false
 	if t.tb.open || len(t.tb.frames) > 0 {
 		t.frames = append([]string(nil), t.tb.frames...)
 	}
@@ -267,6 +268,9 @@ func (t *Tracker) request(line string) {
 	}
 	if t.cand.tier > 0 && status >= 400 {
 		t.errAfter = true
+	}
+	if t.cand.tier > 0 && twoxx {
+		t.okAfter = true
 	}
 }
 
