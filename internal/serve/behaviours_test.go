@@ -265,3 +265,53 @@ func TestLeaseHoldsProduction(t *testing.T) {
 		t.Errorf("after the lease was released: %+v", st)
 	}
 }
+
+// TestWaitForReady: with wait_for_ready set, a request that arrives while
+// production restarts waits for it and succeeds instead of a 503.
+func TestWaitForReady(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--load-time", "300ms"}, `wait_for_ready = "15s"`)
+	r := startRouter(t, cfg, nil)
+	st := r.waitState(t, StateReady, 20*time.Second)
+	killPID(st.Production.PID)
+	// Wait until the router has seen the death.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ = r.ctl.Status(context.Background())
+		if st.Production.State != StateReady {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the death was not noticed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false))
+	if code != 200 || !strings.Contains(body, "READY") {
+		t.Fatalf("a request during the restart with wait_for_ready: %d %s", code, body)
+	}
+}
+
+// TestGracefulStopDrains: a stop (SIGTERM's root context) lets an
+// in-flight stream finish, refuses new connections, and returns nil.
+func TestGracefulStopDrains(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--token-delay", "100ms", "--reply", "one two three four five six seven eight"}, "")
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(`{"model":"extraction","stream":true,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.stop(t) }()
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(b)), "data: [DONE]") {
+		t.Fatalf("the in-flight stream was cut by the stop: %v\n%s", err, b)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("Run returned %v after a graceful stop", err)
+	}
+	if _, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", false))); err == nil {
+		t.Error("the router still accepts requests after the stop")
+	}
+}
