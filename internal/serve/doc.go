@@ -4,7 +4,8 @@
 // backend the request's "model" names (the production alias and
 // production's own model id go to the active production backend; profiles
 // listed in [serve].served go to themselves; anything else is a 404 that
-// lists what is served) and answers GET /v1/models itself. Streaming (SSE)
+// lists what is served) and answers GET /v1/models itself; GET /health
+// (no key) is 200 while production is ready and serving, else 503. Streaming (SSE)
 // passes through chunk by chunk (httputil.ReverseProxy flushes every write
 // of an event stream or a body of unknown length);
 // a client's disconnect cancels the upstream request; bodies are bounded
