@@ -378,10 +378,10 @@ func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
 		switch {
 		case failed.Kind == "launch" && len(failed.Attempts) > 0:
 			last := failed.Attempts[len(failed.Attempts)-1]
-			if f := last.Failure; f != nil {
-				if step := nextStepOf(f.NextStep, f.Class); step != "" {
-					out = append(out, fmt.Sprintf("The last attempt (%s) failed as %s: %s", last.Name, f.Class, step))
-				}
+			if f := last.Failure; f != nil && nextStepOf(f.NextStep, f.Class) != "" {
+				// The step itself is in the attempt's account above: one
+				// phrasing per fact.
+				out = append(out, fmt.Sprintf("Follow the next step of the last attempt (%s, %s) under %q above.", last.Name, f.Class, gateTitle(failed)))
 			}
 			out = append(out, fmt.Sprintf("All %s of the ladder were tried; the next try needs a new documented fallback in the plan (with its written reason), a fix of the engine issue behind %s, or another engine or model.",
 				plural(len(failed.Attempts), "declared attempt", "declared attempts"), lastClass(failed)))

@@ -23,9 +23,6 @@ func buildReport(e *evidence.Evidence, plan *Plan) evidence.Report {
 				in.Decisions = append(in.Decisions, d.Decisions()...)
 			}
 		}
-		if plan.Exclusive != nil && *plan.Exclusive {
-			in.Decisions = append(in.Decisions, "The candidate needs the accelerator exclusively, so production was stopped under a lease and restored at the end whatever happened.")
-		}
 		e.Intent = in
 	}
 	return account.Build(e).Report()
