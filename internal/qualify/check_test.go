@@ -105,7 +105,6 @@ type panicGate struct{}
 
 func (panicGate) Validate(*qualify.Validation)                               {}
 func (panicGate) Bound(*qualify.Handle, time.Duration) time.Duration         { return time.Minute }
-func (panicGate) Describe(*evidence.Gate) []string                           { return nil }
 func (panicGate) Run(context.Context, *qualify.Handle, *evidence.Gate) error { panic("boom") }
 
 func init() {

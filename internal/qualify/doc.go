@@ -18,11 +18,12 @@
 // stops and restores production itself.
 //
 // Gates come in kinds, one file each (gate_<kind>.go): the kind's plan
-// struct (decoded strictly from its [[gates]] table), its Validate, Bound,
-// Run and Describe, registered in a registry (gate.go). A gate reaches the
-// world only through a Handle (the profiles it may talk to, the ready
-// candidate, the evidence writer, the clock), so each kind is tested alone
-// against the fake engine. Gate results are typed fields of evidence.Gate.
+// struct (decoded strictly from its [[gates]] table), its Validate, Bound
+// and Run, registered in a registry (gate.go). A gate reaches the world
+// only through a Handle (the profiles it may talk to, the ready candidate,
+// the evidence writer, the clock), so each kind is tested alone against the
+// fake engine. Gate results are typed fields of evidence.Gate, which
+// package account renders.
 //
 // It must not classify engine failures (package engine does), manage
 // processes directly (package supervisor does), or print anywhere but the

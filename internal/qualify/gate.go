@@ -35,11 +35,11 @@ type Gate interface {
 	// error fails the gate (its message is the reason); one wrapping
 	// ErrHarness aborts the campaign instead.
 	Run(ctx context.Context, h *Handle, g *evidence.Gate) error
-	// Describe returns the report's lines for the kind's own result in g
-	// (nil when the kind has nothing beyond checks, attempts and request
-	// statistics, which every report renders).
-	Describe(g *evidence.Gate) []string
 }
+
+// A kind's result is told from the evidence alone (package account renders
+// report.md, the journal entry and the terminal summary from the typed
+// fields of evidence.Gate), so that old evidence renders without its plan.
 
 // Preparer is a gate that needs work done before the production guard
 // stops production (the semantic gate's production baseline). Prepare runs
@@ -119,13 +119,6 @@ func (plainBound) Bound(_ *Handle, timeout time.Duration) time.Duration {
 	}
 	return DefaultGateTimeout
 }
-
-// noDescription is embedded by kinds whose result is fully told by the
-// evidence's checks, attempts or request statistics.
-type noDescription struct{}
-
-// Describe returns nil.
-func (noDescription) Describe(*evidence.Gate) []string { return nil }
 
 // Ready is the candidate a launching gate made ready: its profile (the
 // attempt's, variants applied) and, when hiro started it, its process.
@@ -275,13 +268,4 @@ func fileDigest(path string) (string, error) {
 	}
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:]), nil
-}
-
-// describe is the kind's own report lines for g (nil for an unknown kind).
-func describe(g *evidence.Gate) []string {
-	k, ok := LookupKind(g.Kind)
-	if !ok {
-		return nil
-	}
-	return k.New().Describe(g)
 }

@@ -94,12 +94,3 @@ func (g *ArtifactGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) er
 	}
 	return nil
 }
-
-// Describe says what was pinned and verified.
-func (g *ArtifactGate) Describe(eg *evidence.Gate) []string {
-	a := eg.Artifact
-	if a == nil {
-		return nil
-	}
-	return []string{fmt.Sprintf("Manifest of %s pinned at revision %s: %d files, %d bytes; digest %s.", a.Repo, a.Revision, a.Files, a.Bytes, a.ManifestDigest)}
-}

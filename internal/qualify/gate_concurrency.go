@@ -31,7 +31,6 @@ func init() {
 // time, from the server's usage).
 type ConcurrencyGate struct {
 	plainBound
-	noDescription
 	RequestParams
 	// Concurrency is how many requests are in flight at once; default
 	// DefaultConcurrency.

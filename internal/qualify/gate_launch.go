@@ -26,7 +26,6 @@ func init() {
 // LaunchGate is a launch gate's section: the attempt ladder. Its result is
 // one evidence.Attempt per attempt made.
 type LaunchGate struct {
-	noDescription
 	// MaxAttempts bounds the ladder; default every rung (base + variants).
 	MaxAttempts int `toml:"max_attempts"`
 	// Variants are the declared fallbacks, in order.

@@ -28,7 +28,6 @@ func init() {
 // the candidate needs. Its result is one evidence.Check per requirement.
 type PrereqGate struct {
 	plainBound
-	noDescription
 	// Accelerator is what the GPUs must offer; nil checks none.
 	Accelerator *AcceleratorReq `toml:"accelerator"`
 	// Disks want free space on named paths (relative to the plan).

@@ -24,7 +24,6 @@ func init() {
 // evidence.RequestStats of one request.
 type ReadyControlGate struct {
 	plainBound
-	noDescription
 	RequestParams
 	// Prompt is the user message; default the profile probe's prompt.
 	Prompt string `toml:"prompt"`

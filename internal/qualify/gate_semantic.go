@@ -413,14 +413,6 @@ func safeName(s string) string {
 	}, s)
 }
 
-// Describe is the comparison's summary sentence.
-func (g *SemanticGate) Describe(eg *evidence.Gate) []string {
-	if eg.Semantic == nil || eg.Semantic.Summary == "" {
-		return nil
-	}
-	return []string{eg.Semantic.Summary}
-}
-
 func cachedNote(cached bool) string {
 	if cached {
 		return "; production's result reused by fingerprint"

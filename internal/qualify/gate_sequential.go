@@ -26,7 +26,6 @@ func init() {
 // latency percentiles and tokens/s from the server's usage.
 type SequentialGate struct {
 	plainBound
-	noDescription
 	RequestParams
 	// Requests is how many to send; default DefaultSequentialRequests.
 	Requests int `toml:"requests"`

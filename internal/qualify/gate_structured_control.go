@@ -27,7 +27,6 @@ func init() {
 // accepted and valid counts recorded separately.
 type StructuredControlGate struct {
 	plainBound
-	noDescription
 	RequestParams
 	// Requests is how many to send; default DefaultStructuredRequests.
 	Requests int `toml:"requests"`
