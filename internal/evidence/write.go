@@ -121,9 +121,17 @@ var reEnvChange = regexp.MustCompile(`^env ([A-Za-z_][A-Za-z0-9_]*)=.*$`)
 // reAbsPath matches absolute local paths inside free text (log lines).
 var reAbsPath = regexp.MustCompile(`(^|[\s'"=(:])(/[^\s'"),:]+)`)
 
-// RedactPaths replaces absolute paths in s with "<path>".
+// RedactPaths replaces absolute paths in s with "<path>". A URL's
+// authority ("//127.0.0.1" after "http:") is not a path: URLs keep their
+// scheme, host, port and path.
 func RedactPaths(s string) string {
-	return reAbsPath.ReplaceAllString(s, "${1}<path>")
+	return reAbsPath.ReplaceAllStringFunc(s, func(m string) string {
+		sm := reAbsPath.FindStringSubmatch(m)
+		if strings.HasPrefix(sm[2], "//") {
+			return m
+		}
+		return sm[1] + "<path>"
+	})
 }
 
 // PrivateDirMode is the mode of a campaign's evidence directory: the
@@ -149,6 +157,7 @@ func (e *Evidence) Public() *Evidence {
 		g.Reason = RedactPaths(g.Reason)
 		for ci := range g.Checks {
 			g.Checks[ci].Output = ""
+			g.Checks[ci].Name = RedactPaths(g.Checks[ci].Name)
 			g.Checks[ci].Detail = RedactPaths(g.Checks[ci].Detail)
 		}
 		for ai := range g.Attempts {

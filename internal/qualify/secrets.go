@@ -1,6 +1,7 @@
 package qualify
 
 import (
+	"os"
 	"path/filepath"
 
 	"github.com/hiro-dev/hiro/internal/config"
@@ -17,7 +18,8 @@ func RegisterSecrets(cfg *config.Config) { registerSecrets(cfg, nil) }
 // values of every profile and of every launch variant, the profiles' API
 // keys, the values that
 // follow secret-looking flags in their arguments, and the project's
-// folders (the configuration's and the plan's folder, the state folder)
+// folders (the configuration's and the plan's folder, the top of the
+// repository holding them, the state folder)
 // with their placeholders.
 func registerSecrets(cfg *config.Config, plan *Plan) {
 	if cfg != nil {
@@ -30,6 +32,7 @@ func registerSecrets(cfg *config.Config, plan *Plan) {
 		}
 		if cfg.Path != "" {
 			redact.AddPath(filepath.Dir(cfg.Path), redact.ProjectPlaceholder)
+			redact.AddPath(repoRoot(filepath.Dir(cfg.Path)), redact.ProjectPlaceholder)
 		}
 		redact.AddPath(cfg.StateDir, "<state>")
 	}
@@ -38,10 +41,35 @@ func registerSecrets(cfg *config.Config, plan *Plan) {
 	}
 	if plan.Path != "" {
 		redact.AddPath(filepath.Dir(plan.Path), redact.ProjectPlaceholder)
+		redact.AddPath(repoRoot(filepath.Dir(plan.Path)), redact.ProjectPlaceholder)
 	}
 	for _, g := range plan.Gates {
 		if s, ok := g.Gate.(interface{ registerSecrets() }); ok {
 			s.registerSecrets()
 		}
+	}
+}
+
+// repoRoot returns the top of the version-controlled work tree holding dir
+// (the nearest folder, dir or above, with a ".git" entry), or "" when dir
+// is not inside one. A configuration kept in a project's subfolder
+// (examples/demo/hiro.toml) names files of the whole project ("../../models"),
+// so the project folder public output hides is the work tree's top.
+func repoRoot(dir string) string {
+	if a, err := filepath.Abs(dir); err == nil {
+		dir = a
+	}
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			if dir == os.Getenv("HOME") { // a home kept under git is <home>
+				return ""
+			}
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return ""
+		}
+		dir = up
 	}
 }

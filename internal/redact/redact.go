@@ -281,6 +281,9 @@ func (r *Redactor) apply(k known, s, ph string, wrap func(string) string, escape
 		if !SecretFlag(sm[2]) || strings.Contains(sm[4], ph) {
 			return m
 		}
+		if sm[3] != "=" && proseWord(sm[4]) {
+			return m // "... and --api-key arg.": a sentence naming the flag
+		}
 		return sm[1] + sm[2] + sm[3] + ph
 	})
 	s = reKeyValue.ReplaceAllStringFunc(s, func(m string) string {
@@ -295,6 +298,31 @@ func (r *Redactor) apply(k known, s, ph string, wrap func(string) string, escape
 		s = replaceFolder(s, d, wrap(paths[d]))
 	}
 	return s
+}
+
+// proseWords are words that follow a flag's name in a sentence about it,
+// not as its value ("--api-key flag", "--token and --password").
+var proseWords = map[string]bool{"a": true, "an": true, "and": true, "or": true, "arg": true, "args": true,
+	"argument": true, "arguments": true, "flag": true, "flags": true, "option": true, "options": true,
+	"value": true, "is": true, "are": true, "was": true, "to": true, "of": true, "in": true, "on": true,
+	"the": true, "with": true, "for": true, "from": true, "set": true, "not": true}
+
+// proseWord reports whether v, the word after a secret flag's name and a
+// space, reads as prose rather than a value: lowercase letters only that
+// end a sentence ("arg.", "key;") or a word of proseWords. Credentials
+// have digits, symbols or capitals, or are not followed by a full stop;
+// the "--flag=value" form is always a value.
+func proseWord(v string) bool {
+	w := strings.TrimRight(v, ".;:!?")
+	if w == "" {
+		return false
+	}
+	for _, c := range w {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return w != v || proseWords[w]
 }
 
 // quoteLike keeps the value's brackets and quotes around the placeholder,

@@ -24,6 +24,12 @@ func TestStringShapes(t *testing.T) {
 		{"cd /srv/hiro-project/.hiro && /srv/hiro-projectX/y /home/alicesmith", "cd <project>/.hiro && /srv/hiro-projectX/y /home/alicesmith"},
 		{"phase load: 4/4 shards, max-tokens 512", "phase load: 4/4 shards, max-tokens 512"},
 		{"TOKENIZERS_PARALLELISM=false", "TOKENIZERS_PARALLELISM=false"},
+		// Prose naming a secret flag keeps its words; a value is still redacted.
+		{"The plan starts vllm with --api-key arg.", "The plan starts vllm with --api-key arg."},
+		{"pass --token and --password flags", "pass --token and --password flags"},
+		{"serve --api-key sk-123 --port 1", "serve --api-key <redacted> --port 1"},
+		{"serve --api-key=abc", "serve --api-key=<redacted>"},
+		{"serve --api-key hunter2.", "serve --api-key <redacted>"},
 	}
 	for _, c := range cases {
 		if got := r.String(c.in); got != c.want {
