@@ -3,6 +3,7 @@ package qualify_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,6 +208,25 @@ func TestStructuredFailOpenFailsGate(t *testing.T) {
 	}
 }
 
+// TestCandidateOnProductionsAddress: a candidate profile that listens on
+// production's own host and port is refused by --check, before anything
+// starts.
+func TestCandidateOnProductionsAddress(t *testing.T) {
+	e := newEnv(t, []string{}, "", nil)
+	b, err := os.ReadFile(e.cfgPath)
+	must(t, err)
+	c := strings.Replace(string(b), fmt.Sprintf("port = %d\nmodel = \"cand-model\"", e.candPort), fmt.Sprintf("port = %d\nhost = \"localhost\"\nmodel = \"cand-model\"", e.prodPort), 1)
+	if c == string(b) {
+		t.Fatal("test setup: candidate port not found in the configuration")
+	}
+	must(t, os.WriteFile(e.cfgPath, []byte(c), 0o644))
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n")
+	_, _, err = qualify.LoadPlan(plan, e.cfgPath)
+	if err == nil || !strings.Contains(err.Error(), "production prod's own address") {
+		t.Fatalf("error %v, want one saying the candidate listens on production's address", err)
+	}
+}
+
 func TestBadPlansStartNothing(t *testing.T) {
 	e := newEnv(t, []string{}, "", nil)
 	cases := map[string]struct{ plan, want string }{
@@ -216,6 +236,9 @@ func TestBadPlansStartNothing(t *testing.T) {
 		"out of order":          {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"prereq\"\n", "gates[1].kind"},
 		"request before launch": {"[[gates]]\nkind = \"ready_control\"\n", "needs a launch gate"},
 		"unknown key":           {"[[gates]]\nkind = \"launch\"\nretries = 3\n", "gates[0].retries"},
+		"huge timeout":          {"[[gates]]\nkind = \"launch\"\ntimeout = \"999999h\"\n", "gates[0].timeout: 999999h0m0s is longer than the maximum of 7 days"},
+		"zero requests":         {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"structured_control\"\nrequests = 0\n", "gates[1].requests: 0: use 1 to"},
+		"evidence in /proc":     {"evidence_dir = \"/proc/nope\"\n[[gates]]\nkind = \"launch\"\n", "evidence_dir: /proc/nope: cannot create a folder in /proc"},
 		"another kind's key":    {"[[gates]]\nkind = \"launch\"\nrequests = 3\n[[gates]]\nkind = \"sequential\"\nrequests = 3\n", "gates[0].requests: unknown key for a launch gate"},
 	}
 	for name, tc := range cases {

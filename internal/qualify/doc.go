@@ -28,5 +28,9 @@
 // It must not classify engine failures (package engine does), manage
 // processes directly (package supervisor does), or print anywhere but the
 // progress writer it is given. A plan that fails to load starts and stops
-// nothing.
+// nothing. Validation also refuses what could never run well: a gate
+// timeout over MaxGateTimeout (7 days), a request count written as 0 (every
+// count is 1 to MaxGateRequests, absent takes the kind's default), a
+// candidate listening on production's own host and port, and an
+// evidence_dir whose nearest existing folder hiro cannot create a folder in.
 package qualify

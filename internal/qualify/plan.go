@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -82,7 +84,15 @@ type GateSpec struct {
 	Timeout config.Duration `toml:"timeout"`
 	// Gate is the kind's section.
 	Gate Gate `toml:"-"`
+	// keys are the keys the plan wrote in this gate's table (so that a
+	// written 0 is told from an absent key).
+	keys map[string]bool
 }
+
+// MaxGateTimeout is the longest timeout a gate may set (7 days): a longer
+// bound is a typo ("999999h") that would let a hung gate hold production
+// aside for ever.
+const MaxGateTimeout = 7 * 24 * time.Hour
 
 // Bound is the gate's time bound.
 func (g *GateSpec) Bound(h *Handle) time.Duration { return g.Gate.Bound(h, g.Timeout.Duration) }
@@ -204,6 +214,8 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 	}
 	if p.Production != "" && p.Production == p.Candidate {
 		add("candidate", "is the production profile %q; qualify a different profile", p.Candidate)
+	} else if c, pr := cfg.Backends[p.Candidate], cfg.Backends[p.Production]; c != nil && pr != nil && sameEndpoint(c.BaseURL, pr.BaseURL) {
+		add("candidate", "profile %s listens on %s, production %s's own address; give the candidate another port in %s", c.Name, c.BaseURL, pr.Name, cfg.Path)
 	}
 	if p.Exclusive == nil {
 		ex := false
@@ -263,6 +275,8 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 		}
 		if g.Timeout.Duration < 0 {
 			add(k+".timeout", "%s is negative; give a positive bound such as \"10m\", or leave it out for the kind's default", g.Timeout.Duration)
+		} else if g.Timeout.Duration > MaxGateTimeout {
+			add(k+".timeout", "%s is longer than the maximum of 7 days (168h); give a bound such as \"10m\", or leave it out for the kind's default", g.Timeout.Duration)
 		}
 		v := &Validation{Plan: p, Config: cfg, Spec: g, key: k}
 		g.Gate.Validate(v)
@@ -298,6 +312,10 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 		return nil, fail(k+".kind", "unknown gate kind %q; use one of %s", g.Kind, kindList())
 	}
 	g.Gate = kind.New()
+	g.keys = map[string]bool{}
+	for key := range m {
+		g.keys[key] = true
+	}
 	md2, err := toml.Decode(buf.String(), g.Gate)
 	if err != nil {
 		return nil, fail(k, "%s gate: %s", g.Kind, strings.TrimPrefix(err.Error(), "toml: "))
@@ -315,6 +333,26 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 	return g, es
 }
 
+// sameEndpoint reports whether two base URLs reach the same listener: the
+// same port on the same host, any loopback or wildcard host counting as
+// one.
+func sameEndpoint(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil || ua.Port() == "" || ua.Port() != ub.Port() {
+		return false
+	}
+	local := func(h string) bool {
+		if h == "localhost" || h == "" {
+			return true
+		}
+		ip := net.ParseIP(h)
+		return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+	}
+	ha, hb := ua.Hostname(), ub.Hostname()
+	return ha == hb || local(ha) && local(hb)
+}
+
 // writableDir checks that dir is a folder hiro can write, or that its
 // nearest existing parent is (the folder is created when the campaign
 // starts).
@@ -328,7 +366,13 @@ func writableDir(dir string) error {
 			if unix.Access(d, unix.W_OK|unix.X_OK) != nil {
 				return fmt.Errorf("%s is not writable", d)
 			}
-			return nil
+			// Access says yes to root everywhere; creating a folder is
+			// the real test (/proc refuses it).
+			tmp, err := os.MkdirTemp(d, ".hiro-check-")
+			if err != nil {
+				return fmt.Errorf("cannot create a folder in %s: %v", d, err)
+			}
+			return os.Remove(tmp)
 		}
 		if !errors.Is(err, os.ErrNotExist) || filepath.Dir(d) == d {
 			return err

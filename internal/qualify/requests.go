@@ -58,6 +58,8 @@ func (r *RequestParams) validate(v *Validation, maxTokens int) {
 // validateCount checks a request count and fills its default.
 func validateCount(v *Validation, key string, n *int, dflt, max int) {
 	switch {
+	case *n == 0 && v.Spec != nil && v.Spec.keys[key]:
+		v.Errorf(key, "0: use 1 to %d, or leave the key out for the default %d", max, dflt)
 	case *n == 0:
 		*n = dflt
 	case *n < 1 || *n > max:
