@@ -4,8 +4,12 @@
 //
 // A resource is named by a key: ProductionKey(baseURL) for a production
 // backend's endpoint (host and port: two configuration files naming the
-// same server share it), AcceleratorKey for the accelerator an exclusive
-// candidate needs. Each key is one file in the lease folder (Dir). Taking
+// same server share it; a campaign also holds its candidate's endpoint
+// this way), AcceleratorKey for the accelerator an exclusive candidate
+// needs. A holder's record is written into each key's file as soon as it
+// is locked, so a refused racer names the holder; a shared user of the
+// accelerator is named through its record on another key
+// (SharesAccelerator). Each key is one file in the lease folder (Dir). Taking
 // a key is atomic: the file is opened (created when missing) and locked
 // with flock(LOCK_EX|LOCK_NB) (LOCK_SH for a non-exclusive user of the
 // accelerator: many at once, none beside an exclusive one); the lock is held for as long as the owner

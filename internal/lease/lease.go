@@ -60,6 +60,10 @@ type Lease struct {
 	// ProductionStopped says production was stopped (or not running) and
 	// is this holder's to restore.
 	ProductionStopped bool `json:"production_stopped,omitempty"`
+	// SharesAccelerator says the holder also uses the accelerator beside
+	// others (a shared hold, which has no record of its own): an exclusive
+	// user refused the accelerator is told this holder's name.
+	SharesAccelerator bool `json:"shares_accelerator,omitempty"`
 	// PID, PGID and PIDStart identify the holder (start time in clock
 	// ticks since boot, /proc/PID/stat field 22); UID is its user.
 	PID      int       `json:"pid"`
@@ -137,9 +141,30 @@ func describeKey(key string) string {
 		return "the accelerator"
 	}
 	if strings.HasPrefix(key, "production-") {
-		return "production " + strings.TrimPrefix(key, "production-")
+		// The key of an endpoint: production's, or a campaign's candidate's.
+		hp := strings.TrimPrefix(key, "production-")
+		if i := strings.LastIndexByte(hp, '-'); i > 0 {
+			hp = hp[:i] + ":" + hp[i+1:]
+		}
+		return "the server at " + hp
 	}
 	return key
+}
+
+// sharedHolder returns the record of a live holder in dir that uses the
+// accelerator beside others (SharesAccelerator), or nil when none is
+// known (a shared user that writes no record, or one still starting).
+func sharedHolder(dir string) *Lease {
+	ls, err := List(dir)
+	if err != nil {
+		return nil
+	}
+	for _, l := range ls {
+		if l.SharesAccelerator && l.OwnerAlive() {
+			return l
+		}
+	}
+	return nil
 }
 
 // ProductionKey is the key of the server at baseURL: its host (localhost
@@ -249,14 +274,21 @@ func Acquire(dir string, l *Lease, keys ...string) (*Hold, error) {
 	}
 	keys = uniqueSorted(keys) // one order everywhere: no lock-order surprises
 	h := &Hold{lease: l}
+	l.Self()
+	l.Keys = keys
 	for _, k := range keys {
 		path := fileName(dir, k)
 		f, err := lockFile(path, true)
 		if err != nil {
-			h.close()
+			h.Release() // the keys taken so far hold our record: remove it
 			var held *HeldError
 			if errors.As(err, &held) {
 				held.Key = k
+				if held.Holder == nil && k == AcceleratorKey {
+					// Shared users write no record on the key itself:
+					// name one of them from its own record.
+					held.Holder = sharedHolder(dir)
+				}
 			}
 			return nil, err
 		}
@@ -264,13 +296,19 @@ func Acquire(dir string, l *Lease, keys ...string) (*Hold, error) {
 		h.paths = append(h.paths, path)
 		if old, err := decode(f); err == nil && old != nil && old.Kind == KindCampaign {
 			// Unlocked, with a record: its holder died with production in
-			// its care. That is recovery's to settle, not ours to take.
-			h.close()
+			// its care. That is recovery's to settle, not ours to take:
+			// this file stays; the ones taken before it are removed.
+			f.Close()
+			h.files, h.paths = h.files[:len(h.files)-1], h.paths[:len(h.paths)-1]
+			h.Release()
 			return nil, fmt.Errorf("%s was left by %s, which died before putting production back; run 'hiro recover' first", describeKey(k), old.Holder())
 		}
+		// The record goes in at once: a racer refused this key names us.
+		if err := writeRecord(f, path, l); err != nil {
+			h.Release()
+			return nil, err
+		}
 	}
-	l.Self()
-	l.Keys = keys
 	l.Paths = h.paths
 	if err := h.write(); err != nil {
 		h.Release()
@@ -327,6 +365,12 @@ func lockFileMode(path string, create bool, mode int) (*os.File, error) {
 		}
 		if err := unix.Flock(int(f.Fd()), mode|unix.LOCK_NB); err != nil {
 			holder, _ := decode(f)
+			for i := 0; holder == nil && i < 20 && errors.Is(err, unix.EWOULDBLOCK); i++ {
+				// The holder locked the file an instant ago and is writing
+				// its record: wait for it (bounded) so the refusal names it.
+				time.Sleep(5 * time.Millisecond)
+				holder, _ = decode(f)
+			}
 			f.Close()
 			if errors.Is(err, unix.EWOULDBLOCK) {
 				return nil, &HeldError{Holder: holder}
@@ -392,15 +436,31 @@ func (h *Hold) write() error {
 	}
 	b = append(b, '\n')
 	for i, f := range h.files {
-		if err := f.Truncate(0); err != nil {
-			return fmt.Errorf("lease %s: %w", h.paths[i], err)
+		if err := writeBytes(f, h.paths[i], b); err != nil {
+			return err
 		}
-		if _, err := f.WriteAt(b, 0); err != nil {
-			return fmt.Errorf("lease %s: %w", h.paths[i], err)
-		}
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("lease %s: %w", h.paths[i], err)
-		}
+	}
+	return nil
+}
+
+// writeRecord writes l into the locked file f (at path).
+func writeRecord(f *os.File, path string, l *Lease) error {
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeBytes(f, path, append(b, '\n'))
+}
+
+func writeBytes(f *os.File, path string, b []byte) error {
+	if err := f.Truncate(0); err != nil {
+		return fmt.Errorf("lease %s: %w", path, err)
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("lease %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("lease %s: %w", path, err)
 	}
 	return nil
 }

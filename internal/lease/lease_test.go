@@ -104,3 +104,41 @@ func TestSharedAcceleratorBesideExclusive(t *testing.T) {
 	}
 	must(t, h.Release())
 }
+
+// TestSharedAcceleratorHolderNamed: while a non-exclusive campaign uses
+// the accelerator beside others (a shared hold plus its record on its
+// candidate's endpoint), an exclusive Acquire of the accelerator is
+// refused naming that campaign (id, pid, configuration, since), not an
+// anonymous "in use by another hiro".
+func TestSharedAcceleratorHolderNamed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "leases")
+	cand, err := Acquire(dir, &Lease{Kind: KindCampaign, Campaign: "demo-1", Config: "/cfg/hiro.toml", Candidate: "weak", SharesAccelerator: true}, ProductionKey("http://127.0.0.1:9001"))
+	must(t, err)
+	defer cand.Release()
+	sh, err := AcquireShared(dir, AcceleratorKey)
+	must(t, err)
+	defer sh.Release()
+	_, err = Acquire(dir, &Lease{Kind: KindCampaign, Campaign: "excl"}, AcceleratorKey, ProductionKey("http://127.0.0.1:9002"))
+	var held *HeldError
+	if !errors.As(err, &held) || held.Holder == nil || held.Holder.Campaign != "demo-1" {
+		t.Fatalf("exclusive acquire beside a shared campaign: %v, want a HeldError naming campaign demo-1", err)
+	}
+	for _, want := range []string{"campaign demo-1", "/cfg/hiro.toml", "since", "pid"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	// Refused: the key it took before the accelerator is not left behind
+	// holding its record (an unlocked campaign record reads as a dead
+	// campaign to recover).
+	_, err = Acquire(dir, &Lease{Kind: KindCampaign, Campaign: "two"}, ProductionKey("http://127.0.0.1:9000"), ProductionKey("http://127.0.0.1:9001"))
+	if !errors.As(err, &held) || held.Holder == nil || held.Holder.Campaign != "demo-1" {
+		t.Fatalf("acquire of a held endpoint: %v, want a HeldError naming campaign demo-1", err)
+	}
+	if _, err := os.Stat(fileName(dir, ProductionKey("http://127.0.0.1:9000"))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused Acquire left its file: %v", err)
+	}
+	if dead, _, _ := Scan(dir); len(dead) != 0 {
+		t.Errorf("a refused Acquire left a dead campaign: %+v", dead[0])
+	}
+}

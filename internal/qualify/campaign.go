@@ -132,6 +132,10 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		// campaign).
 		abs, _ := filepath.Abs(c.dir)
 		keys, prodName := []string{lease.AcceleratorKey}, ""
+		if c.candidate != nil && !c.candidate.Unmanaged {
+			// The candidate is the campaign's too (see below).
+			keys = append(keys, lease.ProductionKey(c.candidate.BaseURL))
+		}
 		if c.prod != nil {
 			keys, prodName = append(keys, lease.ProductionKey(c.prod.BaseURL)), c.prod.Name
 		}
@@ -142,14 +146,28 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		}
 		c.hold = h
 	} else if c.candidate != nil && !c.candidate.Unmanaged {
-		// A candidate beside production still uses the accelerator: not
-		// while another campaign's candidate needs it alone (shared hold
-		// for the whole campaign).
-		h, err := lease.AcquireShared(opts.LeaseDir, lease.AcceleratorKey)
+		// The candidate is the campaign's for its whole length: its
+		// endpoint's key is held (with the campaign's record), so that
+		// 'hiro backend start|stop' of it, from any configuration naming
+		// the same endpoint, is refused naming the campaign. The record
+		// also says the campaign shares the accelerator, so that an
+		// exclusive user refused it is told who holds it.
+		abs, _ := filepath.Abs(c.dir)
+		h, err := lease.Acquire(opts.LeaseDir, &lease.Lease{Kind: lease.KindCampaign, Campaign: id, EvidenceDir: abs,
+			Config: cfg.Path, Candidate: plan.Candidate, SharesAccelerator: true}, lease.ProductionKey(c.candidate.BaseURL))
 		if err != nil {
 			return nil, fmt.Errorf("campaign %s not started: %w", id, err)
 		}
-		c.accel = h
+		c.hold = h
+		// A candidate beside production still uses the accelerator: not
+		// while another campaign's candidate needs it alone (shared hold
+		// for the whole campaign).
+		a, err := lease.AcquireShared(opts.LeaseDir, lease.AcceleratorKey)
+		if err != nil {
+			c.hold.Release()
+			return nil, fmt.Errorf("campaign %s not started: %w", id, err)
+		}
+		c.accel = a
 		defer c.accel.Release()
 	}
 	if err := os.MkdirAll(c.dir, evidence.PrivateDirMode); err != nil {

@@ -248,3 +248,70 @@ func TestBackendStartKilledLeavesProvenRecord(t *testing.T) {
 		t.Errorf("engine %d still alive", st.PID)
 	}
 }
+
+// TestCandidateOwnedByCampaign: a campaign's candidate is the campaign's
+// for its whole length, exclusive or not: 'hiro backend start|stop cand'
+// meanwhile, through a second configuration file naming the same
+// endpoint, is refused with exit 1 naming the campaign (no advice to stop
+// it by hand), and the campaign finishes qualified with its candidate
+// untouched. An exclusive campaign started meanwhile is refused naming
+// the running one as the accelerator's holder.
+func TestCandidateOwnedByCampaign(t *testing.T) {
+	for _, exclusive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exclusive=%v", exclusive), func(t *testing.T) {
+			e := newEnv(t, []string{"--load-time", "3s"}, "", nil)
+			if !exclusive {
+				// A candidate beside production: only its endpoint can
+				// refuse the commands.
+				b, err := os.ReadFile(e.cfgPath)
+				must(t, err)
+				must(t, os.WriteFile(e.cfgPath, []byte(strings.Replace(string(b), "exclusive_accelerator = true\n", "", 1)), 0o644))
+			}
+			e.startProduction()
+			// Another configuration file naming the same candidate endpoint.
+			b, err := os.ReadFile(e.cfgPath)
+			must(t, err)
+			other := filepath.Join(e.dir, "other")
+			must(t, os.MkdirAll(other, 0o755))
+			must(t, os.WriteFile(filepath.Join(other, "prod-launcher.sh"), []byte("#!/bin/sh\n"), 0o755))
+			otherCfg := filepath.Join(other, "hiro.toml")
+			must(t, os.WriteFile(otherCfg, []byte(strings.Replace(string(b), `state_dir = "state"`, fmt.Sprintf("state_dir = %q", e.cfg.StateDir), 1)), 0o644))
+			plan := e.writePlan(fmt.Sprintf("exclusive = %v\n[[gates]]\nkind = \"launch\"\n", exclusive))
+			cmd, lines := startHiro(t, e, plan)
+			var seen []string
+			waitLine(t, lines, "[launch] attempt 1/1 base", &seen)
+			ls, _ := qualify.Leases(e.leaseDir)
+			if len(ls) != 1 {
+				t.Fatalf("want the campaign's lease, got %d", len(ls))
+			}
+			for _, cfgPath := range []string{e.cfgPath, otherCfg} {
+				for _, verb := range []string{"stop", "start"} {
+					c := exec.Command(hiroBin, "--config", cfgPath, "backend", verb, "cand")
+					c.Env = append(os.Environ(), "HIRO_LEASE_DIR="+e.leaseDir)
+					out, _ := c.CombinedOutput()
+					code := c.ProcessState.ExitCode()
+					if code != 1 || !strings.Contains(string(out), "held by campaign "+ls[0].Campaign) || strings.Contains(string(out), "hiro backend stop cand") {
+						t.Errorf("backend %s cand (%s) during the campaign: exit %d, want 1 naming campaign %s and no advice to stop it\n%s", verb, cfgPath, code, ls[0].Campaign, out)
+					}
+				}
+			}
+			if !exclusive {
+				// An exclusive campaign meanwhile: refused, the holder named.
+				p2 := filepath.Join(other, "plan.toml")
+				must(t, os.WriteFile(p2, []byte("title = \"second\"\nconfig = \"hiro.toml\"\ncandidate = \"cand\"\nexclusive = true\nevidence_dir = \"evidence\"\n[[gates]]\nkind = \"launch\"\n"), 0o644))
+				c := exec.Command(hiroBin, "--config", otherCfg, "qualify", p2)
+				c.Env = append(os.Environ(), "HIRO_LEASE_DIR="+e.leaseDir)
+				out, _ := c.CombinedOutput()
+				if c.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "held by campaign "+ls[0].Campaign) {
+					t.Errorf("an exclusive campaign beside a running one: exit %d, want 1 naming campaign %s:\n%s", c.ProcessState.ExitCode(), ls[0].Campaign, out)
+				}
+			}
+			if code := exitCode(t, cmd, lines, &seen); code != 0 {
+				t.Fatalf("campaign exit %d (its candidate was disturbed?):\n%s", code, strings.Join(seen, "\n"))
+			}
+			if ls, _ := qualify.Leases(e.leaseDir); len(ls) != 0 {
+				t.Errorf("leases left: %+v", ls)
+			}
+		})
+	}
+}
