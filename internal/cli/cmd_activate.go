@@ -24,6 +24,19 @@ func init() {
 type switchOpts struct {
 	Journal string
 	Check   bool
+	// journalSet is whether --journal was given; without it the entry
+	// goes to the configuration's <state_dir>/journal.
+	journalSet bool
+}
+
+// journalDir resolves --journal: the flag's folder when given ("" for
+// none), else journal.DefaultDir inside the configuration's state_dir
+// (never the current directory).
+func (o *switchOpts) journalDir(cfg *config.Config) string {
+	if o.journalSet {
+		return o.Journal
+	}
+	return filepath.Join(cfg.StateDir, journal.DefaultDir)
 }
 
 // switchSummary is what --json prints.
@@ -83,7 +96,8 @@ campaign X".
 }
 
 func addSwitchFlags(cmd *cobra.Command, g *Globals, o *switchOpts) {
-	cmd.Flags().StringVar(&o.Journal, "journal", journal.DefaultDir, "journal folder the entry is written to (\"\" for none)")
+	cmd.Flags().StringVar(&o.Journal, "journal", "", "journal folder the entry is written to (default: journal/ in the configuration's state_dir; \"\" for none)")
+	cmd.PreRun = func(c *cobra.Command, _ []string) { o.journalSet = c.Flags().Changed("journal") }
 	cmd.Flags().BoolVar(&o.Check, "check", false, "run the checks only; start and stop nothing")
 	cmd.Flags().BoolVar(&g.JSON, "json", false, "print a JSON summary on stdout (errors too)")
 }
@@ -96,6 +110,8 @@ func switchOptions(ctx context.Context, g *Globals, o *switchOpts, cfg *config.C
 	if r != nil {
 		progress("hiro serve runs for this configuration: it is switched through its control socket")
 	}
+	o.Journal = o.journalDir(cfg)
+	o.journalSet = true
 	return activation.Options{JournalDir: o.Journal, Progress: progress, Router: r}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -103,5 +105,45 @@ stop_grace = "2s"
 	st, err := supervisor.Status(cfg.StateDir, "prod")
 	if err != nil || st.ProfileHash != eff.Hash() {
 		t.Fatalf("prod runs profile %s (%v), want the activated %s", st.ProfileHash, err, eff.Hash())
+	}
+}
+
+// activate and rollback write their journal entry into the
+// configuration's <state_dir>/journal, not ./journal of the current
+// directory; --journal DIR overrides it and --journal "" writes none.
+func TestSwitchJournalIsInStateDir(t *testing.T) {
+	cfgPath := switchTestConfig(t)
+	t.Chdir(t.TempDir())
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, filepath.Join(cfg.StateDir, "journal")},
+		{[]string{"--journal", "elsewhere"}, "elsewhere"},
+		{[]string{"--journal", ""}, ""},
+	} {
+		for _, mk := range []func(*Globals) *cobra.Command{newActivateCmd, newRollbackCmd} {
+			g := &Globals{ConfigPath: cfgPath, Stderr: &bytes.Buffer{}, Stdout: &bytes.Buffer{}}
+			cmd := mk(g)
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			cmd.PreRun(cmd, nil)
+			o := &switchOpts{}
+			// The command's own opts are inside its closure: read them back
+			// through the flag and the hook's result.
+			o.Journal, _ = cmd.Flags().GetString("journal")
+			o.journalSet = cmd.Flags().Changed("journal")
+			if got := switchOptions(context.Background(), g, o, cfg).JournalDir; got != tc.want {
+				t.Errorf("%s %v: journal %q, want %q", cmd.Name(), tc.args, got, tc.want)
+			}
+		}
+	}
+	if !filepath.IsAbs(cfg.StateDir) {
+		t.Fatalf("state_dir %q is not absolute: the journal would follow the current directory", cfg.StateDir)
 	}
 }
