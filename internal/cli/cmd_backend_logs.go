@@ -27,7 +27,8 @@ func newBackendLogsCmd(g *Globals) *cobra.Command {
 		Long: `Print the log of backend NAME: the running one's (from its record), else the
 latest attempt's log file in the state directory (<state_dir>/logs/NAME-*.log).
 
-Exit status: 0 printed; 1 no log for NAME; 2 bad usage or configuration.`,
+Exit status: 0 printed; 1 no log for NAME; 2 bad usage or configuration (NAME
+is not a backend profile of the configuration).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runBackendLogs(g, o, args[0])
@@ -44,6 +45,9 @@ func runBackendLogs(g *Globals, o *backendLogsOpts, name string) error {
 	cfg, err := backendLoadConfig(g, "backend logs")
 	if err != nil {
 		return err
+	}
+	if _, err := cfg.Backend(name); err != nil {
+		return UsageError(fmt.Errorf("backend logs: %w", err))
 	}
 	path := ""
 	if r, err := supervisor.ReadRecord(cfg.StateDir, name); err == nil {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 var (
@@ -230,5 +232,28 @@ model = "m"`, "backends.x"},
 				t.Errorf("a state directory was created: something was started")
 			}
 		})
+	}
+}
+
+// logs of a name that is not a profile is bad usage, said like start and
+// stop say it (exit 2, "no such backend profile; known: ..."), not advice
+// to start a profile that does not exist.
+func TestBackendLogsUnknownProfile(t *testing.T) {
+	cfg := switchTestConfig(t)
+	code, _, stderr := runBackendHiro(t, "--config", cfg, "backend", "logs", "nosuch")
+	if code != 2 || !strings.Contains(stderr, "no such backend profile; known: prod") || strings.Contains(stderr, "start it with") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A start result with no process (an unmanaged profile is probed) has no
+// started_at in its JSON rather than the zero time.
+func TestStartResultJSONOmitsZeroTime(t *testing.T) {
+	b, err := json.Marshal(supervisor.Result{Name: "cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "started_at") || strings.Contains(string(b), "0001-01-01") {
+		t.Fatalf("zero start time printed: %s", b)
 	}
 }

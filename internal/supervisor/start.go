@@ -128,8 +128,9 @@ type Result struct {
 	BaseURL string `json:"base_url"`
 	// LogPath is this attempt's log file (stdout and stderr).
 	LogPath string `json:"log_path,omitempty"`
-	// StartedAt is when the process was started.
-	StartedAt time.Time `json:"started_at"`
+	// StartedAt is when the process was started; zero, and left out of
+	// the JSON, when none was (an unmanaged profile is probed, not started).
+	StartedAt time.Time `json:"started_at,omitzero"`
 	// ReadyAfter is the time from start to the ready verdict (0 unless
 	// ready); ReadyAfterMS the same in milliseconds for JSON.
 	ReadyAfter   time.Duration `json:"-"`
@@ -155,7 +156,7 @@ type Result struct {
 	// exited before a verdict.
 	ExitedAt time.Time `json:"exited_at,omitzero"`
 	// DecidedAt is when the verdict was reached (before any stop).
-	DecidedAt time.Time `json:"decided_at"`
+	DecidedAt time.Time `json:"decided_at,omitzero"`
 	// Stop is the stop Start made after a failure (nil when ready or when
 	// nothing was started).
 	Stop *StopResult `json:"stop,omitempty"`
