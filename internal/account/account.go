@@ -69,6 +69,10 @@ func Build(e *evidence.Evidence) *Account {
 	}
 	a.Subtitle = VerdictText(e.Verdict)
 	if r := strings.TrimSpace(e.TerminationReason); r != "" {
+		// "Aborted: interrupted by SIGINT", not "Aborted: aborted: ...".
+		if len(r) > len(a.Subtitle)+1 && strings.EqualFold(r[:len(a.Subtitle)+1], a.Subtitle+":") {
+			r = strings.TrimSpace(r[len(a.Subtitle)+1:])
+		}
 		a.Subtitle += ": " + r
 	}
 	failed := firstFailed(e)

@@ -64,3 +64,15 @@ func TestCheckNamesLeavePathsOut(t *testing.T) {
 		t.Errorf("report:\n%s", md)
 	}
 }
+
+// An aborted campaign's subtitle says "Aborted" once.
+func TestAbortedSubtitleSaysItOnce(t *testing.T) {
+	a := Build(&evidence.Evidence{Verdict: evidence.VerdictAborted, TerminationReason: "aborted: interrupted by SIGINT"})
+	if a.Subtitle != "Aborted: interrupted by SIGINT" {
+		t.Fatalf("subtitle %q", a.Subtitle)
+	}
+	a = Build(&evidence.Evidence{Verdict: evidence.VerdictNotQualified, TerminationReason: "gate launch failed"})
+	if a.Subtitle != "Not qualified: gate launch failed" {
+		t.Fatalf("subtitle %q", a.Subtitle)
+	}
+}

@@ -147,3 +147,18 @@ func TestSwitchJournalIsInStateDir(t *testing.T) {
 		t.Fatalf("state_dir %q is not absolute: the journal would follow the current directory", cfg.StateDir)
 	}
 }
+
+// 'hiro recover' always says something: with a lease file that turns out
+// to hold no campaign, one line that there was nothing to recover.
+func TestRecoverSaysNothingToRecover(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HIRO_LEASE_DIR", dir)
+	if err := os.WriteFile(filepath.Join(dir, "x.lease"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"--config", filepath.Join(dir, "none.toml"), "recover"}, &out, &errb)
+	if code != 0 || strings.TrimSpace(out.String()+errb.String()) == "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}

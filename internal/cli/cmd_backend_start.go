@@ -71,7 +71,7 @@ func runBackendStart(ctx context.Context, g *Globals, name string) error {
 		return fmt.Errorf("backend start: %w", err)
 	}
 	if a, _ := production.Resolve(cfg); a != nil && a.Name == name && a.Seq > 0 && !g.JSON {
-		fmt.Fprintf(g.Stderr, "hiro: %s is the active production (%s, variant %s): starting its recorded configuration\n", name, a.Source, orNone(a.Variant))
+		fmt.Fprintf(g.Stderr, "hiro: %s is the active production (%s): starting its recorded configuration\n", name, activeOrigin(a.Source, a.Variant))
 	}
 	hold, err := backendHold(prof, "backend start "+name)
 	if err != nil {
@@ -195,4 +195,17 @@ func backendSortedKeys[V any](m map[string]V) []string {
 		}
 	}
 	return out
+}
+
+// activeOrigin says where the active production comes from: "rollback 2",
+// "activation 1, variant fp8" (no variant named when it ran as the
+// profile is written).
+func activeOrigin(source, variant string) string {
+	if source == "" {
+		source = "the configuration's [production]"
+	}
+	if variant == "" {
+		return source
+	}
+	return source + ", variant " + variant
 }

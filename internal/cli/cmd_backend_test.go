@@ -257,3 +257,23 @@ func TestStartResultJSONOmitsZeroTime(t *testing.T) {
 		t.Fatalf("zero start time printed: %s", b)
 	}
 }
+
+// The active production's origin reads as a phrase: no "variant (none)".
+func TestActiveOriginWording(t *testing.T) {
+	if got := activeOrigin("rollback 2", ""); got != "rollback 2" {
+		t.Errorf("got %q", got)
+	}
+	if got := activeOrigin("activation 1", "fp8"); got != "activation 1, variant fp8" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// serve --listen on a non-loopback address without a key blames the flag,
+// not the configuration's serve.listen the user never wrote.
+func TestServeListenFlagBlamed(t *testing.T) {
+	cfg := switchTestConfig(t)
+	code, _, stderr := runBackendHiro(t, "--config", cfg, "serve", "--listen", "0.0.0.0:"+strconv.Itoa(cliFreePort(t)))
+	if code != 2 || !strings.Contains(stderr, "--listen") || strings.Contains(stderr, "serve.listen:") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}

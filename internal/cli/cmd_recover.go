@@ -75,6 +75,11 @@ func runRecover(ctx context.Context, g *Globals, verbose bool) error {
 	defer cancel()
 	results := qualify.Recover(rctx, dir, func(s string) { fmt.Fprintf(g.Stderr, "hiro: %s\n", s) })
 	var failed []error
+	if verbose && len(results) == 0 {
+		// Lease files that were not campaigns' leases (set aside or gone
+		// by now): say so rather than print nothing.
+		fmt.Fprintln(g.Stdout, "nothing to recover: no campaign left production stopped")
+	}
 	for _, r := range results {
 		switch {
 		case r.Warning != nil:

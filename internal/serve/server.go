@@ -108,6 +108,13 @@ func New(opts Options) (*Server, error) {
 		c := *opts.Config
 		c.Serve = s.sc
 		if es := c.ValidateServe(); len(es) > 0 {
+			// The listen address came from the flag: name the flag, not
+			// the configuration's key the user never wrote.
+			for i, e := range es {
+				if e.Key == "serve.listen" {
+					es[i] = &config.Error{Key: "--listen", Msg: e.Msg}
+				}
+			}
 			return nil, es
 		}
 	}
@@ -130,6 +137,9 @@ func New(opts Options) (*Server, error) {
 		s.metKeys = s.keys
 	}
 	if host, _, _ := net.SplitHostPort(s.sc.Listen); !config.IsLoopbackHost(host) && s.keys.empty() {
+		if opts.Listen != "" { // the value came from --listen, not the file
+			return nil, fmt.Errorf("--listen %q is not a loopback address and no API key is set: set serve.api_keys_file in %s or $%s, or listen on 127.0.0.1", s.sc.Listen, s.cfg.Path, s.sc.APIKeysEnv)
+		}
 		return nil, &config.Error{File: s.cfg.Path, Key: "serve.listen", Msg: fmt.Sprintf("%q is not a loopback address and no API key is set: set api_keys_file or $%s", s.sc.Listen, s.sc.APIKeysEnv)}
 	}
 	for _, name := range s.sc.Served {
