@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,8 @@ type evalOpts struct {
 	Corpus    string
 	Claims    string
 	Threshold float64
+	// ScoreMissing scores documents with no extraction record as empty.
+	ScoreMissing bool
 }
 
 func newEvalCmd(g *Globals) *cobra.Command {
@@ -41,6 +44,14 @@ earlier claim of the document (normalised text) / predicted; schema-valid
 rate = replies that validated against the claims schema / replies, from
 stats.json beside FILE (null without it). A rate with a zero denominator is 0.
 
+Missing documents: when progress.jsonl (extract's per-document records) is
+beside FILE, a corpus document with no finished record there (another shard's,
+or not yet extracted) is listed as missing, with a warning on stderr, and left
+out of the scores; --score-missing scores it as extracted with no claims.
+Score a sharded run after 'hiro extract merge': the merged folder has every
+shard's records and scores as the unsharded run. Without progress.jsonl every
+document of the corpus is scored.
+
 Exit status: 0 scored; 1 the claims could not be read or name documents the
 corpus does not have; 2 bad usage (a missing file, a corpus that does not
 match its manifest).`,
@@ -53,6 +64,7 @@ match its manifest).`,
 	f.StringVar(&o.Corpus, "corpus", "", "frozen corpus directory (required)")
 	f.StringVar(&o.Claims, "claims", "", "claims.jsonl to score (required)")
 	f.Float64Var(&o.Threshold, "threshold", eval.DefaultThreshold, "minimum token-F1 similarity for a match, in (0, 1]")
+	f.BoolVar(&o.ScoreMissing, "score-missing", false, "score documents with no extraction record as extracted with no claims (default: list them as missing, score the rest)")
 	f.BoolVar(&g.JSON, "json", false, "print the report as JSON (errors too)")
 	return cmd
 }
@@ -64,12 +76,20 @@ func runEval(_ context.Context, g *Globals, o *evalOpts) error {
 	if o.Threshold <= 0 || o.Threshold > 1 {
 		return UsageErrorf("eval: --threshold %v: must be in (0, 1]", o.Threshold)
 	}
-	r, err := eval.EvaluateFiles(o.Corpus, o.Claims, o.Threshold)
+	r, err := eval.EvaluateRun(o.Corpus, o.Claims, eval.Options{Threshold: o.Threshold, ScoreMissing: o.ScoreMissing})
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, corpus.ErrNotFrozen) {
 			return UsageError(fmt.Errorf("eval: %w", err))
 		}
 		return FailedError(fmt.Errorf("eval: %w", err))
+	}
+	if len(r.Missing) > 0 {
+		what := "left out of the scores"
+		if o.ScoreMissing {
+			what = "scored as extracted with no claims (--score-missing)"
+		}
+		fmt.Fprintf(g.Stderr, "hiro: eval: warning: %d of %d documents have no extraction record beside %s (a shard or an unfinished run?), %s: %s; merge the shards with 'hiro extract merge' to score the whole corpus\n",
+			len(r.Missing), len(r.Missing)+len(r.Documents)-boolInt(o.ScoreMissing)*len(r.Missing), o.Claims, what, strings.Join(r.Missing, ", "))
 	}
 	if g.JSON {
 		b, err := eval.Marshal(r)
@@ -81,4 +101,11 @@ func runEval(_ context.Context, g *Globals, o *evalOpts) error {
 	}
 	fmt.Fprint(g.Stdout, eval.Text(r))
 	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -4,7 +4,11 @@
 // duplicate rate, overall and per document, as a Report whose JSON is
 // byte-identical for the same inputs.
 //
-// It reads claims.jsonl and stats.json as written by package extract (by
+// Documents the run beside the claims file has no finished record of (its
+// progress.jsonl: another shard's, an unfinished run) are reported as
+// Missing and left out of the scores unless Options.ScoreMissing.
+//
+// It reads claims.jsonl, stats.json and progress.jsonl as written by package extract (by
 // their JSON field names, without importing it) and must not send
 // requests or change any file.
 package eval

@@ -99,8 +99,32 @@ type Report struct {
 	Replies            int      `json:"replies"`
 	SchemaValidReplies int      `json:"schema_valid_replies"`
 	SchemaValidRate    *float64 `json:"schema_valid_rate"`
-	// Documents has every document of the corpus, sorted by id.
+	// Documents has every document of the corpus that was scored, sorted
+	// by id.
 	Documents []DocScores `json:"documents"`
+	// Missing lists, sorted, the corpus's documents that the run beside
+	// the claims file (its progress.jsonl) has no finished extraction
+	// record of: a sharded run's other shards, an unfinished run. They are
+	// left out of Documents and Overall (scoring them would count their
+	// gold claims as missed); absent when every document has a record, or
+	// when no progress.jsonl is beside the claims (then every document is
+	// scored). See Options.ScoreMissing.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// ProgressFile is the name of the extraction's per-document record file
+// (package extract's progress.jsonl) that EvaluateFiles reads beside the
+// claims file to tell a document with no claims from one never extracted.
+const ProgressFile = "progress.jsonl"
+
+// Options are EvaluateFiles' choices.
+type Options struct {
+	// Threshold is the similarity a match needs; 0 means DefaultThreshold.
+	Threshold float64
+	// ScoreMissing scores documents with no extraction record as
+	// extracted with no claims (every gold claim missed) instead of
+	// leaving them out; they are still listed in Report.Missing.
+	ScoreMissing bool
 }
 
 // Similarity is the token F1 of a and b (see Normalization), in [0, 1].
@@ -174,6 +198,13 @@ func Match(pred, gold []string, threshold float64) []Pair {
 // schema-valid rate). A claim for a document the corpus does not have is
 // an error: the claims come from another corpus.
 func Evaluate(c *corpus.Corpus, claims []PredictedClaim, stats *RunStats, threshold float64) (*Report, error) {
+	return evaluate(c, claims, stats, threshold, nil, false)
+}
+
+// evaluate is Evaluate; done, when not nil, holds the documents with a
+// finished extraction record: the others are reported as Missing and,
+// unless scoreMissing, not scored.
+func evaluate(c *corpus.Corpus, claims []PredictedClaim, stats *RunStats, threshold float64, done map[string]bool, scoreMissing bool) (*Report, error) {
 	if threshold <= 0 || threshold > 1 {
 		return nil, fmt.Errorf("threshold %v: must be in (0, 1]", threshold)
 	}
@@ -196,6 +227,12 @@ func Evaluate(c *corpus.Corpus, claims []PredictedClaim, stats *RunStats, thresh
 		Threshold: threshold, Normalization: Normalization, Matching: Matching, Documents: []DocScores{}}
 	var tot Scores
 	for _, d := range c.Docs {
+		if done != nil && !done[d.ID] && len(pred[d.ID]) == 0 {
+			r.Missing = append(r.Missing, d.ID)
+			if !scoreMissing {
+				continue
+			}
+		}
 		ps := pred[d.ID]
 		texts := make([]string, len(ps))
 		for i, p := range ps {
@@ -228,6 +265,7 @@ func Evaluate(c *corpus.Corpus, claims []PredictedClaim, stats *RunStats, thresh
 	}
 	tot.rates()
 	r.Overall = tot
+	sort.Strings(r.Missing)
 	if stats != nil {
 		r.Replies, r.SchemaValidReplies = stats.Replies, stats.SchemaValidReplies
 		rate := ratio(stats.SchemaValidReplies, stats.Replies)
@@ -260,6 +298,17 @@ func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 // claims at claimsPath and, when present, stats.json beside it, and scores
 // them with threshold (0 means DefaultThreshold).
 func EvaluateFiles(corpusDir, claimsPath string, threshold float64) (*Report, error) {
+	return EvaluateRun(corpusDir, claimsPath, Options{Threshold: threshold})
+}
+
+// EvaluateRun is EvaluateFiles that also reads progress.jsonl beside the
+// claims file, when present: a document with no finished ("done") record
+// there and no claims is listed in Report.Missing and, unless
+// o.ScoreMissing, not scored. A merged run (hiro extract merge) has a
+// record of every document of its shards, so it scores as the unsharded
+// run does.
+func EvaluateRun(corpusDir, claimsPath string, o Options) (*Report, error) {
+	threshold := o.Threshold
 	if threshold == 0 {
 		threshold = DefaultThreshold
 	}
@@ -284,13 +333,45 @@ func EvaluateFiles(corpusDir, claimsPath string, threshold float64) (*Report, er
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	r, err := Evaluate(c, claims, stats, threshold)
+	done, err := readDone(filepath.Join(filepath.Dir(claimsPath), ProgressFile))
+	if err != nil {
+		return nil, err
+	}
+	r, err := evaluate(c, claims, stats, threshold, done, o.ScoreMissing)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(raw)
 	r.ClaimsSHA256 = hex.EncodeToString(sum[:])
 	return r, nil
+}
+
+// readDone returns the documents with a "done" record in the progress
+// file at path, nil when there is no such file.
+func readDone(path string) (map[string]bool, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]bool{}
+	for n, line := range bytes.Split(raw, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var p struct {
+			DocID  string `json:"doc_id"`
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(line, &p); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a progress record: %w", path, n+1, err)
+		}
+		done[p.DocID] = p.Status == "done" || done[p.DocID]
+	}
+	return done, nil
 }
 
 func parseClaims(raw []byte, path string) ([]PredictedClaim, error) {
@@ -336,6 +417,9 @@ func Text(r *Report) string {
 		line(d.DocID, d.Scores)
 	}
 	line("overall", r.Overall)
+	if len(r.Missing) > 0 {
+		fmt.Fprintf(&b, "missing: %d document(s) with no extraction record, not scored: %s\n", len(r.Missing), strings.Join(r.Missing, ", "))
+	}
 	if r.SchemaValidRate != nil {
 		fmt.Fprintf(&b, "schema-valid replies %d of %d (%.3f)\n", r.SchemaValidReplies, r.Replies, *r.SchemaValidRate)
 	} else {

@@ -107,3 +107,74 @@ func TestEvaluateMini(t *testing.T) {
 		t.Errorf("claims for another corpus: err = %v", err)
 	}
 }
+
+// writeRun writes claims.jsonl with the gold claims of the documents in
+// ids and progress.jsonl with a done record of each: a run (a shard) that
+// extracted only those documents.
+func writeRun(t *testing.T, c *corpus.Corpus, ids map[string]bool) string {
+	dir := t.TempDir()
+	var cb, pb bytes.Buffer
+	for _, g := range c.Gold {
+		if ids[g.DocID] {
+			line, _ := json.Marshal(map[string]any{"doc_id": g.DocID, "sentence_index": g.SentenceIndex, "text": g.Text, "quote": strings.Fields(g.Text)[1]})
+			cb.Write(append(line, '\n'))
+		}
+	}
+	for i, d := range c.Docs {
+		if ids[d.ID] {
+			line, _ := json.Marshal(map[string]any{"doc_id": d.ID, "doc_index": i, "status": "done"})
+			pb.Write(append(line, '\n'))
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "claims.jsonl"), cb.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, ProgressFile), pb.Bytes(), 0o644)
+	return filepath.Join(dir, "claims.jsonl")
+}
+
+// A shard's claims (one document of several) are not scored as if the
+// other documents had been extracted with nothing: those are listed as
+// missing and left out; --score-missing scores them as empty; a run with
+// every document (what merge writes) scores as the unsharded run.
+func TestEvaluatePartialRunReportsMissing(t *testing.T) {
+	c, err := corpus.Load(miniDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Docs) < 2 {
+		t.Skip("corpus has one document")
+	}
+	first := c.Docs[0].ID
+	shard := writeRun(t, c, map[string]bool{first: true})
+	r, err := EvaluateRun(miniDir, shard, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Missing) != len(c.Docs)-1 || len(r.Documents) != 1 || r.Documents[0].DocID != first {
+		t.Fatalf("missing %v, documents %d", r.Missing, len(r.Documents))
+	}
+	if r.Overall.Coverage != 1 {
+		t.Errorf("the shard's own document is fully covered, overall coverage %v", r.Overall.Coverage)
+	}
+	if txt := Text(r); !strings.Contains(txt, "missing: ") || !strings.Contains(txt, r.Missing[0]) {
+		t.Errorf("text report does not list the missing documents:\n%s", txt)
+	}
+	r, err = EvaluateRun(miniDir, shard, Options{ScoreMissing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Documents) != len(c.Docs) || r.Overall.Coverage >= 1 || len(r.Missing) != len(c.Docs)-1 {
+		t.Errorf("--score-missing: documents %d, coverage %v, missing %v", len(r.Documents), r.Overall.Coverage, r.Missing)
+	}
+	all := map[string]bool{}
+	for _, d := range c.Docs {
+		all[d.ID] = true
+	}
+	merged, _ := EvaluateRun(miniDir, writeRun(t, c, all), Options{})
+	unsharded, _ := EvaluateFiles(miniDir, writeClaims(t, c), 0)
+	merged.ClaimsSHA256, unsharded.ClaimsSHA256 = "", ""
+	a, _ := Marshal(merged)
+	b, _ := Marshal(unsharded)
+	if !bytes.Equal(a, b) {
+		t.Errorf("a run with every document scores differently from the unsharded claims:\n%s\n%s", a, b)
+	}
+}
