@@ -277,3 +277,14 @@ func TestServeListenFlagBlamed(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// hiro eval on a shard's claims warns and names the documents it lacks.
+func TestEvalShardWarnsMissing(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "claims.jsonl"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "progress.jsonl"), []byte(`{"doc_id":"rivers","status":"done"}`+"\n"), 0o644)
+	code, _, stderr := runBackendHiro(t, "eval", "--corpus", filepath.Join("..", "..", "corpora", "hiro-mini"), "--claims", filepath.Join(dir, "claims.jsonl"))
+	if code != 0 || !strings.Contains(stderr, "warning") || !strings.Contains(stderr, "no extraction record") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
