@@ -76,6 +76,16 @@ func recoverOne(ctx context.Context, in *production.Intent, progress func(string
 	progress(fmt.Sprintf("a switch of production from %s to %s was cut short (hiro pid %d is gone): putting %s back in a verified state", in.From.Name, in.To.Name, in.PID, keep.Name))
 	rec := &production.Record{Kind: in.Kind, Config: cfg.Path, From: in.From, To: in.To, StartedAt: time.Now().UTC(),
 		Error: fmt.Sprintf("hiro (pid %d) was killed mid-switch; a later hiro settled it", in.PID)}
+	// One owner of production at a time: the endpoints (and the
+	// accelerator for an exclusive switch) are held while production is
+	// put back, so no campaign or 'hiro backend start|stop' acts
+	// meanwhile; a live holder refuses the recovery, naming it.
+	exclusive := in.From.Profile.ExclusiveAccelerator || in.To.Profile.ExclusiveAccelerator
+	hold, err := holdResources("", rec, in.From.Profile, in.To.Profile, exclusive)
+	if err != nil {
+		return nil, fmt.Errorf("a switch of production from %s to %s was cut short; it cannot be settled now: %w", in.From.Name, in.To.Name, err)
+	}
+	defer hold.Release()
 	bound := time.Duration(cfg.Production.RestoreAttempts)*(keep.Profile.ReadyTimeout.Duration+keep.Profile.StopGrace.Duration) + drop.Profile.StopGrace.Duration + 30*time.Second
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/serve"
 )
 
@@ -29,11 +30,20 @@ type Router interface {
 	Held() bool
 }
 
-// RouterFor returns the running router of cfg's file (its control socket
-// in serve.ControlDir), or nil when none runs or the one running serves
-// another configuration.
+// RouterFor returns the running router of cfg's production (its control
+// socket in serve.ControlDir): the one serving cfg's file, or one serving
+// production's endpoint through another configuration file (serve.DialFor
+// compares host and port). It returns nil when none runs or the one
+// running serves another configuration and another production.
 func RouterFor(ctx context.Context, cfg *config.Config) Router {
-	c, _, err := serve.DialFor(ctx, cfg.Path)
+	var urls []string
+	if a, err := production.Resolve(cfg); err == nil && a != nil && a.Profile != nil {
+		urls = append(urls, a.Profile.BaseURL)
+	}
+	if p, err := cfg.Backend(cfg.Production.Backend); err == nil {
+		urls = append(urls, p.BaseURL)
+	}
+	c, _, err := serve.DialFor(ctx, cfg.Path, urls...)
 	if err != nil {
 		return nil
 	}

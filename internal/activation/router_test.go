@@ -8,13 +8,17 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/serve"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // serveProc is a running `hiro serve` (the real command, a real process).
@@ -462,5 +466,116 @@ func TestSIGKILLDuringExclusiveActivationThroughTheRouter(t *testing.T) {
 	l.finish()
 	if len(l.failed) > 0 || len(l.retry503) > 0 || l.ok["prod-model"] == 0 {
 		t.Fatalf("after the recovery: %s", l)
+	}
+}
+
+// An exclusive activation through a second configuration file (a copy of
+// the router's, naming the same production endpoint) goes through the
+// running router like one through the router's own file: the router hands
+// production over and is switched to the new production, the old one is
+// not restarted beside it, no death is recorded, and requests see only
+// 503s bounded by the switch.
+func TestExclusiveActivationFromAnotherConfigFileThroughTheRouter(t *testing.T) {
+	w := newWorld(t, true)
+	w.startProduction()
+	// The second file: same backends and production, shared state.
+	other := filepath.Join(w.dir, "other")
+	must(t, os.MkdirAll(other, 0o755))
+	b, err := os.ReadFile(w.cfgPath)
+	must(t, err)
+	otherCfg := filepath.Join(other, "hiro.toml")
+	must(t, os.WriteFile(otherCfg, []byte(strings.Replace(string(b), `state_dir = "state"`, fmt.Sprintf("state_dir = %q", w.cfg.StateDir), 1)), 0o644))
+	must(t, os.WriteFile(filepath.Join(other, "prod-launcher.sh"), []byte("#!/bin/sh\n# production launcher\n"), 0o755))
+	pb, err := os.ReadFile(filepath.Join(w.dir, "plan.toml"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(other, "plan.toml"), pb, 0o644))
+	p, cfg2, err := qualify.LoadPlan(filepath.Join(other, "plan.toml"), otherCfg)
+	must(t, err)
+	qo, err := qualify.Run(context.Background(), p, cfg2, qualify.Options{})
+	must(t, err)
+	if qo.ExitCode != 0 {
+		t.Fatalf("campaign: exit %d: %s", qo.ExitCode, qo.Evidence.TerminationReason)
+	}
+	evPath := filepath.Join(qo.Dir, evidence.PrivateFile)
+
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	l := startLoad(url, 4, 4)
+	l.waitMore(t, 50)
+	t0 := time.Now()
+	cmd := exec.Command(hiroBin, "--config", otherCfg, "activate", evPath, "--journal", "")
+	cmd.Env, cmd.Dir = w.env, other
+	out, _ := cmd.CombinedOutput()
+	window := [2]time.Time{t0, time.Now()}
+	if cmd.ProcessState.ExitCode() != 0 || !strings.Contains(string(out), "control socket") {
+		l.finish()
+		t.Fatalf("activate from the second file: exit %d, want 0 through the router\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	l.waitMore(t, 50)
+	// A while for a wrongly restarted old production to show.
+	time.Sleep(2 * time.Second)
+	l.finish()
+	st, err := sp.ctl.Status(context.Background())
+	must(t, err)
+	if st.Production.Name != "cand" || st.Production.State != serve.StateReady || st.Handover != nil {
+		t.Fatalf("router after the activation: %+v handover %+v", st.Production, st.Handover)
+	}
+	if st.Production.LastFailure != nil || st.Production.Restarts != 0 {
+		t.Errorf("the hand-over was taken for a failure: last failure %+v, %d restarts", st.Production.LastFailure, st.Production.Restarts)
+	}
+	if supervisor.CheckReady(context.Background(), w.cfg.Backends["prod"], nil).OK {
+		t.Errorf("the old production answers beside the new one")
+	}
+	if len(l.failed) > 0 {
+		t.Fatalf("requests failed: %s", l)
+	}
+	for _, at := range l.retry503 {
+		if !in(at, window) {
+			t.Fatalf("a 503 at %s outside the switch %v", at.Format(time.RFC3339Nano), window)
+		}
+	}
+}
+
+// An exclusive campaign that cannot reach the router's control socket
+// (another state home) takes production's endpoint lease and stops
+// production itself: the router's checks that see production go are the
+// hand-over, not a failure: no failure is recorded or kept as the last
+// one, production is not restarted beside the candidate, and the router
+// serves production again once the campaign has released it.
+func TestRouterDoesNotRecordAHandoverAsAFailure(t *testing.T) {
+	w := newWorld(t, true, "--load-time", "2s")
+	// Frequent checks: several of them see production go.
+	f, err := os.OpenFile(w.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteString("health_interval = \"100ms\"\n")
+	must(t, err)
+	must(t, f.Close())
+	w.startProduction()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	elsewhere := t.TempDir()
+	cmd := exec.Command(hiroBin, "--config", w.cfgPath, "qualify", w.exclusivePlan())
+	cmd.Env, cmd.Dir = append(append([]string{}, w.env...), "HIRO_STATE_HOME="+elsewhere), w.dir
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 0 || strings.Contains(string(out), "hand production over") {
+		t.Fatalf("qualify without the router's control socket: exit %d, want 0 and no hand-over through the router\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := sp.ctl.Status(context.Background())
+		must(t, err)
+		if st.Production.LastFailure != nil {
+			t.Fatalf("the hand-over was recorded as production's failure: %+v", st.Production.LastFailure)
+		}
+		if st.Production.Restarts != 0 {
+			t.Fatalf("the router restarted production %d times around the campaign", st.Production.Restarts)
+		}
+		if st.Production.State == serve.StateReady && st.Handover == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the router does not serve production again after the campaign: %+v handover %+v", st.Production, st.Handover)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

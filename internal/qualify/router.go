@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/serve"
 )
 
@@ -17,11 +18,11 @@ import (
 // router takes production back by itself). handled is false when no such
 // router runs: the guard stops production itself.
 func (c *campaign) handOver(ctx context.Context) (handled bool, err error) {
-	rc, st, err := serve.DialFor(ctx, c.cfg.Path)
+	rc, st, err := serve.DialFor(ctx, c.cfg.Path, c.prod.BaseURL)
 	if err != nil {
 		return false, nil
 	}
-	if st.Production.Name != c.prod.Name {
+	if st.Production.Name != c.prod.Name && lease.ProductionKey(st.Production.BaseURL) != lease.ProductionKey(c.prod.BaseURL) {
 		rc.Close()
 		return false, nil
 	}
@@ -66,9 +67,9 @@ func (c *campaign) restoreProduction(ctx context.Context) *RestoreResult {
 // it back (it may have done so already: then it verifies it); otherwise
 // Restore.
 func restoreAfterDeath(ctx context.Context, cfg *config.Config, prod *config.Profile, campaign string, progress func(string)) *RestoreResult {
-	if rc, st, err := serve.DialFor(ctx, cfg.Path); err == nil {
+	if rc, st, err := serve.DialFor(ctx, cfg.Path, prod.BaseURL); err == nil {
 		defer rc.Close()
-		if st.Production.Name == prod.Name && (st.Handover == nil || st.Handover.Campaign == campaign) {
+		if (st.Production.Name == prod.Name || lease.ProductionKey(st.Production.BaseURL) == lease.ProductionKey(prod.BaseURL)) && (st.Handover == nil || st.Handover.Campaign == campaign) {
 			progress(fmt.Sprintf("asking hiro serve to take production %s back from campaign %s", prod.Name, campaign))
 			if rr := takebackResult(rc.Takeback(ctx, campaign)); rr.OK {
 				return rr

@@ -4,14 +4,20 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/lease"
 )
 
 // DialFor connects to the user's running router (its control socket in
-// ControlDir) when it serves the configuration file cfgPath, and returns
-// the client with the router's status. Errors wrap ErrNoRouter when no
-// router runs, or the one running serves another configuration: callers
-// (activation, a campaign's hand-over) then act on production themselves.
-func DialFor(ctx context.Context, cfgPath string) (*ControlClient, *Status, error) {
+// ControlDir) when it serves the configuration file cfgPath, or, when
+// prodURLs are given, when the production it serves is at one of those
+// endpoints (same host and port as lease.ProductionKey compares them:
+// another configuration file naming the same production server). It
+// returns the client with the router's status. Errors wrap ErrNoRouter
+// when no router runs, or the one running serves another configuration
+// and another production: callers (activation, a campaign's hand-over)
+// then act on production themselves.
+func DialFor(ctx context.Context, cfgPath string, prodURLs ...string) (*ControlClient, *Status, error) {
 	dir, err := ControlDir()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrNoRouter, err)
@@ -27,9 +33,17 @@ func DialFor(ctx context.Context, cfgPath string) (*ControlClient, *Status, erro
 		c.Close()
 		return nil, nil, err
 	}
-	if st.Config != cfgPath {
-		c.Close()
-		return nil, nil, fmt.Errorf("%w for %s (the running one serves %s)", ErrNoRouter, cfgPath, st.Config)
+	if st.Config == cfgPath {
+		return c, st, nil
 	}
-	return c, st, nil
+	if st.Production.BaseURL != "" {
+		key := lease.ProductionKey(st.Production.BaseURL)
+		for _, u := range prodURLs {
+			if u != "" && lease.ProductionKey(u) == key {
+				return c, st, nil
+			}
+		}
+	}
+	c.Close()
+	return nil, nil, fmt.Errorf("%w for %s (the running one serves %s, production %s at %s)", ErrNoRouter, cfgPath, st.Config, st.Production.Name, st.Production.BaseURL)
 }

@@ -332,15 +332,23 @@ func (p *prodCtl) recordFailure(f *failure.Failure, what string) {
 // failed records f and decides: report (unmanaged), hold (a campaign has
 // production), stay down (budget spent) or restart after a backoff.
 func (p *prodCtl) failed(ctx context.Context, f *failure.Failure, what string) {
-	p.recordFailure(f, what)
 	prof := p.prof()
+	if !prof.Unmanaged {
+		if h := p.campaign(); h != nil {
+			// Another hiro holds production's endpoint (a campaign or a
+			// switch took production over and stopped it): what the
+			// check saw is the hand-over, not a failure of production.
+			// It is not recorded as one (nor kept as the last failure).
+			p.s.event("check_discarded", map[string]any{"backend": prof.Name, "what": what, "class": f.Class, "holder": h.Campaign, "lease_owner_pid": h.OwnerPID,
+				"reason": "production's endpoint is held by another hiro: the check raced its hand-over"})
+			p.stopAny(ctx)
+			p.holdFor(h)
+			return
+		}
+	}
+	p.recordFailure(f, what)
 	if prof.Unmanaged {
 		p.setState(StateDown, fmt.Sprintf("unmanaged: %s; not restarted by hiro, watched until it answers ready", f.Error()))
-		return
-	}
-	if h := p.campaign(); h != nil {
-		p.stopAny(ctx)
-		p.holdFor(h)
 		return
 	}
 	now := time.Now()
