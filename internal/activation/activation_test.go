@@ -437,3 +437,61 @@ func TestSIGKILLAfterCommitNextCommandFinishesTheSwitch(t *testing.T) {
 		t.Fatalf("history %+v, want the switch and its recovery", h)
 	}
 }
+
+// The recovery of a killed switch holds production's lease while it puts
+// production back: a 'hiro backend start prod' racing it is refused with
+// exit 1 naming the holder, and starts nothing beside the restore.
+func TestSwitchRecoveryHoldsProductionLease(t *testing.T) {
+	w := newWorldWith(t, true, []string{"--load-time", "3s"}, "--load-time", "4s")
+	w.startProduction()
+	evPath := w.qualify()
+	cmd := w.hiroCmd("activate", evPath, "--journal", "")
+	must(t, cmd.Start())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, candUp := w.running("cand")
+		_, prodUp := w.running("prod")
+		ins, _ := production.Intents()
+		if candUp && !prodUp && len(ins) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the switch never reached the candidate's start (cand %v prod %v intents %d)", candUp, prodUp, len(ins))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+
+	// The next command recovers: production loads for 3 s meanwhile.
+	rec := w.hiroCmd("backend", "status")
+	var recOut strings.Builder
+	rec.Stdout, rec.Stderr = &recOut, &recOut
+	must(t, rec.Start())
+	dir, err := lease.Dir()
+	must(t, err)
+	key := lease.ProductionKey(w.cfg.Backends["prod"].BaseURL)
+	deadline = time.Now().Add(20 * time.Second)
+	for lease.HeldBy(dir, key) == nil || lease.HeldBy(dir, key).PID != rec.Process.Pid {
+		if time.Now().After(deadline) {
+			rec.Process.Kill()
+			rec.Wait()
+			t.Fatalf("the recovery never held production's lease:\n%s", recOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, out := w.hiro("backend", "start", "prod")
+	if code != 1 || !strings.Contains(out, "is held by") {
+		t.Errorf("backend start prod during the recovery: exit %d, want 1 naming the holder\n%s", code, out)
+	}
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("recovery: %v\n%s", err, recOut.String())
+	}
+	if !strings.Contains(recOut.String(), "switch settled") || !w.ready("prod") {
+		t.Fatalf("the recovery did not put prod back:\n%s", recOut.String())
+	}
+	if h, _ := production.History(w.cfg.Path); len(h) != 1 || h[0].Outcome != production.OutcomeRecovered {
+		t.Fatalf("history %+v, want one recovered record", h)
+	}
+}

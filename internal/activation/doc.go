@@ -8,11 +8,14 @@
 // The switch starts the new production (after stopping the old one first
 // when either needs the accelerator exclusively), proves it ready with the
 // campaign guard's own restore verification (health, identity, a bounded
-// READY completion: qualify.Restore), points a running router at it, then
+// READY completion: qualify.Restore), points a running router at it (the
+// router serving this configuration file, or production's endpoint through
+// another file: RouterFor), then
 // stops the old one. Any failure before the new one is verified puts the
 // old one back and verifies it. Each switch holds production's lock
 // (package production), writes an intent first so that a hiro killed
-// mid-switch is recovered by the next one (Recover), and writes its record
+// mid-switch is recovered by the next one (Recover, which holds the same
+// lease keys while it puts production back), and writes its record
 // (the switch's evidence) and a journal entry.
 //
 // It must not decide what production is by itself (package production
