@@ -1,22 +1,38 @@
-// Package prompt owns hiro's versioned extraction prompt and the claims
-// JSON Schema as the rest of hiro sees them: package extract renders
-// requests through it, the qualification gates use it for their control
-// requests, and evidence fingerprints it (Hash). The texts themselves are
-// the files the fixture model was trained on (internal/fixture/prompt/),
-// so that the model and the product can never disagree on the layout.
-//
-// It must not send requests or validate replies.
 package prompt
 
 import (
 	"bytes"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
 
 	"github.com/hiro-dev/hiro/internal/config"
-	"github.com/hiro-dev/hiro/internal/fixture"
+)
+
+// The prompt texts, embedded from texts/. They are the product's; the
+// fixture models were trained on exactly these bytes (train/train_fixture.py
+// reads the same files through the internal/fixture/prompt link), so any
+// change is a new Version and changes Hash.
+var (
+	// SystemText is the extraction system message (texts/system.txt).
+	//go:embed texts/system.txt
+	SystemText string
+	// InstructionsText opens the extraction user message
+	// (texts/instructions.txt).
+	//go:embed texts/instructions.txt
+	InstructionsText string
+	// ClaimsSchemaText is the JSON Schema of an extraction reply exactly as
+	// it appears in the user message (texts/schema.json):
+	// {"claims":[{"text":...,"quote":...}]}, text before quote. SchemaJSON
+	// is its compacted form, for response_format.
+	//go:embed texts/schema.json
+	ClaimsSchemaText string
+	// ReadyText is the readiness control prompt as the training files hold
+	// it (texts/ready.txt); trimmed, it equals ReadyPrompt.
+	//go:embed texts/ready.txt
+	ReadyText string
 )
 
 // Version names the extraction prompt version; provenance records it.
@@ -55,14 +71,14 @@ type Input struct {
 // {"claims":[{"text":...,"quote":...}]}.
 func SchemaJSON() json.RawMessage {
 	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(fixture.ClaimsSchema)); err != nil {
+	if err := json.Compact(&b, []byte(ClaimsSchemaText)); err != nil {
 		panic("prompt: the claims schema is not valid JSON: " + err.Error())
 	}
 	return json.RawMessage(b.Bytes())
 }
 
 // System returns the system message.
-func System() string { return fixture.ExtractionSystemMessage }
+func System() string { return SystemText }
 
 // User renders the user message for in. Newlines inside a sentence are
 // replaced by spaces (the layout is line-based); nothing else is changed.
@@ -76,7 +92,57 @@ func User(in Input) string {
 		}
 		return out
 	}
-	return fixture.ExtractionUserMessage(flat(in.HeadingPath), flat(in.Before), oneLine(in.Target), flat(in.After))
+	return Layout(flat(in.HeadingPath), flat(in.Before), oneLine(in.Target), flat(in.After))
+}
+
+// Layout renders the extraction user message exactly in the layout the
+// fixture models were trained on (lines joined with "\n", no trailing
+// newline):
+//
+//	<InstructionsText>
+//
+//	JSON Schema:
+//	<ClaimsSchemaText>
+//
+//	Heading path: <h1 > h2 > ...>      ("(none)" when empty)
+//	Context before:
+//	<one line per sentence>             ("(none)" when empty)
+//	Target sentence:
+//	<sentence, verbatim>
+//	Context after:
+//	<one line per sentence>             ("(none)" when empty)
+//
+// Nothing is trimmed or rewritten (User flattens newlines first): the model
+// copies quotes from the sentence byte for byte. The models were trained
+// with up to 3 context sentences on each side, about 1,500 bytes of source
+// in all; the trained reply is {"claims":[...]} with one claim per clause
+// of the target sentence (split at "; "), none for a question.
+func Layout(headingPath, before []string, sentence string, after []string) string {
+	var b strings.Builder
+	b.WriteString(InstructionsText)
+	b.WriteString("\n\nJSON Schema:\n")
+	b.WriteString(ClaimsSchemaText)
+	b.WriteString("\n\nHeading path: ")
+	if len(headingPath) == 0 {
+		b.WriteString("(none)")
+	} else {
+		b.WriteString(strings.Join(headingPath, " > "))
+	}
+	b.WriteString("\nContext before:\n")
+	writeLines(&b, before)
+	b.WriteString("\nTarget sentence:\n")
+	b.WriteString(sentence)
+	b.WriteString("\nContext after:\n")
+	writeLines(&b, after)
+	return b.String()
+}
+
+func writeLines(b *strings.Builder, lines []string) {
+	if len(lines) == 0 {
+		b.WriteString("(none)")
+		return
+	}
+	b.WriteString(strings.Join(lines, "\n"))
 }
 
 func oneLine(s string) string {
@@ -90,7 +156,7 @@ func oneLine(s string) string {
 // it changes whenever the prompt or schema changes.
 func Hash() string {
 	h := sha256.New()
-	for _, s := range []string{Version, fixture.ExtractionSystemMessage, fixture.ExtractionInstructions, fixture.ClaimsSchema,
+	for _, s := range []string{Version, SystemText, InstructionsText, ClaimsSchemaText,
 		User(Input{HeadingPath: []string{"H"}, Before: []string{"B"}, Target: "T", After: []string{"A"}})} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})

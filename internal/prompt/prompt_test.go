@@ -1,18 +1,46 @@
 package prompt
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/config"
-	"github.com/hiro-dev/hiro/internal/fixture"
 )
+
+// The fixture models were trained on these exact bytes and every claim's
+// provenance records Hash: a change here is a new prompt version and a
+// retraining, never an accident.
+func TestPromptBytesArePinned(t *testing.T) {
+	const (
+		wantHash       = "04206a478371d4a620be915b0c381010ea62ded1c66540188a70579d90cf3def"
+		wantSchemaHash = "27ab3e348a761e5a0d6e4f2640fad6a2feb19150d2c5a2b865b3947ac22e71b5"
+	)
+	if got := Hash(); got != wantHash {
+		t.Errorf("prompt.Hash() = %s, want %s: the prompt texts or layout changed", got, wantHash)
+	}
+	if got := SchemaHash(); got != wantSchemaHash {
+		t.Errorf("prompt.SchemaHash() = %s, want %s", got, wantSchemaHash)
+	}
+	for name, c := range map[string]struct{ text, sha string }{
+		"system.txt":       {SystemText, "6f4cea4c9a64eed9a020003f66d3c8362312e4a696af71a61586d8f27b654b4a"},
+		"instructions.txt": {InstructionsText, "4ff076afd92a338e35c0ee9033e45171985cac6b3da5c45e0cff8c407c2588d2"},
+		"schema.json":      {ClaimsSchemaText, "27ab3e348a761e5a0d6e4f2640fad6a2feb19150d2c5a2b865b3947ac22e71b5"},
+		"ready.txt":        {ReadyText, "c71c5c5cb7962ff961f6104d270992d5a0f307053365c1088c9097ec9665d150"},
+	} {
+		s := sha256.Sum256([]byte(c.text))
+		if got := hex.EncodeToString(s[:]); got != c.sha {
+			t.Errorf("texts/%s has sha256 %s, want %s (the bytes the fixture models were trained on)", name, got, c.sha)
+		}
+	}
+}
 
 func TestUserLayoutIsTheTrainedOne(t *testing.T) {
 	in := Input{HeadingPath: []string{"History", "1980s"}, Before: []string{"A one.", "B\ntwo."}, Target: "It  rained in Paris.", After: nil}
 	got := User(in)
-	want := fixture.ExtractionUserMessage([]string{"History", "1980s"}, []string{"A one.", "B two."}, "It  rained in Paris.", nil)
+	want := Layout([]string{"History", "1980s"}, []string{"A one.", "B two."}, "It  rained in Paris.", nil)
 	if got != want {
 		t.Fatalf("User renders\n%s\nthe model was trained on\n%s", got, want)
 	}
@@ -29,7 +57,7 @@ func TestUserLayoutIsTheTrainedOne(t *testing.T) {
 }
 
 func TestReadyPromptIsTheTrainedOne(t *testing.T) {
-	if strings.TrimSpace(fixture.ReadyPrompt) != config.DefaultProbePrompt {
-		t.Fatalf("config.DefaultProbePrompt %q differs from the fixture's READY prompt %q", config.DefaultProbePrompt, fixture.ReadyPrompt)
+	if strings.TrimSpace(ReadyText) != config.DefaultProbePrompt || ReadyPrompt != config.DefaultProbePrompt {
+		t.Fatalf("config.DefaultProbePrompt %q differs from the trained READY prompt %q", config.DefaultProbePrompt, ReadyText)
 	}
 }
