@@ -18,10 +18,14 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/hiro-dev/hiro/internal/engine"
 )
 
-// Engine kinds a profile may name. Knowledge of each lives in package engine.
-var EngineKinds = []string{"llamacpp", "vllm", "sglang", "ollama", "openai"}
+// EngineKinds returns the engine kinds a profile may name, sorted: the kinds
+// registered in package engine (one engine_<kind>.go each), so a new kind is
+// accepted here without editing this package.
+func EngineKinds() []string { return engine.Kinds() }
 
 // Defaults for profile bounds. Chosen for a small model on one GPU box:
 // a 15 GB checkpoint took 94 s to load in the seed's campaign, so the hard
@@ -107,7 +111,7 @@ type Overload struct {
 type Profile struct {
 	// Name is the profile's key in [backends.NAME]; filled by Load.
 	Name string `toml:"-" json:"name"`
-	// Engine is the engine kind: one of EngineKinds.
+	// Engine is the engine kind: one of EngineKinds().
 	Engine string `toml:"engine" json:"engine"`
 	// Unmanaged profiles are only probed at BaseURL; hiro never starts or
 	// stops them. They have no Command.
@@ -509,9 +513,9 @@ func (p *Profile) validate(file, k string) Errors {
 		es = append(es, &Error{File: file, Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
 	if p.Engine == "" {
-		add(k+".engine", "missing; set one of %s", strings.Join(EngineKinds, ", "))
-	} else if !contains(EngineKinds, p.Engine) {
-		add(k+".engine", "unknown engine kind %q; use one of %s", p.Engine, strings.Join(EngineKinds, ", "))
+		add(k+".engine", "missing; set one of %s", strings.Join(EngineKinds(), ", "))
+	} else if !contains(EngineKinds(), p.Engine) {
+		add(k+".engine", "unknown engine kind %q; use one of %s", p.Engine, strings.Join(EngineKinds(), ", "))
 	}
 	if p.Unmanaged {
 		if p.Command != "" {

@@ -12,4 +12,8 @@
 // environment variable or file it comes from, and Profile.APIKey reads it
 // only when a client is built (Load never does); a literal key written in
 // the file is refused with a message saying where to put it instead.
+//
+// Engine kinds are checked against package engine's registry
+// (EngineKinds), so config knows no kind by name; package engine must
+// therefore never import config.
 package config

@@ -31,5 +31,7 @@
 // This package must not start, signal or wait for processes, read
 // configuration files, or print anything: the supervisor and the CLI do
 // that. It only makes HTTP requests given to it (health checks, model ids)
-// through the *http.Client the caller passes.
+// through the *http.Client the caller passes. Package config checks a
+// profile's engine kind against this registry (Kinds), so this package must
+// never import config; a new kind is accepted there with no edit.
 package engine
