@@ -2,6 +2,7 @@ package qualify
 
 import (
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"math"
 	"os"
@@ -56,7 +57,11 @@ type DiskReq struct {
 }
 
 // CommandReq is a command that must succeed; VersionPattern, when set, is a
-// regular expression its output must match.
+// regular expression its output must match. When Run[0] is a Go program
+// whose build information has a module version, a last line "build info:
+// version vX.Y.Z" is added to the output the pattern sees: a Go-installed
+// Ollama says "version is 0.0.0" while its build info says v0.6.5 (the
+// version 'hiro doctor' reports).
 type CommandReq struct {
 	Name           string   `toml:"name"`
 	Run            []string `toml:"run"`
@@ -258,17 +263,47 @@ func checkCommand(ctx context.Context, cr CommandReq) evidence.Check {
 		return ch
 	}
 	if cr.VersionPattern != "" {
-		m := regexp.MustCompile(cr.VersionPattern).FindString(string(out))
+		// A Go program built with 'go install module@version' reports
+		// 0.0.0 (no version stamp) while its build info holds the real
+		// module version ('hiro doctor' reports that one): the pattern
+		// also sees it, as a line "build info: version vX.Y.Z".
+		text := string(out)
+		bi := buildInfoVersion(cr.Run[0])
+		if bi != "" {
+			text += "\nbuild info: version " + bi
+		}
+		m := regexp.MustCompile(cr.VersionPattern).FindString(text)
 		if m == "" {
 			ch.Status, ch.Detail = evidence.StatusFailed, fmt.Sprintf("output does not match %q: %s", cr.VersionPattern, firstLine(string(out), ""))
+			if bi != "" {
+				ch.Detail += " (build info: version " + bi + ")"
+			}
 			return ch
 		}
 		ch.Detail = m
+		if bi != "" && !strings.Contains(m, bi) {
+			ch.Detail += " (build info: version " + bi + ")"
+		}
 	} else {
 		ch.Detail = firstLine(string(out), "ok")
 	}
 	ch.Status = evidence.StatusPassed
 	return ch
+}
+
+// buildInfoVersion is the main module's version in the Go build
+// information of the program prog (looked up on PATH), "" when it is not a
+// Go program or has no real version ("(devel)", none).
+func buildInfoVersion(prog string) string {
+	path, err := exec.LookPath(prog)
+	if err != nil {
+		return ""
+	}
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil || bi.Main.Version == "" || bi.Main.Version == "(devel)" {
+		return ""
+	}
+	return bi.Main.Version
 }
 
 func firstLine(s, dflt string) string {
