@@ -3,7 +3,6 @@ package activation_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // Binaries built once per test binary by TestMain.
@@ -25,34 +25,18 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hiro-activation-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeEngine = filepath.Join(dir, "hiro-fake-engine")
-	hiroBin = filepath.Join(dir, "hiro")
-	for bin, pkg := range map[string]string{fakeEngine: "github.com/hiro-dev/hiro/cmd/hiro-fake-engine", hiroBin: "github.com/hiro-dev/hiro/cmd/hiro"} {
-		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-			os.Exit(1)
-		}
-	}
+	fakeEngine = testsupport.MustBuild(testsupport.FakeEnginePkg)
+	hiroBin = testsupport.MustBuild(testsupport.HiroPkg)
 	code := m.Run()
-	os.RemoveAll(dir)
+	if err := testsupport.Cleanup(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is testsupport.FreePort, the one free-port helper of hiro's tests.
+var freePort = testsupport.FreePort
 
 func must(t testing.TB, err error) {
 	t.Helper()

@@ -5,62 +5,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
-var (
-	fakeOnce sync.Once
-	fakePath string
-	fakeErr  error
-)
+// buildFakeEngine returns cmd/hiro-fake-engine, built once per test binary
+// (testsupport.FakeEngine; TestMain removes it).
+func buildFakeEngine(t *testing.T) string { return testsupport.FakeEngine(t) }
 
-// buildFakeEngine builds cmd/hiro-fake-engine once per test binary.
-func buildFakeEngine(t *testing.T) string {
-	t.Helper()
-	fakeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hiro-cli-fake-")
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		fakePath = filepath.Join(dir, "hiro-fake-engine")
-		out, err := exec.Command("go", "build", "-o", fakePath, "github.com/hiro-dev/hiro/cmd/hiro-fake-engine").CombinedOutput()
-		if err != nil {
-			fakeErr = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	if fakeErr != nil {
-		t.Fatalf("building the fake engine: %v", fakeErr)
-	}
-	return fakePath
-}
-
-// cliFreePort returns a free loopback port below the ephemeral range.
-func cliFreePort(t *testing.T) int {
-	t.Helper()
-	for i := 0; i < 200; i++ {
-		port := 20000 + rand.IntN(12000)
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port
-	}
-	t.Fatal("no free port in 20000-32000")
-	return 0
-}
+// cliFreePort is testsupport.FreePort, the one free-port helper of hiro's tests.
+func cliFreePort(t *testing.T) int { return testsupport.FreePort(t) }
 
 func runBackendHiro(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // StartTimeout bounds how long Start waits for `GET /` to answer 200.
@@ -60,16 +61,11 @@ func Binary(t testing.TB) string {
 	return p
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago (the
-// kernel picked it; another process may still take it before you bind).
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago:
+// testsupport.FreePort, the one free-port helper of hiro's tests.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("ollamatest: no free loopback port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testsupport.FreePort(t)
 }
 
 // Server is a running `ollama serve` started by Start.

@@ -3,9 +3,7 @@ package qualify_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // Binaries built once per test binary by TestMain.
@@ -24,35 +23,19 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hiro-qualify-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeEngine = filepath.Join(dir, "hiro-fake-engine")
-	hiroBin = filepath.Join(dir, "hiro")
-	for bin, pkg := range map[string]string{fakeEngine: "github.com/hiro-dev/hiro/cmd/hiro-fake-engine", hiroBin: "github.com/hiro-dev/hiro/cmd/hiro"} {
-		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-			os.Exit(1)
-		}
-	}
+	fakeEngine = testsupport.MustBuild(testsupport.FakeEnginePkg)
+	hiroBin = testsupport.MustBuild(testsupport.HiroPkg)
 	casesDir, _ = filepath.Abs("../../../shared/cases/failure-logs")
 	code := m.Run()
-	os.RemoveAll(dir)
+	if err := testsupport.Cleanup(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is testsupport.FreePort, the one free-port helper of hiro's tests.
+var freePort = testsupport.FreePort
 
 func needCases(t testing.TB) {
 	if _, err := os.Stat(filepath.Join(casesDir, "cases.json")); err != nil {

@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // fakeEngine is cmd/hiro-fake-engine, built once by TestMain.
@@ -34,32 +32,18 @@ func TestMain(m *testing.M) {
 	// Activation records are read from a private folder of this run.
 	os.Setenv("HIRO_PRODUCTION_DIR", filepath.Join(dir, "production"))
 	os.Setenv("HIRO_LEASE_DIR", filepath.Join(dir, "leases"))
-	fakeEngine = filepath.Join(dir, "hiro-fake-engine")
-	if out, err := exec.Command("go", "build", "-o", fakeEngine, "github.com/hiro-dev/hiro/cmd/hiro-fake-engine").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the fake engine: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	fakeEngine = testsupport.MustBuild(testsupport.FakeEnginePkg)
 	code := m.Run()
 	os.RemoveAll(dir)
+	if err := testsupport.Cleanup(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
-// freePort returns a loopback port that was free a moment ago, drawn
-// below the ephemeral range so a client connection cannot take it.
-func freePort(t testing.TB) int {
-	t.Helper()
-	for i := 0; i < 200; i++ {
-		port := 20000 + rand.IntN(12000)
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port
-	}
-	t.Fatal("no free port in 20000-32000")
-	return 0
-}
+// freePort is testsupport.FreePort, the one free-port helper of hiro's tests.
+var freePort = testsupport.FreePort
 
 // shortDir is a temporary folder with a short path (a Unix socket path
 // must fit in 108 bytes).

@@ -3,10 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // fakeEngine is the path of cmd/hiro-fake-engine, built once per test
@@ -24,40 +22,17 @@ import (
 var fakeEngine string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hiro-fake-engine-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeEngine = filepath.Join(dir, "hiro-fake-engine")
-	out, err := exec.Command("go", "build", "-o", fakeEngine, "github.com/hiro-dev/hiro/cmd/hiro-fake-engine").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the fake engine: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	fakeEngine = testsupport.MustBuild(testsupport.FakeEnginePkg)
 	code := m.Run()
-	os.RemoveAll(dir)
+	if err := testsupport.Cleanup(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-// It is drawn below the kernel's ephemeral range (32768+), so that the
-// client side of another test's connection cannot take it before the
-// engine binds it.
-func freePort(t testing.TB) int {
-	t.Helper()
-	for i := 0; i < 200; i++ {
-		port := 20000 + rand.IntN(12000)
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port
-	}
-	t.Fatal("no free port in 20000-32000")
-	return 0
-}
+// freePort is testsupport.FreePort, the one free-port helper of hiro's tests.
+var freePort = testsupport.FreePort
 
 // fakeProfile loads a one-backend configuration whose command is the
 // fake engine with args; extra is more TOML for the profile table.

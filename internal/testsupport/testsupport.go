@@ -1,0 +1,136 @@
+package testsupport
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. It is
+// drawn from 20000-31999, below the kernel's ephemeral range (32768+), so
+// the client side of another test's connection cannot take it before the
+// engine binds it. It fails t when 200 draws found none free.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
+	}
+	t.Fatal("testsupport: no free loopback port in 20000-31999")
+	return 0
+}
+
+// Import paths of the commands tests run as real processes.
+const (
+	FakeEnginePkg = "github.com/hiro-dev/hiro/cmd/hiro-fake-engine"
+	HiroPkg       = "github.com/hiro-dev/hiro/cmd/hiro"
+)
+
+var (
+	mu     sync.Mutex
+	dir    string
+	builds = map[string]*build{}
+)
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Build compiles the command pkg (an import path) with `go build` once per
+// test binary and returns the binary's path, in a temporary folder that
+// Cleanup removes. Concurrent callers share the one build; a failed build
+// returns the same error (with go build's output) to every caller.
+func Build(pkg string) (string, error) {
+	mu.Lock()
+	b := builds[pkg]
+	if b == nil {
+		b = &build{}
+		builds[pkg] = b
+	}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "hiro-testbin-")
+		if err != nil {
+			mu.Unlock()
+			return "", err
+		}
+		dir = d
+	}
+	d := dir
+	mu.Unlock()
+	b.once.Do(func() {
+		b.path = filepath.Join(d, path.Base(pkg))
+		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+		}
+	})
+	return b.path, b.err
+}
+
+// MustBuild is Build for TestMain: on failure it prints the error and exits
+// the test binary with status 1.
+func MustBuild(pkg string) string {
+	p, err := Build(pkg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		Cleanup()
+		os.Exit(1)
+	}
+	return p
+}
+
+// FakeEngine returns cmd/hiro-fake-engine built once per test binary; it
+// fails t when the build fails.
+func FakeEngine(t testing.TB) string {
+	t.Helper()
+	p, err := Build(FakeEnginePkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Hiro returns cmd/hiro built once per test binary; it fails t when the
+// build fails.
+func Hiro(t testing.TB) string {
+	t.Helper()
+	p, err := Build(HiroPkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Cleanup removes every binary Build made and reports an error when the
+// folder is still there. TestMain calls it after m.Run; a later Build makes
+// a fresh folder.
+func Cleanup() error {
+	mu.Lock()
+	defer mu.Unlock()
+	if dir == "" {
+		return nil
+	}
+	d := dir
+	dir = ""
+	builds = map[string]*build{}
+	if err := os.RemoveAll(d); err != nil {
+		return fmt.Errorf("testsupport: removing %s: %w", d, err)
+	}
+	if _, err := os.Stat(d); err == nil {
+		return fmt.Errorf("testsupport: %s is still there after cleanup", d)
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package testsupport
+
+import (
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+func TestFreePortIsBindableAndBelowEphemeral(t *testing.T) {
+	p := FreePort(t)
+	if p < 20000 || p >= 32000 {
+		t.Fatalf("FreePort = %d, want 20000-31999", p)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		t.Fatalf("port %d from FreePort cannot be bound: %v", p, err)
+	}
+	l.Close()
+}
+
+func TestBuildOnceThenCleanup(t *testing.T) {
+	var wg sync.WaitGroup
+	paths := make([]string, 4)
+	for i := range paths {
+		wg.Add(1)
+		go func() { defer wg.Done(); paths[i] = FakeEngine(t) }()
+	}
+	wg.Wait()
+	for _, p := range paths[1:] {
+		if p != paths[0] {
+			t.Fatalf("two builds: %s and %s", paths[0], p)
+		}
+	}
+	st, err := os.Stat(paths[0])
+	if err != nil || st.Mode()&0o111 == 0 {
+		t.Fatalf("fake engine not built as an executable: %v", err)
+	}
+	if err := Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(paths[0]); !os.IsNotExist(err) {
+		t.Fatalf("Cleanup left %s: %v", paths[0], err)
+	}
+	if _, err := Build("github.com/hiro-dev/hiro/cmd/no-such-command"); err == nil {
+		t.Fatal("building a missing command gave no error")
+	}
+	Cleanup()
+}
