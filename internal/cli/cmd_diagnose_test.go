@@ -12,11 +12,13 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
-// diagnoseCaseSets are the failure-log case sets, relative to this
-// package: the handed ones beside the checkout and the field corpus.
-var diagnoseCaseSets = []string{"../../../shared/cases/failure-logs", "../../../shared/cases/failure-logs-2", "../engine/testdata/field", "../engine/testdata/live", "../../examples/gpu/results"}
+// diagnoseCaseSets are the failure-log case sets present
+// (testsupport.CaseSetDirs): the handed ones beside the checkout, the
+// field and live corpora and the H200 captures.
+var diagnoseCaseSets = testsupport.CaseSetDirs()
 
 // TestDiagnoseCases runs every case log through 'hiro diagnose --json'
 // and checks class, phase, root cause, facts and exit.

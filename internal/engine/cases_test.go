@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // casesDir holds the shared failure-log cases, relative to this package.
@@ -18,7 +19,7 @@ const casesDir = "../../../shared/cases/failure-logs"
 // package (testdata/field, when present), the live captures
 // (testdata/live) and the failures captured on the H200
 // (examples/gpu/results).
-var caseDirs = []string{casesDir, "../../../shared/cases/failure-logs-2", "testdata/field", "testdata/live", "../../examples/gpu/results"}
+var caseDirs = testsupport.CaseSetDirs()
 
 // failureCase is a Case with the directory of its set.
 type failureCase struct {

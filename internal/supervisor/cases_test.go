@@ -2,14 +2,13 @@ package supervisor
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/engine"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // caseSets are the failure-log case sets replayed through the fake
@@ -18,20 +17,7 @@ import (
 // failures captured on the H200 in examples/gpu/results.
 func caseSets(t *testing.T) []string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	var dirs []string
-	for _, d := range []string{
-		filepath.Join(root, "..", "shared", "cases", "failure-logs"),
-		filepath.Join(root, "..", "shared", "cases", "failure-logs-2"),
-		filepath.Join(root, "internal", "engine", "testdata", "field"),
-		filepath.Join(root, "internal", "engine", "testdata", "live"),
-		filepath.Join(root, "examples", "gpu", "results"),
-	} {
-		if _, err := os.Stat(filepath.Join(d, "cases.json")); err == nil {
-			dirs = append(dirs, d)
-		}
-	}
+	dirs := testsupport.CaseSetDirs()
 	if len(dirs) == 0 {
 		t.Skip("no failure-log case sets found (the shared folder sits beside the checkout)")
 	}

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -133,4 +135,35 @@ func Cleanup() error {
 		return fmt.Errorf("testsupport: %s is still there after cleanup", d)
 	}
 	return nil
+}
+
+// Root returns the absolute path of the repository checkout (found from
+// this source file's location).
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// CaseSetDirs returns the absolute folders of every failure-log case set
+// present (a cases.json beside the logs it names, read with
+// engine.LoadCaseSet or engine.LoadCaseFile, the one loader): the handed
+// sets ../shared/cases/*/ beside the checkout (absent in a fresh clone),
+// the field and live corpora internal/engine/testdata/*/ and the failures
+// captured on an H200 in examples/gpu/results. Each group is sorted by
+// name; a set added in any of these places is picked up with no edit.
+func CaseSetDirs() []string {
+	root := Root()
+	var dirs []string
+	for _, pattern := range []string{
+		filepath.Join(root, "..", "shared", "cases", "*", "cases.json"),
+		filepath.Join(root, "internal", "engine", "testdata", "*", "cases.json"),
+		filepath.Join(root, "examples", "gpu", "results", "cases.json"),
+	} {
+		files, _ := filepath.Glob(pattern) // the patterns are well formed
+		sort.Strings(files)
+		for _, f := range files {
+			dirs = append(dirs, filepath.Clean(filepath.Dir(f)))
+		}
+	}
+	return dirs
 }

@@ -3,6 +3,7 @@ package testsupport
 import (
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -47,4 +48,25 @@ func TestBuildOnceThenCleanup(t *testing.T) {
 		t.Fatal("building a missing command gave no error")
 	}
 	Cleanup()
+}
+
+func TestCaseSetDirsFindsTheRepositorysSets(t *testing.T) {
+	dirs := CaseSetDirs()
+	want := map[string]bool{
+		filepath.Join(Root(), "internal", "engine", "testdata", "field"): false,
+		filepath.Join(Root(), "examples", "gpu", "results"):              false,
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "cases.json")); err != nil {
+			t.Errorf("CaseSetDirs lists %s without a cases.json", d)
+		}
+		if _, ok := want[d]; ok {
+			want[d] = true
+		}
+	}
+	for d, seen := range want {
+		if !seen {
+			t.Errorf("CaseSetDirs %v misses %s", dirs, d)
+		}
+	}
 }
