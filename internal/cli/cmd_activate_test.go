@@ -97,8 +97,8 @@ stop_grace = "2s"
 		From: production.Snap(cfg.Backends["prod"], "", production.SourceConfiguration), To: production.Snap(eff, "slow-progress", "")}); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := runBackendHiro(t, "--config", path, "backend", "start", "prod")
-	t.Cleanup(func() { runBackendHiro(t, "--config", path, "backend", "stop", "prod") })
+	code, out, errs := runHiro(t, "--config", path, "backend", "start", "prod")
+	t.Cleanup(func() { runHiro(t, "--config", path, "backend", "stop", "prod") })
 	if code != ExitOK || !strings.Contains(errs, "is the active production (activation 1, variant slow-progress)") {
 		t.Fatalf("start: exit %d\n%s\n%s", code, out, errs)
 	}

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,13 +21,6 @@ func buildFakeEngine(t *testing.T) string { return testsupport.FakeEngine(t) }
 // cliFreePort is testsupport.FreePort, the one free-port helper of hiro's tests.
 func cliFreePort(t *testing.T) int { return testsupport.FreePort(t) }
 
-func runBackendHiro(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := Run(context.Background(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 func TestBackendStartStatusLogsStop(t *testing.T) {
 	fake := buildFakeEngine(t)
 	dir := t.TempDir()
@@ -45,7 +36,7 @@ model = "fake-model"
 ready_probe = { expect = "READY" }
 `, fake, port, port)), 0o644)
 
-	code, out, errs := runBackendHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
+	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
 	if code != ExitOK {
 		t.Fatalf("start: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -66,7 +57,7 @@ ready_probe = { expect = "READY" }
 	if err := syscall.Kill(res.PID, 0); err != nil {
 		t.Fatalf("engine gone after start returned: %v", err)
 	}
-	code, out, _ = runBackendHiro(t, "--config", cfg, "backend", "status", "fake", "--json")
+	code, out, _ = runHiro(t, "--config", cfg, "backend", "status", "fake", "--json")
 	var st struct {
 		Status string `json:"status"`
 		PID    int    `json:"pid"`
@@ -74,15 +65,15 @@ ready_probe = { expect = "READY" }
 	if code != ExitOK || json.Unmarshal([]byte(out), &st) != nil || st.Status != "running" || st.PID != res.PID {
 		t.Fatalf("status: exit %d %s", code, out)
 	}
-	code, out, _ = runBackendHiro(t, "--config", cfg, "backend", "logs", "fake", "--tail", "1")
+	code, out, _ = runHiro(t, "--config", cfg, "backend", "logs", "fake", "--tail", "1")
 	if code != ExitOK || !strings.Contains(out, "fake:") || strings.Count(out, "\n") != 1 {
 		t.Errorf("logs --tail 1: exit %d %q", code, out)
 	}
 	// A second start is refused while it runs.
-	if code, _, errs = runBackendHiro(t, "--config", cfg, "backend", "start", "fake"); code != ExitUsage || !strings.Contains(errs, "already running") {
+	if code, _, errs = runHiro(t, "--config", cfg, "backend", "start", "fake"); code != ExitUsage || !strings.Contains(errs, "already running") {
 		t.Errorf("second start: exit %d %s", code, errs)
 	}
-	code, out, errs = runBackendHiro(t, "--config", cfg, "backend", "stop", "fake")
+	code, out, errs = runHiro(t, "--config", cfg, "backend", "stop", "fake")
 	if code != ExitOK || !strings.Contains(out, "port "+strconv.Itoa(port)+" free") {
 		t.Fatalf("stop: exit %d %s %s", code, out, errs)
 	}
@@ -92,10 +83,10 @@ ready_probe = { expect = "READY" }
 			t.Errorf("engine %d still alive after stop", res.PID)
 		}
 	}
-	if code, _, _ = runBackendHiro(t, "--config", cfg, "backend", "status", "fake"); code != ExitFailed {
+	if code, _, _ = runHiro(t, "--config", cfg, "backend", "status", "fake"); code != ExitFailed {
 		t.Errorf("status after stop: exit %d, want 1", code)
 	}
-	if code, _, _ = runBackendHiro(t, "--config", cfg, "backend", "stop", "fake"); code != ExitFailed {
+	if code, _, _ = runHiro(t, "--config", cfg, "backend", "stop", "fake"); code != ExitFailed {
 		t.Errorf("stop of a stopped backend: exit %d, want 1", code)
 	}
 }
@@ -114,7 +105,7 @@ args = ["--replay", %q, "--exit", "1"]
 port = %d
 model = "m"
 `, fake, log, cliFreePort(t))), 0o644)
-	code, out, _ := runBackendHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
+	code, out, _ := runHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
 	var res struct {
 		State   string `json:"state"`
 		Failure struct {
@@ -179,7 +170,7 @@ model = "m"`, "backends.x"},
 			cfg := filepath.Join(dir, "hiro.toml")
 			marker := filepath.Join(dir, "MARKER")
 			os.WriteFile(cfg, []byte(strings.ReplaceAll(c.toml, "MARKER", marker)), 0o644)
-			code, _, errs := runBackendHiro(t, "--config", cfg, "backend", "start", "x")
+			code, _, errs := runHiro(t, "--config", cfg, "backend", "start", "x")
 			if code != ExitUsage {
 				t.Errorf("exit %d, want 2; stderr %s", code, errs)
 			}
@@ -201,7 +192,7 @@ model = "m"`, "backends.x"},
 // to start a profile that does not exist.
 func TestBackendLogsUnknownProfile(t *testing.T) {
 	cfg := switchTestConfig(t)
-	code, _, stderr := runBackendHiro(t, "--config", cfg, "backend", "logs", "nosuch")
+	code, _, stderr := runHiro(t, "--config", cfg, "backend", "logs", "nosuch")
 	if code != 2 || !strings.Contains(stderr, "no such backend profile; known: prod") || strings.Contains(stderr, "start it with") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -233,7 +224,7 @@ func TestActiveOriginWording(t *testing.T) {
 // not the configuration's serve.listen the user never wrote.
 func TestServeListenFlagBlamed(t *testing.T) {
 	cfg := switchTestConfig(t)
-	code, _, stderr := runBackendHiro(t, "--config", cfg, "serve", "--listen", "0.0.0.0:"+strconv.Itoa(cliFreePort(t)))
+	code, _, stderr := runHiro(t, "--config", cfg, "serve", "--listen", "0.0.0.0:"+strconv.Itoa(cliFreePort(t)))
 	if code != 2 || !strings.Contains(stderr, "--listen") || strings.Contains(stderr, "serve.listen:") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -244,7 +235,7 @@ func TestEvalShardWarnsMissing(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "claims.jsonl"), nil, 0o644)
 	os.WriteFile(filepath.Join(dir, "progress.jsonl"), []byte(`{"doc_id":"rivers","status":"done"}`+"\n"), 0o644)
-	code, _, stderr := runBackendHiro(t, "eval", "--corpus", filepath.Join("..", "..", "corpora", "hiro-mini"), "--claims", filepath.Join(dir, "claims.jsonl"))
+	code, _, stderr := runHiro(t, "eval", "--corpus", filepath.Join("..", "..", "corpora", "hiro-mini"), "--claims", filepath.Join(dir, "claims.jsonl"))
 	if code != 0 || !strings.Contains(stderr, "warning") || !strings.Contains(stderr, "no extraction record") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}

@@ -14,6 +14,9 @@ import (
 	"github.com/hiro-dev/hiro/internal/failure"
 )
 
+// runHiro runs the hiro command in this process (Run, as cmd/hiro does)
+// with args and returns its exit code, stdout and stderr: the one "run
+// hiro" helper of this package's tests.
 func runHiro(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer

@@ -50,7 +50,7 @@ expect = "READY"
 `, fake, port, remoteKey, certs.Cert, certs.Key, port, keyEnv, ca)), 0o644)
 	}
 	writeCfg(certs.CA, "HIRO_TEST_ENGINE_KEY")
-	code, out, errs := runBackendHiro(t, "--config", cfg, "backend", "start", "secure", "--json")
+	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "secure", "--json")
 	var res struct {
 		State   string `json:"state"`
 		PID     int    `json:"pid"`
@@ -67,7 +67,7 @@ expect = "READY"
 		t.Fatalf("the key was printed:\n%s%s", out, errs)
 	}
 	outDir := filepath.Join(dir, "out")
-	code, out, errs = runBackendHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", outDir, "--concurrency", "4", "--json")
+	code, out, errs = runHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", outDir, "--concurrency", "4", "--json")
 	var sum extract.Summary
 	if err := json.Unmarshal([]byte(out), &sum); err != nil || code != ExitOK || sum.Done != 5 || sum.Claims == 0 {
 		t.Fatalf("extract over https with a key: exit %d %+v\n%s\n%s", code, sum, out, errs)
@@ -86,19 +86,19 @@ expect = "READY"
 	// The wrong authority: extract cannot reach the server, and says why,
 	// once, before any request (its check that the backend is up).
 	writeCfg(other.CA, "HIRO_TEST_ENGINE_KEY")
-	code, out, errs = runBackendHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-wrong-ca"), "--json")
+	code, out, errs = runHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-wrong-ca"), "--json")
 	if code != ExitFailed || !strings.Contains(errs, "backend is not up") || !strings.Contains(errs, "certificate") {
 		t.Fatalf("wrong CA: exit %d\n%s%s", code, out, errs)
 	}
 	// A missing key variable is a configuration error naming the key path.
 	writeCfg(certs.CA, "HIRO_TEST_ENGINE_KEY_UNSET")
-	code, _, errs = runBackendHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-no-key"))
+	code, _, errs = runHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-no-key"))
 	if code != ExitUsage || !strings.Contains(errs, "backends.secure.api_key_env") {
 		t.Fatalf("unset key variable: exit %d\n%s", code, errs)
 	}
 	// A wrong key: the server answers 401 and the requests are rejected.
 	t.Setenv("HIRO_TEST_ENGINE_KEY_UNSET", "sk-wrong")
-	code, out, errs = runBackendHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-wrong-key"), "--json")
+	code, out, errs = runHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-wrong-key"), "--json")
 	if code != ExitFailed || !strings.Contains(errs, "backend is not up") || !strings.Contains(errs, "401") || strings.Contains(out+errs, "sk-wrong") {
 		t.Fatalf("wrong key: exit %d\n%s%s", code, out, errs)
 	}
@@ -124,7 +124,7 @@ model = "fake-model"
 ready_timeout = "3s"
 stall_timeout = "2s"
 `, fake, port, remoteKey, port)), 0o644)
-	code, out, errs := runBackendHiro(t, "--config", cfg, "backend", "start", "nokey", "--json")
+	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "nokey", "--json")
 	if code != ExitFailed || !strings.Contains(out, `"failed"`) {
 		t.Fatalf("start without the key: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -163,7 +163,7 @@ model = "fake-model"
 initial_interval = "1ms"
 max_interval = "10ms"
 `, port, tc.policy)), 0o644)
-			code, out, errs := runBackendHiro(t, "--config", cfg, "extract", "--backend", "busy", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out"), "--concurrency", "3", "--json")
+			code, out, errs := runHiro(t, "--config", cfg, "extract", "--backend", "busy", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out"), "--concurrency", "3", "--json")
 			var sum extract.Summary
 			if err := json.Unmarshal([]byte(out), &sum); err != nil {
 				t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)

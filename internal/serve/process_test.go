@@ -13,17 +13,12 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
-// buildHiro builds cmd/hiro into a temporary folder.
-func buildHiro(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "hiro")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hiro-dev/hiro/cmd/hiro").CombinedOutput(); err != nil {
-		t.Fatalf("building hiro: %v\n%s", err, out)
-	}
-	return bin
-}
+// buildHiro returns cmd/hiro, built once per test binary
+// (testsupport.Hiro; TestMain removes it).
+func buildHiro(t testing.TB) string { return testsupport.Hiro(t) }
 
 // hiroServe runs `hiro serve` as a process with a private state.
 type hiroServe struct {
