@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/extract"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // TestExtractSIGKILLConcurrentResume kills a real `hiro extract` running
@@ -23,10 +24,7 @@ func TestExtractSIGKILLConcurrentResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the hiro binary")
 	}
-	bin := filepath.Join(t.TempDir(), "hiro")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hiro-dev/hiro/cmd/hiro").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testsupport.Hiro(t)
 	fake := buildFakeEngine(t)
 	port := cliFreePort(t)
 	// A token every 2 ms: a reply takes about 0.2 s, so the kill lands

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/extract"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // claimsMiniCorpus is the project's own corpus with gold claims.
@@ -163,11 +164,7 @@ func TestExtractKilledAndResumed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the hiro binary")
 	}
-	bin := filepath.Join(t.TempDir(), "hiro")
-	build := exec.Command("go", "build", "-o", bin, "github.com/hiro-dev/hiro/cmd/hiro")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testsupport.Hiro(t)
 	srv, n := echoEngine(t, 40*time.Millisecond)
 	cfg := claimsConfig(t, srv.URL)
 	out := filepath.Join(t.TempDir(), "out")
