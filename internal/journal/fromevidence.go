@@ -75,11 +75,28 @@ func (j *Journal) AddFromEvidence(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Evidence written before check names passed the path step (v1, early
+	// v2) names local folders in its prereq checks ("disk /srv/hiro"): that
+	// is still the public copy, so those names are redacted here rather
+	// than the document refused.
+	renamed := false
+	for _, g := range ev.Gates {
+		for ci := range g.Checks {
+			if n := evidence.RedactPaths(g.Checks[ci].Name); n != g.Checks[ci].Name {
+				g.Checks[ci].Name, renamed = n, true
+			}
+		}
+	}
 	// The public copy is the one Public() leaves unchanged.
 	a, _ := json.Marshal(ev)
 	b, _ := json.Marshal(ev.Public())
 	if !bytes.Equal(a, b) {
 		return "", fmt.Errorf("%s: %w: it holds local paths, environment values or per-file hashes; pass the public %s beside it", path, ErrPrivateEvidence, evidence.PublicFile)
+	}
+	if renamed {
+		if b, err := json.MarshalIndent(ev, "", "  "); err == nil {
+			data = append(b, '\n')
+		}
 	}
 	data = publicEvidence(ev, data)
 	e, err := FromEvidence(ev, "")

@@ -187,4 +187,12 @@ func TestAddFromEvidenceV1(t *testing.T) {
 	if e == nil || len(e.Validation) < 8 || !strings.Contains(e.Summary, "not qualified") {
 		t.Fatalf("entry %s: %+v", rel, e)
 	}
+	// Its prereq checks named local folders; the journal's copy does not.
+	copied, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(e.Evidence)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(copied), "/tmp/h10v1") {
+		t.Errorf("the journal's copy of v1 evidence keeps a local folder in a check name")
+	}
 }
