@@ -120,9 +120,11 @@ startcase hidden cand-hidden
 log "noindex: CUDA_VISIBLE_DEVICES=7"
 startcase noindex cand-noindex
 
-log "kill: runner SIGKILLed during a long generation"
-timeout 120 $h backend start cand-tiny --json >"$out/kill.start.json" 2>"$out/kill.start.err"
-python3 - "$out/kill-runner.client.json" <<'PY' &
+# queued_generations OUT: 48 generations of the tiny model at once, in the
+# background (its pid in $client); the runner serves them one after another,
+# so it is generating when it is killed. Each request's result goes to OUT.
+queued_generations() {
+  python3 - "$1" <<'PY' &
 import json, sys, time, threading, urllib.request
 # Many requests at once: the runner serves them one after another, so it is
 # generating when it is killed.
@@ -141,7 +143,12 @@ ts = [threading.Thread(target=one, args=(i,)) for i in range(48)]
 [t.start() for t in ts]; [t.join() for t in ts]
 json.dump(sorted(res, key=lambda r: r["i"]), open(sys.argv[1], "w"), indent=1)
 PY
-client=$!
+  client=$!
+}
+
+log "kill: runner SIGKILLed during a long generation"
+timeout 120 $h backend start cand-tiny --json >"$out/kill.start.json" 2>"$out/kill.start.err"
+queued_generations "$out/kill-runner.client.json"
 sleep 1.5
 runner="$(pgrep -f 'ollama runner' | head -n1)"
 echo "runner pid ${runner:-none}" >"$out/kill-runner.txt"
@@ -154,26 +161,7 @@ l="$(lastlog cand-tiny)"; [ -n "$l" ] && cp "$l" "$out/kill-runner.log"
 $h backend status >"$out/kill-runner.status.txt" 2>&1
 
 log "kill: the whole server SIGKILLed during a long generation"
-python3 - "$out/kill-server.client.json" <<'PY' &
-import json, sys, time, threading, urllib.request
-# Many requests at once: the runner serves them one after another, so it is
-# generating when it is killed.
-res = []
-def one(i):
-    body = {"model": "hiro-tiny", "stream": False, "prompt": "Write a long story number %d." % i,
-            "options": {"num_predict": 2000, "num_ctx": 4096}}
-    t = time.time()
-    try:
-        r = json.load(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:11553/api/generate", json.dumps(body).encode(), {"Content-Type": "application/json"}), timeout=120))
-        res.append({"i": i, "ok": True, "seconds": time.time() - t, "eval_count": r.get("eval_count"), "done_reason": r.get("done_reason")})
-    except Exception as e:
-        body = getattr(e, "read", lambda: b"")().decode(errors="replace")
-        res.append({"i": i, "ok": False, "seconds": time.time() - t, "error": repr(e), "body": body})
-ts = [threading.Thread(target=one, args=(i,)) for i in range(48)]
-[t.start() for t in ts]; [t.join() for t in ts]
-json.dump(sorted(res, key=lambda r: r["i"]), open(sys.argv[1], "w"), indent=1)
-PY
-client=$!
+queued_generations "$out/kill-server.client.json"
 sleep 1.5
 server="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("pid",""))' "$state/backends/cand-tiny.json" 2>/dev/null)"
 echo "server pid ${server:-none}" >"$out/kill-server.txt"
