@@ -100,10 +100,12 @@ model = "m"
 [serve]
 listen = "0.0.0.0:8400"
 on_exit = "sometimes"
+procs = -2
 `), 0o644)
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), []string{"--config", cfg, "serve"}, &out, &errb)
-	if code != ExitUsage || !strings.Contains(errb.String(), "serve.listen") || !strings.Contains(errb.String(), "serve.on_exit") {
+	if code != ExitUsage || !strings.Contains(errb.String(), "serve.listen") || !strings.Contains(errb.String(), "serve.on_exit") ||
+		!strings.Contains(errb.String(), "serve.procs") {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 }

@@ -91,6 +91,13 @@ type Serve struct {
 	// to the configuration's directory), "-" for stderr, or "off".
 	// Default "-".
 	AccessLog string `toml:"access_log" json:"access_log"`
+	// Procs is how many processors (Go's GOMAXPROCS) the router runs
+	// on: 0 (default) adapts, one while requests come one at a time
+	// (no hand-off between threads: lowest added latency) and all the
+	// process may use when they overlap (throughput); N > 0 fixes N. A
+	// GOMAXPROCS environment variable overrides it. Figures:
+	// bench/serve-proxy.sh.
+	Procs int `toml:"procs" json:"procs,omitempty"`
 }
 
 func (c *Config) fillServeDefaults() {
@@ -161,6 +168,9 @@ func (c *Config) ValidateServe() Errors {
 	}
 	if s.MaxBodyBytes < 0 {
 		add("max_body_bytes", "must be positive, got %d", s.MaxBodyBytes)
+	}
+	if s.Procs < 0 {
+		add("procs", "must be 0 (adapt to the load) or a number of processors, got %d", s.Procs)
 	}
 	if s.RestartBudget < 0 || s.RestartBudget > 100 {
 		add("restart_budget", "must be between 0 and 100, got %d", s.RestartBudget)

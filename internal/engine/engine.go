@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hiro-dev/hiro/internal/failure"
 )
@@ -37,7 +38,7 @@ type Engine struct {
 	// signatures, most specific first; sigAC finds which signature texts
 	// a lower-cased line holds, in one pass.
 	signatures []Signature
-	sigAC      *acMatcher
+	sigAC      *acMatcher // built on first use by matchers
 	// frameHints name the component of a traceback frame; framePhases
 	// the step it belongs to.
 	frameHints  []FrameHint
@@ -51,8 +52,13 @@ type Engine struct {
 	devices []DeviceRule
 	// trigAC finds, in one pass over a raw line, which marker texts, fact
 	// triggers, device texts and grammar words it holds (ids in that
-	// order).
-	trigAC *acMatcher
+	// order). Built on first use by matchers: the automata take a few
+	// MB, which a process that never reads a log (the router, until
+	// production dies) should not hold.
+	trigAC  *acMatcher
+	acOnce  sync.Once
+	acTrig  [][]byte
+	acTexts [][]byte
 	// nextSteps overrides NextStep for this kind, per class.
 	nextSteps map[failure.Class]string
 }
@@ -211,7 +217,7 @@ func register(e *Engine) {
 		texts[i] = sigs[i].lower
 	}
 	e.signatures = sigs
-	e.sigAC = newAC(texts)
+	e.acTexts = texts
 	var trig [][]byte
 	for _, m := range e.markers {
 		trig = append(trig, []byte(m.Text))
@@ -225,13 +231,23 @@ func register(e *Engine) {
 	for _, w := range grammarWords {
 		trig = append(trig, []byte(w))
 	}
-	e.trigAC = newAC(trig)
+	e.acTrig = trig
 	hints := make([]FrameHint, len(e.frameHints))
 	for i, h := range e.frameHints {
 		hints[i] = FrameHint{Text: strings.ToLower(h.Text), Class: h.Class}
 	}
 	e.frameHints = hints
 	registry[e.Kind] = e
+}
+
+// matchers returns the signature and trigger automata, building them on
+// first use.
+func (e *Engine) matchers() (sig, trig *acMatcher) {
+	e.acOnce.Do(func() {
+		e.sigAC, e.trigAC = newAC(e.acTexts), newAC(e.acTrig)
+		e.acTexts, e.acTrig = nil, nil
+	})
+	return e.sigAC, e.trigAC
 }
 
 // Kinds returns the registered engine kinds, sorted.

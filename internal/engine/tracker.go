@@ -204,7 +204,8 @@ func (t *Tracker) match(line string, lower []byte) (*Signature, failure.Class) {
 		t.hits[id] = false
 	}
 	t.touched = t.touched[:0]
-	t.e.sigAC.scan(lower, func(id int32) {
+	sigAC, _ := t.e.matchers()
+	sigAC.scan(lower, func(id int32) {
 		if !t.hits[id] {
 			t.hits[id] = true
 			t.touched = append(t.touched, id)
@@ -349,7 +350,8 @@ func (t *Tracker) scanTriggers(line string) bool {
 		t.thits[id] = false
 	}
 	t.ttouched = t.ttouched[:0]
-	e.trigAC.scan(unsafeBytes(line), func(id int32) {
+	_, trigAC := e.matchers()
+	trigAC.scan(unsafeBytes(line), func(id int32) {
 		if !t.thits[id] {
 			t.thits[id] = true
 			t.ttouched = append(t.ttouched, id)

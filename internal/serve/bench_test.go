@@ -116,8 +116,12 @@ access_log = %q
 `, eURL, hPort, filepath.Join(dir, "access.log"))), 0o644)
 	hURL := "http://127.0.0.1:" + itoa(hPort)
 	stateHome := shortDir(b)
-	hiro := startBenchProcess(b, hURL, []string{"HIRO_STATE_HOME=" + stateHome, "HIRO_LEASE_DIR=" + filepath.Join(stateHome, "leases"),
-		"HIRO_PRODUCTION_DIR=" + filepath.Join(stateHome, "production")}, hiroBin, "--config", cfgPath, "serve")
+	env := []string{"HIRO_STATE_HOME=" + stateHome, "HIRO_LEASE_DIR=" + filepath.Join(stateHome, "leases"),
+		"HIRO_PRODUCTION_DIR=" + filepath.Join(stateHome, "production")}
+	// HIRO_BENCH_ENV (space-separated NAME=VALUE) goes to hiro serve only,
+	// e.g. HIRO_BENCH_ENV="GOMAXPROCS=1 GOGC=200" to try runtime settings.
+	env = append(env, strings.Fields(os.Getenv("HIRO_BENCH_ENV"))...)
+	hiro := startBenchProcess(b, hURL, env, hiroBin, "--config", cfgPath, "serve")
 	return []benchTarget{{"direct", eURL, engine.Process.Pid}, {"plain", pURL, plain.Process.Pid}, {"hiro", hURL, hiro.Process.Pid}}
 }
 

@@ -20,6 +20,7 @@ type metrics struct {
 	canaries *prometheus.CounterVec   // backend, result
 	active   *prometheus.GaugeVec     // backend, engine, model, state
 	inFlight prometheus.Gauge
+	procs    prometheus.Gauge
 }
 
 // latencyBuckets cover 100 µs (the router's own cost) to 5 min (a long
@@ -50,7 +51,9 @@ func newMetrics() *metrics {
 		Help: "1 for the active production backend, with its engine, model and state."}, []string{"backend", "engine", "model", "state"})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hiro_serve_in_flight_requests",
 		Help: "Proxied requests in progress."})
-	m.reg.MustRegister(m.requests, m.ttfb, m.duration, m.tokens, m.upErrors, m.restarts, m.canaries, m.active, m.inFlight,
+	m.procs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hiro_serve_procs",
+		Help: "Processors (GOMAXPROCS) the router runs on now; [serve] procs = 0 adapts it to the load."})
+	m.reg.MustRegister(m.requests, m.ttfb, m.duration, m.tokens, m.upErrors, m.restarts, m.canaries, m.active, m.inFlight, m.procs,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

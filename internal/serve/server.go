@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -50,6 +51,10 @@ type Options struct {
 	// Ready, when set, is called once with the router's address when it
 	// listens (tests).
 	Ready func(addr string)
+	// OwnsProcess lets the router set the process's processors
+	// (GOMAXPROCS, [serve] procs): true for `hiro serve`, false where one
+	// process runs several routers or other work (tests).
+	OwnsProcess bool
 }
 
 // Server is one router. Build it with New, run it with Run.
@@ -66,6 +71,7 @@ type Server struct {
 	prod     *prodCtl
 	served   []*route
 	inFlight atomic.Int64
+	procs    *procsPolicy // nil: the processors do not adapt
 	draining atomic.Bool
 	started  time.Time
 	addr     string // scheme://host:port once listening
@@ -219,6 +225,15 @@ func (s *Server) Run(ctx context.Context) error {
 	// A long-running router's resident memory is what it serves with,
 	// not what start-up touched.
 	shedStartupMemory()
+	if s.opts.OwnsProcess {
+		s.procs = newProcsPolicy(s.sc.Procs, func(n int) { s.metrics.procs.Set(float64(n)) })
+	}
+	s.metrics.procs.Set(float64(runtime.GOMAXPROCS(0)))
+	procsDone := make(chan struct{})
+	go func() {
+		defer close(procsDone)
+		s.procs.run(pctx, s.inFlight.Load)
+	}()
 
 	var runErr error
 	select {
@@ -238,6 +253,7 @@ func (s *Server) Run(ctx context.Context) error {
 	os.Remove(SocketPath(s.ctlDir))
 	pcancel()
 	<-prodDone
+	<-procsDone
 	s.prod.shutdown(s.sc.OnExit)
 	s.event("stopped", nil)
 	return runErr
@@ -425,6 +441,7 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 			backend = rt.name
 		}
 		end := time.Since(rw.start)
+		s.procs.done(end)
 		m := s.metrics
 		m.requests.WithLabelValues(routeName, backend, statusText(rw.status)).Inc()
 		if rt != nil && rw.ttfb > 0 {
@@ -543,6 +560,12 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 		s.inFlight.Add(-1)
 	}()
 	rt.proxy.ServeHTTP(rw, r)
+	// Send what is buffered now: the net/http server would send a short
+	// answer only after this handler returns, that is after the metrics
+	// and the access log line below, which the client need not wait for.
+	if rw.status != 0 && rw.status != 499 {
+		rw.Flush()
+	}
 	if rw.status/100 == 2 && rw.errClass == "" && rt == s.prod.current() {
 		s.prod.served()
 	}
