@@ -2,6 +2,9 @@ package serve
 
 import (
 	"net/http"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -21,6 +24,39 @@ type metrics struct {
 	active   *prometheus.GaugeVec     // backend, engine, model, state
 	inFlight prometheus.Gauge
 	procs    prometheus.Gauge
+	// series caches the per-request series by route and backend, so a
+	// request costs no label hashing (see observe).
+	series sync.Map // seriesKey → *requestSeries
+}
+
+type seriesKey struct{ route, backend string }
+
+// requestSeries are one route and backend's series.
+type requestSeries struct {
+	ttfb, duration prometheus.Observer
+	byStatus       sync.Map // int → prometheus.Counter
+}
+
+// observe counts a request of route to backend ("" when it reached
+// none) answered with status, and, when ttfb > 0, its time to first
+// byte and duration.
+func (m *metrics) observe(route, backend string, status int, ttfb, duration time.Duration) {
+	k := seriesKey{route, backend}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &requestSeries{ttfb: m.ttfb.WithLabelValues(route, backend),
+			duration: m.duration.WithLabelValues(route, backend)})
+	}
+	rs := v.(*requestSeries)
+	c, ok := rs.byStatus.Load(status)
+	if !ok {
+		c, _ = rs.byStatus.LoadOrStore(status, m.requests.WithLabelValues(route, backend, strconv.Itoa(status)))
+	}
+	c.(prometheus.Counter).Inc()
+	if ttfb > 0 {
+		rs.ttfb.Observe(ttfb.Seconds())
+		rs.duration.Observe(duration.Seconds())
+	}
 }
 
 // latencyBuckets cover 100 µs (the router's own cost) to 5 min (a long

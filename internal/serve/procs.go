@@ -44,7 +44,7 @@ const (
 	procsDwell = 250 * time.Millisecond
 	// procsCalm is how long the load must stay under procsLow before the
 	// router goes back to one processor.
-	procsCalm = 200 * time.Millisecond
+	procsCalm = 100 * time.Millisecond
 )
 
 // newProcsPolicy returns the policy for [serve] procs = fixed, or nil

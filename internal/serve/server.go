@@ -370,7 +370,7 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="hiro"`)
 	writeError(w, http.StatusUnauthorized, "invalid_api_key", msg, 0)
-	s.metrics.requests.WithLabelValues(r.URL.Path, "", "401").Inc()
+	s.metrics.observe(r.URL.Path, "", http.StatusUnauthorized, 0, 0)
 	s.access.log(&accessEntry{Time: time.Now().UTC(), Remote: r.RemoteAddr, Method: r.Method, Path: r.URL.Path, Status: 401, Error: "unauthorized"})
 }
 
@@ -443,11 +443,11 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 		end := time.Since(rw.start)
 		s.procs.done(end)
 		m := s.metrics
-		m.requests.WithLabelValues(routeName, backend, statusText(rw.status)).Inc()
-		if rt != nil && rw.ttfb > 0 {
-			m.ttfb.WithLabelValues(routeName, backend).Observe(rw.ttfb.Seconds())
-			m.duration.WithLabelValues(routeName, backend).Observe(end.Seconds())
+		ttfb := rw.ttfb
+		if rt == nil {
+			ttfb = 0 // refused before any backend: no latency series
 		}
+		m.observe(routeName, backend, rw.status, ttfb, end)
 		if rw.wantTail && rw.status == http.StatusOK {
 			if p, c, ok := usageOf(rw.tail); ok {
 				m.tokens.WithLabelValues(backend, "prompt").Add(float64(p))
@@ -578,17 +578,6 @@ const (
 	retryAfterHandedOver = 30
 	retryAfterDown       = 60
 )
-
-var statusTexts sync.Map
-
-func statusText(code int) string {
-	if v, ok := statusTexts.Load(code); ok {
-		return v.(string)
-	}
-	s := fmt.Sprint(code)
-	statusTexts.Store(code, s)
-	return s
-}
 
 // drain refuses new requests and waits up to timeout for in-flight ones.
 func (s *Server) drain(ctx context.Context, timeout time.Duration) DrainResult {
