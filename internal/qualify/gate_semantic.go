@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
@@ -219,7 +220,7 @@ func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *
 		}
 	}
 	p := h.Production
-	side, err := g.runSide(ctx, c, semanticTarget{Backend: p.Name, BaseURL: p.BaseURL, Model: p.Model, profile: p}, dir)
+	side, err := g.runSide(ctx, c, semanticTarget{Backend: p.Name, BaseURL: p.BaseURL, Model: p.Model, profile: p}, dir, h)
 	if err != nil {
 		return nil, false, fmt.Errorf("semantic: production: %w", err)
 	}
@@ -234,10 +235,18 @@ func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *
 	return side, false, nil
 }
 
-// runSide extracts the corpus through t into dir and scores it.
-func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semanticTarget, dir string) (*semanticSide, error) {
+// runSide extracts the corpus through t into dir and scores it; a
+// progress line per finished document goes to h (a corpus through a
+// model on a CPU takes minutes).
+func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semanticTarget, dir string, h *Handle) (*semanticSide, error) {
+	total := len(c.Docs)
+	var done atomic.Int64
+	onCommit := func(dp extract.DocProgress) {
+		h.Logf("%s: document %d/%d (%s) %s: %d claims, %d rejects", t.Backend, done.Add(1), total, dp.DocID, dp.Status, dp.Claims, dp.Rejects)
+	}
 	sum, err := extract.Run(ctx, c.Docs, extract.Options{Client: profileClient(t.profile), Backend: t.Backend, BaseURL: t.BaseURL, Model: t.Model,
-		OutDir: dir, Concurrency: g.Concurrency, MaxRepairs: g.repairs(), MaxTokens: g.MaxTokens, RequestTimeout: g.RequestTimeout.Duration})
+		OutDir: dir, Concurrency: g.Concurrency, MaxRepairs: g.repairs(), MaxTokens: g.MaxTokens, RequestTimeout: g.RequestTimeout.Duration,
+		OnCommit: onCommit})
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +324,7 @@ func (g *SemanticGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) er
 		if c, err = corpus.Load(g.Corpus); err == nil {
 			var cand *semanticSide
 			cand, err = g.runSide(ctx, c, semanticTarget{Backend: h.Candidate.Name, BaseURL: r.Profile.BaseURL, Model: r.Profile.Model, profile: r.Profile},
-				filepath.Join(h.Dir, "semantic", h.GateID, "candidate-"+safeName(h.Candidate.Name)))
+				filepath.Join(h.Dir, "semantic", h.GateID, "candidate-"+safeName(h.Candidate.Name)), h)
 			if err != nil {
 				err = fmt.Errorf("semantic: candidate: %w", err)
 			} else {

@@ -3,6 +3,7 @@ package qualify_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,7 @@ func gateAlone(t *testing.T, e *env, gateTOML string, ready bool) (evidence.Gate
 	ctx, cancel := context.WithTimeout(context.Background(), spec.Bound(h))
 	defer cancel()
 	err = spec.Gate.Run(ctx, h, &g)
+	e.lastLog = log.String()
 	return g, err
 }
 
@@ -149,6 +151,14 @@ func TestGateSemanticAlone(t *testing.T) {
 	s := g.Semantic
 	if s == nil || !s.Passed || s.ProductionCached || len(s.Differences) == 0 || len(s.Checks) != 7 || s.CandidateStats.DocumentsDone == 0 {
 		t.Fatalf("semantic %+v", s)
+	}
+	// A corpus through a model takes minutes: each side says how far it is.
+	n := s.CandidateStats.DocumentsDone
+	for _, side := range []string{"prod", "cand"} {
+		want := fmt.Sprintf("%s: document %d/%d (", side, n, n)
+		if !strings.Contains(e.lastLog, side+": document 1/") || !strings.Contains(e.lastLog, want) {
+			t.Errorf("progress lacks %q and %q:\n%s", side+": document 1/", want, e.lastLog)
+		}
 	}
 	g, err = gateAlone(t, e, gate+"min_f1 = 0.5\n", true)
 	if err == nil || !strings.Contains(err.Error(), "f1 floor") || g.Semantic == nil || !g.Semantic.ProductionCached {

@@ -53,6 +53,8 @@ type env struct {
 	prodPort int
 	candPort int
 	leaseDir string
+	// lastLog is the progress a gate run by gateAlone wrote.
+	lastLog string
 }
 
 // newEnv writes hiro.toml with production "prod" (fake engine, llama.cpp
