@@ -24,7 +24,7 @@ import (
 // added by the tick (Little's law: the average number in flight), or
 // takes the number in flight now when it is larger (streams that have
 // not ended yet). A change stops the world for some microseconds; the
-// policy changes at most once per procsDwell.
+// policy goes up at once and down at most once per procsDwell.
 type procsPolicy struct {
 	max      int // the processors Go gave the process at start
 	busy     atomic.Int64
@@ -94,7 +94,10 @@ func (p *procsPolicy) step(now time.Time, interval time.Duration, inFlight int64
 	default:
 		p.lowSince = time.Time{}
 	}
-	if want == p.cur || now.Sub(p.lastMove) < procsDwell {
+	// Up at once (throughput is lost while overlapping requests share one
+	// processor); down only procsDwell after the last change, so that a
+	// flapping load changes it at most twice per procsDwell.
+	if want == p.cur || (want < p.cur && now.Sub(p.lastMove) < procsDwell) {
 		return
 	}
 	p.set(want)

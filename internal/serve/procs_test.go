@@ -16,9 +16,9 @@ import (
 )
 
 // TestProcsPolicyStep drives the adaptive policy with made-up loads: it
-// goes to all processors when requests overlap, back to one only after
-// the load stayed low for procsCalm, and never changes twice within
-// procsDwell.
+// goes to all processors as soon as requests overlap, back to one only
+// after the load stayed low for procsCalm and procsDwell after the last
+// change, so a flapping load changes it at most twice per procsDwell.
 func TestProcsPolicyStep(t *testing.T) {
 	var sets []int
 	p := &procsPolicy{max: 4, cur: 4, set: func(n int) { sets = append(sets, n) }}
@@ -38,9 +38,9 @@ func TestProcsPolicyStep(t *testing.T) {
 	if p.cur != 1 || at(i-1).Sub(at(1)) < procsCalm {
 		t.Fatalf("after %s of calm: %d processors (sets %v)", at(i-1).Sub(at(1)), p.cur, sets)
 	}
-	// Eight requests of a full tick each: all processors, at once if the
-	// last change is older than procsDwell.
-	i += int(procsDwell/tick) + 1
+	// Eight requests of a full tick each: all processors at the next
+	// tick, however recent the last change.
+	i++
 	p.done(8 * tick)
 	p.step(at(i), tick, 0)
 	if p.cur != 4 {
@@ -59,18 +59,37 @@ func TestProcsPolicyStep(t *testing.T) {
 	if p.cur != 4 || !p.lowSince.IsZero() {
 		t.Fatalf("in the dead band: %d processors, low since %v", p.cur, p.lowSince)
 	}
-	// A flapping load changes at most once per procsDwell.
-	n := len(sets)
-	start := i + 3
-	for j := 0; j < 200; j++ {
-		if j%2 == 0 {
-			p.done(8 * tick)
+	// Right after going up, a calm load does not bring it down before
+	// procsDwell.
+	for k := 3; k <= int(procsDwell/tick); k++ {
+		p.step(at(i+k), tick, 0)
+		if at(i+k).Sub(at(i)) < procsDwell && p.cur != 4 {
+			t.Fatalf("down %s after going up (dwell %s)", at(i+k).Sub(at(i)), procsDwell)
 		}
-		p.step(at(start+j), tick, 0)
 	}
-	span := at(start + 199).Sub(at(start))
-	if max := int(span/procsDwell) + 1; len(sets)-n > max {
-		t.Errorf("%d changes in %s, at most %d allowed", len(sets)-n, span, max)
+	i += int(procsDwell/tick) + 1
+	p.done(8 * tick)
+	p.step(at(i+2), tick, 0)
+	// A flapping load (a busy tick every `every` ticks) changes it at
+	// most twice per procsDwell, and a load busy once per 200 ms does
+	// change it (calm is reached between bursts).
+	start := i + 3
+	for _, every := range []int{2, 3, 4, 8} {
+		n := len(sets)
+		for j := 0; j < 200; j++ {
+			if j%every == 0 {
+				p.done(8 * tick)
+			}
+			p.step(at(start+j), tick, 0)
+		}
+		span := at(start + 199).Sub(at(start))
+		if max := 2 * (int(span/procsDwell) + 1); len(sets)-n > max {
+			t.Errorf("busy every %d ticks: %d changes in %s, at most %d allowed", every, len(sets)-n, span, max)
+		}
+		if every == 4 && len(sets) == n {
+			t.Errorf("busy every %d ticks (%s): never changed", every, time.Duration(every)*tick)
+		}
+		start += 200
 	}
 	for _, s := range sets {
 		if s != 1 && s != 4 {
