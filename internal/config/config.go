@@ -303,15 +303,7 @@ func Parse(data []byte, path string) (*Config, error) {
 		return nil, decodeError(path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		var es Errors
-		for _, k := range und {
-			msg := "unknown key; check its spelling against examples/hiro.toml (keys are snake_case)"
-			if last := k[len(k)-1]; literalKeyNames[last] {
-				msg = "an API key is never written in the configuration; put it in an environment variable and name it with api_key_env = \"NAME\", or in a file named by api_key_file = \"PATH\""
-			}
-			es = append(es, &Error{File: path, Key: k.String(), Msg: msg})
-		}
-		return nil, es
+		return nil, unknownKeyErrors(path, data, md, und)
 	}
 	c.Path = path
 	c.Dir = filepath.Dir(path)

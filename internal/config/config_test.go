@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -177,5 +178,50 @@ func TestOverloadPolicy(t *testing.T) {
 	_, err = Parse([]byte(remote+"[backends.remote.overload]\nmultiplier = 0.5\ninitial_interval = \"1m\"\nmax_interval = \"1s\"\n"), "/x/hiro.toml")
 	if err == nil || !strings.Contains(err.Error(), "overload.multiplier") || !strings.Contains(err.Error(), "overload.initial_interval") {
 		t.Errorf("bad overload: %v", err)
+	}
+}
+
+// TestUnknownKeysSuggestAndNameTheLine: a misspelt key names its line and
+// the known key nearest in spelling; an unknown table is one error (not one
+// per key inside it), with the table it probably meant.
+func TestUnknownKeysSuggestAndNameTheLine(t *testing.T) {
+	text := strings.Replace(good, `stall_timeout = "30s"`, `stall_timout = "30s"`, 1) +
+		"frobnicate = 1\n" +
+		"[serv]\nlisten = \"127.0.0.1:1\"\nalias = \"a\"\nhealth_interval = \"1s\"\n"
+	lineOf := func(s string) int {
+		for i, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(l, s) {
+				return i + 1
+			}
+		}
+		t.Fatalf("no line %q", s)
+		return 0
+	}
+	_, err := Parse([]byte(text), "hiro.toml")
+	es, ok := err.(Errors)
+	if !ok {
+		t.Fatalf("error %v (%T), want Errors", err, err)
+	}
+	want := []string{
+		fmt.Sprintf("hiro.toml: backends.prod.stall_timout: line %d: unknown key; did you mean stall_timeout?", lineOf("stall_timout")),
+		fmt.Sprintf("hiro.toml: backends.prod.ready_probe.frobnicate: line %d: unknown key; check its spelling", lineOf("frobnicate")),
+		fmt.Sprintf("hiro.toml: serv: line %d: unknown table; did you mean [serve]?", lineOf("[serv]")),
+	}
+	if len(es) != len(want) {
+		t.Fatalf("%d errors, want %d (one per mistake):\n%v", len(es), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(es[i].Error(), w) {
+			t.Errorf("error %d:\n got %s\nwant %s...", i, es[i], w)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	keys := []string{"ready_timeout", "stall_timeout", "stop_grace", "port"}
+	for word, want := range map[string]string{"stall_timout": "stall_timeout", "Port": "port", "prot": "port", "stop": "", "timeout": ""} {
+		if got := suggest(word, keys); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", word, got, want)
+		}
 	}
 }

@@ -2,7 +2,9 @@
 // run or reach one inference server) and the production section. One
 // loader (Load) fills defaults, decodes strictly (unknown keys are errors)
 // and validates, with every message prefixed by the path of the offending
-// key and saying what to do. A configuration that fails to load starts and
+// key and saying what to do. An unknown key names its line and the known
+// key nearest in spelling (did you mean); an unknown table is one error,
+// not one per key inside it. A configuration that fails to load starts and
 // stops nothing.
 //
 // It must not start processes or make network calls; paths are resolved
