@@ -152,6 +152,16 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'f', -1, 64)
 }
 
+// Flush writes out what is buffered.
+func (a *accessLog) Flush() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	a.w.Flush()
+	a.mu.Unlock()
+}
+
 // Close flushes and closes the log.
 func (a *accessLog) Close() {
 	if a == nil {

@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -69,7 +71,11 @@ restart_window = "1m"`)
 		t.Errorf("last failure %+v", p.LastFailure)
 	}
 	code, h, body := post(t, r.url, RouteChat, chatBody("extraction", false))
-	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(errorMessage(t, body), "restart budget spent") {
+	// The client learns the state and the failure's class, not the
+	// operator's detail (pids, exit codes, addresses are in hiro status).
+	if msg := errorMessage(t, body); code != 503 || h.Get("Retry-After") == "" ||
+		!strings.Contains(msg, "production prod is down after a failure (engine_died)") ||
+		strings.Contains(msg, "restart budget") || strings.Contains(msg, "pid") || strings.Contains(msg, "exit") {
 		t.Errorf("request while down: %d %v %s", code, h, body)
 	}
 	// It stays down: no further restart.
@@ -313,5 +319,69 @@ func TestGracefulStopDrains(t *testing.T) {
 	}
 	if _, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", false))); err == nil {
 		t.Error("the router still accepts requests after the stop")
+	}
+}
+
+// TestUnmanagedDeath: production is a URL hiro does not launch (the fake
+// engine run by the test). Killed, the first request already gets 503
+// with Retry-After (not 502), production goes down and is reported, not
+// restarted, requests say so without the operator's detail; started
+// again by its owner, it is served again.
+func TestUnmanagedDeath(t *testing.T) {
+	port := freePort(t)
+	startEngine := func() *exec.Cmd {
+		cmd := exec.Command(fakeEngine, "--port", itoa(port), "--model", "fake-model")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	eng := startEngine()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(path, []byte(`state_dir = "state"
+[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+unmanaged = true
+base_url = "http://127.0.0.1:`+itoa(port)+`"
+model = "fake-model"
+[serve]
+listen = "127.0.0.1:0"
+alias = "extraction"
+health_interval = "300ms"
+access_log = "off"
+`), 0o644)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Fatalf("while up: %d %s", code, body)
+	}
+	eng.Process.Kill()
+	eng.Wait()
+	code, h, body := post(t, r.url, RouteChat, chatBody("extraction", false))
+	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(errorMessage(t, body), "production prod is") {
+		t.Errorf("first request after the death: %d %v %s", code, h, body)
+	}
+	st := r.waitState(t, StateDown, 10*time.Second)
+	if st.Production.Restarts != 0 || st.Production.LastFailure == nil {
+		t.Errorf("unmanaged production restarted or its failure not recorded: %+v", st.Production)
+	}
+	code, h, body = post(t, r.url, RouteChat, chatBody("extraction", false))
+	msg := errorMessage(t, body)
+	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(msg, "production prod is down") ||
+		strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, "pid") {
+		t.Errorf("while down: %d %v %q", code, h, msg)
+	}
+	startEngine()
+	r.waitState(t, StateReady, 20*time.Second)
+	if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Errorf("after its owner started it again: %d %s", code, body)
 	}
 }

@@ -68,6 +68,15 @@ func fakeConfig(t testing.TB, args []string, serveExtra string) *config.Config {
 	for i, a := range all {
 		q[i] = strconv.Quote(a)
 	}
+	// serveExtra may set one of the [serve] keys below: the default line
+	// goes, so that TOML sees each key once.
+	serveDefaults := ""
+	for _, d := range []string{`listen = "127.0.0.1:0"`, `alias = "extraction"`, `health_interval = "200ms"`,
+		`restart_backoff = "100ms"`, `access_log = "off"`, `on_exit = "stop"`} {
+		if !strings.Contains(serveExtra, strings.SplitN(d, " ", 2)[0]+" ") {
+			serveDefaults += d + "\n"
+		}
+	}
 	toml := fmt.Sprintf(`state_dir = "state"
 [production]
 backend = "prod"
@@ -81,14 +90,8 @@ ready_timeout = "20s"
 stall_timeout = "10s"
 stop_grace = "2s"
 [serve]
-listen = "127.0.0.1:0"
-alias = "extraction"
-health_interval = "200ms"
-restart_backoff = "100ms"
-access_log = "off"
-on_exit = "stop"
-%s
-`, fakeEngine, strings.Join(q, ", "), port, serveExtra)
+%s%s
+`, fakeEngine, strings.Join(q, ", "), port, serveDefaults, serveExtra)
 	path := filepath.Join(dir, "hiro.toml")
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)

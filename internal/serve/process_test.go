@@ -153,3 +153,55 @@ func TestSIGKILLWhileRestarting(t *testing.T) {
 		t.Errorf("control folder mode: %v %v", fi, err)
 	}
 }
+
+// TestAdoptedProduction: a router that stops with on_exit = "leave" says
+// it left production running; the next router adopts it and, stopping,
+// says so too; when the adopted engine dies, the failure is classified
+// with how long the process had run (from its record: the log alone does
+// not say), and production is restarted.
+func TestAdoptedProduction(t *testing.T) {
+	cfg := fakeConfig(t, nil, `on_exit = "leave"`)
+	port := cfg.Backends["prod"].Port
+	t.Cleanup(func() {
+		for _, pid := range enginePIDs(port) {
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	})
+	r1 := startRouter(t, cfg, nil)
+	pid := r1.waitState(t, StateReady, 20*time.Second).Production.PID
+	r1.stop(t)
+	if !strings.Contains(r1.events.String(), `"event":"production_left_running"`) {
+		t.Errorf("first router's events lack production_left_running:\n%s", r1.events.String())
+	}
+	r2 := startRouter(t, cfg, nil)
+	st := r2.waitState(t, StateReady, 20*time.Second)
+	if st.Production.PID != pid || !strings.Contains(st.Production.Message, "adopted") {
+		t.Fatalf("second router: %+v (first pid %d)", st.Production, pid)
+	}
+	r2.stop(t)
+	if ev := r2.events.String(); !strings.Contains(ev, `"event":"production_left_running"`) || !strings.Contains(ev, `"adopted":true`) {
+		t.Errorf("second router's events lack production_left_running (adopted):\n%s", ev)
+	}
+	r3 := startRouter(t, cfg, nil)
+	r3.waitState(t, StateReady, 20*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	syscall.Kill(pid, syscall.SIGKILL)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := r3.ctl.Status(context.Background())
+		if err == nil && st.Production.LastFailure != nil {
+			f := st.Production.LastFailure
+			if f.SecondsSinceStart < 0.3 {
+				t.Errorf("the adopted engine ran over 0.3 s; the failure says %v s", f.SecondsSinceStart)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the adopted engine's death was not recorded: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := r3.waitState(t, StateReady, 20*time.Second); st.Production.PID == pid || st.Production.Restarts != 1 {
+		t.Errorf("after the death: %+v", st.Production)
+	}
+}

@@ -119,7 +119,7 @@ func (p *prodCtl) setState(st State, msg string) {
 
 // gate lets a request for production through when it is ready; else it
 // waits up to wait for it, then says why not and the Retry-After.
-func (p *prodCtl) gate(ctx context.Context, wait time.Duration) (ok bool, retryAfter int, why string) {
+func (p *prodCtl) gate(ctx context.Context, wait time.Duration) (ok bool, retry int, why string) {
 	if p.ready.Load() {
 		return true, 0, ""
 	}
@@ -137,23 +137,51 @@ func (p *prodCtl) gate(ctx context.Context, wait time.Duration) (ok bool, retryA
 		}
 	}
 	p.mu.Lock()
-	st, msg := p.st, p.message
+	st, last, campaign := p.st, p.lastFailure, ""
+	if p.handover != nil {
+		campaign = p.handover.Campaign
+	}
 	p.mu.Unlock()
 	if st == StateReady {
 		return true, 0, ""
 	}
-	retry := retryAfterRestarting
+	return false, retryAfter(st), clientReason(p.name(), st, last, campaign)
+}
+
+// retryAfter is the Retry-After (seconds) for a request refused in
+// state st.
+func retryAfter(st State) int {
 	switch st {
 	case StateHandedOver:
-		retry = retryAfterHandedOver
+		return retryAfterHandedOver
 	case StateDown, StateStopped:
-		retry = retryAfterDown
+		return retryAfterDown
 	}
-	why = fmt.Sprintf("production %s is %s", p.name(), st)
-	if msg != "" {
-		why += ": " + msg
+	return retryAfterRestarting
+}
+
+// clientReason says why production cannot answer, for an API client:
+// the state, the class of the last failure and when to retry, never the
+// operator's detail (root causes name pids, processes, paths and
+// addresses; `hiro status` and the event log have them). campaign names
+// the campaign production is handed over to, when known.
+func clientReason(name string, st State, last *failure.Failure, campaign string) string {
+	why := fmt.Sprintf("production %s is %s", name, st)
+	switch st {
+	case StateHandedOver:
+		why += " to a qualification campaign"
+		if campaign != "" {
+			why += " (" + campaign + ")"
+		}
+	case StateRestarting, StateDown:
+		if last != nil && last.Class != "" {
+			why += fmt.Sprintf(" after a failure (%s)", last.Class)
+		}
 	}
-	return false, retry, why
+	if st == StateDown || st == StateStopped {
+		return why + "; the operator has to act (hiro status on the server says why); retry later"
+	}
+	return fmt.Sprintf("%s; retry in %d s", why, retryAfter(st))
 }
 
 // do runs f on the owning goroutine and waits for it.
@@ -487,6 +515,10 @@ func adoptedDeath(rec *supervisor.Record) *failure.Failure {
 	}
 	if f == nil {
 		f = &failure.Failure{Class: failure.ClassEngineDied, RootCause: fmt.Sprintf("pid %d ended (exit status unknown: not this router's child)", rec.PID)}
+	}
+	if f.SecondsSinceStart <= 0 && !rec.StartedAt.IsZero() {
+		// The log alone does not say how long the process ran; its record does.
+		f.SecondsSinceStart = time.Since(rec.StartedAt).Seconds()
 	}
 	servingPhase(f)
 	return f
@@ -843,6 +875,11 @@ func (p *prodCtl) shutdown(onExit string) {
 		}
 		p.s.event("production_left_running", map[string]any{"backend": p.name(), "pid": p.proc.PID()})
 		p.proc = nil
+		return
+	}
+	if p.adopted != nil {
+		// Adopted from an earlier router: its record stays as it was.
+		p.s.event("production_left_running", map[string]any{"backend": p.name(), "pid": p.adopted.PID, "adopted": true})
 	}
 }
 

@@ -90,9 +90,12 @@ type route struct {
 // newRoute builds the proxy of prof: plain-HTTP backends go through the
 // shared direct transport with the profile's key attached; https ones
 // through llm.NewTransport (the profile's CA file and key). onErr is told
-// about every upstream error (class) of this backend. Errors are the
-// profile's key or CA file problems, naming the key path.
-func newRoute(prof *config.Profile, direct *directTransport, pool httputil.BufferPool, onErr func(rt *route, class string)) (*route, error) {
+// about every upstream error (class) of this backend; when it returns a
+// reason, the client gets 503 with that reason and Retry-After retry
+// (seconds) instead of 502 (production found dead by a request, before
+// the watcher saw it). Errors are the profile's key or CA file problems,
+// naming the key path.
+func newRoute(prof *config.Profile, direct *directTransport, pool httputil.BufferPool, onErr func(rt *route, class string) (reason string, retry int)) (*route, error) {
 	eng, err := engine.Lookup(prof.Engine)
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: %w", prof.Name, err)
@@ -144,12 +147,16 @@ func newRoute(prof *config.Profile, direct *directTransport, pool httputil.Buffe
 			if rw, ok := w.(*respWriter); ok {
 				rw.errClass = class
 			}
-			onErr(rt, class)
+			reason, retry := onErr(rt, class)
 			if class == "canceled" {
 				// The client went away: nobody reads an answer.
 				if rw, ok := w.(*respWriter); ok {
 					rw.status = 499
 				}
+				return
+			}
+			if reason != "" {
+				writeError(w, http.StatusServiceUnavailable, "unavailable", reason, retry)
 				return
 			}
 			writeError(w, http.StatusBadGateway, "upstream_error",

@@ -92,6 +92,19 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 			t.Errorf("%s: %d %s; want %d with %q", c.name, code, body, c.code, c.want)
 		}
 	}
+	// A wrong method says which one to use (405 with Allow).
+	for _, c := range []struct{ method, path, allow string }{{"GET", RouteChat, "POST"}, {"POST", RouteModels, "GET"}} {
+		req, _ := http.NewRequest(c.method, r.url+c.path, strings.NewReader("{}"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != c.allow || !strings.Contains(errorMessage(t, string(b)), "use "+c.allow) {
+			t.Errorf("%s %s: %d Allow %q %s", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), b)
+		}
+	}
 	if code, _, body := post(t, r.url, "/v1/other", "{}"); code != 404 || !strings.Contains(errorMessage(t, body), "no route") {
 		t.Errorf("unknown route: %d %s", code, body)
 	}
@@ -204,7 +217,16 @@ func TestDeathAfterReadyRestarts(t *testing.T) {
 	if !saw503 {
 		t.Error("no 503 while production restarted")
 	}
-	st = r.waitState(t, StateReady, 20*time.Second)
+	// The first 503 may come from the request that found production dead
+	// before the watcher did: wait for the restart itself.
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		st = r.waitState(t, StateReady, 20*time.Second)
+		if st.Production.Restarts > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	p := st.Production
 	if p.Restarts != 1 || p.PID == pid || p.PID == 0 {
 		t.Errorf("restarts %d pid %d (was %d)", p.Restarts, p.PID, pid)

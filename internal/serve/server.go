@@ -255,6 +255,9 @@ func (s *Server) Run(ctx context.Context) error {
 	<-prodDone
 	<-procsDone
 	s.prod.shutdown(s.sc.OnExit)
+	// The drained requests' lines come before "stopped" (both may go to
+	// stderr).
+	s.access.Flush()
 	s.event("stopped", nil)
 	return runErr
 }
@@ -322,12 +325,19 @@ func (s *Server) event(kind string, fields map[string]any) {
 }
 
 // upstreamError counts a proxied request's upstream failure and asks the
-// watcher to look at production now.
-func (s *Server) upstreamError(rt *route, class string) {
+// watcher to look at production now. Production refusing or dropping the
+// connection (connect, reset) most likely died: the client gets 503 with
+// Retry-After, as it will once the watcher has seen the death, not 502.
+func (s *Server) upstreamError(rt *route, class string) (reason string, retry int) {
 	s.metrics.upErrors.WithLabelValues(rt.name, class).Inc()
-	if class != "canceled" && rt == s.prod.current() {
-		s.prod.poke()
+	if class == "canceled" || rt != s.prod.current() {
+		return "", 0
 	}
+	s.prod.poke()
+	if class == "connect" || class == "reset" {
+		return fmt.Sprintf("production %s is not answering (%s); hiro serve is checking it; retry in %d s", rt.name, class, retryAfterRestarting), retryAfterRestarting
+	}
+	return "", 0
 }
 
 // ServeHTTP is the router's front door.
@@ -406,6 +416,7 @@ func (s *Server) lookup(model string) *route {
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
 		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use GET "+RouteModels, 0)
 		return
 	}
@@ -480,6 +491,7 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 		return
 	}
 	if r.Method != http.MethodPost {
+		rw.Header().Set("Allow", http.MethodPost)
 		fail(http.StatusMethodNotAllowed, "invalid_request_error", fmt.Sprintf("use POST %s (got %s)", routeName, r.Method), 0)
 		return
 	}
