@@ -28,8 +28,15 @@
 // quote the target sentence (--chat claims), so a client's validation does
 // real work.
 //
-// Timestamps for benchmarks are logged as "fake: health flips to 200 at
-// UNIXNANO" and "fake: exiting at UNIXNANO".
+// Its own bookkeeping lines ("fake: pid=... starting", "fake: started
+// helper pid=...", the timestamps for benchmarks "fake: health flips to 200
+// at UNIXNANO" and "fake: exiting at UNIXNANO") go to stdout, the engine
+// log, except with --replay: the log is then the replayed engine's alone
+// (a real engine never prints them, and a failure's root cause or "last
+// line" must quote the replayed log), and they go to --notes FILE, or
+// nowhere. --notes FILE always takes them. Lines that act out an engine
+// (replayed lines, progress, the bind error, grammar and request lines)
+// and the fake's own errors ("fake: error: ...") always go to stdout.
 package main
 
 import (
@@ -56,24 +63,26 @@ import (
 )
 
 type options struct {
-	host, model, replay, signal, chat, reply, jsonReply, healthStyle string
-	apiKey, hfToken                                                  string
-	port, exitCode                                                   int
-	lineDelay, loadTime, exitAfter, progressEvery, holdFor           time.Duration
-	chatHangAfter, tokenDelay                                        time.Duration
-	proxyTo                                                          string
-	ignoreTerm, wrapper, escapeHelper, schemaFailOpen, logHealth     bool
-	holdFD                                                           int
-	tlsCert, tlsKey                                                  string
-	requireKey                                                       bool
-	overloadStatus, overloadFirst, overloadEvery, retryAfter         int
-	chunkTokens                                                      int
-	overloadN                                                        *atomic.Int64
+	host, model, replay, notes, signal, chat, reply, jsonReply, healthStyle string
+	apiKey, hfToken                                                         string
+	port, exitCode                                                          int
+	lineDelay, loadTime, exitAfter, progressEvery, holdFor                  time.Duration
+	chatHangAfter, tokenDelay                                               time.Duration
+	proxyTo                                                                 string
+	ignoreTerm, wrapper, escapeHelper, schemaFailOpen, logHealth            bool
+	holdFD                                                                  int
+	tlsCert, tlsKey                                                         string
+	requireKey                                                              bool
+	overloadStatus, overloadFirst, overloadEvery, retryAfter                int
+	chunkTokens                                                             int
+	overloadN                                                               *atomic.Int64
 }
 
 var (
 	outMu sync.Mutex
 	out   = bufio.NewWriter(os.Stdout)
+	// notes receives the bookkeeping lines (notef); nil drops them.
+	notes io.Writer = out
 )
 
 // logf writes one line to stdout and flushes it at once (the supervisor
@@ -85,12 +94,43 @@ func logf(format string, a ...any) {
 	out.Flush()
 }
 
+// notef writes one bookkeeping line of the fake itself (not an engine's
+// line) where --notes and --replay say: stdout, the notes file, or nowhere.
+func notef(format string, a ...any) {
+	outMu.Lock()
+	defer outMu.Unlock()
+	if notes == nil {
+		return
+	}
+	fmt.Fprintf(notes, format+"\n", a...)
+	if notes == io.Writer(out) {
+		out.Flush()
+	}
+}
+
+// setNotes routes the bookkeeping lines: to path when given (appended,
+// created if needed), else to stdout unless a log is replayed.
+func setNotes(path, replay string) {
+	switch {
+	case path != "":
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			logf("fake: error: --notes: %v", err)
+			os.Exit(3)
+		}
+		notes = f // unbuffered: every line is written at once
+	case replay != "":
+		notes = nil
+	}
+}
+
 func main() {
 	o := options{}
 	flag.StringVar(&o.host, "host", "127.0.0.1", "address to listen on")
 	flag.IntVar(&o.port, "port", 0, "port to serve HTTP on (0: serve nothing)")
 	flag.StringVar(&o.model, "model", "fake-model", "model id reported by /v1/models and /api/tags")
-	flag.StringVar(&o.replay, "replay", "", "log file to print line by line at start")
+	flag.StringVar(&o.replay, "replay", "", "log file to print line by line at start (the fake's own bookkeeping lines then stay out of the log: see --notes)")
+	flag.StringVar(&o.notes, "notes", "", "write the fake's bookkeeping lines (pid, helper pid, timestamps) to this file instead of stdout")
 	flag.DurationVar(&o.lineDelay, "line-delay", 0, "delay before each replayed line")
 	flag.IntVar(&o.exitCode, "exit", -1, "after the replay (and --exit-after), exit with this code")
 	flag.StringVar(&o.signal, "signal", "", "after the replay (and --exit-after), kill itself with this signal (KILL, SEGV, ABRT)")
@@ -123,6 +163,7 @@ func main() {
 	flag.DurationVar(&o.holdFor, "hold-for", 2*time.Minute, "internal: how long a helper holds the port before it exits")
 	flag.Parse()
 	o.overloadN = new(atomic.Int64)
+	setNotes(o.notes, o.replay)
 
 	if o.holdFD > 0 {
 		holdHelper(o)
@@ -144,11 +185,11 @@ func main() {
 		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
 		go func() {
 			s := <-ch
-			logf("fake: %v received, shutting down", s)
+			notef("fake: %v received, shutting down", s)
 			os.Exit(0)
 		}()
 	}
-	logf("fake: pid=%d pgid=%d starting", os.Getpid(), syscall.Getpgrp())
+	notef("fake: pid=%d pgid=%d starting", os.Getpid(), syscall.Getpgrp())
 	if o.apiKey != "" || o.hfToken != "" {
 		// vLLM prints its non-default arguments, secrets included.
 		logf("INFO 11-30 10:00:00 [utils.py:326] non-default args: {'model': '%s', 'api_key': ['%s'], 'hf_token': '%s'}", o.model, o.apiKey, o.hfToken)
@@ -197,7 +238,7 @@ func replay(path string, delay time.Duration) {
 
 // end exits with the code, or kills itself with the signal.
 func end(o options) {
-	logf("fake: exiting at %d", time.Now().UnixNano())
+	notef("fake: exiting at %d", time.Now().UnixNano())
 	if o.signal != "" {
 		name := strings.TrimPrefix(strings.ToUpper(o.signal), "SIG")
 		sigs := map[string]syscall.Signal{"KILL": syscall.SIGKILL, "SEGV": syscall.SIGSEGV, "ABRT": syscall.SIGABRT,
@@ -240,7 +281,7 @@ func runWrapper() {
 		logf("fake: error: wrapper cannot start the engine: %v", err)
 		os.Exit(3)
 	}
-	logf("fake: wrapper pid=%d started engine pid=%d", os.Getpid(), cmd.Process.Pid)
+	notef("fake: wrapper pid=%d started engine pid=%d", os.Getpid(), cmd.Process.Pid)
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); ok {
 		os.Exit(ee.ExitCode())
@@ -252,7 +293,7 @@ func runWrapper() {
 // socket open (accepting nothing) until holdFor passes.
 func holdHelper(o options) {
 	f := os.NewFile(uintptr(o.holdFD), "listener")
-	logf("fake: helper pid=%d sid=%d holds the port", os.Getpid(), mustSid())
+	notef("fake: helper pid=%d sid=%d holds the port", os.Getpid(), mustSid())
 	time.Sleep(o.holdFor)
 	f.Close()
 }
@@ -273,13 +314,13 @@ func serve(o options, start time.Time) {
 		logf("fake: ERROR: [Errno 98] error while attempting to bind on address (%s): address already in use", addr)
 		os.Exit(1)
 	}
-	logf("fake: pid=%d serving on %s", os.Getpid(), addr)
+	notef("fake: pid=%d serving on %s", os.Getpid(), addr)
 	if o.escapeHelper {
 		startHelper(l, o)
 	}
 	go func() {
 		time.Sleep(time.Until(flipAt))
-		logf("fake: health flips to 200 at %d", flipAt.UnixNano())
+		notef("fake: health flips to 200 at %d", flipAt.UnixNano())
 	}()
 	loaded := func() bool { return !time.Now().Before(flipAt) }
 	mux := http.NewServeMux()
@@ -359,7 +400,7 @@ func requireKey(key string, next http.Handler) http.Handler {
 	want := "Bearer " + key
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != want {
-			logf("fake: 401 %s %s: missing or wrong API key", r.Method, r.URL.Path)
+			notef("fake: 401 %s %s: missing or wrong API key", r.Method, r.URL.Path)
 			writeJSON(w, 401, map[string]any{"error": map[string]any{"message": "Unauthorized", "type": "authentication_error", "code": 401}})
 			return
 		}
@@ -427,7 +468,14 @@ func startHelper(l net.Listener, o options) {
 		logf("fake: error: helper: %v", err)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "--hold-fd", "3", "--hold-for", o.holdFor.String())
+	args := []string{"--hold-fd", "3", "--hold-for", o.holdFor.String()}
+	switch {
+	case o.notes != "":
+		args = append(args, "--notes", o.notes)
+	case o.replay != "":
+		args = append(args, "--notes", os.DevNull) // the log is the replayed engine's
+	}
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.ExtraFiles = []*os.File{f}
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -436,7 +484,7 @@ func startHelper(l net.Listener, o options) {
 		return
 	}
 	f.Close()
-	logf("fake: started helper pid=%d in a new session", cmd.Process.Pid)
+	notef("fake: started helper pid=%d in a new session", cmd.Process.Pid)
 	go cmd.Wait()
 }
 
@@ -546,7 +594,7 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 			select {
 			case <-time.After(o.tokenDelay):
 			case <-r.Context().Done():
-				logf("fake: client went away mid-stream")
+				notef("fake: client went away mid-stream")
 				return
 			}
 		}
@@ -612,7 +660,7 @@ func plainProxy(o options) {
 	rp.Transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second, DisableCompression: true}
 	rp.FlushInterval = 0 // SSE and unknown-length bodies are flushed at every write anyway
 	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
-	logf("fake: plain proxy on %s to %s", addr, o.proxyTo)
+	notef("fake: plain proxy on %s to %s", addr, o.proxyTo)
 	if err := http.ListenAndServe(addr, rp); err != nil {
 		logf("fake: error: %v", err)
 		os.Exit(1)

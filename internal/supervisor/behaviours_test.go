@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/llm"
 )
@@ -276,5 +278,47 @@ func TestBehaviourSchemaFailOpenSupport(t *testing.T) {
 	})
 	if !ok {
 		t.Errorf("the tracker did not see the grammar line: %q", proc.Tracker().Tail())
+	}
+}
+
+// TestBehaviourReplayedLogIsTheEngines: a replayed log is the engine's log
+// alone, for every engine kind. A replay that ends without an error line
+// and dies by KILL has the replayed log's last line as its "last line",
+// and no line of the tail is the fake engine's own bookkeeping ("fake:
+// pid=... starting", "fake: exiting at ..."), which a real engine never
+// prints; the bookkeeping still reaches --notes.
+func TestBehaviourReplayedLogIsTheEngines(t *testing.T) {
+	last := "worker 0: still compiling graphs (step 7 of 9)"
+	dir := t.TempDir()
+	log := filepath.Join(dir, "engine.log")
+	if err := os.WriteFile(log, []byte("starting the server\nloading the model\n"+last+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(dir, "notes")
+	for _, kind := range append(engine.Kinds(), "notes") {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"--replay", log, "--signal", "KILL"}
+			if kind == "notes" {
+				kind, args = "vllm", append(args, "--notes", notes)
+			}
+			p, state := fakeProfile(t, kind, 0, args, "")
+			_, res := startFake(t, p, state)
+			f := res.Failure
+			if res.State != StateFailed || f == nil {
+				t.Fatalf("state %s failure %+v", res.State, f)
+			}
+			if !strings.Contains(f.RootCause, "(last line: "+last+")") {
+				t.Errorf("root cause %q does not quote the replayed log's last line %q", f.RootCause, last)
+			}
+			for _, l := range f.LogTail {
+				if strings.Contains(l, "fake:") {
+					t.Errorf("log tail holds the fake engine's own line %q", l)
+				}
+			}
+			if n, _ := os.ReadFile(notes); slices.Contains(args, "--notes") && !reExit.Match(n) {
+				t.Errorf("--notes lacks the exit timestamp: %q", n)
+			}
+		})
 	}
 }
