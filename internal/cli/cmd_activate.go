@@ -86,7 +86,7 @@ campaign X".
 --check runs every check and touches nothing.
 
 ` + switchExitText,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs(1, 1, "the evidence folder or evidence.json of the campaign that qualified the new production", "hiro activate .hiro/evidence/demo/<id> --check"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runActivate(c.Context(), g, o, args[0])
 		},

@@ -26,7 +26,7 @@ over them. 'pin' writes it; 'verify' reports missing, changed and extra files.
 Both accept a plain directory or the Hugging Face cache layout
 (.../hub/models--ORG--NAME or .../models--ORG--NAME/snapshots/REV), whose files
 are symlinks into blobs/.`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	cmd.AddCommand(newArtifactPinCmd(g), newArtifactVerifyCmd(g))
@@ -56,7 +56,7 @@ bar is drawn on stderr when it is a terminal.
 Exit status: 0 pinned; 1 a file could not be hashed (unreadable, changed while
 hashed, symlink loop or escape, corrupt cache blob); 2 bad usage (bad revision,
 repository id or directory); 3 interrupted.`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runArtifactPin(c.Context(), g, o)
 		},
@@ -130,12 +130,7 @@ time equal the manifest's is trusted without reading it.
 
 Exit status: 0 the directory matches exactly; 1 drift (or a file could not be
 hashed); 2 bad usage (bad manifest, missing directory); 3 interrupted.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return UsageErrorf("artifact verify: give exactly one manifest file (got %d arguments), e.g. hiro artifact verify model.manifest.json --dir DIR", len(args))
-			}
-			return nil
-		},
+		Args: needArgs(1, 1, "exactly one manifest file", "hiro artifact verify model.manifest.json --dir DIR"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runArtifactVerify(c.Context(), g, o, args[0])
 		},

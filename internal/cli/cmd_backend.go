@@ -20,7 +20,7 @@ inference server. 'start' launches it in its own process group with only the
 profile's environment, waits until it is really ready (alive, health, the
 expected model id, one real completion) and leaves it running, recorded in the
 state directory; 'stop', 'status' and 'logs' act on that record later.`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	cmd.AddCommand(newBackendStartCmd(g), newBackendStopCmd(g), newBackendStatusCmd(g), newBackendLogsCmd(g))

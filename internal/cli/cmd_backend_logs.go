@@ -29,12 +29,13 @@ latest attempt's log file in the state directory (<state_dir>/logs/NAME-*.log).
 
 Exit status: 0 printed; 1 no log for NAME; 2 bad usage or configuration (NAME
 is not a backend profile of the configuration).`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs(1, 1, "the name of one backend profile", "hiro backend logs prod --tail 50"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runBackendLogs(g, o, args[0])
 		},
 	}
 	cmd.Flags().IntVar(&o.Tail, "tail", 0, "print only the last N lines (0: all)")
+	describeFlag(cmd, "tail", "a whole number of lines", "50")
 	return cmd
 }
 

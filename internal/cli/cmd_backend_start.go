@@ -46,7 +46,7 @@ With --json, one JSON object: {"state": "ready"|"failed", "failure": {...},
 
 Exit status: 0 ready; 1 failed; 2 bad usage or configuration (nothing
 started); 3 interrupted (the engine was stopped).`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs(1, 1, "the name of one backend profile", "hiro backend start prod"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runBackendStart(c.Context(), g, args[0])
 		},

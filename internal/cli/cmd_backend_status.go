@@ -22,7 +22,7 @@ A stale record is never trusted.
 
 Exit status: 0 listed (with NAME: it is running); 1 NAME is not running
 (no record, or a stale one); 2 bad usage or configuration.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: needArgs(0, 1, "at most one backend profile name, none for every backend", "hiro backend status prod"),
 		RunE: func(c *cobra.Command, args []string) error {
 			name := ""
 			if len(args) == 1 {

@@ -29,7 +29,7 @@ now belongs to another process) is reported and removed; no signal is sent.
 
 Exit status: 0 stopped; 1 not running (no record, or a stale one) or a
 shutdown leak; 2 bad usage or configuration.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs(1, 1, "the name of one backend profile", "hiro backend stop prod"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runBackendStop(c.Context(), g, o, args[0])
 		},

@@ -21,7 +21,7 @@ gold.jsonl, one gold claim per line ({"doc_id","sentence_index","text"}); and
 manifest.json with the size and SHA-256 of every other file and a digest over
 them. Extraction, evaluation and the semantic gate refuse a corpus that does
 not match its manifest.`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	cmd.AddCommand(newCorpusImportCmd(g), newCorpusVerifyCmd(g))
@@ -51,9 +51,9 @@ number (from 0). The corpus is written beside DIR and moved into place when
 complete: a failed import leaves nothing behind.
 
 Exit status: 0 imported; 1 the file could not be read or parsed; 2 bad usage.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return UsageErrorf("corpus import: give the format and the file (got %d arguments), e.g. hiro corpus import factcheck-gpt factcheck-GPT-benchmark.jsonl --take 6 --out corpora/fc6", len(args))
+		Args: func(c *cobra.Command, args []string) error {
+			if err := needArgs(2, 2, "the format and the file", "hiro corpus import factcheck-gpt factcheck-GPT-benchmark.jsonl --take 6 --out corpora/fc6")(c, args); err != nil {
+				return err
 			}
 			if args[0] != "factcheck-gpt" {
 				return UsageErrorf("corpus import: unknown format %q; the one known format is factcheck-gpt", args[0])
@@ -99,12 +99,7 @@ missing or extra file fails.
 
 Exit status: 0 the corpus matches; 1 it does not (each problem is listed);
 2 bad usage (no such directory, no or unreadable manifest).`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return UsageErrorf("corpus verify: give exactly one corpus directory (got %d arguments)", len(args))
-			}
-			return nil
-		},
+		Args: needArgs(1, 1, "exactly one corpus directory", "hiro corpus verify corpora/fc6"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runCorpusVerify(c.Context(), g, args[0])
 		},

@@ -88,14 +88,14 @@ cases answered wrong.
 Exit status: 0 diagnosed (--coverage: every case right); 1 --coverage with a
 case answered wrong; 2 bad usage (no such file, unknown engine kind, both
 --exit and --signal, unknown signal, a case set that cannot be read).`,
-		Args: cobra.MinimumNArgs(1),
+		Args: needArgs(1, -1, "one engine log file, or case-set directories with --coverage", "hiro diagnose examples/diagnose/vllm.log --engine vllm --exit 1"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.HasExit = c.Flags().Changed("exit")
 			if o.Coverage {
 				return runDiagnoseCoverage(c.Context(), g, args)
 			}
 			if len(args) != 1 {
-				return UsageErrorf("diagnose: give one log file (or --coverage with case-set directories)")
+				return UsageErrorf("diagnose: give one engine log file (got %s; several arguments are case-set directories, with --coverage), e.g. hiro diagnose examples/diagnose/vllm.log --engine vllm --exit 1", countArgs(args))
 			}
 			return runDiagnose(c.Context(), g, o, args)
 		},

@@ -150,7 +150,7 @@ func TestDiagnoseUsage(t *testing.T) {
 		{[]string{"diagnose", log, "--engine", "vllm", "--exit", "1", "--signal", "KILL"}, "not both"},
 		{[]string{"diagnose", log, "--engine", "vllm", "--signal", "NOPE"}, "not a signal name"},
 		{[]string{"diagnose", log, "--engine", "vllm", "--exit", "300"}, "0 to 255"},
-		{[]string{"diagnose", "--engine", "vllm"}, "requires at least 1 arg"},
+		{[]string{"diagnose", "--engine", "vllm"}, "diagnose: give one engine log file, or case-set directories with --coverage (got 0 arguments), e.g. hiro diagnose"},
 	} {
 		var out, errb bytes.Buffer
 		code := Run(context.Background(), c.args, &out, &errb)

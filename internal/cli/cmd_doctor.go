@@ -31,7 +31,7 @@ The configuration is optional: without one only the current directory's
 disk is measured. A configuration that exists but is invalid is bad usage.
 
 Exit status: 0 reported; 2 bad usage or configuration.`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error { return runDoctor(c.Context(), g) },
 	}
 	cmd.Flags().BoolVar(&g.JSON, "json", false, "print one JSON object (errors too)")

@@ -55,7 +55,7 @@ document of the corpus is scored.
 Exit status: 0 scored; 1 the claims could not be read or name documents the
 corpus does not have; 2 bad usage (a missing file, a corpus that does not
 match its manifest).`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runEval(c.Context(), g, o)
 		},

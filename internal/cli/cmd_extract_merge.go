@@ -31,7 +31,7 @@ request keeps only its last, finished, records.)
 Exit status: 0 merged; 2 the shards cannot be merged: a missing, repeated or
 unfinished shard, shards of different runs, a directory that cannot be read,
 or DIR cannot be written (the message says which).`,
-		Args: cobra.MinimumNArgs(1),
+		Args: needArgs(1, -1, "the output directories of every shard", "hiro extract merge --out runs/merged runs/shard-0 runs/shard-1"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runExtractMerge(g, o, args)
 		},

@@ -76,7 +76,7 @@ Where: without --journal the journal is journal/ in the state directory
 (state_dir of the configuration, default .hiro), and 'build' writes the site
 to journal-site/ beside it unless --out says otherwise; both are ignored by
 git (.gitignore lists .hiro/).`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 	}
 	cmd.PersistentFlags().StringVar(&opts.Dir, "journal", "", "journal directory (default: journal/ in the state directory, .hiro/journal without a configuration)")
 	cmd.AddCommand(newJournalNewCmd(g, opts), newJournalAddCmd(g, opts), newJournalBuildCmd(g, opts), newJournalCheckCmd(g, opts))
@@ -101,7 +101,7 @@ the JSON afterwards to add sections; 'hiro journal check' validates it.
 
 Exit status: 0 written; 2 bad usage (no title, a bad slug or time, a slug
 or timestamp already in the journal).`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runJournalNew(c.Context(), g, jo, o)
 		},
@@ -175,7 +175,7 @@ against the evidence schema, copies it into the journal's evidence/ folder and
 writes an entry from it: title and summary from the campaign and its report,
 sections from the report, the validation table from the gates, next steps.
 The private copy is refused.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs(1, 1, "the public evidence.json of one campaign", "hiro journal add .hiro/evidence/demo/<id>/evidence.json"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runJournalAdd(c.Context(), g, jo, args)
 		},
@@ -222,7 +222,7 @@ alias. DIR is replaced as a whole; a non-empty DIR that is not a journal site is
 refused. Each entry's hash is then recorded in the journal's published.json.
 Without --out, DIR is journal-site/ beside the journal directory
 (.hiro/journal-site by default).`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runJournalBuild(c.Context(), g, jo, o)
 		},
@@ -295,7 +295,7 @@ no published entry changed without a revision note, and that every internal link
 of the site resolves. With --out the built site in DIR is checked (and must have
 every entry's page, JSON and alias pages); without it a site is built into a
 temporary directory for the link check.`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runJournalCheck(c.Context(), g, jo, o)
 		},

@@ -54,7 +54,7 @@ present and well-formed, the candidate's and production's commands found.
 Exit status: 0 qualified; 1 not qualified (a gate failed); 2 bad usage,
 configuration or plan (nothing started or stopped); 3 aborted (harness error
 or interrupt) with production restored; 4 production could not be restored.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs(1, 1, "the path of one campaign plan, a TOML file", "hiro qualify examples/demo/plan.toml --check"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runQualify(c, g, o, args[0])
 		},
@@ -68,6 +68,9 @@ or interrupt) with production restored; 4 production could not be restored.`,
 func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) error {
 	plan, cfg, err := qualify.LoadPlan(planPath, g.ConfigPath)
 	if err != nil {
+		if _, serr := os.Stat(planPath); errors.Is(serr, os.ErrNotExist) {
+			return UsageError(fmt.Errorf("%w; give the path of a campaign plan (TOML), e.g. hiro qualify examples/demo/plan.toml --check", err))
+		}
 		return UsageError(err)
 	}
 	if o.Check {

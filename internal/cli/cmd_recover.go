@@ -36,7 +36,7 @@ restore after it is written as an event file beside its evidence.
 
 Exit status: 0 nothing to do or production restored; 4 production could not
 be restored.`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runRecover(c.Context(), g, true)
 		},

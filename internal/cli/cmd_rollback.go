@@ -34,7 +34,7 @@ switched record names production; before any, the configuration's
 --check runs the checks only and touches nothing.
 
 ` + switchExitText,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runRollback(c.Context(), g, o)
 		},

@@ -47,7 +47,7 @@ running (or stopped with on_exit = "stop").
 
 Exit status: 0 stopped gracefully; 1 the listener failed; 2 bad usage or
 configuration (nothing was started).`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runServe(c.Context(), g, o)
 		},

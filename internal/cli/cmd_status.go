@@ -23,7 +23,7 @@ $XDG_STATE_HOME/hiro/serve, else ~/.local/state/hiro/serve) for production's sta
 check and canary, its restarts within the budget and its last failure.
 
 Exit status: 0 production is ready; 1 it is not, or no router is running.`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runStatus(c.Context(), g)
 		},

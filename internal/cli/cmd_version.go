@@ -17,7 +17,7 @@ built from (stamped by scripts/build.sh; Go's build information otherwise),
 and the Go toolchain and platform. 'hiro --version' prints the same.
 
 Exit status: 0.`,
-		Args:        cobra.NoArgs,
+		Args:        needArgs(0, 0, "", ""),
 		Annotations: map[string]string{annotationNoHooks: "true"},
 		RunE: func(c *cobra.Command, _ []string) error {
 			if g.JSON {

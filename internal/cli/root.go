@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/version"
 )
 
@@ -60,9 +61,7 @@ func NewRoot(g *Globals) *cobra.Command {
 		defCfg = "hiro.toml"
 	}
 	root.PersistentFlags().StringVar(&g.ConfigPath, "config", defCfg, "hiro configuration file (TOML); also $HIRO_CONFIG")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return UsageError(fmt.Errorf("%s: %w (see '%s --help')", c.CommandPath(), err, c.CommandPath()))
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if c.Annotations[annotationNoHooks] != "" {
 			return nil
@@ -145,9 +144,9 @@ func requireSubcommand(c *cobra.Command) {
 				c.SetOut(c.ErrOrStderr())
 				_ = c.Usage()
 				if len(args) > 0 {
-					return UsageErrorf("%s: unknown command %q; the commands are listed above", c.CommandPath(), args[0])
+					return UsageErrorf("%s: unknown command %q; the commands are listed above", commandName(c), args[0])
 				}
-				return UsageErrorf("%s: give a command; the commands are listed above", c.CommandPath())
+				return UsageErrorf("%s: give a command; the commands are listed above", commandName(c))
 			}
 			requireSubcommand(sub)
 		}
@@ -203,11 +202,36 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if code == ExitFailed && !errors.As(err, &ee) && isCobraUsage(err) {
 			code = ExitUsage
 		}
+		if f := root.PersistentFlags().Lookup("config"); f != nil && !f.Changed {
+			err = explainConfigFromEnv(err, g.ConfigPath)
+		}
 		reportError(g, err, code)
 		return code
 	}
 	return ExitOK
 }
+
+// explainConfigFromEnv rewords err's "configuration file not found"
+// when the path came from $HIRO_CONFIG (no --config): the user may not know
+// the variable is set. Other errors are returned as they are.
+func explainConfigFromEnv(err error, path string) error {
+	env := os.Getenv("HIRO_CONFIG")
+	var ce *config.Error
+	if env == "" || env != path || !errors.As(err, &ce) || !errors.Is(ce, config.ErrNotFound) || ce.File != path {
+		return err
+	}
+	msg := "configuration file not found; the path came from the environment variable HIRO_CONFIG: correct or unset HIRO_CONFIG, or pass --config FILE (examples/hiro.toml is a starting point)"
+	return &rewordedError{msg: strings.Replace(err.Error(), ce.Msg, msg, 1), err: err}
+}
+
+// rewordedError is err with another message.
+type rewordedError struct {
+	msg string
+	err error
+}
+
+func (e *rewordedError) Error() string { return e.msg }
+func (e *rewordedError) Unwrap() error { return e.err }
 
 // isCobraUsage recognises cobra's own argument errors (unknown command,
 // wrong number of arguments), which are usage errors.

@@ -250,7 +250,17 @@ type Error struct {
 	File string
 	Key  string
 	Msg  string
+	// Err is the cause when one is worth testing with errors.Is
+	// (ErrNotFound); it is not part of the message.
+	Err error
 }
+
+// ErrNotFound is the cause (errors.Is) of Load's error when the
+// configuration file does not exist.
+var ErrNotFound = errors.New("configuration file not found")
+
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	loc := e.File
@@ -287,7 +297,7 @@ func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(abs)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, &Error{File: path, Msg: "configuration file not found; pass --config FILE or set HIRO_CONFIG (examples/hiro.toml is a starting point)"}
+			return nil, &Error{File: path, Msg: "configuration file not found; pass --config FILE or set HIRO_CONFIG (examples/hiro.toml is a starting point)", Err: ErrNotFound}
 		}
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
