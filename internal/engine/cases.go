@@ -238,15 +238,22 @@ type CoverageCell struct {
 	Right int `json:"right"`
 }
 
-// CoverageOf tallies results; Ready cases (no failure class) are left
-// out.
+// CoverageReady is the row of Coverage.Cells that counts the cases whose
+// engine became ready (Case.Ready: no failure expected, right when the
+// verdict is ready on the expected serving device). It is no failure
+// class; Write prints it as "ready (no failure)" when it has cases.
+const CoverageReady failure.Class = "ready"
+
+// CoverageOf tallies results: every case counts once, under its expected
+// class, or under CoverageReady when its engine became ready, so the
+// cells add up to len(results).
 func CoverageOf(results []CaseResult) Coverage {
 	cv := Coverage{Cells: map[failure.Class]map[string]CoverageCell{}}
 	for _, r := range results {
-		if r.Case.Ready {
-			continue
-		}
 		cls := failure.Class(strings.TrimSpace(strings.Split(r.Case.Class, "|")[0]))
+		if r.Case.Ready {
+			cls = CoverageReady
+		}
 		row := cv.Cells[cls]
 		if row == nil {
 			row = map[string]CoverageCell{}
@@ -263,20 +270,24 @@ func CoverageOf(results []CaseResult) Coverage {
 }
 
 // Write prints the table: one row per class of the vocabulary (in
-// failure.Classes order, then any other class), one column per engine
-// kind, each cell "right/cases" ("-" when no case), and a total row.
+// failure.Classes order, then any other class), a "ready (no failure)" row
+// when some case became ready, one column per engine kind, each cell
+// "right/cases" ("-" when no case), and a total row counting every case.
 func (cv Coverage) Write(w io.Writer) error {
 	kinds := Kinds()
 	classes := append([]failure.Class{}, failure.Classes...)
 	var extra []string
 	for c := range cv.Cells {
-		if !c.Known() {
+		if !c.Known() && c != CoverageReady {
 			extra = append(extra, string(c))
 		}
 	}
 	sort.Strings(extra)
 	for _, c := range extra {
 		classes = append(classes, failure.Class(c))
+	}
+	if len(cv.Cells[CoverageReady]) > 0 {
+		classes = append(classes, CoverageReady)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "| %-27s |", "class \\ engine (right/cases)")
@@ -291,7 +302,11 @@ func (cv Coverage) Write(w io.Writer) error {
 	totals := map[string]CoverageCell{}
 	var all CoverageCell
 	for _, c := range classes {
-		fmt.Fprintf(&b, "| %-27s |", c)
+		label := string(c)
+		if c == CoverageReady {
+			label = "ready (no failure)"
+		}
+		fmt.Fprintf(&b, "| %-27s |", label)
 		var rowAll CoverageCell
 		for _, k := range kinds {
 			cell := cv.Cells[c][k]

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -224,5 +226,63 @@ func TestSurvivedRunnerDeath(t *testing.T) {
 	if f.Class != failure.ClassEngineDied || f.Phase != failure.PhaseInference || strings.Contains(f.RootCause, runner) ||
 		!strings.Contains(f.RootCause, "killed by signal KILL") || !strings.Contains(s, runner) {
 		t.Errorf("server killed after a survived runner death: %s %s %q survived %q", f.Class, f.Phase, f.RootCause, s)
+	}
+}
+
+// TestCoverageCountsEveryCase: the coverage table's total row counts every
+// case of the sets, the ready ones (no failure expected) included, in a
+// row of their own, so the table and "N of M cases right" agree; a wrong
+// ready case shows as wrong in that row.
+func TestCoverageCountsEveryCase(t *testing.T) {
+	ok := func(c Case) CaseResult {
+		return CaseResult{Case: c, ClassOK: true, PhaseOK: true, RootCauseOK: true, FactsOK: true, DeviceOK: true}
+	}
+	wrongDevice := ok(Case{Log: "c.log", Engine: "vllm", Ready: true, ServingDevice: DeviceGPU})
+	wrongDevice.DeviceOK = false
+	results := []CaseResult{
+		ok(Case{Log: "a.log", Engine: "ollama", Class: "gpu_oom", Phase: "load"}),
+		ok(Case{Log: "b.log", Engine: "ollama", Ready: true, ServingDevice: DeviceCPU}),
+		wrongDevice,
+	}
+	cv := CoverageOf(results)
+	total := 0
+	for _, row := range cv.Cells {
+		for _, c := range row {
+			total += c.Cases
+		}
+	}
+	if total != len(results) {
+		t.Errorf("cells count %d cases, want all %d", total, len(results))
+	}
+	var b strings.Builder
+	if err := cv.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	ready := regexp.MustCompile(`(?m)^\| ready \(no failure\) +\| - +\| 1/1 +\| - +\| - +\| 0/1 +\| 1/2 +\|$`)
+	all := regexp.MustCompile(`(?m)^\| all +\| - +\| 2/2 +\| - +\| - +\| 0/1 +\| 2/3 +\|$`)
+	if !ready.MatchString(out) || !all.MatchString(out) {
+		t.Errorf("table lacks the ready row or a total of every case:\n%s", out)
+	}
+	// Without ready cases the table has no ready row (the README's table).
+	var b2 strings.Builder
+	CoverageOf(results[:1]).Write(&b2)
+	if strings.Contains(b2.String(), "ready (no failure)") {
+		t.Errorf("a ready row without ready cases:\n%s", b2.String())
+	}
+}
+
+// TestCoverageOfTheGPUCaptures: examples/gpu/results, whose eighth case
+// became ready, totals 8 cases in the table as in its count.
+func TestCoverageOfTheGPUCaptures(t *testing.T) {
+	rs, err := RunCaseSet(filepath.Join("..", "..", "examples", "gpu", "results"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	CoverageOf(rs).Write(&b)
+	want := fmt.Sprintf(`(?m)^\| all .*\| %d/%d +\|$`, len(rs), len(rs))
+	if !regexp.MustCompile(want).MatchString(b.String()) {
+		t.Errorf("total row is not %d/%d:\n%s", len(rs), len(rs), b.String())
 	}
 }
