@@ -159,8 +159,9 @@ func newRoute(prof *config.Profile, direct *directTransport, pool httputil.Buffe
 				writeError(w, http.StatusServiceUnavailable, "unavailable", reason, retry)
 				return
 			}
+			// The class, not the error's text: it names internal addresses.
 			writeError(w, http.StatusBadGateway, "upstream_error",
-				fmt.Sprintf("backend %s did not answer (%s): %v", rt.name, class, cleanErr(err)), 0)
+				fmt.Sprintf("backend %s did not answer (%s)", rt.name, class), 0)
 		},
 	}
 	return rt, nil
@@ -195,16 +196,6 @@ func upstreamErrorClass(ctx context.Context, err error) string {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// cleanErr drops the URL wrapper's method and URL (the message names the
-// backend already).
-func cleanErr(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // respWriter records what the router answered: status, bytes, time to

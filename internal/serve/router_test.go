@@ -310,3 +310,56 @@ func exec1(t *testing.T) *exec.Cmd {
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	return c
 }
+
+// TestServedProfiles: a profile [serve] served names is reached by its own
+// model id and listed; a profile not named (a candidate) is not
+// reachable; when the served backend is down its requests get 502 naming
+// the backend and the error's class but no internal address, and
+// production is untouched.
+func TestServedProfiles(t *testing.T) {
+	port := freePort(t)
+	other := exec.Command(fakeEngine, "--port", itoa(port), "--model", "other-model")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	cfg := fakeConfig(t, nil, `served = ["other"]
+[backends.other]
+engine = "llamacpp"
+unmanaged = true
+base_url = "http://127.0.0.1:`+itoa(port)+`"
+model = "other-model"
+[backends.cand]
+engine = "llamacpp"
+unmanaged = true
+base_url = "http://127.0.0.1:`+itoa(port)+`"
+model = "cand-model"
+`)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	code, _, body := post(t, r.url, RouteChat, chatBody("other-model", false))
+	if code != 200 || !strings.Contains(body, "other-model") {
+		t.Fatalf("served profile: %d %s", code, body)
+	}
+	resp, err := http.Get(r.url + RouteModels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"other-model"`) || strings.Contains(string(b), "cand-model") {
+		t.Errorf("models: %s", b)
+	}
+	if code, _, body := post(t, r.url, RouteChat, chatBody("cand-model", false)); code != 404 {
+		t.Errorf("a profile not served was reached: %d %s", code, body)
+	}
+	other.Process.Kill()
+	other.Wait()
+	code, _, body = post(t, r.url, RouteChat, chatBody("other-model", false))
+	if msg := errorMessage(t, body); code != 502 || !strings.Contains(msg, "backend other did not answer (connect)") || strings.Contains(msg, "127.0.0.1") {
+		t.Errorf("served backend down: %d %q", code, msg)
+	}
+	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Errorf("production after the served backend died: %d", code)
+	}
+}
