@@ -76,3 +76,19 @@ func TestAbortedSubtitleSaysItOnce(t *testing.T) {
 		t.Fatalf("subtitle %q", a.Subtitle)
 	}
 }
+
+// TestRateChartTicksStopAtOne: a rate chart leaves room above 1 for its
+// legend, but no tick reads more than 1.
+func TestRateChartTicksStopAtOne(t *testing.T) {
+	sr := &evidence.SemanticResult{CorpusName: "mini"}
+	sr.CandidateScores.F1, sr.ProductionScores.F1 = 0.7, 0.9
+	e := &evidence.Evidence{Gates: []evidence.Gate{{ID: "semantic", Kind: "semantic", Status: evidence.StatusFailed, Semantic: sr}}}
+	charts, err := Charts(e)
+	if err != nil || len(charts) == 0 {
+		t.Fatalf("charts %d, err %v", len(charts), err)
+	}
+	svg := string(charts[0].SVG)
+	if !strings.Contains(svg, ">1.0<") || !strings.Contains(svg, ">0.4<") || strings.Contains(svg, ">1.2<") {
+		t.Errorf("rate chart ticks: want labels 0.4 and 1.0, none 1.2")
+	}
+}

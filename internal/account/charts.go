@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -71,6 +72,22 @@ func pairChart(title, ylabel string, labels []string, cand, prod []float64, ymax
 	p.Y.Min = 0
 	if ymax > 0 {
 		p.Y.Max = ymax
+	}
+	if ymax > 1 {
+		// A rate: the axis leaves room above 1 for the legend, but its
+		// ticks stop at 1 (no value reads 1.2).
+		p.Y.Tick.Marker = plot.TickerFunc(func(_, _ float64) []plot.Tick {
+			var ts []plot.Tick
+			for i := 0; i <= 10; i++ {
+				v := float64(i) / 10
+				t := plot.Tick{Value: v}
+				if i%2 == 0 {
+					t.Label = strconv.FormatFloat(v, 'f', 1, 64)
+				}
+				ts = append(ts, t)
+			}
+			return ts
+		})
 	}
 	w := vg.Points(14)
 	bc, err := plotter.NewBarChart(plotter.Values(cand), w)
