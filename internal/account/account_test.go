@@ -78,7 +78,7 @@ func TestAbortedSubtitleSaysItOnce(t *testing.T) {
 }
 
 // TestRateChartTicksStopAtOne: a rate chart leaves room above 1 for its
-// legend, but no tick reads more than 1.
+// legend, but no tick reads more than 1; its text is sans-serif.
 func TestRateChartTicksStopAtOne(t *testing.T) {
 	sr := &evidence.SemanticResult{CorpusName: "mini"}
 	sr.CandidateScores.F1, sr.ProductionScores.F1 = 0.7, 0.9
@@ -90,5 +90,9 @@ func TestRateChartTicksStopAtOne(t *testing.T) {
 	svg := string(charts[0].SVG)
 	if !strings.Contains(svg, ">1.0<") || !strings.Contains(svg, ">0.4<") || strings.Contains(svg, ">1.2<") {
 		t.Errorf("rate chart ticks: want labels 0.4 and 1.0, none 1.2")
+	}
+	// The pages are sans-serif; so is the chart's text.
+	if !strings.Contains(svg, "font-family:Liberation Sans") || strings.Contains(svg, "Liberation Serif") {
+		t.Errorf("chart text is not in Liberation Sans")
 	}
 }

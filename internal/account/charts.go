@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -191,8 +192,14 @@ func latencyChart(e *evidence.Evidence) (Chart, bool, error) {
 		Caption: "Every request of the serving gates (client clock, request sent to last token received), one dot each; the box spans the quartiles. " + strings.Join(parts, "; ") + "."}, true, nil
 }
 
-// render writes p as an SVG of w×h points without the XML prolog.
+// render writes p as an SVG of w×h points without the XML prolog, its
+// text in Liberation Sans like the pages around it (plot's default is
+// the serif).
 func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
+		f.Variant = "Sans"
+	}
 	c := vgsvg.New(w, h)
 	p.Draw(draw.New(c))
 	var b bytes.Buffer
