@@ -21,9 +21,11 @@
 // readiness, Stop) with exponential backoff within a restart budget
 // ([serve].restart_budget in restart_window); past the budget it stays
 // down and says so. While production is not ready, requests for it wait
-// up to [serve].wait_for_ready and then get 503 with Retry-After. An
-// unmanaged production is watched the same way and reported, never
-// restarted. A production held by a live campaign's lease is never
+// up to [serve].wait_for_ready and then get 503 with Retry-After; so does
+// a request that finds production refusing connections before the watcher
+// did. Clients are told production's state and the failure's class, never
+// the operator's detail (pids, addresses, paths). An unmanaged production
+// is watched the same way and reported, never restarted. A production held by a live campaign's lease is never
 // started or restarted by the router.
 //
 // Authentication: bearer keys from [serve].api_keys_file and the variable
@@ -32,6 +34,12 @@
 // then TLS ([serve].tls_cert, tls_key) is required. Observability:
 // Prometheus /metrics (client_golang, a registry of its own) and one JSON
 // access log line per request, without prompt text.
+//
+// Processors: `hiro serve` ([Options].OwnsProcess) runs on one processor
+// while requests come one at a time and on all of them once they overlap
+// ([serve].procs = 0, procs.go; the hiro_serve_procs gauge), which
+// bench/serve-proxy.sh measures against direct and a plain
+// standard-library proxy.
 //
 // # Control socket
 //
