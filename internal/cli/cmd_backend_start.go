@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/account"
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
@@ -44,8 +45,16 @@ With --json, one JSON object: {"state": "ready"|"failed", "failure": {...},
 "ready_after_ms", "facts", "device": {"kind", "name", "gpu_layers",
 "total_layers", "evidence"}, ...}.
 
-Exit status: 0 ready; 1 failed; 2 bad usage or configuration (nothing
-started); 3 interrupted (the engine was stopped).`,
+When hiro's record says NAME already runs, nothing is started: started with
+the same profile and ready now (health, model id, probe), that is success
+("already running and ready", its pid); not ready is the failed verdict;
+started with another profile (the configuration changed since), it is
+refused: stop it first.
+
+Exit status: 0 ready (or already running and ready); 1 failed (or already
+running and not ready); 2 bad usage or configuration, or already running
+with another profile (nothing started); 3 interrupted (the engine was
+stopped).`,
 		Args: needArgs(1, 1, "the name of one backend profile", "hiro backend start prod"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runBackendStart(c.Context(), g, args[0])
@@ -80,8 +89,7 @@ func runBackendStart(ctx context.Context, g *Globals, name string) error {
 	defer hold.Release()
 	if st, err := supervisor.Status(cfg.StateDir, name); err == nil {
 		if st.Status == supervisor.StatusRunning {
-			return UsageErrorf("backend start: %s is already running (pid %d, %s, started %s); stop it first with 'hiro backend stop %s'",
-				name, st.PID, st.BaseURL, st.StartedAt.Format(time.RFC3339), name)
+			return backendAlreadyRunning(ctx, g, prof, &st)
 		}
 		fmt.Fprintf(g.Stderr, "hiro: %s: removing a stale record (%s)\n", name, st.Reason)
 		if err := supervisor.RemoveRecord(cfg.StateDir, name); err != nil {
@@ -138,6 +146,50 @@ func runBackendStart(ctx context.Context, g *Globals, name string) error {
 	default:
 		return UsageError(fmt.Errorf("backend start: %w", res.Err))
 	}
+}
+
+// backendAlreadyRunning answers 'backend start NAME' when hiro's record
+// says NAME runs. Started with the same profile and ready (checked now:
+// health, model id, probe), what was asked is already so: exit 0, nothing
+// started. Running but not ready is the failed verdict (exit 1). Started
+// with another profile (the configuration changed since) is refused as a
+// usage error (exit 2): nothing is started or stopped, stop it first.
+func backendAlreadyRunning(ctx context.Context, g *Globals, prof *config.Profile, st *supervisor.RecordStatus) error {
+	name := prof.Name
+	since := st.StartedAt.Format(time.RFC3339)
+	if st.ProfileHash != prof.Hash() {
+		return UsageErrorf("backend start: %s is already running (pid %d, %s, started %s) with another configuration: its profile changed since it started; stop it first with 'hiro backend stop %s', then start it again",
+			name, st.PID, st.BaseURL, since, name)
+	}
+	rr := supervisor.CheckReady(ctx, prof, nil)
+	res := &supervisor.Result{State: supervisor.StateReady, Name: name, Engine: st.Engine, PID: st.PID, PGID: st.PGID, Port: st.Port,
+		BaseURL: st.BaseURL, LogPath: st.LogPath, StartedAt: st.StartedAt, ExpectedModel: prof.Model, ModelIDs: rr.ModelIDs, ProbeReply: rr.Reply}
+	if !rr.OK {
+		res.State, res.Failure = supervisor.StateFailed, rr.Failure
+	}
+	if g.JSON {
+		if err := backendPrintJSON(g, struct {
+			*supervisor.Result
+			AlreadyRunning bool `json:"already_running"`
+		}{res, true}); err != nil {
+			return err
+		}
+		if !rr.OK {
+			return Silent(ExitFailed)
+		}
+		return nil
+	}
+	if !rr.OK {
+		fmt.Fprintf(g.Stdout, "%s: already running (pid %d, %s, started %s) but not ready; nothing started\n", name, st.PID, st.BaseURL, since)
+		if rr.Failure != nil {
+			printFailure(g, name, rr.Failure)
+		}
+		fmt.Fprintf(g.Stdout, "log: %s\nsee it with: hiro backend logs %s; stop it with: hiro backend stop %s\n", st.LogPath, name, name)
+		return Silent(ExitFailed)
+	}
+	fmt.Fprintf(g.Stdout, "%s: already running and ready (pid %d, %s, model %s, started %s); nothing started\n", name, st.PID, st.BaseURL, prof.Model, since)
+	fmt.Fprintf(g.Stdout, "log: %s\nstop it with: hiro backend stop %s\n", st.LogPath, name)
+	return nil
 }
 
 // printStartResult writes the verdict for a person.

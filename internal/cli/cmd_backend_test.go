@@ -69,10 +69,29 @@ ready_probe = { expect = "READY" }
 	if code != ExitOK || !strings.Contains(out, "fake:") || strings.Count(out, "\n") != 1 {
 		t.Errorf("logs --tail 1: exit %d %q", code, out)
 	}
-	// A second start is refused while it runs.
-	if code, _, errs = runHiro(t, "--config", cfg, "backend", "start", "fake"); code != ExitUsage || !strings.Contains(errs, "already running") {
-		t.Errorf("second start: exit %d %s", code, errs)
+	// A second start with the same profile starts nothing and succeeds:
+	// what was asked is already so.
+	code, out, errs = runHiro(t, "--config", cfg, "backend", "start", "fake")
+	if code != ExitOK || !strings.HasPrefix(out, fmt.Sprintf("fake: already running and ready (pid %d, ", res.PID)) || !strings.Contains(out, "nothing started") {
+		t.Errorf("second start: exit %d, stdout %q, stderr %q; want exit 0 saying it already runs, with its pid", code, out, errs)
 	}
+	code, out, _ = runHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
+	var again struct {
+		State          string `json:"state"`
+		PID            int    `json:"pid"`
+		AlreadyRunning bool   `json:"already_running"`
+	}
+	if code != ExitOK || json.Unmarshal([]byte(out), &again) != nil || again.State != "ready" || again.PID != res.PID || !again.AlreadyRunning {
+		t.Errorf("second start --json: exit %d %s", code, out)
+	}
+	// With another profile (the configuration changed since) it is
+	// refused: bad usage, nothing started or stopped.
+	orig, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, []byte(strings.Replace(string(orig), `"300ms"`, `"200ms"`, 1)), 0o644)
+	if code, _, errs = runHiro(t, "--config", cfg, "backend", "start", "fake"); code != ExitUsage || !strings.Contains(errs, "already running") || !strings.Contains(errs, "another configuration") {
+		t.Errorf("start with a changed profile: exit %d %s", code, errs)
+	}
+	os.WriteFile(cfg, orig, 0o644)
 	code, out, errs = runHiro(t, "--config", cfg, "backend", "stop", "fake")
 	if code != ExitOK || !strings.Contains(out, "port "+strconv.Itoa(port)+" free") {
 		t.Fatalf("stop: exit %d %s %s", code, out, errs)

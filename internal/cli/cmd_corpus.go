@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -50,7 +52,9 @@ human-written claim of its "claims" lists with the annotators' sentence
 number (from 0). The corpus is written beside DIR and moved into place when
 complete: a failed import leaves nothing behind.
 
-Exit status: 0 imported; 1 the file could not be read or parsed; 2 bad usage.`,
+Exit status: 0 imported; 1 the file could not be read or parsed, or DIR
+written; 2 bad usage (a missing file, unknown format, --take or --out
+missing).`,
 		Args: func(c *cobra.Command, args []string) error {
 			if err := needArgs(2, 2, "the format and the file", "hiro corpus import factcheck-gpt factcheck-GPT-benchmark.jsonl --take 6 --out corpora/fc6")(c, args); err != nil {
 				return err
@@ -77,6 +81,10 @@ func runCorpusImport(_ context.Context, g *Globals, o *corpusImportOpts, file st
 	}
 	if o.Out == "" {
 		return UsageErrorf("corpus import: --out is required: the directory to write the corpus to")
+	}
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		// A missing input is bad usage (exit 2), as for every command.
+		return UsageErrorf("corpus import: %s: file not found; give the Factcheck-GPT benchmark's JSONL file, e.g. hiro corpus import factcheck-gpt factcheck-GPT-benchmark.jsonl --take 6 --out corpora/fc6", file)
 	}
 	m, err := corpus.ImportFactcheckGPT(file, o.Take, o.Out)
 	if err != nil {

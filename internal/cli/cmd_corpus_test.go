@@ -33,3 +33,17 @@ func TestCorpusImportVerifyCLI(t *testing.T) {
 		t.Errorf("import over an existing corpus: exit %d, want 1", code)
 	}
 }
+
+// A missing input file is bad usage (exit 2), as for every other command,
+// and nothing is written.
+func TestCorpusImportMissingFileIsUsage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "fc6")
+	missing := filepath.Join(t.TempDir(), "nope.jsonl")
+	code, stdout, errs := runHiro(t, "corpus", "import", "factcheck-gpt", missing, "--take", "6", "--out", out)
+	if code != ExitUsage || stdout != "" || !strings.HasPrefix(errs, "hiro: corpus import: "+missing+": file not found; give the Factcheck-GPT benchmark's JSONL file, e.g. hiro corpus import factcheck-gpt ") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 naming the missing file", code, stdout, errs)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s was written: %v", out, err)
+	}
+}
