@@ -60,7 +60,7 @@ func TestCheckNamesLeavePathsOut(t *testing.T) {
 		Gates: []evidence.Gate{{ID: "p", Kind: "prereq", Title: "Host", Status: evidence.StatusPassed,
 			Checks: []evidence.Check{{Name: "disk /srv/hiro/state", Status: "passed", Detail: "12 GiB free"}}}}}
 	md := Markdown(e)
-	if strings.Contains(md, "/srv/hiro") || !strings.Contains(md, "disk &lt;path&gt;: passed (12 GiB free).") {
+	if strings.Contains(md, "/srv/hiro") || !strings.Contains(md, "disk `<path>`: passed (12 GiB free).") {
 		t.Errorf("report:\n%s", md)
 	}
 }
@@ -94,5 +94,41 @@ func TestRateChartTicksStopAtOne(t *testing.T) {
 	// The pages are sans-serif; so is the chart's text.
 	if !strings.Contains(svg, "font-family:Liberation Sans") || strings.Contains(svg, "Liberation Serif") {
 		t.Errorf("chart text is not in Liberation Sans")
+	}
+}
+
+// Placeholders of package redact read well in a terminal and in rendered
+// Markdown: a code span, never HTML entities; other angle brackets (model
+// or log text) are still entities outside code spans, and literal inside
+// them; an unmatched backtick opens no code span.
+func TestMarkdownPlaceholdersAsCodeSpans(t *testing.T) {
+	for in, want := range map[string]string{
+		"disk <project>: passed":                 "disk `<project>`: passed",
+		"key <redacted>, file <home>/models/x":   "key `<redacted>`, file `<home>`/models/x",
+		"<state>/logs and <path>":                "`<state>`/logs and `<path>`",
+		"reply <script>alert(1)</script> a > b":  "reply &lt;script&gt;alert(1)&lt;/script&gt; a &gt; b",
+		"run `ls <project>` then <b>":            "run `ls <project>` then &lt;b&gt;",
+		"odd ` tick <script> and <project>":      "odd ` tick &lt;script&gt; and `<project>`",
+		"no angle brackets, `code` and **bold**": "no angle brackets, `code` and **bold**",
+	} {
+		if got := md(in); got != want {
+			t.Errorf("md(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := cellText("a | <project>\nb"); got != "a \\| `<project>` b" {
+		t.Errorf("cellText: %q", got)
+	}
+}
+
+// The semantic tables name each side in plain English: "of the
+// candidate", "of production" (production is a proper role, no article).
+func TestSemanticRejectHeadings(t *testing.T) {
+	sr := &evidence.SemanticResult{
+		CandidateRejects:  []evidence.RejectReason{{Code: "schema_invalid", Count: 2, Example: "x"}},
+		ProductionRejects: []evidence.RejectReason{{Code: "ungrounded", Count: 1, Example: "y"}},
+	}
+	out := SemanticMarkdown(sr)
+	if !strings.Contains(out, "Top reject reasons of the candidate:") || !strings.Contains(out, "Top reject reasons of production:") || strings.Contains(out, "of the production") {
+		t.Errorf("reject headings:\n%s", out)
 	}
 }

@@ -348,11 +348,11 @@ func SemanticMarkdown(sr *evidence.SemanticResult) string {
 	for _, side := range []struct {
 		name string
 		rs   []evidence.RejectReason
-	}{{"candidate", sr.CandidateRejects}, {"production", sr.ProductionRejects}} {
+	}{{"the candidate", sr.CandidateRejects}, {"production", sr.ProductionRejects}} {
 		if len(side.rs) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\nTop reject reasons of the %s:\n\n| Reason | Count | Example |\n| --- | --- | --- |\n", side.name)
+		fmt.Fprintf(&b, "\nTop reject reasons of %s:\n\n| Reason | Count | Example |\n| --- | --- | --- |\n", side.name)
 		for _, r := range side.rs {
 			fmt.Fprintf(&b, "| %s | %d | %s |\n", cellText(r.Code), r.Count, cellText(truncate(r.Example, 140)))
 		}
@@ -381,5 +381,5 @@ func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
 
 // cellText keeps text from breaking a Markdown table or becoming markup.
 func cellText(s string) string {
-	return strings.NewReplacer("|", "\\|", "\n", " ", "<", "&lt;", ">", "&gt;").Replace(s)
+	return md(strings.NewReplacer("|", "\\|", "\n", " ").Replace(s))
 }

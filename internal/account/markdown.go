@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // Markdown renders the account of e as report.md: the same sections, in the
@@ -60,9 +61,71 @@ func Markdown(e *evidence.Evidence) string {
 // StatusText is a validation status in words: "passed", "failed", "not run".
 func StatusText(s string) string { return strings.ReplaceAll(s, "_", " ") }
 
-// md keeps model or log text from becoming markup.
+// md keeps model or log text from becoming markup: outside code spans,
+// "<" and ">" are written as entities, except that a placeholder of
+// package redact ("<project>", "<redacted>") is written as a code span, which
+// reads the same in a terminal and in rendered Markdown; inside a code span
+// (literal text) nothing changes.
 func md(s string) string {
-	return strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(s)
+	if !strings.ContainsAny(s, "<>") {
+		return s
+	}
+	var b strings.Builder
+	code := 0 // backtick run length of the open code span, 0 outside
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '`':
+			n := 1
+			for i+n < len(s) && s[i+n] == '`' {
+				n++
+			}
+			switch {
+			case code == 0 && closingRun(s[i+n:], n):
+				code = n
+			case code == n:
+				code = 0
+			}
+			b.WriteString(s[i : i+n])
+			i += n
+			continue
+		case code > 0:
+			b.WriteByte(c)
+		case c == '<':
+			if end := strings.IndexByte(s[i:], '>'); end > 0 && redact.IsPlaceholder(s[i:i+end+1]) {
+				b.WriteString("`" + s[i:i+end+1] + "`")
+				i += end + 1
+				continue
+			}
+			b.WriteString("&lt;")
+		case c == '>':
+			b.WriteString("&gt;")
+		default:
+			b.WriteByte(c)
+		}
+		i++
+	}
+	return b.String()
+}
+
+// closingRun reports whether s holds a run of exactly n backticks, which
+// closes a code span opened by a run of n (an unmatched run is literal).
+func closingRun(s string, n int) bool {
+	for i := 0; i < len(s); {
+		if s[i] != '`' {
+			i++
+			continue
+		}
+		m := 1
+		for i+m < len(s) && s[i+m] == '`' {
+			m++
+		}
+		if m == n {
+			return true
+		}
+		i += m
+	}
+	return false
 }
 
 // Terminal is the account's short form for the terminal after a campaign:

@@ -130,7 +130,7 @@ func RedactPaths(s string) string {
 		if strings.HasPrefix(sm[2], "//") {
 			return m
 		}
-		return sm[1] + "<path>"
+		return sm[1] + redact.PathPlaceholder
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -244,12 +245,22 @@ func checkDisk(d DiskReq) evidence.Check {
 		return ch
 	}
 	free := float64(dk.FreeBytes) / (1 << 30)
-	ch.Detail = fmt.Sprintf("%.1f GiB free (want %.1f)", free, d.MinFreeGiB)
+	ch.Detail = fmt.Sprintf("%.1f GiB free, want ≥ %s GiB", free, gib(d.MinFreeGiB))
 	ch.Status = evidence.StatusPassed
 	if free < d.MinFreeGiB {
 		ch.Status = evidence.StatusFailed
 	}
 	return ch
+}
+
+// gib writes a requirement in GiB as written, with at least one decimal
+// (1.0, 0.05, 2.5).
+func gib(v float64) string {
+	t := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.Contains(t, ".") {
+		t += ".0"
+	}
+	return t
 }
 
 func checkCommand(ctx context.Context, cr CommandReq) evidence.Check {

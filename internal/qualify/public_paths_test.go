@@ -13,7 +13,7 @@ import (
 // folder (a ".git" at its top, the configuration and plan in
 // examples/demo naming files of the whole clone with "../..") and checks
 // that no public byte (evidence.json, report.md) holds the clone's folder,
-// and that a URL in a public failure keeps its host and port.
+// that report.md writes its placeholder as a code span, and that a URL in a public failure keeps its host and port.
 func TestPublicOutputHidesProjectFolder(t *testing.T) {
 	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
 	root := e.dir
@@ -56,6 +56,15 @@ kind = "launch"
 		if !strings.Contains(string(b), "<project>") && !strings.Contains(string(b), "&lt;project&gt;") && !strings.Contains(string(b), `\u003cproject\u003e`) {
 			t.Errorf("%s names no <project> path:\n%s", name, b)
 		}
+	}
+	// report.md is read in a terminal as often as rendered: the project
+	// placeholder is a code span (no HTML entities), the disk requirement
+	// has its unit.
+	rep, err := os.ReadFile(filepath.Join(out.Dir, evidence.ReportFile))
+	must(t, err)
+	if !strings.Contains(string(rep), "- disk `<project>`: passed (") || !strings.Contains(string(rep), " GiB free, want ≥ 0.001 GiB).") ||
+		strings.Contains(string(rep), "&lt;") {
+		t.Errorf("report.md's disk check does not read well:\n%s", rep)
 	}
 	if got := evidence.RedactPaths(`Post "http://127.0.0.1:11538/v1/chat/completions": EOF at /srv/x/y`); got != `Post "http://127.0.0.1:11538/v1/chat/completions": EOF at <path>` {
 		t.Errorf("RedactPaths mangles a URL: %s", got)

@@ -34,7 +34,7 @@ func registerSecrets(cfg *config.Config, plan *Plan) {
 			redact.AddPath(filepath.Dir(cfg.Path), redact.ProjectPlaceholder)
 			redact.AddPath(repoRoot(filepath.Dir(cfg.Path)), redact.ProjectPlaceholder)
 		}
-		redact.AddPath(cfg.StateDir, "<state>")
+		redact.AddPath(cfg.StateDir, redact.StatePlaceholder)
 	}
 	if plan == nil {
 		return

@@ -23,8 +23,10 @@
 //
 // Every secret is replaced by Placeholder ("<redacted>"). The package keeps
 // one process-wide registry (Default); callers register what they learn
-// (Add, AddPath, AddEnv, AddArgs) and outputs call String, Value, Text or
-// HTML at the point where public bytes are written.
+// (Add, AddPath, AddEnv, AddArgs) and outputs call String, Value, Text,
+// Markdown or HTML at the point where public bytes are written. Markdown
+// (report.md) writes placeholders as code spans (`<project>`), which read
+// the same in a terminal and rendered; HTML writes them escaped.
 //
 // It owns no file and no output of its own, and must not import any other
 // hiro package (everything that writes public bytes imports it).

@@ -21,7 +21,31 @@ const (
 	HomePlaceholder = "<home>"
 	// ProjectPlaceholder replaces the configuration's folder.
 	ProjectPlaceholder = "<project>"
+	// StatePlaceholder replaces the configuration's state folder.
+	StatePlaceholder = "<state>"
+	// PathPlaceholder replaces any other absolute local path (package
+	// evidence's RedactPaths).
+	PathPlaceholder = "<path>"
 )
+
+// IsPlaceholder reports whether s is one of hiro's placeholders
+// (Placeholder, HomePlaceholder, ProjectPlaceholder, StatePlaceholder,
+// PathPlaceholder) or one registered with AddPath on Default: the words in
+// angle brackets that public output writes in place of what it withholds.
+func IsPlaceholder(s string) bool {
+	switch s {
+	case Placeholder, HomePlaceholder, ProjectPlaceholder, StatePlaceholder, PathPlaceholder:
+		return true
+	}
+	Default.mu.RLock()
+	defer Default.mu.RUnlock()
+	for _, p := range Default.paths {
+		if p == s {
+			return true
+		}
+	}
+	return false
+}
 
 // MinSecretLen is the shortest value Add registers: shorter values ("0",
 // "1", "on") would blank out unrelated text and are not secrets.
@@ -213,9 +237,9 @@ func SecretFlag(flag string) bool {
 // SecretName accepts the flag or key.
 var (
 	// --api-key VALUE, --hf-token=VALUE, -token VALUE.
-	reFlagArg = regexp.MustCompile(`(^|[\s'"\[(,=])(--?[A-Za-z][A-Za-z0-9_-]*)(=|[ \t]+)([^\s"'\\,\]\}<>&]+)`)
+	reFlagArg = regexp.MustCompile(`(^|[\s'"\[(,=])(--?[A-Za-z][A-Za-z0-9_-]*)(=|[ \t]+)([^\s"'\\,\]\}<>&\x00\x01]+)`)
 	// 'api_key': ['VALUE'] / "token": "VALUE" / api_key='VALUE' / HF_TOKEN=VALUE.
-	reKeyValue = regexp.MustCompile(`(['"]?)([A-Za-z][A-Za-z0-9_.-]*)(['"]?[ \t]*[:=][ \t]*)(\[[^\]\n]*\]|'[^'\n]*'|"[^"\n]*"|[^\s"'\\,\]\}<>&]+)`)
+	reKeyValue = regexp.MustCompile(`(['"]?)([A-Za-z][A-Za-z0-9_.-]*)(['"]?[ \t]*[:=][ \t]*)(\[[^\]\n]*\]|'[^'\n]*'|"[^"\n]*"|[^\s"'\\,\]\}<>&\x00\x01]+)`)
 	// Bearer VALUE.
 	reBearer = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`)
 	// sk-..., hf_..., ghp_..., xoxb-..., AKIA...
@@ -465,7 +489,112 @@ func (r walker) walk(v reflect.Value) {
 	}
 }
 
-// Markdown redacts a rendered Markdown document: like HTML, placeholders
-// are written as entities (&lt;home&gt;) so that a Markdown renderer shows
-// them instead of dropping them as raw HTML tags.
-func Markdown(b []byte) []byte { return Default.HTML(b) }
+// Markdown redacts a rendered Markdown document (report.md): secrets also
+// in their JSON- and HTML-escaped forms, as Text does. A placeholder is
+// written as a code span (`<home>`/models) so that it reads the same in a
+// terminal and in rendered Markdown (a bare <home> would be dropped as a
+// raw HTML tag, an entity &lt;home&gt; is noise in a terminal); inside a
+// code span or a fenced code block, where text is literal, it is written
+// as it is.
+func Markdown(b []byte) []byte { return Default.Markdown(b) }
+
+// Sentinels around the placeholders apply writes for Markdown; markdownSpans
+// turns them into code spans or bare text by context.
+const (
+	phOpen  = "\x00"
+	phClose = "\x01"
+)
+
+// Markdown redacts a rendered Markdown document (see the package Markdown).
+func (r *Redactor) Markdown(b []byte) []byte {
+	s := strings.NewReplacer(phOpen, "", phClose, "").Replace(string(b))
+	s = r.apply(r.snap(), s, phOpen+Placeholder+phClose, func(p string) string { return phOpen + p + phClose }, true)
+	return []byte(markdownSpans(s))
+}
+
+// markdownSpans replaces each sentinel-wrapped placeholder of s by a code
+// span, or by the bare placeholder inside a fenced code block (a line
+// opening with ``` or ~~~) or an inline code span (a run of backticks up to
+// the next run of the same length on the line).
+func markdownSpans(s string) string {
+	if !strings.Contains(s, phOpen) {
+		return s
+	}
+	var b strings.Builder
+	fence := ""
+	for _, line := range strings.SplitAfter(s, "\n") {
+		t := strings.TrimLeft(line, " ")
+		if len(line)-len(t) <= 3 {
+			for _, f := range []string{"```", "~~~"} {
+				if strings.HasPrefix(t, f) && (fence == "" || fence == f) {
+					if fence == "" {
+						fence = f
+					} else {
+						fence = ""
+					}
+					break
+				}
+			}
+		}
+		if fence != "" || !strings.Contains(line, phOpen) {
+			b.WriteString(strings.NewReplacer(phOpen, "", phClose, "").Replace(line))
+			continue
+		}
+		code := 0 // length of the open code span's backtick run, 0 outside
+		for j := 0; j < len(line); {
+			switch {
+			case line[j] == '`':
+				n := 1
+				for j+n < len(line) && line[j+n] == '`' {
+					n++
+				}
+				switch {
+				case code == 0 && closingRun(line[j+n:], n):
+					code = n
+				case code == n:
+					code = 0
+				}
+				b.WriteString(line[j : j+n])
+				j += n
+			case strings.HasPrefix(line[j:], phOpen):
+				end := strings.Index(line[j:], phClose)
+				if end < 0 {
+					j += len(phOpen)
+					continue
+				}
+				ph := line[j+len(phOpen) : j+end]
+				if code == 0 {
+					ph = "`" + ph + "`"
+				}
+				b.WriteString(ph)
+				j += end + len(phClose)
+			case strings.HasPrefix(line[j:], phClose):
+				j += len(phClose)
+			default:
+				b.WriteByte(line[j])
+				j++
+			}
+		}
+	}
+	return b.String()
+}
+
+// closingRun reports whether s holds a run of exactly n backticks, which
+// closes a code span opened by a run of n (an unmatched run is literal).
+func closingRun(s string, n int) bool {
+	for i := 0; i < len(s); {
+		if s[i] != '`' {
+			i++
+			continue
+		}
+		m := 1
+		for i+m < len(s) && s[i+m] == '`' {
+			m++
+		}
+		if m == n {
+			return true
+		}
+		i += m
+	}
+	return false
+}

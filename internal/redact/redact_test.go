@@ -87,3 +87,29 @@ func TestValueWalksEverything(t *testing.T) {
 		t.Errorf("map: %+v", v.P.M)
 	}
 }
+
+// Markdown writes placeholders as code spans in prose (they read the same
+// in a terminal and rendered, no entities), bare inside code spans and
+// fenced blocks, and still catches every secret shape.
+func TestMarkdownPlaceholders(t *testing.T) {
+	r := New()
+	r.Add("s3cr3t-value-123")
+	r.AddPath("/srv/proj", ProjectPlaceholder)
+	doc := "- disk /srv/proj: passed (key s3cr3t-value-123)\n" +
+		"- run `ls /srv/proj/x` then HF_TOKEN=hf-other-secret-1 and --api-key s3cr3t-value-123\n" +
+		"- vllm: {'api_key': ['k-abcdefgh'], \"token\": \"t-abcdefgh\"} a&lt;s3cr3t-value-123\n" +
+		"```\nlog at /srv/proj/logs/a.log\n```\n" +
+		"| odd ` tick | /srv/proj |\n"
+	got := string(r.Markdown([]byte(doc)))
+	want := "- disk `<project>`: passed (key `<redacted>`)\n" +
+		"- run `ls <project>/x` then HF_TOKEN=`<redacted>` and --api-key `<redacted>`\n" +
+		"- vllm: {'api_key': ['`<redacted>`'], \"token\": \"`<redacted>`\"} a&lt;`<redacted>`\n" +
+		"```\nlog at <project>/logs/a.log\n```\n" +
+		"| odd ` tick | `<project>` |\n"
+	if got != want {
+		t.Errorf("Markdown:\n%s\nwant:\n%s", got, want)
+	}
+	if strings.ContainsAny(got, "\x00\x01") || strings.Contains(got, "&lt;redacted") || strings.Contains(got, "&lt;project") {
+		t.Errorf("sentinels or entities left: %q", got)
+	}
+}
