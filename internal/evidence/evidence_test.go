@@ -140,3 +140,49 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestPublicWithholdsEnvValuesInEverySentence: the public copy withholds an
+// environment value a launch attempt set wherever the campaign repeats it
+// (the plan's written reason in the attempt, the decisions and the report;
+// the change in the report's sentences), for every value, harmless or not;
+// hiro's own advice naming a documented setting is kept, and Public is
+// idempotent (the journal checks a public copy is left unchanged).
+func TestPublicWithholdsEnvValuesInEverySentence(t *testing.T) {
+	reason := "documented fallback: the V1 model runner (VLLM_USE_V2_MODEL_RUNNER=0) does not need UVA; also MY_MODE = \"fast\""
+	advice := "use a documented fallback that avoids UVA, e.g. VLLM_USE_V2_MODEL_RUNNER=0 (the V1 model runner)"
+	e := &Evidence{Schema: SchemaID, ID: "x", Candidate: "c", Verdict: VerdictNotQualified,
+		Intent: &Intent{Decisions: []string{"Attempt v1-runner: " + reason + "."}},
+		Gates: []Gate{{ID: "launch", Kind: "launch", Status: StatusFailed, Attempts: []Attempt{
+			{Name: "base", Reason: "the profile as configured",
+				Failure: &failure.Failure{Class: failure.ClassHostCapability, Phase: failure.PhaseLaunch, RootCause: "UVA is not available", NextStep: advice}},
+			{Name: "v1-runner", Reason: reason, Changes: []string{"env MY_MODE=fast", "env VLLM_USE_V2_MODEL_RUNNER=0", "env X=01"}},
+			{Name: "other", Reason: "X=0 is not X=01", Changes: []string{"env X=0"}},
+		}}},
+		Report: Report{Sections: []Section{{Title: "launch", Status: "failed", Items: []string{
+			"Attempt 2, v1-runner (" + reason + "), changing env MY_MODE=fast, env VLLM_USE_V2_MODEL_RUNNER=0, env X=01: failed.",
+			"Attempt 3, other (X=0 is not X=01), changing env X=0: failed.",
+		}}}},
+	}
+	p := e.Public()
+	withheld := "documented fallback: the V1 model runner (VLLM_USE_V2_MODEL_RUNNER=<redacted>) does not need UVA; also MY_MODE = <redacted>"
+	if got := p.Gates[0].Attempts[1].Reason; got != withheld {
+		t.Errorf("attempt reason %q, want %q", got, withheld)
+	}
+	if got := p.Intent.Decisions[0]; got != "Attempt v1-runner: "+withheld+"." {
+		t.Errorf("decision %q", got)
+	}
+	if got := p.Report.Sections[0].Items[0]; got != "Attempt 2, v1-runner ("+withheld+"), changing env MY_MODE=<redacted>, env VLLM_USE_V2_MODEL_RUNNER=<redacted>, env X=<redacted>: failed." {
+		t.Errorf("report item %q", got)
+	}
+	if got := p.Report.Sections[0].Items[1]; got != "Attempt 3, other (X=<redacted> is not X=<redacted>), changing env X=<redacted>: failed." {
+		t.Errorf("report item %q", got)
+	}
+	if got := p.Gates[0].Attempts[0].Failure.NextStep; got != advice {
+		t.Errorf("hiro's advice changed: %q", got)
+	}
+	a, _ := json.Marshal(p)
+	b, _ := json.Marshal(p.Public())
+	if string(a) != string(b) {
+		t.Errorf("Public is not idempotent:\n%s\n%s", a, b)
+	}
+}

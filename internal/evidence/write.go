@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/hiro-dev/hiro/internal/atomicfile"
@@ -118,6 +119,74 @@ func upgradeV1(b []byte, e *Evidence) error {
 
 var reEnvChange = regexp.MustCompile(`^env ([A-Za-z_][A-Za-z0-9_]*)=.*$`)
 
+// withholdEnvValues returns doc, the JSON encoding of e, with each
+// environment value that e's launch attempts set withheld: every
+// "env NAME=VALUE" change and every attempt's reason with "NAME=VALUE"
+// (also quoted, or with spaces around "=") replaced, wherever that change
+// or reason text appears in doc.
+func withholdEnvValues(e *Evidence, doc []byte) []byte {
+	type pair struct{ name, value string }
+	var pairs []pair
+	var changes []string
+	for _, g := range e.Gates {
+		for _, a := range g.Attempts {
+			for _, ch := range a.Changes {
+				m := reEnvChange.FindStringSubmatch(ch)
+				if m == nil {
+					continue
+				}
+				v := strings.TrimPrefix(ch, "env "+m[1]+"=")
+				if v == "" || v == redact.Placeholder {
+					continue
+				}
+				pairs = append(pairs, pair{m[1], v})
+				changes = append(changes, ch)
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return doc
+	}
+	// old → new texts, longest first: the replacer tries them in order.
+	repl := map[string]string{}
+	for _, ch := range changes {
+		m := reEnvChange.FindStringSubmatch(ch)
+		repl[ch] = "env " + m[1] + "=" + redact.Placeholder
+	}
+	for _, g := range e.Gates {
+		for _, a := range g.Attempts {
+			reason := strings.TrimSuffix(a.Reason, ".")
+			out := reason
+			for _, p := range pairs {
+				re := regexp.MustCompile(`(^|[^A-Za-z0-9_])(` + regexp.QuoteMeta(p.name) + `)([ \t]*=[ \t]*)(["']?)` + regexp.QuoteMeta(p.value) + `(["']?)([^A-Za-z0-9_./-]|$)`)
+				out = re.ReplaceAllString(out, "${1}${2}${3}"+redact.Placeholder+"${6}")
+			}
+			if out != reason {
+				repl[reason] = out
+			}
+		}
+	}
+	olds := make([]string, 0, len(repl))
+	for o := range repl {
+		olds = append(olds, o)
+	}
+	sort.Slice(olds, func(i, j int) bool {
+		return len(olds[i]) > len(olds[j]) || (len(olds[i]) == len(olds[j]) && olds[i] < olds[j])
+	})
+	var args []string
+	for _, o := range olds {
+		args = append(args, jsonText(o), jsonText(repl[o]))
+	}
+	return []byte(strings.NewReplacer(args...).Replace(string(doc)))
+}
+
+// jsonText is s as it appears inside a JSON string written by
+// encoding/json (quotes left off).
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
 // reAbsPath matches absolute local paths inside free text (log lines).
 var reAbsPath = regexp.MustCompile(`(^|[\s'"=(:])(/[^\s'"),:]+)`)
 
@@ -142,10 +211,18 @@ const PrivateDirMode = 0o700
 // captured command output and per-file hashes: what may be published.
 // Every string of it has passed through package redact (secrets known to
 // this process, token shapes, secret-looking flags and keys, the user's
-// home and the project's folders as placeholders).
+// home and the project's folders as placeholders). An environment value a
+// launch attempt set is withheld wherever the campaign repeats it: its
+// change ("env NAME=<redacted>") in the attempt and in the report's
+// sentences, and "NAME=value" in the plan's written reason for the attempt
+// (in the attempt, the decisions and the report), so that no sentence
+// shows the value its own change list withholds. hiro's own advice (a
+// failure's next step naming a documented setting) is not the user's
+// environment and is kept.
 func (e *Evidence) Public() *Evidence {
 	var c Evidence
 	b, _ := json.Marshal(e)
+	b = withholdEnvValues(e, b)
 	_ = json.Unmarshal(b, &c)
 	redact.Value(&c)
 	c.Plan = ""
