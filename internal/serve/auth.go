@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // keySet holds bearer keys as SHA-256 digests: the comparison is in
-// constant time over every key (no early exit on a match), and the keys
-// themselves are kept nowhere else.
+// constant time over every key (no early exit on a match). The keys
+// themselves are kept only in package redact's registry, so that a key
+// sent where it does not belong (a model name) is redacted in the logs.
 type keySet struct {
 	digests [][sha256.Size]byte
 }
@@ -56,7 +59,10 @@ func loadKeys(file, fileKey, env string, lookup func(string) (string, bool)) (*k
 	return ks, nil
 }
 
-func (ks *keySet) add(k string) { ks.digests = append(ks.digests, sha256.Sum256([]byte(k))) }
+func (ks *keySet) add(k string) {
+	ks.digests = append(ks.digests, sha256.Sum256([]byte(k)))
+	redact.Add(k)
+}
 
 // empty reports whether no key is configured (no authentication).
 func (ks *keySet) empty() bool { return ks == nil || len(ks.digests) == 0 }

@@ -3,12 +3,14 @@ package serve
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -383,5 +385,59 @@ access_log = "off"
 	r.waitState(t, StateReady, 20*time.Second)
 	if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
 		t.Errorf("after its owner started it again: %d %s", code, body)
+	}
+}
+
+// TestSecretsStayOutOfLogs: the engine prints its key (as vLLM prints its
+// non-default arguments); when it dies, the failure in the event log, on
+// stderr and in the status quotes that line with the key redacted. A
+// client that sends a key as the model name (the router's own key, or the
+// backend's) finds it redacted in the access log.
+func TestSecretsStayOutOfLogs(t *testing.T) {
+	const backendKey, routerKey = "backendsecretCCC333", "sk-routerkeyAAA111zz"
+	cfg := fakeConfig(t, []string{"--api-key", backendKey}, `api_keys_env = "HIRO_TEST_ROUTER_KEYS"`)
+	r := startRouter(t, cfg, func(o *Options) {
+		o.LookupEnv = func(k string) (string, bool) {
+			if k == "HIRO_TEST_ROUTER_KEYS" {
+				return routerKey, true
+			}
+			return "", false
+		}
+	})
+	st := r.waitState(t, StateReady, 20*time.Second)
+	for _, model := range []string{routerKey, backendKey} {
+		if code, _, body := post(t, r.url, RouteChat, chatBody(model, false), "Authorization", "Bearer "+routerKey); code != 404 {
+			t.Errorf("model %q: %d %s", model, code, body)
+		}
+	}
+	syscall.Kill(st.Production.PID, syscall.SIGKILL)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := r.ctl.Status(context.Background())
+		if err == nil && s.Production.LastFailure != nil {
+			st = s
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the death was not recorded")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	status, _ := json.Marshal(st)
+	r.stop(t) // flushes the access log
+	evFile, _ := os.ReadFile(filepath.Join(cfg.StateDir, "serve", "events.jsonl"))
+	for name, text := range map[string]string{"events (stderr)": r.events.String(), "events.jsonl": string(evFile),
+		"status": string(status), "access log": r.access.String()} {
+		for _, key := range []string{backendKey, routerKey} {
+			if strings.Contains(text, key) {
+				t.Errorf("%s holds a key:\n%s", name, text)
+			}
+		}
+	}
+	if !strings.Contains(string(status), "non-default args") || !strings.Contains(string(status), `\u003credacted\u003e`) {
+		t.Errorf("the status's log tail should quote the key line, redacted:\n%s", status)
+	}
+	if !strings.Contains(r.access.String(), `"status":404`) {
+		t.Errorf("access log lacks the refused requests:\n%s", r.access.String())
 	}
 }

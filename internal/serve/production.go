@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/prompt"
+	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -103,6 +105,9 @@ func (p *prodCtl) setState(st State, msg string) {
 	} else if st != StateReady && p.st == StateReady {
 		p.readyCh = make(chan struct{})
 	}
+	// Messages quote engine logs (root causes): no key goes into the
+	// status or the event log.
+	msg = redact.Secrets(msg)
 	p.st, p.message = st, msg
 	p.mu.Unlock()
 	p.ready.Store(st == StateReady)
@@ -350,6 +355,7 @@ func servingPhase(f *failure.Failure) {
 }
 
 func (p *prodCtl) recordFailure(f *failure.Failure, what string) {
+	f = secretFree(f)
 	p.mu.Lock()
 	p.lastFailure, p.failureAt = f, time.Now()
 	p.mu.Unlock()
@@ -916,3 +922,21 @@ func (p *prodCtl) pidLocked() int {
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+// secretFree returns a copy of f without secrets (package redact's
+// Secrets: registered keys, secret flags' and keys' values, token
+// shapes), paths kept: a failure quotes the engine's log (vLLM prints its
+// non-default arguments, api_key included), and the status and the event
+// log are read by people and tools that must not see keys.
+func secretFree(f *failure.Failure) *failure.Failure {
+	if f == nil {
+		return nil
+	}
+	var c failure.Failure
+	b, err := json.Marshal(f)
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return &failure.Failure{Class: f.Class, Phase: f.Phase, RootCause: redact.Secrets(f.RootCause)}
+	}
+	redact.SecretsValue(&c)
+	return &c
+}

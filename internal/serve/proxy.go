@@ -25,6 +25,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // Routes the router proxies (the "route" label of the metrics).
@@ -104,6 +105,10 @@ func newRoute(prof *config.Profile, direct *directTransport, pool httputil.Buffe
 	if err != nil || target.Host == "" {
 		return nil, fmt.Errorf("backend %s: base_url %q is not a URL", prof.Name, prof.BaseURL)
 	}
+	// Secrets the engine's command line or environment holds (an
+	// --api-key argument) are redacted wherever its log is quoted.
+	redact.AddArgs(prof.Args)
+	redact.AddEnv(prof.Env)
 	ep, err := llm.EndpointFor(prof) // reads the key and registers it for redaction
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // Options tune a router. Config is required; the rest have defaults.
@@ -313,7 +314,9 @@ func (s *Server) event(kind string, fields map[string]any) {
 	if err != nil {
 		return
 	}
-	b = append(b, '\n')
+	// Events quote engine logs and root causes: keys never reach stderr
+	// (journald under systemd) or events.jsonl.
+	b = append([]byte(redact.Secrets(string(b))), '\n')
 	s.eventsMu.Lock()
 	defer s.eventsMu.Unlock()
 	if s.events != nil {
@@ -527,6 +530,9 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 	e.Model = model
 	e.Stream = gjson.GetBytes(body, "stream").Bool()
 	if rt = s.lookup(model); rt == nil {
+		// Not a served name: whatever a client sent (a key pasted into
+		// the wrong field) stays out of the access log.
+		e.Model = redact.Secrets(model)
 		fail(http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q is not served here; served: %s", model, listModels(s.modelNames())), 0)
 		return
 	}
