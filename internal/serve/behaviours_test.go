@@ -154,8 +154,39 @@ func TestSlowStreamAndClientDisconnect(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if st, _ := r.ctl.Status(context.Background()); st.Production.State != StateReady || st.Production.Restarts != 0 {
+	st, _ := r.ctl.Status(context.Background())
+	if st.Production.State != StateReady || st.Production.Restarts != 0 {
 		t.Errorf("production after a disconnect: %+v", st.Production)
+	}
+
+	// The engine dies mid-stream: the client's stream ends early.
+	resp, err = http.Post(r.url+RouteChat, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br = bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(st.Production.PID, syscall.SIGKILL)
+	rest, _ := io.ReadAll(br)
+	resp.Body.Close()
+	if strings.Contains(string(rest), "[DONE]") {
+		t.Errorf("a stream cut by the engine's death ended with [DONE]")
+	}
+	// Neither cut stream is logged as a clean answer.
+	r.stop(t)
+	var lines []accessEntry
+	for _, l := range strings.Split(strings.TrimSpace(r.access.String()), "\n") {
+		var e accessEntry
+		if json.Unmarshal([]byte(l), &e) == nil && e.Stream {
+			lines = append(lines, e)
+		}
+	}
+	if len(lines) != 3 || lines[0].Error != "" || lines[0].Status != 200 ||
+		lines[1].Status != 499 || lines[1].Error != "client left mid-response" ||
+		lines[2].Error != "upstream cut mid-response" {
+		t.Errorf("access log of the three streams (whole, client left, engine died): %+v", lines)
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -361,5 +363,33 @@ model = "cand-model"
 	}
 	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
 		t.Errorf("production after the served backend died: %d", code)
+	}
+}
+
+// TestSlowBodyIsCut: a client that sends its body a byte at a time holds
+// its connection no longer than the body read timeout: it gets 400 and the
+// connection ends; production is untouched.
+func TestSlowBodyIsCut(t *testing.T) {
+	cfg := fakeConfig(t, nil, "")
+	r := startRouter(t, cfg, func(o *Options) { o.BodyReadTimeout = 300 * time.Millisecond })
+	r.waitState(t, StateReady, 20*time.Second)
+	c, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", RouteChat)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body within 10 s: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if took := time.Since(start); resp.StatusCode != 400 || took > 5*time.Second || !strings.Contains(string(b), "did not arrive within 300ms") {
+		t.Errorf("stalled body: %d after %s: %s", resp.StatusCode, took, b)
+	}
+	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Errorf("after the stalled body: %d", code)
 	}
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// Ready, when set, is called once with the router's address when it
 	// listens (tests).
 	Ready func(addr string)
+	// BodyReadTimeout bounds the reading of a request body; default
+	// DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 	// OwnsProcess lets the router set the process's processors
 	// (GOMAXPROCS, [serve] procs): true for `hiro serve`, false where one
 	// process runs several routers or other work (tests).
@@ -73,10 +76,12 @@ type Server struct {
 	served   []*route
 	inFlight atomic.Int64
 	procs    *procsPolicy // nil: the processors do not adapt
-	draining atomic.Bool
-	started  time.Time
-	addr     string // scheme://host:port once listening
-	ctlDir   string
+	// bodyTimeout is Options.BodyReadTimeout or its default.
+	bodyTimeout time.Duration
+	draining    atomic.Bool
+	started     time.Time
+	addr        string // scheme://host:port once listening
+	ctlDir      string
 
 	eventsMu sync.Mutex
 	events   io.Writer
@@ -109,7 +114,11 @@ func New(opts Options) (*Server, error) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
-	s := &Server{cfg: opts.Config, sc: opts.Config.Serve, opts: opts, metrics: newMetrics(), tr: newDirectTransport(NewTransport()), pool: &bufferPool{}}
+	s := &Server{cfg: opts.Config, sc: opts.Config.Serve, opts: opts, metrics: newMetrics(), tr: newDirectTransport(NewTransport()), pool: &bufferPool{},
+		bodyTimeout: opts.BodyReadTimeout}
+	if s.bodyTimeout <= 0 {
+		s.bodyTimeout = DefaultBodyReadTimeout
+	}
 	if opts.Listen != "" {
 		s.sc.Listen = opts.Listen
 		c := *opts.Config
@@ -447,12 +456,27 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 	e := accessEntry{Remote: r.RemoteAddr, Method: r.Method, Path: routeName}
 	var rt *route
 	defer func() {
+		// ReverseProxy aborts a response cut mid-body (the client left,
+		// or the upstream broke) by panicking with http.ErrAbortHandler:
+		// record it as what it was, then let net/http abort.
+		cut := recover()
+		if cut != nil && cut != http.ErrAbortHandler {
+			panic(cut)
+		}
 		if rw.status == 0 {
 			rw.status = 499
 		}
 		backend := ""
 		if rt != nil {
 			backend = rt.name
+		}
+		if cut != nil {
+			if r.Context().Err() != nil {
+				rw.status, e.Error = 499, "client left mid-response"
+			} else {
+				rw.errClass = "cut"
+				s.metrics.upErrors.WithLabelValues(backend, "cut").Inc()
+			}
 		}
 		end := time.Since(rw.start)
 		s.procs.done(end)
@@ -474,10 +498,15 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 			e.Backend, e.Status, e.Bytes = backend, rw.status, rw.bytes
 			e.TTFBMS = float64(rw.ttfb.Microseconds()) / 1000
 			e.DurationMS = float64(end.Microseconds()) / 1000
-			if rw.errClass != "" {
+			if rw.errClass == "cut" {
+				e.Error = "upstream cut mid-response"
+			} else if rw.errClass != "" {
 				e.Error = "upstream " + rw.errClass
 			}
 			s.access.log(&e)
+		}
+		if cut != nil {
+			panic(cut)
 		}
 	}()
 	fail := func(status int, typ, msg string, retryAfter int) {
@@ -506,7 +535,19 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 		fail(http.StatusServiceUnavailable, "unavailable", "the router is draining (a hand-over or a stop); retry later", retryAfterDraining)
 		return
 	}
+	// The body has Options.BodyReadTimeout to arrive (the server's own timeout
+	// covers the headers only: a read deadline left on the connection
+	// would cancel a long answer streaming back). A body sent a byte at a
+	// time holds a connection no longer than that.
+	rc := http.NewResponseController(rw)
+	rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
 	body, tooLarge, err := readBody(r, s.sc.MaxBodyBytes)
+	if err == nil && !tooLarge {
+		rc.SetReadDeadline(time.Time{})
+	}
+	// Otherwise the deadline stays: the connection closes after the
+	// answer, and net/http's attempt to read the rest of the body ends at
+	// once instead of waiting on the client.
 	switch {
 	case tooLarge:
 		rw.Header().Set("Connection", "close")
@@ -514,7 +555,12 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 			fmt.Sprintf("request body is larger than %d bytes ([serve] max_body_bytes); send a smaller request or raise the bound", s.sc.MaxBodyBytes), 0)
 		return
 	case err != nil:
-		fail(http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error(), 0)
+		rw.Header().Set("Connection", "close")
+		msg := "reading the request body: " + err.Error()
+		if isTimeout(err) {
+			msg = fmt.Sprintf("reading the request body: it did not arrive within %s; send the whole body at once", s.bodyTimeout)
+		}
+		fail(http.StatusBadRequest, "invalid_request_error", msg, 0)
 		return
 	}
 	if !gjson.ValidBytes(body) {
@@ -588,6 +634,10 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 		s.prod.served()
 	}
 }
+
+// DefaultBodyReadTimeout bounds the reading of a request body (8 MiB,
+// the default bound, at 100 KB/s takes 80 s).
+const DefaultBodyReadTimeout = 2 * time.Minute
 
 // Retry-After values (seconds) by cause.
 const (
