@@ -190,6 +190,11 @@ func ProductionKey(baseURL string) string {
 	return "production-" + sanitize(host) + "-" + sanitize(port)
 }
 
+// RouterKey is the key a `hiro serve` holds for the production it serves
+// at baseURL: one router per production endpoint (two would both restart
+// it, each seeing the other's engine on the port as a failure).
+func RouterKey(baseURL string) string { return "router-" + ProductionKey(baseURL) }
+
 func sanitize(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-' {

@@ -393,3 +393,33 @@ func TestSlowBodyIsCut(t *testing.T) {
 		t.Errorf("after the stalled body: %d", code)
 	}
 }
+
+// TestOneRouterPerProduction: a second router for the same production,
+// from another state folder (so its control socket does not meet the
+// first's), is refused before it listens, naming the first; once the
+// first stops, it may start.
+func TestOneRouterPerProduction(t *testing.T) {
+	cfg := fakeConfig(t, nil, "")
+	r1 := startRouter(t, cfg, nil)
+	r1.waitState(t, StateReady, 20*time.Second)
+	s2, err := New(Options{Config: cfg, ControlDir: shortDir(t), Events: io.Discard, AccessLog: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s2.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "already served by hiro serve pid "+itoa(os.Getpid())) {
+			t.Errorf("second router: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second router for the same production runs")
+	}
+	if code, _, _ := post(t, r1.url, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Errorf("first router after the refusal: %d", code)
+	}
+	r1.stop(t)
+	r2 := startRouter(t, cfg, nil)
+	r2.waitState(t, StateReady, 20*time.Second)
+}

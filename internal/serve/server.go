@@ -22,6 +22,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/redact"
 )
@@ -192,8 +193,26 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer s.closeLogs()
 
+	// Who else serves comes first: another router on this state folder
+	// (the control socket answers), then one on this production endpoint
+	// from another folder (its lease), then the port.
+	ctl, err := s.listenControl()
+	if err != nil {
+		return err
+	}
+	closeCtl := func() {
+		ctl.Close()
+		os.Remove(SocketPath(s.ctlDir))
+	}
+	hold, err := s.holdProduction()
+	if err != nil {
+		closeCtl()
+		return err
+	}
+	defer hold.Release()
 	ln, err := net.Listen("tcp", s.sc.Listen)
 	if err != nil {
+		closeCtl()
 		return fmt.Errorf("serve: cannot listen on %s: %w; pick another port with --listen or [serve] listen", s.sc.Listen, err)
 	}
 	scheme := "http"
@@ -201,18 +220,13 @@ func (s *Server) Run(ctx context.Context) error {
 		cert, err := tls.LoadX509KeyPair(s.sc.TLSCert, s.sc.TLSKey)
 		if err != nil {
 			ln.Close()
+			closeCtl()
 			return fmt.Errorf("serve.tls_cert: %w", err)
 		}
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
 		scheme = "https"
 	}
 	s.addr = scheme + "://" + ln.Addr().String()
-
-	ctl, err := s.listenControl()
-	if err != nil {
-		ln.Close()
-		return err
-	}
 
 	// Production supervision runs until the end of Run.
 	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -270,6 +284,28 @@ func (s *Server) Run(ctx context.Context) error {
 	s.access.Flush()
 	s.event("stopped", nil)
 	return runErr
+}
+
+// holdProduction takes the router lease of production's endpoint
+// (lease.RouterKey): one router per production, whatever folder or
+// configuration it runs from. A live holder is an error naming it.
+func (s *Server) holdProduction() (*lease.Hold, error) {
+	dir, err := lease.Dir()
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	prof := s.prod.prof()
+	l := &lease.Lease{Kind: lease.KindCommand, Command: "hiro serve", Config: s.cfg.Path, Production: prof.Name}
+	h, err := lease.Acquire(dir, l, lease.RouterKey(prof.BaseURL))
+	if err != nil {
+		var held *lease.HeldError
+		if errors.As(err, &held) && held.Holder != nil {
+			return nil, fmt.Errorf("serve: production %s (%s) is already served by hiro serve pid %d (configuration %s): one router per production; stop that one first, or use it",
+				prof.Name, prof.BaseURL, held.Holder.PID, held.Holder.Config)
+		}
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	return h, nil
 }
 
 // Addr returns the router's address (scheme://host:port) once it listens.
