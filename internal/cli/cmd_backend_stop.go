@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -27,8 +28,11 @@ its port is free and no process of the group is left, else report
 shutdown_leak with the pids. A stale record (the process is gone, or its pid
 now belongs to another process) is reported and removed; no signal is sent.
 
-Exit status: 0 stopped; 1 not running (no record, or a stale one) or a
-shutdown leak; 2 bad usage or configuration.`,
+A backend that a running 'hiro serve' serves as production is not stopped
+(the router would start it again at once): stop the router instead.
+
+Exit status: 0 stopped; 1 not running (no record, or a stale one), served by
+a router, or a shutdown leak; 2 bad usage or configuration.`,
 		Args: needArgs(1, 1, "the name of one backend profile", "hiro backend stop prod"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runBackendStop(c.Context(), g, o, args[0])
@@ -59,6 +63,11 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 			return UsageError(fmt.Errorf("backend stop: %w", err))
 		}
 	} else {
+		if dir, err := lease.Dir(); err == nil {
+			if l := lease.HeldBy(dir, lease.RouterKey(prof.BaseURL)); l != nil {
+				return FailedError(fmt.Errorf("backend stop: hiro serve (pid %d) serves %s and would start it again at once; stop the router instead (SIGTERM; with [serve] on_exit = \"stop\" it stops %s too), or switch production with 'hiro activate'", l.PID, name, name))
+			}
+		}
 		hold, err := backendHold(prof, "backend stop "+name)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,18 @@ access_log = "off"
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
+	}
+	// The router serves prod: 'backend stop' refuses (the router would
+	// start it again at once) and prod keeps serving.
+	out.Reset()
+	errb.Reset()
+	if code := Run(context.Background(), []string{"--config", cfg, "backend", "stop", "prod"}, &out, &errb); code != ExitFailed ||
+		!strings.Contains(errb.String(), "hiro serve (pid "+strconv.Itoa(os.Getpid())+") serves prod") {
+		t.Errorf("backend stop under the router: exit %d: %s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"--config", cfg, "status"}, &out, &errb); code != ExitOK || !strings.Contains(out.String(), "state       ready") {
+		t.Errorf("after the refused stop: exit %d\n%s", code, out.String())
 	}
 	cancel()
 	select {
