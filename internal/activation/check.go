@@ -76,7 +76,9 @@ func EvidencePath(arg string) (string, error) {
 
 // Check decides whether the evidence at path may activate its candidate
 // now, touching nothing. Refusals are *RefusedError naming the field:
-// verdict not qualified; finished_at older than cfg's max_evidence_age;
+// verdict not qualified, or contradicted by the evidence itself
+// (exit_code, gates[ID].status, gates[ID].failure,
+// production.restored.ok: see consistent); finished_at older than cfg's max_evidence_age;
 // the candidate already production or no longer a profile; the plan, the
 // candidate profile, the prompts, the schema, the corpus or the artifact
 // manifest changed (each its fingerprints.* field), or the artifact no
@@ -92,6 +94,9 @@ func Check(ctx context.Context, cfg *config.Config, path string, now time.Time) 
 	q := &Qualified{Evidence: ev, Path: path}
 	if ev.Verdict != evidence.VerdictQualified {
 		return nil, refuse("verdict", "campaign %s is %q, not %q (%s); only a qualified campaign may change production", ev.ID, ev.Verdict, evidence.VerdictQualified, ev.TerminationReason)
+	}
+	if err := consistent(ev); err != nil {
+		return nil, err
 	}
 	if ev.FinishedAt == nil {
 		return nil, refuse("finished_at", "campaign %s has no finish time: it never finished", ev.ID)
@@ -143,6 +148,31 @@ func Check(ctx context.Context, cfg *config.Config, path string, now time.Time) 
 		return nil, err
 	}
 	return q, nil
+}
+
+// consistent refuses evidence whose verdict its own record contradicts
+// (a hand-edited file): a qualified campaign exits 0, every gate passed
+// or was skipped by the plan, a passed gate carries no failure, and
+// production, when the campaign stopped it, was restored.
+func consistent(ev *evidence.Evidence) error {
+	const hint = "the evidence contradicts its verdict qualified (edited by hand?); run the campaign again"
+	if ev.ExitCode != qualify.ExitQualified {
+		return refuse("exit_code", "campaign %s exited %d, not %d: %s", ev.ID, ev.ExitCode, qualify.ExitQualified, hint)
+	}
+	for _, g := range ev.Gates {
+		f := "gates[" + g.ID + "]"
+		switch {
+		case g.Status == evidence.StatusNotRun && g.Reason == qualify.ReasonSkipped:
+		case g.Status != evidence.StatusPassed:
+			return refuse(f+".status", "gate %s is %q (%s): %s", g.ID, g.Status, g.Reason, hint)
+		case g.Failure != nil:
+			return refuse(f+".failure", "gate %s is passed but carries a failure (%s): %s", g.ID, g.Failure.Error(), hint)
+		}
+	}
+	if p := ev.Production; p.Stopped && (p.Restored == nil || !p.Restored.OK) {
+		return refuse("production.restored.ok", "campaign %s stopped production and did not restore it: %s", ev.ID, hint)
+	}
+	return nil
 }
 
 func mismatch(field, what, recorded, now string) error {

@@ -127,7 +127,7 @@ func recoverOne(ctx context.Context, in *production.Intent, progress func(string
 		return rec, err
 	}
 	if !rr.OK {
-		return rec, fmt.Errorf("production %s could not be put back: %s", keep.Name, rr.Error)
+		return rec, fmt.Errorf("production %s could not be put back: %s. Once it answers ready at %s (the cause fixed; a server started by hand outside hiro counts), the next hiro command verifies it and settles this switch; deleting %s gives up settling it", keep.Name, rr.Error, keep.Profile.BaseURL, in.Path)
 	}
 	return rec, production.RemoveIntent(cfg.Path)
 }

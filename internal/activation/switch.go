@@ -369,7 +369,9 @@ func (s *switcher) putBack(ctx context.Context, why string, oldStopped bool) (*O
 // startVerified starts next recorded from its first moment (a hiro
 // killed now leaves a record the recovery can stop), waits for the
 // supervisor's readiness, detaches it, and proves it with the guard's
-// restore verification (health, identity, bounded READY completion).
+// restore verification (qualify.Restore: the same readiness rule, and a
+// recorded process of hiro's is verified, never started twice). One
+// already running and recorded is not started again.
 func startVerified(ctx context.Context, cfg *config.Config, next *config.Profile) *evidence.Restored {
 	if !next.Unmanaged {
 		if st, err := supervisor.Status(cfg.StateDir, next.Name); err != nil || st.Status != supervisor.StatusRunning {

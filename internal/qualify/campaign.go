@@ -32,6 +32,10 @@ const (
 	ExitCritical     = exitcode.Critical
 )
 
+// ReasonSkipped is the reason of a gate the plan skips (status not_run);
+// later gates still run and the campaign may still qualify.
+const ReasonSkipped = "skipped by plan"
+
 // Options tune Run.
 type Options struct {
 	// Progress receives one line per event (gate, attempt, phase,
@@ -334,7 +338,7 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, aborted boo
 			g.Status, g.Reason = evidence.StatusNotRun, "not authorized: "+failedGate+" failed"
 			continue
 		case spec.Skip:
-			g.Status, g.Reason = evidence.StatusNotRun, "skipped by plan"
+			g.Status, g.Reason = evidence.StatusNotRun, ReasonSkipped
 			c.out.line("[%s] skipped by plan", spec.ID)
 			_ = c.save()
 			continue

@@ -2,6 +2,7 @@ package qualify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // KindReadyControl asks the candidate for one exact word.
@@ -20,7 +22,8 @@ func init() {
 }
 
 // ReadyControlGate is a ready_control gate's section: one bounded chat
-// completion whose trimmed reply must be exactly Expect. Its result is an
+// completion whose reply must be exactly Expect after trimming (the one
+// rule, supervisor.JudgeReply). Its result is an
 // evidence.RequestStats of one request.
 type ReadyControlGate struct {
 	plainBound
@@ -68,8 +71,8 @@ func (g *ReadyControlGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate
 	stats.TTFT = percentiles([]float64{ms(reply.TTFT)})
 	stats.Latency = percentiles([]float64{ms(reply.Latency)})
 	stats.TTFTsMS, stats.LatenciesMS = rounded([]float64{ms(reply.TTFT)}), rounded([]float64{ms(reply.Latency)})
-	if got != g.Expect {
-		err := fmt.Errorf("reply was %q, want exactly %q", truncate(got, 200), g.Expect)
+	if why := supervisor.JudgeReply(g.Expect, got); why != "" {
+		err := errors.New(why)
 		eg.Failure = &failure.Failure{Class: failure.ClassProbeFailed, Phase: failure.PhaseInference, RootCause: err.Error()}
 		return err
 	}

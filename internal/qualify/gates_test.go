@@ -77,7 +77,7 @@ func TestGateReadyControlAlone(t *testing.T) {
 		t.Fatalf("err %v requests %+v", err, g.Requests)
 	}
 	g, err = gateAlone(t, e, "[[gates]]\nkind = \"ready_control\"\n", true)
-	if err == nil || !strings.Contains(err.Error(), `want exactly "READY"`) || g.Failure == nil || g.Failure.Class != failure.ClassProbeFailed {
+	if err == nil || !strings.Contains(err.Error(), `the reply "NOT READY" is not the expected "READY"`) || g.Failure == nil || g.Failure.Class != failure.ClassProbeFailed {
 		t.Fatalf("a wrong reply passed or was not probe_failed: %v %+v", err, g.Failure)
 	}
 }

@@ -13,9 +13,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
-	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/production"
-	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -30,13 +28,20 @@ func ProductionConfigHash(p *config.Profile) (string, map[string]string) {
 // RestoreResult is the outcome of restoring production.
 type RestoreResult = evidence.Restored
 
-// Restore starts the production profile and proves it ready: the
-// supervisor's readiness (health, identity, its probe) and then a bounded
-// READY completion (prompt.ReadyPrompt, reply exactly prompt.ReadyReply).
-// It tries up to attempts times, each bounded by the profile's ready
-// timeout; a server already answering ready (someone restarted it) counts
-// as restored. The started engine is detached (recorded in the state
-// directory) so it outlives hiro. progress may be nil.
+// Restore starts the production profile and proves it ready with the
+// supervisor's readiness, the one rule everywhere (health, identity, and
+// the profile's bounded probe completion, whose default prompt is the
+// READY prompt, its reply judged by supervisor.JudgeReply against
+// ready_probe.expect): what 'hiro backend start' and the router call
+// ready is restored. It tries up to attempts times, each bounded by the
+// profile's ready timeout; a server already answering ready (someone
+// restarted it) counts as restored. Production's state record is read
+// first: a process of hiro's that is alive is verified (waited for while
+// it starts) and never started a second time onto its own port; when it
+// answers but fails the rule, the attempt reports that answer (e.g. `the
+// reply "READY w0" is not the expected "READY"`). The started engine is
+// detached (recorded in the state directory) so it outlives hiro.
+// progress may be nil.
 func Restore(ctx context.Context, cfg *config.Config, prod *config.Profile, attempts int, progress func(string)) *RestoreResult {
 	if progress == nil {
 		progress = func(string) {}
@@ -54,19 +59,29 @@ func Restore(ctx context.Context, cfg *config.Config, prod *config.Profile, atte
 			break
 		}
 		progress(fmt.Sprintf("restoring production %s (attempt %d/%d)", prod.Name, i, attempts))
-		if resumeRestore(ctx, cfg, prod, rr, progress) {
+		done, held := resumeRestore(ctx, cfg, prod, rr, progress)
+		if done {
 			rr.OK = true
 			break
 		}
-		if cr := supervisor.CheckReady(ctx, prod, nil); cr.OK {
+		if held != "" {
+			// hiro's own process holds production's port: starting
+			// another would only fail on it.
+			errs = append(errs, fmt.Sprintf("attempt %d: %s", i, held))
+			continue
+		}
+		ok, answered := verifyReady(ctx, prod, rr)
+		if ok {
 			// Already serving (restarted by someone else, or a record we lost).
-			if verifyReadyReply(ctx, prod, rr) {
-				rr.OK = true
-				break
-			}
+			rr.OK = true
+			break
+		}
+		answering := ""
+		if answered {
+			answering = fmt.Sprintf(" (a server not recorded by hiro answers at %s: %s)", prod.BaseURL, rr.Error)
 		}
 		if prod.Unmanaged {
-			errs = append(errs, fmt.Sprintf("attempt %d: production %s is unmanaged and does not answer ready at %s", i, prod.Name, prod.BaseURL))
+			errs = append(errs, fmt.Sprintf("attempt %d: production %s is unmanaged and is not ready at %s: %s", i, prod.Name, prod.BaseURL, rr.Error))
 			time.Sleep(time.Second)
 			continue
 		}
@@ -81,7 +96,7 @@ func Restore(ctx context.Context, cfg *config.Config, prod *config.Profile, atte
 			if res.Failure != nil {
 				why = res.Failure.Error()
 			}
-			errs = append(errs, fmt.Sprintf("attempt %d: %s", i, why))
+			errs = append(errs, fmt.Sprintf("attempt %d: %s%s", i, why, answering))
 			continue
 		}
 		if _, err := proc.Detach(); err != nil {
@@ -90,7 +105,7 @@ func Restore(ctx context.Context, cfg *config.Config, prod *config.Profile, atte
 		if len(res.ModelIDs) > 0 {
 			rr.Model = res.ModelIDs[0]
 		}
-		if verifyReadyReply(ctx, prod, rr) {
+		if ok, _ := verifyReady(ctx, prod, rr); ok {
 			rr.OK = true
 			break
 		}
@@ -107,39 +122,47 @@ func Restore(ctx context.Context, cfg *config.Config, prod *config.Profile, atte
 	return rr
 }
 
-// resumeRestore handles a production start that an earlier hiro began and
-// did not see through (killed while restoring): when production's state
-// record names a live process whose pid, process group and start time
-// match, hiro waits for it to become ready (bounded by the profile's
-// ready timeout) and adopts it, instead of starting a second one that
-// would fail on the port. A recorded process that does not become ready
-// in time is stopped (it is provably hiro's). It reports whether
-// production is now ready and verified.
-func resumeRestore(ctx context.Context, cfg *config.Config, prod *config.Profile, rr *RestoreResult, progress func(string)) bool {
+// resumeRestore handles production's state record before anything is
+// started: a production start that an earlier hiro began and did not see
+// through (killed while restoring), or production hiro started and keeps.
+// When the record names a live process whose pid, process group and
+// start time match, hiro waits for it to become ready (bounded by the
+// profile's ready timeout) and adopts it, instead of starting a second
+// one that would fail on the port. A recorded process that does not
+// become ready in time is stopped (it is provably hiro's) and may be
+// started afresh. One that answers but fails the readiness rule (a wrong
+// reply, another model: waiting or restarting changes nothing) is left
+// running and reported: held is that reason, naming the pid. done is
+// true when production is ready and verified.
+func resumeRestore(ctx context.Context, cfg *config.Config, prod *config.Profile, rr *RestoreResult, progress func(string)) (done bool, held string) {
 	if prod.Unmanaged {
-		return false
+		return false, ""
 	}
 	st, err := supervisor.Status(cfg.StateDir, prod.Name)
 	if err != nil || st.Status != supervisor.StatusRunning {
-		return false
+		return false, ""
 	}
 	progress(fmt.Sprintf("production %s is already starting or running (pid %d, recorded %s): waiting for it to be ready", prod.Name, st.PID, st.StartedAt.Format(time.RFC3339)))
 	wctx, cancel := context.WithTimeout(ctx, prod.ReadyTimeout.Duration)
 	defer cancel()
 	for {
-		if cr := supervisor.CheckReady(wctx, prod, nil); cr.OK {
+		ok, answered := verifyReady(wctx, prod, rr)
+		if ok {
 			break
+		}
+		if answered {
+			return false, fmt.Sprintf("production %s (pid %d, started by hiro) is running but not ready: %s; it was left running and not started again", prod.Name, st.PID, rr.Error)
 		}
 		select {
 		case <-wctx.Done():
-			progress(fmt.Sprintf("production %s (pid %d) did not become ready within %s: stopping it to start it afresh", prod.Name, st.PID, prod.ReadyTimeout.Duration))
+			if ctx.Err() != nil {
+				return false, fmt.Sprintf("interrupted while waiting for production %s (pid %d) to be ready: %v", prod.Name, st.PID, ctx.Err())
+			}
+			progress(fmt.Sprintf("production %s (pid %d) did not become ready within %s (%s): stopping it to start it afresh", prod.Name, st.PID, prod.ReadyTimeout.Duration, rr.Error))
 			_, _, _ = supervisor.StopRecorded(context.WithoutCancel(ctx), cfg.StateDir, prod.Name, 0)
-			return false
+			return false, ""
 		case <-time.After(250 * time.Millisecond):
 		}
-	}
-	if !verifyReadyReply(ctx, prod, rr) {
-		return false
 	}
 	// Adopted: the record now says when it was proven ready.
 	rec := st.Record
@@ -147,43 +170,32 @@ func resumeRestore(ctx context.Context, cfg *config.Config, prod *config.Profile
 	_ = supervisor.WriteRecord(cfg.StateDir, rec)
 	rr.Adopted = true
 	progress(fmt.Sprintf("production %s (pid %d) adopted: ready and verified", prod.Name, st.PID))
-	return true
+	return true, ""
 }
 
-// verifyReadyReply makes the bounded READY completion against prod and
-// fills rr's Health, Model and Reply.
-func verifyReadyReply(ctx context.Context, prod *config.Profile, rr *RestoreResult) bool {
+// verifyReady checks prod once with the supervisor's readiness
+// (supervisor.CheckReady: health, identity, the bounded probe completion
+// judged by supervisor.JudgeReply) and fills rr's Health, Model, Reply
+// and Error. answered is true when not ready is the server's settled
+// answer (supervisor.ReadyResult.Answered: a reply that fails the rule,
+// another model).
+func verifyReady(ctx context.Context, prod *config.Profile, rr *RestoreResult) (ok, answered bool) {
 	cr := supervisor.CheckReady(ctx, prod, nil)
 	rr.Health = fmt.Sprintf("%s %d (%s)", cr.Health.Path, cr.Health.StatusCode, cr.Health.State)
 	if len(cr.ModelIDs) > 0 {
 		rr.Model = pickModel(prod, cr.ModelIDs)
 	}
+	rr.Reply = cr.Reply
 	if !cr.OK {
 		if cr.Failure != nil {
 			rr.Error = cr.Failure.Error()
 		} else {
 			rr.Error = "not ready"
 		}
-		return false
+		return false, cr.Answered
 	}
-	zero := 0.0
-	c, err := llm.NewForProfile(prod)
-	if err != nil {
-		rr.Error = "READY completion: " + err.Error()
-		return false
-	}
-	reply, err := c.Chat(ctx, llm.Request{Model: prod.Model, Messages: []llm.Message{{Role: "user", Content: prompt.ReadyPrompt}},
-		MaxTokens: config.DefaultProbeMaxTokens, Temperature: &zero, Timeout: prod.ReadyProbe.Timeout.Duration})
-	if err != nil {
-		rr.Error = "READY completion failed: " + err.Error()
-		return false
-	}
-	rr.Reply = strings.TrimSpace(reply.Text)
-	if rr.Reply != prompt.ReadyReply {
-		rr.Error = fmt.Sprintf("READY completion answered %q, want %q", rr.Reply, prompt.ReadyReply)
-		return false
-	}
-	return true
+	rr.Error = ""
+	return true, false
 }
 
 // pickModel returns the reported id that is prod's model as its engine

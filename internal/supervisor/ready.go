@@ -293,8 +293,8 @@ func verify(ctx context.Context, e *engine.Engine, prof *config.Profile, opts Op
 
 // probe makes the readiness completion: ReadyProbe.Prompt, bounded by
 // MaxTokens and Timeout, temperature 0. It fails on an HTTP error, no
-// answer in time, an empty reply, or (when Expect is set) a trimmed reply
-// other than Expect.
+// answer in time, an empty reply, or a reply that JudgeReply refuses
+// (when Expect is set).
 func probe(ctx context.Context, prof *config.Profile, hc *http.Client) (*llm.Reply, *engine.Outcome) {
 	zero := 0.0
 	rp := prof.ReadyProbe
@@ -317,16 +317,37 @@ func probe(ctx context.Context, prof *config.Profile, hc *http.Client) (*llm.Rep
 		}
 		return reply, &engine.Outcome{Kind: engine.OutcomeCompletionFailed, Timeout: rp.Timeout.Duration, Message: msg}
 	}
-	got := strings.TrimSpace(reply.Text)
-	if rp.Expect != "" && got != rp.Expect {
-		return reply, &engine.Outcome{Kind: engine.OutcomeCompletionFailed, Status: http.StatusOK,
-			Message: fmt.Sprintf("the reply %q is not the expected %q (ready_probe.expect)", got, rp.Expect)}
+	if why := JudgeReply(rp.Expect, reply.Text); why != "" {
+		return reply, &engine.Outcome{Kind: engine.OutcomeCompletionFailed, Status: http.StatusOK, Message: why + " (ready_probe.expect)"}
 	}
 	if rp.Expect == "" && reply.ContentChunks == 0 && !reply.HasUsage {
 		return reply, &engine.Outcome{Kind: engine.OutcomeCompletionFailed, Status: http.StatusOK,
 			Message: "the completion stream ended with no content and no usage"}
 	}
 	return reply, nil
+}
+
+// JudgeReply is hiro's one rule for the reply of a readiness completion
+// (the supervisor's probe, the restore and switch verifications, the
+// ready_control gate, the router's checks): text, trimmed of surrounding
+// white space (strings.TrimSpace), must equal expect exactly, case and
+// punctuation included ("READY." and "ready" are not "READY"). expect ""
+// accepts any text (readiness then only needs the completion to succeed:
+// DESIGN.md's "one bounded real completion succeeds"). It returns "" when
+// the reply passes, else the reason, e.g. `the reply "READY w0" is not
+// the expected "READY"` (the reply cut at 200 bytes).
+func JudgeReply(expect, text string) string {
+	if expect == "" {
+		return ""
+	}
+	got := strings.TrimSpace(text)
+	if got == expect {
+		return ""
+	}
+	if len(got) > 200 {
+		got = got[:200] + "..."
+	}
+	return fmt.Sprintf("the reply %q is not the expected %q", got, expect)
 }
 
 // ReadyResult is the verdict of CheckReady.
@@ -341,6 +362,12 @@ type ReadyResult struct {
 	ModelIDs []string            `json:"model_ids,omitempty"`
 	// Reply is the trimmed probe reply.
 	Reply string `json:"reply,omitempty"`
+	// Answered is true on a failure that is the server's own settled
+	// answer, not a server still starting: the probe completed but its
+	// reply failed JudgeReply, or /v1/models reports another model.
+	// Waiting does not change it; restarting the same configuration
+	// would not either.
+	Answered bool `json:"answered,omitempty"`
 	// Duration is how long the checks took.
 	Duration time.Duration `json:"duration_ns"`
 }
@@ -397,7 +424,10 @@ func CheckReadyTracked(ctx context.Context, prof *config.Profile, hc *http.Clien
 		rr.Reply = strings.TrimSpace(c.reply.Text)
 	}
 	if c.outcome != nil {
-		return classify(*c.outcome)
+		o := *c.outcome
+		rr.Answered = o.Kind == engine.OutcomeIdentityMismatch ||
+			(o.Kind == engine.OutcomeCompletionFailed && o.Status == http.StatusOK && c.reply != nil && JudgeReply(prof.ReadyProbe.Expect, c.reply.Text) != "")
+		return classify(o)
 	}
 	rr.OK = true
 	rr.Duration = time.Since(start)
