@@ -20,6 +20,10 @@
 //     signalled. A record not owned by the user, or writable by others, is
 //     refused. Records (0600) and logs (0600, engines may echo secrets)
 //     live in folders of the user's alone (0700).
+//   - JudgeReply is the one rule for a readiness completion's reply
+//     (trimmed, then exactly ready_probe.expect; any reply when unset):
+//     the probe, the restore and switch verifications and the
+//     ready_control gate use it.
 //   - CheckReady verifies a server that is already running (unmanaged, or
 //     production after a restore) with the same readiness rules.
 //
