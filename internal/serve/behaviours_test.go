@@ -214,6 +214,7 @@ func TestSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { supervisor.StopRecorded(context.Background(), cfg.StateDir, "next", 0) })
+	switchedAt := time.Now()
 	sw, err := r.ctl.Switch(context.Background(), "next", nil)
 	if err != nil || sw.Previous != "prod" || sw.Active != "next" || sw.PreviousPID == 0 {
 		t.Fatalf("switch %+v %v", sw, err)
@@ -226,8 +227,8 @@ func TestSwitch(t *testing.T) {
 		t.Errorf("the previous model id is still served: %d", code)
 	}
 	st := r.waitState(t, StateReady, time.Second)
-	if st.Production.Name != "next" || st.Production.PID != res.PID {
-		t.Errorf("status after the switch: %+v", st.Production)
+	if st.Production.Name != "next" || st.Production.PID != res.PID || st.Production.Since.Before(switchedAt) {
+		t.Errorf("status after the switch (ready since the switch, %s): %+v", switchedAt, st.Production)
 	}
 	// The caller stops the previous production.
 	if _, sr, err := supervisor.StopRecorded(context.Background(), cfg.StateDir, "prod", 0); err != nil || !sr.PortFree {

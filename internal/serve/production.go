@@ -829,7 +829,10 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 		}
 		p.proc, p.adopted, p.restart = nil, adopted, nil
 		p.mu.Lock()
+		// A new production: its own restarts, failures and canaries, and
+		// "ready since" the switch.
 		p.window, p.lastFailure, p.lastCanary = nil, nil, nil
+		p.since = time.Now()
 		p.mu.Unlock()
 		p.rt.Store(rt)
 		if endHandover {
