@@ -124,3 +124,23 @@ func gate(e *evidence.Evidence, id string) *evidence.Gate {
 	}
 	panic("no gate " + id)
 }
+
+// TestUnsettledSwitchLeavesAWayOut: a switch cut short whose production
+// cannot be put back (it dies at start) blocks the commands that depend
+// on which production is active (exit 4, saying what to do), but not the
+// ones an operator restores it with: 'backend status' (and 'backend
+// start', 'recover', 'status') run with a warning.
+func TestUnsettledSwitchLeavesAWayOut(t *testing.T) {
+	w := newWorldWith(t, false, []string{"--exit", "1"})
+	must(t, production.WriteIntent(&production.Intent{Config: w.cfg.Path, Kind: production.KindActivate,
+		From: production.Snap(w.cfg.Backends["prod"], "", production.SourceConfiguration), To: production.Snap(w.cfg.Backends["cand"], "", ""),
+		PID: 999999, StartedAt: time.Now().UTC()}))
+	code, out := w.hiro("qualify", "plan.toml", "--check")
+	if code != 4 || !strings.Contains(out, "could not be settled") || !strings.Contains(out, "hiro backend start NAME' runs while a switch is unsettled") {
+		t.Errorf("qualify with an unsettled switch: exit %d\n%s", code, out)
+	}
+	code, out = w.hiro("backend", "status")
+	if code == 4 || !strings.Contains(out, "WARNING: a switch cut short could not be settled") {
+		t.Errorf("backend status with an unsettled switch: exit %d\n%s", code, out)
+	}
+}

@@ -234,7 +234,21 @@ func recoverSwitchBeforeCommand(g *Globals, c *cobra.Command) error {
 		}
 	}
 	if len(failed) > 0 {
-		return CriticalError(fmt.Errorf("a switch cut short could not be settled: %w; restore production by hand with 'hiro backend start NAME' and remove the switch.json in %s", errors.Join(failed...), production.Dir()))
+		err := CriticalError(fmt.Errorf("a switch cut short could not be settled: %w; start production by hand ('hiro backend start NAME' runs while a switch is unsettled): once it answers ready, the next hiro command settles the switch; or remove the switch.json in %s to give up on it",
+			errors.Join(failed...), production.Dir()))
+		if restoresByHand[c.CommandPath()] {
+			// The commands that put production back or look at it run
+			// anyway: blocking them would leave no way out.
+			fmt.Fprintf(g.Stderr, "hiro: WARNING: %v\n", err)
+			return nil
+		}
+		return err
 	}
 	return nil
 }
+
+// restoresByHand are the commands that run while a switch cut short is
+// unsettled (they start, stop or look at backends; nothing they do
+// depends on which production is active).
+var restoresByHand = map[string]bool{"hiro backend start": true, "hiro backend stop": true, "hiro backend status": true,
+	"hiro backend logs": true, "hiro status": true, "hiro recover": true, "hiro doctor": true, "hiro version": true, "hiro diagnose": true}

@@ -116,9 +116,9 @@ func ollamaCanary(ctx context.Context, rt *route, left time.Duration, t *engine.
 		return classify(engine.Outcome{Kind: engine.OutcomeCompletionFailed, Status: resp.StatusCode, Message: msg})
 	}
 	rr.Reply = strings.TrimSpace(out.Response)
-	if exp := prof.ReadyProbe.Expect; exp != "" && rr.Reply != exp {
+	if why := supervisor.JudgeReply(prof.ReadyProbe.Expect, rr.Reply); why != "" {
 		return classify(engine.Outcome{Kind: engine.OutcomeCompletionFailed, Status: http.StatusOK,
-			Message: fmt.Sprintf("the reply %q is not the expected %q (ready_probe.expect)", rr.Reply, exp)})
+			Message: why + " (ready_probe.expect)"})
 	}
 	rr.OK = true
 	rr.Duration = time.Since(start)

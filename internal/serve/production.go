@@ -16,8 +16,6 @@ import (
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/lease"
-	"github.com/hiro-dev/hiro/internal/llm"
-	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -729,8 +727,9 @@ func (p *prodCtl) takebackNow(ctx context.Context, campaign string) *Verificatio
 	return vv
 }
 
-// verifyRunning checks production with the rules of readiness and a
-// bounded READY completion.
+// verifyRunning checks production with the rules of readiness, the ready
+// probe included (its reply judged by supervisor.JudgeReply, the one rule
+// the supervisor, the restore and the switch use).
 func (p *prodCtl) verifyRunning(ctx context.Context) *Verification {
 	prof := p.prof()
 	v := &Verification{Production: prof.Name}
@@ -742,28 +741,14 @@ func (p *prodCtl) verifyRunning(ctx context.Context) *Verification {
 	rr := supervisor.CheckReadyTracked(ctx, prof, p.current().hc, p.tracker())
 	v.Health = fmt.Sprintf("%s %d (%s)", rr.Health.Path, rr.Health.StatusCode, rr.Health.State)
 	v.ModelIDs = rr.ModelIDs
+	v.Reply = rr.Reply
 	if !rr.OK {
 		v.Failure = rr.Failure
 		p.failed(ctx, rr.Failure, "verify")
 		return v
 	}
-	zero := 0.0
-	reply, err := llm.New(prof.BaseURL, p.current().hc).Chat(ctx, llm.Request{Model: prof.Model,
-		Messages: []llm.Message{{Role: "user", Content: prompt.ReadyPrompt}}, MaxTokens: config.DefaultProbeMaxTokens,
-		Temperature: &zero, Timeout: prof.ReadyProbe.Timeout.Duration})
-	if err != nil {
-		v.Error = "READY completion failed: " + err.Error()
-		p.setState(StateReady, "verified ready but the READY completion failed: "+err.Error())
-		return v
-	}
-	v.Reply = strings.TrimSpace(reply.Text)
-	if v.Reply != prompt.ReadyReply {
-		v.Error = fmt.Sprintf("READY completion answered %q, want %q", v.Reply, prompt.ReadyReply)
-		p.setState(StateReady, v.Error)
-		return v
-	}
 	v.OK = true
-	p.setState(StateReady, "verified ready (health, identity, probe, READY)")
+	p.setState(StateReady, "verified ready (health, identity, ready probe)")
 	return v
 }
 
