@@ -62,6 +62,12 @@ func TryLock(cfgPath, what string) (*Lock, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		b := make([]byte, 512)
 		n, _ := f.ReadAt(b, 0)
+		// The holder writes who it is just after it took the lock: a
+		// refusal in between would name "another hiro".
+		for try := 0; n == 0 && try < 20 && errors.Is(err, unix.EWOULDBLOCK); try++ {
+			time.Sleep(5 * time.Millisecond)
+			n, _ = f.ReadAt(b, 0)
+		}
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			be := &BusyError{}
