@@ -129,6 +129,11 @@ func TestReportAndPageTellTheSameAccount(t *testing.T) {
 		t.Errorf("report.md differs from %s (refresh with -update):\n%s", golden, md)
 	}
 	page, _ := publishDemo(t, ev)
+	// A campaign's decisions carry no separate reasoning: they read as
+	// text, not as bold headings.
+	if !strings.Contains(page, `<dt class="plain">`) || strings.Contains(page, "<dt>The candidate runs beside") {
+		t.Errorf("the campaign's decisions are not plain text in the page")
+	}
 	page = strings.ReplaceAll(page, "&quot;", "&#34;") // goldmark's quote entity, html/template's
 	a := account.Build(ev)
 	var texts []string
