@@ -81,7 +81,7 @@ func md(s string) string {
 				n++
 			}
 			switch {
-			case code == 0 && closingRun(s[i+n:], n):
+			case code == 0 && redact.ClosesCodeSpan(s[i+n:], n):
 				code = n
 			case code == n:
 				code = 0
@@ -106,26 +106,6 @@ func md(s string) string {
 		i++
 	}
 	return b.String()
-}
-
-// closingRun reports whether s holds a run of exactly n backticks, which
-// closes a code span opened by a run of n (an unmatched run is literal).
-func closingRun(s string, n int) bool {
-	for i := 0; i < len(s); {
-		if s[i] != '`' {
-			i++
-			continue
-		}
-		m := 1
-		for i+m < len(s) && s[i+m] == '`' {
-			m++
-		}
-		if m == n {
-			return true
-		}
-		i += m
-	}
-	return false
 }
 
 // Terminal is the account's short form for the terminal after a campaign:

@@ -549,7 +549,7 @@ func markdownSpans(s string) string {
 					n++
 				}
 				switch {
-				case code == 0 && closingRun(line[j+n:], n):
+				case code == 0 && ClosesCodeSpan(line[j+n:], n):
 					code = n
 				case code == n:
 					code = 0
@@ -579,9 +579,10 @@ func markdownSpans(s string) string {
 	return b.String()
 }
 
-// closingRun reports whether s holds a run of exactly n backticks, which
-// closes a code span opened by a run of n (an unmatched run is literal).
-func closingRun(s string, n int) bool {
+// ClosesCodeSpan reports whether s holds a run of exactly n backticks,
+// which closes a Markdown code span opened by a run of n (CommonMark: an
+// unmatched run is literal text).
+func ClosesCodeSpan(s string, n int) bool {
 	for i := 0; i < len(s); {
 		if s[i] != '`' {
 			i++
