@@ -3,7 +3,8 @@
 // POST /v1/chat/completions, /v1/completions and /v1/embeddings to the
 // backend the request's "model" names (the production alias and
 // production's own model id go to the active production backend; profiles
-// listed in [serve].served go to themselves; anything else is a 404 that
+// listed in [serve].served go to themselves (proxied as they are, health
+// polled: served.go); anything else is a 404 that
 // lists what is served) and answers GET /v1/models itself; GET /health
 // (no key) is 200 while production is ready and serving, else 503. Streaming (SSE)
 // passes through chunk by chunk (httputil.ReverseProxy flushes every write

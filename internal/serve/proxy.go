@@ -86,6 +86,8 @@ type route struct {
 	// inFlight counts production requests proxied on this route (see
 	// proxyRequest); a switch waits for the previous route's to end.
 	inFlight atomic.Int64
+	// watch is the health of a [serve] served backend (served.go).
+	watch servedWatch
 }
 
 // newRoute builds the proxy of prof: plain-HTTP backends go through the

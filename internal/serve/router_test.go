@@ -355,14 +355,57 @@ model = "cand-model"
 	if code, _, body := post(t, r.url, RouteChat, chatBody("cand-model", false)); code != 404 {
 		t.Errorf("a profile not served was reached: %d %s", code, body)
 	}
+	servedState := func() BackendStatus {
+		st, err := r.ctl.Status(context.Background())
+		if err != nil || len(st.Served) != 1 {
+			t.Fatalf("status: %+v %v", st, err)
+		}
+		return st.Served[0]
+	}
+	waitServed := func(want State) BackendStatus {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b := servedState()
+			if b.State == want {
+				return b
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("served backend: %+v, want %s", b, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if b := waitServed(StateReady); b.LastHealth == nil || !b.LastHealth.OK {
+		t.Errorf("served backend while up: %+v", b)
+	}
 	other.Process.Kill()
 	other.Wait()
+	// Before the watch notices: 502 naming the backend and the class, no
+	// address; once it has: 503 + Retry-After, and the status says down.
 	code, _, body = post(t, r.url, RouteChat, chatBody("other-model", false))
-	if msg := errorMessage(t, body); code != 502 || !strings.Contains(msg, "backend other did not answer (connect)") || strings.Contains(msg, "127.0.0.1") {
+	if msg := errorMessage(t, body); (code != 502 && code != 503) || !strings.Contains(msg, "backend other") || strings.Contains(msg, "127.0.0.1") {
 		t.Errorf("served backend down: %d %q", code, msg)
+	}
+	waitServed(StateDown)
+	code, h, body := post(t, r.url, RouteChat, chatBody("other-model", false))
+	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(errorMessage(t, body), "backend other is not answering") {
+		t.Errorf("served backend known down: %d %v %s", code, h, body)
 	}
 	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
 		t.Errorf("production after the served backend died: %d", code)
+	}
+	// Its owner starts it again: served again.
+	other = exec.Command(fakeEngine, "--port", itoa(port), "--model", "other-model")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	waitServed(StateReady)
+	if code, _, body := post(t, r.url, RouteChat, chatBody("other-model", false)); code != 200 {
+		t.Errorf("served backend back: %d %s", code, body)
+	}
+	if !strings.Contains(r.events.String(), `"event":"served_state"`) {
+		t.Errorf("no served_state events:\n%s", r.events.String())
 	}
 }
 

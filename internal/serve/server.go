@@ -253,6 +253,11 @@ func (s *Server) Run(ctx context.Context) error {
 		s.procs = newProcsPolicy(s.sc.Procs, func(n int) { s.metrics.procs.Set(float64(n)) })
 	}
 	s.metrics.procs.Set(float64(runtime.GOMAXPROCS(0)))
+	servedDone := make(chan struct{})
+	go func() {
+		defer close(servedDone)
+		s.watchServed(pctx)
+	}()
 	procsDone := make(chan struct{})
 	go func() {
 		defer close(procsDone)
@@ -278,6 +283,7 @@ func (s *Server) Run(ctx context.Context) error {
 	pcancel()
 	<-prodDone
 	<-procsDone
+	<-servedDone
 	s.prod.shutdown(s.sc.OnExit)
 	// The drained requests' lines come before "stopped" (both may go to
 	// stderr).
@@ -618,6 +624,10 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 		fail(http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q is not served here; served: %s", model, listModels(s.modelNames())), 0)
 		return
 	}
+	if rt != s.prod.current() && rt.watch.down() {
+		fail(http.StatusServiceUnavailable, "unavailable", fmt.Sprintf("backend %s is not answering its health check; retry in %d s", rt.name, retryAfterRestarting), retryAfterRestarting)
+		return
+	}
 	if rt == s.prod.current() {
 		if ok, retry, why := s.prod.gate(r.Context(), s.sc.WaitForReady.Duration); !ok {
 			fail(http.StatusServiceUnavailable, "unavailable", why, retry)
@@ -710,8 +720,12 @@ func (s *Server) Status() Status {
 		Alias: s.sc.Alias, InFlight: s.inFlight.Load(), Draining: s.draining.Load(), Models: s.modelNames()}
 	st.Production, st.Handover = s.prod.status()
 	for _, rt := range s.served {
+		state, since, msg, last := rt.watch.snapshot()
+		if state == "" {
+			state, since, msg = StateStarting, s.started, "served as is; not checked yet"
+		}
 		st.Served = append(st.Served, BackendStatus{Name: rt.name, Engine: rt.prof.Engine, BaseURL: rt.prof.BaseURL,
-			Model: rt.prof.Model, Managed: false, State: StateReady, Since: s.started, Message: "served as is: not watched"})
+			Model: rt.prof.Model, Managed: false, State: state, Since: since, Message: msg, LastHealth: last})
 	}
 	return st
 }
