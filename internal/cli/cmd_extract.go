@@ -13,6 +13,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/extract"
 	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 func init() { registerCommand(newExtractCmd) }
@@ -246,7 +247,7 @@ func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 		fmt.Fprintf(g.Stdout, "%d earlier rejects were superseded: their documents were redone; they stay in rejects.jsonl but no longer count\n", st.SupersededRejects)
 	}
 	if s.Requests > 0 && s.Replies == 0 {
-		fmt.Fprintf(g.Stdout, "no reply from %s: is the backend running? Rerun the same command to retry the failed documents\n", p.BaseURL)
+		fmt.Fprintf(g.Stdout, "no reply from %s: is the backend running, and are its URL, model and key (api_key_env / api_key_file) right? See %s/rejects.jsonl for the errors; rerun the same command to retry the failed documents\n", redact.String(p.BaseURL), s.OutDir)
 	}
 	if s.Interrupted {
 		fmt.Fprintln(g.Stdout, "interrupted: rerun the same command to resume")

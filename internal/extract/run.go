@@ -531,9 +531,13 @@ func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
 			if errors.As(err, &ae) && reply == nil {
 				r.retries += ae.Retries
 			}
-			// A 4xx other than timeout or rate limit will fail again the
-			// same way; anything else may pass on a rerun.
-			r.transient = !(errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 && ae.StatusCode != 408 && ae.StatusCode != 429)
+			// A 4xx about this request (400, 413, 422...) will fail again
+			// the same way: the document is done with its reject. Anything
+			// else may pass on a rerun: a timeout, a rate limit, a server
+			// error, and what is wrong with the endpoint rather than the
+			// request (401/403: the key; 404: the URL or model), which the
+			// user fixes before rerunning.
+			r.transient = !(errors.As(err, &ae) && permanentStatus(ae.StatusCode))
 			if len(r.attempts) > 0 {
 				r.transient = false // keep what the earlier attempt gave
 			}
@@ -618,10 +622,21 @@ func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
 		for k, a := range res.attempts {
 			retried := k < len(res.attempts)-1
 			o := a.outcome
+			// The whole reply goes into the attempt's first reject, a clip
+			// of it into the others: a reply of many bad claims would
+			// otherwise be written once per claim (quadratic in its size).
+			given := false
+			raw := func() string {
+				if given {
+					return clipRaw(a.reply.Text)
+				}
+				given = true
+				return a.reply.Text
+			}
 			if len(o.ReplyReasons) > 0 {
 				r := sbase
 				r.Kind, r.Attempt, r.Retried, r.Reasons = RejectReply, a.n, retried, o.ReplyReasons
-				r.Raw, r.FinishReason = a.reply.Text, a.reply.FinishReason
+				r.Raw, r.FinishReason = raw(), a.reply.FinishReason
 				rejects = append(rejects, r)
 			}
 			for _, b := range o.Bad {
@@ -629,7 +644,7 @@ func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
 				r := sbase
 				r.Kind, r.Attempt, r.Retried, r.Reasons = RejectClaim, a.n, retried, b.Reasons
 				r.ClaimIndex, r.Text, r.Quote = &ci, b.Text, b.Quote
-				r.Raw, r.FinishReason = a.reply.Text, a.reply.FinishReason
+				r.Raw, r.FinishReason = raw(), a.reply.FinishReason
 				rejects = append(rejects, r)
 			}
 			for _, c := range o.Good {
@@ -642,7 +657,7 @@ func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
 					r.Kind, r.Attempt, r.Retried = RejectClaim, a.n, retried
 					r.Reasons = []Reason{{Code: ReasonDuplicate, Detail: fmt.Sprintf("same claim as one of sentence %d", j)}}
 					r.ClaimIndex, r.Text, r.Quote = &ci, c.Text, c.Quote
-					r.Raw, r.FinishReason = a.reply.Text, a.reply.FinishReason
+					r.Raw, r.FinishReason = raw(), a.reply.FinishReason
 					rejects = append(rejects, r)
 					continue
 				}
@@ -662,4 +677,32 @@ func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
 	}
 	p.Claims, p.Rejects = len(claims), len(rejects)
 	return claims, rejects, p
+}
+
+// permanentStatus reports whether an HTTP error status says the request
+// itself is refused (it fails again the same way): a 4xx other than 401,
+// 403 and 404 (the endpoint's key, URL or model: fixed by the user, then
+// retried), 408 (timeout) and 429 (rate limit).
+func permanentStatus(code int) bool {
+	switch code {
+	case 401, 403, 404, 408, 429:
+		return false
+	}
+	return code >= 400 && code < 500
+}
+
+// rawClip is how much of a reply a reject after the attempt's first keeps.
+const rawClip = 256
+
+// clipRaw returns text cut to rawClip bytes (at a UTF-8 boundary) with a
+// note saying where the whole reply is.
+func clipRaw(text string) string {
+	if len(text) <= rawClip {
+		return text
+	}
+	cut := rawClip
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + fmt.Sprintf(" … [%d bytes; the whole reply is in this attempt's first reject]", len(text))
 }

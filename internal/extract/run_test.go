@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -383,5 +384,74 @@ func TestResumeRefusesOtherRun(t *testing.T) {
 	changed := []corpus.Document{{ID: docs[0].ID, Text: []byte("Something else entirely.")}}
 	if _, err := Run(context.Background(), changed, opts(f, out)); !errors.Is(err, ErrRunMismatch) {
 		t.Errorf("changed document: err = %v, want ErrRunMismatch", err)
+	}
+}
+
+// TestEndpointErrorsAreRedone: a request refused because of the endpoint
+// (401/403: the key; 404: the URL or model) leaves its document failed, so
+// that a rerun after the fix redoes it; one refused for itself (400) is
+// done with its reject and not sent again.
+func TestEndpointErrorsAreRedone(t *testing.T) {
+	docs := miniDocs(t)[:1]
+	for _, c := range []struct {
+		status int
+		redone bool
+	}{{401, true}, {403, true}, {404, true}, {400, false}} {
+		status := c.status
+		f := newFake(t, func(r chatReq) (string, error) {
+			if status != 0 {
+				return "", fakeError{status}
+			}
+			return echoAnswer(r)
+		})
+		out := t.TempDir()
+		sum, err := Run(context.Background(), docs, opts(f, out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sum.Stats.DocumentsFailed == 1; got != c.redone {
+			t.Errorf("HTTP %d: documents failed %d, want a failed document: %v", c.status, sum.Stats.DocumentsFailed, c.redone)
+		}
+		status = 0 // the user fixed the key, the URL or the model
+		n := f.count()
+		sum, err = Run(context.Background(), docs, opts(f, out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent := f.count() - n; (sent > 0) != c.redone {
+			t.Errorf("HTTP %d: the rerun sent %d requests (redo wanted: %v)", c.status, sent, c.redone)
+		}
+	}
+}
+
+// TestManyBadClaimsRecordTheReplyOnce: a reply of many bad claims is
+// written whole once (the attempt's first reject) and clipped in the
+// others, so the rejects file grows with the reply, not its square.
+func TestManyBadClaimsRecordTheReplyOnce(t *testing.T) {
+	docs := miniDocs(t)[:1]
+	var claims []string
+	for i := 0; i < 400; i++ {
+		claims = append(claims, fmt.Sprintf(`{"text":"Something made up number %d happened.","quote":"not in the source at all %d"}`, i, i))
+	}
+	reply := `{"claims":[` + strings.Join(claims, ",") + `]}`
+	f := newFake(t, func(r chatReq) (string, error) { return reply, nil })
+	out := t.TempDir()
+	if _, err := Run(context.Background(), docs, Options{Client: f.client(), Backend: "fake", BaseURL: f.URL, Model: "fake-model", OutDir: out, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rs := checkRejects(t, out)
+	whole, clipped := 0, 0
+	for _, r := range rs {
+		switch {
+		case r.Raw == reply:
+			whole++
+		case strings.Contains(r.Raw, "the whole reply is in this attempt's first reject") && len(r.Raw) < 512:
+			clipped++
+		}
+	}
+	st, _ := os.Stat(filepath.Join(out, RejectsFile))
+	// Each reply whole once (one per sentence), each other reject small.
+	if whole == 0 || clipped < 100 || st.Size() > int64(whole*len(reply)+clipped*(1<<10)) {
+		t.Errorf("%d rejects: %d whole, %d clipped; rejects file %d bytes for a %d-byte reply", len(rs), whole, clipped, st.Size(), len(reply))
 	}
 }

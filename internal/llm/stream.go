@@ -19,6 +19,14 @@ import (
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 64 << 10
 
+// MaxReplyBytes bounds a chat completion's answer (the JSON body, or the
+// text of a stream): a server that ignores max_tokens cannot make hiro
+// read without end. 4 MiB is far above any reply of max_tokens tokens.
+const MaxReplyBytes = 4 << 20
+
+// errReplyTooLarge is the error of an answer over MaxReplyBytes.
+var errReplyTooLarge = fmt.Errorf("chat completion: the answer is larger than %d MiB (does the server ignore max_tokens?)", MaxReplyBytes>>20)
+
 // streamChunk is the part of an OpenAI chat.completion.chunk hiro reads.
 // Decoding only these fields keeps a streamed reply cheap: openai-go's own
 // stream decoder (reflection with per-field metadata) took about two
@@ -94,6 +102,9 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 					r.TTFT = time.Since(start)
 				}
 				r.ContentChunks++
+				if text.Len()+len(content) > MaxReplyBytes {
+					return errReplyTooLarge
+				}
 				text.WriteString(content)
 			}
 			if choice.FinishReason != nil && *choice.FinishReason != "" {
@@ -112,9 +123,12 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 		return r, 0, false, err
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
-		raw, err := io.ReadAll(resp.Body)
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxReplyBytes+1))
 		if err != nil {
 			return finish(transportError(ctx, err))
+		}
+		if len(raw) > MaxReplyBytes {
+			return finish(errReplyTooLarge)
 		}
 		var ch streamChunk
 		if err := json.Unmarshal(raw, &ch); err != nil {
