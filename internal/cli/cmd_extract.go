@@ -134,7 +134,7 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 			return UsageError(fmt.Errorf("extract: %w", err))
 		}
 		docs = c.Docs
-	} else if docs, err = corpus.LoadPaths(paths); err != nil {
+	} else if docs, err = corpus.LoadPathsBounded(paths, int64(o.MaxDocBytes)+1); err != nil {
 		return UsageError(fmt.Errorf("extract: %w", err))
 	}
 	client, err := llm.NewForProfile(prof)

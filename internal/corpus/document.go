@@ -3,11 +3,13 @@ package corpus
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Document is one input document.
@@ -44,7 +46,14 @@ var ErrNoDocuments = errors.New("no documents")
 // in lexical order, hidden entries skipped; id: the path relative to the
 // directory). Documents come back sorted by id; two documents with the
 // same id are an error naming both paths.
-func LoadPaths(paths []string) ([]Document, error) {
+func LoadPaths(paths []string) ([]Document, error) { return LoadPathsBounded(paths, -1) }
+
+// LoadPathsBounded is LoadPaths reading at most limit bytes of each
+// document (limit < 0: all): a caller that rejects documents over N bytes
+// passes N+1, so that a huge file is neither read whole nor taken for a
+// short one. A path that is not a regular file (a device such as
+// /dev/zero, a FIFO, a socket) is an error: its reading might never end.
+func LoadPathsBounded(paths []string, limit int64) ([]Document, error) {
 	var docs []Document
 	seen := map[string]string{}
 	add := func(id, path string) error {
@@ -52,9 +61,9 @@ func LoadPaths(paths []string) ([]Document, error) {
 			return fmt.Errorf("document id %q is given twice (%s and %s); pass each document once", id, prev, path)
 		}
 		seen[id] = path
-		b, err := os.ReadFile(path)
+		b, err := readRegular(path, limit)
 		if err != nil {
-			return fmt.Errorf("read document %s: %w", path, err)
+			return err
 		}
 		docs = append(docs, Document{ID: id, Path: path, Markdown: IsMarkdownPath(path), Text: b})
 		return nil
@@ -108,4 +117,32 @@ func hasDocExt(path string) bool {
 		}
 	}
 	return false
+}
+
+// readRegular reads at most limit bytes (limit < 0: all) of the regular
+// file at path; anything else is an error saying what it is.
+func readRegular(path string, limit int64) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO would otherwise wait for a writer (it
+	// changes nothing for a regular file).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read document %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read document %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("read document %s: not a regular file (%s); give documents as files", path, st.Mode().Type())
+	}
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read document %s: %w", path, err)
+	}
+	return b, nil
 }
