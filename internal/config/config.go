@@ -541,6 +541,9 @@ func (p *Profile) validate(file, k string) Errors {
 		u, err := url.Parse(p.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add(k+".base_url", "%q is not an http(s) URL; write it like \"http://127.0.0.1:8080\"", p.BaseURL)
+		} else if u.User != nil {
+			// Not quoted: the value holds a credential.
+			add(k+".base_url", "holds credentials (user:password@ before the host), which would be printed and stored wherever the URL is; remove them and give the key with api_key_env or api_key_file")
 		} else if strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
 			add(k+".base_url", "%q ends in /v1; give the server's root, hiro adds /v1 itself", p.BaseURL)
 		}

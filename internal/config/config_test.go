@@ -158,6 +158,11 @@ func TestLiteralKeyRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ca_file") {
 		t.Errorf("ca_file with http: %v", err)
 	}
+	// A password in the URL is a literal key too, and is not repeated.
+	_, err = Parse([]byte(strings.Replace(remote, "https://", "https://admin:hiroTESTsecretPW@", 1)), "/x/hiro.toml")
+	if err == nil || !strings.Contains(err.Error(), "backends.remote.base_url: holds credentials") || strings.Contains(err.Error(), "hiroTESTsecretPW") {
+		t.Errorf("credentials in base_url: %v", err)
+	}
 }
 
 func TestOverloadPolicy(t *testing.T) {
