@@ -236,19 +236,6 @@ func printFailure(g *Globals, name string, f *failure.Failure) {
 	}
 }
 
-func backendSortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
-}
-
 // activeOrigin says where the active production comes from: "rollback 2",
 // "activation 1, variant fp8" (no variant named when it ran as the
 // profile is written).

@@ -71,7 +71,6 @@ func (p *prodCtl) current() *route       { return p.rt.Load() }
 func (p *prodCtl) name() string          { return p.current().name }
 func (p *prodCtl) prof() *config.Profile { return p.current().prof }
 func (p *prodCtl) served()               { p.lastOK.Store(time.Now().UnixNano()) }
-func (p *prodCtl) managed() bool         { return !p.prof().Unmanaged }
 func (p *prodCtl) state() State          { p.mu.Lock(); defer p.mu.Unlock(); return p.st }
 func (p *prodCtl) handedOver() bool      { return p.state() == StateHandedOver }
 func (p *prodCtl) stateDir() string      { return p.s.cfg.StateDir }
