@@ -26,23 +26,8 @@ func TestOllamaActivateServeRollback(t *testing.T) {
 	w := newWorld(t, false) // private state and ports; the configuration is rewritten below
 	home := t.TempDir()
 	profile := func(name string, port int, parallel string) string {
-		return fmt.Sprintf(`[backends.%s]
-engine = "ollama"
-command = %q
-args = ["serve"]
-port = %d
-model = %q
-ready_timeout = "2m"
-stall_timeout = "1m"
-stop_grace = "10s"
-ready_probe = { max_tokens = 4 }
-[backends.%s.env]
-OLLAMA_HOST = "127.0.0.1:%d"
-OLLAMA_MODELS = %q
-HOME = %q
-OLLAMA_NUM_PARALLEL = %q
-OLLAMA_KEEP_ALIVE = "-1"
-`, name, bin, port, ollamatest.StrongModel, name, port, models, home, parallel)
+		return ollamatest.ProfileTOML(name, bin, port, ollamatest.StrongModel, models, home,
+			map[string]string{"OLLAMA_NUM_PARALLEL": parallel, "OLLAMA_KEEP_ALIVE": "-1"})
 	}
 	toml := fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n\n%s\n%s\n[serve]\nlisten = \"127.0.0.1:%d\"\nalias = \"extraction\"\naccess_log = \"off\"\n",
 		profile("prod", w.prodPort, "1"), profile("cand", w.candPort, "2"), w.servePort)

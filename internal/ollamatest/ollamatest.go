@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -252,4 +253,39 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// ProfileTOML returns a hiro backend profile, [backends.NAME] with its
+// env table, that launches the Ollama binary bin as `ollama serve` on
+// 127.0.0.1:port with the models of modelsDir and HOME home, expecting
+// model, with the bounds the project's Ollama tests use (ready in 2 min,
+// a 4-token probe); OLLAMA_NUM_PARALLEL is "1" unless env sets it, and env
+// adds or overrides environment entries (OLLAMA_KEEP_ALIVE...).
+func ProfileTOML(name, bin string, port int, model, modelsDir, home string, env map[string]string) string {
+	all := map[string]string{"OLLAMA_HOST": fmt.Sprintf("127.0.0.1:%d", port), "OLLAMA_MODELS": modelsDir, "HOME": home, "OLLAMA_NUM_PARALLEL": "1"}
+	for k, v := range env {
+		all[k] = v
+	}
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, `[backends.%s]
+engine = "ollama"
+command = %q
+args = ["serve"]
+port = %d
+model = %q
+ready_timeout = "2m"
+stall_timeout = "1m"
+stop_grace = "10s"
+ready_probe = { max_tokens = 4 }
+[backends.%s.env]
+`, name, bin, port, model, name)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s = %q\n", k, all[k])
+	}
+	return b.String()
 }

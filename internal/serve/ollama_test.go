@@ -88,32 +88,15 @@ func ollamaConfig(t *testing.T, keepAlive, canary string) *config.Config {
 	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.TinyModel: ollamatest.ShippedModels(t)[ollamatest.TinyModel]})
 	dir := t.TempDir()
 	port := freePort(t)
-	toml := fmt.Sprintf(`state_dir = "state"
-[production]
-backend = "ollama"
-[backends.ollama]
-engine = "ollama"
-command = %q
-args = ["serve"]
-port = %d
-model = %q
-ready_timeout = "2m"
-stall_timeout = "1m"
-stop_grace = "10s"
-ready_probe = { max_tokens = 4 }
-[backends.ollama.env]
-OLLAMA_HOST = "127.0.0.1:%d"
-OLLAMA_MODELS = %q
-HOME = %q
-OLLAMA_NUM_PARALLEL = "1"
-OLLAMA_KEEP_ALIVE = %q
-[serve]
+	toml := "state_dir = \"state\"\n[production]\nbackend = \"ollama\"\n" +
+		ollamatest.ProfileTOML("ollama", bin, port, ollamatest.TinyModel, models, dir, map[string]string{"OLLAMA_KEEP_ALIVE": keepAlive}) +
+		fmt.Sprintf(`[serve]
 listen = "127.0.0.1:0"
 alias = "extraction"
 canary_interval = %q
 access_log = "off"
 on_exit = "stop"
-`, bin, port, ollamatest.TinyModel, port, models, dir, keepAlive, canary)
+`, canary)
 	path := filepath.Join(dir, "hiro.toml")
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -29,23 +28,7 @@ func ollamaProfile(t *testing.T, model string, port int) (*config.Profile, strin
 		ollamatest.TinyModel: ollamatest.ShippedModels(t)[ollamatest.TinyModel],
 	})
 	dir := t.TempDir()
-	toml := fmt.Sprintf(`state_dir = "state"
-[backends.ollama]
-engine = "ollama"
-command = %q
-args = ["serve"]
-port = %d
-model = %q
-ready_timeout = "2m"
-stall_timeout = "1m"
-stop_grace = "10s"
-ready_probe = { max_tokens = 4 }
-[backends.ollama.env]
-OLLAMA_HOST = "127.0.0.1:%d"
-OLLAMA_MODELS = %q
-HOME = %q
-OLLAMA_NUM_PARALLEL = "1"
-`, bin, port, model, port, models, dir)
+	toml := "state_dir = \"state\"\n" + ollamatest.ProfileTOML("ollama", bin, port, model, models, dir, nil)
 	path := filepath.Join(dir, "hiro.toml")
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
