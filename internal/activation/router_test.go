@@ -393,26 +393,7 @@ func TestSIGKILLDuringHandoverProductionComesBack(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("next command: exit %d\n%s", code, out)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		st, err := sp.ctl.Status(context.Background())
-		if err == nil && st.Production.Name == "prod" && st.Production.State == serve.StateReady && st.Handover == nil && !st.Draining {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("production did not come back through the router: %+v\nnext command:\n%s", st, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if _, ok := w.running("cand"); ok {
-		t.Fatal("the killed campaign's candidate still runs")
-	}
-	l := startLoad(url, 2, 4)
-	l.waitMore(t, 20)
-	l.finish()
-	if len(l.failed) > 0 || len(l.retry503) > 0 || l.ok["prod-model"] == 0 {
-		t.Fatalf("after the recovery: %s", l)
-	}
+	w.routerTookBack(t, sp, url, out, "campaign")
 }
 
 // SIGKILL of hiro in the middle of an exclusive activation through the
@@ -447,26 +428,7 @@ func TestSIGKILLDuringExclusiveActivationThroughTheRouter(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "switch settled") {
 		t.Fatalf("next command: exit %d\n%s", code, out)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		st, err := sp.ctl.Status(context.Background())
-		if err == nil && st.Production.Name == "prod" && st.Production.State == serve.StateReady && st.Handover == nil && !st.Draining {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("production did not come back through the router: %+v\nnext command:\n%s", st, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if _, ok := w.running("cand"); ok {
-		t.Fatal("the killed activation's candidate still runs")
-	}
-	l := startLoad(url, 2, 4)
-	l.waitMore(t, 20)
-	l.finish()
-	if len(l.failed) > 0 || len(l.retry503) > 0 || l.ok["prod-model"] == 0 {
-		t.Fatalf("after the recovery: %s", l)
-	}
+	w.routerTookBack(t, sp, url, out, "activation")
 }
 
 // An exclusive activation through a second configuration file (a copy of
@@ -577,5 +539,33 @@ func TestRouterDoesNotRecordAHandoverAsAFailure(t *testing.T) {
 			t.Fatalf("the router does not serve production again after the campaign: %+v handover %+v", st.Production, st.Handover)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// routerTookBack waits for the router sp to serve production prod again,
+// ready and no longer handed over, after the next command (out) recovered
+// from a killed hiro doing what; the killed hiro's candidate must be gone
+// and requests through url are answered by production, without 503s.
+func (w *world) routerTookBack(t *testing.T, sp *serveProc, url, out, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := sp.ctl.Status(context.Background())
+		if err == nil && st.Production.Name == "prod" && st.Production.State == serve.StateReady && st.Handover == nil && !st.Draining {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("production did not come back through the router: %+v\nnext command:\n%s", st, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Fatalf("the killed %s's candidate still runs", what)
+	}
+	l := startLoad(url, 2, 4)
+	l.waitMore(t, 20)
+	l.finish()
+	if len(l.failed) > 0 || len(l.retry503) > 0 || l.ok["prod-model"] == 0 {
+		t.Fatalf("after the recovery: %s", l)
 	}
 }
