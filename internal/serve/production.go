@@ -106,8 +106,10 @@ func (p *prodCtl) setState(st State, msg string) {
 	// status or the event log.
 	msg = redact.Secrets(msg)
 	p.st, p.message = st, msg
-	p.mu.Unlock()
+	// Stored under the lock: whoever reads the state (hiro status) and
+	// then sends a request finds the gate agreeing with it.
 	p.ready.Store(st == StateReady)
+	p.mu.Unlock()
 	rt := p.current()
 	p.s.metrics.setActive(rt.name, rt.prof.Engine, rt.prof.Model, st)
 	if changed {
