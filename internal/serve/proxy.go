@@ -57,11 +57,11 @@ func NewTransport() *http.Transport {
 	}
 }
 
-// copyBufferSize is the size of ReverseProxy's copy buffers: 8 KiB, not
-// its default 32 KiB, since a streamed completion arrives in chunks of a
-// few hundred bytes and every open stream holds one buffer (256 streams:
-// 2 MiB, not 8).
-const copyBufferSize = 8 << 10
+// copyBufferSize is the size of ReverseProxy's copy buffers: 4 KiB (the
+// size of the upstream connection's read buffer), not its default 32 KiB,
+// since a streamed completion arrives in chunks of a few hundred bytes
+// and every open stream holds one buffer (256 streams: 1 MiB, not 8).
+const copyBufferSize = 4 << 10
 
 // bufferPool lends ReverseProxy its copy buffers.
 type bufferPool struct{ p sync.Pool }
@@ -218,7 +218,10 @@ type respWriter struct {
 	errClass string
 }
 
-const tailSize = 4 << 10
+// tailSize bounds the body tail kept for "usage": a stream's last chunk
+// or the end of a JSON answer (about 300 bytes in vLLM, SGLang, llama.cpp
+// and Ollama answers); every open stream holds one.
+const tailSize = 2 << 10
 
 func (w *respWriter) WriteHeader(code int) {
 	if w.status == 0 {
