@@ -9,6 +9,8 @@
 // minor fault if one is needed again. Anonymous memory goes back to the
 // OS through runtime/debug.FreeOSMemory.
 //
-// It must not touch anonymous or writable mappings with madvise (that
-// would discard data), nor anything but the process's own executable.
+// It must not touch anonymous memory or a page the process wrote with
+// madvise (that would discard data or need swap), nor anything but the
+// process's own executable: in the writable data segment, only pages
+// /proc/self/pagemap reports as still the file's are paged out.
 package procmem

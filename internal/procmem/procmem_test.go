@@ -35,17 +35,18 @@ func TestTrimDropsExecutablePages(t *testing.T) {
 	}
 }
 
-func TestReadOnlyExeMapping(t *testing.T) {
+func TestExeMapping(t *testing.T) {
 	exe := "/usr/bin/hiro"
-	for line, want := range map[string]bool{
-		"00400000-00a00000 r-xp 00000000 08:01 123 /usr/bin/hiro":  true,
-		"00a00000-00b00000 r--p 00600000 08:01 123 /usr/bin/hiro":  true,
-		"00b00000-00c00000 rw-p 00700000 08:01 123 /usr/bin/hiro":  false,
-		"00c00000-00d00000 rw-p 00000000 00:00 0 ":                 false,
-		"7f000000-7f100000 r-xp 00000000 08:01 9 /usr/lib/libc.so": false,
+	type want struct{ ok, writable bool }
+	for line, w := range map[string]want{
+		"00400000-00a00000 r-xp 00000000 08:01 123 /usr/bin/hiro":  {true, false},
+		"00a00000-00b00000 r--p 00600000 08:01 123 /usr/bin/hiro":  {true, false},
+		"00b00000-00c00000 rw-p 00700000 08:01 123 /usr/bin/hiro":  {true, true},
+		"00c00000-00d00000 rw-p 00000000 00:00 0 ":                 {false, false},
+		"7f000000-7f100000 r-xp 00000000 08:01 9 /usr/lib/libc.so": {false, false},
 	} {
-		if _, _, ok := readOnlyExeMapping(line, exe); ok != want {
-			t.Errorf("%q: %v, want %v", line, ok, want)
+		if _, _, writable, ok := exeMapping(line, exe); ok != w.ok || writable != w.writable {
+			t.Errorf("%q: ok %v writable %v, want %+v", line, ok, writable, w)
 		}
 	}
 }

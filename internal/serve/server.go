@@ -23,6 +23,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/redact"
 )
@@ -248,7 +249,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	// A long-running router's resident memory is what it serves with,
 	// not what start-up touched.
-	shedStartupMemory()
+	procmem.Trim()
 	if s.opts.OwnsProcess {
 		s.procs = newProcsPolicy(s.sc.Procs, func(n int) { s.metrics.procs.Set(float64(n)) })
 	}

@@ -1,4 +1,4 @@
-package serve
+package procmem
 
 import (
 	"encoding/binary"
@@ -70,7 +70,7 @@ func TestPageoutFilePagesKeepsWrittenPages(t *testing.T) {
 	if e := pagemapEntry(t, start); e&pagemapPresent != 0 {
 		// Still mapped: pageoutFilePages missed it, unless this kernel
 		// does not page out at all.
-		madvisePageout(start, uintptr(page))
+		unix.Syscall(unix.SYS_MADVISE, start, uintptr(page), uintptr(unix.MADV_PAGEOUT))
 		if e := pagemapEntry(t, start); e&pagemapPresent != 0 {
 			t.Skipf("this kernel keeps the page mapped after MADV_PAGEOUT: %#x", e)
 		}
