@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -52,9 +55,16 @@ Score a sharded run after 'hiro extract merge': the merged folder has every
 shard's records and scores as the unsharded run. Without progress.jsonl every
 document of the corpus is scored.
 
-Exit status: 0 scored; 1 the claims could not be read or name documents the
-corpus does not have; 2 bad usage (a missing file, a corpus that does not
-match its manifest).`,
+Each line of FILE must be one claim object as 'hiro extract' writes it:
+` + eval.ClaimLineShape + `.
+A line that is not (not JSON, not an object, a missing doc_id or text, a
+field of the wrong type, a span outside its document) stops the scoring
+with the file, the line and what is wrong.
+
+Exit status: 0 scored; 1 the claims could not be read (a malformed line) or
+name documents the corpus does not have; 2 bad usage (a missing file, a
+directory given as --claims or a file as --corpus, a threshold outside
+(0, 1], a corpus that does not match its manifest).`,
 		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runEval(c.Context(), g, o)
@@ -73,12 +83,15 @@ func runEval(_ context.Context, g *Globals, o *evalOpts) error {
 	if o.Corpus == "" || o.Claims == "" {
 		return UsageErrorf("eval: --corpus DIR and --claims FILE are both required, e.g. hiro eval --corpus corpora/hiro-mini --claims out/claims.jsonl")
 	}
-	if o.Threshold <= 0 || o.Threshold > 1 {
-		return UsageErrorf("eval: --threshold %v: must be in (0, 1]", o.Threshold)
+	if !(o.Threshold > 0 && o.Threshold <= 1) { // NaN too
+		return UsageErrorf("eval: --threshold %v: must be a number in (0, 1], e.g. 0.5", o.Threshold)
+	}
+	if err := evalPathKinds(o); err != nil {
+		return err
 	}
 	r, err := eval.EvaluateRun(o.Corpus, o.Claims, eval.Options{Threshold: o.Threshold, ScoreMissing: o.ScoreMissing})
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, corpus.ErrNotFrozen) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, corpus.ErrNotFrozen) || errors.Is(err, syscall.ENOTDIR) {
 			return UsageError(fmt.Errorf("eval: %w", err))
 		}
 		return FailedError(fmt.Errorf("eval: %w", err))
@@ -100,6 +113,31 @@ func runEval(_ context.Context, g *Globals, o *evalOpts) error {
 		return err
 	}
 	fmt.Fprint(g.Stdout, eval.Text(r))
+	return nil
+}
+
+// evalPathKinds checks that --corpus is a directory and --claims a
+// regular file (bad usage, exit 2, otherwise), so that a swapped or
+// mistyped path is named as such rather than failing as unreadable claims.
+func evalPathKinds(o *evalOpts) error {
+	if st, err := os.Stat(o.Corpus); err == nil && !st.IsDir() {
+		return UsageErrorf("eval: --corpus %s is a file, not a directory: give the frozen corpus folder (the one with manifest.json, made by 'hiro corpus import')", o.Corpus)
+	}
+	st, err := os.Stat(o.Claims)
+	switch {
+	case errors.Is(err, syscall.ENOTDIR):
+		return UsageErrorf("eval: --claims %s: a folder above it is a file: give the path of the claims.jsonl that 'hiro extract' wrote in its --out directory", o.Claims)
+	case err != nil:
+		return nil // EvaluateRun names a missing path
+	case st.IsDir():
+		hint := filepath.Join(o.Claims, "claims.jsonl")
+		if _, err := os.Stat(hint); err == nil {
+			return UsageErrorf("eval: --claims %s is a directory, not a claims file: give the claims.jsonl inside it: --claims %s", o.Claims, hint)
+		}
+		return UsageErrorf("eval: --claims %s is a directory, not a claims file: give the claims.jsonl that 'hiro extract' wrote in its --out directory", o.Claims)
+	case !st.Mode().IsRegular():
+		return UsageErrorf("eval: --claims %s is not a regular file: give the claims.jsonl that 'hiro extract' wrote in its --out directory", o.Claims)
+	}
 	return nil
 }
 

@@ -153,7 +153,7 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 	opts.Preflight = func(ctx context.Context) error { return extractBackendUp(ctx, prof) }
 	sum, err := extract.Run(ctx, docs, opts)
 	if err != nil && (sum == nil || !sum.Interrupted) {
-		if errors.Is(err, extract.ErrRunMismatch) {
+		if errors.Is(err, extract.ErrRunMismatch) || errors.Is(err, extract.ErrOutNotDir) {
 			return UsageError(fmt.Errorf("extract: %w", err))
 		}
 		return FailedError(fmt.Errorf("extract: %w", err))

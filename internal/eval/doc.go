@@ -8,6 +8,11 @@
 // progress.jsonl: another shard's, an unfinished run) are reported as
 // Missing and left out of the scores unless Options.ScoreMissing.
 //
+// Claims files are read strictly (ClaimLineShape): a line that is not a
+// claim object, lacks the document id or the text, has a field of the
+// wrong type or a span outside its document is an error naming the file
+// and the line, never scored with zero values.
+//
 // It reads claims.jsonl, stats.json and progress.jsonl as written by package extract (by
 // their JSON field names, without importing it) and must not send
 // requests or change any file.

@@ -41,6 +41,9 @@ type PredictedClaim struct {
 	SentenceSpan  *[2]int `json:"sentence_span"`
 	Text          string  `json:"text"`
 	Quote         string  `json:"quote"`
+	// Line is the claim's line number in its file (1-based), 0 when the
+	// claim did not come from a file.
+	Line int `json:"-"`
 }
 
 // RunStats is the part of extract's stats.json that scoring reads.
@@ -205,7 +208,7 @@ func Evaluate(c *corpus.Corpus, claims []PredictedClaim, stats *RunStats, thresh
 // finished extraction record: the others are reported as Missing and,
 // unless scoreMissing, not scored.
 func evaluate(c *corpus.Corpus, claims []PredictedClaim, stats *RunStats, threshold float64, done map[string]bool, scoreMissing bool) (*Report, error) {
-	if threshold <= 0 || threshold > 1 {
+	if !(threshold > 0 && threshold <= 1) { // NaN too
 		return nil, fmt.Errorf("threshold %v: must be in (0, 1]", threshold)
 	}
 	docs := map[string]corpus.Document{}
@@ -215,7 +218,10 @@ func evaluate(c *corpus.Corpus, claims []PredictedClaim, stats *RunStats, thresh
 	pred := map[string][]PredictedClaim{}
 	for i, p := range claims {
 		if _, ok := docs[p.DocID]; !ok {
-			return nil, fmt.Errorf("claim %d is for document %q, which corpus %s does not have: score claims against the corpus they were extracted from", i+1, p.DocID, c.Manifest.Name)
+			return nil, fmt.Errorf("%s is for document %q, which corpus %s does not have: score claims against the corpus they were extracted from", claimWhere(i, p), p.DocID, c.Manifest.Name)
+		}
+		if sp := p.SentenceSpan; sp != nil && sp[1] > len(docs[p.DocID].Text) {
+			return nil, fmt.Errorf("%s: sentence_span [%d, %d] ends after document %q (%d bytes): the claims were not extracted from this corpus's text", claimWhere(i, p), sp[0], sp[1], p.DocID, len(docs[p.DocID].Text))
 		}
 		pred[p.DocID] = append(pred[p.DocID], p)
 	}
@@ -272,6 +278,14 @@ func evaluate(c *corpus.Corpus, claims []PredictedClaim, stats *RunStats, thresh
 		r.SchemaValidRate = &rate
 	}
 	return r, nil
+}
+
+// claimWhere names claim i for messages: its line when it has one.
+func claimWhere(i int, p PredictedClaim) string {
+	if p.Line > 0 {
+		return fmt.Sprintf("claim on line %d", p.Line)
+	}
+	return fmt.Sprintf("claim %d", i+1)
 }
 
 func (s *Scores) rates() {
@@ -339,7 +353,7 @@ func EvaluateRun(corpusDir, claimsPath string, o Options) (*Report, error) {
 	}
 	r, err := evaluate(c, claims, stats, threshold, done, o.ScoreMissing)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", claimsPath, err)
 	}
 	sum := sha256.Sum256(raw)
 	r.ClaimsSHA256 = hex.EncodeToString(sum[:])
@@ -374,6 +388,13 @@ func readDone(path string) (map[string]bool, error) {
 	return done, nil
 }
 
+// ClaimLineShape says what parseClaims requires of each claims.jsonl line.
+const ClaimLineShape = `one JSON object per line, as 'hiro extract' writes it: "doc_id" and "text" non-empty strings; "quote" a string; "sentence_index" an integer >= 0; "sentence_span" two integers [start, end], 0 <= start <= end (the last three optional)`
+
+// parseClaims reads claims.jsonl strictly: a line that is not a claim
+// object, lacks the document id or the claim text, or has a field of the
+// wrong type is an error naming the file, the line and what is wrong,
+// never a claim scored with zero values.
 func parseClaims(raw []byte, path string) ([]PredictedClaim, error) {
 	var out []PredictedClaim
 	sc := bufio.NewScanner(bytes.NewReader(raw))
@@ -383,16 +404,118 @@ func parseClaims(raw []byte, path string) ([]PredictedClaim, error) {
 		if len(line) == 0 {
 			continue
 		}
-		var p PredictedClaim
-		if err := json.Unmarshal(line, &p); err != nil {
-			return nil, fmt.Errorf("%s:%d: not a claim line: %w", path, n, err)
+		p, err := parseClaimLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: not a claim: %s; expected %s", path, n, err, ClaimLineShape)
 		}
-		if p.DocID == "" {
-			return nil, fmt.Errorf("%s:%d: claim without doc_id", path, n)
-		}
+		p.Line = n
 		out = append(out, p)
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// parseClaimLine checks one line's shape and field types, then decodes it.
+func parseClaimLine(line []byte) (PredictedClaim, error) {
+	var p PredictedClaim
+	if !json.Valid(line) {
+		var v any
+		err := json.Unmarshal(line, &v)
+		return p, fmt.Errorf("the line is not valid JSON (%v)", err)
+	}
+	if line[0] != '{' {
+		return p, fmt.Errorf("the line is %s, not a JSON object", jsonKind(line))
+	}
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(line, &f); err != nil {
+		return p, err
+	}
+	str := func(name string, required bool) (string, error) {
+		v, ok := f[name]
+		if !ok || string(v) == "null" {
+			if required {
+				return "", fmt.Errorf("%q is missing", name)
+			}
+			return "", nil
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", fmt.Errorf("%q is %s, not a string", name, jsonKind(v))
+		}
+		if required && strings.TrimSpace(s) == "" {
+			return "", fmt.Errorf("%q is empty", name)
+		}
+		return s, nil
+	}
+	var err error
+	if p.DocID, err = str("doc_id", true); err != nil {
+		return p, err
+	}
+	if p.Text, err = str("text", true); err != nil {
+		return p, err
+	}
+	if p.Quote, err = str("quote", false); err != nil {
+		return p, err
+	}
+	if v, ok := f["sentence_index"]; ok && string(v) != "null" {
+		i, err := nonNegInt(v)
+		if err != nil {
+			return p, fmt.Errorf("%q is %s", "sentence_index", err)
+		}
+		p.SentenceIndex = i
+	}
+	if v, ok := f["sentence_span"]; ok && string(v) != "null" {
+		var a []json.RawMessage
+		if json.Unmarshal(v, &a) != nil || len(a) != 2 {
+			return p, fmt.Errorf("%q is %s, not two integers [start, end]", "sentence_span", string(v))
+		}
+		var sp [2]int
+		for k := range a {
+			if sp[k], err = nonNegInt(a[k]); err != nil {
+				return p, fmt.Errorf("%q %s is %s", "sentence_span", string(v), err)
+			}
+		}
+		if sp[0] > sp[1] {
+			return p, fmt.Errorf("%q %s ends before it starts", "sentence_span", string(v))
+		}
+		p.SentenceSpan = &sp
+	}
+	return p, nil
+}
+
+// nonNegInt decodes v as an integer >= 0; the error says what v is.
+func nonNegInt(v json.RawMessage) (int, error) {
+	var x float64
+	if err := json.Unmarshal(v, &x); err != nil {
+		return 0, fmt.Errorf("%s, not an integer", jsonKind(v))
+	}
+	if x != math.Trunc(x) || x < 0 || x > math.MaxInt32 {
+		return 0, fmt.Errorf("%s, not an integer >= 0", string(v))
+	}
+	return int(x), nil
+}
+
+// jsonKind names the JSON type of a valid JSON value.
+func jsonKind(v []byte) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "empty"
+	}
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // Marshal renders the report as indented JSON with a final newline.

@@ -83,6 +83,9 @@ func Merge(dst string, dirs []string) (*MergeSummary, error) {
 	if len(dirs) == 0 {
 		return nil, errors.New("merge: no output directories given")
 	}
+	if err := checkOutDir(dst); err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
 	var first RunInfo
 	seen := map[int]string{}
 	var docs []mergeDoc

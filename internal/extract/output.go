@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/hiro-dev/hiro/internal/corpus"
 )
@@ -17,6 +18,11 @@ import (
 // ErrRunMismatch means the output directory holds a run made with another
 // backend, model, prompt or schema; resuming would mix them.
 var ErrRunMismatch = errors.New("output directory holds a different run")
+
+// ErrOutNotDir means the output path cannot be a directory: it, or a
+// folder above it, is an existing file. It is the caller's mistake (bad
+// usage), not a failure of the run.
+var ErrOutNotDir = errors.New("the output path is not a directory")
 
 // outDir is an open output directory: the append-only claims and rejects
 // files, the progress checkpoint, and what earlier runs finished.
@@ -34,7 +40,13 @@ type outDir struct {
 // sizes of the last checkpoint, so a document written in part before an
 // interruption leaves nothing behind.
 func openOut(dir string, info RunInfo) (*outDir, error) {
+	if err := checkOutDir(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%w: %s: a folder above it is a file; give a directory path for --out (a new one, or an earlier run's output directory to resume)", ErrOutNotDir, dir)
+		}
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
 	runPath := filepath.Join(dir, RunFile)
@@ -86,6 +98,36 @@ func openOut(dir string, info RunInfo) (*outDir, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// checkOutDir returns an ErrOutNotDir error when dir exists and is not a
+// directory (a regular file, a device...).
+func checkOutDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err == nil && !st.IsDir() {
+		return fmt.Errorf("%w: %s is an existing %s, not a directory; give a directory path for --out (a new one, or an earlier run's output directory to resume)", ErrOutNotDir, dir, fileKind(st.Mode()))
+	}
+	if err != nil && errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w: %s: a folder above it is a file; give a directory path for --out", ErrOutNotDir, dir)
+	}
+	return nil
+}
+
+// fileKind names a non-directory file mode for messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "non-directory"
 }
 
 // readProgress reads progress.jsonl, keeps every complete line, and cuts

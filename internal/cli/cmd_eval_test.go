@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// goodClaimLine is a claim of corpora/hiro-mini's document "bakery" as
+// hiro extract writes it.
+const goodClaimLine = `{"doc_id":"bakery","sentence_index":0,"sentence_span":[0,56],"quote_span":[0,56],"span_unit":"utf8_bytes","text":"Marta Olsen founded the Olsen Bakery in Tromvik in 1952.","quote":"Marta Olsen founded the Olsen Bakery in Tromvik in 1952.","match":"exact"}`
+
+// A directory given as --claims, a file as --corpus or --out, a path
+// under a file, a threshold that is not a number in (0, 1]: bad usage
+// (exit 2) with a message naming the path and what to give instead.
+func TestEvalExtractPathKindsAreUsage(t *testing.T) {
+	srv, n := echoEngine(t, 0)
+	cfg := claimsConfig(t, srv.URL)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	os.Mkdir(run, 0o755)
+	claims := filepath.Join(run, "claims.jsonl")
+	os.WriteFile(claims, []byte(goodClaimLine+"\n"), 0o644)
+	file := filepath.Join(dir, "afile")
+	os.WriteFile(file, []byte("keep me"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"eval", "--corpus", claimsMiniCorpus, "--claims", run}, []string{run + " is a directory", "--claims " + claims}},
+		{[]string{"eval", "--corpus", file, "--claims", claims}, []string{file + " is a file, not a directory", "manifest.json"}},
+		{[]string{"eval", "--corpus", claimsMiniCorpus, "--claims", filepath.Join(file, "claims.jsonl")}, []string{"a folder above it is a file"}},
+		{[]string{"eval", "--corpus", claimsMiniCorpus, "--claims", claims, "--threshold", "NaN"}, []string{"--threshold NaN", "(0, 1]"}},
+		{[]string{"extract", "--corpus", claimsMiniCorpus, "--out", file}, []string{file + " is an existing file, not a directory", "--out"}},
+		{[]string{"extract", "--corpus", claimsMiniCorpus, "--out", filepath.Join(file, "sub")}, []string{"a folder above it is a file", "--out"}},
+		{[]string{"extract", "merge", "--out", file, run}, []string{"not a directory"}},
+	} {
+		code, _, stderr := claimsCLI(t, append([]string{"--config", cfg}, c.args...)...)
+		if code != ExitUsage {
+			t.Errorf("%q: exit %d, want %d (bad usage)\n%s", c.args, code, ExitUsage, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%q: stderr lacks %q:\n%s", c.args, w, stderr)
+			}
+		}
+	}
+	if b, _ := os.ReadFile(file); string(b) != "keep me" {
+		t.Errorf("the file given as --out was changed: %q", b)
+	}
+	if n.Load() != 0 {
+		t.Errorf("%d requests sent by runs that were bad usage", n.Load())
+	}
+	// The good claims file scores.
+	if code, _, stderr := claimsCLI(t, "eval", "--corpus", claimsMiniCorpus, "--claims", claims); code != ExitOK {
+		t.Errorf("eval of a good claims file: exit %d\n%s", code, stderr)
+	}
+}
+
+// A claims.jsonl line that is not a claim object (not JSON, not an
+// object, no doc_id or text, a field of the wrong type, a span that is
+// not one of the document) stops eval with exit 1, naming the file, the
+// line and what is wrong; nothing is scored.
+func TestEvalRejectsMalformedClaimLines(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{`[1, 2]`, "is an array, not a JSON object"},
+		{`"a claim"`, "is a string, not a JSON object"},
+		{`null`, "is null, not a JSON object"},
+		{`{"doc_id":"bakery","text":"Marta Olsen`, "not valid JSON"},
+		{`{"doc_id":"bakery"}`, `"text" is missing`},
+		{`{"text":"Marta Olsen founded a bakery"}`, `"doc_id" is missing`},
+		{`{"doc_id":"bakery","text":"   "}`, `"text" is empty`},
+		{`{"doc_id":"","text":"Marta Olsen founded a bakery"}`, `"doc_id" is empty`},
+		{`{"doc_id":7,"text":"Marta Olsen founded a bakery"}`, `"doc_id" is a number, not a string`},
+		{`{"doc_id":"bakery","text":["Marta"]}`, `"text" is an array, not a string`},
+		{`{"doc_id":"bakery","text":"Marta Olsen founded a bakery","quote":3}`, `"quote" is a number, not a string`},
+		{`{"doc_id":"bakery","text":"Marta Olsen founded a bakery","sentence_index":"0"}`, `"sentence_index" is a string, not an integer`},
+		{`{"doc_id":"bakery","text":"Marta Olsen founded a bakery","sentence_index":-1}`, `"sentence_index" is -1, not an integer >= 0`},
+		{`{"doc_id":"bakery","text":"Marta Olsen founded a bakery","sentence_span":[5]}`, `"sentence_span" is [5], not two integers`},
+		{`{"doc_id":"bakery","text":"Marta Olsen founded a bakery","sentence_span":[9,2]}`, `ends before it starts`},
+		{`{"doc_id":"bakery","text":"Marta Olsen founded a bakery","sentence_span":[0,99999]}`, `ends after document "bakery"`},
+	} {
+		dir := t.TempDir()
+		claims := filepath.Join(dir, "claims.jsonl")
+		os.WriteFile(claims, []byte(goodClaimLine+"\n\n"+c.line+"\n"), 0o644)
+		code, stdout, stderr := claimsCLI(t, "eval", "--corpus", claimsMiniCorpus, "--claims", claims)
+		if code != ExitFailed {
+			t.Errorf("%s: exit %d, want %d (claims could not be read)\n%s%s", c.line, code, ExitFailed, stdout, stderr)
+			continue
+		}
+		where := claims + ":3"
+		if strings.Contains(c.want, "ends after") {
+			where = "line 3"
+		}
+		if !strings.Contains(stderr, where) || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, claims) {
+			t.Errorf("%s: stderr should name %s and say %q:\n%s", c.line, where, c.want, stderr)
+		}
+		if strings.Contains(stdout, "overall") {
+			t.Errorf("%s: a report was printed:\n%s", c.line, stdout)
+		}
+	}
+}
