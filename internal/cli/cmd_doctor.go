@@ -12,6 +12,8 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/doctor"
+	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 func init() { registerCommand(newDoctorCmd) }
@@ -26,6 +28,13 @@ accelerators through nvidia-smi where present (name, memory total and free,
 driver, CUDA version, and the processes holding GPU memory with their pid,
 name and MiB), and the engines found on PATH with their versions
 (ollama, llama-server, vllm, sglang).
+
+With a configuration, each backend profile's endpoint is checked too (no
+request is sent): a warning names the key path when a profile sends its API
+key over plain http to a host that is not this machine (use https with
+ca_file, or a loopback/SSH tunnel; allow_plain_http = true silences it on a
+network you trust), or when its api_key_file may be read by group or others
+(chmod 600). Warnings do not change the exit status.
 
 The configuration is optional: without one only the current directory's
 disk is measured. A configuration that exists but is invalid is bad usage.
@@ -51,11 +60,31 @@ func runDoctor(ctx context.Context, g *Globals) error {
 		return UsageError(fmt.Errorf("doctor: %w", err))
 	}
 	r := doctor.Collect(ctx, doctor.Options{DiskPaths: paths})
+	warnings := doctorEndpointWarnings(cfg)
 	if g.JSON {
-		return backendPrintJSON(g, r)
+		return backendPrintJSON(g, struct {
+			doctor.Report
+			Warnings []llm.Warning `json:"warnings"`
+		}{r, warnings})
 	}
 	printDoctor(g, r)
+	for _, w := range warnings {
+		fmt.Fprintf(g.Stdout, "warning: %s\n", redact.Secrets(w.String()))
+	}
 	return nil
+}
+
+// doctorEndpointWarnings is llm.EndpointWarnings of every profile of cfg,
+// by profile name; never nil (JSON prints []). cfg may be nil.
+func doctorEndpointWarnings(cfg *config.Config) []llm.Warning {
+	ws := []llm.Warning{}
+	if cfg == nil {
+		return ws
+	}
+	for _, name := range cfg.BackendNames() {
+		ws = append(ws, llm.EndpointWarnings(cfg.Backends[name])...)
+	}
+	return ws
 }
 
 func fileExists(p string) bool {

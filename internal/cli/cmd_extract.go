@@ -205,6 +205,13 @@ func extractBackendUp(ctx context.Context, p *config.Profile) error {
 	if p.Unmanaged {
 		hint = "check that the server runs and its URL is right"
 	}
+	cause := h.Err
+	if cause == nil {
+		cause = errors.New(what)
+	}
+	if a := llm.Advice(p, h.StatusCode, cause); a != "" {
+		hint = a // it answered: TLS or the key, not a server that is down
+	}
 	return fmt.Errorf("%s at %s: %s; %s, then rerun", p.Name, p.BaseURL, what, hint)
 }
 

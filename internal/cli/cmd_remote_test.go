@@ -87,8 +87,9 @@ expect = "READY"
 	// once, before any request (its check that the backend is up).
 	writeCfg(other.CA, "HIRO_TEST_ENGINE_KEY")
 	code, out, errs = runHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-wrong-ca"), "--json")
-	if code != ExitFailed || !strings.Contains(errs, "backend is not up") || !strings.Contains(errs, "certificate") {
-		t.Fatalf("wrong CA: exit %d\n%s%s", code, out, errs)
+	if code != ExitFailed || !strings.Contains(errs, "backend is not up") || !strings.Contains(errs, "certificate") ||
+		!strings.Contains(errs, `hiro test CA server`) || !strings.Contains(errs, "ca_file "+other.CA) || !strings.Contains(errs, "backends.secure.ca_file") {
+		t.Fatalf("wrong CA (the advice must name the CA seen and ca_file): exit %d\n%s%s", code, out, errs)
 	}
 	// A missing key variable is a configuration error naming the key path.
 	writeCfg(certs.CA, "HIRO_TEST_ENGINE_KEY_UNSET")
@@ -99,7 +100,8 @@ expect = "READY"
 	// A wrong key: the server answers 401 and the requests are rejected.
 	t.Setenv("HIRO_TEST_ENGINE_KEY_UNSET", "sk-wrong")
 	code, out, errs = runHiro(t, "--config", cfg, "extract", "--backend", "secure", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-wrong-key"), "--json")
-	if code != ExitFailed || !strings.Contains(errs, "backend is not up") || !strings.Contains(errs, "401") || strings.Contains(out+errs, "sk-wrong") {
+	if code != ExitFailed || !strings.Contains(errs, "backend is not up") || !strings.Contains(errs, "401") || strings.Contains(out+errs, "sk-wrong") ||
+		!strings.Contains(errs, "environment variable HIRO_TEST_ENGINE_KEY_UNSET (backends.secure.api_key_env) and may be wrong or missing") {
 		t.Fatalf("wrong key: exit %d\n%s%s", code, out, errs)
 	}
 }
@@ -127,6 +129,16 @@ stall_timeout = "2s"
 	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "nokey", "--json")
 	if code != ExitFailed || !strings.Contains(out, `"failed"`) {
 		t.Fatalf("start without the key: exit %d\n%s\n%s", code, out, errs)
+	}
+	// The failure's next step says what is wrong: the key, not the engine.
+	var res struct {
+		Failure struct {
+			NextStep string `json:"next_step"`
+		} `json:"failure"`
+	}
+	json.Unmarshal([]byte(out), &res)
+	if !strings.Contains(res.Failure.NextStep, "HTTP 401") || !strings.Contains(res.Failure.NextStep, "profile nokey sends no API key: set api_key_env") {
+		t.Fatalf("start without the key: next step %q\n%s", res.Failure.NextStep, out)
 	}
 }
 

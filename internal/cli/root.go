@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/version"
 )
 
@@ -190,6 +191,9 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal }
 // Run is Main with explicit context and writers, for tests.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	g := &Globals{Stdout: stdout, Stderr: stderr}
+	// Endpoint warnings (a key over plain http, a key file others can
+	// read) go to this run's stderr, once each per run.
+	defer llm.SetWarningOutput(stderr)()
 	root := NewRoot(g)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -180,6 +180,12 @@ type Profile struct {
 	// https BaseURL, in place of the system roots (relative to the
 	// configuration's directory). Empty: the system roots.
 	CAFile string `toml:"ca_file" json:"ca_file,omitempty"`
+	// AllowPlainHTTP silences the warning hiro prints when the profile's
+	// API key would go over plain http to a host that is not this machine
+	// (package llm, EndpointWarnings): for a network the user trusts (a VPN,
+	// a service mesh that encrypts between pods). Loopback needs no such
+	// setting; https needs none.
+	AllowPlainHTTP bool `toml:"allow_plain_http" json:"allow_plain_http,omitempty"`
 	// Overload is the retry policy for 429 and 503 answers.
 	Overload Overload `toml:"overload" json:"overload"`
 }

@@ -95,7 +95,7 @@ func ollamaHealth(ctx context.Context, e *Engine, client *http.Client, baseURL, 
 	r.StatusCode = code
 	switch {
 	case err != nil:
-		r.State, r.Message = HealthDown, err.Error()
+		r.State, r.Message, r.Err = HealthDown, err.Error(), err
 		return r
 	case code != http.StatusOK:
 		r.State, r.Message = HealthDown, fmt.Sprintf("GET / answered HTTP %d: %s", code, errorMessage(body))
@@ -114,7 +114,7 @@ func ollamaHealth(ctx context.Context, e *Engine, client *http.Client, baseURL, 
 	if err != nil || code != http.StatusOK {
 		r.State = HealthDown
 		if err != nil {
-			r.Message = err.Error()
+			r.Message, r.Err = err.Error(), err
 		} else {
 			r.Message = fmt.Sprintf("GET /api/tags answered HTTP %d: %s", code, errorMessage(body))
 		}

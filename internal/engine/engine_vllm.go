@@ -93,7 +93,7 @@ func vllmHealth(ctx context.Context, e *Engine, client *http.Client, baseURL, _ 
 	r.StatusCode = code
 	switch {
 	case err != nil:
-		r.State, r.Message = HealthDown, err.Error()
+		r.State, r.Message, r.Err = HealthDown, err.Error(), err
 	case code == http.StatusOK:
 		r.State = HealthReady
 	case code == http.StatusServiceUnavailable:

@@ -34,6 +34,10 @@ type HealthResult struct {
 	// Message says why, for a person: the engine's error message, the
 	// transport error, or what was missing.
 	Message string `json:"message,omitempty"`
+	// Err is the transport error behind Message when no answer came (a
+	// refused connection, a TLS certificate not trusted), kept with its
+	// type for callers that advise on it (llm.Advice); nil otherwise.
+	Err error `json:"-"`
 }
 
 // CheckHealth runs the engine's health check against baseURL (scheme, host
@@ -107,7 +111,7 @@ func statusHealth(ctx context.Context, e *Engine, client *http.Client, baseURL, 
 	r.StatusCode = code
 	switch {
 	case err != nil:
-		r.State, r.Message = HealthDown, err.Error()
+		r.State, r.Message, r.Err = HealthDown, err.Error(), err
 	case code == http.StatusOK:
 		r.State = HealthReady
 	case code == http.StatusServiceUnavailable:

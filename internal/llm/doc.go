@@ -13,6 +13,10 @@
 // request to its host, its CA file for https, a connection pool sized for
 // high concurrency), used by every command and package that talks to a
 // server (supervisor readiness, extract, qualify, the router), and the
+// warnings about how a profile holds its key (EndpointWarnings: a key over
+// plain http to another machine, a key file others can read; printed
+// once per run by EndpointFor), the one wording of what to do when a
+// server refuses hiro's TLS or key (Advice), and the
 // overload policy: 429 and 503 answers retried with bounded exponential
 // backoff (github.com/cenkalti/backoff/v5, Retry-After honoured), counted
 // in Stats and in each Reply, apart from failures.

@@ -111,6 +111,9 @@ type Client struct {
 	hc       *http.Client
 	overload config.Overload
 	stats    counters
+	// profile, when the client was made by NewForProfile, lets Chat's
+	// errors carry Advice (a TLS or key problem and what to do).
+	profile *config.Profile
 }
 
 // New returns a client for the server whose root URL is baseURL (hiro
@@ -138,12 +141,30 @@ func (c *Client) BaseURL() string { return c.baseURL }
 // answer (GaveUp when the overload bound was reached); ctx's error
 // (wrapped) when cancelled or timed out; other errors for transport or
 // stream failures. A reply cut by max_tokens is not an error:
-// FinishReason is "length". req.Timeout bounds each attempt.
+// FinishReason is "length". req.Timeout bounds each attempt. For a client
+// of NewForProfile, an error that calls for it (a TLS certificate not
+// trusted, HTTP 401/403) ends with Advice's hint, after "; "; the error
+// still unwraps to its cause (*APIError included).
 func (c *Client) Chat(ctx context.Context, req Request) (*Reply, error) {
-	return c.withOverloadRetries(ctx, func() (*Reply, time.Duration, bool, error) {
+	r, err := c.withOverloadRetries(ctx, func() (*Reply, time.Duration, bool, error) {
 		return c.chatOnce(ctx, req)
 	})
+	if err != nil && c.profile != nil {
+		if a := Advice(c.profile, 0, err); a != "" {
+			err = &advisedError{err: err, advice: a}
+		}
+	}
+	return r, err
 }
+
+// advisedError is err followed by what to do about it.
+type advisedError struct {
+	err    error
+	advice string
+}
+
+func (e *advisedError) Error() string { return e.err.Error() + "; " + e.advice }
+func (e *advisedError) Unwrap() error { return e.err }
 
 // chatOnce is one attempt of Chat; it returns the answer's Retry-After
 // when an error answer carried one.

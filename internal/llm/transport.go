@@ -49,9 +49,13 @@ type Endpoint struct {
 
 // EndpointFor reads profile p's key (config.Profile.APIKey, from hiro's
 // environment or the key file), registers it with package redact so that
-// no public output can carry it, and returns p's Endpoint. Errors are
-// *config.Error naming the key path; they never contain the key.
+// no public output can carry it, and returns p's Endpoint. It first prints
+// p's EndpointWarnings (a key over plain http to another machine, a key
+// file others can read) on the warning output (SetWarningOutput), once
+// per run. Errors are *config.Error naming the key path; they never
+// contain the key.
 func EndpointFor(p *config.Profile) (Endpoint, error) {
+	warnOnce(p)
 	key, err := p.APIKey(nil)
 	if err != nil {
 		return Endpoint{}, err
@@ -123,14 +127,17 @@ func HTTPClient(p *config.Profile) (*http.Client, error) {
 	return &http.Client{Transport: tr}, nil
 }
 
-// NewForProfile returns a client for profile p's server: HTTPClient(p)
-// and p's overload policy (config.Profile.Overload).
+// NewForProfile returns a client for profile p's server: HTTPClient(p),
+// p's overload policy (config.Profile.Overload), and Advice naming p's
+// settings on the errors of Chat.
 func NewForProfile(p *config.Profile) (*Client, error) {
 	hc, err := HTTPClient(p)
 	if err != nil {
 		return nil, err
 	}
-	return New(p.BaseURL, hc, WithOverload(p.Overload)), nil
+	c := New(p.BaseURL, hc, WithOverload(p.Overload))
+	c.profile = p
+	return c, nil
 }
 
 // bearer adds the Authorization header to requests for host.

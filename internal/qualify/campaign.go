@@ -273,6 +273,9 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 		c.out.line("production %s is ready at %s (%s)", c.prod.Name, c.prod.BaseURL, c.prod.Model)
 	} else {
 		c.out.line("production %s is not ready at %s before the campaign", c.prod.Name, c.prod.BaseURL)
+		if cr.Advice != "" { // it answered, but refused hiro's TLS or key
+			c.out.line("  %s", cr.Advice)
+		}
 	}
 	for _, g := range c.plan.Gates {
 		if pr, ok := g.Gate.(Preparer); ok && !g.Skip {

@@ -189,6 +189,9 @@ func verifyReady(ctx context.Context, prod *config.Profile, rr *RestoreResult) (
 	if !cr.OK {
 		if cr.Failure != nil {
 			rr.Error = cr.Failure.Error()
+			if cr.Advice != "" { // TLS or the key: which setting to fix
+				rr.Error += "; " + cr.Advice
+			}
 		} else {
 			rr.Error = "not ready"
 		}

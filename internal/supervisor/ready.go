@@ -84,6 +84,15 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 		default:
 		}
 		f := p.tracker.Classify(o)
+		if o.Kind != engine.OutcomeExited {
+			// A server that answers but refuses the key, or whose
+			// certificate is not trusted: say which setting to fix.
+			var h engine.HealthResult
+			if o.Health != nil {
+				h = *o.Health
+			}
+			adviseFailure(prof, f, h)
+		}
 		res.DecidedAt = time.Now()
 		res.State, res.Failure = StateFailed, f
 		step = "failed"
@@ -211,6 +220,7 @@ func readiness(ctx context.Context, e *engine.Engine, prof *config.Profile, opts
 	}
 	interval := opts.HealthPollMin
 	var prev engine.HealthState
+	prevCode := -1
 	var lastIDCheck time.Time
 	for {
 		hctx, cancel := context.WithTimeout(ctx, opts.HealthRequestTimeout)
@@ -219,8 +229,10 @@ func readiness(ctx context.Context, e *engine.Engine, prof *config.Profile, opts
 		if ctx.Err() != nil {
 			return
 		}
-		if h.State != prev {
-			prev = h.State
+		// A new state, or the same one for another reason (refused, then
+		// 401: the verdict's advice and "last health" follow the latest).
+		if h.State != prev || h.StatusCode != prevCode {
+			prev, prevCode = h.State, h.StatusCode
 			if !send(event{step: "health", health: h}) {
 				return
 			}
@@ -357,6 +369,9 @@ type ReadyResult struct {
 	// Failure says why not (classified by the engine package with an
 	// empty log: class, phase ready_wait, root cause).
 	Failure *failure.Failure `json:"failure,omitempty"`
+	// Advice, when the server refused hiro's TLS or key, is llm.Advice's
+	// hint naming the setting to fix (also Failure.NextStep); "" otherwise.
+	Advice string `json:"advice,omitempty"`
 	// Health is the health answer; ModelIDs what /v1/models reported.
 	Health   engine.HealthResult `json:"health"`
 	ModelIDs []string            `json:"model_ids,omitempty"`
@@ -409,6 +424,7 @@ func CheckReadyTracked(ctx context.Context, prof *config.Profile, hc *http.Clien
 		o.Elapsed = time.Since(start)
 		rr.Failure = t.Classify(o)
 		rr.Duration = time.Since(start)
+		rr.Advice = adviseFailure(prof, rr.Failure, rr.Health)
 		return rr
 	}
 	hctx, cancel := context.WithTimeout(ctx, opts.HealthRequestTimeout)
@@ -432,4 +448,31 @@ func CheckReadyTracked(ctx context.Context, prof *config.Profile, hc *http.Clien
 	rr.OK = true
 	rr.Duration = time.Since(start)
 	return rr
+}
+
+// adviseFailure makes f's next step llm.Advice's when the failure is a TLS
+// certificate hiro does not trust or an HTTP 401/403 (the key): the hint
+// that names the profile's ca_file or key setting, in the wording every
+// command shares. h is the last health check (its transport error keeps
+// its type); f nil or another failure is left as it is. It returns the
+// advice, "" when none.
+func adviseFailure(prof *config.Profile, f *failure.Failure, h engine.HealthResult) string {
+	if f == nil {
+		return ""
+	}
+	a := ""
+	if h.State != engine.HealthReady && h.State != "" {
+		cause := h.Err
+		if cause == nil {
+			cause = errors.New(h.Message)
+		}
+		a = llm.Advice(prof, h.StatusCode, cause)
+	}
+	if a == "" {
+		a = llm.Advice(prof, 0, errors.New(f.RootCause))
+	}
+	if a != "" {
+		f.NextStep = a
+	}
+	return a
 }

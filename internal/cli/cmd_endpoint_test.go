@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// outboundIPv4 returns an IPv4 address of this machine that is not
+// loopback, or skips: hiro must take it for another host.
+func outboundIPv4(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skipf("no interface addresses: %v", err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("this machine has no non-loopback IPv4 address to reach the fake engine through")
+	return ""
+}
+
+// TestPlainHTTPKeyWarned runs extract and doctor against a real fake engine
+// that requires a key, reached through this machine's non-loopback address
+// over plain http, with a key file of mode 0644: both faults are warned
+// about (extract: on stderr, once each per run, the run still works;
+// doctor: as warnings naming the key path), never with the key; with
+// allow_plain_http = true and chmod 600 nothing is warned.
+func TestPlainHTTPKeyWarned(t *testing.T) {
+	fake := buildFakeEngine(t)
+	ip := outboundIPv4(t)
+	dir := t.TempDir()
+	port := cliFreePort(t)
+	t.Setenv("HIRO_LEASE_DIR", t.TempDir())
+	startFakeDirect(t, fake, port, fmt.Sprintf(`"--host", "0.0.0.0", "--api-key", %q, "--require-api-key"`, remoteKey))
+	keyFile := filepath.Join(dir, "engine.key")
+	if err := os.WriteFile(keyFile, []byte(remoteKey+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(keyFile, 0o644) // whatever the umask
+	cfg := filepath.Join(dir, "hiro.toml")
+	hostPort := net.JoinHostPort(ip, strconv.Itoa(port))
+	writeCfg := func(extra string) {
+		os.WriteFile(cfg, []byte(fmt.Sprintf(`
+state_dir = "state"
+[backends.remote]
+engine = "openai"
+unmanaged = true
+base_url = "http://%s"
+model = "fake-model"
+api_key_file = "engine.key"
+%s
+`, hostPort, extra)), 0o600)
+	}
+	writeCfg("")
+	code, out, errs := runHiro(t, "--config", cfg, "extract", "--backend", "remote", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out"), "--concurrency", "4")
+	if code != ExitOK {
+		t.Fatalf("extract: exit %d\n%s\n%s", code, out, errs)
+	}
+	if n := strings.Count(errs, "hiro: warning: "); n != 2 {
+		t.Fatalf("want 2 warnings (plain http, key file mode) once each, got %d:\n%s", n, errs)
+	}
+	for _, want := range []string{
+		"profile remote sends its API key over plain http to " + hostPort, "https", "ca_file", "ssh -N -L", "allow_plain_http = true", "(backends.remote.base_url)",
+		"key file " + keyFile, "mode 0644", "chmod 600 " + keyFile, "(backends.remote.api_key_file)",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(out+errs, remoteKey) {
+		t.Fatalf("the key was printed:\n%s%s", out, errs)
+	}
+
+	// doctor: the same two, as warnings with their key paths; no request.
+	code, out, errs = runHiro(t, "--config", cfg, "doctor")
+	if code != ExitOK || strings.Count(out, "warning: ") != 2 || !strings.Contains(out, "(backends.remote.base_url)") || !strings.Contains(out, "(backends.remote.api_key_file)") {
+		t.Fatalf("doctor: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, _ = runHiro(t, "--config", cfg, "doctor", "--json")
+	var rep struct {
+		Warnings []struct{ Key, Message string } `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK || len(rep.Warnings) != 2 ||
+		rep.Warnings[0].Key != "backends.remote.base_url" || rep.Warnings[1].Key != "backends.remote.api_key_file" {
+		t.Fatalf("doctor --json: exit %d %v %+v\n%s", code, err, rep, out)
+	}
+	if strings.Contains(out, remoteKey) {
+		t.Fatal("doctor printed the key")
+	}
+
+	// Silenced the documented ways: nothing is warned, the run works.
+	writeCfg("allow_plain_http = true")
+	os.Chmod(keyFile, 0o600)
+	code, out, errs = runHiro(t, "--config", cfg, "extract", "--backend", "remote", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out2"))
+	if code != ExitOK || strings.Contains(errs, "warning") {
+		t.Fatalf("allow_plain_http and 0600: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, _ = runHiro(t, "--config", cfg, "doctor")
+	if code != ExitOK || strings.Contains(out, "warning") {
+		t.Fatalf("doctor after the fixes:\n%s", out)
+	}
+}
