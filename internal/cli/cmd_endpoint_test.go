@@ -80,6 +80,20 @@ api_key_file = "engine.key"
 		t.Fatalf("the key was printed:\n%s%s", out, errs)
 	}
 
+	// Under --json the warnings are JSON lines on stderr, like errors.
+	code, out, errs = runHiro(t, "--config", cfg, "extract", "--backend", "remote", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-json"), "--json")
+	var keys []string
+	for _, l := range strings.Split(strings.TrimSpace(errs), "\n") {
+		var w struct{ Warning, Key string }
+		if err := json.Unmarshal([]byte(l), &w); err != nil || w.Warning == "" {
+			t.Fatalf("--json: stderr line %q is not a JSON warning: %v", l, err)
+		}
+		keys = append(keys, w.Key)
+	}
+	if code != ExitOK || strings.Join(keys, ",") != "backends.remote.base_url,backends.remote.api_key_file" || strings.Contains(out+errs, remoteKey) {
+		t.Fatalf("--json: exit %d, warnings %v\n%s", code, keys, errs)
+	}
+
 	// doctor: the same two, as warnings with their key paths; no request.
 	code, out, errs = runHiro(t, "--config", cfg, "doctor")
 	if code != ExitOK || strings.Count(out, "warning: ") != 2 || !strings.Contains(out, "(backends.remote.base_url)") || !strings.Contains(out, "(backends.remote.api_key_file)") {

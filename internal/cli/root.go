@@ -15,6 +15,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/version"
 )
 
@@ -192,8 +193,17 @@ func (e *InterruptError) Error() string { return "interrupted by " + e.Signal }
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	g := &Globals{Stdout: stdout, Stderr: stderr}
 	// Endpoint warnings (a key over plain http, a key file others can
-	// read) go to this run's stderr, once each per run.
-	defer llm.SetWarningOutput(stderr)()
+	// read) go to this run's stderr, once each per run: a line, or under
+	// --json one JSON object per line {"warning": ..., "key": ...}.
+	text := llm.PrintWarning(stderr)
+	defer llm.SetWarnings(func(w llm.Warning) {
+		if !g.JSON {
+			text(w)
+			return
+		}
+		b, _ := json.Marshal(map[string]string{"warning": redact.Secrets(w.Msg), "key": w.Key})
+		fmt.Fprintln(stderr, string(b))
+	})()
 	root := NewRoot(g)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -51,7 +51,7 @@ type Endpoint struct {
 // environment or the key file), registers it with package redact so that
 // no public output can carry it, and returns p's Endpoint. It first prints
 // p's EndpointWarnings (a key over plain http to another machine, a key
-// file others can read) on the warning output (SetWarningOutput), once
+// file others can read) with the run's printer (SetWarnings), once
 // per run. Errors are *config.Error naming the key path; they never
 // contain the key.
 func EndpointFor(p *config.Profile) (Endpoint, error) {

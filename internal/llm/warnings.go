@@ -86,24 +86,32 @@ func IsLoopbackHost(host string) bool {
 
 // warner prints each profile's EndpointWarnings once per run.
 type warner struct {
-	mu   sync.Mutex
-	w    io.Writer
-	seen map[string]bool
+	mu    sync.Mutex
+	print func(Warning)
+	seen  map[string]bool
 }
 
 var (
 	warnMu  sync.Mutex
-	current = &warner{w: os.Stderr, seen: map[string]bool{}}
+	current = &warner{print: PrintWarning(os.Stderr), seen: map[string]bool{}}
 )
 
-// SetWarningOutput makes w where EndpointFor prints endpoint warnings
-// (default os.Stderr) and starts a new run: a warning already printed is
-// printed again once. It returns a function that restores the previous
-// output. hiro's command runner calls it with its stderr for each run.
-func SetWarningOutput(w io.Writer) (restore func()) {
+// PrintWarning returns a printer of one warning as one line "hiro:
+// warning: MSG (KEY)" on w, through the redaction step: the default
+// printer, on os.Stderr.
+func PrintWarning(w io.Writer) func(Warning) {
+	return func(wa Warning) { fmt.Fprintln(w, redact.Secrets("hiro: warning: "+wa.String())) }
+}
+
+// SetWarnings makes print what EndpointFor calls with each endpoint
+// warning (default PrintWarning(os.Stderr)) and starts a new run: a
+// warning already printed is printed again, once. It returns a function
+// that restores the previous printer. hiro's command runner calls it for
+// each run with a printer of its stderr (JSON lines under --json).
+func SetWarnings(print func(Warning)) (restore func()) {
 	warnMu.Lock()
 	prev := current
-	current = &warner{w: w, seen: map[string]bool{}}
+	current = &warner{print: print, seen: map[string]bool{}}
 	warnMu.Unlock()
 	return func() {
 		warnMu.Lock()
@@ -112,8 +120,8 @@ func SetWarningOutput(w io.Writer) (restore func()) {
 	}
 }
 
-// warnOnce prints p's EndpointWarnings not printed yet in this run, each
-// as one line "hiro: warning: MSG (KEY)", through the redaction step.
+// warnOnce hands p's EndpointWarnings not printed yet in this run to the
+// run's printer (SetWarnings), each once (by key path).
 func warnOnce(p *config.Profile) {
 	ws := EndpointWarnings(p)
 	if len(ws) == 0 {
@@ -129,6 +137,6 @@ func warnOnce(p *config.Profile) {
 			continue
 		}
 		cur.seen[w.Key] = true
-		fmt.Fprintln(cur.w, redact.Secrets("hiro: warning: "+w.String()))
+		cur.print(w)
 	}
 }

@@ -106,7 +106,7 @@ func TestEndpointForWarnsOncePerRun(t *testing.T) {
 	os.WriteFile(kf, []byte(testKey+"\n"), 0o644)
 	p := &config.Profile{Name: "remote", BaseURL: "http://10.1.2.3:8000", APIKeyFile: kf, Unmanaged: true}
 	var buf bytes.Buffer
-	restore := SetWarningOutput(&buf)
+	restore := SetWarnings(PrintWarning(&buf))
 	defer restore()
 	for i := 0; i < 3; i++ {
 		if _, err := HTTPClient(p); err != nil {
@@ -124,7 +124,7 @@ func TestEndpointForWarnsOncePerRun(t *testing.T) {
 		t.Fatalf("the key was printed:\n%s", out)
 	}
 	var next bytes.Buffer
-	SetWarningOutput(&next)
+	SetWarnings(PrintWarning(&next))
 	HTTPClient(p)
 	if strings.Count(next.String(), "hiro: warning: ") != 2 {
 		t.Fatalf("a new run must warn again:\n%s", next.String())
@@ -144,7 +144,7 @@ func TestAdviceOnRealFailures(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 	t.Setenv("HIRO_TEST_ADVICE_KEY", testKey)
-	defer SetWarningOutput(&bytes.Buffer{})()
+	defer SetWarnings(func(Warning) {})()
 
 	chatErr := func(p *config.Profile) error {
 		t.Helper()
