@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -9,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // outboundIPv4 returns an IPv4 address of this machine that is not
@@ -121,5 +124,73 @@ api_key_file = "engine.key"
 	code, out, _ = runHiro(t, "--config", cfg, "doctor")
 	if code != ExitOK || strings.Contains(out, "warning") {
 		t.Fatalf("doctor after the fixes:\n%s", out)
+	}
+}
+
+// TestServeStatusNamesTheKeySetting runs the router (hiro serve) in front
+// of an unmanaged production, a real fake engine that requires a key the
+// profile's variable does not hold: hiro status says production is down
+// and its next step names the variable and the key path, never the key.
+func TestServeStatusNamesTheKeySetting(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	stateHome, err := os.MkdirTemp("", "hs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(stateHome)
+	t.Setenv("HIRO_STATE_HOME", stateHome)
+	t.Setenv("HIRO_LEASE_DIR", filepath.Join(dir, "leases"))
+	t.Setenv("HIRO_TEST_SERVE_KEY", "sk-not-the-engines-key-1234")
+	port := cliFreePort(t)
+	startFakeDirect(t, fake, port, fmt.Sprintf(`"--api-key", %q, "--require-api-key"`, remoteKey))
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "prod"
+[backends.prod]
+engine = "openai"
+unmanaged = true
+base_url = "http://127.0.0.1:%d"
+model = "fake-model"
+api_key_env = "HIRO_TEST_SERVE_KEY"
+[serve]
+listen = "127.0.0.1:%d"
+access_log = "off"
+health_interval = "200ms"
+`, port, cliFreePort(t))), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var serveErr bytes.Buffer
+	go func() { done <- Run(ctx, []string{"--config", cfg, "serve"}, &bytes.Buffer{}, &serveErr) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+	want := "next step   the server refused the request (HTTP 401: no valid key): the API key profile prod sends comes from the environment variable HIRO_TEST_SERVE_KEY (backends.prod.api_key_env) and may be wrong or missing"
+	deadline := time.Now().Add(20 * time.Second)
+	var out, errb bytes.Buffer
+	for {
+		out.Reset()
+		errb.Reset()
+		Run(context.Background(), []string{"--config", cfg, "status"}, &out, &errb)
+		if strings.Contains(out.String(), want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never named the key setting:\n%s%s", out.String(), errb.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s := out.String() + errb.String() + serveErr.String(); strings.Contains(s, "sk-not-the-engines-key-1234") || strings.Contains(s, remoteKey) {
+		t.Fatalf("a key was printed:\n%s", s)
+	}
+	// Loopback: no plain-http warning from the router.
+	if strings.Contains(serveErr.String(), "warning") {
+		t.Fatalf("warning for a loopback endpoint:\n%s", serveErr.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/serve"
 )
 
@@ -20,7 +21,9 @@ func newStatusCmd(g *Globals) *cobra.Command {
 		Long: `Ask the running router (hiro serve) through its control socket in your private
 state folder ($HIRO_STATE_HOME/serve, else $HIRO_LEASE_DIR/serve, else
 $XDG_STATE_HOME/hiro/serve, else ~/.local/state/hiro/serve) for production's state, since when, its last health
-check and canary, its restarts within the budget and its last failure.
+check and canary, its restarts within the budget and its last failure with its
+next step (for a server that refuses hiro's key or whose certificate is not
+trusted: the profile setting to fix, api_key_env/api_key_file or ca_file).
 
 Exit status: 0 production is ready; 1 it is not, or no router is running.`,
 		Args: needArgs(0, 0, "", ""),
@@ -86,6 +89,11 @@ func printServeStatus(g *Globals, st *serve.Status) {
 	fmt.Fprintf(w, "restarts    %d (%d in the last %s, budget %d)\n", p.Restarts, p.RestartsInWindow, p.RestartWindow, p.RestartBudget)
 	if p.LastFailure != nil {
 		fmt.Fprintf(w, "last failure %s at %s\n", p.LastFailure.Error(), p.LastFailureAt.Local().Format(time.TimeOnly))
+		if p.LastFailure.NextStep != "" {
+			// e.g. which setting to fix when production refuses the
+			// key or its certificate is not trusted (llm.Advice)
+			fmt.Fprintf(w, "next step   %s\n", redact.Secrets(p.LastFailure.NextStep))
+		}
 	}
 	for _, b := range st.Served {
 		fmt.Fprintf(w, "served      %s (%s, %s) model %s\n", b.Name, b.Engine, b.BaseURL, b.Model)
