@@ -20,7 +20,8 @@
 // /v1/embeddings at once (the router's routes).
 //
 // For remote-endpoint behaviour it can require its --api-key on every
-// request (--require-api-key: 401 without "Authorization: Bearer KEY"), serve https with a
+// request (--require-api-key: 401 without "Authorization: Bearer KEY"; --key-public-paths
+// leaves some open, as llama-server leaves /health and /v1/models), serve https with a
 // given certificate (--tls-cert, --tls-key), answer chat requests as an
 // overloaded server does (--overload-status 429 or 503, for the first
 // --overload-first requests or every --overload-every-th, with an optional
@@ -73,6 +74,7 @@ type options struct {
 	holdFD                                                                  int
 	tlsCert, tlsKey                                                         string
 	requireKey                                                              bool
+	publicPaths                                                             string
 	overloadStatus, overloadFirst, overloadEvery, retryAfter                int
 	chunkTokens                                                             int
 	overloadN                                                               *atomic.Int64
@@ -156,6 +158,7 @@ func main() {
 	flag.BoolVar(&o.ignoreTerm, "ignore-sigterm", false, "ignore SIGTERM")
 	flag.BoolVar(&o.wrapper, "wrapper", false, "act as a wrapper: start the engine (this command without --wrapper) as a child and wait for it")
 	flag.BoolVar(&o.escapeHelper, "escape-helper", false, "start a helper in a new session (setsid) that inherits the listening socket and keeps the port")
+	flag.StringVar(&o.publicPaths, "key-public-paths", "", "comma-separated paths answered without the key under --require-api-key (llama-server: \"/health,/v1/models\"; vLLM: \"/health\")")
 	flag.StringVar(&o.apiKey, "api-key", "", "accepted like vLLM's --api-key and echoed, as vLLM does, in a 'non-default args' log line")
 	flag.StringVar(&o.hfToken, "hf-token", "", "accepted like vLLM's --hf-token and echoed in the 'non-default args' log line")
 	flag.BoolVar(&o.logHealth, "log-health-requests", false, "log each health request llama.cpp style (request: GET /health ...)")
@@ -380,7 +383,7 @@ func serve(o options, start time.Time) {
 	})
 	var h http.Handler = mux
 	if o.requireKey {
-		h = requireKey(o.apiKey, mux)
+		h = requireKey(o.apiKey, o.publicPaths, mux)
 	}
 	srv := &http.Server{Handler: h}
 	if o.tlsCert != "" {
@@ -395,11 +398,18 @@ func serve(o options, start time.Time) {
 
 // requireKey answers 401 with an OpenAI-shaped body to any request
 // without "Authorization: Bearer key", as vLLM's --api-key does, and logs
-// the path (never the key).
-func requireKey(key string, next http.Handler) http.Handler {
+// the path (never the key). The paths in public (comma-separated) are
+// answered without it, as llama-server answers /health and /v1/models.
+func requireKey(key, public string, next http.Handler) http.Handler {
 	want := "Bearer " + key
+	open := map[string]bool{}
+	for _, p := range strings.Split(public, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			open[p] = true
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != want {
+		if r.Header.Get("Authorization") != want && !open[r.URL.Path] {
 			notef("fake: 401 %s %s: missing or wrong API key", r.Method, r.URL.Path)
 			writeJSON(w, 401, map[string]any{"error": map[string]any{"message": "Unauthorized", "type": "authentication_error", "code": 401}})
 			return

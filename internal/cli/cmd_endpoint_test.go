@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/extract"
 )
 
 // outboundIPv4 returns an IPv4 address of this machine that is not
@@ -192,5 +194,45 @@ health_interval = "200ms"
 	// Loopback: no plain-http warning from the router.
 	if strings.Contains(serveErr.String(), "warning") {
 		t.Fatalf("warning for a loopback endpoint:\n%s", serveErr.String())
+	}
+}
+
+// TestExtractRejectsNameTheKeySetting: a real fake engine that, like
+// llama-server with --api-key, answers /health and /v1/models to anyone
+// but refuses completions without its key. extract's check that the
+// backend is up passes; every request is refused with 401, and each
+// reject says which setting holds the key and that it may be wrong.
+func TestExtractRejectsNameTheKeySetting(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	port := cliFreePort(t)
+	t.Setenv("HIRO_LEASE_DIR", t.TempDir())
+	startFakeDirect(t, fake, port, fmt.Sprintf(`"--api-key", %q, "--require-api-key", "--key-public-paths", "/health,/v1/models"`, remoteKey))
+	keyFile := filepath.Join(dir, "engine.key")
+	os.WriteFile(keyFile, []byte("sk-an-old-key-000000000\n"), 0o600)
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[backends.lcpp]
+engine = "llamacpp"
+unmanaged = true
+base_url = "http://127.0.0.1:%d"
+model = "fake-model"
+api_key_file = "engine.key"
+`, port)), 0o600)
+	out := filepath.Join(dir, "out")
+	code, stdout, errs := runHiro(t, "--config", cfg, "extract", "--backend", "lcpp", "--corpus", claimsMiniCorpus, "--out", out)
+	if code != ExitFailed {
+		t.Fatalf("extract with a wrong key: exit %d\n%s%s", code, stdout, errs)
+	}
+	d := firstRejectDetail(t, out)
+	if !strings.Contains(d, "HTTP 401") || !strings.Contains(d, "the file "+keyFile+" (backends.lcpp.api_key_file) and may be wrong or missing") {
+		t.Fatalf("reject detail lacks the key setting: %q", d)
+	}
+	b, err := os.ReadFile(filepath.Join(out, extract.RejectsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := stdout + errs + string(b); strings.Contains(s, "sk-an-old-key-000000000") || strings.Contains(s, remoteKey) {
+		t.Fatalf("a key was printed or stored:\n%s", s)
 	}
 }
