@@ -54,9 +54,9 @@ func EndpointWarnings(p *config.Profile) []Warning {
 		ws = append(ws, Warning{Key: k + ".base_url", Msg: fmt.Sprintf(
 			"profile %s sends its API key over plain http to %s, which is not this machine: anyone on the network path can read the key; "+
 				"use an https base_url (with ca_file naming a private CA), or reach the server through a loopback tunnel "+
-				"(e.g. ssh -N -L 8080:%s:%s HOST, then base_url = \"http://127.0.0.1:8080\"); "+
+				"(e.g. ssh -N -L 8080:localhost:%s USER@%s, then base_url = \"http://127.0.0.1:8080\"); "+
 				"on a network you trust, allow_plain_http = true in [backends.%s] silences this",
-			p.Name, u.Host, u.Hostname(), port, p.Name)})
+			p.Name, u.Host, port, u.Hostname(), p.Name)})
 	}
 	if p.APIKeyFile != "" && p.APIKeyEnv == "" {
 		if fi, err := os.Stat(p.APIKeyFile); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
