@@ -49,6 +49,8 @@ Every reply is validated against the claims JSON Schema (also sent as
 response_format), and each claim must quote its sentence (exactly, or up to
 white space and case), use no number or month absent from the text, not
 repeat another claim of the document, and be 2 words to 400 characters.
+A reply cut at --max-tokens (finish_reason "length") is rejected as
+"truncated" even when what arrived parses as JSON.
 A reply that fails gets up to --max-repairs repair requests that show the
 model its reply and what failed; good claims of a reply are kept, bad ones
 rejected with their reasons.

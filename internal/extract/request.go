@@ -54,6 +54,12 @@ func RepairMessage(o *Outcome) string {
 		b.WriteString(r)
 		b.WriteByte('\n')
 	}
+	for _, r := range o.ReplyReasons {
+		if r.Code == ReasonTruncated {
+			b.WriteString("Your reply was cut off at the length limit: keep each claim short and do not repeat claims.\n")
+			break
+		}
+	}
 	b.WriteString("Reply again with JSON only, matching the schema, with every claim of the target sentence. Copy each quote exactly from the target sentence; use only numbers and dates that appear in the text.")
 	return b.String()
 }

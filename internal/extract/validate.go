@@ -29,7 +29,9 @@ const (
 	ReasonRequestTooLong = "request_too_long"
 	ReasonRequestFailed  = "request_failed"
 	// Reply level: the whole reply is unusable.
-	ReasonNotJSON   = "not_json"
+	ReasonNotJSON = "not_json"
+	// ReasonTruncated: the server cut the reply at max_tokens
+	// (finish_reason "length"), whether or not its JSON parses.
 	ReasonTruncated = "truncated"
 	ReasonSchema    = "schema"
 	// Claim level: one claim of a reply is rejected, the others stand.
@@ -152,18 +154,30 @@ func (o *Outcome) Reasons() []string {
 	return out
 }
 
+// FinishLength is the finish_reason of a reply cut at max_tokens.
+const FinishLength = "length"
+
 // Validate checks one raw reply against src. finish is the server's
-// finish_reason ("length" marks a reply cut by max_tokens). It never
-// fails: every problem is a Reason in the Outcome.
+// finish_reason: a reply cut at max_tokens (FinishLength) is rejected as a
+// whole (ReasonTruncated, not schema-valid) even when its JSON parses, and
+// gets the repair path like any failed reply. It never fails: every
+// problem is a Reason in the Outcome.
 func (v *Validator) Validate(raw, finish string, src Source) Outcome {
 	var o Outcome
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(raw))
-	if err != nil {
-		r := Reason{Code: ReasonNotJSON, Detail: "the reply is not a JSON document: " + shortErr(err)}
-		if finish == "length" {
-			r = Reason{Code: ReasonTruncated, Detail: "the reply was cut by max_tokens (finish_reason length) before the JSON ended"}
+	if finish == FinishLength {
+		// A reply cut at max_tokens is never accepted, even when what
+		// arrived happens to parse (the cut fell in trailing white space,
+		// or after a complete object): claims may be missing or cut.
+		detail := "the reply was cut at max_tokens (finish_reason \"length\") before the JSON ended"
+		if err == nil {
+			detail = "the reply was cut at max_tokens (finish_reason \"length\"); its JSON parses, but claims may be missing or cut"
 		}
-		o.ReplyReasons = []Reason{r}
+		o.ReplyReasons = []Reason{{Code: ReasonTruncated, Detail: detail + "; raise --max-tokens (the gate's max_tokens) or ask for fewer claims"}}
+		return o
+	}
+	if err != nil {
+		o.ReplyReasons = []Reason{{Code: ReasonNotJSON, Detail: "the reply is not a JSON document: " + shortErr(err)}}
 		return o
 	}
 	itemSchema := map[int][]Reason{}

@@ -37,6 +37,8 @@ func TestValidate(t *testing.T) {
 		{name: "not json", raw: `Sure! Here are the claims: {"claims":[]}`, reply: ReasonNotJSON},
 		{name: "fenced json", raw: "```json\n{\"claims\":[]}\n```", reply: ReasonNotJSON},
 		{name: "truncated", raw: `{"claims":[{"text":"Douglas was bo`, finish: "length", reply: ReasonTruncated},
+		{name: "truncated but parses", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima"}]}   `, finish: "length", reply: ReasonTruncated},
+		{name: "truncated after a complete object", raw: `{"claims":[]}`, finish: "length", reply: ReasonTruncated},
 		{name: "schema root", raw: `{"facts":[]}`, reply: ReasonSchema + "," + ReasonSchema}, // missing claims, extra facts
 		{name: "schema one item", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima"},{"text":5,"quote":"born"}]}`, good: 1, bad: []string{ReasonSchema}},
 		{name: "extra property", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima","note":"<script>"}]}`, bad: []string{ReasonSchema}},
@@ -81,6 +83,11 @@ func TestValidate(t *testing.T) {
 }
 
 func TestRepairMessageNamesFailures(t *testing.T) {
+	vt := mustValidator(t)
+	ot := vt.Validate(`{"claims":[]}`, FinishLength, Source{Sentence: "Paris is in France.", Window: "Paris is in France."})
+	if m := RepairMessage(&ot); !strings.Contains(m, ReasonTruncated) || !strings.Contains(m, "max_tokens") || !strings.Contains(m, "cut off") {
+		t.Errorf("repair message after a truncated reply does not say so:\n%s", m)
+	}
 	v := mustValidator(t)
 	o := v.Validate(`{"claims":[{"text":"Paris is in Spain.","quote":"Spain"}]}`, "", Source{Sentence: "Paris is in France.", Window: "Paris is in France."})
 	m := RepairMessage(&o)
