@@ -68,7 +68,10 @@ Sentences that address the model (instructions, an embedded reply format,
 chat role markers) are data: they are not sent as targets and are recorded
 in rejects.jsonl as "sentence" rejects with reason addresses_model (not a
 failure). Spans (sentence_span, quote_span) are byte offsets into the
-document's UTF-8 text (span_unit "utf8_bytes").
+document's UTF-8 text as read (span_unit "utf8_bytes"): a leading byte
+order mark is in no sentence but counts, so such a document's first
+sentence starts at byte 3. A claim or quote holding a control character
+(NUL, ESC, ...; tab and newline are text) is rejected (control_character).
 
 Exit status, from the output as it now is: 0 every document finished and
 nothing is rejected; 1 something is rejected, a document failed (rerun to

@@ -63,3 +63,47 @@ func TestExtractTruncatedReplyThatParsesIsRejected(t *testing.T) {
 		t.Errorf("with max_tokens 200: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// A document starting with a UTF-8 BOM and holding a NUL byte, through
+// the fake engine (a real process) echoing each target sentence as its
+// claim: no claim carries the BOM, spans count from the first byte of
+// the file (BOM included) and still cut out the quote, and the claim with
+// the NUL is rejected as a control character.
+func TestExtractBOMAndControlCharacters(t *testing.T) {
+	cfg := fakeEngineConfig(t)
+	docs := t.TempDir()
+	text := "\ufeffMarta Olsen founded the Olsen Bakery in Tromvik in 1952. The bakery sold bread\x00 to 40 shops.\n"
+	os.WriteFile(filepath.Join(docs, "a.txt"), []byte(text), 0o644)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := claimsCLI(t, "--config", cfg, "extract", docs, "--out", out, "--max-repairs", "0")
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want 1 (the NUL claim is rejected)\n%s%s", code, stdout, stderr)
+	}
+	claims, err := extract.ReadClaims(filepath.Join(out, extract.ClaimsFile))
+	if err != nil || len(claims) == 0 {
+		t.Fatalf("claims %d (%v)", len(claims), err)
+	}
+	for _, c := range claims {
+		if strings.Contains(c.Text, "\ufeff") || strings.Contains(c.Quote, "\ufeff") || strings.ContainsRune(c.Text, 0) {
+			t.Errorf("claim %q (quote %q) holds the BOM or a NUL", c.Text, c.Quote)
+		}
+		if c.SentenceIndex == 0 && c.SentenceSpan[0] != 3 {
+			t.Errorf("first sentence span %v, want it to start at byte 3 (after the BOM, counted)", c.SentenceSpan)
+		}
+		if q := text[c.QuoteSpan[0]:c.QuoteSpan[1]]; c.Match == "exact" && q != c.Quote {
+			t.Errorf("quote_span %v cuts %q out of the file, not the quote %q", c.QuoteSpan, q, c.Quote)
+		}
+	}
+	rs, _ := extract.ReadRejects(filepath.Join(out, extract.RejectsFile))
+	found := false
+	for _, r := range rs {
+		for _, why := range r.Reasons {
+			if why.Code == extract.ReasonControlChar && strings.Contains(why.Detail, "NUL") {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no control_character reject naming the NUL: %+v", rs)
+	}
+}

@@ -64,7 +64,31 @@ type block struct {
 // sentences themselves, fenced code blocks and thematic breaks are skipped,
 // and each list item or block-quote line starts a new block whose marker
 // ("- ", "1. ", "> ") is outside every span. Splitting is deterministic.
+//
+// A UTF-8 byte order mark (BOM, U+FEFF) at the start of text is not part
+// of any sentence (nor of a Markdown heading on the first line); spans
+// still count from the first byte of text as given, BOM included, so a
+// document with a BOM has its first sentence at byte 3 and
+// Text == text[Start:End] holds for every sentence.
 func Split(text string, markdown bool) ([]Sentence, error) {
+	body := strings.TrimPrefix(text, BOM)
+	if len(body) == len(text) {
+		return split(text, markdown)
+	}
+	off := len(text) - len(body)
+	ss, err := split(body, markdown)
+	for i := range ss {
+		ss[i].Start += off
+		ss[i].End += off
+	}
+	return ss, err
+}
+
+// BOM is the UTF-8 byte order mark that some editors write at the start of
+// a text file; Split leaves it out of every sentence.
+const BOM = "\ufeff"
+
+func split(text string, markdown bool) ([]Sentence, error) {
 	t, err := tokenizer()
 	if err != nil {
 		return nil, err

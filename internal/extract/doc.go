@@ -25,6 +25,11 @@
 // may not address the model either.
 //
 // Every span in the output (sentence_span, quote_span) is in bytes of the
-// document's UTF-8 text, [start, end): claims.jsonl and run.json say so in
-// their span_unit field ("utf8_bytes", SpanUnit).
+// document's UTF-8 text as read, [start, end): claims.jsonl and run.json
+// say so in their span_unit field ("utf8_bytes", SpanUnit). A leading
+// UTF-8 BOM is in no sentence (corpus.Split) but counts: such a document's
+// first sentence starts at byte 3, and text[start:end] is the sentence or
+// quote for every span. A reply cut at max_tokens is rejected as truncated
+// even when its JSON parses; a claim holding a control character is
+// rejected (ReasonControlChar).
 package extract

@@ -18,7 +18,8 @@ const (
 	RunSchema = "hiro.extract-run/v1"
 	// SpanUnit is the unit of every span in extraction output
 	// (sentence_span, quote_span): byte offsets [start, end) into the
-	// document's UTF-8 text, not characters. claims.jsonl and run.json
+	// document's UTF-8 text as read (a leading BOM counts, though no
+	// sentence holds it), not characters. claims.jsonl and run.json
 	// carry it in their span_unit field.
 	SpanUnit = "utf8_bytes"
 )

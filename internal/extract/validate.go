@@ -41,6 +41,10 @@ const (
 	ReasonDuplicate     = "duplicate"
 	ReasonTooShort      = "too_short"
 	ReasonTooLong       = "too_long"
+	// ReasonControlChar: the claim text holds a C0 control character
+	// other than tab and newline (NUL, ESC, CR...) or DEL, or its quote
+	// one other than tab, newline and carriage return.
+	ReasonControlChar = "control_character"
 )
 
 // Reason is one validator's finding: a stable Code (the Reason* constants)
@@ -258,6 +262,12 @@ func (v *Validator) checkClaim(text, quote string, src Source) (Candidate, []Rea
 	if n := utf8.RuneCountInString(text); n > v.MaxClaimRunes {
 		rs = append(rs, Reason{Code: ReasonTooLong, Detail: fmt.Sprintf("the claim has %d characters; at most %d", n, v.MaxClaimRunes)})
 	}
+	if why, bad := controlChar(text, "\t\n"); bad {
+		rs = append(rs, Reason{Code: ReasonControlChar, Detail: "claim: " + why + "; a claim is plain text"})
+	}
+	if why, bad := controlChar(quote, "\t\n\r"); bad {
+		rs = append(rs, Reason{Code: ReasonControlChar, Detail: "quote: " + why + "; a quote is plain text"})
+	}
 	// The document is data: a claim must be a statement, and neither it
 	// nor its quote may speak to the model.
 	if why, bad := Malformed(text); bad {
@@ -280,6 +290,21 @@ func (v *Validator) checkClaim(text, quote string, src Source) (Candidate, []Rea
 		rs = append(rs, Reason{Code: ReasonDate, Detail: "months not in the source: " + strings.Join(missing, ", ")})
 	}
 	return c, rs
+}
+
+// controlChar reports the first C0 control character (U+0000-U+001F) or
+// DEL (U+007F) in s that is not in allowed, as "U+0000 (NUL) at byte 12".
+func controlChar(s, allowed string) (string, bool) {
+	for i, r := range s {
+		if (r < 0x20 || r == 0x7f) && !strings.ContainsRune(allowed, r) {
+			name := map[rune]string{0: "NUL", 0x1b: "ESC", '\r': "carriage return", 0x7f: "DEL", '\f': "form feed", '\v': "vertical tab", 8: "backspace"}[r]
+			if name == "" {
+				name = "control character"
+			}
+			return fmt.Sprintf("U+%04X (%s) at byte %d", r, name, i), true
+		}
+	}
+	return "", false
 }
 
 var (

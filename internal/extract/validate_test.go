@@ -39,6 +39,11 @@ func TestValidate(t *testing.T) {
 		{name: "truncated", raw: `{"claims":[{"text":"Douglas was bo`, finish: "length", reply: ReasonTruncated},
 		{name: "truncated but parses", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima"}]}   `, finish: "length", reply: ReasonTruncated},
 		{name: "truncated after a complete object", raw: `{"claims":[]}`, finish: "length", reply: ReasonTruncated},
+		{name: "NUL in the claim", raw: `{"claims":[{"text":"Douglas was born\u0000 in Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "escape in the claim", raw: `{"claims":[{"text":"Douglas was born in \u001bYakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "carriage return in the claim", raw: `{"claims":[{"text":"Douglas was born\r in Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "NUL in the quote", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima\u0000"}]}`, bad: []string{ReasonControlChar + "," + ReasonQuoteNotFound}, valid: true},
+		{name: "tab and newline are text", raw: `{"claims":[{"text":"Douglas was born\tin\nYakima.","quote":"in\nYakima"}]}`, good: 1, valid: true},
 		{name: "schema root", raw: `{"facts":[]}`, reply: ReasonSchema + "," + ReasonSchema}, // missing claims, extra facts
 		{name: "schema one item", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima"},{"text":5,"quote":"born"}]}`, good: 1, bad: []string{ReasonSchema}},
 		{name: "extra property", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima","note":"<script>"}]}`, bad: []string{ReasonSchema}},
