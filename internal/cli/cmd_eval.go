@@ -45,12 +45,17 @@ grounding rate = claims whose quote is in their sentence (exact, or up to
 white space and case) / predicted; duplicate rate = claims repeating an
 earlier claim of the document (normalised text) / predicted; schema-valid
 rate = replies that validated against the claims schema / replies, from
-stats.json beside FILE (null without it). A rate with a zero denominator is 0.
+stats.json beside FILE (null without it, and null with a warning when its
+claim, checkpoint or byte counts disagree with FILE and progress.jsonl: an
+extract run killed after the one that wrote it). A rate with a zero
+denominator is 0.
 
 Missing documents: when progress.jsonl (extract's per-document records) is
 beside FILE, a corpus document with no finished record there (another shard's,
 or not yet extracted) is listed as missing, with a warning on stderr, and left
 out of the scores; --score-missing scores it as extracted with no claims.
+Claim lines after the last checkpoint (a document written in part by a
+killed run) are not scored, with a warning.
 Score a sharded run after 'hiro extract merge': the merged folder has every
 shard's records and scores as the unsharded run. Without progress.jsonl every
 document of the corpus is scored.
@@ -103,6 +108,14 @@ func runEval(_ context.Context, g *Globals, o *evalOpts) error {
 		}
 		fmt.Fprintf(g.Stderr, "hiro: eval: warning: %d of %d documents have no extraction record beside %s (a shard or an unfinished run?), %s: %s; merge the shards with 'hiro extract merge' to score the whole corpus\n",
 			len(r.Missing), len(r.Missing)+len(r.Documents)-boolInt(o.ScoreMissing)*len(r.Missing), o.Claims, what, strings.Join(r.Missing, ", "))
+	}
+	if r.StatsIgnored != "" {
+		fmt.Fprintf(g.Stderr, "hiro: eval: warning: %s does not describe %s (%s): a later extract run was killed before rewriting it, or the files come from different runs; the schema-valid rate is left out (null); rerun the same hiro extract command to finish the run and rewrite it\n",
+			filepath.Join(filepath.Dir(o.Claims), "stats.json"), o.Claims, r.StatsIgnored)
+	}
+	if r.UncommittedClaims > 0 {
+		fmt.Fprintf(g.Stderr, "hiro: eval: warning: %d line(s) of %s come after the last checkpoint of %s (a document written in part by a killed run): not scored; rerun the same hiro extract command to redo that document\n",
+			r.UncommittedClaims, o.Claims, filepath.Join(filepath.Dir(o.Claims), eval.ProgressFile))
 	}
 	if g.JSON {
 		b, err := eval.Marshal(r)

@@ -1,10 +1,18 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/eval"
+	"github.com/hiro-dev/hiro/internal/extract"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // goodClaimLine is a claim of corpora/hiro-mini's document "bakery" as
@@ -99,5 +107,109 @@ func TestEvalRejectsMalformedClaimLines(t *testing.T) {
 		if strings.Contains(stdout, "overall") {
 			t.Errorf("%s: a report was printed:\n%s", c.line, stdout)
 		}
+	}
+}
+
+// TestEvalIgnoresStaleStatsAfterSIGKILL: a run interrupted with SIGINT
+// writes stats.json; the resumed run is killed with SIGKILL after it
+// committed more documents, so stats.json is the earlier run's. eval must
+// not report its schema-valid rate for the later claims: null, with a
+// warning saying why. After the run is finished, the rate is back.
+func TestEvalIgnoresStaleStatsAfterSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the hiro binary")
+	}
+	bin := testsupport.Hiro(t)
+	// A token every 3 ms: a reply takes about 0.3 s.
+	cfg := fakeEngineConfig(t, "--token-delay", "3ms")
+	out := filepath.Join(t.TempDir(), "out")
+	env := append(os.Environ(), "HIRO_LEASE_DIR="+t.TempDir())
+	progress := filepath.Join(out, extract.ProgressFile)
+	start := func() *exec.Cmd {
+		cmd := exec.Command(bin, "--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", out, "--concurrency", "1")
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	waitLines := func(cmd *exec.Cmd, n int) {
+		deadline := time.Now().Add(60 * time.Second)
+		for countLines(progress) < n {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("fewer than %d checkpoints after 60s", n)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	cmd := start()
+	waitLines(cmd, 1)
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	first := countLines(progress)
+	if _, err := os.Stat(filepath.Join(out, extract.StatsFile)); err != nil || first >= 4 {
+		t.Skipf("SIGINT run left %d checkpoints, stats.json: %v", first, err)
+	}
+	cmd = start()
+	waitLines(cmd, first+1)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if countLines(progress) >= 5 {
+		t.Skip("the resumed run finished before it could be killed")
+	}
+	claims := filepath.Join(out, extract.ClaimsFile)
+	code, stdout, stderr := claimsCLI(t, "eval", "--corpus", claimsMiniCorpus, "--claims", claims, "--json")
+	if code != ExitOK {
+		t.Fatalf("eval exit %d\n%s%s", code, stdout, stderr)
+	}
+	var r eval.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.SchemaValidRate != nil || r.StatsIgnored == "" || r.Replies != 0 {
+		t.Errorf("stale stats.json used: rate %v, replies %d, stats_ignored %q", r.SchemaValidRate, r.Replies, r.StatsIgnored)
+	}
+	if !strings.Contains(stderr, "stats.json does not describe") || !strings.Contains(stderr, "schema-valid rate is left out") {
+		t.Errorf("no warning about the stale stats.json on stderr:\n%s", stderr)
+	}
+	// Finished, the run rewrites stats.json, and eval uses it again.
+	fin := exec.Command(bin, "--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", out, "--concurrency", "4")
+	fin.Env = env
+	if b, err := fin.CombinedOutput(); err != nil {
+		t.Fatalf("finishing run: %v\n%s", err, b)
+	}
+	code, stdout, stderr = claimsCLI(t, "eval", "--corpus", claimsMiniCorpus, "--claims", claims, "--json")
+	r = eval.Report{}
+	json.Unmarshal([]byte(stdout), &r)
+	if code != ExitOK || r.SchemaValidRate == nil || r.StatsIgnored != "" || strings.Contains(stderr, "stats.json") {
+		t.Errorf("after the finishing run: exit %d, rate %v, ignored %q\n%s", code, r.SchemaValidRate, r.StatsIgnored, stderr)
+	}
+}
+
+// Claim lines after the last checkpoint (a run killed between writing a
+// document's claims and its checkpoint) are not scored, and a progress
+// line torn by the kill is not an error.
+func TestEvalLeavesUncommittedClaimsOut(t *testing.T) {
+	srv, _ := echoEngine(t, 0)
+	cfg := claimsConfig(t, srv.URL)
+	out := filepath.Join(t.TempDir(), "out")
+	if code, stdout, stderr := claimsCLI(t, "--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", out); code != ExitOK {
+		t.Fatalf("extract exit %d\n%s%s", code, stdout, stderr)
+	}
+	claims := filepath.Join(out, extract.ClaimsFile)
+	_, ref, _ := claimsCLI(t, "eval", "--corpus", claimsMiniCorpus, "--claims", claims, "--json")
+	f, _ := os.OpenFile(claims, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(goodClaimLine + "\n" + goodClaimLine + "\n")
+	f.Close()
+	p, _ := os.OpenFile(filepath.Join(out, extract.ProgressFile), os.O_APPEND|os.O_WRONLY, 0)
+	p.WriteString(`{"doc_id":"bakery","status":"do`)
+	p.Close()
+	code, stdout, stderr := claimsCLI(t, "eval", "--corpus", claimsMiniCorpus, "--claims", claims, "--json")
+	var a, b eval.Report
+	json.Unmarshal([]byte(ref), &a)
+	json.Unmarshal([]byte(stdout), &b)
+	if code != ExitOK || b.UncommittedClaims != 2 || b.Overall != a.Overall || !strings.Contains(stderr, "after the last checkpoint") {
+		t.Errorf("exit %d, uncommitted %d, overall %+v (want %+v)\n%s", code, b.UncommittedClaims, b.Overall, a.Overall, stderr)
 	}
 }

@@ -6,7 +6,12 @@
 //
 // Documents the run beside the claims file has no finished record of (its
 // progress.jsonl: another shard's, an unfinished run) are reported as
-// Missing and left out of the scores unless Options.ScoreMissing.
+// Missing and left out of the scores unless Options.ScoreMissing. Claim
+// lines after progress.jsonl's last checkpoint (a document written in part
+// by a killed run) are not scored. A stats.json whose claim, checkpoint or
+// byte counts disagree with the files beside it (a later run was killed
+// before rewriting it) is not used: the schema-valid rate stays null and
+// Report.StatsIgnored says why.
 //
 // Claims files are read strictly (ClaimLineShape): a line that is not a
 // claim object, lacks the document id or the text, has a field of the

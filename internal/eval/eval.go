@@ -46,10 +46,16 @@ type PredictedClaim struct {
 	Line int `json:"-"`
 }
 
-// RunStats is the part of extract's stats.json that scoring reads.
+// RunStats is the part of extract's stats.json that scoring reads: the
+// replies counts, and what tells whether the file still describes the
+// claims beside it (Claims, Checkpoints, ClaimsBytes; nil when absent, as
+// in a stats.json of an older hiro, which has no checkpoints).
 type RunStats struct {
-	Replies            int `json:"replies"`
-	SchemaValidReplies int `json:"schema_valid_replies"`
+	Replies            int    `json:"replies"`
+	SchemaValidReplies int    `json:"schema_valid_replies"`
+	Claims             *int   `json:"claims"`
+	Checkpoints        *int   `json:"checkpoints"`
+	ClaimsBytes        *int64 `json:"claims_bytes"`
 }
 
 // Scores are one set of measures. Rates with a zero denominator are 0.
@@ -98,10 +104,20 @@ type Report struct {
 	// Overall is micro-averaged: counts summed over documents, then rates.
 	Overall Scores `json:"overall"`
 	// Replies and SchemaValidReplies come from the run's stats.json;
-	// SchemaValidRate is their ratio, null when no stats file was found.
+	// SchemaValidRate is their ratio, null when no stats file was found
+	// or when it does not describe the claims scored (StatsIgnored).
 	Replies            int      `json:"replies"`
 	SchemaValidReplies int      `json:"schema_valid_replies"`
 	SchemaValidRate    *float64 `json:"schema_valid_rate"`
+	// StatsIgnored says why the stats.json beside the claims was not
+	// used: its counts disagree with the claims and progress.jsonl beside
+	// it (a later extract run was killed before it rewrote stats.json,
+	// or the files come from different runs).
+	StatsIgnored string `json:"stats_ignored,omitempty"`
+	// UncommittedClaims counts claim lines after the last checkpoint of
+	// progress.jsonl (a document written in part by a run that was
+	// killed): they are not scored, and the next extract run drops them.
+	UncommittedClaims int `json:"uncommitted_claims,omitempty"`
 	// Documents has every document of the corpus that was scored, sorted
 	// by id.
 	Documents []DocScores `json:"documents"`
@@ -318,7 +334,12 @@ func EvaluateFiles(corpusDir, claimsPath string, threshold float64) (*Report, er
 // EvaluateRun is EvaluateFiles that also reads progress.jsonl beside the
 // claims file, when present: a document with no finished ("done") record
 // there and no claims is listed in Report.Missing and, unless
-// o.ScoreMissing, not scored. A merged run (hiro extract merge) has a
+// o.ScoreMissing, not scored; claim lines after its last checkpoint (a
+// document written in part by a killed run) are not scored
+// (Report.UncommittedClaims). A stats.json whose counts disagree with the
+// claims and checkpoints beside it (a later run was killed before
+// rewriting it) is not used: SchemaValidRate stays null and
+// Report.StatsIgnored says why. A merged run (hiro extract merge) has a
 // record of every document of its shards, so it scores as the unsharded
 // run does.
 func EvaluateRun(corpusDir, claimsPath string, o Options) (*Report, error) {
@@ -334,35 +355,69 @@ func EvaluateRun(corpusDir, claimsPath string, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("claims: %w", err)
 	}
+	dir := filepath.Dir(claimsPath)
+	prog, err := readProgress(filepath.Join(dir, ProgressFile))
+	if err != nil {
+		return nil, err
+	}
+	uncommitted := 0
+	if prog != nil && prog.records > 0 {
+		switch n := int64(len(raw)); {
+		case n < prog.claimsBytes:
+			return nil, fmt.Errorf("%s is %d bytes but the last checkpoint of %s beside it records %d: the files are not of one extract run; score the claims.jsonl of the run whose progress.jsonl is beside it", claimsPath, n, ProgressFile, prog.claimsBytes)
+		case n > prog.claimsBytes:
+			// A run killed between writing a document's claims and its
+			// checkpoint: that document is not committed.
+			uncommitted = countLines(raw[prog.claimsBytes:])
+			raw = raw[:prog.claimsBytes]
+		}
+	}
 	claims, err := parseClaims(raw, claimsPath)
 	if err != nil {
 		return nil, err
 	}
 	var stats *RunStats
-	if b, err := os.ReadFile(filepath.Join(filepath.Dir(claimsPath), "stats.json")); err == nil {
+	statsIgnored := ""
+	if b, err := os.ReadFile(filepath.Join(dir, "stats.json")); err == nil {
 		stats = &RunStats{}
 		if err := json.Unmarshal(b, stats); err != nil {
 			return nil, fmt.Errorf("stats.json beside %s: %w", claimsPath, err)
 		}
+		if statsIgnored = staleStats(stats, prog, len(claims), int64(len(raw))); statsIgnored != "" {
+			stats = nil
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	done, err := readDone(filepath.Join(filepath.Dir(claimsPath), ProgressFile))
-	if err != nil {
-		return nil, err
+	var done map[string]bool
+	if prog != nil {
+		done = prog.done
 	}
 	r, err := evaluate(c, claims, stats, threshold, done, o.ScoreMissing)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", claimsPath, err)
 	}
+	r.StatsIgnored, r.UncommittedClaims = statsIgnored, uncommitted
 	sum := sha256.Sum256(raw)
 	r.ClaimsSHA256 = hex.EncodeToString(sum[:])
 	return r, nil
 }
 
-// readDone returns the documents with a "done" record in the progress
-// file at path, nil when there is no such file.
-func readDone(path string) (map[string]bool, error) {
+// progressInfo is what eval reads from progress.jsonl.
+type progressInfo struct {
+	// done holds every document with a record, true when one is "done".
+	done map[string]bool
+	// records counts the complete lines; claimsBytes is the claims.jsonl
+	// size recorded by the last.
+	records     int
+	claimsBytes int64
+}
+
+// readProgress reads the progress file at path, nil when there is no such
+// file. A last line without its newline was torn by a crash and is not a
+// checkpoint (extract drops it on resume); any other line that is not a
+// record is an error.
+func readProgress(path string) (*progressInfo, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -370,22 +425,61 @@ func readDone(path string) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	done := map[string]bool{}
+	if i := bytes.LastIndexByte(raw, '\n'); i+1 < len(raw) {
+		raw = raw[:i+1] // a torn last line
+	}
+	p := &progressInfo{done: map[string]bool{}}
 	for n, line := range bytes.Split(raw, []byte("\n")) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
-		var p struct {
-			DocID  string `json:"doc_id"`
-			Status string `json:"status"`
+		var rec struct {
+			DocID       string `json:"doc_id"`
+			Status      string `json:"status"`
+			ClaimsBytes int64  `json:"claims_bytes"`
 		}
-		if err := json.Unmarshal(line, &p); err != nil {
+		if err := json.Unmarshal(line, &rec); err != nil || rec.DocID == "" {
+			if err == nil {
+				err = errors.New("no doc_id")
+			}
 			return nil, fmt.Errorf("%s:%d: not a progress record: %w", path, n+1, err)
 		}
-		done[p.DocID] = p.Status == "done" || done[p.DocID]
+		p.done[rec.DocID] = rec.Status == "done" || p.done[rec.DocID]
+		p.records++
+		p.claimsBytes = rec.ClaimsBytes
 	}
-	return done, nil
+	return p, nil
+}
+
+// staleStats returns why stats (the stats.json beside the claims) does
+// not describe the claims scored, "" when it does: its claim count, its
+// checkpoint count (against progress.jsonl) or its claims.jsonl size
+// disagree. An extract run killed with SIGKILL after committing
+// documents leaves the stats.json of the run before it.
+func staleStats(st *RunStats, prog *progressInfo, claims int, claimsBytes int64) string {
+	var why []string
+	if st.Checkpoints != nil && prog != nil && *st.Checkpoints != prog.records {
+		why = append(why, fmt.Sprintf("it totals %d checkpoints, %s has %d", *st.Checkpoints, ProgressFile, prog.records))
+	}
+	if st.ClaimsBytes != nil && *st.ClaimsBytes != claimsBytes {
+		why = append(why, fmt.Sprintf("it covers %d bytes of claims, the claims scored are %d bytes", *st.ClaimsBytes, claimsBytes))
+	}
+	if st.Claims != nil && *st.Claims != claims {
+		why = append(why, fmt.Sprintf("it counts %d claims, the claims file has %d", *st.Claims, claims))
+	}
+	return strings.Join(why, "; ")
+}
+
+// countLines counts the non-blank lines of b.
+func countLines(b []byte) int {
+	n := 0
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // ClaimLineShape says what parseClaims requires of each claims.jsonl line.
@@ -545,8 +639,13 @@ func Text(r *Report) string {
 	}
 	if r.SchemaValidRate != nil {
 		fmt.Fprintf(&b, "schema-valid replies %d of %d (%.3f)\n", r.SchemaValidReplies, r.Replies, *r.SchemaValidRate)
+	} else if r.StatsIgnored != "" {
+		fmt.Fprintf(&b, "schema-valid rate: not reported: the stats.json beside the claims file does not describe them (%s)\n", r.StatsIgnored)
 	} else {
 		b.WriteString("schema-valid rate: no stats.json beside the claims file\n")
+	}
+	if r.UncommittedClaims > 0 {
+		fmt.Fprintf(&b, "uncommitted: %d claim line(s) after the last checkpoint (a document written in part by a killed run), not scored\n", r.UncommittedClaims)
 	}
 	return b.String()
 }

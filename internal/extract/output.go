@@ -327,10 +327,14 @@ func (o *outDir) stats() Stats {
 	return s
 }
 
-// writeStats writes stats.json atomically.
+// writeStats writes stats.json (StatsFileContent) atomically.
 func (o *outDir) writeStats() (Stats, error) {
 	s := o.stats()
-	b, _ := json.MarshalIndent(s, "", "  ")
+	f := StatsFileContent{Stats: s, Checkpoints: len(o.history)}
+	if n := len(o.history); n > 0 {
+		f.ClaimsBytes = o.history[n-1].ClaimsBytes
+	}
+	b, _ := json.MarshalIndent(f, "", "  ")
 	return s, corpus.WriteFileAtomic(filepath.Join(o.dir, StatsFile), append(b, '\n'))
 }
 

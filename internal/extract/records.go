@@ -11,8 +11,10 @@ const (
 	ProgressFile = "progress.jsonl"
 	// RunFile holds the RunInfo that a resumed run must match.
 	RunFile = "run.json"
-	// StatsFile holds the Stats of every committed document, rewritten at
-	// the end of each run; package eval reads its replies counts.
+	// StatsFile holds the Stats of every committed document with the
+	// checkpoint count and claims size they cover (StatsFileContent),
+	// rewritten at the end of each run; package eval reads its replies
+	// counts and checks that it still describes the files beside it.
 	StatsFile = "stats.json"
 	// RunSchema tags run.json.
 	RunSchema = "hiro.extract-run/v1"
@@ -201,4 +203,18 @@ type Stats struct {
 	CompletionTokens int64   `json:"completion_tokens"`
 	// OverloadRetries totals DocProgress.OverloadRetries.
 	OverloadRetries int `json:"overload_retries"`
+}
+
+// StatsFileContent is what stats.json holds: the Stats, and what they
+// were computed from.
+type StatsFileContent struct {
+	Stats
+	// Checkpoints is the number of progress.jsonl lines the Stats cover,
+	// and ClaimsBytes the size of claims.jsonl at the last of them: a
+	// reader (package eval) tells with them whether this stats.json still
+	// describes the files beside it. A run killed with SIGKILL after
+	// committing documents leaves more checkpoints than the stats.json of
+	// the run before it counts.
+	Checkpoints int   `json:"checkpoints"`
+	ClaimsBytes int64 `json:"claims_bytes"`
 }
