@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,7 +60,11 @@ DIR receives claims.jsonl (one claim with provenance per line),
 rejects.jsonl (every rejected document, request, reply or claim with its
 reasons and the raw reply), progress.jsonl (one checkpoint per finished
 document), run.json and stats.json. Rerunning the same command after an
-interruption skips finished documents and drops a document written in part;
+interruption skips finished documents and drops a document written in part
+(a rerun whose settings would change the output, such as the backend, its
+base_url or model, --max-tokens, --max-repairs, --max-doc-bytes,
+--max-request-bytes, the corpus or PATHS, or another hiro's prompt, is
+refused with exit 2 naming each setting, its old and new values);
 documents that failed are redone, and their earlier rejects are superseded
 (kept in rejects.jsonl, no longer counted). Before the first request the
 backend's health is checked once.
@@ -133,14 +138,26 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 		return err
 	}
 	var docs []corpus.Document
+	input := &extract.RunInput{}
 	if o.Corpus != "" {
 		c, err := corpus.Load(o.Corpus)
 		if err != nil {
 			return UsageError(fmt.Errorf("extract: %w", err))
 		}
 		docs = c.Docs
-	} else if docs, err = corpus.LoadPathsBounded(paths, int64(o.MaxDocBytes)+1); err != nil {
-		return UsageError(fmt.Errorf("extract: %w", err))
+		input.Corpus, _ = filepath.Abs(o.Corpus)
+		input.CorpusName, input.CorpusDigest = c.Manifest.Name, c.Manifest.Digest
+	} else {
+		if docs, err = corpus.LoadPathsBounded(paths, int64(o.MaxDocBytes)+1); err != nil {
+			return UsageError(fmt.Errorf("extract: %w", err))
+		}
+		for _, p := range paths {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return UsageError(fmt.Errorf("extract: %w", err))
+			}
+			input.Paths = append(input.Paths, abs)
+		}
 	}
 	client, err := llm.NewForProfile(prof)
 	if err != nil {
@@ -150,7 +167,7 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 		Client: client, Backend: prof.Name, BaseURL: prof.BaseURL, Model: prof.Model,
 		OutDir: o.Out, Concurrency: o.Concurrency, MaxRepairs: o.MaxRepairs, MaxTokens: o.MaxTokens,
 		MaxDocBytes: o.MaxDocBytes, MaxRequestBytes: o.MaxRequestBytes, RequestTimeout: o.Timeout,
-		Shard: shard,
+		Shard: shard, Input: input,
 	}
 	if !g.JSON {
 		opts.Progress = extract.TerminalProgress(g.Stderr)

@@ -107,3 +107,50 @@ func TestExtractBOMAndControlCharacters(t *testing.T) {
 		t.Errorf("no control_character reject naming the NUL: %+v", rs)
 	}
 }
+
+// Rerunning extract on an --out directory with a setting that changes the
+// output is bad usage (exit 2) naming the setting, its old and new values
+// and what to do; nothing is sent. The same settings resume.
+func TestExtractResumeRefusesChangedSettings(t *testing.T) {
+	cfg := fakeEngineConfig(t)
+	b, _ := os.ReadFile(cfg)
+	// The same server under another base URL: a different profile value.
+	other := filepath.Join(t.TempDir(), "other.toml")
+	os.WriteFile(other, []byte(strings.Replace(string(b), "http://127.0.0.1:", "http://localhost:", 1)), 0o644)
+	docs := t.TempDir()
+	os.WriteFile(filepath.Join(docs, "a.txt"), []byte("Marta Olsen founded the Olsen Bakery in Tromvik in 1952.\n"), 0o644)
+	docs2 := t.TempDir()
+	os.WriteFile(filepath.Join(docs2, "a.txt"), []byte("Marta Olsen founded the Olsen Bakery in Tromvik in 1952.\n"), 0o644)
+	out := filepath.Join(t.TempDir(), "out")
+	run := func(config string, args ...string) (int, string) {
+		code, stdout, stderr := claimsCLI(t, append([]string{"--config", config, "extract", "--out", out}, args...)...)
+		return code, stdout + stderr
+	}
+	if code, text := run(cfg, docs); code != ExitOK {
+		t.Fatalf("first run: exit %d\n%s", code, text)
+	}
+	runJSON, _ := os.ReadFile(filepath.Join(out, extract.RunFile))
+	for _, c := range []struct {
+		config string
+		args   []string
+		want   string
+	}{
+		{cfg, []string{docs, "--max-doc-bytes", "100"}, "max_doc_bytes was 1048576, now 100 (--max-doc-bytes)"},
+		{cfg, []string{docs, "--max-request-bytes", "9000"}, "max_request_bytes was 16384, now 9000 (--max-request-bytes)"},
+		{cfg, []string{docs, "--max-tokens", "64"}, "max_tokens was 512, now 64 (--max-tokens)"},
+		{other, []string{docs}, `base_url was "http://127.0.0.1:`},
+		{cfg, []string{docs2}, "input was paths " + docs + ", now paths " + docs2},
+		{cfg, []string{"--corpus", claimsMiniCorpus}, "input was paths " + docs + ", now corpus hiro-mini"},
+	} {
+		code, text := run(c.config, c.args...)
+		if code != ExitUsage || !strings.Contains(text, c.want) || !strings.Contains(text, "new --out directory") {
+			t.Errorf("rerun %q: exit %d, want 2 saying %q and what to do:\n%s", c.args, code, c.want, text)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, extract.RunFile)); string(after) != string(runJSON) {
+		t.Errorf("a refused rerun changed run.json")
+	}
+	if code, text := run(cfg, docs); code != ExitOK || !strings.Contains(text, "1 finished earlier") {
+		t.Errorf("rerun with the same settings: exit %d\n%s", code, text)
+	}
+}

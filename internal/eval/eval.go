@@ -361,7 +361,7 @@ func EvaluateRun(corpusDir, claimsPath string, o Options) (*Report, error) {
 		return nil, err
 	}
 	uncommitted := 0
-	if prog != nil && prog.records > 0 {
+	if prog != nil && prog.records > 0 && prog.claimsBytes >= 0 {
 		switch n := int64(len(raw)); {
 		case n < prog.claimsBytes:
 			return nil, fmt.Errorf("%s is %d bytes but the last checkpoint of %s beside it records %d: the files are not of one extract run; score the claims.jsonl of the run whose progress.jsonl is beside it", claimsPath, n, ProgressFile, prog.claimsBytes)
@@ -408,7 +408,7 @@ type progressInfo struct {
 	// done holds every document with a record, true when one is "done".
 	done map[string]bool
 	// records counts the complete lines; claimsBytes is the claims.jsonl
-	// size recorded by the last.
+	// size recorded by the last, -1 when it records none.
 	records     int
 	claimsBytes int64
 }
@@ -437,7 +437,7 @@ func readProgress(path string) (*progressInfo, error) {
 		var rec struct {
 			DocID       string `json:"doc_id"`
 			Status      string `json:"status"`
-			ClaimsBytes int64  `json:"claims_bytes"`
+			ClaimsBytes *int64 `json:"claims_bytes"`
 		}
 		if err := json.Unmarshal(line, &rec); err != nil || rec.DocID == "" {
 			if err == nil {
@@ -447,7 +447,10 @@ func readProgress(path string) (*progressInfo, error) {
 		}
 		p.done[rec.DocID] = rec.Status == "done" || p.done[rec.DocID]
 		p.records++
-		p.claimsBytes = rec.ClaimsBytes
+		p.claimsBytes = -1
+		if rec.ClaimsBytes != nil {
+			p.claimsBytes = *rec.ClaimsBytes
+		}
 	}
 	return p, nil
 }

@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +75,9 @@ func TestEvaluateMini(t *testing.T) {
 	noisy := writeClaims(t, c,
 		`{"doc_id":"rivers","sentence_index":0,"text":"The Varda River is 412 kilometres long.","quote":"412 kilometres"}`,
 		`{"doc_id":"rivers","sentence_index":0,"text":"Pigs can fly over the river.","quote":"pigs fly"}`)
-	os.WriteFile(filepath.Join(filepath.Dir(noisy), "stats.json"), []byte(`{"replies":10,"schema_valid_replies":9,"claims":3}`), 0o644)
+	nb, _ := os.ReadFile(noisy)
+	// stats.json as extract writes it: its claim count is the file's.
+	os.WriteFile(filepath.Join(filepath.Dir(noisy), "stats.json"), []byte(fmt.Sprintf(`{"replies":10,"schema_valid_replies":9,"claims":%d}`, bytes.Count(nb, []byte("\n")))), 0o644)
 	r, err = EvaluateFiles(miniDir, noisy, 0)
 	if err != nil {
 		t.Fatal(err)

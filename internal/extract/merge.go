@@ -183,17 +183,14 @@ func readRunInfo(dir string) (RunInfo, error) {
 }
 
 // sameRun says how a and b differ as runs (empty when they are shards of
-// one run: same backend, model, prompt, schema and settings).
+// one run: RunDiffs finds nothing; the base URL may differ, one replica per
+// shard).
 func sameRun(a, b RunInfo) string {
-	switch {
-	case a.Backend != b.Backend || a.Model != b.Model:
-		return fmt.Sprintf("backend %q model %q vs backend %q model %q", a.Backend, a.Model, b.Backend, b.Model)
-	case a.PromptHash != b.PromptHash || a.SchemaHash != b.SchemaHash:
-		return fmt.Sprintf("prompt %s vs %s", short(a.PromptHash), short(b.PromptHash))
-	case a.MaxTokens != b.MaxTokens || a.MaxRepairs != b.MaxRepairs:
-		return fmt.Sprintf("--max-tokens %d --max-repairs %d vs %d %d", a.MaxTokens, a.MaxRepairs, b.MaxTokens, b.MaxRepairs)
+	var parts []string
+	for _, d := range RunDiffs(a, b, false) {
+		parts = append(parts, fmt.Sprintf("%s %s vs %s", d.Field, d.Old, d.New))
 	}
-	return ""
+	return strings.Join(parts, "; ")
 }
 
 // shardDocs reads dir's checkpoint and returns each document's last

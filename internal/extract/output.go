@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -69,17 +70,17 @@ func openOut(dir string, info RunInfo) (*outDir, error) {
 		if err := json.Unmarshal(b, &prev); err != nil {
 			return nil, fmt.Errorf("%s: %w", runPath, err)
 		}
-		if prev.MaxTokens != info.MaxTokens || prev.MaxRepairs != info.MaxRepairs {
-			return nil, fmt.Errorf("%w: %s was made with --max-tokens %d --max-repairs %d; this run asks for --max-tokens %d --max-repairs %d; rerun with the same settings to resume, or use another --out directory",
-				ErrRunMismatch, dir, prev.MaxTokens, prev.MaxRepairs, info.MaxTokens, info.MaxRepairs)
+		if ds := RunDiffs(prev, info, true); len(ds) > 0 {
+			var parts []string
+			for _, d := range ds {
+				parts = append(parts, fmt.Sprintf("%s was %s, now %s (%s)", d.Field, d.Old, d.New, d.Set))
+			}
+			return nil, fmt.Errorf("%w: %s was made with other settings: %s; resuming would mix outputs of different settings: rerun with the earlier settings to resume, or give a new --out directory for these",
+				ErrRunMismatch, dir, strings.Join(parts, "; "))
 		}
 		if ps, is := shardName(prev.Shard), shardName(info.Shard); ps != is {
 			return nil, fmt.Errorf("%w: %s holds %s; this run is %s; rerun with the same --shard to resume, or use another --out directory",
 				ErrRunMismatch, dir, ps, is)
-		}
-		if prev.Backend != info.Backend || prev.Model != info.Model || prev.PromptHash != info.PromptHash || prev.SchemaHash != info.SchemaHash {
-			return nil, fmt.Errorf("%w: %s was made with backend %q model %q prompt %s; this run uses backend %q model %q prompt %s; use another --out directory",
-				ErrRunMismatch, dir, prev.Backend, prev.Model, short(prev.PromptHash), info.Backend, info.Model, short(info.PromptHash))
 		}
 	}
 	o := &outDir{dir: dir}

@@ -1,5 +1,12 @@
 package extract
 
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
 // Files of an extraction output directory.
 const (
 	// ClaimsFile holds one Claim per line.
@@ -150,8 +157,10 @@ type DocProgress struct {
 }
 
 // RunInfo is run.json: what a run in this directory extracts with. A
-// resumed run must have the same Backend, Model, PromptHash, SchemaHash,
-// MaxTokens and MaxRepairs (the base URL may change between runs).
+// resumed run must match every setting that changes the output (see
+// RunDiffs: backend, base URL, model, prompt and schema, sampling,
+// max_tokens, max_repairs, the byte bounds, the input, the shard);
+// otherwise it is refused with ErrRunMismatch naming the fields.
 type RunInfo struct {
 	Schema        string `json:"schema"`
 	Backend       string `json:"backend"`
@@ -160,16 +169,92 @@ type RunInfo struct {
 	PromptVersion string `json:"prompt_version"`
 	PromptHash    string `json:"prompt_hash"`
 	SchemaHash    string `json:"schema_hash"`
+	// Temperature and Seed are sent with every request (Seed, temperature
+	// 0): recorded so that a hiro sending others cannot resume this run.
+	Temperature float64 `json:"temperature"`
+	Seed        int64   `json:"seed"`
 	// MaxTokens and MaxRepairs shape every reply: a resumed run must use
 	// the same, or its documents would not be comparable.
 	MaxTokens  int `json:"max_tokens"`
 	MaxRepairs int `json:"max_repairs"`
+	// MaxDocBytes and MaxRequestBytes decide which documents and sentences
+	// are rejected unsent.
+	MaxDocBytes     int `json:"max_doc_bytes"`
+	MaxRequestBytes int `json:"max_request_bytes"`
+	// Input is what the documents were read from (nil when the caller did
+	// not say).
+	Input *RunInput `json:"input,omitempty"`
 	// Shard is set for a sharded run (hiro extract --shard I/N): which
 	// shard, and how many documents it has. A resumed run must be the
 	// same shard.
 	Shard *Shard `json:"shard,omitempty"`
 	// SpanUnit is the unit of every span in the output: SpanUnit.
 	SpanUnit string `json:"span_unit"`
+}
+
+// RunInput is what a run's documents were read from: a frozen corpus
+// (Corpus, its absolute path, provenance only; CorpusName and
+// CorpusDigest, which a resumed run must match) or files and directories
+// (Paths, absolute, which a resumed run must match in order).
+type RunInput struct {
+	Corpus       string   `json:"corpus,omitempty"`
+	CorpusName   string   `json:"corpus_name,omitempty"`
+	CorpusDigest string   `json:"corpus_digest,omitempty"`
+	Paths        []string `json:"paths,omitempty"`
+}
+
+// String names the input for messages: "corpus NAME (sha256 DIGEST)" or
+// the paths.
+func (in *RunInput) String() string {
+	switch {
+	case in == nil:
+		return "(not recorded)"
+	case in.CorpusDigest != "":
+		return fmt.Sprintf("corpus %s (digest %s)", in.CorpusName, short(in.CorpusDigest))
+	}
+	return "paths " + strings.Join(in.Paths, " ")
+}
+
+// RunDiff is one setting in which two runs differ: Field is run.json's
+// key, Old and New the values, Set says where the value comes from.
+type RunDiff struct {
+	Field, Old, New, Set string
+}
+
+// RunDiffs lists the settings that change what a run writes in which prev
+// and cur differ (the shard and the span unit aside). withBaseURL
+// includes the base URL (a resumed run must reach the same server; the
+// shards of one run may reach different replicas).
+func RunDiffs(prev, cur RunInfo, withBaseURL bool) []RunDiff {
+	var out []RunDiff
+	add := func(field string, old, new any, set string) {
+		o, n := fmt.Sprint(old), fmt.Sprint(new)
+		if o != n {
+			out = append(out, RunDiff{field, o, n, set})
+		}
+	}
+	q := func(s string) string { return strconv.Quote(s) }
+	add("backend", q(prev.Backend), q(cur.Backend), "--backend")
+	if withBaseURL {
+		add("base_url", q(prev.BaseURL), q(cur.BaseURL), "the backend profile's base_url")
+	}
+	add("model", q(prev.Model), q(cur.Model), "the backend profile's model")
+	add("prompt_version", q(prev.PromptVersion), q(cur.PromptVersion), "the hiro version (its prompt)")
+	add("prompt_hash", short(prev.PromptHash), short(cur.PromptHash), "the hiro version (its prompt)")
+	add("schema_hash", short(prev.SchemaHash), short(cur.SchemaHash), "the hiro version (its claims schema)")
+	add("temperature", prev.Temperature, cur.Temperature, "the hiro version")
+	add("seed", prev.Seed, cur.Seed, "the hiro version")
+	add("max_tokens", prev.MaxTokens, cur.MaxTokens, "--max-tokens")
+	add("max_repairs", prev.MaxRepairs, cur.MaxRepairs, "--max-repairs")
+	add("max_doc_bytes", prev.MaxDocBytes, cur.MaxDocBytes, "--max-doc-bytes")
+	add("max_request_bytes", prev.MaxRequestBytes, cur.MaxRequestBytes, "--max-request-bytes")
+	if pi, ci := prev.Input, cur.Input; pi != nil || ci != nil {
+		same := pi != nil && ci != nil && pi.CorpusDigest == ci.CorpusDigest && slices.Equal(pi.Paths, ci.Paths)
+		if !same {
+			out = append(out, RunDiff{"input", pi.String(), ci.String(), "--corpus or PATHS"})
+		}
+	}
+	return out
 }
 
 // Stats is stats.json: totals over every line of progress.jsonl (a

@@ -73,6 +73,9 @@ type Options struct {
 	MaxDocBytes     int
 	MaxRequestBytes int
 	RequestTimeout  time.Duration
+	// Input, when set, records what the documents were read from in
+	// run.json; a resumed run must have the same (RunDiffs).
+	Input *RunInput
 	// Shard, when Count > 0, restricts the run to the documents of one
 	// shard (Shard.Has); run.json records it, and Merge combines the
 	// shards' directories into what an unsharded run writes.
@@ -210,7 +213,9 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 	}
 	info := RunInfo{Schema: RunSchema, SpanUnit: SpanUnit, Backend: opts.Backend, BaseURL: opts.BaseURL, Model: opts.Model,
 		PromptVersion: prompt.Version, PromptHash: prompt.Hash(), SchemaHash: prompt.SchemaHash(),
-		MaxTokens: opts.MaxTokens, MaxRepairs: opts.MaxRepairs}
+		Temperature: zeroTemperature, Seed: seed,
+		MaxTokens: opts.MaxTokens, MaxRepairs: opts.MaxRepairs, MaxDocBytes: opts.MaxDocBytes, MaxRequestBytes: opts.MaxRequestBytes,
+		Input: opts.Input}
 	// index is each document's position in the whole input: a shard's
 	// documents keep it, so merged shards come back in input order.
 	index := make(map[string]int, len(docs))
