@@ -243,11 +243,18 @@ func RunDiffs(prev, cur RunInfo, withBaseURL bool) []RunDiff {
 	add("prompt_hash", short(prev.PromptHash), short(cur.PromptHash), "the hiro version (its prompt)")
 	add("schema_hash", short(prev.SchemaHash), short(cur.SchemaHash), "the hiro version (its claims schema)")
 	add("temperature", prev.Temperature, cur.Temperature, "the hiro version")
-	add("seed", prev.Seed, cur.Seed, "the hiro version")
+	// Fields an older hiro did not write read as 0, never a real value.
+	rec := func(v int64) any {
+		if v == 0 {
+			return "(not recorded: run.json of an older hiro)"
+		}
+		return v
+	}
+	add("seed", rec(prev.Seed), rec(cur.Seed), "the hiro version")
 	add("max_tokens", prev.MaxTokens, cur.MaxTokens, "--max-tokens")
 	add("max_repairs", prev.MaxRepairs, cur.MaxRepairs, "--max-repairs")
-	add("max_doc_bytes", prev.MaxDocBytes, cur.MaxDocBytes, "--max-doc-bytes")
-	add("max_request_bytes", prev.MaxRequestBytes, cur.MaxRequestBytes, "--max-request-bytes")
+	add("max_doc_bytes", rec(int64(prev.MaxDocBytes)), rec(int64(cur.MaxDocBytes)), "--max-doc-bytes")
+	add("max_request_bytes", rec(int64(prev.MaxRequestBytes)), rec(int64(cur.MaxRequestBytes)), "--max-request-bytes")
 	if pi, ci := prev.Input, cur.Input; pi != nil || ci != nil {
 		same := pi != nil && ci != nil && pi.CorpusDigest == ci.CorpusDigest && slices.Equal(pi.Paths, ci.Paths)
 		if !same {

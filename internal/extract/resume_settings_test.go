@@ -31,6 +31,7 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 		{"input", "corpus c (digest d1)", "corpus c (digest d2)", func(i *RunInfo) { i.Input = &RunInput{CorpusName: "c", CorpusDigest: "d2"} }},
 		{"input", "corpus c (digest d1)", "paths /docs", func(i *RunInfo) { i.Input = &RunInput{Paths: []string{"/docs"}} }},
 		{"input", "corpus c (digest d1)", "(not recorded)", func(i *RunInfo) { i.Input = nil }},
+		{"max_doc_bytes", "1000", "(not recorded: run.json of an older hiro)", func(i *RunInfo) { i.MaxDocBytes = 0 }},
 	} {
 		dir := t.TempDir()
 		o, err := openOut(dir, base)
