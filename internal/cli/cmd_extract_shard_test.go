@@ -123,6 +123,12 @@ func TestExtractShardUsage(t *testing.T) {
 	if code, _, errs := claimsCLI(t, "extract", "merge", "--out", s0, s0, s1); code != ExitUsage || !strings.Contains(errs, "not empty") {
 		t.Errorf("merge into a shard's directory: exit %d %s", code, errs)
 	}
+	// An unsharded run is not a shard: said so, not "committed 5 of its 0".
+	whole := filepath.Join(dir, "whole")
+	claimsCLI(t, "--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", whole)
+	if code, _, errs := claimsCLI(t, "extract", "merge", "--out", filepath.Join(dir, "m4"), whole); code != ExitUsage || !strings.Contains(errs, "is not a shard") || !strings.Contains(errs, "hiro eval --claims") {
+		t.Errorf("merge of an unsharded run: exit %d %s", code, errs)
+	}
 	if code, out, errs := claimsCLI(t, "extract", "merge", "--out", filepath.Join(dir, "m3"), s1, s0); code != ExitOK {
 		t.Errorf("merge in any order: exit %d %s%s", code, out, errs)
 	}

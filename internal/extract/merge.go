@@ -95,10 +95,10 @@ func Merge(dst string, dirs []string) (*MergeSummary, error) {
 			return nil, fmt.Errorf("merge: %w", err)
 		}
 		if info.Shard == nil {
-			if len(dirs) > 1 {
-				return nil, fmt.Errorf("merge: %s is not a shard (its run.json has no shard); merge only the directories of hiro extract --shard I/N runs", dir)
-			}
-			info.Shard = &Shard{Count: 1}
+			// An unsharded run.json does not say how many documents the
+			// run has, so its completeness cannot be checked; and there is
+			// nothing to merge.
+			return nil, fmt.Errorf("merge: %s is not a shard (its run.json has no shard): merge only the directories of hiro extract --shard I/N runs; an unsharded run needs no merge: score it with hiro eval --claims %s", dir, filepath.Join(dir, ClaimsFile))
 		}
 		if k == 0 {
 			first = info
