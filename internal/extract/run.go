@@ -53,8 +53,9 @@ type Progress interface {
 type Options struct {
 	// Client sends the requests (required).
 	Client Chatter
-	// Backend is the profile name and BaseURL its server root; both are
-	// provenance only. Model is the model id asked for (required).
+	// Backend is the profile name and BaseURL its server root (Client
+	// sends the requests); run.json records both and a resumed run must
+	// have the same. Model is the model id asked for (required).
 	Backend string
 	BaseURL string
 	Model   string

@@ -24,8 +24,11 @@ func miniDocs(t testing.TB) []corpus.Document {
 	return c.Docs
 }
 
+// opts are the Options of a run through f into out. BaseURL (run.json's base_url, which a resumed run must match) is one
+// fixed name for every in-process fake: each listens on a new port, and a
+// test resuming through another fake stands for the same server restarted.
 func opts(f *fakeServer, out string) Options {
-	return Options{Client: f.client(), Backend: "fake", BaseURL: f.URL, Model: "fake-model", OutDir: out, Concurrency: 3, MaxRepairs: 1}
+	return Options{Client: f.client(), Backend: "fake", BaseURL: "http://fake-engine.test", Model: "fake-model", OutDir: out, Concurrency: 3, MaxRepairs: 1}
 }
 
 // checkClaims asserts the invariants of claims.jsonl: every claim passes
