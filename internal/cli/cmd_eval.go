@@ -60,8 +60,7 @@ Score a sharded run after 'hiro extract merge': the merged folder has every
 shard's records and scores as the unsharded run. Without progress.jsonl every
 document of the corpus is scored.
 
-Each line of FILE must be one claim object as 'hiro extract' writes it:
-` + eval.ClaimLineShape + `.
+Each line of FILE must be ` + eval.ClaimLineShape + `.
 A line that is not (not JSON, not an object, a missing doc_id or text, a
 field of the wrong type, a span outside its document) stops the scoring
 with the file, the line and what is wrong.

@@ -60,13 +60,14 @@ DIR receives claims.jsonl (one claim with provenance per line),
 rejects.jsonl (every rejected document, request, reply or claim with its
 reasons and the raw reply), progress.jsonl (one checkpoint per finished
 document), run.json and stats.json. Rerunning the same command after an
-interruption skips finished documents and drops a document written in part
-(a rerun whose settings would change the output, such as the backend, its
-base_url or model, --max-tokens, --max-repairs, --max-doc-bytes,
---max-request-bytes, the corpus or PATHS, or another hiro's prompt, is
-refused with exit 2 naming each setting, its old and new values);
+interruption skips finished documents and drops a document written in part;
 documents that failed are redone, and their earlier rejects are superseded
-(kept in rejects.jsonl, no longer counted). Before the first request the
+(kept in rejects.jsonl, no longer counted). A rerun whose settings would
+change the output (the backend, its base_url or model, --max-tokens,
+--max-repairs, --max-doc-bytes, --max-request-bytes, the corpus or PATHS,
+--shard, another hiro's prompt) is refused with exit 2 naming each setting
+with its old and new values: use a new --out directory for new settings.
+DIR must be a directory (or not exist yet). Before the first request the
 backend's health is checked once.
 
 Sentences that address the model (instructions, an embedded reply format,

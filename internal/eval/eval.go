@@ -93,7 +93,8 @@ type DocScores struct {
 type Report struct {
 	Schema string `json:"schema"`
 	// Corpus names the corpus (manifest name and digest); ClaimsSHA256 is
-	// the digest of the claims file scored.
+	// the digest of the claims scored: the file, up to the last checkpoint
+	// of progress.jsonl when one is beside it (see UncommittedClaims).
 	CorpusName   string `json:"corpus_name"`
 	CorpusDigest string `json:"corpus_digest"`
 	ClaimsSHA256 string `json:"claims_sha256,omitempty"`
@@ -486,7 +487,7 @@ func countLines(b []byte) int {
 }
 
 // ClaimLineShape says what parseClaims requires of each claims.jsonl line.
-const ClaimLineShape = `one JSON object per line, as 'hiro extract' writes it: "doc_id" and "text" non-empty strings; "quote" a string; "sentence_index" an integer >= 0; "sentence_span" two integers [start, end], 0 <= start <= end (the last three optional)`
+const ClaimLineShape = `one JSON object, as 'hiro extract' writes it: "doc_id" and "text" non-empty strings; "quote" a string; "sentence_index" an integer >= 0; "sentence_span" two integers [start, end], 0 <= start <= end (the last three optional)`
 
 // parseClaims reads claims.jsonl strictly: a line that is not a claim
 // object, lacks the document id or the claim text, or has a field of the
