@@ -212,4 +212,10 @@ func TestEvalLeavesUncommittedClaimsOut(t *testing.T) {
 	if code != ExitOK || b.UncommittedClaims != 2 || b.Overall != a.Overall || !strings.Contains(stderr, "after the last checkpoint") {
 		t.Errorf("exit %d, uncommitted %d, overall %+v (want %+v)\n%s", code, b.UncommittedClaims, b.Overall, a.Overall, stderr)
 	}
+	// A claims file shorter than its checkpoints say is not of that run.
+	raw, _ := os.ReadFile(claims)
+	os.WriteFile(claims, raw[:len(raw)/2], 0o644)
+	if code, _, stderr := claimsCLI(t, "eval", "--corpus", claimsMiniCorpus, "--claims", claims); code != ExitFailed || !strings.Contains(stderr, "not of one extract run") {
+		t.Errorf("claims shorter than the checkpoint: exit %d\n%s", code, stderr)
+	}
 }
