@@ -135,14 +135,7 @@ api_key_file = "engine.key"
 // and its next step names the variable and the key path, never the key.
 func TestServeStatusNamesTheKeySetting(t *testing.T) {
 	fake := buildFakeEngine(t)
-	dir := t.TempDir()
-	stateHome, err := os.MkdirTemp("", "hs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(stateHome)
-	t.Setenv("HIRO_STATE_HOME", stateHome)
-	t.Setenv("HIRO_LEASE_DIR", filepath.Join(dir, "leases"))
+	dir := serveTestState(t)
 	t.Setenv("HIRO_TEST_SERVE_KEY", "sk-not-the-engines-key-1234")
 	port := cliFreePort(t)
 	startFakeDirect(t, fake, port, fmt.Sprintf(`"--api-key", %q, "--require-api-key"`, remoteKey))

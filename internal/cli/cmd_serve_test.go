@@ -12,19 +12,28 @@ import (
 	"time"
 )
 
+// serveTestState gives a router test its folder, and sets HIRO_LEASE_DIR
+// inside it and HIRO_STATE_HOME to a private state home (short: the
+// control socket's path must fit a Unix socket address).
+func serveTestState(t *testing.T) (dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	stateHome, err := os.MkdirTemp("", "hs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(stateHome) })
+	t.Setenv("HIRO_STATE_HOME", stateHome)
+	t.Setenv("HIRO_LEASE_DIR", filepath.Join(dir, "leases"))
+	return dir
+}
+
 // TestServeAndStatus runs `hiro serve` in front of the fake engine, reads
 // it with `hiro status`, and stops it as SIGTERM would (the root context):
 // exit 0, production stopped as on_exit says.
 func TestServeAndStatus(t *testing.T) {
 	fake := buildFakeEngine(t)
-	dir := t.TempDir()
-	stateHome, err := os.MkdirTemp("", "hs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(stateHome)
-	t.Setenv("HIRO_STATE_HOME", stateHome)
-	t.Setenv("HIRO_LEASE_DIR", filepath.Join(dir, "leases"))
+	dir := serveTestState(t)
 	port := cliFreePort(t)
 	cfg := filepath.Join(dir, "hiro.toml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`state_dir = "state"
