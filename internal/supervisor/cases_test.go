@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/engine"
-	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
@@ -63,11 +62,13 @@ func TestFailureCasesFullPath(t *testing.T) {
 						if proc != nil {
 							t.Cleanup(func() { proc.Stop(context.Background()) })
 						}
-						// hiro's own check before launch (phase prereq) found
-						// the chosen port taken by another process on the
-						// machine: the fake never ran, so pick another port.
-						if f := res.Failure; attempt < 3 && f != nil && f.Phase == failure.PhasePrereq &&
-							strings.Contains(f.RootCause, "before launch") {
+						// hiro's own check before launch found the chosen port
+						// taken by another process on the machine (its root
+						// cause says "before launch"; the phase is launch, as
+						// start.go records it): the fake never ran, so pick
+						// another port.
+						if f := res.Failure; attempt < 3 && f != nil && res.PID == 0 &&
+							strings.Contains(f.RootCause, "is already in use before launch") {
 							t.Logf("port %d taken by someone else (%s); retrying on another", p.Port, f.RootCause)
 							movePort(t, p, freePort(t))
 							continue
