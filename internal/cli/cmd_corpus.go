@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -53,8 +54,9 @@ number (from 0). The corpus is written beside DIR and moved into place when
 complete: a failed import leaves nothing behind.
 
 Exit status: 0 imported; 1 the file could not be read or parsed, or DIR
-written; 2 bad usage (a missing file, unknown format, --take or --out
-missing).`,
+could not be written (a DIR that is not empty included); 2 bad usage (a
+missing file, unknown format, --take or --out missing, --out an existing
+file or under one).`,
 		Args: func(c *cobra.Command, args []string) error {
 			if err := needArgs(2, 2, "the format and the file", "hiro corpus import factcheck-gpt factcheck-GPT-benchmark.jsonl --take 6 --out corpora/fc6")(c, args); err != nil {
 				return err
@@ -81,6 +83,11 @@ func runCorpusImport(_ context.Context, g *Globals, o *corpusImportOpts, file st
 	}
 	if o.Out == "" {
 		return UsageErrorf("corpus import: --out is required: the directory to write the corpus to")
+	}
+	if st, err := os.Stat(o.Out); err == nil && !st.IsDir() {
+		return UsageErrorf("corpus import: --out %s is an existing file, not a directory: give a new directory path for the corpus", o.Out)
+	} else if errors.Is(err, syscall.ENOTDIR) {
+		return UsageErrorf("corpus import: --out %s: a folder above it is a file; give a new directory path for the corpus", o.Out)
 	}
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		// A missing input is bad usage (exit 2), as for every command.

@@ -43,6 +43,8 @@ func TestEvalExtractPathKindsAreUsage(t *testing.T) {
 		{[]string{"extract", "--corpus", claimsMiniCorpus, "--out", file}, []string{file + " is an existing file, not a directory", "--out"}},
 		{[]string{"extract", "--corpus", claimsMiniCorpus, "--out", filepath.Join(file, "sub")}, []string{"a folder above it is a file", "--out"}},
 		{[]string{"extract", "merge", "--out", file, run}, []string{"not a directory"}},
+		{[]string{"corpus", "import", "factcheck-gpt", claims, "--take", "1", "--out", file}, []string{"--out " + file + " is an existing file, not a directory"}},
+		{[]string{"corpus", "import", "factcheck-gpt", claims, "--take", "1", "--out", filepath.Join(file, "c")}, []string{"a folder above it is a file"}},
 	} {
 		code, _, stderr := claimsCLI(t, append([]string{"--config", cfg}, c.args...)...)
 		if code != ExitUsage {
