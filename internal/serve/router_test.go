@@ -466,3 +466,47 @@ func TestOneRouterPerProduction(t *testing.T) {
 	r2 := startRouter(t, cfg, nil)
 	r2.waitState(t, StateReady, 20*time.Second)
 }
+
+// TestServedProfileNamesTheKeySetting: a served profile whose server
+// refuses hiro (it requires a key the profile does not send) is down in
+// the status, and the status says which setting to fix, in the words
+// every command uses (llm.Advice).
+func TestServedProfileNamesTheKeySetting(t *testing.T) {
+	port := freePort(t)
+	other := exec.Command(fakeEngine, "--port", itoa(port), "--model", "other-model",
+		"--api-key", "sk-served-only-1234", "--require-api-key")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	cfg := fakeConfig(t, nil, `served = ["other"]
+[backends.other]
+engine = "llamacpp"
+unmanaged = true
+base_url = "http://127.0.0.1:`+itoa(port)+`"
+model = "other-model"
+`)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := r.ctl.Status(context.Background())
+		if err != nil || len(st.Served) != 1 {
+			t.Fatalf("status: %+v %v", st, err)
+		}
+		b := st.Served[0]
+		if b.State == StateDown && strings.Contains(b.Message, "401") {
+			if !strings.Contains(b.Message, "api_key_env") || !strings.Contains(b.Message, "backends.other") {
+				t.Errorf("the served backend's status does not name the key setting: %q", b.Message)
+			}
+			if strings.Contains(b.Message, "sk-served-only-1234") {
+				t.Errorf("the status holds the server's key: %q", b.Message)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("served backend never down with 401: %+v", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -2,11 +2,13 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/engine"
+	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -81,7 +83,17 @@ func (s *Server) pollServed(ctx context.Context, rt *route) {
 		rt.watch.set(StateReady, "served as is (not started or restarted by the router); health answers", c)
 	} else {
 		c.Error = h.Message
-		rt.watch.set(StateDown, fmt.Sprintf("served as is (not started or restarted by the router); health: %s", h.Message), c)
+		msg := fmt.Sprintf("served as is (not started or restarted by the router); health: %s", h.Message)
+		// A certificate not trusted or a key refused: say which setting
+		// to fix, in the words every command uses.
+		cause := h.Err
+		if cause == nil {
+			cause = errors.New(h.Message)
+		}
+		if a := llm.Advice(rt.prof, h.StatusCode, cause); a != "" {
+			msg += "; " + a
+		}
+		rt.watch.set(StateDown, msg, c)
 	}
 	if after, _, msg, _ := rt.watch.snapshot(); after != before {
 		s.event("served_state", map[string]any{"backend": rt.name, "state": after, "message": msg})
