@@ -6,7 +6,10 @@
 // github.com/openai/openai-go's type and encoding; the stream is read by a
 // small decoder of the few fields hiro uses (openai-go's reflective
 // decoder cost about two thirds of hiro's CPU per request, see
-// stream.go), so one process keeps up with a fast cluster.
+// stream.go), so one process keeps up with a fast cluster. A stream that
+// closes with neither a finish_reason nor "data: [DONE]" was cut (the
+// server died, a proxy dropped it): Chat returns an error wrapping
+// io.ErrUnexpectedEOF, never the part that came as a reply.
 //
 // It also owns how hiro reaches a server over the network: NewTransport
 // and HTTPClient (a profile's API key as "Authorization: Bearer" on every

@@ -138,6 +138,7 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 16<<10), 16<<20)
+	done := false
 	for sc.Scan() {
 		line := bytes.TrimRight(sc.Bytes(), "\r")
 		data, ok := bytes.CutPrefix(line, []byte("data:"))
@@ -146,6 +147,7 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 		}
 		data = bytes.TrimLeft(data, " ")
 		if string(data) == "[DONE]" {
+			done = true
 			break
 		}
 		var ch streamChunk
@@ -159,8 +161,17 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 	if err := sc.Err(); err != nil {
 		return finish(transportError(ctx, fmt.Errorf("reading the stream: %w", err)))
 	}
+	if !done && r.FinishReason == "" {
+		// The connection closed cleanly mid-answer (the server died, or a
+		// proxy cut it): what came is not the whole reply.
+		return finish(transportError(ctx, errStreamCut))
+	}
 	return finish(nil)
 }
+
+// errStreamCut is the error of a stream that ended with neither a
+// finish_reason nor "data: [DONE]": the answer was cut, not finished.
+var errStreamCut = fmt.Errorf("the stream ended before the answer did (no finish_reason, no [DONE]): the server or a proxy cut it: %w", io.ErrUnexpectedEOF)
 
 // transportError wraps a transport or read error, as ctx's error when ctx
 // ended (cancelled or timed out).
