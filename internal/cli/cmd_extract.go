@@ -51,7 +51,8 @@ response_format), and each claim must quote its sentence (exactly, or up to
 white space and case), use no number or month absent from the text, not
 repeat another claim of the document, and be 2 words to 400 characters.
 A reply cut at --max-tokens (finish_reason "length") is rejected as
-"truncated" even when what arrived parses as JSON.
+"truncated" even when what arrived parses as JSON, one a content filter
+stopped (finish_reason "content_filter") as "filtered".
 A reply that fails gets up to --max-repairs repair requests that show the
 model its reply and what failed; good claims of a reply are kept, bad ones
 rejected with their reasons.

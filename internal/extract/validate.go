@@ -33,7 +33,10 @@ const (
 	// ReasonTruncated: the server cut the reply at max_tokens
 	// (finish_reason "length"), whether or not its JSON parses.
 	ReasonTruncated = "truncated"
-	ReasonSchema    = "schema"
+	// ReasonFiltered: the server's content filter stopped the reply
+	// (finish_reason "content_filter"), whether or not its JSON parses.
+	ReasonFiltered = "filtered"
+	ReasonSchema   = "schema"
 	// Claim level: one claim of a reply is rejected, the others stand.
 	ReasonQuoteNotFound = "quote_not_found"
 	ReasonNumber        = "number_not_in_source"
@@ -158,14 +161,20 @@ func (o *Outcome) Reasons() []string {
 	return out
 }
 
-// FinishLength is the finish_reason of a reply cut at max_tokens.
-const FinishLength = "length"
+// FinishLength is the finish_reason of a reply cut at max_tokens;
+// FinishContentFilter of one a server's moderation stopped (the OpenAI
+// API's values, which vLLM, SGLang and gateways in front of them use).
+const (
+	FinishLength        = "length"
+	FinishContentFilter = "content_filter"
+)
 
 // Validate checks one raw reply against src. finish is the server's
 // finish_reason: a reply cut at max_tokens (FinishLength) is rejected as a
 // whole (ReasonTruncated, not schema-valid) even when its JSON parses, and
-// gets the repair path like any failed reply. It never fails: every
-// problem is a Reason in the Outcome.
+// gets the repair path like any failed reply; so is a reply a content
+// filter stopped (FinishContentFilter: ReasonFiltered). It never fails:
+// every problem is a Reason in the Outcome.
 func (v *Validator) Validate(raw, finish string, src Source) Outcome {
 	var o Outcome
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(raw))
@@ -178,6 +187,11 @@ func (v *Validator) Validate(raw, finish string, src Source) Outcome {
 			detail = "the reply was cut at max_tokens (finish_reason \"length\"); its JSON parses, but claims may be missing or cut"
 		}
 		o.ReplyReasons = []Reason{{Code: ReasonTruncated, Detail: detail + "; raise --max-tokens (the gate's max_tokens) or ask for fewer claims"}}
+		return o
+	}
+	if finish == FinishContentFilter {
+		// What arrived before the filter stopped it is not the reply.
+		o.ReplyReasons = []Reason{{Code: ReasonFiltered, Detail: "the server's content filter stopped the reply (finish_reason \"content_filter\"): claims may be missing or cut; the sentence or its context tripped the endpoint's moderation (check the gateway's filter settings for this model)"}}
 		return o
 	}
 	if err != nil {

@@ -39,6 +39,7 @@ func TestValidate(t *testing.T) {
 		{name: "truncated", raw: `{"claims":[{"text":"Douglas was bo`, finish: "length", reply: ReasonTruncated},
 		{name: "truncated but parses", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima"}]}   `, finish: "length", reply: ReasonTruncated},
 		{name: "truncated after a complete object", raw: `{"claims":[]}`, finish: "length", reply: ReasonTruncated},
+		{name: "stopped by a content filter", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima"}]}`, finish: "content_filter", reply: ReasonFiltered},
 		{name: "NUL in the claim", raw: `{"claims":[{"text":"Douglas was born\u0000 in Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
 		{name: "escape in the claim", raw: `{"claims":[{"text":"Douglas was born in \u001bYakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
 		{name: "carriage return in the claim", raw: `{"claims":[{"text":"Douglas was born\r in Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
