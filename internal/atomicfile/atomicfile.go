@@ -1,14 +1,18 @@
 // Package atomicfile writes files so that a reader (or a crash) sees
 // either the old content or the new, never a part: write a temporary file
 // in the same directory, fsync it, rename it over the target, fsync the
-// directory. It owns nothing else.
+// directory. It also says whether an output folder's path can be a
+// directory at all (CheckDirPath), for the commands that write one.
 package atomicfile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // WriteFile atomically replaces path with data (mode perm), creating the
@@ -61,4 +65,50 @@ func WriteJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ErrNotDir means a path meant to be, or become, a directory (an output
+// folder) is an existing file of another kind, or lies under one.
+var ErrNotDir = errors.New("not a directory")
+
+// notDirError is CheckDirPath's error: its text names the path and what
+// is in the way; errors.Is(err, ErrNotDir) holds.
+type notDirError struct{ msg string }
+
+func (e *notDirError) Error() string        { return e.msg }
+func (e *notDirError) Is(target error) bool { return target == ErrNotDir }
+
+// CheckDirPath reports whether path can be used as a directory to write
+// into: nil when it is one or does not exist (nor anything above it that
+// is not a directory). Otherwise the error wraps ErrNotDir and reads
+// "PATH is an existing KIND, not a directory" (KIND: file, symbolic link,
+// named pipe, socket, device) or "PATH: a folder above it is a file";
+// callers add the flag and what to give instead. Other errors of stat
+// (permissions) are left to the caller's own open, which names them.
+func CheckDirPath(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && !st.IsDir():
+		return &notDirError{fmt.Sprintf("%s is an existing %s, not a directory", path, fileKind(st.Mode()))}
+	case err != nil && errors.Is(err, syscall.ENOTDIR):
+		return &notDirError{path + ": a folder above it is a file"}
+	}
+	return nil
+}
+
+// fileKind names a non-directory file mode for messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "non-directory"
 }

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/corpus"
 )
 
@@ -84,16 +84,14 @@ func runCorpusImport(_ context.Context, g *Globals, o *corpusImportOpts, file st
 	if o.Out == "" {
 		return UsageErrorf("corpus import: --out is required: the directory to write the corpus to")
 	}
-	if st, err := os.Stat(o.Out); err == nil && !st.IsDir() {
-		return UsageErrorf("corpus import: --out %s is an existing file, not a directory: give a new directory path for the corpus", o.Out)
-	} else if errors.Is(err, syscall.ENOTDIR) {
-		return UsageErrorf("corpus import: --out %s: a folder above it is a file; give a new directory path for the corpus", o.Out)
-	}
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		// A missing input is bad usage (exit 2), as for every command.
 		return UsageErrorf("corpus import: %s: file not found; give the Factcheck-GPT benchmark's JSONL file, e.g. hiro corpus import factcheck-gpt factcheck-GPT-benchmark.jsonl --take 6 --out corpora/fc6", file)
 	}
 	m, err := corpus.ImportFactcheckGPT(file, o.Take, o.Out)
+	if errors.Is(err, atomicfile.ErrNotDir) {
+		return UsageError(fmt.Errorf("corpus import: --out %w", err))
+	}
 	if err != nil {
 		return FailedError(fmt.Errorf("corpus import: %w", err))
 	}

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/hiro-dev/hiro/internal/atomicfile"
 )
 
 // FactcheckSelection is the deterministic selection rule of
@@ -64,9 +66,16 @@ func FactcheckDocIDRepeated(prompt, response string) string {
 //
 // The corpus is written into a temporary directory beside outDir and
 // renamed into place at the end: a failed import leaves nothing behind.
+// An outDir that is a file, or under one, is refused before the file is
+// read, with an error wrapping atomicfile.ErrNotDir.
 func ImportFactcheckGPT(file string, take int, outDir string) (*Manifest, error) {
 	if take <= 0 {
 		return nil, fmt.Errorf("take %d: must be at least 1", take)
+	}
+	// Before anything is read: a path that cannot be a directory is the
+	// caller's mistake (an error wrapping atomicfile.ErrNotDir).
+	if err := atomicfile.CheckDirPath(outDir); err != nil {
+		return nil, fmt.Errorf("%w; give a new directory path for the corpus", err)
 	}
 	raw, err := os.ReadFile(file)
 	if err != nil {

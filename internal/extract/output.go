@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/corpus"
 )
 
@@ -102,33 +103,13 @@ func openOut(dir string, info RunInfo) (*outDir, error) {
 }
 
 // checkOutDir returns an ErrOutNotDir error when dir exists and is not a
-// directory (a regular file, a device...).
+// directory (a regular file, a device...), or lies under a file
+// (atomicfile.CheckDirPath).
 func checkOutDir(dir string) error {
-	st, err := os.Stat(dir)
-	if err == nil && !st.IsDir() {
-		return fmt.Errorf("%w: %s is an existing %s, not a directory; give a directory path for --out (a new one, or an earlier run's output directory to resume)", ErrOutNotDir, dir, fileKind(st.Mode()))
-	}
-	if err != nil && errors.Is(err, syscall.ENOTDIR) {
-		return fmt.Errorf("%w: %s: a folder above it is a file; give a directory path for --out", ErrOutNotDir, dir)
+	if err := atomicfile.CheckDirPath(dir); err != nil {
+		return fmt.Errorf("%w: %v; give a directory path for --out (a new one, or an earlier run's output directory to resume)", ErrOutNotDir, err)
 	}
 	return nil
-}
-
-// fileKind names a non-directory file mode for messages.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "file"
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "non-directory"
 }
 
 // readProgress reads progress.jsonl, keeps every complete line, and cuts

@@ -320,18 +320,8 @@ func exec1(t *testing.T) *exec.Cmd {
 // production is untouched.
 func TestServedProfiles(t *testing.T) {
 	port := freePort(t)
-	other := exec.Command(fakeEngine, "--port", itoa(port), "--model", "other-model")
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
-	cfg := fakeConfig(t, nil, `served = ["other"]
-[backends.other]
-engine = "llamacpp"
-unmanaged = true
-base_url = "http://127.0.0.1:`+itoa(port)+`"
-model = "other-model"
-[backends.cand]
+	other := startOther(t, port)
+	cfg := fakeConfig(t, nil, servedOther(port)+`[backends.cand]
 engine = "llamacpp"
 unmanaged = true
 base_url = "http://127.0.0.1:`+itoa(port)+`"
@@ -395,11 +385,7 @@ model = "cand-model"
 		t.Errorf("production after the served backend died: %d", code)
 	}
 	// Its owner starts it again: served again.
-	other = exec.Command(fakeEngine, "--port", itoa(port), "--model", "other-model")
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	startOther(t, port)
 	waitServed(StateReady)
 	if code, _, body := post(t, r.url, RouteChat, chatBody("other-model", false)); code != 200 {
 		t.Errorf("served backend back: %d %s", code, body)
@@ -467,25 +453,39 @@ func TestOneRouterPerProduction(t *testing.T) {
 	r2.waitState(t, StateReady, 20*time.Second)
 }
 
+// startOther starts the fake engine serving "other-model" on port (with
+// extra flags), a server the router serves as is; it is killed at the
+// test's end.
+func startOther(t *testing.T, port int, extra ...string) *exec.Cmd {
+	t.Helper()
+	other := exec.Command(fakeEngine, append([]string{"--port", itoa(port), "--model", "other-model"}, extra...)...)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	return other
+}
+
+// servedOther is the [serve] served line and the unmanaged profile
+// "other" for the server startOther starts on port.
+func servedOther(port int) string {
+	return `served = ["other"]
+[backends.other]
+engine = "llamacpp"
+unmanaged = true
+base_url = "http://127.0.0.1:` + itoa(port) + `"
+model = "other-model"
+`
+}
+
 // TestServedProfileNamesTheKeySetting: a served profile whose server
 // refuses hiro (it requires a key the profile does not send) is down in
 // the status, and the status says which setting to fix, in the words
 // every command uses (llm.Advice).
 func TestServedProfileNamesTheKeySetting(t *testing.T) {
 	port := freePort(t)
-	other := exec.Command(fakeEngine, "--port", itoa(port), "--model", "other-model",
-		"--api-key", "sk-served-only-1234", "--require-api-key")
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
-	cfg := fakeConfig(t, nil, `served = ["other"]
-[backends.other]
-engine = "llamacpp"
-unmanaged = true
-base_url = "http://127.0.0.1:`+itoa(port)+`"
-model = "other-model"
-`)
+	startOther(t, port, "--api-key", "sk-served-only-1234", "--require-api-key")
+	cfg := fakeConfig(t, nil, servedOther(port))
 	r := startRouter(t, cfg, nil)
 	r.waitState(t, StateReady, 20*time.Second)
 	deadline := time.Now().Add(10 * time.Second)

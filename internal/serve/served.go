@@ -2,13 +2,11 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/engine"
-	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -86,11 +84,7 @@ func (s *Server) pollServed(ctx context.Context, rt *route) {
 		msg := fmt.Sprintf("served as is (not started or restarted by the router); health: %s", h.Message)
 		// A certificate not trusted or a key refused: say which setting
 		// to fix, in the words every command uses.
-		cause := h.Err
-		if cause == nil {
-			cause = errors.New(h.Message)
-		}
-		if a := llm.Advice(rt.prof, h.StatusCode, cause); a != "" {
+		if a := supervisor.HealthAdvice(rt.prof, h); a != "" {
 			msg += "; " + a
 		}
 		rt.watch.set(StateDown, msg, c)

@@ -450,6 +450,22 @@ func CheckReadyTracked(ctx context.Context, prof *config.Profile, hc *http.Clien
 	return rr
 }
 
+// HealthAdvice is llm.Advice for a failed health check h of prof's
+// server: which ca_file or key setting to fix when the check met an
+// untrusted certificate or a 401/403; "" when h is ready, not run, or
+// failed for another reason. The transport error keeps its type (h.Err);
+// without one, h.Message is read.
+func HealthAdvice(prof *config.Profile, h engine.HealthResult) string {
+	if h.State == engine.HealthReady || h.State == "" {
+		return ""
+	}
+	cause := h.Err
+	if cause == nil {
+		cause = errors.New(h.Message)
+	}
+	return llm.Advice(prof, h.StatusCode, cause)
+}
+
 // adviseFailure makes f's next step llm.Advice's when the failure is a TLS
 // certificate hiro does not trust or an HTTP 401/403 (the key): the hint
 // that names the profile's ca_file or key setting, in the wording every
@@ -460,14 +476,7 @@ func adviseFailure(prof *config.Profile, f *failure.Failure, h engine.HealthResu
 	if f == nil {
 		return ""
 	}
-	a := ""
-	if h.State != engine.HealthReady && h.State != "" {
-		cause := h.Err
-		if cause == nil {
-			cause = errors.New(h.Message)
-		}
-		a = llm.Advice(prof, h.StatusCode, cause)
-	}
+	a := HealthAdvice(prof, h)
 	if a == "" {
 		a = llm.Advice(prof, 0, errors.New(f.RootCause))
 	}
