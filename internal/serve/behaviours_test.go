@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -303,6 +304,64 @@ func TestLeaseHoldsProduction(t *testing.T) {
 	st = r.waitState(t, StateReady, 20*time.Second)
 	if st.Handover != nil || st.Production.PID == 0 {
 		t.Errorf("after the lease was released: %+v", st)
+	}
+}
+
+// TestRestartHoldsLease: the router's own restart of production holds
+// production's endpoint lease, so that another hiro (a campaign, 'hiro
+// backend start') is refused naming hiro serve while it runs; and a
+// restart that finds the lease taken while it waited for its backoff does
+// not start production beside its new holder, but holds production for
+// it and starts it again once the lease is released.
+func TestRestartHoldsLease(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--load-time", "1500ms"}, `restart_backoff = "1s"`)
+	key := lease.ProductionKey(cfg.Backends["prod"].BaseURL)
+	dir, err := lease.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRouter(t, cfg, nil)
+	st := r.waitState(t, StateReady, 20*time.Second)
+	// The lease is the router's only while it starts production.
+	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key)
+	if err != nil {
+		t.Fatalf("the router holds production's lease while serving: %v", err)
+	}
+	h.Release()
+
+	// During a restart: refused, naming hiro serve.
+	killPID(st.Production.PID)
+	st = r.waitState(t, StateStarting, 10*time.Second)
+	_, err = lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key)
+	var held *lease.HeldError
+	if !errors.As(err, &held) || held.Holder == nil || !strings.Contains(held.Holder.Command, "hiro serve (restart)") {
+		t.Fatalf("lease taken while the router restarts production: err %v (state %+v)", err, st.Production)
+	}
+	st = r.waitState(t, StateReady, 20*time.Second)
+
+	// Taken while the restart waits for its backoff: no start beside it.
+	killPID(st.Production.PID)
+	r.waitState(t, StateRestarting, 10*time.Second)
+	l := &lease.Lease{Kind: lease.KindCampaign, Campaign: "camp-race", Config: cfg.Path, Production: "prod"}
+	h, err = lease.Acquire(dir, l, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = r.waitState(t, StateHandedOver, 10*time.Second)
+	if st.Handover == nil || st.Handover.Campaign != "camp-race" || st.Production.PID != 0 {
+		t.Fatalf("restart with the lease taken: %+v %+v", st.Handover, st.Production)
+	}
+	if pids := enginePIDs(cfg.Backends["prod"].Port); len(pids) != 0 {
+		t.Errorf("engine pids %v run beside the lease's holder", pids)
+	}
+	if !strings.Contains(r.events.String(), `"start_refused"`) {
+		t.Errorf("no start_refused event:\n%s", r.events.String())
+	}
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if st = r.waitState(t, StateReady, 20*time.Second); st.Production.PID == 0 {
+		t.Errorf("after the lease was released: %+v", st.Production)
 	}
 }
 

@@ -41,6 +41,9 @@ type prodCtl struct {
 	proc    *supervisor.Process // started by this router
 	adopted *supervisor.Record  // managed, started by another hiro
 	owner   uint64              // hand-over owner's start ticks
+	// own is production's endpoint lease while the router itself starts
+	// production (underLease); nil otherwise.
+	own *lease.Hold
 
 	mu          sync.Mutex
 	st          State
@@ -242,8 +245,12 @@ func (p *prodCtl) run(ctx context.Context) {
 	}
 }
 
-// campaign returns the live holder of production's lease, or nil.
+// campaign returns the live holder of production's lease, or nil. While
+// the router holds that lease itself (underLease) nobody else can.
 func (p *prodCtl) campaign() *HandoverInfo {
+	if p.own != nil {
+		return nil
+	}
 	if p.s.opts.CampaignHolding != nil {
 		return p.s.opts.CampaignHolding(p.prof())
 	}
@@ -258,7 +265,11 @@ func LeaseHolder(prof *config.Profile) *HandoverInfo {
 	if err != nil {
 		return nil
 	}
-	l := lease.HeldBy(dir, lease.ProductionKey(prof.BaseURL))
+	return holderInfo(lease.HeldBy(dir, lease.ProductionKey(prof.BaseURL)))
+}
+
+// holderInfo describes the hiro whose lease record l is (nil: nil).
+func holderInfo(l *lease.Lease) *HandoverInfo {
 	if l == nil {
 		return nil
 	}
@@ -269,8 +280,54 @@ func LeaseHolder(prof *config.Profile) *HandoverInfo {
 	return &HandoverInfo{Campaign: who, OwnerPID: l.PID, Since: l.Created, Source: "lease"}
 }
 
+// underLease runs f, a start of production by the router itself (its
+// first start, a restart after a death, the start after a campaign's
+// lease was released), holding production's endpoint lease
+// (lease.ProductionKey) as 'hiro backend start' does: no campaign, switch
+// or 'hiro backend start|stop' can act on production between the
+// router's decision and the end of the start, and one that tries is
+// refused naming 'hiro serve'. When a live hiro holds the key, f does not
+// run: production is held for that hiro (holdFor) and false is returned.
+// A lease that cannot be taken for another reason (no lease folder, a
+// campaign that died with production in its care) does not keep
+// production down: f runs without it and an event says why.
+func (p *prodCtl) underLease(why string, f func()) bool {
+	prof := p.prof()
+	dir, err := lease.Dir()
+	var h *lease.Hold
+	if err == nil {
+		h, err = lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro serve (" + why + ")",
+			Config: p.s.cfg.Path, Production: prof.Name}, lease.ProductionKey(prof.BaseURL))
+	}
+	if err != nil {
+		var held *lease.HeldError
+		if errors.As(err, &held) {
+			hi := holderInfo(held.Holder)
+			if hi == nil {
+				hi = &HandoverInfo{Campaign: "another hiro (starting)", Source: "lease"}
+			}
+			p.s.event("start_refused", map[string]any{"backend": prof.Name, "what": why, "holder": hi.Campaign, "lease_owner_pid": hi.OwnerPID})
+			p.holdFor(hi)
+			return false
+		}
+		p.s.event("start_unleased", map[string]any{"backend": prof.Name, "what": why, "reason": err.Error()})
+		f()
+		return true
+	}
+	p.own = h
+	defer func() {
+		p.own = nil
+		if err := h.Release(); err != nil {
+			p.s.event("lease_release_failed", map[string]any{"backend": prof.Name, "reason": err.Error()})
+		}
+	}()
+	f()
+	return true
+}
+
 // bringUp adopts a recorded production that answers ready, or starts
-// it; an unmanaged one is only checked.
+// it, holding production's lease (underLease); an unmanaged one is only
+// checked.
 func (p *prodCtl) bringUp(ctx context.Context) {
 	prof := p.prof()
 	if h := p.campaign(); h != nil {
@@ -281,6 +338,11 @@ func (p *prodCtl) bringUp(ctx context.Context) {
 		p.checkUnmanaged(ctx)
 		return
 	}
+	p.underLease("start", func() { p.bringUpManaged(ctx) })
+}
+
+func (p *prodCtl) bringUpManaged(ctx context.Context) {
+	prof := p.prof()
 	if st, err := supervisor.Status(p.stateDir(), prof.Name); err == nil && st.Status == supervisor.StatusRunning {
 		if st.ProfileHash == prof.Hash() {
 			if rr := supervisor.CheckReady(ctx, prof, p.current().hc); rr.OK {
@@ -430,15 +492,23 @@ func (p *prodCtl) doRestart(ctx context.Context) {
 	if p.state() != StateRestarting {
 		return
 	}
-	p.stopAny(ctx)
-	p.mu.Lock()
-	p.window = append(p.window, time.Now())
-	p.restarts++
-	n := p.restarts
-	p.mu.Unlock()
-	p.s.metrics.restarts.WithLabelValues(p.name()).Inc()
-	p.s.event("restart", map[string]any{"backend": p.name(), "restart": n})
-	p.start(ctx, fmt.Sprintf("restart %d", n))
+	restarted := p.underLease("restart", func() {
+		p.stopAny(ctx)
+		p.mu.Lock()
+		p.window = append(p.window, time.Now())
+		p.restarts++
+		n := p.restarts
+		p.mu.Unlock()
+		p.s.metrics.restarts.WithLabelValues(p.name()).Inc()
+		p.s.event("restart", map[string]any{"backend": p.name(), "restart": n})
+		p.start(ctx, fmt.Sprintf("restart %d", n))
+	})
+	if !restarted {
+		// Another hiro took production's endpoint while the restart
+		// waited: what the router started (dead or failed) is still its
+		// own to stop; production is that hiro's now.
+		p.stopAny(ctx)
+	}
 }
 
 func (p *prodCtl) setHealth(ok bool, msg string) {
