@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -31,6 +32,33 @@ func TestAccessLineMatchesEncodingJSON(t *testing.T) {
 		got := appendAccess(nil, &e)
 		if !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("entry %d:\n got %s\nwant %s", i, got, want.Bytes())
+		}
+	}
+}
+
+// TestRequestFieldsDuplicateKeys: a key named twice is found however the
+// second spelling differs (case, escapes, Unicode folding as Go's
+// encoding/json applies it), past the small-slice path too; distinct
+// keys are not confused.
+func TestRequestFieldsDuplicateKeys(t *testing.T) {
+	many := `{`
+	for i := 0; i < 40; i++ {
+		many += fmt.Sprintf(`"k%d":1,`, i)
+	}
+	for _, c := range []struct{ body, model, dup string }{
+		{`{"model":"a","stream":true}`, "a", ""},
+		{`{"model":"a","model":"b"}`, "a", "model"},
+		{`{"model":"a","MODEL":"b"}`, "a", "MODEL"},
+		{`{"model":"a","mod\u0065l":"b"}`, "a", "model"},
+		{`{"stream":true,"ſtream":false,"model":"a"}`, "", "ſtream"}, // long s folds to s
+		{`{"stream":true,"model":"a","\u212a":1,"k":2}`, "a", "k"},   // Kelvin sign folds to k
+		{many + `"model":"a","k3":2}`, "a", "k3"},
+		{many + `"model":"a"}`, "a", ""},
+		{`[1,2]`, "", ""},
+	} {
+		m, _, dup := requestFields([]byte(c.body))
+		if m.String() != c.model || dup != c.dup {
+			t.Errorf("%.60s: model %q dup %q, want %q %q", c.body, m.String(), dup, c.model, c.dup)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -345,6 +346,80 @@ func jsonSyntaxError(body []byte) string {
 		return err.Error()
 	}
 	return "not a JSON object"
+}
+
+// requestFields reads a request body (valid JSON) once: its top-level
+// "model" (a missing one has Type gjson.Null) and "stream" fields, and
+// the first top-level key it names twice (dup; "" when none). Keys are
+// compared as engines decode them: unescaped ("mod\u0065l" is "model")
+// and without regard to case, since Go's encoding/json (Ollama) matches
+// a field name case-insensitively and keeps the last match, while a
+// first-match reader like this one would route by the first.
+func requestFields(body []byte) (model gjson.Result, stream bool, dup string) {
+	obj := gjson.ParseBytes(body)
+	if !obj.IsObject() {
+		return model, false, ""
+	}
+	var small [16]string
+	seen := small[:0]
+	var many map[string]bool
+	obj.ForEach(func(k, v gjson.Result) bool {
+		key := foldKey(k.String())
+		if many != nil {
+			if many[key] {
+				dup = k.String()
+				return false
+			}
+			many[key] = true
+		} else {
+			for _, s := range seen {
+				if s == key {
+					dup = k.String()
+					return false
+				}
+			}
+			if seen = append(seen, key); len(seen) > 32 {
+				many = make(map[string]bool, 2*len(seen))
+				for _, s := range seen {
+					many[s] = true
+				}
+			}
+		}
+		switch key {
+		case "model":
+			model = v
+		case "stream":
+			stream = v.Bool()
+		}
+		return true
+	})
+	return model, stream, dup
+}
+
+// foldKey maps s to one spelling per case-folding class (each rune to the
+// smallest rune of its unicode.SimpleFold orbit, so "MODEL", "Model" and
+// "model" with a Kelvin sign for k fold alike), then lowercases ASCII. A
+// key of ASCII lowercase letters, digits and '_' is returned as is.
+func foldKey(s string) string {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		return unicode.ToLower(min)
+	}, s)
 }
 
 // withModel returns body with its "model" set to model.

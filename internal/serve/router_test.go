@@ -77,6 +77,15 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 	if len(models.Data) != 2 || models.Data[0].ID != "extraction" || models.Data[1].ID != "fake-model" {
 		t.Errorf("models: %+v", models)
 	}
+	// ... and has its access log line (flushed within 200 ms), with the
+	// bytes it sent.
+	wantLine := fmt.Sprintf(`"method":"GET","path":"/v1/models","status":200,"bytes":%d,`, mresp.ContentLength)
+	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(r.access.String(), wantLine) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if mresp.ContentLength <= 0 || !strings.Contains(r.access.String(), wantLine) {
+		t.Errorf("no access line for GET /v1/models:\n%s", r.access.String())
+	}
 
 	bad := []struct {
 		name, body string
@@ -87,6 +96,11 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 		{"no model", `{"messages": []}`, 400, `no "model"`},
 		{"unknown model", chatBody("gpt-4", false), 404, `"gpt-4" is not served here; served: "extraction", "fake-model"`},
 		{"huge body", `{"model":"extraction","x":"` + strings.Repeat("a", 8192) + `"}`, 413, "larger than 4096 bytes"},
+		// Two "model" keys: engines keep the last, so the second would
+		// run a model the router does not serve.
+		{"model twice", `{"model":"extraction","model":"other-model","messages":[]}`, 400, `names the key "model" more than once`},
+		{"model twice, other case", `{"model":"extraction","Model":"other-model","messages":[]}`, 400, `names the key "Model" more than once`},
+		{"model twice, escaped", `{"model":"extraction","mod\u0065l":"other-model","messages":[]}`, 400, `more than once`},
 	}
 	for _, c := range bad {
 		code, _, body := post(t, r.url, RouteChat, c.body)
@@ -130,6 +144,9 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 		`hiro_serve_requests_total{backend="prod",route="/v1/chat/completions",status="200"} 4`,
 		`hiro_serve_requests_total{backend="",route="/v1/chat/completions",status="404"} 1`,
 		`hiro_serve_requests_total{backend="",route="/v1/chat/completions",status="413"} 1`,
+		`hiro_serve_requests_total{backend="",route="/v1/chat/completions",status="400"} 5`,
+		`hiro_serve_requests_total{backend="",route="/v1/models",status="200"} 1`,
+		`hiro_serve_requests_total{backend="",route="/v1/models",status="405"} 1`,
 		`hiro_serve_tokens_total{backend="prod",kind="completion"}`,
 		`hiro_serve_ttfb_seconds_count{backend="prod",route="/v1/chat/completions"} 4`,
 		`hiro_serve_active_backend_info{backend="prod",engine="llamacpp",model="fake-model",state="ready"} 1`,

@@ -401,14 +401,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case RouteChat, RouteCompletions, RouteEmbeddings:
 		s.proxyRequest(w, r, r.URL.Path)
 	case RouteModels:
-		if !s.keys.check(r) {
-			s.unauthorized(w, r)
-			return
-		}
-		s.models(w, r)
+		s.answerLocally(w, r, func(w http.ResponseWriter) {
+			if !s.keys.check(r) {
+				s.unauthorized(w, r)
+				return
+			}
+			s.models(w, r)
+		})
 	case "/metrics":
 		if !s.metKeys.check(r) {
-			s.unauthorized(w, r)
+			s.answerLocally(w, r, func(w http.ResponseWriter) { s.unauthorized(w, r) })
 			return
 		}
 		s.metrics.handler().ServeHTTP(w, r)
@@ -428,6 +430,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// unauthorized answers 401 to a request without a valid key.
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
 	msg := "missing API key: send \"Authorization: Bearer KEY\""
 	if r.Header.Get("Authorization") != "" {
@@ -435,8 +438,30 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="hiro"`)
 	writeError(w, http.StatusUnauthorized, "invalid_api_key", msg, 0)
-	s.metrics.observe(r.URL.Path, "", http.StatusUnauthorized, 0, 0)
-	s.access.log(&accessEntry{Time: time.Now().UTC(), Remote: r.RemoteAddr, Method: r.Method, Path: r.URL.Path, Status: 401, Error: "unauthorized"})
+}
+
+// answerLocally runs f, an answer the router makes itself (GET
+// /v1/models, a key refused on /metrics), and records it as a proxied
+// request is: hiro_serve_requests_total by route and status (no backend,
+// no latency series) and an access log line with the bytes sent.
+// /metrics scrapes and /health polls that pass are not recorded: they
+// come every few seconds from machines, not clients.
+func (s *Server) answerLocally(w http.ResponseWriter, r *http.Request, f func(w http.ResponseWriter)) {
+	rw := &respWriter{ResponseWriter: w, start: time.Now()}
+	f(rw)
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	s.metrics.observe(r.URL.Path, "", rw.status, 0, 0)
+	e := accessEntry{Time: rw.start.UTC(), Remote: r.RemoteAddr, Method: r.Method, Path: r.URL.Path,
+		Status: rw.status, Bytes: rw.bytes, DurationMS: float64(time.Since(rw.start).Microseconds()) / 1000}
+	switch rw.status {
+	case http.StatusUnauthorized:
+		e.Error = "unauthorized"
+	case http.StatusMethodNotAllowed:
+		e.Error = "method_not_allowed"
+	}
+	s.access.log(&e)
 }
 
 // modelNames lists the model names the router accepts, production's first.
@@ -610,14 +635,21 @@ func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName 
 		fail(http.StatusBadRequest, "invalid_request_error", "request body is not valid JSON: "+jsonSyntaxError(body), 0)
 		return
 	}
-	mv := gjson.GetBytes(body, "model")
+	mv, stream, dup := requestFields(body)
+	if dup != "" {
+		// Engines decode the last of two equal keys, a first-match
+		// reader the first: "model" twice would route by one name and
+		// run another (any model the backend holds).
+		fail(http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("request body names the key %q more than once; send each key once", redact.Secrets(dup)), 0)
+		return
+	}
 	if mv.Type != gjson.String || mv.Str == "" {
 		fail(http.StatusBadRequest, "invalid_request_error", "request has no \"model\" string; use one of: "+listModels(s.modelNames()), 0)
 		return
 	}
 	model := mv.Str
 	e.Model = model
-	e.Stream = gjson.GetBytes(body, "stream").Bool()
+	e.Stream = stream
 	if rt = s.lookup(model); rt == nil {
 		// Not a served name: whatever a client sent (a key pasted into
 		// the wrong field) stays out of the access log.
