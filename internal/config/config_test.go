@@ -80,6 +80,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"unknown engine", strings.Replace(good, `engine = "ollama"`, `engine = "tgi"`, 1), "backends.prod.engine", "unknown engine"},
 		{"bad duration", strings.Replace(good, `"90s"`, `"90"`, 1), "backends.prod.ready_timeout", "duration"},
 		{"production names nothing", strings.Replace(good, `backend = "prod"`, `backend = "nope"`, 1), "production.backend", "not a backend"},
+		{"procs over Go's cap", good + "\n[serve]\nprocs = 100000\n", "serve.procs", "up to 1024, got 100000"},
+		{"negative procs", good + "\n[serve]\nprocs = -1\n", "serve.procs", "got -1"},
 		{"stall over ready", strings.Replace(good, `"30s"`, `"5m"`, 1), "backends.prod.stall_timeout", "longer than ready_timeout"},
 	}
 	for _, tc := range cases {

@@ -34,6 +34,10 @@ const (
 	// DefaultServeAPIKeysEnv is the environment variable read for API keys
 	// (comma-separated) when api_keys_env is not set.
 	DefaultServeAPIKeysEnv = "HIRO_SERVE_API_KEYS"
+	// MaxServeProcs is the largest [serve] procs accepted: Go's own
+	// GOMAXPROCS cap. The router clamps a fixed procs to the machine's
+	// CPUs anyway (runtime.NumCPU).
+	MaxServeProcs = 1024
 	// Values of Serve.OnExit.
 	ServeOnExitLeave = "leave"
 	ServeOnExitStop  = "stop"
@@ -94,8 +98,9 @@ type Serve struct {
 	// Procs is how many processors (Go's GOMAXPROCS) the router runs
 	// on: 0 (default) adapts, one while requests come one at a time
 	// (no hand-off between threads: lowest added latency) and all the
-	// process may use when they overlap (throughput); N > 0 fixes N. A
-	// GOMAXPROCS environment variable overrides it. Figures:
+	// process may use when they overlap (throughput); N > 0 fixes N,
+	// at most MaxServeProcs (1024) and clamped to the machine's CPUs
+	// (runtime.NumCPU). A GOMAXPROCS environment variable overrides it. Figures:
 	// bench/serve-proxy.sh.
 	Procs int `toml:"procs" json:"procs,omitempty"`
 }
@@ -169,8 +174,8 @@ func (c *Config) ValidateServe() Errors {
 	if s.MaxBodyBytes < 0 {
 		add("max_body_bytes", "must be positive, got %d", s.MaxBodyBytes)
 	}
-	if s.Procs < 0 {
-		add("procs", "must be 0 (adapt to the load) or a number of processors, got %d", s.Procs)
+	if s.Procs < 0 || s.Procs > MaxServeProcs {
+		add("procs", "must be 0 (adapt to the load) or a number of processors up to %d, got %d", MaxServeProcs, s.Procs)
 	}
 	if s.RestartBudget < 0 || s.RestartBudget > 100 {
 		add("restart_budget", "must be between 0 and 100, got %d", s.RestartBudget)

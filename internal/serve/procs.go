@@ -50,13 +50,14 @@ const (
 // newProcsPolicy returns the policy for [serve] procs = fixed, or nil
 // when nothing is to adapt (a fixed number, GOMAXPROCS set in the
 // environment, or a single processor anyway). A fixed number is applied
-// here.
+// here, clamped to runtime.NumCPU: more processors than CPUs only add
+// threads (configuration validation refuses more than 1024, Go's cap).
 func newProcsPolicy(fixed int, onChange func(n int)) *procsPolicy {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return nil
 	}
 	if fixed > 0 {
-		runtime.GOMAXPROCS(fixed)
+		runtime.GOMAXPROCS(clampProcs(fixed, runtime.NumCPU()))
 		return nil
 	}
 	max := runtime.GOMAXPROCS(0)
@@ -64,6 +65,14 @@ func newProcsPolicy(fixed int, onChange func(n int)) *procsPolicy {
 		return nil
 	}
 	return &procsPolicy{max: max, cur: max, set: func(n int) { runtime.GOMAXPROCS(n) }, onChange: onChange}
+}
+
+// clampProcs is a fixed [serve] procs limited to cpus (runtime.NumCPU).
+func clampProcs(fixed, cpus int) int {
+	if fixed > cpus {
+		return cpus
+	}
+	return fixed
 }
 
 // done records a finished request of duration d.

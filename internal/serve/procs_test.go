@@ -177,3 +177,29 @@ func TestServeProcsAdapts(t *testing.T) {
 		waitProcs(1, 5*time.Second, "after the streams")
 	}
 }
+
+// TestClampProcs: a fixed [serve] procs above the machine's CPUs runs on
+// the CPUs (procs = 100000 made Go start more than 10000 threads and
+// crash); one at or under them is kept.
+func TestClampProcs(t *testing.T) {
+	for _, c := range []struct{ fixed, cpus, want int }{{100000, 2, 2}, {1024, 16, 16}, {3, 2, 2}, {2, 2, 2}, {1, 8, 1}} {
+		if got := clampProcs(c.fixed, c.cpus); got != c.want {
+			t.Errorf("clampProcs(%d, %d) = %d, want %d", c.fixed, c.cpus, got, c.want)
+		}
+	}
+}
+
+// TestNewProcsPolicyClampsFixed applies procs = 100000 as the router
+// does and reads GOMAXPROCS back: no more than runtime.NumCPU.
+func TestNewProcsPolicyClampsFixed(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set in the environment: the policy leaves it")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	if p := newProcsPolicy(100000, nil); p != nil {
+		t.Fatal("a fixed procs returned an adaptive policy")
+	}
+	if got := runtime.GOMAXPROCS(0); got != runtime.NumCPU() {
+		t.Errorf("GOMAXPROCS = %d after procs = 100000, want NumCPU %d", got, runtime.NumCPU())
+	}
+}
