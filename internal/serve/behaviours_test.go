@@ -468,7 +468,9 @@ access_log = "off"
 	}
 	code, h, body = post(t, r.url, RouteChat, chatBody("extraction", false))
 	msg := errorMessage(t, body)
-	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(msg, "production prod is down") ||
+	// It comes back on its own: retried soon, not "the operator has to act".
+	if code != 503 || h.Get("Retry-After") != itoa(retryAfterRestarting) || !strings.Contains(msg, "production prod is down") ||
+		!strings.Contains(msg, "serves it again once it answers") || strings.Contains(msg, "operator") ||
 		strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, "pid") {
 		t.Errorf("while down: %d %v %q", code, h, msg)
 	}

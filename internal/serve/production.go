@@ -152,16 +152,21 @@ func (p *prodCtl) gate(ctx context.Context, wait time.Duration) (ok bool, retry 
 	if st == StateReady {
 		return true, 0, ""
 	}
-	return false, retryAfter(st), clientReason(p.name(), st, last, campaign)
+	unmanaged := p.prof().Unmanaged
+	return false, retryAfter(st, unmanaged), clientReason(p.name(), st, last, campaign, unmanaged)
 }
 
 // retryAfter is the Retry-After (seconds) for a request refused in
-// state st.
-func retryAfter(st State) int {
-	switch st {
-	case StateHandedOver:
+// state st. An unmanaged production that is down comes back on its own
+// (the watch serves it again within a health interval): it is retried as
+// soon as a restarting one.
+func retryAfter(st State, unmanaged bool) int {
+	switch {
+	case st == StateHandedOver:
 		return retryAfterHandedOver
-	case StateDown, StateStopped:
+	case st == StateDown && unmanaged:
+		return retryAfterRestarting
+	case st == StateDown, st == StateStopped:
 		return retryAfterDown
 	}
 	return retryAfterRestarting
@@ -171,8 +176,10 @@ func retryAfter(st State) int {
 // the state, the class of the last failure and when to retry, never the
 // operator's detail (root causes name pids, processes, paths and
 // addresses; `hiro status` and the event log have them). campaign names
-// the campaign production is handed over to, when known.
-func clientReason(name string, st State, last *failure.Failure, campaign string) string {
+// the campaign production is handed over to, when known; an unmanaged
+// production that is down is said to come back on its own, not to need
+// the operator.
+func clientReason(name string, st State, last *failure.Failure, campaign string, unmanaged bool) string {
 	why := fmt.Sprintf("production %s is %s", name, st)
 	switch st {
 	case StateHandedOver:
@@ -185,10 +192,13 @@ func clientReason(name string, st State, last *failure.Failure, campaign string)
 			why += fmt.Sprintf(" after a failure (%s)", last.Class)
 		}
 	}
-	if st == StateDown || st == StateStopped {
+	switch {
+	case st == StateDown && unmanaged:
+		return fmt.Sprintf("%s; hiro does not manage it and serves it again once it answers; retry in %d s", why, retryAfter(st, true))
+	case st == StateDown, st == StateStopped:
 		return why + "; the operator has to act (hiro status on the server says why); retry later"
 	}
-	return fmt.Sprintf("%s; retry in %d s", why, retryAfter(st))
+	return fmt.Sprintf("%s; retry in %d s", why, retryAfter(st, unmanaged))
 }
 
 // do runs f on the owning goroutine and waits for it.
