@@ -10,6 +10,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -184,12 +185,24 @@ func backendAlreadyRunning(ctx context.Context, g *Globals, prof *config.Profile
 		if rr.Failure != nil {
 			printFailure(g, name, rr.Failure)
 		}
-		fmt.Fprintf(g.Stdout, "log: %s\nsee it with: hiro backend logs %s; stop it with: hiro backend stop %s\n", st.LogPath, name, name)
+		fmt.Fprintf(g.Stdout, "log: %s\nsee it with: hiro backend logs %s; %s\n", st.LogPath, name, stopHint(prof, name))
 		return Silent(ExitFailed)
 	}
 	fmt.Fprintf(g.Stdout, "%s: already running and ready (pid %d, %s, model %s, started %s); nothing started\n", name, st.PID, st.BaseURL, prof.Model, since)
-	fmt.Fprintf(g.Stdout, "log: %s\nstop it with: hiro backend stop %s\n", st.LogPath, name)
+	fmt.Fprintf(g.Stdout, "log: %s\n%s\n", st.LogPath, stopHint(prof, name))
 	return nil
+}
+
+// stopHint says how to stop the running backend name: 'hiro backend
+// stop', or, while a hiro serve router serves it (its router lease is
+// held), the router, since 'backend stop' is then refused.
+func stopHint(prof *config.Profile, name string) string {
+	if dir, err := lease.Dir(); err == nil {
+		if l := lease.HeldBy(dir, lease.RouterKey(prof.BaseURL)); l != nil {
+			return fmt.Sprintf("hiro serve (pid %d) serves it: stop the router to stop it (SIGTERM, with [serve] on_exit = \"stop\")", l.PID)
+		}
+	}
+	return "stop it with: hiro backend stop " + name
 }
 
 // printStartResult writes the verdict for a person.

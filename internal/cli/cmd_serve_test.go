@@ -90,6 +90,13 @@ access_log = "off"
 		!strings.Contains(errb.String(), "hiro serve (pid "+strconv.Itoa(os.Getpid())+") serves prod") {
 		t.Errorf("backend stop under the router: exit %d: %s%s", code, out.String(), errb.String())
 	}
+	// 'backend start' finds it running and names the router, not the
+	// refused 'backend stop', as the way to stop it.
+	out.Reset()
+	if code := Run(context.Background(), []string{"--config", cfg, "backend", "start", "prod"}, &out, &errb); code != ExitOK ||
+		!strings.Contains(out.String(), "hiro serve (pid "+strconv.Itoa(os.Getpid())+") serves it") || strings.Contains(out.String(), "hiro backend stop") {
+		t.Errorf("backend start under the router: exit %d: %s%s", code, out.String(), errb.String())
+	}
 	out.Reset()
 	if code := Run(context.Background(), []string{"--config", cfg, "status"}, &out, &errb); code != ExitOK || !strings.Contains(out.String(), "state       ready") {
 		t.Errorf("after the refused stop: exit %d\n%s", code, out.String())
