@@ -138,3 +138,52 @@ procs = -2
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 }
+
+// TestServeShortKeyRefused: a router key under 16 characters (from the
+// variable or the key file) stops `hiro serve` with exit 2 naming the
+// source and the length, never the key: a short key redacted from the
+// logs as a substring blanked parts of ordinary words.
+func TestServeShortKeyRefused(t *testing.T) {
+	dir := serveTestState(t)
+	keyFile := filepath.Join(dir, "router.keys")
+	os.WriteFile(keyFile, []byte("# router keys\n0123456789abcdef0123\n\nzq9x\n"), 0o600)
+	base := `state_dir = "state"
+[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+command = "x"
+port = 1
+model = "m"
+[serve]
+listen = "127.0.0.1:0"
+access_log = "off"
+api_keys_env = "HIRO_TEST_SHORT_KEYS"
+`
+	for _, c := range []struct {
+		name, extra, env string
+		want             []string
+	}{
+		{"env", "", "0123456789abcdef0123, zq9x", []string{"$HIRO_TEST_SHORT_KEYS: key 2", "is 4 characters", "at least 16", "openssl rand -hex 16"}},
+		{"file", fmt.Sprintf("api_keys_file = %q\n", keyFile), "", []string{"serve.api_keys_file", "line 4 of " + keyFile, "is 4 characters", "openssl rand -hex 16"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := filepath.Join(dir, c.name+".toml")
+			os.WriteFile(cfg, []byte(base+c.extra), 0o644)
+			t.Setenv("HIRO_TEST_SHORT_KEYS", c.env)
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), []string{"--config", cfg, "serve"}, &out, &errb)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d: %s", code, ExitUsage, errb.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errb.String(), w) {
+					t.Errorf("message lacks %q: %s", w, errb.String())
+				}
+			}
+			if strings.Contains(errb.String(), "zq9x") {
+				t.Errorf("message reveals the key: %s", errb.String())
+			}
+		})
+	}
+}

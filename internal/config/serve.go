@@ -63,7 +63,8 @@ type Serve struct {
 	APIKeysFile string `toml:"api_keys_file" json:"api_keys_file,omitempty"`
 	// APIKeysEnv names an environment variable holding comma-separated
 	// keys; default DefaultServeAPIKeysEnv. Keys from both are accepted;
-	// with none, requests need no key (loopback only).
+	// with none, requests need no key (loopback only). Every key has at
+	// least 16 characters (`hiro serve` refuses a shorter one).
 	APIKeysEnv string `toml:"api_keys_env" json:"api_keys_env,omitempty"`
 	// MetricsKeyFile and MetricsKeyEnv give /metrics its own key; without
 	// one, /metrics takes the API keys.

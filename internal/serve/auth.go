@@ -23,7 +23,9 @@ type keySet struct {
 
 // loadKeys reads keys from file (one per line, '#' comments, blank lines
 // skipped; "" for none) and from the comma-separated variable env ("" for
-// none). what names the keys in messages ("serve.api_keys_file").
+// none). fileKey names the file's setting in messages
+// ("serve.api_keys_file"). A key shorter than MinKeyLen is an error that
+// names its source and length, never the key.
 func loadKeys(file, fileKey, env string, lookup func(string) (string, bool)) (*keySet, error) {
 	ks := &keySet{}
 	if file != "" {
@@ -36,10 +38,13 @@ func loadKeys(file, fileKey, env string, lookup func(string) (string, bool)) (*k
 			return nil, fmt.Errorf("%s: key file %s is readable by others (mode %o); chmod 600 it", fileKey, file, st.Mode().Perm())
 		}
 		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
+		for n := 1; sc.Scan(); n++ {
 			line := strings.TrimSpace(sc.Text())
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
+			}
+			if err := checkKeyLen(line, fmt.Sprintf("%s: the key on line %d of %s", fileKey, n, file)); err != nil {
+				return nil, err
 			}
 			ks.add(line)
 		}
@@ -49,14 +54,32 @@ func loadKeys(file, fileKey, env string, lookup func(string) (string, bool)) (*k
 	}
 	if env != "" {
 		if v, ok := lookup(env); ok {
-			for _, k := range strings.Split(v, ",") {
+			for i, k := range strings.Split(v, ",") {
 				if k = strings.TrimSpace(k); k != "" {
+					if err := checkKeyLen(k, fmt.Sprintf("$%s: key %d (comma-separated)", env, i+1)); err != nil {
+						return nil, err
+					}
 					ks.add(k)
 				}
 			}
 		}
 	}
 	return ks, nil
+}
+
+// MinKeyLen is the fewest characters a router key (API or metrics key)
+// may have. Keys are redacted from every log as substrings, so a short
+// key ("prod") would blank parts of ordinary words and, by what it
+// blanks, reveal itself; a short key is also guessable.
+const MinKeyLen = 16
+
+// checkKeyLen refuses a key shorter than MinKeyLen; where names its
+// source (the variable or the file and line), never the key itself.
+func checkKeyLen(k, where string) error {
+	if n := len(k); n < MinKeyLen {
+		return fmt.Errorf("%s is %d characters; a key needs at least %d (make one with `openssl rand -hex 16`)", where, n, MinKeyLen)
+	}
+	return nil
 }
 
 func (ks *keySet) add(k string) {

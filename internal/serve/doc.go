@@ -30,7 +30,8 @@
 // started or restarted by the router.
 //
 // Authentication: bearer keys from [serve].api_keys_file and the variable
-// [serve].api_keys_env, compared in constant time, never logged; /metrics
+// [serve].api_keys_env (at least MinKeyLen characters each, or New
+// refuses), compared in constant time, never logged; /metrics
 // may have its own key. The listener is loopback unless configured, and
 // then TLS ([serve].tls_cert, tls_key) is required. Observability:
 // Prometheus /metrics (client_golang, a registry of its own) and one JSON

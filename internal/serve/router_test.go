@@ -161,7 +161,7 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 // never reaches the access log or the backend.
 func TestAuthKeys(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "keys")
-	if err := os.WriteFile(keyFile, []byte("# keys\nsk-first-key\n\nsk-second-key\n"), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, []byte("# keys\nsk-first-key-1a2b3c4d\n\nsk-second-key-5e6f7a8b\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fakeConfig(t, nil, "api_keys_file = "+`"`+keyFile+`"`+"\nmetrics_key_env = \"TEST_METRICS_KEY\"")
@@ -169,9 +169,9 @@ func TestAuthKeys(t *testing.T) {
 		o.LookupEnv = func(k string) (string, bool) {
 			switch k {
 			case "HIRO_SERVE_API_KEYS":
-				return "sk-env-key", true
+				return "sk-env-key-9c0d1e2f", true
 			case "TEST_METRICS_KEY":
-				return "sk-metrics", true
+				return "sk-metrics-3a4b5c6d", true
 			}
 			return "", false
 		}
@@ -180,7 +180,7 @@ func TestAuthKeys(t *testing.T) {
 	for _, c := range []struct {
 		key  string
 		code int
-	}{{"", 401}, {"Bearer sk-wrong", 401}, {"sk-first-key", 401}, {"Bearer sk-first-key", 200}, {"Bearer sk-second-key", 200}, {"Bearer sk-env-key", 200}} {
+	}{{"", 401}, {"Bearer sk-wrong", 401}, {"sk-first-key-1a2b3c4d", 401}, {"Bearer sk-first-key-1a2b3c4d", 200}, {"Bearer sk-second-key-5e6f7a8b", 200}, {"Bearer sk-env-key-9c0d1e2f", 200}} {
 		code, h, body := post(t, r.url, RouteChat, chatBody("extraction", false), "Authorization", c.key)
 		if code != c.code {
 			t.Errorf("key %q: %d %s, want %d", c.key, code, body, c.code)
@@ -190,17 +190,17 @@ func TestAuthKeys(t *testing.T) {
 		}
 	}
 	req, _ := http.NewRequest("GET", r.url+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer sk-first-key")
+	req.Header.Set("Authorization", "Bearer sk-first-key-1a2b3c4d")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
 		t.Errorf("/metrics with an API key instead of its own: %v %v", resp.StatusCode, err)
 	}
-	req.Header.Set("Authorization", "Bearer sk-metrics")
+	req.Header.Set("Authorization", "Bearer sk-metrics-3a4b5c6d")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Errorf("/metrics with its key: %v %v", resp.StatusCode, err)
 	}
 	r.stop(t)
 	all := r.access.String() + r.events.String()
-	for _, k := range []string{"sk-first-key", "sk-second-key", "sk-env-key", "sk-wrong", "sk-metrics"} {
+	for _, k := range []string{"sk-first-key-1a2b3c4d", "sk-second-key-5e6f7a8b", "sk-env-key-9c0d1e2f", "sk-wrong", "sk-metrics-3a4b5c6d"} {
 		if strings.Contains(all, k) {
 			t.Errorf("key %s was logged", k)
 		}
