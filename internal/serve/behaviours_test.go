@@ -58,6 +58,75 @@ restart_budget = 1`)
 	}
 }
 
+// TestCanaryDoesNotBlockWatch: while a canary waits on an engine whose
+// completions hang (/health stays 200), production is still watched:
+// health polls keep their interval and the control socket's commands,
+// which run on the owning goroutine, are answered. The hang is still
+// caught by the canary at its timeout, and production is restarted.
+func TestCanaryDoesNotBlockWatch(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--chat-hang-after", "3s"}, `canary_interval = "300ms"
+restart_budget = 1`)
+	cfg.Backends["prod"].ReadyProbe.Timeout.Duration = 5 * time.Second
+	// A backend that is never started: a switch to it is refused on the
+	// owning goroutine (a control command that changes nothing).
+	cfg.Backends["next"] = cfg.Backends["prod"].Clone()
+	next := cfg.Backends["next"]
+	port := freePort(t)
+	next.Name, next.Port = "next", port
+	next.BaseURL = "http://127.0.0.1:" + itoa(port)
+	r := startRouter(t, cfg, nil)
+	st := r.waitState(t, StateReady, 20*time.Second)
+	ready, first := time.Now(), st.Production.PID
+	// Completions hang from at most 3 s after ready; a canary is sent
+	// within 300 ms of that and waits 5 s: it is in flight all through
+	// [ready+3.5s, ready+6.5s].
+	time.Sleep(time.Until(ready.Add(3500 * time.Millisecond)))
+	const bound = 1500 * time.Millisecond
+	for time.Since(ready) < 6500*time.Millisecond {
+		st, err := r.ctl.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := st.Production
+		if p.PID != first || p.State != StateReady {
+			t.Fatalf("the hang was acted on before the canary's timeout (%.1f s after ready): %+v", time.Since(ready).Seconds(), p)
+		}
+		if p.LastHealth == nil || time.Since(p.LastHealth.At) > bound {
+			t.Fatalf("%.1f s after ready, with a canary in flight, the last health check is %+v: health polls wait for the canary", time.Since(ready).Seconds(), p.LastHealth)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		_, err = r.ctl.Switch(ctx, "next", nil)
+		took := time.Since(start)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "not running") {
+			t.Fatalf("switch to a backend that is not running: %v", err)
+		}
+		if took > bound {
+			t.Fatalf("%.1f s after ready, with a canary in flight, a control command took %s", time.Since(ready).Seconds(), took)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, _ = r.ctl.Status(context.Background())
+		if st.Production.Restarts >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no restart after the engine stopped answering: %+v", st.Production)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ev := r.events.String()
+	if !strings.Contains(ev, `"what":"canary"`) || strings.Contains(ev, `"what":"health"`) {
+		t.Fatalf("the hang was not caught by the canary alone:\n%s", ev)
+	}
+	if f := st.Production.LastFailure; f == nil || !strings.Contains(f.RootCause, "no answer") {
+		t.Errorf("last failure %+v", f)
+	}
+}
+
 // TestRestartStormStopsAtBudget: an engine that dies after every start is
 // restarted restart_budget times, then stays down and says so; requests
 // get 503 with Retry-After naming the reason.

@@ -14,8 +14,11 @@
 //
 // It watches production continuously: health polls, and a periodic bounded
 // canary completion (only when no real request succeeded in the interval,
-// and never one that would make Ollama load an unloaded model). A death or
-// a failed canary is classified by the engine package (the process's own
+// and never one that would make Ollama load an unloaded model; at most one
+// in flight, its requests beside the goroutine that owns production, so
+// health polls, control commands and a death are handled while it waits,
+// and an outcome about a production that changed meanwhile is dropped).
+// A death or a failed canary is classified by the engine package (the process's own
 // log tracker, so the failure has the same class, phase, root cause and
 // facts as a startup failure), recorded in the status and the event log,
 // and a managed production is restarted through the supervisor (Start,

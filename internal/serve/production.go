@@ -44,6 +44,16 @@ type prodCtl struct {
 	// own is production's endpoint lease while the router itself starts
 	// production (underLease); nil otherwise.
 	own *lease.Hold
+	// The canary in flight, at most one: its requests run off this
+	// goroutine (probeCanary) so health ticks, control commands and
+	// deaths are handled while it waits; its outcome comes back on
+	// canaryDone (buffered: the prober never blocks) and is acted on here.
+	canaryDone   chan canaryOutcome
+	canaryCancel context.CancelFunc // nil: no canary in flight
+	// canaryGen counts setState calls: an outcome launched in an earlier
+	// generation probed a production that is no longer the one served
+	// (it died, was restarted, handed over or switched) and is dropped.
+	canaryGen uint64
 
 	mu          sync.Mutex
 	st          State
@@ -65,7 +75,7 @@ func newProdCtl(s *Server, prof *config.Profile) (*prodCtl, error) {
 		return nil, err
 	}
 	p := &prodCtl{s: s, sc: s.sc,
-		cmd: make(chan func(context.Context)), kick: make(chan struct{}, 1), st: StateStarting, since: time.Now(), readyCh: make(chan struct{})}
+		cmd: make(chan func(context.Context)), kick: make(chan struct{}, 1), canaryDone: make(chan canaryOutcome, 1), st: StateStarting, since: time.Now(), readyCh: make(chan struct{})}
 	p.rt.Store(rt)
 	return p, nil
 }
@@ -93,8 +103,14 @@ func (p *prodCtl) poke() {
 	}
 }
 
-// setState changes the state; ready opens the gate.
+// setState changes the state; ready opens the gate. On the owning
+// goroutine (or after run returned): it also ends the generation of a
+// canary in flight, which probed what production was until now.
 func (p *prodCtl) setState(st State, msg string) {
+	p.canaryGen++
+	if p.canaryCancel != nil {
+		p.canaryCancel()
+	}
 	p.mu.Lock()
 	changed := p.st != st
 	if changed {
@@ -228,6 +244,7 @@ func (p *prodCtl) run(ctx context.Context) {
 	defer canary.Stop()
 	owner := time.NewTicker(ownerPoll)
 	defer owner.Stop()
+	defer p.endCanary()
 	for {
 		var exited <-chan struct{}
 		if p.proc != nil {
@@ -246,6 +263,10 @@ func (p *prodCtl) run(ctx context.Context) {
 			p.checkHealth(ctx)
 		case <-canary.C:
 			p.canary(ctx)
+		case o := <-p.canaryDone:
+			p.canaryCancel()
+			p.canaryCancel = nil
+			p.canaryResult(ctx, o)
 		case <-owner.C:
 			p.checkOwner(ctx)
 		case <-p.restart:
@@ -628,49 +649,89 @@ func (p *prodCtl) checkUnmanaged(ctx context.Context) {
 	p.setState(StateDown, msg+"; not restarted by hiro, watched until it answers ready")
 }
 
-// canary makes the bounded canary completion when no real request
-// succeeded within the interval, and not when it would reload a model
-// its engine unloaded (Ollama's keep-alive).
+// canary launches the bounded canary completion when no real request
+// succeeded within the interval and none is in flight (a tick that finds
+// one in flight is skipped). Its requests run in probeCanary, beside the
+// owning goroutine; canaryResult acts on what it found.
 func (p *prodCtl) canary(ctx context.Context) {
-	if p.state() != StateReady {
+	if p.canaryCancel != nil || p.state() != StateReady {
 		return
 	}
 	rt := p.current()
-	skip := func(why string) {
-		p.mu.Lock()
-		p.lastCanary = &Check{At: time.Now(), OK: true, Skipped: why}
-		p.mu.Unlock()
-		p.s.metrics.canaries.WithLabelValues(rt.name, "skipped").Inc()
-	}
 	if last := p.lastOK.Load(); last > 0 && time.Since(time.Unix(0, last)) < p.sc.CanaryInterval.Duration {
-		skip("a request succeeded within the canary interval")
+		p.canarySkipped(rt, "a request succeeded within the canary interval")
 		return
 	}
+	cctx, cancel := context.WithCancel(ctx)
+	p.canaryCancel = cancel
+	gen, t := p.canaryGen, p.tracker()
+	go func() { p.canaryDone <- probeCanary(cctx, rt, t, gen) }()
+}
+
+// canaryOutcome is what one canary found.
+type canaryOutcome struct {
+	gen     uint64        // the prodCtl's canaryGen at launch
+	rt      *route        // the route probed
+	start   time.Time     // when the completion was sent
+	took    time.Duration // how long it took
+	skipped string        // not empty: no completion was made, and why
+	rr      supervisor.ReadyResult
+	aborted bool // its context ended: nothing to judge
+}
+
+// probeCanary makes the canary completion on rt (t: the engine's log
+// tracker, for classifying a failure), and not when it would reload a
+// model its engine unloaded (Ollama's keep-alive). Off the owning
+// goroutine: it reads nothing of the prodCtl and decides nothing.
+func probeCanary(ctx context.Context, rt *route, t *engine.Tracker, gen uint64) canaryOutcome {
+	o := canaryOutcome{gen: gen, rt: rt, start: time.Now()}
 	var keepAlive time.Duration // > 0: the canary must not extend the model's stay
 	if rt.prof.Engine == "ollama" {
 		ps := ollamaPS(ctx, rt.hc, rt.prof.BaseURL, rt.eng, rt.prof.Model)
 		if ps.known && !ps.loaded {
-			skip("the model is not loaded (keep-alive expired); a canary would reload it")
-			return
+			o.skipped = "the model is not loaded (keep-alive expired); a canary would reload it"
+			return o
 		}
 		if ps.loaded && !ps.expires.IsZero() && time.Until(ps.expires) < 24*time.Hour {
 			if keepAlive = time.Until(ps.expires); keepAlive < time.Second {
-				skip("the model is about to be unloaded (keep-alive); a canary would keep it")
-				return
+				o.skipped = "the model is about to be unloaded (keep-alive); a canary would keep it"
+				return o
 			}
 		}
 	}
-	start := time.Now()
-	var rr supervisor.ReadyResult
+	o.start = time.Now()
 	if keepAlive > 0 {
-		rr = ollamaCanary(ctx, rt, keepAlive, p.tracker())
+		o.rr = ollamaCanary(ctx, rt, keepAlive, t)
 	} else {
-		rr = supervisor.CheckReadyTracked(ctx, rt.prof, rt.hc, p.tracker())
+		o.rr = supervisor.CheckReadyTracked(ctx, rt.prof, rt.hc, t)
 	}
-	if ctx.Err() != nil {
+	o.took = time.Since(o.start)
+	o.aborted = ctx.Err() != nil
+	return o
+}
+
+// canarySkipped records a canary not made, and why.
+func (p *prodCtl) canarySkipped(rt *route, why string) {
+	p.mu.Lock()
+	p.lastCanary = &Check{At: time.Now(), OK: true, Skipped: why}
+	p.mu.Unlock()
+	p.s.metrics.canaries.WithLabelValues(rt.name, "skipped").Inc()
+}
+
+// canaryResult acts on a canary's outcome, on the owning goroutine: it is
+// recorded, and a failure is handled as any other (failed). An outcome
+// about a production that is no longer the one served, or no longer
+// ready, is dropped.
+func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) {
+	if o.aborted || ctx.Err() != nil || o.gen != p.canaryGen || o.rt != p.current() || p.state() != StateReady {
 		return
 	}
-	c := &Check{At: start, OK: rr.OK, DurationMS: msSince(start), Reply: rr.Reply}
+	rt, rr := o.rt, o.rr
+	if o.skipped != "" {
+		p.canarySkipped(rt, o.skipped)
+		return
+	}
+	c := &Check{At: o.start, OK: rr.OK, DurationMS: float64(o.took.Microseconds()) / 1000, Reply: rr.Reply}
 	if rr.Failure != nil {
 		c.Error = rr.Failure.Error()
 	}
@@ -688,6 +749,17 @@ func (p *prodCtl) canary(ctx context.Context) {
 	}
 	servingPhase(f)
 	p.failed(ctx, f, "canary")
+}
+
+// endCanary cancels a canary in flight and waits for its prober to
+// return, so nothing of it outlives run.
+func (p *prodCtl) endCanary() {
+	if p.canaryCancel == nil {
+		return
+	}
+	p.canaryCancel()
+	p.canaryCancel = nil
+	<-p.canaryDone
 }
 
 // holdFor marks production held by campaign h (a live lease).
