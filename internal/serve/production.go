@@ -107,9 +107,14 @@ func (p *prodCtl) poke() {
 // goroutine (or after run returned): it also ends the generation of a
 // canary in flight, which probed what production was until now.
 func (p *prodCtl) setState(st State, msg string) {
-	p.canaryGen++
-	if p.canaryCancel != nil {
-		p.canaryCancel()
+	if p.state() != st {
+		// A canary in flight probes what production was: dropped. A
+		// new message in the same state (an unmanaged production's
+		// health tick says ready again) is no change.
+		p.canaryGen++
+		if p.canaryCancel != nil {
+			p.canaryCancel()
+		}
 	}
 	p.mu.Lock()
 	changed := p.st != st
