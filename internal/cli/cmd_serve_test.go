@@ -48,11 +48,17 @@ model = "fake-model"
 ready_timeout = "20s"
 stall_timeout = "10s"
 stop_grace = "2s"
+[backends.side]
+engine = "llamacpp"
+command = %q
+port = %d
+model = "side-model"
 [serve]
 listen = "127.0.0.1:%d"
 on_exit = "stop"
 access_log = "off"
-`, fake, port, port, cliFreePort(t))), 0o644)
+served = ["side"]
+`, fake, port, port, fake, cliFreePort(t), cliFreePort(t))), 0o644)
 
 	// No router yet: status says so and exits 1.
 	var out, errb bytes.Buffer
@@ -82,6 +88,26 @@ access_log = "off"
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
 	}
+	// The served profile nobody started is down: the text status says so
+	// and why, as --json does (it said only its name and address).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if strings.Contains(out.String(), "state down since") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never showed the served profile down:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+		out.Reset()
+		Run(context.Background(), []string{"--config", cfg, "status"}, &out, &errb)
+	}
+	for _, want := range []string{"served      side (llamacpp, http://127.0.0.1:", "health: ", "health FAILED"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q for the served profile:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	errb.Reset()
 	// The router serves prod: 'backend stop' refuses (the router would
 	// start it again at once) and prod keeps serving.
 	out.Reset()

@@ -95,8 +95,21 @@ func printServeStatus(g *Globals, st *serve.Status) {
 			fmt.Fprintf(w, "next step   %s\n", redact.Secrets(p.LastFailure.NextStep))
 		}
 	}
+	// Each served profile with its state and, as --json has them, why
+	// (Message: the health error and what to fix) and its last health check.
 	for _, b := range st.Served {
 		fmt.Fprintf(w, "served      %s (%s, %s) model %s\n", b.Name, b.Engine, b.BaseURL, b.Model)
+		if b.Since.IsZero() {
+			fmt.Fprintf(w, "            state %s\n", b.State)
+		} else {
+			fmt.Fprintf(w, "            state %s since %s (%s ago)\n", b.State, b.Since.Local().Format(time.TimeOnly), time.Since(b.Since).Round(time.Second))
+		}
+		if b.Message != "" {
+			fmt.Fprintf(w, "            %s\n", redact.Secrets(b.Message))
+		}
+		if b.LastHealth != nil {
+			fmt.Fprintf(w, "            health %s\n", redact.Secrets(checkText(b.LastHealth)))
+		}
 	}
 }
 
