@@ -213,3 +213,38 @@ api_keys_env = "HIRO_TEST_SHORT_KEYS"
 		})
 	}
 }
+
+// TestServeAccessLogFolderMissing: an access_log in a folder that does
+// not exist is a configuration error (exit 2, nothing started) naming the
+// configuration file, serve.access_log and what to do; it was exit 1
+// from the running router.
+func TestServeAccessLogFolderMissing(t *testing.T) {
+	dir := serveTestState(t)
+	cfg := filepath.Join(dir, "hiro.toml")
+	missing := filepath.Join(dir, "nonexistent", "dir")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+command = "x"
+port = 1
+model = "m"
+[serve]
+listen = "127.0.0.1:0"
+access_log = %q
+`, filepath.Join(missing, "x.log"))), 0o644)
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"--config", cfg, "serve"}, &out, &errb)
+	if code != ExitUsage {
+		t.Fatalf("exit %d, want %d: %s", code, ExitUsage, errb.String())
+	}
+	for _, w := range []string{cfg + ": serve.access_log", "does not exist", "mkdir -p " + missing, "change the path"} {
+		if !strings.Contains(errb.String(), w) {
+			t.Errorf("message lacks %q: %s", w, errb.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "serve", "events.jsonl")); err == nil {
+		t.Error("the router started (its event log exists) before the configuration error")
+	}
+}

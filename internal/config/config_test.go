@@ -82,6 +82,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"production names nothing", strings.Replace(good, `backend = "prod"`, `backend = "nope"`, 1), "production.backend", "not a backend"},
 		{"procs over Go's cap", good + "\n[serve]\nprocs = 100000\n", "serve.procs", "up to 1024, got 100000"},
 		{"negative procs", good + "\n[serve]\nprocs = -1\n", "serve.procs", "got -1"},
+		{"backoff over its max", good + "\n[serve]\nrestart_backoff = \"1m\"\nrestart_backoff_max = \"10s\"\n", "serve.restart_backoff", "larger than restart_backoff_max (10s)"},
+		{"backoff over the default max", good + "\n[serve]\nrestart_backoff = \"1m\"\n", "serve.restart_backoff", "larger than restart_backoff_max (30s)"},
 		{"stall over ready", strings.Replace(good, `"30s"`, `"5m"`, 1), "backends.prod.stall_timeout", "longer than ready_timeout"},
 	}
 	for _, tc := range cases {

@@ -56,7 +56,7 @@ type Serve struct {
 	// their own model id. Candidates under qualification never are.
 	Served []string `toml:"served" json:"served,omitempty"`
 	// MaxBodyBytes bounds a request body; larger ones get 413. Default
-	// DefaultServeMaxBodyBytes.
+	// (and 0) DefaultServeMaxBodyBytes.
 	MaxBodyBytes int64 `toml:"max_body_bytes" json:"max_body_bytes"`
 	// APIKeysFile is a file of bearer keys, one per line ('#' starts a
 	// comment); relative to the configuration's directory.
@@ -73,27 +73,33 @@ type Serve struct {
 	// TLSCert and TLSKey are PEM files; required when Listen is not loopback.
 	TLSCert string `toml:"tls_cert" json:"tls_cert,omitempty"`
 	TLSKey  string `toml:"tls_key" json:"tls_key,omitempty"`
-	// HealthInterval and CanaryInterval: see the defaults.
+	// HealthInterval and CanaryInterval: see the defaults; 0 (or unset)
+	// means the default, not "never".
 	HealthInterval Duration `toml:"health_interval" json:"health_interval"`
 	CanaryInterval Duration `toml:"canary_interval" json:"canary_interval"`
-	// RestartBudget restarts of production in RestartWindow at most.
+	// RestartBudget restarts of production in RestartWindow at most;
+	// 0 (or unset) means the default (DefaultServeRestartBudget), as 0
+	// does for RestartWindow.
 	RestartBudget int      `toml:"restart_budget" json:"restart_budget"`
 	RestartWindow Duration `toml:"restart_window" json:"restart_window"`
 	// RestartBackoff is the first wait before a restart, doubling up to
-	// RestartBackoffMax.
+	// RestartBackoffMax; it may not be larger than RestartBackoffMax. 0
+	// (or unset) means the default for each.
 	RestartBackoff    Duration `toml:"restart_backoff" json:"restart_backoff"`
 	RestartBackoffMax Duration `toml:"restart_backoff_max" json:"restart_backoff_max"`
 	// WaitForReady: while production is restarting, a request waits up to
 	// this long for it before getting 503 with Retry-After (0: at once).
 	WaitForReady Duration `toml:"wait_for_ready" json:"wait_for_ready"`
-	// DrainTimeout bounds the wait for in-flight requests.
+	// DrainTimeout bounds the wait for in-flight requests; 0 (or unset)
+	// means the default.
 	DrainTimeout Duration `toml:"drain_timeout" json:"drain_timeout"`
 	// OnExit is what happens to a managed production when the router
 	// stops: "leave" it running (recorded, the next router adopts it) or
 	// "stop" it. Default "leave".
 	OnExit string `toml:"on_exit" json:"on_exit"`
 	// AccessLog is where the JSON access log goes: a file path (relative
-	// to the configuration's directory), "-" for stderr, or "off".
+	// to the configuration's directory; its folder must exist: `hiro
+	// serve` refuses to start otherwise), "-" for stderr, or "off".
 	// Default "-".
 	AccessLog string `toml:"access_log" json:"access_log"`
 	// Procs is how many processors (Go's GOMAXPROCS) the router runs
@@ -187,6 +193,9 @@ func (c *Config) ValidateServe() Errors {
 		if d.Duration < 0 {
 			add(key, "must not be negative, got %s", d.Duration)
 		}
+	}
+	if s.RestartBackoff.Duration > s.RestartBackoffMax.Duration {
+		add("restart_backoff", "%s is larger than restart_backoff_max (%s): the first wait before a restart cannot exceed the longest; lower restart_backoff or raise restart_backoff_max", s.RestartBackoff.Duration, s.RestartBackoffMax.Duration)
 	}
 	if s.OnExit != ServeOnExitLeave && s.OnExit != ServeOnExitStop {
 		add("on_exit", "unknown value %q; use \"leave\" (production keeps running) or \"stop\"", s.OnExit)
