@@ -38,11 +38,14 @@
 // may have its own key. The listener is loopback unless configured, and
 // then TLS ([serve].tls_cert, tls_key) is required. Observability:
 // Prometheus /metrics (client_golang, a registry of its own) and one JSON
-// access log line per request, without prompt text.
+// access log line per request, without prompt text ([serve].access_log;
+// CheckAccessLog, called by `hiro serve` before New, makes a path that
+// cannot be opened a configuration error).
 //
 // Processors: `hiro serve` ([Options].OwnsProcess) runs on one processor
 // while requests come one at a time and on all of them once they overlap
-// ([serve].procs = 0, procs.go; the hiro_serve_procs gauge), which
+// ([serve].procs = 0, procs.go; the hiro_serve_procs gauge; a fixed
+// procs is clamped to runtime.NumCPU), which
 // bench/serve-proxy.sh measures against direct and a plain
 // standard-library proxy.
 //
