@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -431,6 +432,23 @@ func TestRestartHoldsLease(t *testing.T) {
 	}
 	if st = r.waitState(t, StateReady, 20*time.Second); st.Production.PID == 0 {
 		t.Errorf("after the lease was released: %+v", st.Production)
+	}
+}
+
+// TestRetryAfterFollowsBackoff: while a restart waits for its backoff,
+// a refused request's Retry-After (and the message's "retry in") is no
+// sooner than the restart, not a fixed few seconds.
+func TestRetryAfterFollowsBackoff(t *testing.T) {
+	cfg := fakeConfig(t, nil, `restart_backoff = "20s"
+restart_backoff_max = "1m"`)
+	r := startRouter(t, cfg, nil)
+	st := r.waitState(t, StateReady, 20*time.Second)
+	killPID(st.Production.PID)
+	r.waitState(t, StateRestarting, 10*time.Second)
+	code, h, body := post(t, r.url, RouteChat, chatBody("extraction", false))
+	retry, err := strconv.Atoi(h.Get("Retry-After"))
+	if code != 503 || err != nil || retry < 15 || retry > 21 || !strings.Contains(errorMessage(t, body), "retry in "+h.Get("Retry-After")+" s") {
+		t.Errorf("request during a 20 s backoff: %d Retry-After %q %s", code, h.Get("Retry-After"), body)
 	}
 }
 

@@ -67,6 +67,7 @@ type prodCtl struct {
 	lastFailure *failure.Failure
 	failureAt   time.Time
 	handover    *HandoverInfo
+	restartAt   time.Time // when the pending restart is due (zero: none)
 }
 
 func newProdCtl(s *Server, prof *config.Profile) (*prodCtl, error) {
@@ -165,7 +166,7 @@ func (p *prodCtl) gate(ctx context.Context, wait time.Duration) (ok bool, retry 
 		}
 	}
 	p.mu.Lock()
-	st, last, campaign := p.st, p.lastFailure, ""
+	st, last, campaign, restartAt := p.st, p.lastFailure, "", p.restartAt
 	if p.handover != nil {
 		campaign = p.handover.Campaign
 	}
@@ -174,7 +175,12 @@ func (p *prodCtl) gate(ctx context.Context, wait time.Duration) (ok bool, retry 
 		return true, 0, ""
 	}
 	unmanaged := p.prof().Unmanaged
-	return false, retryAfter(st, unmanaged), clientReason(p.name(), st, last, campaign, unmanaged)
+	retry = retryAfter(st, unmanaged)
+	if st == StateRestarting && !restartAt.IsZero() {
+		// The restart is due after its backoff: no sooner than that.
+		retry = max(retry, min(retryAfterDown, int(time.Until(restartAt)/time.Second)+1))
+	}
+	return false, retry, clientReason(p.name(), st, last, campaign, unmanaged, retry)
 }
 
 // retryAfter is the Retry-After (seconds) for a request refused in
@@ -197,10 +203,11 @@ func retryAfter(st State, unmanaged bool) int {
 // the state, the class of the last failure and when to retry, never the
 // operator's detail (root causes name pids, processes, paths and
 // addresses; `hiro status` and the event log have them). campaign names
-// the campaign production is handed over to, when known; an unmanaged
+// the campaign production is handed over to, when known; retry is the
+// Retry-After sent with it (seconds); an unmanaged
 // production that is down is said to come back on its own, not to need
 // the operator.
-func clientReason(name string, st State, last *failure.Failure, campaign string, unmanaged bool) string {
+func clientReason(name string, st State, last *failure.Failure, campaign string, unmanaged bool, retry int) string {
 	why := fmt.Sprintf("production %s is %s", name, st)
 	switch st {
 	case StateHandedOver:
@@ -215,11 +222,11 @@ func clientReason(name string, st State, last *failure.Failure, campaign string,
 	}
 	switch {
 	case st == StateDown && unmanaged:
-		return fmt.Sprintf("%s; hiro does not manage it and serves it again once it answers; retry in %d s", why, retryAfter(st, true))
+		return fmt.Sprintf("%s; hiro does not manage it and serves it again once it answers; retry in %d s", why, retry)
 	case st == StateDown, st == StateStopped:
 		return why + "; the operator has to act (hiro status on the server says why); retry later"
 	}
-	return fmt.Sprintf("%s; retry in %d s", why, retryAfter(st, unmanaged))
+	return fmt.Sprintf("%s; retry in %d s", why, retry)
 }
 
 // do runs f on the owning goroutine and waits for it.
@@ -505,6 +512,9 @@ func (p *prodCtl) failed(ctx context.Context, f *failure.Failure, what string) {
 		wait = p.sc.RestartBackoffMax.Duration
 	}
 	p.setState(StateRestarting, fmt.Sprintf("%s; restart %d of %d in %s", f.Error(), n+1, p.sc.RestartBudget, wait))
+	p.mu.Lock()
+	p.restartAt = time.Now().Add(wait)
+	p.mu.Unlock()
 	p.restart = time.After(wait)
 }
 
