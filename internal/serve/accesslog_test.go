@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"testing"
 	"time"
 )
@@ -59,6 +60,26 @@ func TestRequestFieldsDuplicateKeys(t *testing.T) {
 		m, _, dup := requestFields([]byte(c.body))
 		if m.String() != c.model || dup != c.dup {
 			t.Errorf("%.60s: model %q dup %q, want %q %q", c.body, m.String(), dup, c.model, c.dup)
+		}
+	}
+}
+
+// TestListenAddr: a router bound to every address says the host the
+// operator configured, with the bound port; otherwise the bound address.
+func TestListenAddr(t *testing.T) {
+	for _, c := range []struct {
+		configured string
+		bound      *net.TCPAddr
+		want       string
+	}{
+		{"0.0.0.0:8443", &net.TCPAddr{IP: net.IPv6unspecified, Port: 8443}, "0.0.0.0:8443"},
+		{":0", &net.TCPAddr{IP: net.IPv6unspecified, Port: 41000}, "[::]:41000"},
+		{"[::]:8443", &net.TCPAddr{IP: net.IPv6unspecified, Port: 8443}, "[::]:8443"},
+		{"127.0.0.1:0", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 41001}, "127.0.0.1:41001"},
+		{"localhost:8400", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8400}, "127.0.0.1:8400"},
+	} {
+		if got := listenAddr(c.configured, c.bound); got != c.want {
+			t.Errorf("listenAddr(%q, %v) = %q, want %q", c.configured, c.bound, got, c.want)
 		}
 	}
 }

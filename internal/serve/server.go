@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,7 +228,7 @@ func (s *Server) Run(ctx context.Context) error {
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
 		scheme = "https"
 	}
-	s.addr = scheme + "://" + ln.Addr().String()
+	s.addr = scheme + "://" + listenAddr(s.sc.Listen, ln.Addr())
 
 	// Production supervision runs until the end of Run.
 	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -313,6 +314,23 @@ func (s *Server) holdProduction() (*lease.Hold, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	return h, nil
+}
+
+// listenAddr is the address the router says it listens on: the bound
+// one (the port chosen for ":0"), with the configured host kept when the
+// socket is bound to every address (Go binds "0.0.0.0" dual-stack and
+// reports "[::]", which is not what the operator wrote). A listen
+// without a host (":8400") says the bound address, one a client can use.
+func listenAddr(configured string, bound net.Addr) string {
+	ta, ok := bound.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return bound.String()
+	}
+	host, _, err := net.SplitHostPort(configured)
+	if err != nil || host == "" {
+		return bound.String()
+	}
+	return net.JoinHostPort(host, strconv.Itoa(ta.Port))
 }
 
 // Addr returns the router's address (scheme://host:port) once it listens.
