@@ -50,9 +50,10 @@ type prodCtl struct {
 	// canaryDone (buffered: the prober never blocks) and is acted on here.
 	canaryDone   chan canaryOutcome
 	canaryCancel context.CancelFunc // nil: no canary in flight
-	// canaryGen counts setState calls: an outcome launched in an earlier
-	// generation probed a production that is no longer the one served
-	// (it died, was restarted, handed over or switched) and is dropped.
+	// canaryGen counts changes of state (setState): an outcome launched
+	// in an earlier generation probed a production that is no longer the
+	// one served (it died, was restarted, handed over or switched) and is
+	// dropped.
 	canaryGen uint64
 
 	mu          sync.Mutex
@@ -108,15 +109,6 @@ func (p *prodCtl) poke() {
 // goroutine (or after run returned): it also ends the generation of a
 // canary in flight, which probed what production was until now.
 func (p *prodCtl) setState(st State, msg string) {
-	if p.state() != st {
-		// A canary in flight probes what production was: dropped. A
-		// new message in the same state (an unmanaged production's
-		// health tick says ready again) is no change.
-		p.canaryGen++
-		if p.canaryCancel != nil {
-			p.canaryCancel()
-		}
-	}
 	p.mu.Lock()
 	changed := p.st != st
 	if changed {
@@ -138,6 +130,13 @@ func (p *prodCtl) setState(st State, msg string) {
 	rt := p.current()
 	p.s.metrics.setActive(rt.name, rt.prof.Engine, rt.prof.Model, st)
 	if changed {
+		// A canary in flight probes what production was: dropped. A
+		// new message in the same state (an unmanaged production's
+		// health tick says ready again) is no change.
+		p.canaryGen++
+		if p.canaryCancel != nil {
+			p.canaryCancel()
+		}
 		f := map[string]any{"backend": rt.name, "state": st}
 		if msg != "" {
 			f["message"] = msg
@@ -204,9 +203,8 @@ func retryAfter(st State, unmanaged bool) int {
 // operator's detail (root causes name pids, processes, paths and
 // addresses; `hiro status` and the event log have them). campaign names
 // the campaign production is handed over to, when known; retry is the
-// Retry-After sent with it (seconds); an unmanaged
-// production that is down is said to come back on its own, not to need
-// the operator.
+// Retry-After sent with it (seconds). An unmanaged production that is
+// down is said to come back on its own, not to need the operator.
 func clientReason(name string, st State, last *failure.Failure, campaign string, unmanaged bool, retry int) string {
 	why := fmt.Sprintf("production %s is %s", name, st)
 	switch st {
@@ -511,10 +509,12 @@ func (p *prodCtl) failed(ctx context.Context, f *failure.Failure, what string) {
 	if wait > p.sc.RestartBackoffMax.Duration || wait <= 0 {
 		wait = p.sc.RestartBackoffMax.Duration
 	}
-	p.setState(StateRestarting, fmt.Sprintf("%s; restart %d of %d in %s", f.Error(), n+1, p.sc.RestartBudget, wait))
+	// Due time first: the gate never pairs "restarting" with an earlier
+	// restart's due time.
 	p.mu.Lock()
 	p.restartAt = time.Now().Add(wait)
 	p.mu.Unlock()
+	p.setState(StateRestarting, fmt.Sprintf("%s; restart %d of %d in %s", f.Error(), n+1, p.sc.RestartBudget, wait))
 	p.restart = time.After(wait)
 }
 
