@@ -61,9 +61,6 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
-	if err := serve.CheckAccessLog(cfg); err != nil {
-		return UsageError(fmt.Errorf("serve: %w", err))
-	}
 	s, err := serve.New(serve.Options{Config: cfg, Listen: o.listen, Events: g.Stderr, OwnsProcess: true})
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))

@@ -10,14 +10,14 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 )
 
-// CheckAccessLog checks, before anything starts, that [serve] access_log
-// (a file path; "-" and "off" need nothing) can be opened for appending:
-// its folder exists and the file is writable. It creates the file (empty)
-// when missing, as the router would. The error is a *config.Error naming
-// the configuration file and serve.access_log and saying what to do, so
-// that `hiro serve` exits 2 (configuration) rather than failing after
-// start.
-func CheckAccessLog(cfg *config.Config) error {
+// checkAccessLog checks, in New (before anything starts), that [serve]
+// access_log (a file path; "-" and "off" need nothing) can be opened for
+// appending: its folder exists and the file is writable. It creates the
+// file (empty) when missing, as the router would. The error is a
+// *config.Error naming the configuration file and serve.access_log and
+// saying what to do, so that `hiro serve` exits 2 (configuration) rather
+// than failing after start.
+func checkAccessLog(cfg *config.Config) error {
 	path := cfg.Serve.AccessLog
 	if path == "" || path == "-" || path == "off" {
 		return nil

@@ -25,7 +25,7 @@ func TestCheckAccessLog(t *testing.T) {
 		{dir, "cannot open"},
 	} {
 		cfg := &config.Config{Path: "/etc/hiro.toml", Serve: config.Serve{AccessLog: c.path}}
-		err := CheckAccessLog(cfg)
+		err := checkAccessLog(cfg)
 		if c.want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", c.path, err)

@@ -39,8 +39,7 @@
 // then TLS ([serve].tls_cert, tls_key) is required. Observability:
 // Prometheus /metrics (client_golang, a registry of its own) and one JSON
 // access log line per request, without prompt text ([serve].access_log;
-// CheckAccessLog, called by `hiro serve` before New, makes a path that
-// cannot be opened a configuration error).
+// New refuses a path that cannot be opened as a configuration error).
 //
 // Processors: `hiro serve` ([Options].OwnsProcess) runs on one processor
 // while requests come one at a time and on all of them once they overlap

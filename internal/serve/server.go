@@ -155,6 +155,11 @@ func New(opts Options) (*Server, error) {
 	if s.metKeys.empty() {
 		s.metKeys = s.keys
 	}
+	if opts.AccessLog == nil {
+		if err := checkAccessLog(opts.Config); err != nil {
+			return nil, err
+		}
+	}
 	if host, _, _ := net.SplitHostPort(s.sc.Listen); !config.IsLoopbackHost(host) && s.keys.empty() {
 		if opts.Listen != "" { // the value came from --listen, not the file
 			return nil, fmt.Errorf("--listen %q is not a loopback address and no API key is set: set serve.api_keys_file in %s or $%s, or listen on 127.0.0.1", s.sc.Listen, s.cfg.Path, s.sc.APIKeysEnv)
