@@ -141,18 +141,23 @@ served = ["side"]
 	}
 }
 
-// TestServeBadConfig: a bad [serve] section is a usage error naming the key.
-func TestServeBadConfig(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "hiro.toml")
-	os.WriteFile(cfg, []byte(`[production]
+// unstartedProduction is the production of configurations that `hiro
+// serve` must refuse before starting anything (its command does not
+// exist).
+const unstartedProduction = `[production]
 backend = "prod"
 [backends.prod]
 engine = "llamacpp"
 command = "x"
 port = 1
 model = "m"
-[serve]
+`
+
+// TestServeBadConfig: a bad [serve] section is a usage error naming the key.
+func TestServeBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(cfg, []byte(unstartedProduction+`[serve]
 listen = "0.0.0.0:8400"
 on_exit = "sometimes"
 procs = -2
@@ -174,14 +179,7 @@ func TestServeShortKeyRefused(t *testing.T) {
 	keyFile := filepath.Join(dir, "router.keys")
 	os.WriteFile(keyFile, []byte("# router keys\n0123456789abcdef0123\n\nzq9x\n"), 0o600)
 	base := `state_dir = "state"
-[production]
-backend = "prod"
-[backends.prod]
-engine = "llamacpp"
-command = "x"
-port = 1
-model = "m"
-[serve]
+` + unstartedProduction + `[serve]
 listen = "127.0.0.1:0"
 access_log = "off"
 api_keys_env = "HIRO_TEST_SHORT_KEYS"
@@ -223,14 +221,7 @@ func TestServeAccessLogFolderMissing(t *testing.T) {
 	cfg := filepath.Join(dir, "hiro.toml")
 	missing := filepath.Join(dir, "nonexistent", "dir")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`state_dir = "state"
-[production]
-backend = "prod"
-[backends.prod]
-engine = "llamacpp"
-command = "x"
-port = 1
-model = "m"
-[serve]
+`+unstartedProduction+`[serve]
 listen = "127.0.0.1:0"
 access_log = %q
 `, filepath.Join(missing, "x.log"))), 0o644)

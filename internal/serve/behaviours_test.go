@@ -31,17 +31,7 @@ restart_budget = 1`)
 	r := startRouter(t, cfg, nil)
 	st := r.waitState(t, StateReady, 20*time.Second)
 	first := st.Production.PID
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st, _ = r.ctl.Status(context.Background())
-		if st.Production.Restarts >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no restart after the engine stopped answering: %+v", st.Production)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	st = r.waitRestarts(t, 1, 20*time.Second)
 	ev := r.events.String()
 	if !strings.Contains(ev, `"what":"canary"`) {
 		t.Fatalf("the failure was not caught by the canary:\n%s", ev)
@@ -108,17 +98,7 @@ restart_budget = 1`)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st, _ = r.ctl.Status(context.Background())
-		if st.Production.Restarts >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no restart after the engine stopped answering: %+v", st.Production)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	st = r.waitRestarts(t, 1, 20*time.Second)
 	ev := r.events.String()
 	if !strings.Contains(ev, `"what":"canary"`) || strings.Contains(ev, `"what":"health"`) {
 		t.Fatalf("the hang was not caught by the canary alone:\n%s", ev)

@@ -203,6 +203,26 @@ func (r *router) waitState(t testing.TB, want State, within time.Duration) *Stat
 	}
 }
 
+// waitRestarts waits until production has been restarted at least n
+// times and returns that status.
+func (r *router) waitRestarts(t testing.TB, n int, within time.Duration) *Status {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, err := r.ctl.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Production.Restarts >= n {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not restarted %d times within %s: %+v", n, within, st.Production)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // post sends a JSON body to path and returns status, headers and body.
 func post(t testing.TB, url, path, body string, header ...string) (int, http.Header, string) {
 	t.Helper()
