@@ -525,6 +525,7 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 		return
 	case "hang":
 		<-r.Context().Done()
+		notef("fake: client went away while its request hung")
 		return
 	}
 	if overloaded(o) {

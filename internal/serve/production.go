@@ -72,7 +72,7 @@ type prodCtl struct {
 }
 
 func newProdCtl(s *Server, prof *config.Profile) (*prodCtl, error) {
-	rt, err := newRoute(prof, s.tr, s.pool, s.upstreamError)
+	rt, err := newRoute(prof, s.tr, s.upstreamError)
 	if err != nil {
 		return nil, err
 	}
@@ -940,7 +940,7 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 	if err := prof.Validate(p.s.cfg.Path, "effective_profile"); err != nil {
 		return nil, http.StatusBadRequest, err
 	}
-	rt, err := newRoute(prof, p.s.tr, p.s.pool, p.s.upstreamError)
+	rt, err := newRoute(prof, p.s.tr, p.s.upstreamError)
 	if err != nil {
 		return nil, http.StatusBadRequest, err
 	}

@@ -6,15 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/valyala/fasthttp"
 	"io"
-	"log"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -58,32 +56,25 @@ func NewTransport() *http.Transport {
 	}
 }
 
-// copyBufferSize is the size of ReverseProxy's copy buffers: 4 KiB (the
-// size of the upstream connection's read buffer), not its default 32 KiB,
-// since a streamed completion arrives in chunks of a few hundred bytes
-// and every open stream holds one buffer (256 streams: 1 MiB, not 8).
-const copyBufferSize = 4 << 10
-
-// bufferPool lends ReverseProxy its copy buffers.
-type bufferPool struct{ p sync.Pool }
-
-func (b *bufferPool) Get() []byte {
-	if v := b.p.Get(); v != nil {
-		return *(v.(*[]byte))
-	}
-	return make([]byte, copyBufferSize)
-}
-
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
-
 // route is one backend the router sends requests to.
 type route struct {
-	name  string
-	prof  *config.Profile
-	eng   *engine.Engine
-	norm  string       // eng.NormalizeModelID(prof.Model)
-	hc    *http.Client // health and canary requests (the profile's key and CA)
-	proxy *httputil.ReverseProxy
+	name string
+	prof *config.Profile
+	eng  *engine.Engine
+	norm string       // eng.NormalizeModelID(prof.Model)
+	hc   *http.Client // health and canary requests (the profile's key and CA)
+	// target is the backend's base URL; tr carries proxied requests to it
+	// (directTransport for plain HTTP, llm.NewTransport for https, which
+	// attaches the backend's key itself); upstreamKey is the
+	// "Authorization" value a plain-HTTP backend gets ("" for none).
+	target      *url.URL
+	tr          http.RoundTripper
+	upstreamKey string
+	// onErr is told about every upstream error (class) of this backend;
+	// when it returns a reason, the client gets 503 with that reason and
+	// Retry-After retry (seconds) instead of 502 (production found dead
+	// by a request, before the watcher saw it).
+	onErr func(rt *route, class string) (reason string, retry int)
 	// inFlight counts production requests proxied on this route (see
 	// proxyRequest); a switch waits for the previous route's to end.
 	inFlight atomic.Int64
@@ -91,15 +82,12 @@ type route struct {
 	watch servedWatch
 }
 
-// newRoute builds the proxy of prof: plain-HTTP backends go through the
+// newRoute builds the route of prof: plain-HTTP backends go through the
 // shared direct transport with the profile's key attached; https ones
-// through llm.NewTransport (the profile's CA file and key). onErr is told
-// about every upstream error (class) of this backend; when it returns a
-// reason, the client gets 503 with that reason and Retry-After retry
-// (seconds) instead of 502 (production found dead by a request, before
-// the watcher saw it). Errors are the profile's key or CA file problems,
-// naming the key path.
-func newRoute(prof *config.Profile, direct *directTransport, pool httputil.BufferPool, onErr func(rt *route, class string) (reason string, retry int)) (*route, error) {
+// through llm.NewTransport (the profile's CA file and key). onErr: see
+// route.onErr. Errors are the profile's key or CA file problems, naming
+// the key path.
+func newRoute(prof *config.Profile, direct *directTransport, onErr func(rt *route, class string) (reason string, retry int)) (*route, error) {
 	eng, err := engine.Lookup(prof.Engine)
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: %w", prof.Name, err)
@@ -120,64 +108,17 @@ func newRoute(prof *config.Profile, direct *directTransport, pool httputil.Buffe
 	if err != nil {
 		return nil, err
 	}
-	rt := &route{name: prof.Name, prof: prof, eng: eng, norm: eng.NormalizeModelID(prof.Model), hc: hc}
-	var tr http.RoundTripper = direct
-	upstreamKey := ""
+	rt := &route{name: prof.Name, prof: prof, eng: eng, norm: eng.NormalizeModelID(prof.Model), hc: hc,
+		target: target, tr: direct, onErr: onErr}
 	if target.Scheme == "https" {
-		if tr, err = llm.NewTransport(ep); err != nil {
+		if rt.tr, err = llm.NewTransport(ep); err != nil {
 			return nil, &config.Error{Key: "backends." + prof.Name + ".ca_file", Msg: err.Error()}
 		}
 	} else if ep.APIKey != "" {
-		upstreamKey = "Bearer " + ep.APIKey
-	}
-	rt.proxy = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.Host = target.Host
-			// The client's key is the router's, never the backend's; the
-			// backend's own key (if any) is attached here or by the
-			// https transport.
-			pr.Out.Header.Del("Authorization")
-			if upstreamKey != "" {
-				pr.Out.Header.Set("Authorization", upstreamKey)
-			}
-		},
-		Transport: tr,
-		// 0, not -1: ReverseProxy itself flushes after every write (-1)
-		// for text/event-stream and for bodies of unknown length (SSE and
-		// chunked streams), and a JSON answer of known length needs no
-		// flush timer per response.
-		FlushInterval: 0,
-		BufferPool:    pool,
-		ErrorLog:      discardLog,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			class := upstreamErrorClass(r.Context(), err)
-			if rw, ok := w.(*respWriter); ok {
-				rw.errClass = class
-			}
-			reason, retry := onErr(rt, class)
-			if class == "canceled" {
-				// The client went away: nobody reads an answer.
-				if rw, ok := w.(*respWriter); ok {
-					rw.status = 499
-				}
-				return
-			}
-			if reason != "" {
-				writeError(w, http.StatusServiceUnavailable, "unavailable", reason, retry)
-				return
-			}
-			// The class, not the error's text: it names internal addresses.
-			writeError(w, http.StatusBadGateway, "upstream_error",
-				fmt.Sprintf("backend %s did not answer (%s)", rt.name, class), 0)
-		},
+		rt.upstreamKey = "Bearer " + ep.APIKey
 	}
 	return rt, nil
 }
-
-// discardLog silences ReverseProxy's own log lines (a client that left
-// mid-stream); the access log and the metrics record what happened.
-var discardLog = log.New(io.Discard, "", 0)
 
 // matches reports whether a request for model goes to this backend.
 func (rt *route) matches(model string) bool {
@@ -206,66 +147,21 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// respWriter records what the router answered: status, bytes, time to
-// first byte, and the tail of the body (where "usage" is).
-type respWriter struct {
-	http.ResponseWriter
-	start    time.Time
-	status   int
-	bytes    int64
-	ttfb     time.Duration
-	tail     []byte // last tailSize bytes of the body, when wanted
-	wantTail bool
-	errClass string
-}
-
 // tailSize bounds the body tail kept for "usage": a stream's last chunk
 // or the end of a JSON answer (about 300 bytes in vLLM, SGLang, llama.cpp
 // and Ollama answers); every open stream holds one.
 const tailSize = 2 << 10
 
-func (w *respWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *respWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	if w.ttfb == 0 {
-		w.ttfb = time.Since(w.start)
-	}
-	if w.wantTail {
-		w.keepTail(b)
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
-	return n, err
-}
-
-func (w *respWriter) keepTail(b []byte) {
+// keepTail appends b to tail, keeping its last tailSize bytes.
+func keepTail(tail, b []byte) []byte {
 	if len(b) >= tailSize {
-		w.tail = append(w.tail[:0], b[len(b)-tailSize:]...)
-		return
+		return append(tail[:0], b[len(b)-tailSize:]...)
 	}
-	if over := len(w.tail) + len(b) - tailSize; over > 0 {
-		w.tail = w.tail[:copy(w.tail, w.tail[over:])]
+	if over := len(tail) + len(b) - tailSize; over > 0 {
+		tail = tail[:copy(tail, tail[over:])]
 	}
-	w.tail = append(w.tail, b...)
+	return append(tail, b...)
 }
-
-// Flush passes a flush through (SSE).
-func (w *respWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the real writer.
-func (w *respWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // usage reads prompt and completion tokens from the last "usage" object in
 // the body's tail (a JSON answer, or a stream's last chunk).
@@ -297,40 +193,19 @@ type errorBody struct {
 }
 
 // writeError answers an OpenAI-shaped error; retryAfter > 0 sets
-// Retry-After (seconds).
-func writeError(w http.ResponseWriter, status int, typ, msg string, retryAfter int) {
+// Retry-After (seconds). It returns the body's length.
+func writeError(ctx *fasthttp.RequestCtx, status int, typ, msg string, retryAfter int) int {
 	var e errorBody
 	e.Error.Message, e.Error.Type, e.Error.Code = msg, typ, status
 	b, _ := json.Marshal(e)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	b = append(b, '\n')
 	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(retryAfter))
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(retryAfter))
 	}
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
-}
-
-// readBody reads at most limit bytes of r's body. tooLarge is true when
-// there was more (the rest is not read).
-func readBody(r *http.Request, limit int64) (body []byte, tooLarge bool, err error) {
-	if r.ContentLength > limit {
-		return nil, true, nil
-	}
-	size := r.ContentLength
-	if size < 0 || size > 64<<10 {
-		size = 4 << 10
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, false, err
-	}
-	if n > limit {
-		return nil, true, nil
-	}
-	return buf.Bytes(), false, nil
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+	return len(b)
 }
 
 // jsonSyntaxError says where body stops being JSON (the slow path of a

@@ -527,3 +527,78 @@ func TestServedProfileNamesTheKeySetting(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestClientLeavingCancelsUpstream: a client that gives up on a request
+// its backend has not answered (no byte sent back yet) cancels the
+// backend's request: the engine sees it end, the access log says 499.
+func TestClientLeavingCancelsUpstream(t *testing.T) {
+	port := freePort(t)
+	notes := filepath.Join(t.TempDir(), "other.out")
+	startOther(t, port, "--chat", "hang", "--notes", notes)
+	cfg := fakeConfig(t, nil, servedOther(port))
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	hc := &http.Client{Timeout: 300 * time.Millisecond}
+	if resp, err := hc.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("other-model", false))); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a hanging backend answered %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(notes)
+		if strings.Contains(string(b), "client went away while its request hung") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the backend's request was not cancelled 5 s after its client left; engine notes:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for !strings.Contains(r.access.String(), `"status":499`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no 499 in the access log:\n%s", r.access.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Errorf("production after a client left: %d", code)
+	}
+}
+
+// TestPipelinedAfterSlowRequest: a client that sends its next request
+// while the router still streams the answer to the first (HTTP/1.1
+// pipelining) gets both answers in order: what the router read from the
+// connection to watch the client is not lost.
+func TestPipelinedAfterSlowRequest(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--token-delay", "20ms", "--reply", "one two three four five"}, "")
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	c, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := func(body string) string {
+		return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", RouteChat, len(body), body)
+	}
+	if _, err := io.WriteString(c, req(chatBody("extraction", true))); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the first answer is streaming: its client is watched
+	if _, err := io.WriteString(c, req(chatBody("extraction", false))); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	for i, want := range []string{"data: [DONE]", `"object":"chat.completion"`} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i+1, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+			t.Fatalf("answer %d: %d %v %s", i+1, resp.StatusCode, err, b)
+		}
+	}
+}

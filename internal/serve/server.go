@@ -1,12 +1,12 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/valyala/fasthttp"
 	"io"
 	"net"
 	"net/http"
@@ -19,8 +19,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/lease"
@@ -74,11 +72,18 @@ type Server struct {
 	keys     *keySet
 	metKeys  *keySet
 	tr       *directTransport
-	pool     *bufferPool
 	prod     *prodCtl
 	served   []*route
 	inFlight atomic.Int64
 	procs    *procsPolicy // nil: the processors do not adapt
+	// reqBase is the parent of every proxied request's context; Run
+	// cancels it when the drain after a stop times out.
+	reqBase        context.Context
+	cancelRequests context.CancelFunc
+	metricsHandler fasthttp.RequestHandler
+	// bodyPending holds, for a request whose body fasthttp is reading
+	// (key: &RequestCtx.Request.Header), its route (see onReadError).
+	bodyPending sync.Map
 	// bodyTimeout is Options.BodyReadTimeout or its default.
 	bodyTimeout time.Duration
 	draining    atomic.Bool
@@ -117,8 +122,10 @@ func New(opts Options) (*Server, error) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
 	}
-	s := &Server{cfg: opts.Config, sc: opts.Config.Serve, opts: opts, metrics: newMetrics(), tr: newDirectTransport(NewTransport()), pool: &bufferPool{},
+	s := &Server{cfg: opts.Config, sc: opts.Config.Serve, opts: opts, metrics: newMetrics(), tr: newDirectTransport(NewTransport()),
 		bodyTimeout: opts.BodyReadTimeout}
+	s.reqBase, s.cancelRequests = context.WithCancel(context.Background())
+	s.metricsHandler = s.newMetricsHandler()
 	if s.bodyTimeout <= 0 {
 		s.bodyTimeout = DefaultBodyReadTimeout
 	}
@@ -170,7 +177,7 @@ func New(opts Options) (*Server, error) {
 		if name == prod.Name {
 			continue
 		}
-		rt, err := newRoute(s.cfg.Backends[name], s.tr, s.pool, s.upstreamError)
+		rt, err := newRoute(s.cfg.Backends[name], s.tr, s.upstreamError)
 		if err != nil {
 			return nil, err
 		}
@@ -243,11 +250,10 @@ func (s *Server) Run(ctx context.Context) error {
 		s.prod.run(pctx)
 	}()
 
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10, ErrorLog: nil}
+	srv := s.newFront()
 	ctlSrv := &http.Server{Handler: s.controlHandler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(clientListener{ln}) }()
 	go func() { errc <- ctlSrv.Serve(ctl) }()
 	s.event("listening", map[string]any{"listen": s.addr, "control_socket": SocketPath(s.ctlDir), "production": s.prod.name()})
 	if s.opts.Ready != nil {
@@ -280,11 +286,19 @@ func (s *Server) Run(ctx context.Context) error {
 	// Graceful stop: no new connections, in-flight requests drain.
 	s.event("stopping", map[string]any{"in_flight": s.inFlight.Load(), "drain_timeout": s.sc.DrainTimeout.String()})
 	dctx, dcancel := context.WithTimeout(context.Background(), s.sc.DrainTimeout.Duration)
-	if err := srv.Shutdown(dctx); err != nil {
+	if err := srv.ShutdownWithContext(dctx); err != nil {
+		// What is still in flight is cut: its backend requests are
+		// cancelled, which ends their answers (bounded: a client that
+		// reads nothing holds a write, closed with its connection).
 		s.event("drain_timeout", map[string]any{"in_flight": s.inFlight.Load()})
-		srv.Close()
+		s.cancelRequests()
+		cutWait := time.Now().Add(2 * time.Second)
+		for s.inFlight.Load() > 0 && time.Now().Before(cutWait) {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 	dcancel()
+	s.cancelRequests()
 	ctlSrv.Close()
 	os.Remove(SocketPath(s.ctlDir))
 	pcancel()
@@ -418,75 +432,6 @@ func (s *Server) upstreamError(rt *route, class string) (reason string, retry in
 	return "", 0
 }
 
-// ServeHTTP is the router's front door.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
-	case RouteChat, RouteCompletions, RouteEmbeddings:
-		s.proxyRequest(w, r, r.URL.Path)
-	case RouteModels:
-		s.answerLocally(w, r, func(w http.ResponseWriter) {
-			if !s.keys.check(r) {
-				s.unauthorized(w, r)
-				return
-			}
-			s.models(w, r)
-		})
-	case "/metrics":
-		if !s.metKeys.check(r) {
-			s.answerLocally(w, r, func(w http.ResponseWriter) { s.unauthorized(w, r) })
-			return
-		}
-		s.metrics.handler().ServeHTTP(w, r)
-	case "/health":
-		// For load balancers and systemd: production's state, no detail.
-		st := s.prod.state()
-		code := http.StatusOK
-		if st != StateReady || s.draining.Load() {
-			code = http.StatusServiceUnavailable
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		fmt.Fprintf(w, "{\"status\":%q}\n", st)
-	default:
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s: the router serves POST %s, %s, %s and GET %s",
-			r.Method, r.URL.Path, RouteChat, RouteCompletions, RouteEmbeddings, RouteModels), 0)
-	}
-}
-
-// unauthorized answers 401 to a request without a valid key.
-func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
-	msg := "missing API key: send \"Authorization: Bearer KEY\""
-	if r.Header.Get("Authorization") != "" {
-		msg = "invalid API key"
-	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="hiro"`)
-	writeError(w, http.StatusUnauthorized, "invalid_api_key", msg, 0)
-}
-
-// answerLocally runs f, an answer the router makes itself (GET
-// /v1/models, a key refused on /metrics), and records it as a proxied
-// request is: hiro_serve_requests_total by route and status (no backend,
-// no latency series) and an access log line with the bytes sent.
-// /metrics scrapes and /health polls that pass are not recorded: they
-// come every few seconds from machines, not clients.
-func (s *Server) answerLocally(w http.ResponseWriter, r *http.Request, f func(w http.ResponseWriter)) {
-	rw := &respWriter{ResponseWriter: w, start: time.Now()}
-	f(rw)
-	if rw.status == 0 {
-		rw.status = http.StatusOK
-	}
-	s.metrics.observe(r.URL.Path, "", rw.status, 0, 0)
-	e := accessEntry{Time: rw.start.UTC(), Remote: r.RemoteAddr, Method: r.Method, Path: r.URL.Path,
-		Status: rw.status, Bytes: rw.bytes, DurationMS: float64(time.Since(rw.start).Microseconds()) / 1000}
-	switch rw.status {
-	case http.StatusUnauthorized:
-		e.Error = "unauthorized"
-	case http.StatusMethodNotAllowed:
-		e.Error = "method_not_allowed"
-	}
-	s.access.log(&e)
-}
-
 // modelNames lists the model names the router accepts, production's first.
 func (s *Server) modelNames() []string {
 	p := s.prod.current()
@@ -515,226 +460,6 @@ func (s *Server) lookup(model string) *route {
 		}
 	}
 	return nil
-}
-
-func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use GET "+RouteModels, 0)
-		return
-	}
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	out := struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{Object: "list"}
-	for _, n := range s.modelNames() {
-		out.Data = append(out.Data, model{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "hiro"})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(out)
-}
-
-// proxyRequest handles one OpenAI API request: key, bounded body, model
-// routing, production's state, then the reverse proxy.
-func (s *Server) proxyRequest(w http.ResponseWriter, r *http.Request, routeName string) {
-	rw := &respWriter{ResponseWriter: w, start: time.Now()}
-	e := accessEntry{Remote: r.RemoteAddr, Method: r.Method, Path: routeName}
-	var rt *route
-	defer func() {
-		// ReverseProxy aborts a response cut mid-body (the client left,
-		// or the upstream broke) by panicking with http.ErrAbortHandler:
-		// record it as what it was, then let net/http abort.
-		cut := recover()
-		if cut != nil && cut != http.ErrAbortHandler {
-			panic(cut)
-		}
-		if rw.status == 0 {
-			rw.status = 499
-		}
-		backend := ""
-		if rt != nil {
-			backend = rt.name
-		}
-		if cut != nil {
-			if r.Context().Err() != nil {
-				rw.status, e.Error = 499, "client left mid-response"
-			} else {
-				rw.errClass = "cut"
-				s.metrics.upErrors.WithLabelValues(backend, "cut").Inc()
-			}
-		}
-		end := time.Since(rw.start)
-		s.procs.done(end)
-		m := s.metrics
-		ttfb := rw.ttfb
-		if rt == nil {
-			ttfb = 0 // refused before any backend: no latency series
-		}
-		m.observe(routeName, backend, rw.status, ttfb, end)
-		if rw.wantTail && rw.status == http.StatusOK {
-			if p, c, ok := usageOf(rw.tail); ok {
-				m.tokens.WithLabelValues(backend, "prompt").Add(float64(p))
-				m.tokens.WithLabelValues(backend, "completion").Add(float64(c))
-				e.Prompt, e.Completion = p, c
-			}
-		}
-		if s.access != nil {
-			e.Time = rw.start.UTC()
-			e.Backend, e.Status, e.Bytes = backend, rw.status, rw.bytes
-			e.TTFBMS = float64(rw.ttfb.Microseconds()) / 1000
-			e.DurationMS = float64(end.Microseconds()) / 1000
-			if rw.errClass == "cut" {
-				e.Error = "upstream cut mid-response"
-			} else if rw.errClass != "" {
-				e.Error = "upstream " + rw.errClass
-			}
-			s.access.log(&e)
-		}
-		if cut != nil {
-			panic(cut)
-		}
-	}()
-	fail := func(status int, typ, msg string, retryAfter int) {
-		e.Error = typ
-		writeError(rw, status, typ, msg, retryAfter)
-	}
-	if !s.keys.check(r) {
-		msg := "missing API key: send \"Authorization: Bearer KEY\""
-		if r.Header.Get("Authorization") != "" {
-			msg = "invalid API key"
-		}
-		rw.Header().Set("WWW-Authenticate", `Bearer realm="hiro"`)
-		fail(http.StatusUnauthorized, "invalid_api_key", msg, 0)
-		return
-	}
-	if r.Method != http.MethodPost {
-		rw.Header().Set("Allow", http.MethodPost)
-		fail(http.StatusMethodNotAllowed, "invalid_request_error", fmt.Sprintf("use POST %s (got %s)", routeName, r.Method), 0)
-		return
-	}
-	if s.draining.Load() {
-		if ok, retry, why := s.prod.gate(r.Context(), 0); !ok {
-			fail(http.StatusServiceUnavailable, "unavailable", why, retry)
-			return
-		}
-		fail(http.StatusServiceUnavailable, "unavailable", "the router is draining (a hand-over or a stop); retry later", retryAfterDraining)
-		return
-	}
-	// The body has Options.BodyReadTimeout to arrive (the server's own timeout
-	// covers the headers only: a read deadline left on the connection
-	// would cancel a long answer streaming back). A body sent a byte at a
-	// time holds a connection no longer than that.
-	rc := http.NewResponseController(rw)
-	rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
-	body, tooLarge, err := readBody(r, s.sc.MaxBodyBytes)
-	if err == nil && !tooLarge {
-		rc.SetReadDeadline(time.Time{})
-	}
-	// Otherwise the deadline stays: the connection closes after the
-	// answer, and net/http's attempt to read the rest of the body ends at
-	// once instead of waiting on the client.
-	switch {
-	case tooLarge:
-		rw.Header().Set("Connection", "close")
-		fail(http.StatusRequestEntityTooLarge, "request_too_large",
-			fmt.Sprintf("request body is larger than %d bytes ([serve] max_body_bytes); send a smaller request or raise the bound", s.sc.MaxBodyBytes), 0)
-		return
-	case err != nil:
-		rw.Header().Set("Connection", "close")
-		msg := "reading the request body: " + err.Error()
-		if isTimeout(err) {
-			msg = fmt.Sprintf("reading the request body: it did not arrive within %s; send the whole body at once", s.bodyTimeout)
-		}
-		fail(http.StatusBadRequest, "invalid_request_error", msg, 0)
-		return
-	}
-	if !gjson.ValidBytes(body) {
-		fail(http.StatusBadRequest, "invalid_request_error", "request body is not valid JSON: "+jsonSyntaxError(body), 0)
-		return
-	}
-	mv, stream, dup := requestFields(body)
-	if dup != "" {
-		// Engines decode the last of two equal keys, a first-match
-		// reader the first: "model" twice would route by one name and
-		// run another (any model the backend holds).
-		fail(http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("request body names the key %q more than once; send each key once", redact.Secrets(dup)), 0)
-		return
-	}
-	if mv.Type != gjson.String || mv.Str == "" {
-		fail(http.StatusBadRequest, "invalid_request_error", "request has no \"model\" string; use one of: "+listModels(s.modelNames()), 0)
-		return
-	}
-	model := mv.Str
-	e.Model = model
-	e.Stream = stream
-	if rt = s.lookup(model); rt == nil {
-		// Not a served name: whatever a client sent (a key pasted into
-		// the wrong field) stays out of the access log.
-		e.Model = redact.Secrets(model)
-		fail(http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q is not served here; served: %s", model, listModels(s.modelNames())), 0)
-		return
-	}
-	if rt != s.prod.current() && rt.watch.down() {
-		fail(http.StatusServiceUnavailable, "unavailable", fmt.Sprintf("backend %s is not answering its health check; retry in %d s", rt.name, retryAfterRestarting), retryAfterRestarting)
-		return
-	}
-	if rt == s.prod.current() {
-		if ok, retry, why := s.prod.gate(r.Context(), s.sc.WaitForReady.Duration); !ok {
-			fail(http.StatusServiceUnavailable, "unavailable", why, retry)
-			return
-		}
-		// The route may have switched while waiting.
-		rt = s.prod.current()
-		// Counted on its route before it is used, so that a switch can
-		// wait for the previous production's requests before its caller
-		// stops that backend; picked again if the route switched meanwhile.
-		for {
-			rt.inFlight.Add(1)
-			cur := s.prod.current()
-			if cur == rt {
-				break
-			}
-			rt.inFlight.Add(-1)
-			rt = cur
-		}
-		counted := rt
-		defer counted.inFlight.Add(-1)
-	}
-	if model != rt.prof.Model {
-		if body, err = withModel(body, rt.prof.Model); err != nil {
-			fail(http.StatusBadRequest, "invalid_request_error", "cannot set the model field: "+err.Error(), 0)
-			return
-		}
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	rw.wantTail = routeName != RouteModels
-	s.inFlight.Add(1)
-	s.metrics.inFlight.Inc()
-	// ReverseProxy aborts a response whose copy failed (a client that
-	// left mid-stream) by panicking with http.ErrAbortHandler: the count
-	// must come down all the same.
-	defer func() {
-		s.metrics.inFlight.Dec()
-		s.inFlight.Add(-1)
-	}()
-	rt.proxy.ServeHTTP(rw, r)
-	// Send what is buffered now: the net/http server would send a short
-	// answer only after this handler returns, that is after the metrics
-	// and the access log line below, which the client need not wait for.
-	if rw.status != 0 && rw.status != 499 {
-		rw.Flush()
-	}
-	if rw.status/100 == 2 && rw.errClass == "" && rt == s.prod.current() {
-		s.prod.served()
-	}
 }
 
 // DefaultBodyReadTimeout bounds the reading of a request body (8 MiB,

@@ -1,0 +1,395 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/valyala/fasthttp"
+
+	"github.com/hiro-dev/hiro/internal/redact"
+)
+
+// exchange is one request on a proxied route as the router records it:
+// what it answered (status, body bytes, time to first body byte, the
+// body's tail where "usage" is) and what it holds (in-flight counts, the
+// watch on its client, its upstream request's context). finish records it
+// once: when the handler returns for an answer the router makes, when the
+// backend's body has been passed on (or cut) for a proxied one.
+type exchange struct {
+	s     *Server
+	route string // RouteChat, RouteCompletions, RouteEmbeddings
+	start time.Time
+	e     accessEntry
+	rt    *route // the backend; nil when refused before routing
+
+	status   int
+	bytes    int64
+	ttfb     time.Duration
+	tail     []byte
+	wantTail bool
+	errClass string // the upstream error's class; "cut" for a body cut mid-way
+
+	proxied bool   // s.inFlight and the in-flight gauge count this request
+	counted *route // the production route whose inFlight counts it
+	cancel  context.CancelCauseFunc
+	watch   *clientWatch
+	done    bool
+}
+
+func (s *Server) newExchange(ctx *fasthttp.RequestCtx, route string) *exchange {
+	return &exchange{s: s, route: route, start: time.Now(),
+		e: accessEntry{Remote: ctx.RemoteAddr().String(), Method: string(ctx.Method()), Path: route}}
+}
+
+// fail answers an OpenAI-shaped error (see writeError) and records it.
+func (x *exchange) fail(ctx *fasthttp.RequestCtx, status int, typ, msg string, retryAfter int) {
+	x.e.Error = typ
+	x.ttfb = time.Since(x.start)
+	x.bytes = int64(writeError(ctx, status, typ, msg, retryAfter))
+	x.status = status
+}
+
+// finish releases what the exchange holds and records it: the metrics
+// (requests, latency, tokens from "usage") and the access log line.
+func (x *exchange) finish() {
+	if x.done {
+		return
+	}
+	x.done = true
+	s := x.s
+	x.watch.stop()
+	if x.cancel != nil {
+		x.cancel(nil)
+	}
+	if x.proxied {
+		s.metrics.inFlight.Dec()
+		s.inFlight.Add(-1)
+	}
+	if x.counted != nil {
+		x.counted.inFlight.Add(-1)
+	}
+	if x.status == 0 {
+		x.status = 499
+	}
+	backend := ""
+	if x.rt != nil {
+		backend = x.rt.name
+	}
+	end := time.Since(x.start)
+	s.procs.done(end)
+	ttfb := x.ttfb
+	if x.rt == nil {
+		ttfb = 0 // refused before any backend: no latency series
+	}
+	m := s.metrics
+	m.observe(x.route, backend, x.status, ttfb, end)
+	if x.wantTail && x.status == http.StatusOK {
+		if p, c, ok := usageOf(x.tail); ok {
+			m.tokens.WithLabelValues(backend, "prompt").Add(float64(p))
+			m.tokens.WithLabelValues(backend, "completion").Add(float64(c))
+			x.e.Prompt, x.e.Completion = p, c
+		}
+	}
+	if s.access != nil {
+		e := &x.e
+		e.Time = x.start.UTC()
+		e.Backend, e.Status, e.Bytes = backend, x.status, x.bytes
+		e.TTFBMS = float64(x.ttfb.Microseconds()) / 1000
+		e.DurationMS = float64(end.Microseconds()) / 1000
+		if x.errClass == "cut" {
+			e.Error = "upstream cut mid-response"
+		} else if x.errClass != "" {
+			e.Error = "upstream " + x.errClass
+		}
+		s.access.log(e)
+	}
+	if x.status/100 == 2 && x.errClass == "" && x.rt != nil && x.rt == s.prod.current() {
+		s.prod.served()
+	}
+}
+
+// proxyRequest handles one OpenAI API request: key, model routing,
+// production's state, then the backend. fasthttp has read the body
+// (bounded by [serve] max_body_bytes and the body timeout: onReadError
+// answers those).
+func (s *Server) proxyRequest(ctx *fasthttp.RequestCtx, routeName string) {
+	x := s.newExchange(ctx, routeName)
+	if !s.forward(ctx, x) {
+		x.finish()
+	}
+}
+
+// forward runs the request's checks and sends it to its backend. It
+// returns true when the backend's answer is streaming to the client
+// (the exchange finishes when it ends), false when the request was
+// answered here.
+func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
+	if !s.keys.check(ctx.Request.Header.Peek("Authorization")) {
+		x.e.Error = "invalid_api_key"
+		x.ttfb = time.Since(x.start)
+		x.bytes, x.status = int64(s.unauthorized(ctx)), http.StatusUnauthorized
+		return false
+	}
+	if !ctx.IsPost() {
+		ctx.Response.Header.Set("Allow", http.MethodPost)
+		x.fail(ctx, http.StatusMethodNotAllowed, "invalid_request_error", fmt.Sprintf("use POST %s (got %s)", x.route, ctx.Method()), 0)
+		return false
+	}
+	if s.draining.Load() {
+		if ok, retry, why := s.prod.gate(context.Background(), 0); !ok {
+			x.fail(ctx, http.StatusServiceUnavailable, "unavailable", why, retry)
+			return false
+		}
+		x.fail(ctx, http.StatusServiceUnavailable, "unavailable", "the router is draining (a hand-over or a stop); retry later", retryAfterDraining)
+		return false
+	}
+	body := ctx.PostBody()
+	if !gjson.ValidBytes(body) {
+		x.fail(ctx, http.StatusBadRequest, "invalid_request_error", "request body is not valid JSON: "+jsonSyntaxError(body), 0)
+		return false
+	}
+	mv, stream, dup := requestFields(body)
+	if dup != "" {
+		// Engines decode the last of two equal keys, a first-match
+		// reader the first: "model" twice would route by one name and
+		// run another (any model the backend holds).
+		x.fail(ctx, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("request body names the key %q more than once; send each key once", redact.Secrets(dup)), 0)
+		return false
+	}
+	if mv.Type != gjson.String || mv.Str == "" {
+		x.fail(ctx, http.StatusBadRequest, "invalid_request_error", "request has no \"model\" string; use one of: "+listModels(s.modelNames()), 0)
+		return false
+	}
+	// The body is fasthttp's until the handler returns; the access log
+	// line may be written after that.
+	model := strings.Clone(mv.Str)
+	x.e.Model, x.e.Stream = model, stream
+	rt := s.lookup(model)
+	if rt == nil {
+		// Not a served name: whatever a client sent (a key pasted into
+		// the wrong field) stays out of the access log.
+		x.e.Model = redact.Secrets(model)
+		x.fail(ctx, http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q is not served here; served: %s", model, listModels(s.modelNames())), 0)
+		return false
+	}
+	x.rt = rt
+	if rt != s.prod.current() && rt.watch.down() {
+		x.fail(ctx, http.StatusServiceUnavailable, "unavailable", fmt.Sprintf("backend %s is not answering its health check; retry in %d s", rt.name, retryAfterRestarting), retryAfterRestarting)
+		return false
+	}
+	// From here the request may wait (for production, for the backend):
+	// its client is watched, and leaving cancels it.
+	rctx, cancel := context.WithCancelCause(s.reqBase)
+	x.cancel = cancel
+	x.watch = watchClient(ctx.Conn(), cancel)
+	if rt == s.prod.current() {
+		if ok, retry, why := s.prod.gate(rctx, s.sc.WaitForReady.Duration); !ok {
+			x.fail(ctx, http.StatusServiceUnavailable, "unavailable", why, retry)
+			return false
+		}
+		// The route may have switched while waiting. Counted on its route
+		// before it is used, so that a switch can wait for the previous
+		// production's requests before its caller stops that backend;
+		// picked again if the route switched meanwhile.
+		rt = s.prod.current()
+		for {
+			rt.inFlight.Add(1)
+			cur := s.prod.current()
+			if cur == rt {
+				break
+			}
+			rt.inFlight.Add(-1)
+			rt = cur
+		}
+		x.rt, x.counted = rt, rt
+	}
+	if model != rt.prof.Model {
+		var err error
+		if body, err = withModel(body, rt.prof.Model); err != nil {
+			x.fail(ctx, http.StatusBadRequest, "invalid_request_error", "cannot set the model field: "+err.Error(), 0)
+			return false
+		}
+	}
+	x.wantTail = true
+	x.proxied = true
+	s.inFlight.Add(1)
+	s.metrics.inFlight.Inc()
+
+	resp, err := rt.tr.RoundTrip(rt.outgoing(ctx, rctx, x.route, body))
+	if err != nil {
+		class := upstreamErrorClass(rctx, err)
+		x.errClass = class
+		reason, retry := rt.onErr(rt, class)
+		switch {
+		case class == "canceled":
+			// The client went away: nobody reads an answer.
+			x.status = 499
+			ctx.SetConnectionClose()
+		case reason != "":
+			x.fail(ctx, http.StatusServiceUnavailable, "unavailable", reason, retry)
+		default:
+			// The class, not the error's text: it names internal addresses.
+			x.fail(ctx, http.StatusBadGateway, "upstream_error", fmt.Sprintf("backend %s did not answer (%s)", rt.name, class), 0)
+		}
+		return false
+	}
+	x.status = resp.StatusCode
+	ctx.SetStatusCode(resp.StatusCode)
+	h := &ctx.Response.Header
+	for k, vs := range resp.Header {
+		if k == "Content-Length" || k == "Transfer-Encoding" || hopByHop(k, resp.Header) {
+			continue
+		}
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	// fasthttp writes the body after the handler returns, flushing after
+	// every read when its length is unknown (SSE, chunked), once at the
+	// end when it is known; upstreamBody finishes the exchange then.
+	ctx.SetBodyStream(&upstreamBody{x: x, rc: resp.Body, ctx: rctx}, int(resp.ContentLength))
+	return true
+}
+
+// outgoing is the request sent to the backend for a client's request:
+// the route's path under the backend's base URL, the client's query and
+// headers less the hop-by-hop ones and its key (the backend's own key,
+// if any, is attached here or by the https transport), body in memory
+// (replayable: directTransport retries a request a reused connection
+// failed before any answer).
+func (rt *route) outgoing(ctx *fasthttp.RequestCtx, rctx context.Context, path string, body []byte) *http.Request {
+	u := &url.URL{Scheme: rt.target.Scheme, Host: rt.target.Host, Path: singleJoiningSlash(rt.target.Path, path),
+		RawQuery: rt.target.RawQuery}
+	if q := ctx.URI().QueryString(); len(q) > 0 {
+		if u.RawQuery == "" {
+			u.RawQuery = string(q)
+		} else {
+			u.RawQuery += "&" + string(q)
+		}
+	}
+	hdr := make(http.Header, 8)
+	var connTokens []byte
+	for k, v := range ctx.Request.Header.All() {
+		key := textproto.CanonicalMIMEHeaderKey(string(k))
+		switch key {
+		case "Authorization", "Host", "Content-Length":
+			continue
+		case "Connection":
+			connTokens = append(append(connTokens, ','), v...)
+			continue
+		}
+		if hopHeaders[key] {
+			continue
+		}
+		hdr[key] = append(hdr[key], string(v))
+	}
+	for _, tok := range bytes.Split(connTokens, []byte{','}) {
+		if tok = bytes.TrimSpace(tok); len(tok) > 0 {
+			delete(hdr, textproto.CanonicalMIMEHeaderKey(string(tok)))
+		}
+	}
+	if _, ok := hdr["User-Agent"]; !ok {
+		hdr["User-Agent"] = []string{""} // not Go's default
+	}
+	if rt.upstreamKey != "" {
+		hdr["Authorization"] = []string{rt.upstreamKey}
+	}
+	req := (&http.Request{Method: http.MethodPost, URL: u, Host: rt.target.Host, Header: hdr,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+	}).WithContext(rctx)
+	return req
+}
+
+// hopHeaders are the hop-by-hop headers a proxy does not forward (RFC
+// 9110 section 7.6.1, and those net/http/httputil drops).
+var hopHeaders = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// hopByHop reports whether a response header k is not forwarded: a
+// hop-by-hop header, or one the response's Connection header names.
+func hopByHop(k string, h http.Header) bool {
+	if hopHeaders[k] {
+		return true
+	}
+	for _, v := range h["Connection"] {
+		for _, tok := range strings.Split(v, ",") {
+			if textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(tok)) == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// singleJoiningSlash joins a base path and a route with one slash.
+func singleJoiningSlash(a, b string) string {
+	switch as, bs := strings.HasSuffix(a, "/"), strings.HasPrefix(b, "/"); {
+	case as && bs:
+		return a + b[1:]
+	case !as && !bs:
+		return a + "/" + b
+	}
+	return a + b
+}
+
+// upstreamBody is a backend's answer as fasthttp writes it to the
+// client: it records the bytes, the time to the first and the tail, and
+// finishes the exchange when fasthttp closes it (the end, a client that
+// left, or a backend that cut the body).
+type upstreamBody struct {
+	x       *exchange
+	rc      io.ReadCloser
+	ctx     context.Context
+	readErr error
+}
+
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		x := b.x
+		if x.ttfb == 0 {
+			x.ttfb = time.Since(x.start)
+		}
+		x.bytes += int64(n)
+		x.tail = keepTail(x.tail, p[:n])
+	}
+	if err != nil && err != io.EOF {
+		b.readErr = err
+	}
+	return n, err
+}
+
+// Close does nothing: fasthttp calls CloseWithError right after it.
+func (b *upstreamBody) Close() error { return nil }
+
+// CloseWithError ends the exchange; werr is fasthttp's error writing the
+// answer (nil when it was all written).
+func (b *upstreamBody) CloseWithError(werr error) error {
+	x := b.x
+	if x.done {
+		return nil
+	}
+	b.rc.Close()
+	switch {
+	case b.readErr != nil && b.ctx.Err() == nil:
+		// The backend broke the body mid-way: the client got a cut answer.
+		x.errClass = "cut"
+		x.s.metrics.upErrors.WithLabelValues(x.rt.name, "cut").Inc()
+	case b.readErr != nil || werr != nil:
+		x.status, x.e.Error = 499, "client left mid-response"
+	}
+	x.finish()
+	return nil
+}

@@ -1,0 +1,341 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/hiro-dev/hiro/internal/redact"
+)
+
+// The front door's HTTP/1.1 server is fasthttp's: on a small machine
+// net/http's server costs a proxy most of its added latency (a goroutine
+// and a read started per request to see the client leave, and the wake-ups
+// that go with them; bench/serve-proxy.sh measured 95-105 µs added at p50
+// through net/http against 65-75 µs through fasthttp with the same
+// upstream transport). What net/http gave for free is built here:
+// a client that leaves is seen by clientWatch, panics are recovered per
+// request, and the limits below.
+const (
+	// headerTimeout bounds the arrival of a request's headers (from the
+	// connection's opening, or from a kept-alive connection's first byte).
+	headerTimeout = 10 * time.Second
+	// idleTimeout closes a kept-alive connection with no request.
+	idleTimeout = 2 * time.Minute
+	// maxHeaderBytes bounds a request's line and headers (fasthttp's read
+	// buffer per connection); more is answered 431.
+	maxHeaderBytes = 16 << 10
+)
+
+// newFront returns the router's HTTP server: s.handle for requests,
+// s.onReadError for requests that could not be read (too large, too slow,
+// malformed).
+func (s *Server) newFront() *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:      s.handle,
+		ErrorHandler: s.onReadError,
+		// A body has bodyTimeout to arrive once its headers did.
+		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+			if h.ContentLength() != 0 {
+				s.bodyPending.Store(h, routeOf(h.RequestURI()))
+			}
+			return fasthttp.RequestConfig{ReadTimeout: s.bodyTimeout}
+		},
+		ReadTimeout:                  headerTimeout,
+		IdleTimeout:                  idleTimeout,
+		ReadBufferSize:               maxHeaderBytes,
+		MaxRequestBodySize:           int(s.sc.MaxBodyBytes),
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		DisablePreParseMultipartForm: true,
+		// Errors about a request never quote it (its Authorization header).
+		SecureErrorLogMessage: true,
+		CloseOnShutdown:       true,
+		Logger:                discardLogger{},
+	}
+}
+
+// discardLogger silences fasthttp's own log lines (a client that left
+// mid-response); the access log and the metrics record what happened.
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
+
+// handle is the router's front door.
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	s.bodyPending.Delete(&ctx.Request.Header)
+	defer func() {
+		// net/http recovers a handler's panic and closes the connection; so
+		// does the router, and says so, rather than stop serving.
+		if v := recover(); v != nil {
+			s.event("panic", map[string]any{"error": redact.Secrets(fmt.Sprint(v)), "stack": string(debug.Stack())})
+			ctx.ResetBody()
+			ctx.SetConnectionClose()
+			writeError(ctx, fasthttp.StatusInternalServerError, "internal_error", "hiro serve failed on this request (its event log has the details); retry", 0)
+		}
+	}()
+	switch string(ctx.Path()) {
+	case RouteChat:
+		s.proxyRequest(ctx, RouteChat)
+	case RouteCompletions:
+		s.proxyRequest(ctx, RouteCompletions)
+	case RouteEmbeddings:
+		s.proxyRequest(ctx, RouteEmbeddings)
+	case RouteModels:
+		s.answerLocally(ctx, RouteModels, func() {
+			if !s.keys.check(ctx.Request.Header.Peek("Authorization")) {
+				s.unauthorized(ctx)
+				return
+			}
+			s.models(ctx)
+		})
+	case "/metrics":
+		if !s.metKeys.check(ctx.Request.Header.Peek("Authorization")) {
+			s.answerLocally(ctx, "/metrics", func() { s.unauthorized(ctx) })
+			return
+		}
+		s.metricsHandler(ctx)
+	case "/health":
+		// For load balancers and systemd: production's state, no detail.
+		st := s.prod.state()
+		code := fasthttp.StatusOK
+		if st != StateReady || s.draining.Load() {
+			code = fasthttp.StatusServiceUnavailable
+		}
+		ctx.SetStatusCode(code)
+		ctx.SetContentType("application/json")
+		fmt.Fprintf(ctx, "{\"status\":%q}\n", st)
+	default:
+		writeError(ctx, fasthttp.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s: the router serves POST %s, %s, %s and GET %s",
+			ctx.Method(), redact.Secrets(string(ctx.Path())), RouteChat, RouteCompletions, RouteEmbeddings, RouteModels), 0)
+	}
+}
+
+// onReadError answers a request fasthttp could not read: a body over
+// [serve] max_body_bytes (413), a body or headers that did not arrive in
+// time (400, 408), headers over maxHeaderBytes (431), anything else
+// malformed (400). The connection closes after the answer. A request for
+// one of the proxied routes is counted and access-logged as a refused one.
+func (s *Server) onReadError(ctx *fasthttp.RequestCtx, err error) {
+	// fasthttp resets a request whose body it could not read: what
+	// HeaderReceived kept says whether the headers had arrived, and the
+	// route.
+	v, inBody := s.bodyPending.LoadAndDelete(&ctx.Request.Header)
+	route, _ := v.(string)
+	x := s.newExchange(ctx, route)
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		x.fail(ctx, fasthttp.StatusRequestEntityTooLarge, "request_too_large",
+			fmt.Sprintf("request body is larger than %d bytes ([serve] max_body_bytes); send a smaller request or raise the bound", s.sc.MaxBodyBytes), 0)
+	case errors.As(err, &ne) && ne.Timeout() && inBody:
+		x.fail(ctx, fasthttp.StatusBadRequest, "invalid_request_error",
+			fmt.Sprintf("reading the request body: it did not arrive within %s; send the whole body at once", s.bodyTimeout), 0)
+	case errors.As(err, &ne) && ne.Timeout():
+		x.fail(ctx, fasthttp.StatusRequestTimeout, "invalid_request_error",
+			fmt.Sprintf("the request's headers did not arrive within %s", headerTimeout), 0)
+	case errors.As(err, new(*fasthttp.ErrSmallBuffer)) || strings.Contains(err.Error(), "small read buffer"):
+		x.fail(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "invalid_request_error",
+			fmt.Sprintf("the request's line and headers are larger than %d bytes", maxHeaderBytes), 0)
+	default:
+		x.fail(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "malformed HTTP request: "+redact.Secrets(err.Error()), 0)
+	}
+	if route != "" {
+		x.finish()
+	}
+}
+
+// routeOf returns the proxied route a request URI names, "" for others.
+func routeOf(uri []byte) string {
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		uri = uri[:i]
+	}
+	switch string(uri) {
+	case RouteChat:
+		return RouteChat
+	case RouteCompletions:
+		return RouteCompletions
+	case RouteEmbeddings:
+		return RouteEmbeddings
+	}
+	return ""
+}
+
+// unauthorized answers 401 to a request without a valid key.
+func (s *Server) unauthorized(ctx *fasthttp.RequestCtx) int {
+	msg := "missing API key: send \"Authorization: Bearer KEY\""
+	if len(ctx.Request.Header.Peek("Authorization")) > 0 {
+		msg = "invalid API key"
+	}
+	ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="hiro"`)
+	return writeError(ctx, fasthttp.StatusUnauthorized, "invalid_api_key", msg, 0)
+}
+
+// answerLocally runs f, an answer the router makes itself (GET
+// /v1/models, a key refused on /metrics), and records it as a proxied
+// request is: hiro_serve_requests_total by route and status (no backend,
+// no latency series) and an access log line with the bytes sent.
+// /metrics scrapes and /health polls that pass are not recorded: they
+// come every few seconds from machines, not clients.
+func (s *Server) answerLocally(ctx *fasthttp.RequestCtx, route string, f func()) {
+	start := time.Now()
+	f()
+	status := ctx.Response.StatusCode()
+	s.metrics.observe(route, "", status, 0, 0)
+	e := accessEntry{Time: start.UTC(), Remote: ctx.RemoteAddr().String(), Method: string(ctx.Method()), Path: route,
+		Status: status, Bytes: int64(len(ctx.Response.Body())), DurationMS: float64(time.Since(start).Microseconds()) / 1000}
+	switch status {
+	case fasthttp.StatusUnauthorized:
+		e.Error = "unauthorized"
+	case fasthttp.StatusMethodNotAllowed:
+		e.Error = "method_not_allowed"
+	}
+	s.access.log(&e)
+}
+
+// models answers GET /v1/models: the names the router accepts.
+func (s *Server) models(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsGet() {
+		ctx.Response.Header.Set("Allow", fasthttp.MethodGet)
+		writeError(ctx, fasthttp.StatusMethodNotAllowed, "invalid_request_error", "use GET "+RouteModels, 0)
+		return
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list"}
+	for _, n := range s.modelNames() {
+		out.Data = append(out.Data, model{ID: n, Object: "model", Created: s.started.Unix(), OwnedBy: "hiro"})
+	}
+	ctx.SetContentType("application/json")
+	json.NewEncoder(ctx).Encode(out)
+}
+
+// newMetricsHandler serves the Prometheus registry through fasthttp.
+func (s *Server) newMetricsHandler() fasthttp.RequestHandler {
+	return fasthttpadaptor.NewFastHTTPHandler(s.metrics.handler())
+}
+
+// clientListener hands the front door its connections as clientConns.
+type clientListener struct{ net.Listener }
+
+func (l clientListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &clientConn{Conn: c}, nil
+}
+
+// clientConn is a client's connection to the front door. While a request
+// waits on its backend a clientWatch may read it; what it read (the
+// client's next request, sent early) is returned first by Read.
+type clientConn struct {
+	net.Conn
+	early []byte
+}
+
+func (c *clientConn) Read(p []byte) (int, error) {
+	if len(c.early) > 0 {
+		n := copy(p, c.early)
+		c.early = c.early[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// watchAfter is how long a proxied request runs before its client's
+// connection is watched. The server reads nothing from a connection
+// while its request is answered, so a client that leaves would be seen
+// only when its answer is written; an answer that takes longer (a long
+// generation, a wait for production) has the connection read meanwhile,
+// and a client that closes it cancels the upstream request. A fast answer
+// pays for a timer, no read.
+const watchAfter = 20 * time.Millisecond
+
+// errClientLeft is the cause of a request's context cancelled because
+// its client closed the connection.
+var errClientLeft = errors.New("the client closed its connection")
+
+// aLongTimeAgo is a read deadline that ends a pending read at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// clientWatch watches one request's client connection (see watchAfter).
+type clientWatch struct {
+	c      *clientConn
+	cancel func(error)
+	t      *time.Timer
+
+	mu      sync.Mutex
+	stopped bool
+	reading bool
+	done    chan struct{}
+}
+
+// watchClient starts watching c (a *clientConn; nil otherwise) for the
+// request whose context cancel cancels.
+func watchClient(c net.Conn, cancel func(error)) *clientWatch {
+	cc, ok := c.(*clientConn)
+	if !ok {
+		return nil
+	}
+	w := &clientWatch{c: cc, cancel: cancel}
+	w.t = time.AfterFunc(watchAfter, w.run)
+	return w
+}
+
+func (w *clientWatch) run() {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
+	}
+	// Cleared under the lock, so that stop's deadline comes after it.
+	w.c.Conn.SetReadDeadline(time.Time{})
+	w.reading = true
+	w.done = make(chan struct{})
+	w.mu.Unlock()
+	defer close(w.done)
+	buf := make([]byte, 4<<10)
+	n, err := w.c.Conn.Read(buf)
+	if n > 0 {
+		// The client sent more (its next request): it is still there.
+		w.c.early = append(w.c.early, buf[:n]...)
+		return
+	}
+	if err != nil && !isTimeout(err) {
+		w.cancel(errClientLeft)
+	}
+}
+
+// stop ends the watch; the connection is the server's again when it
+// returns. A nil watch does nothing.
+func (w *clientWatch) stop() {
+	if w == nil {
+		return
+	}
+	w.t.Stop()
+	w.mu.Lock()
+	w.stopped = true
+	reading := w.reading
+	w.mu.Unlock()
+	if reading {
+		w.c.Conn.SetReadDeadline(aLongTimeAgo)
+		<-w.done
+	}
+}
