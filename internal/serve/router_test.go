@@ -3,6 +3,8 @@ package serve
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,12 +14,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/tlstest"
 )
 
 // TestProxyRoutesAndRefusesBadInput: the alias and the model id reach the
@@ -599,6 +603,104 @@ func TestPipelinedAfterSlowRequest(t *testing.T) {
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 || !strings.Contains(string(b), want) {
 			t.Fatalf("answer %d: %d %v %s", i+1, resp.StatusCode, err, b)
+		}
+	}
+}
+
+// TestTLSFrontDoor: with tls_cert and tls_key the router serves https
+// only: JSON and streamed answers, a slow stream (its client watched
+// over TLS) and the next request on the same kept-alive connection.
+func TestTLSFrontDoor(t *testing.T) {
+	certs := tlstest.Generate(t, t.TempDir(), "router")
+	cfg := fakeConfig(t, []string{"--token-delay", "30ms", "--reply", "one two three"},
+		fmt.Sprintf("tls_cert = %q\ntls_key = %q\n", certs.Cert, certs.Key))
+	r := startRouter(t, cfg, nil)
+	if !strings.HasPrefix(r.url, "https://") {
+		t.Fatalf("router address %s: want https", r.url)
+	}
+	r.waitState(t, StateReady, 20*time.Second)
+	ca, err := os.ReadFile(certs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	var conns atomic.Int32
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 1}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conns.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	for i, c := range []struct {
+		stream bool
+		want   string
+	}{{true, "data: [DONE]"}, {false, `"object":"chat.completion"`}, {true, "data: [DONE]"}} {
+		resp, err := hc.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", c.stream)))
+		if err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), c.want) {
+			t.Fatalf("request %d: %d %s", i+1, resp.StatusCode, b)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for 3 requests: the kept-alive TLS connection was not reused", n)
+	}
+	plain := strings.Replace(r.url, "https://", "http://", 1)
+	if resp, err := http.Post(plain+RouteChat, "application/json", strings.NewReader(chatBody("extraction", false))); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Errorf("plain HTTP to the TLS port was answered 200")
+		}
+	}
+}
+
+// TestRequestsTheServerRefuses: requests refused before any handler (too
+// large headers, a body over max_body_bytes without Content-Length) get
+// the router's OpenAI-shaped errors, and the router stays up.
+func TestRequestsTheServerRefuses(t *testing.T) {
+	cfg := fakeConfig(t, nil, "max_body_bytes = 4096")
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	raw := func(req string) (*http.Response, string) {
+		t.Helper()
+		c, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, req)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	resp, body := raw("POST " + RouteChat + " HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 20<<10) + "\r\nContent-Length: 2\r\n\r\n{}")
+	if resp.StatusCode != 431 || !strings.Contains(body, "larger than 16384 bytes") {
+		t.Errorf("20 KiB header: %d %s", resp.StatusCode, body)
+	}
+	chunk := strings.Repeat("a", 3000)
+	resp, body = raw(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n", RouteChat, len(chunk), chunk, len(chunk), chunk))
+	if resp.StatusCode != 413 || !strings.Contains(body, "max_body_bytes") {
+		t.Errorf("6000-byte chunked body: %d %s", resp.StatusCode, body)
+	}
+	if s := resp.Header.Get("Server"); s != "" {
+		t.Errorf("Server header %q: the router names no server software", s)
+	}
+	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Errorf("after the refusals: %d", code)
+	}
+	// The access log is flushed every flushEvery: wait for it.
+	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(r.access.String(), `"status":413`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no access log line for the 413:\n%s", r.access.String())
 		}
 	}
 }
