@@ -6,11 +6,16 @@
 // listed in [serve].served go to themselves (proxied as they are, health
 // polled: served.go); anything else is a 404 that
 // lists what is served) and answers GET /v1/models itself; GET /health
-// (no key) is 200 while production is ready and serving, else 503. Streaming (SSE)
-// passes through chunk by chunk (httputil.ReverseProxy flushes every write
-// of an event stream or a body of unknown length);
-// a client's disconnect cancels the upstream request; bodies are bounded
-// ([serve].max_body_bytes, 413 beyond).
+// (no key) is 200 while production is ready and serving, else 503. The
+// HTTP server is fasthttp's (front.go: net/http's per-request background
+// read and its wake-ups were most of a proxy's added latency on a small
+// machine); upstream requests go through net/http's client code on the
+// request's goroutine (transport.go). Streaming (SSE) passes through chunk
+// by chunk (every read of a body of unknown length is flushed);
+// a client's disconnect cancels the upstream request (seen when an answer
+// is written, and by a read of the connection once a request has run
+// 20 ms: clientWatch); bodies are bounded ([serve].max_body_bytes, 413
+// beyond), headers to 16 KiB (431 beyond).
 //
 // It watches production continuously: health polls, and a periodic bounded
 // canary completion (only when no real request succeeded in the interval,

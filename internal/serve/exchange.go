@@ -262,9 +262,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 // outgoing is the request sent to the backend for a client's request:
 // the route's path under the backend's base URL, the client's query and
 // headers less the hop-by-hop ones and its key (the backend's own key,
-// if any, is attached here or by the https transport), body in memory
-// (replayable: directTransport retries a request a reused connection
-// failed before any answer).
+// if any, is attached here or by the https transport), body in memory:
+// replayable (directTransport retries a request a reused connection
+// failed before any answer), and a reader net/http knows is in memory,
+// so that the headers and the body leave in one write.
 func (rt *route) outgoing(ctx *fasthttp.RequestCtx, rctx context.Context, path string, body []byte) *http.Request {
 	u := &url.URL{Scheme: rt.target.Scheme, Host: rt.target.Host, Path: singleJoiningSlash(rt.target.Path, path),
 		RawQuery: rt.target.RawQuery}

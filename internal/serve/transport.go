@@ -129,7 +129,7 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			canceled.Store(true)
 			pc.c.Close()
 		})
-		resp, err := pc.roundTrip(inMemory(req))
+		resp, err := pc.roundTrip(req)
 		if err != nil {
 			stop()
 			pc.c.Close()
@@ -149,26 +149,6 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &pbody{rc: resp.Body, pc: pc, t: t, stop: stop, reuse: !resp.Close && !req.Close}
 		return resp, nil
 	}
-}
-
-// inMemory returns req, or a shallow copy of it whose body is a fresh
-// in-memory reader from req.GetBody. ReverseProxy wraps the outgoing
-// body in a type of its own, which makes Request.Write flush the headers
-// before the body: two writes, two TCP segments and often two reads on
-// the engine's side, for a body that is already in memory (the router
-// reads it whole to route it).
-func inMemory(req *http.Request) *http.Request {
-	if req.GetBody == nil || req.Body == nil || req.ContentLength <= 0 {
-		return req
-	}
-	b, err := req.GetBody()
-	if err != nil {
-		return req
-	}
-	req.Body.Close()
-	out := *req
-	out.Body = b
-	return &out
 }
 
 // writers lends the buffered writer a request is written through: held
