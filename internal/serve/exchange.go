@@ -151,7 +151,22 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 		x.fail(ctx, http.StatusServiceUnavailable, "unavailable", "the router is draining (a hand-over or a stop); retry later", retryAfterDraining)
 		return false
 	}
-	body := ctx.PostBody()
+	body, tooLarge, err := readBody(ctx, s.sc.MaxBodyBytes)
+	switch {
+	case tooLarge:
+		ctx.SetConnectionClose()
+		x.fail(ctx, http.StatusRequestEntityTooLarge, "request_too_large",
+			fmt.Sprintf("request body is larger than %d bytes ([serve] max_body_bytes); send a smaller request or raise the bound", s.sc.MaxBodyBytes), 0)
+		return false
+	case err != nil:
+		ctx.SetConnectionClose()
+		msg := "reading the request body: " + err.Error()
+		if isTimeout(err) {
+			msg = fmt.Sprintf("reading the request body: it did not arrive within %s; send the whole body at once", s.bodyTimeout)
+		}
+		x.fail(ctx, http.StatusBadRequest, "invalid_request_error", msg, 0)
+		return false
+	}
 	if !gjson.ValidBytes(body) {
 		x.fail(ctx, http.StatusBadRequest, "invalid_request_error", "request body is not valid JSON: "+jsonSyntaxError(body), 0)
 		return false
@@ -229,9 +244,15 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 		x.errClass = class
 		reason, retry := rt.onErr(rt, class)
 		switch {
+		case class == "canceled" && context.Cause(rctx) != errClientLeft && s.reqBase.Err() != nil:
+			// Cut by the router's stop (the drain timed out): the client
+			// is told, never an empty 200.
+			ctx.SetConnectionClose()
+			x.fail(ctx, http.StatusServiceUnavailable, "unavailable", "hiro serve stopped before the backend answered (drain_timeout); retry", retryAfterDraining)
 		case class == "canceled":
 			// The client went away: nobody reads an answer.
 			x.status = 499
+			ctx.SetStatusCode(499)
 			ctx.SetConnectionClose()
 		case reason != "":
 			x.fail(ctx, http.StatusServiceUnavailable, "unavailable", reason, retry)
@@ -257,6 +278,26 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	// end when it is known; upstreamBody finishes the exchange then.
 	ctx.SetBodyStream(&upstreamBody{x: x, rc: resp.Body, ctx: rctx}, int(resp.ContentLength))
 	return true
+}
+
+// readBody reads the request's body as it arrives, at most limit bytes;
+// tooLarge is true when there was more (the rest is not read).
+func readBody(ctx *fasthttp.RequestCtx, limit int64) (body []byte, tooLarge bool, err error) {
+	if cl := ctx.Request.Header.ContentLength(); int64(cl) > limit {
+		return nil, true, nil
+	}
+	r := ctx.RequestBodyStream()
+	if r == nil {
+		return ctx.PostBody(), false, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(b)) > limit {
+		return nil, true, nil
+	}
+	return b, false, nil
 }
 
 // outgoing is the request sent to the backend for a client's request:

@@ -50,6 +50,9 @@ func (s *Server) newFront() *fasthttp.Server {
 			}
 			return fasthttp.RequestConfig{ReadTimeout: s.bodyTimeout}
 		},
+		// Bodies are read by the handler, after the key check, as they
+		// arrive: a Content-Length alone reserves no memory.
+		StreamRequestBody:            true,
 		ReadTimeout:                  headerTimeout,
 		IdleTimeout:                  idleTimeout,
 		ReadBufferSize:               maxHeaderBytes,
