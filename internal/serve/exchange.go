@@ -152,19 +152,18 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 		return false
 	}
 	body, tooLarge, err := readBody(ctx, s.sc.MaxBodyBytes)
-	switch {
-	case tooLarge:
+	if tooLarge {
 		ctx.SetConnectionClose()
-		x.fail(ctx, http.StatusRequestEntityTooLarge, "request_too_large",
-			fmt.Sprintf("request body is larger than %d bytes ([serve] max_body_bytes); send a smaller request or raise the bound", s.sc.MaxBodyBytes), 0)
+		s.refuseTooLarge(ctx, x)
 		return false
-	case err != nil:
+	}
+	if err != nil {
 		ctx.SetConnectionClose()
-		msg := "reading the request body: " + err.Error()
 		if isTimeout(err) {
-			msg = fmt.Sprintf("reading the request body: it did not arrive within %s; send the whole body at once", s.bodyTimeout)
+			s.refuseSlowBody(ctx, x)
+		} else {
+			x.fail(ctx, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error(), 0)
 		}
-		x.fail(ctx, http.StatusBadRequest, "invalid_request_error", msg, 0)
 		return false
 	}
 	if !gjson.ValidBytes(body) {
@@ -278,6 +277,20 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	// end when it is known; upstreamBody finishes the exchange then.
 	ctx.SetBodyStream(&upstreamBody{x: x, rc: resp.Body, ctx: rctx}, int(resp.ContentLength))
 	return true
+}
+
+// refuseTooLarge answers 413 to a body over [serve] max_body_bytes
+// (read here, or refused by fasthttp: onReadError).
+func (s *Server) refuseTooLarge(ctx *fasthttp.RequestCtx, x *exchange) {
+	x.fail(ctx, http.StatusRequestEntityTooLarge, "request_too_large",
+		fmt.Sprintf("request body is larger than %d bytes ([serve] max_body_bytes); send a smaller request or raise the bound", s.sc.MaxBodyBytes), 0)
+}
+
+// refuseSlowBody answers 400 to a body that did not arrive within the
+// body timeout (read here, or by fasthttp: onReadError).
+func (s *Server) refuseSlowBody(ctx *fasthttp.RequestCtx, x *exchange) {
+	x.fail(ctx, http.StatusBadRequest, "invalid_request_error",
+		fmt.Sprintf("reading the request body: it did not arrive within %s; send the whole body at once", s.bodyTimeout), 0)
 }
 
 // readBody reads the request's body as it arrives, at most limit bytes;

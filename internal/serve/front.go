@@ -138,11 +138,9 @@ func (s *Server) onReadError(ctx *fasthttp.RequestCtx, err error) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		x.fail(ctx, fasthttp.StatusRequestEntityTooLarge, "request_too_large",
-			fmt.Sprintf("request body is larger than %d bytes ([serve] max_body_bytes); send a smaller request or raise the bound", s.sc.MaxBodyBytes), 0)
+		s.refuseTooLarge(ctx, x)
 	case errors.As(err, &ne) && ne.Timeout() && inBody:
-		x.fail(ctx, fasthttp.StatusBadRequest, "invalid_request_error",
-			fmt.Sprintf("reading the request body: it did not arrive within %s; send the whole body at once", s.bodyTimeout), 0)
+		s.refuseSlowBody(ctx, x)
 	case errors.As(err, &ne) && ne.Timeout():
 		x.fail(ctx, fasthttp.StatusRequestTimeout, "invalid_request_error",
 			fmt.Sprintf("the request's headers did not arrive within %s", headerTimeout), 0)
