@@ -201,6 +201,9 @@ func TestAdoptedProduction(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The failure is recorded a moment before the state leaves ready:
+	// wait for the restart itself, then for its readiness.
+	r3.waitRestarts(t, 1, 20*time.Second)
 	if st := r3.waitState(t, StateReady, 20*time.Second); st.Production.PID == pid || st.Production.Restarts != 1 {
 		t.Errorf("after the death: %+v", st.Production)
 	}
