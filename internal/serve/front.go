@@ -240,7 +240,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clientConn{Conn: c}, nil
+	return &clientConn{Conn: c, raw: newRawIO(c)}, nil
 }
 
 // clientConn is a client's connection to the front door. While a request
@@ -248,6 +248,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 // client's next request, sent early) is returned first by Read.
 type clientConn struct {
 	net.Conn
+	raw   *rawIO // nil for TLS
 	early []byte
 }
 
@@ -257,7 +258,17 @@ func (c *clientConn) Read(p []byte) (int, error) {
 		c.early = c.early[n:]
 		return n, nil
 	}
+	if c.raw != nil {
+		return c.raw.Read(p)
+	}
 	return c.Conn.Read(p)
+}
+
+func (c *clientConn) Write(p []byte) (int, error) {
+	if c.raw != nil {
+		return c.raw.Write(p)
+	}
+	return c.Conn.Write(p)
 }
 
 // watchAfter is how long a proxied request runs before its client's

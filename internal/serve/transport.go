@@ -40,6 +40,7 @@ type directTransport struct {
 
 type pconn struct {
 	c      net.Conn
+	w      io.Writer // c, or its raw I/O
 	br     *bufio.Reader
 	addr   string
 	reused bool
@@ -69,7 +70,13 @@ func (t *directTransport) get(ctx context.Context, addr string) (*pconn, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &pconn{c: c, br: bufio.NewReaderSize(c, 4<<10), addr: addr}, nil
+	pc := &pconn{c: c, w: c, addr: addr}
+	var r io.Reader = c
+	if raw := newRawIO(c); raw != nil {
+		r, pc.w = raw, raw
+	}
+	pc.br = bufio.NewReaderSize(r, 4<<10)
+	return pc, nil
 }
 
 func (t *directTransport) put(pc *pconn) {
@@ -158,7 +165,7 @@ var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10)
 
 func (pc *pconn) roundTrip(req *http.Request) (*http.Response, error) {
 	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(pc.c)
+	bw.Reset(pc.w)
 	err := req.Write(bw)
 	if err == nil {
 		err = bw.Flush()

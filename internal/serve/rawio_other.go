@@ -1,0 +1,11 @@
+//go:build !linux
+
+package serve
+
+import "net"
+
+// rawIO is Linux's (rawio.go); elsewhere connections use their own Read
+// and Write.
+type rawIO struct{ net.Conn }
+
+func newRawIO(net.Conn) *rawIO { return nil }
