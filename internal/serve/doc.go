@@ -15,7 +15,10 @@
 // a client's disconnect cancels the upstream request (seen when an answer
 // is written, and by a read of the connection once a request has run
 // 20 ms: clientWatch); bodies are bounded ([serve].max_body_bytes, 413
-// beyond), headers to 16 KiB (431 beyond).
+// beyond) and so is their JSON nesting (MaxJSONDepth levels, 400 beyond,
+// found by a linear scan before any recursive parse), headers to 16 KiB
+// (431 beyond). A request sent with "Expect: 100-continue" gets its 401,
+// 405 or 413 on its headers, without a 100 (expectContinue).
 //
 // It watches production continuously: health polls, and a periodic bounded
 // canary completion (only when no real request succeeded in the interval,

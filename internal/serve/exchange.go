@@ -132,23 +132,7 @@ func (s *Server) proxyRequest(ctx *fasthttp.RequestCtx, routeName string) {
 // (the exchange finishes when it ends), false when the request was
 // answered here.
 func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
-	if !s.keys.check(ctx.Request.Header.Peek("Authorization")) {
-		x.e.Error = "invalid_api_key"
-		x.ttfb = time.Since(x.start)
-		x.bytes, x.status = int64(s.unauthorized(ctx)), http.StatusUnauthorized
-		return false
-	}
-	if !ctx.IsPost() {
-		ctx.Response.Header.Set("Allow", http.MethodPost)
-		x.fail(ctx, http.StatusMethodNotAllowed, "invalid_request_error", fmt.Sprintf("use POST %s (got %s)", x.route, ctx.Method()), 0)
-		return false
-	}
-	if s.draining.Load() {
-		if ok, retry, why := s.prod.gate(context.Background(), 0); !ok {
-			x.fail(ctx, http.StatusServiceUnavailable, "unavailable", why, retry)
-			return false
-		}
-		x.fail(ctx, http.StatusServiceUnavailable, "unavailable", "the router is draining (a hand-over or a stop); retry later", retryAfterDraining)
+	if s.refuseBeforeBody(ctx, x) {
 		return false
 	}
 	body, tooLarge, err := readBody(ctx, s.sc.MaxBodyBytes)
@@ -164,6 +148,14 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 		} else {
 			x.fail(ctx, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error(), 0)
 		}
+		return false
+	}
+	// gjson's validation recurses per level of nesting: a deep body is
+	// refused by a linear scan first (a body no longer than the bound
+	// cannot be deeper).
+	if len(body) > MaxJSONDepth && nestedDeeper(body, MaxJSONDepth) {
+		x.fail(ctx, http.StatusBadRequest, "invalid_request_error",
+			fmt.Sprintf("request body nests arrays or objects more than %d levels deep; send a flatter body", MaxJSONDepth), 0)
 		return false
 	}
 	if !gjson.ValidBytes(body) {
@@ -279,6 +271,41 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	return true
 }
 
+// refuseBeforeBody runs the checks a request on a proxied route passes
+// before its body is read: its key (401), its method (405), a router
+// that drains (503) and a declared Content-Length over [serve]
+// max_body_bytes (413). It answers and returns true when the request is
+// refused. The handler calls it, and so does expectContinue, so that a
+// request sent with "Expect: 100-continue" is refused before it is told
+// to send its body.
+func (s *Server) refuseBeforeBody(ctx *fasthttp.RequestCtx, x *exchange) bool {
+	if !s.keys.check(ctx.Request.Header.Peek("Authorization")) {
+		x.e.Error = "invalid_api_key"
+		x.ttfb = time.Since(x.start)
+		x.bytes, x.status = int64(s.unauthorized(ctx)), http.StatusUnauthorized
+		return true
+	}
+	if !ctx.IsPost() {
+		ctx.Response.Header.Set("Allow", http.MethodPost)
+		x.fail(ctx, http.StatusMethodNotAllowed, "invalid_request_error", fmt.Sprintf("use POST %s (got %s)", x.route, ctx.Method()), 0)
+		return true
+	}
+	if s.draining.Load() {
+		if ok, retry, why := s.prod.gate(context.Background(), 0); !ok {
+			x.fail(ctx, http.StatusServiceUnavailable, "unavailable", why, retry)
+			return true
+		}
+		x.fail(ctx, http.StatusServiceUnavailable, "unavailable", "the router is draining (a hand-over or a stop); retry later", retryAfterDraining)
+		return true
+	}
+	if cl := ctx.Request.Header.ContentLength(); int64(cl) > s.sc.MaxBodyBytes {
+		ctx.SetConnectionClose()
+		s.refuseTooLarge(ctx, x)
+		return true
+	}
+	return false
+}
+
 // refuseTooLarge answers 413 to a body over [serve] max_body_bytes
 // (read here, or refused by fasthttp: onReadError).
 func (s *Server) refuseTooLarge(ctx *fasthttp.RequestCtx, x *exchange) {
@@ -294,11 +321,10 @@ func (s *Server) refuseSlowBody(ctx *fasthttp.RequestCtx, x *exchange) {
 }
 
 // readBody reads the request's body as it arrives, at most limit bytes;
-// tooLarge is true when there was more (the rest is not read).
+// tooLarge is true when there was more (the rest is not read). A
+// declared Content-Length over limit was refused before
+// (refuseBeforeBody).
 func readBody(ctx *fasthttp.RequestCtx, limit int64) (body []byte, tooLarge bool, err error) {
-	if cl := ctx.Request.Header.ContentLength(); int64(cl) > limit {
-		return nil, true, nil
-	}
 	r := ctx.RequestBodyStream()
 	if r == nil {
 		return ctx.PostBody(), false, nil

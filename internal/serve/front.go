@@ -50,6 +50,9 @@ func (s *Server) newFront() *fasthttp.Server {
 			}
 			return fasthttp.RequestConfig{ReadTimeout: s.bodyTimeout}
 		},
+		// A request sent with "Expect: 100-continue" is told to send its
+		// body only once it passed the checks its headers allow.
+		ExpectHandler: s.expectContinue,
 		// Bodies are read by the handler, after the key check, as they
 		// arrive: a Content-Length alone reserves no memory.
 		StreamRequestBody:            true,
@@ -155,12 +158,51 @@ func (s *Server) onReadError(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
-// routeOf returns the proxied route a request URI names, "" for others.
-func routeOf(uri []byte) string {
-	if i := bytes.IndexByte(uri, '?'); i >= 0 {
-		uri = uri[:i]
+// expectContinue is the front door's answer to a request's "Expect:
+// 100-continue": 100 (send the body) unless a request on a proxied route
+// is refused by what its headers say (refuseBeforeBody: key, method,
+// draining, a Content-Length over max_body_bytes); that one gets its
+// refusal at once, without a 100, and is recorded (fasthttp closes the
+// connection after it: the client may be sending its body already).
+func (s *Server) expectContinue(ctx *fasthttp.RequestCtx) int {
+	route := routeOf(ctx.Request.Header.RequestURI())
+	if route == "" {
+		return fasthttp.StatusContinue
 	}
-	switch string(uri) {
+	x := s.newExchange(ctx, route)
+	if !s.refuseBeforeBody(ctx, x) {
+		return fasthttp.StatusContinue
+	}
+	s.bodyPending.Delete(&ctx.Request.Header)
+	x.finish()
+	return x.status
+}
+
+// routeOf returns the proxied route a request URI names, "" for others,
+// as the handler routes it: by the path fasthttp normalizes (duplicate
+// slashes, dot segments, percent-encoding, an absolute URI's host part
+// removed), so that routing and the accounting of a request refused
+// before the handler agree. The common exact path costs a comparison.
+func routeOf(uri []byte) string {
+	p := uri
+	if i := bytes.IndexByte(p, '?'); i >= 0 {
+		p = p[:i]
+	}
+	if r := proxiedRoute(p); r != "" || (bytes.IndexByte(p, '%') < 0 && bytes.IndexByte(p, '.') < 0 &&
+		!bytes.Contains(p, []byte("//")) && len(p) > 0 && p[0] == '/') {
+		return r
+	}
+	u := fasthttp.AcquireURI()
+	defer fasthttp.ReleaseURI(u)
+	if u.Parse(nil, uri) != nil {
+		return ""
+	}
+	return proxiedRoute(u.Path())
+}
+
+// proxiedRoute returns the proxied route path is, "" for others.
+func proxiedRoute(path []byte) string {
+	switch string(path) {
 	case RouteChat:
 		return RouteChat
 	case RouteCompletions:
