@@ -31,6 +31,12 @@ const (
 	// DefaultServeDrainTimeout bounds the wait for in-flight requests at
 	// shutdown, drain and hand-over.
 	DefaultServeDrainTimeout = 30 * time.Second
+	// DefaultServeResponseTimeout bounds the wait for a backend's answer
+	// to begin (its status and headers) after a request was sent: a
+	// queued or long non-streamed generation fits in it (LiteLLM's
+	// default request timeout is 600 s, too); a backend that never
+	// answers does not hold a client for ever.
+	DefaultServeResponseTimeout = 10 * time.Minute
 	// DefaultServeAPIKeysEnv is the environment variable read for API keys
 	// (comma-separated) when api_keys_env is not set.
 	DefaultServeAPIKeysEnv = "HIRO_SERVE_API_KEYS"
@@ -93,6 +99,10 @@ type Serve struct {
 	// DrainTimeout bounds the wait for in-flight requests; 0 (or unset)
 	// means the default.
 	DrainTimeout Duration `toml:"drain_timeout" json:"drain_timeout"`
+	// ResponseTimeout bounds the wait for a backend's answer to begin
+	// (status and headers; a stream's chunks then take as long as they
+	// take); past it the client gets 504. 0 (or unset) means the default.
+	ResponseTimeout Duration `toml:"response_timeout" json:"response_timeout"`
 	// OnExit is what happens to a managed production when the router
 	// stops: "leave" it running (recorded, the next router adopts it) or
 	// "stop" it. Default "leave".
@@ -134,6 +144,7 @@ func (c *Config) fillServeDefaults() {
 	setDur(&s.RestartBackoff, DefaultServeRestartBackoff)
 	setDur(&s.RestartBackoffMax, DefaultServeRestartBackoffMax)
 	setDur(&s.DrainTimeout, DefaultServeDrainTimeout)
+	setDur(&s.ResponseTimeout, DefaultServeResponseTimeout)
 	if s.RestartBudget == 0 {
 		s.RestartBudget = DefaultServeRestartBudget
 	}
@@ -189,7 +200,7 @@ func (c *Config) ValidateServe() Errors {
 	}
 	for key, d := range map[string]Duration{"health_interval": s.HealthInterval, "canary_interval": s.CanaryInterval,
 		"restart_window": s.RestartWindow, "restart_backoff": s.RestartBackoff, "restart_backoff_max": s.RestartBackoffMax,
-		"wait_for_ready": s.WaitForReady, "drain_timeout": s.DrainTimeout} {
+		"wait_for_ready": s.WaitForReady, "drain_timeout": s.DrainTimeout, "response_timeout": s.ResponseTimeout} {
 		if d.Duration < 0 {
 			add(key, "must not be negative, got %s", d.Duration)
 		}

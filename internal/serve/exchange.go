@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -229,12 +230,23 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
 
+	// The backend's answer must begin within [serve] response_timeout.
+	timeout := s.sc.ResponseTimeout.Duration
+	expire := time.AfterFunc(timeout, func() { cancel(errResponseTimeout) })
 	resp, err := rt.tr.RoundTrip(rt.outgoing(ctx, rctx, x.route, body))
+	expire.Stop()
 	if err != nil {
 		class := upstreamErrorClass(rctx, err)
+		timedOut := context.Cause(rctx) == errResponseTimeout
+		if timedOut {
+			class = "timeout"
+		}
 		x.errClass = class
 		reason, retry := rt.onErr(rt, class)
 		switch {
+		case timedOut:
+			ctx.SetConnectionClose()
+			x.fail(ctx, http.StatusGatewayTimeout, "timeout", fmt.Sprintf("backend %s did not begin its answer within %s ([serve] response_timeout); retry, or raise the bound for long generations", rt.name, timeout), 0)
 		case class == "canceled" && context.Cause(rctx) != errClientLeft && s.reqBase.Err() != nil:
 			// Cut by the router's stop (the drain timed out): the client
 			// is told, never an empty 200.
@@ -305,6 +317,11 @@ func (s *Server) refuseBeforeBody(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	}
 	return false
 }
+
+// errResponseTimeout is the cause of a request's context cancelled
+// because its backend did not begin answering within [serve]
+// response_timeout.
+var errResponseTimeout = errors.New("the backend did not begin its answer within response_timeout")
 
 // refuseTooLarge answers 413 to a body over [serve] max_body_bytes
 // (read here, or refused by fasthttp: onReadError).

@@ -704,3 +704,50 @@ func TestRequestsTheServerRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseTimeout: a backend that takes the request and never
+// answers holds its client for [serve] response_timeout, then the client
+// gets 504 naming the setting, the backend's request is cancelled, and
+// the access log and the metrics say timeout.
+func TestResponseTimeout(t *testing.T) {
+	port := freePort(t)
+	notes := filepath.Join(t.TempDir(), "other.out")
+	startOther(t, port, "--chat", "hang", "--notes", notes)
+	cfg := fakeConfig(t, nil, `response_timeout = "300ms"
+access_log = "-"
+`+servedOther(port))
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	start := time.Now()
+	code, _, body := post(t, r.url, RouteChat, chatBody("other-model", false))
+	if took := time.Since(start); code != http.StatusGatewayTimeout || took < 300*time.Millisecond || took > 10*time.Second {
+		t.Fatalf("a backend that never answers: %d after %s: %s; want 504 after about 300 ms", code, took, body)
+	}
+	if !strings.Contains(body, "response_timeout") || !strings.Contains(body, "other") {
+		t.Errorf("the 504 should name the backend and the setting: %s", body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(notes)
+		if strings.Contains(string(b), "client went away while its request hung") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the backend's request was not cancelled; engine notes:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mr, err := http.Get(r.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(mr.Body)
+	mr.Body.Close()
+	if !strings.Contains(string(m), `hiro_serve_upstream_errors_total{backend="other",class="timeout"} 1`) {
+		t.Errorf("metrics lack the timeout:\n%s", m)
+	}
+	r.stop(t)
+	if a := r.access.String(); !strings.Contains(a, `"status":504`) || !strings.Contains(a, `"error":"upstream timeout"`) {
+		t.Errorf("access log:\n%s", a)
+	}
+}

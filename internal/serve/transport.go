@@ -173,10 +173,30 @@ func (pc *pconn) roundTrip(req *http.Request) (*http.Response, error) {
 	bw.Reset(nil)
 	writers.Put(bw)
 	if err != nil {
-		return nil, err
+		// A backend may answer and close before it has read the whole
+		// body (a size limit of its own): the rest cannot be written, but
+		// the answer may already be here. It is passed on if it comes
+		// within earlyAnswerWait; the connection is not reused.
+		pc.c.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+		resp, rerr := readFinalResponse(pc.br, req)
+		pc.c.SetReadDeadline(time.Time{})
+		if rerr != nil {
+			return nil, err
+		}
+		resp.Close = true
+		return resp, nil
 	}
+	return readFinalResponse(pc.br, req)
+}
+
+// earlyAnswerWait bounds the wait for an answer after a request's body
+// could not be written (net/http's transport waits 50 ms, too).
+const earlyAnswerWait = 50 * time.Millisecond
+
+// readFinalResponse reads the answer to req, skipping informational ones.
+func readFinalResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 	for {
-		resp, err := http.ReadResponse(pc.br, req)
+		resp, err := http.ReadResponse(br, req)
 		if err != nil {
 			return nil, err
 		}
