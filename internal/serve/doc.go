@@ -18,7 +18,14 @@
 // beyond) and so is their JSON nesting (MaxJSONDepth levels, 400 beyond,
 // found by a linear scan before any recursive parse), headers to 16 KiB
 // (431 beyond). A request sent with "Expect: 100-continue" gets its 401,
-// 405 or 413 on its headers, without a 100 (expectContinue).
+// 405 or 413 on its headers, without a 100 (expectContinue). Requests
+// refused before the handler (onReadError) are counted and logged too:
+// route "" when their headers were not read, 499 for a client that left
+// mid-request. Paths are routed as fasthttp normalizes them
+// ("//v1/chat/completions" is the chat route; a trailing slash is another
+// path: 404). Response headers a backend's Connection header names stay
+// on their hop; when it also says "close", net/http's reader drops the
+// names, and only known end-to-end headers pass (endToEnd).
 //
 // It watches production continuously: health polls, and a periodic bounded
 // canary completion (only when no real request succeeded in the interval,

@@ -36,7 +36,7 @@ type exchange struct {
 	ttfb     time.Duration
 	tail     []byte
 	wantTail bool
-	errClass string // the upstream error's class; "cut" for a body cut mid-way
+	errClass string // the upstream error's class; "cut" for a body cut mid-way, "stopped" for one cut by the router's stop
 
 	proxied bool   // s.inFlight and the in-flight gauge count this request
 	counted *route // the production route whose inFlight counts it
@@ -105,9 +105,13 @@ func (x *exchange) finish() {
 		e.Backend, e.Status, e.Bytes = backend, x.status, x.bytes
 		e.TTFBMS = float64(x.ttfb.Microseconds()) / 1000
 		e.DurationMS = float64(end.Microseconds()) / 1000
-		if x.errClass == "cut" {
+		switch x.errClass {
+		case "":
+		case "cut":
 			e.Error = "upstream cut mid-response"
-		} else if x.errClass != "" {
+		case "stopped":
+			e.Error = "cut mid-response by hiro serve's stop (drain_timeout)"
+		default:
 			e.Error = "upstream " + x.errClass
 		}
 		s.access.log(e)
@@ -144,10 +148,15 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	}
 	if err != nil {
 		ctx.SetConnectionClose()
-		if isTimeout(err) {
+		switch {
+		case isTimeout(err):
 			s.refuseSlowBody(ctx, x)
-		} else {
-			x.fail(ctx, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error(), 0)
+		case errors.Is(err, fasthttp.ErrBodyTooLarge):
+			s.refuseTooLarge(ctx, x)
+		case clientLeft(err):
+			x.clientLeftMidRequest(ctx)
+		default:
+			s.refuseMalformedBody(ctx, x)
 		}
 		return false
 	}
@@ -268,8 +277,12 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	x.status = resp.StatusCode
 	ctx.SetStatusCode(resp.StatusCode)
 	h := &ctx.Response.Header
+	// net/http's reader deletes a "Connection" header that says close,
+	// with the other options it named: the headers they name can no
+	// longer be told apart, and only known end-to-end ones pass then.
+	connLost := resp.Close && resp.ProtoAtLeast(1, 1) && resp.Header["Connection"] == nil
 	for k, vs := range resp.Header {
-		if k == "Content-Length" || k == "Transfer-Encoding" || hopByHop(k, resp.Header) {
+		if k == "Content-Length" || k == "Transfer-Encoding" || hopByHop(k, resp.Header) || (connLost && !endToEnd(k)) {
 			continue
 		}
 		for _, v := range vs {
@@ -335,6 +348,22 @@ func (s *Server) refuseTooLarge(ctx *fasthttp.RequestCtx, x *exchange) {
 func (s *Server) refuseSlowBody(ctx *fasthttp.RequestCtx, x *exchange) {
 	x.fail(ctx, http.StatusBadRequest, "invalid_request_error",
 		fmt.Sprintf("reading the request body: it did not arrive within %s; send the whole body at once", s.bodyTimeout), 0)
+}
+
+// refuseMalformedBody answers 400 to a body fasthttp could not read as
+// HTTP (broken chunked encoding); the error's own text is not quoted.
+func (s *Server) refuseMalformedBody(ctx *fasthttp.RequestCtx, x *exchange) {
+	x.fail(ctx, http.StatusBadRequest, "invalid_request_error",
+		"malformed request body: its chunked encoding is not valid HTTP/1.1; send the body with a Content-Length, or as valid chunks", 0)
+}
+
+// clientLeftMidRequest records a request whose client closed the
+// connection before its body was whole: 499, nothing answered (nobody
+// reads it).
+func (x *exchange) clientLeftMidRequest(ctx *fasthttp.RequestCtx) {
+	x.status, x.e.Error = 499, "client left mid-request"
+	ctx.SetStatusCode(499)
+	ctx.SetConnectionClose()
 }
 
 // readBody reads the request's body as it arrives, at most limit bytes;
@@ -431,6 +460,20 @@ func hopByHop(k string, h http.Header) bool {
 	return false
 }
 
+// endToEnd reports whether the response header k (canonical) is one the
+// router forwards from an answer whose Connection options were lost
+// (see forward): the content and caching headers, Date, Location,
+// Retry-After, WWW-Authenticate, X-Request-Id, and OpenAI's Openai-* and
+// X-Ratelimit-* headers.
+func endToEnd(k string) bool {
+	switch k {
+	case "Content-Type", "Content-Encoding", "Content-Language", "Content-Disposition", "Cache-Control",
+		"Date", "Expires", "Etag", "Last-Modified", "Vary", "Location", "Retry-After", "Www-Authenticate", "X-Request-Id":
+		return true
+	}
+	return strings.HasPrefix(k, "Openai-") || strings.HasPrefix(k, "X-Ratelimit-")
+}
+
 // singleJoiningSlash joins a base path and a route with one slash.
 func singleJoiningSlash(a, b string) string {
 	switch as, bs := strings.HasSuffix(a, "/"), strings.HasPrefix(b, "/"); {
@@ -485,6 +528,10 @@ func (b *upstreamBody) CloseWithError(werr error) error {
 		// The backend broke the body mid-way: the client got a cut answer.
 		x.errClass = "cut"
 		x.s.metrics.upErrors.WithLabelValues(x.rt.name, "cut").Inc()
+	case (b.readErr != nil || werr != nil) && context.Cause(b.ctx) != errClientLeft && x.s.reqBase.Err() != nil:
+		// The router's stop cut it (drain_timeout): the status stays the
+		// one the client got, the log says who cut it.
+		x.errClass = "stopped"
 	case b.readErr != nil || werr != nil:
 		x.status, x.e.Error = 499, "client left mid-response"
 	}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -46,7 +48,7 @@ func (s *Server) newFront() *fasthttp.Server {
 		// A body has bodyTimeout to arrive once its headers did.
 		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 			if h.ContentLength() != 0 {
-				s.bodyPending.Store(h, routeOf(h.RequestURI()))
+				s.bodyPending.Store(h, pendingFor(routeOf(h.RequestURI()), h.Method()))
 			}
 			return fasthttp.RequestConfig{ReadTimeout: s.bodyTimeout}
 		},
@@ -129,33 +131,90 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 // onReadError answers a request fasthttp could not read: a body over
 // [serve] max_body_bytes (413), a body or headers that did not arrive in
 // time (400, 408), headers over maxHeaderBytes (431), anything else
-// malformed (400). The connection closes after the answer. A request for
-// one of the proxied routes is counted and access-logged as a refused one.
+// malformed (400: what was wrong in a user's words, never fasthttp's
+// text, which may quote the request), a client that left before its
+// request was whole (499, nothing answered). The connection closes after
+// the answer. Every one is counted and access-logged: with its route
+// and method when its headers had arrived (bodyPending), else with route
+// and method "" (hiro_serve_requests_total keeps one route="" series per
+// status).
 func (s *Server) onReadError(ctx *fasthttp.RequestCtx, err error) {
 	// fasthttp resets a request whose body it could not read: what
-	// HeaderReceived kept says whether the headers had arrived, and the
-	// route.
+	// HeaderReceived kept says whether the headers had arrived, the route
+	// and the method.
 	v, inBody := s.bodyPending.LoadAndDelete(&ctx.Request.Header)
-	route, _ := v.(string)
-	x := s.newExchange(ctx, route)
+	p, _ := v.(*pendingReq)
+	if p == nil {
+		p = &noRequestLine
+	}
+	x := s.newExchange(ctx, p.route)
+	x.e.Method = p.method
 	var ne net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		s.refuseTooLarge(ctx, x)
+	case clientLeft(err):
+		x.clientLeftMidRequest(ctx)
 	case errors.As(err, &ne) && ne.Timeout() && inBody:
 		s.refuseSlowBody(ctx, x)
 	case errors.As(err, &ne) && ne.Timeout():
 		x.fail(ctx, fasthttp.StatusRequestTimeout, "invalid_request_error",
-			fmt.Sprintf("the request's headers did not arrive within %s", headerTimeout), 0)
+			fmt.Sprintf("the request's line and headers did not arrive within %s; send them at once, each line ending in CRLF and the headers in an empty line (a bare LF does not end a line here)", headerTimeout), 0)
 	case errors.As(err, new(*fasthttp.ErrSmallBuffer)) || strings.Contains(err.Error(), "small read buffer"):
 		x.fail(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "invalid_request_error",
-			fmt.Sprintf("the request's line and headers are larger than %d bytes", maxHeaderBytes), 0)
+			fmt.Sprintf("the request's line and headers are larger than %d bytes; send fewer or shorter headers", maxHeaderBytes), 0)
+	case inBody:
+		s.refuseMalformedBody(ctx, x)
 	default:
-		x.fail(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "malformed HTTP request: "+redact.Secrets(err.Error()), 0)
+		x.fail(ctx, fasthttp.StatusBadRequest, "invalid_request_error",
+			"malformed HTTP request: its request line or headers are not HTTP/1.1 (method, path and version on the first line, \"Name: value\" headers, a Host header, CRLF line endings); send a well-formed request", 0)
 	}
-	if route != "" {
-		x.finish()
+	x.finish()
+}
+
+// clientLeft reports whether err, from reading a request, says its
+// client closed the connection (or reset it) before the request was whole.
+func clientLeft(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// pendingReq is what HeaderReceived keeps of a request whose body is
+// still to be read (the key is its header): fasthttp resets the request
+// before onReadError runs. The common ones are shared values
+// (pendingFor), so keeping them allocates nothing.
+type pendingReq struct{ route, method string }
+
+// noRequestLine stands for a request refused before its headers were
+// read: no route, no method.
+var noRequestLine pendingReq
+
+var (
+	pendingRoutes  = [...]string{"", RouteChat, RouteCompletions, RouteEmbeddings}
+	pendingMethods = [...]string{fasthttp.MethodPost, fasthttp.MethodGet, fasthttp.MethodPut, fasthttp.MethodPatch,
+		fasthttp.MethodDelete, fasthttp.MethodHead, fasthttp.MethodOptions}
+	pendingTable = func() (t [len(pendingRoutes)][len(pendingMethods)]pendingReq) {
+		for i, r := range pendingRoutes {
+			for j, m := range pendingMethods {
+				t[i][j] = pendingReq{r, m}
+			}
+		}
+		return t
+	}()
+)
+
+// pendingFor returns the pendingReq of route (routeOf's) and method.
+func pendingFor(route string, method []byte) *pendingReq {
+	i := 0
+	for i < len(pendingRoutes) && pendingRoutes[i] != route {
+		i++
 	}
+	for j, m := range pendingMethods {
+		if string(method) == m && i < len(pendingRoutes) {
+			return &pendingTable[i][j]
+		}
+	}
+	return &pendingReq{route, string(method)}
 }
 
 // expectContinue is the front door's answer to a request's "Expect:

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -138,4 +140,171 @@ func TestExpectContinueAfterChecks(t *testing.T) {
 		t.Errorf("after 100 Continue: %d %s", resp.StatusCode, b)
 	}
 	waitAccess(t, r, `"status":413`)
+}
+
+// connectionOptionsBackend is a small real HTTP server that answers chat
+// requests with the headers in answers, one per request in turn (the
+// last repeats), written as they are on the wire; /health and /v1/models
+// answer as llama-server's do.
+func connectionOptionsBackend(t *testing.T, answers ...string) string {
+	t.Helper()
+	var n atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"status":"ok"}`) })
+	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"id":"other-model","object":"model"}]}`)
+	})
+	mux.HandleFunc(RouteChat, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		i := int(n.Add(1)) - 1
+		if i >= len(answers) {
+			i = len(answers) - 1
+		}
+		c, bw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		body := `{"object":"chat.completion","choices":[{"message":{"role":"assistant","content":"READY"}}]}`
+		fmt.Fprintf(bw, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", answers[i], len(body), body)
+		bw.Flush()
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestConnectionOptionsStayOnTheirHop: response headers a backend's
+// Connection header names are hop-by-hop and never reach the client,
+// also when it says "close" as well (net/http's reader then drops the
+// Connection header with the names in it).
+func TestConnectionOptionsStayOnTheirHop(t *testing.T) {
+	addr := connectionOptionsBackend(t,
+		"Connection: close, X-Hop-Secret\r\nX-Hop-Secret: s3cret\r\nX-Request-Id: req-1\r\n",
+		"Connection: X-Hop-Secret\r\nX-Hop-Secret: s3cret\r\nX-Other: kept\r\n")
+	_, port, _ := net.SplitHostPort(addr)
+	cfg := fakeConfig(t, nil, servedOther(mustAtoi(t, port)))
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	for i, want := range []string{"X-Request-Id", "X-Other"} {
+		code, h, body := post(t, r.url, RouteChat, chatBody("other-model", false))
+		if code != 200 || !strings.Contains(body, "READY") {
+			t.Fatalf("answer %d: %d %s", i+1, code, body)
+		}
+		if v := h.Get("X-Hop-Secret"); v != "" {
+			t.Errorf("answer %d: X-Hop-Secret %q reached the client though the backend's Connection header names it", i+1, v)
+		}
+		if h.Get(want) == "" || h.Get("Content-Type") != "application/json" {
+			t.Errorf("answer %d: an end-to-end header was dropped: %v", i+1, h)
+		}
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRefusalsAreRecorded: requests refused before or while their body
+// is read are access-logged and counted as what they were: the method
+// sent (fasthttp resets the request before its error handler), the route
+// as the handler routes it (normalized paths), a client that left
+// mid-body as 499, and refusals before any route was read (431, 400)
+// with route "". A malformed request's 400 says what was wrong in a
+// user's words and never quotes the request.
+func TestRefusalsAreRecorded(t *testing.T) {
+	cfg := fakeConfig(t, nil, "max_body_bytes = 4096")
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+
+	// A chunked body over max_body_bytes, on a path fasthttp normalizes.
+	chunk := strings.Repeat("a", 3000)
+	rc := dialRaw(t, r)
+	rc.send(fmt.Sprintf("POST //v1/./chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n", len(chunk), chunk, len(chunk), chunk))
+	if resp, b := rc.read(); resp.StatusCode != 413 {
+		t.Errorf("chunked body over the bound: %d %s", resp.StatusCode, b)
+	}
+	// A client that leaves mid-body.
+	rc = dialRaw(t, r)
+	rc.send("POST " + RouteChat + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"model\":")
+	time.Sleep(50 * time.Millisecond)
+	rc.c.Close()
+	// Headers over the bound.
+	rc = dialRaw(t, r)
+	rc.send("POST " + RouteChat + " HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 20<<10) + "\r\n\r\n")
+	if resp, b := rc.read(); resp.StatusCode != 431 {
+		t.Errorf("20 KiB header: %d %s", resp.StatusCode, b)
+	}
+	// Malformed requests: the answer names no fasthttp internals and
+	// quotes nothing of the request.
+	for _, req := range []string{
+		"GET /zz-request-bytes\r\nHost: x\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-zz-request-bytes-0123\r\nZZ request bytes\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz-request-bytes\r\n",
+	} {
+		rc = dialRaw(t, r)
+		rc.send(req)
+		resp, b := rc.read()
+		msg := errorMessage(t, b)
+		if resp.StatusCode != 400 || !strings.Contains(msg, "malformed") || !strings.Contains(msg, "send ") ||
+			strings.Contains(strings.ToLower(b), "zz") || strings.Contains(b, "fasthttp") || strings.Contains(b, "buffer size") {
+			t.Errorf("%q: %d %s; want a 400 in the router's words, quoting nothing", req, resp.StatusCode, b)
+		}
+	}
+	for _, want := range []string{
+		`"method":"POST","path":"/v1/chat/completions","status":413`,
+		`"method":"POST","path":"/v1/chat/completions","status":499,`,
+		`"error":"client left mid-request"`,
+		`"method":"","path":"","status":431`,
+		`"method":"","path":"","status":400`,
+	} {
+		waitAccess(t, r, want)
+	}
+	mr, err := http.Get(r.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(mr.Body)
+	mr.Body.Close()
+	for _, want := range []string{
+		`hiro_serve_requests_total{backend="",route="/v1/chat/completions",status="413"} 1`,
+		`hiro_serve_requests_total{backend="",route="/v1/chat/completions",status="499"} 1`,
+		`hiro_serve_requests_total{backend="",route="",status="431"} 1`,
+	} {
+		if !strings.Contains(string(mb), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// TestStopCutIsLoggedAsTheRouters: a stream the router's stop cuts
+// (drain_timeout passed) is logged as cut by the stop, not as a client
+// that left.
+func TestStopCutIsLoggedAsTheRouters(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--token-delay", "100ms", "--reply", strings.Repeat("word ", 60)}, `drain_timeout = "300ms"`)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.stop(t) }()
+	io.ReadAll(resp.Body)
+	<-stopped
+	log := r.access.String()
+	if !strings.Contains(log, `"error":"cut mid-response by hiro serve's stop (drain_timeout)"`) || strings.Contains(log, "client left") {
+		t.Errorf("the stream the stop cut is not logged as cut by the stop:\n%s", log)
+	}
 }

@@ -82,7 +82,8 @@ type Server struct {
 	cancelRequests context.CancelFunc
 	metricsHandler fasthttp.RequestHandler
 	// bodyPending holds, for a request whose body fasthttp is reading
-	// (key: &RequestCtx.Request.Header), its route (see onReadError).
+	// (key: &RequestCtx.Request.Header), its route and method (a
+	// *pendingReq; see onReadError).
 	bodyPending sync.Map
 	// bodyTimeout is Options.BodyReadTimeout or its default.
 	bodyTimeout time.Duration
