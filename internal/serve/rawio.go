@@ -59,27 +59,14 @@ func (r *rawIO) Read(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno
 	err := r.rc.Read(func(fd uintptr) bool {
-		for {
-			m, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case 0:
-				n = int(m)
-				return true
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			errno = e
-			return true
-		}
+		var again bool
+		n, again, errno = sysRW(syscall.SYS_READ, fd, p)
+		return !again
 	})
-	switch {
-	case err != nil:
-		return 0, unwrapRaw(r, "read", err)
-	case errno != 0:
-		return 0, r.opError("read", os.NewSyscallError("read", errno))
-	case n == 0:
+	if err := r.result("read", err, errno); err != nil {
+		return 0, err
+	}
+	if n == 0 {
 		return 0, io.EOF
 	}
 	return n, nil
@@ -90,29 +77,47 @@ func (r *rawIO) Write(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno
 	err := r.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(m)
-				continue
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
+		for n < len(p) && errno == 0 {
+			m, again, e := sysRW(syscall.SYS_WRITE, fd, p[n:])
+			if again {
 				return false
 			}
-			errno = e
-			return true
+			n, errno = n+m, e
 		}
 		return true
 	})
+	return n, r.result("write", err, errno)
+}
+
+// sysRW makes one read or write system call (trap) on fd with p,
+// repeated when a signal interrupted it; again is true when the socket
+// is not ready (EAGAIN: the caller waits on the poller).
+func sysRW(trap, fd uintptr, p []byte) (n int, again bool, errno syscall.Errno) {
+	for {
+		m, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case 0:
+			return int(m), false, 0
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, true, 0
+		}
+		return 0, false, e
+	}
+}
+
+// result is the error of a read or write (op) that RawConn ended with
+// err (a deadline, a closed connection) or the system call with errno;
+// nil for neither.
+func (r *rawIO) result(op string, err error, errno syscall.Errno) error {
 	switch {
 	case err != nil:
-		return n, unwrapRaw(r, "write", err)
+		return unwrapRaw(r, op, err)
 	case errno != 0:
-		return n, r.opError("write", os.NewSyscallError("write", errno))
+		return r.opError(op, os.NewSyscallError(op, errno))
 	}
-	return n, nil
+	return nil
 }
 
 // unwrapRaw gives an error of RawConn's Read or Write (a deadline, a

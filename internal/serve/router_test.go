@@ -547,17 +547,8 @@ func TestClientLeavingCancelsUpstream(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("a hanging backend answered %d", resp.StatusCode)
 	}
+	waitUpstreamCancelled(t, notes)
 	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, _ := os.ReadFile(notes)
-		if strings.Contains(string(b), "client went away while its request hung") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the backend's request was not cancelled 5 s after its client left; engine notes:\n%s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	for !strings.Contains(r.access.String(), `"status":499`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no 499 in the access log:\n%s", r.access.String())
@@ -726,17 +717,7 @@ access_log = "-"
 	if !strings.Contains(body, "response_timeout") || !strings.Contains(body, "other") {
 		t.Errorf("the 504 should name the backend and the setting: %s", body)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, _ := os.ReadFile(notes)
-		if strings.Contains(string(b), "client went away while its request hung") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the backend's request was not cancelled; engine notes:\n%s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUpstreamCancelled(t, notes)
 	mr, err := http.Get(r.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -749,5 +730,22 @@ access_log = "-"
 	r.stop(t)
 	if a := r.access.String(); !strings.Contains(a, `"status":504`) || !strings.Contains(a, `"error":"upstream timeout"`) {
 		t.Errorf("access log:\n%s", a)
+	}
+}
+
+// waitUpstreamCancelled waits until the fake engine started with
+// "--chat hang --notes notes" has seen its hung request end.
+func waitUpstreamCancelled(t *testing.T, notes string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(notes)
+		if strings.Contains(string(b), "client went away while its request hung") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the backend's request was not cancelled within 5 s; engine notes:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
