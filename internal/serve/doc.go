@@ -5,7 +5,8 @@
 // production's own model id go to the active production backend; profiles
 // listed in [serve].served go to themselves (proxied as they are, health
 // polled: served.go); anything else is a 404 that
-// lists what is served) and answers GET /v1/models itself; GET /health
+// lists what is served, quoting the name only when it is not a key: echoModel) and
+// answers GET and HEAD /v1/models itself; GET /health
 // (no key) is 200 while production is ready and serving, else 503. The
 // HTTP server is fasthttp's (front.go: net/http's per-request background
 // read and its wake-ups were most of a proxy's added latency on a small
@@ -25,7 +26,11 @@
 // ("//v1/chat/completions" is the chat route; a trailing slash is another
 // path: 404). Response headers a backend's Connection header names stay
 // on their hop; when it also says "close", net/http's reader drops the
-// names, and only known end-to-end headers pass (endToEnd).
+// names, and only known end-to-end headers pass (endToEnd). Versions
+// other than HTTP/1.1 and HTTP/1.0 get 505 (refuseVersion). A request
+// whose lines end in a bare LF is not read by fasthttp (its header block
+// must end in CRLF CRLF): it gets the 408 after headerTimeout, whose
+// message says so.
 //
 // It watches production continuously: health polls, and a periodic bounded
 // canary completion (only when no real request succeeded in the interval,

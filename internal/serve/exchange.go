@@ -191,9 +191,9 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	rt := s.lookup(model)
 	if rt == nil {
 		// Not a served name: whatever a client sent (a key pasted into
-		// the wrong field) stays out of the access log.
-		x.e.Model = redact.Secrets(model)
-		x.fail(ctx, http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q is not served here; served: %s", model, listModels(s.modelNames())), 0)
+		// the wrong field) stays out of the access log and the answer.
+		x.e.Model = echoModel(ctx, model)
+		x.fail(ctx, http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q is not served here; served: %s", x.e.Model, listModels(s.modelNames())), 0)
 		return false
 	}
 	x.rt = rt
@@ -294,6 +294,19 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	// end when it is known; upstreamBody finishes the exchange then.
 	ctx.SetBodyStream(&upstreamBody{x: x, rc: resp.Body, ctx: rctx}, int(resp.ContentLength))
 	return true
+}
+
+// echoModel is a model name the router does not serve as it may be
+// quoted back (the 404's message, the access log): the router's keys
+// and anything that looks like a secret redacted (redact.Secrets knows
+// the keys), and the request's own bearer token, when that is what was
+// sent as the model, replaced by redact.Placeholder.
+func echoModel(ctx *fasthttp.RequestCtx, model string) string {
+	if auth := ctx.Request.Header.Peek("Authorization"); len(auth) > len("Bearer ") &&
+		string(bytes.TrimSpace(auth[len("Bearer "):])) == strings.TrimSpace(model) {
+		return redact.Placeholder
+	}
+	return redact.Secrets(model)
 }
 
 // refuseBeforeBody runs the checks a request on a proxied route passes

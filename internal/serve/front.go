@@ -91,6 +91,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, fasthttp.StatusInternalServerError, "internal_error", "hiro serve failed on this request (its event log has the details); retry", 0)
 		}
 	}()
+	if h := &ctx.Request.Header; !h.IsHTTP11() && string(h.Protocol()) != "HTTP/1.0" {
+		s.refuseVersion(ctx)
+		return
+	}
 	switch string(ctx.Path()) {
 	case RouteChat:
 		s.proxyRequest(ctx, RouteChat)
@@ -126,6 +130,18 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s: the router serves POST %s, %s, %s and GET %s",
 			ctx.Method(), redact.Secrets(string(ctx.Path())), RouteChat, RouteCompletions, RouteEmbeddings, RouteModels), 0)
 	}
+}
+
+// refuseVersion answers 505 to a request whose version is neither
+// HTTP/1.1 nor HTTP/1.0 (fasthttp reads any "HTTP/x.y"), without reading
+// its body, and closes the connection. It is counted and logged under
+// its route when it names a proxied one, else route "".
+func (s *Server) refuseVersion(ctx *fasthttp.RequestCtx) {
+	x := s.newExchange(ctx, proxiedRoute(ctx.Path()))
+	ctx.SetConnectionClose()
+	x.fail(ctx, fasthttp.StatusHTTPVersionNotSupported, "invalid_request_error",
+		"the request's HTTP version is not supported here; send HTTP/1.1 (or HTTP/1.0)", 0)
+	x.finish()
 }
 
 // onReadError answers a request fasthttp could not read: a body over
@@ -295,6 +311,9 @@ func (s *Server) answerLocally(ctx *fasthttp.RequestCtx, route string, f func())
 	s.metrics.observe(route, "", status, 0, 0)
 	e := accessEntry{Time: start.UTC(), Remote: ctx.RemoteAddr().String(), Method: string(ctx.Method()), Path: route,
 		Status: status, Bytes: int64(len(ctx.Response.Body())), DurationMS: float64(time.Since(start).Microseconds()) / 1000}
+	if ctx.IsHead() {
+		e.Bytes = 0 // fasthttp sends the headers only
+	}
 	switch status {
 	case fasthttp.StatusUnauthorized:
 		e.Error = "unauthorized"
@@ -304,10 +323,11 @@ func (s *Server) answerLocally(ctx *fasthttp.RequestCtx, route string, f func())
 	s.access.log(&e)
 }
 
-// models answers GET /v1/models: the names the router accepts.
+// models answers GET /v1/models: the names the router accepts; HEAD
+// gets the same headers (Content-Length included) without the body.
 func (s *Server) models(ctx *fasthttp.RequestCtx) {
-	if !ctx.IsGet() {
-		ctx.Response.Header.Set("Allow", fasthttp.MethodGet)
+	if !ctx.IsGet() && !ctx.IsHead() {
+		ctx.Response.Header.Set("Allow", "GET, HEAD")
 		writeError(ctx, fasthttp.StatusMethodNotAllowed, "invalid_request_error", "use GET "+RouteModels, 0)
 		return
 	}

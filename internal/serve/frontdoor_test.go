@@ -308,3 +308,76 @@ func TestStopCutIsLoggedAsTheRouters(t *testing.T) {
 		t.Errorf("the stream the stop cut is not logged as cut by the stop:\n%s", log)
 	}
 }
+
+// TestRequestLineVersionsAndHead: a request line whose version is
+// neither HTTP/1.1 nor HTTP/1.0 is answered 505 (fasthttp reads any
+// "HTTP/x.y"); HTTP/1.0 is served; HEAD /v1/models is answered as GET is,
+// without the body. (And a router without keys does not quote a client's
+// own bearer token sent as the model.)
+func TestRequestLineVersionsAndHead(t *testing.T) {
+	cfg := fakeConfig(t, nil, "")
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	body := chatBody("extraction", false)
+	for _, c := range []struct {
+		version string
+		code    int
+		want    string
+	}{{"HTTP/9.9", 505, "send HTTP/1.1"}, {"HTTP/2.0", 505, "send HTTP/1.1"}, {"HTTP/1.0", 200, "READY"}} {
+		rc := dialRaw(t, r)
+		rc.send(fmt.Sprintf("POST %s %s\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", RouteChat, c.version, len(body), body))
+		if resp, b := rc.read(); resp.StatusCode != c.code || !strings.Contains(b, c.want) {
+			t.Errorf("%s: %d %s; want %d with %q", c.version, resp.StatusCode, b, c.code, c.want)
+		}
+	}
+	get, err := http.Get(r.url + RouteModels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get.Body.Close()
+	head, err := http.Head(r.url + RouteModels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.Body.Close()
+	if head.StatusCode != 200 || head.ContentLength != get.ContentLength || head.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("HEAD %s: %d, %d bytes declared, %q; GET declares %d", RouteModels, head.StatusCode, head.ContentLength, head.Header.Get("Content-Type"), get.ContentLength)
+	}
+	// With no router keys, a client's own token sent as the model is not
+	// quoted back either (TestKeyAsModelIsNotEchoed has the keys).
+	const own = "my-own-token-for-another-service"
+	if code, _, body := post(t, r.url, RouteChat, chatBody(own, false), "Authorization", "Bearer "+own); code != 404 || strings.Contains(body, own) {
+		t.Errorf("the client's own token as the model: %d %s", code, body)
+	}
+	waitAccess(t, r, `"method":"POST","path":"/v1/chat/completions","status":505`)
+	waitAccess(t, r, `"method":"HEAD","path":"/v1/models","status":200,"bytes":0,`)
+}
+
+// TestKeyAsModelIsNotEchoed: a model name that is one of the router's
+// keys, or the request's own bearer token, or that looks like a secret,
+// is not quoted back in the 404 (nor logged); an ordinary unknown name is.
+func TestKeyAsModelIsNotEchoed(t *testing.T) {
+	const key = "hiro-router-key-0123456789abcdef"
+	cfg := fakeConfig(t, nil, "")
+	r := startRouter(t, cfg, func(o *Options) {
+		o.LookupEnv = func(k string) (string, bool) { return key, k == "HIRO_SERVE_API_KEYS" }
+	})
+	r.waitState(t, StateReady, 20*time.Second)
+	for _, c := range []struct{ model, auth, secret string }{
+		{key, key, key},
+		{" " + key, key, key},
+		{"sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", key, "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"},
+	} {
+		code, _, body := post(t, r.url, RouteChat, chatBody(c.model, false), "Authorization", "Bearer "+c.auth)
+		if code != 404 || strings.Contains(body, c.secret) || !strings.Contains(errorMessage(t, body), "is not served here") {
+			t.Errorf("model %q: %d %s; want a 404 that does not quote it", c.model, code, body)
+		}
+	}
+	if code, _, body := post(t, r.url, RouteChat, chatBody("gpt-4", false), "Authorization", "Bearer "+key); code != 404 || !strings.Contains(body, `\"gpt-4\" is not served here`) {
+		t.Errorf("unknown model gpt-4: %d %s", code, body)
+	}
+	r.stop(t)
+	if strings.Contains(r.access.String(), key) {
+		t.Errorf("the key sent as a model was logged:\n%s", r.access.String())
+	}
+}

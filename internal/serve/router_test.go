@@ -113,7 +113,7 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 		}
 	}
 	// A wrong method says which one to use (405 with Allow).
-	for _, c := range []struct{ method, path, allow string }{{"GET", RouteChat, "POST"}, {"POST", RouteModels, "GET"}} {
+	for _, c := range []struct{ method, path, allow string }{{"GET", RouteChat, "POST"}, {"POST", RouteModels, "GET, HEAD"}} {
 		req, _ := http.NewRequest(c.method, r.url+c.path, strings.NewReader("{}"))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -121,7 +121,7 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 405 || resp.Header.Get("Allow") != c.allow || !strings.Contains(errorMessage(t, string(b)), "use "+c.allow) {
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != c.allow || !strings.Contains(errorMessage(t, string(b)), "use "+strings.Split(c.allow, ",")[0]) {
 			t.Errorf("%s %s: %d Allow %q %s", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), b)
 		}
 	}
