@@ -16,6 +16,7 @@
 #   bench/serve-proxy.sh                                   # 5 rounds of 2 s per measurement
 #   HIRO_BENCH_ROUNDS=9 HIRO_BENCH_SECONDS=3 bench/serve-proxy.sh
 #   HIRO_BENCH_ENV="GOMAXPROCS=1" bench/serve-proxy.sh             # runtime settings for hiro serve only
+#   HIRO_BENCH_LLAMA_SWAP=/path/to/llama-swap bench/serve-proxy.sh  # adds llama-swap (its defaults) to each round
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go test ./internal/serve -run '^$' -bench 'RouterOverhead|RouterStreamingRSS' -benchtime 1x -timeout 30m "$@"

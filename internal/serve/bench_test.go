@@ -25,6 +25,10 @@ import (
 //	plain   a plain standard-library reverse proxy with a tuned transport
 //	        (hiro-fake-engine --proxy-to), the baseline
 //	hiro    `hiro serve` (the real binary, access log on, metrics on)
+//	llama-swap  when HIRO_BENCH_LLAMA_SWAP names a llama-swap binary (the
+//	        project cannot download it: build one from its source with
+//	        `go build`), llama-swap with its defaults in front of a fake
+//	        engine it starts itself
 //
 // Each round measures, per target: latency with one client (p50, p99),
 // requests/s with 8 clients, and time to first byte of a streamed
@@ -122,7 +126,38 @@ access_log = %q
 	// e.g. HIRO_BENCH_ENV="GOMAXPROCS=1 GOGC=200" to try runtime settings.
 	env = append(env, strings.Fields(os.Getenv("HIRO_BENCH_ENV"))...)
 	hiro := startBenchProcess(b, hURL, env, hiroBin, "--config", cfgPath, "serve")
-	return []benchTarget{{"direct", eURL, engine.Process.Pid}, {"plain", pURL, plain.Process.Pid}, {"hiro", hURL, hiro.Process.Pid}}
+	targets := []benchTarget{{"direct", eURL, engine.Process.Pid}, {"plain", pURL, plain.Process.Pid}, {"hiro", hURL, hiro.Process.Pid}}
+	if bin := os.Getenv("HIRO_BENCH_LLAMA_SWAP"); bin != "" {
+		targets = append(targets, startLlamaSwap(b, bin, engineArgs))
+	}
+	return targets
+}
+
+// startLlamaSwap starts the llama-swap binary bin in front of a fake
+// engine of its own (its model "fake-model" runs the fake engine with
+// engineArgs on the port llama-swap gives it), with llama-swap's
+// defaults otherwise, and waits until a completion passes through it.
+func startLlamaSwap(b *testing.B, bin string, engineArgs []string) benchTarget {
+	b.Helper()
+	cmd := []string{strconv.Quote(fakeEngine), "--port", "${PORT}", "--model", "fake-model"}
+	for _, a := range engineArgs {
+		cmd = append(cmd, strconv.Quote(a))
+	}
+	cfgPath := filepath.Join(b.TempDir(), "llama-swap.yaml")
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`healthCheckTimeout: 60
+logLevel: warn
+startPort: %d
+models:
+  "fake-model":
+    cmd: |
+      %s
+    proxy: "http://127.0.0.1:${PORT}"
+    checkEndpoint: /health
+`, freePort(b), strings.Join(cmd, " "))), 0o644)
+	port := freePort(b)
+	url := "http://127.0.0.1:" + itoa(port)
+	p := startBenchProcess(b, url, nil, bin, "--config", cfgPath, "--listen", "127.0.0.1:"+itoa(port))
+	return benchTarget{"llama-swap", url, p.Process.Pid}
 }
 
 func benchClient() *http.Client {
@@ -248,7 +283,8 @@ func BenchmarkRouterOverhead(b *testing.B) {
 			f.p50, f.p99, f.rps, f.ttfb = append(f.p50, v[0]), append(f.p99, v[1]), append(f.rps, v[2]), append(f.ttfb, v[3])
 			per[t.name] = v
 		}
-		for _, name := range []string{"plain", "hiro"} {
+		for _, t := range targets[1:] {
+			name := t.name
 			added50[name] = append(added50[name], per[name][0]-per["direct"][0])
 			added99[name] = append(added99[name], per[name][1]-per["direct"][1])
 			addedTTFB[name] = append(addedTTFB[name], per[name][3]-per["direct"][3])
@@ -259,14 +295,15 @@ func BenchmarkRouterOverhead(b *testing.B) {
 	b.StopTimer()
 	w := os.Stdout
 	fmt.Fprintf(w, "\n# router overhead: %d interleaved rounds, %s per measurement; load average before and after each round: %s\n", rounds, secs, strings.Join(loads, " | "))
-	fmt.Fprintf(w, "%-7s %-26s %-26s %-26s %-26s\n", "target", "p50 µs (1 client)", "p99 µs (1 client)", "req/s (8 clients)", "stream TTFB p50 µs")
+	fmt.Fprintf(w, "%-10s %-26s %-26s %-26s %-26s\n", "target", "p50 µs (1 client)", "p99 µs (1 client)", "req/s (8 clients)", "stream TTFB p50 µs")
 	for _, t := range targets {
 		f := fig[t.name]
-		fmt.Fprintf(w, "%-7s %-26s %-26s %-26s %-26s\n", t.name, medSpread(f.p50, "%.0f"), medSpread(f.p99, "%.0f"), medSpread(f.rps, "%.0f"), medSpread(f.ttfb, "%.0f"))
+		fmt.Fprintf(w, "%-10s %-26s %-26s %-26s %-26s\n", t.name, medSpread(f.p50, "%.0f"), medSpread(f.p99, "%.0f"), medSpread(f.rps, "%.0f"), medSpread(f.ttfb, "%.0f"))
 	}
-	fmt.Fprintf(w, "%-7s %-26s %-26s %-26s %-26s\n", "vs direct", "added p50 µs", "added p99 µs", "req/s ratio", "added TTFB µs")
-	for _, name := range []string{"plain", "hiro"} {
-		fmt.Fprintf(w, "%-7s %-26s %-26s %-26s %-26s\n", name, medSpread(added50[name], "%.0f"), medSpread(added99[name], "%.0f"), medSpread(ratio[name], "%.2f"), medSpread(addedTTFB[name], "%.0f"))
+	fmt.Fprintf(w, "%-10s %-26s %-26s %-26s %-26s\n", "vs direct", "added p50 µs", "added p99 µs", "req/s ratio", "added TTFB µs")
+	for _, t := range targets[1:] {
+		name := t.name
+		fmt.Fprintf(w, "%-10s %-26s %-26s %-26s %-26s\n", name, medSpread(added50[name], "%.0f"), medSpread(added99[name], "%.0f"), medSpread(ratio[name], "%.2f"), medSpread(addedTTFB[name], "%.0f"))
 	}
 	fmt.Fprintln(w, "goals: hiro added p50 <= 100 µs, added p99 <= 500 µs, req/s ratio >= 0.40, added TTFB <= 100 µs")
 	b.ReportMetric(added50["hiro"].median(), "hiro-added-p50-µs")
@@ -274,6 +311,10 @@ func BenchmarkRouterOverhead(b *testing.B) {
 	b.ReportMetric(ratio["hiro"].median(), "hiro/direct-rps")
 	b.ReportMetric(addedTTFB["hiro"].median(), "hiro-added-ttfb-µs")
 	b.ReportMetric(ratio["plain"].median(), "plain/direct-rps")
+	if r, ok := ratio["llama-swap"]; ok {
+		b.ReportMetric(added50["llama-swap"].median(), "llama-swap-added-p50-µs")
+		b.ReportMetric(r.median(), "llama-swap/direct-rps")
+	}
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
