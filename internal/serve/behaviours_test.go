@@ -601,3 +601,33 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 		t.Errorf("access log lacks the refused requests:\n%s", r.access.String())
 	}
 }
+
+// TestHungEngineIsSaidHung: an engine whose process is alive but does
+// not answer (stopped with SIGSTOP) is recorded with its process state
+// and said hung, not dead, with a next step for a hang; production is
+// restarted (the stopped process killed).
+func TestHungEngineIsSaidHung(t *testing.T) {
+	cfg := fakeConfig(t, nil, "")
+	r := startRouter(t, cfg, nil)
+	pid := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	syscall.Kill(pid, syscall.SIGSTOP)
+	st := r.waitRestarts(t, 1, 30*time.Second)
+	f := st.Production.LastFailure
+	if f == nil {
+		t.Fatalf("no failure recorded: %+v", st.Production)
+	}
+	if !strings.Contains(f.RootCause, "hung, not dead") || !strings.Contains(f.RootCause, "T (stopped)") || !strings.Contains(f.RootCause, itoa(pid)) {
+		t.Errorf("root cause %q should say the process %d is alive, stopped, hung", f.RootCause, pid)
+	}
+	if f.Detail["process_state"] != "T (stopped)" || !strings.Contains(f.NextStep, "hung") {
+		t.Errorf("detail %v, next step %q", f.Detail, f.NextStep)
+	}
+	st = r.waitState(t, StateReady, 30*time.Second)
+	if st.Production.PID == pid {
+		t.Errorf("the hung engine (pid %d) still serves", pid)
+	}
+	if state, alive := supervisor.ProcessState(pid); alive {
+		t.Errorf("the hung engine was left running (state %s)", state)
+	}
+}

@@ -444,6 +444,39 @@ func (p *prodCtl) died(ctx context.Context) {
 	p.failed(ctx, f, "death")
 }
 
+// noAnswer reports whether a health check got no answer in time (not a
+// refused connection, not an error status).
+func noAnswer(h engine.HealthResult) bool {
+	return h.State != engine.HealthReady && h.StatusCode == 0 && h.Err != nil && isTimeout(h.Err)
+}
+
+// hungNextStep is the next step of a serving check that got no answer
+// from an engine whose process is alive.
+const hungNextStep = "The engine is alive but does not answer (hung); hiro serve restarts it. If it recurs, capture where it " +
+	"hangs before the restart: py-spy dump --pid PID (vLLM, SGLang), gdb -p PID -batch -ex 'thread apply all bt' " +
+	"(llama.cpp, Ollama's runner). State D points at the GPU driver or a disk (dmesg: Xid errors), T at a stop " +
+	"signal (a debugger, job control)."
+
+// processFacts adds to f, a failed serving check (health or canary) of
+// a managed production, its process's pid and state as /proc has them
+// (Detail "pid", "process_state"), when the process is alive. When the
+// check got no answer at all (noAnswer), the engine is hung rather than
+// dead: the root cause and the next step say so.
+func processFacts(f *failure.Failure, pid int, noAnswer bool) {
+	st, alive := supervisor.ProcessState(pid)
+	if !alive {
+		return
+	}
+	if f.Detail == nil {
+		f.Detail = map[string]any{}
+	}
+	f.Detail["pid"], f.Detail["process_state"] = pid, st
+	if noAnswer {
+		f.RootCause += fmt.Sprintf("; the engine process (pid %d) is alive, state %s: hung, not dead", pid, st)
+		f.NextStep = hungNextStep
+	}
+}
+
 // servingPhase makes a failure of a server that was ready say so: its
 // phase is at least ready, and a generic root cause does not claim it
 // died "before ready" (the engine package words exits at startup).
@@ -614,6 +647,9 @@ func (p *prodCtl) checkHealth(ctx context.Context) {
 	p.mu.Unlock()
 	f := p.tracker().Classify(engine.Outcome{Kind: engine.OutcomeHealthFailed, Health: &h, Message: h.Message, Elapsed: time.Since(p.since)})
 	servingPhase(f)
+	if !prof.Unmanaged {
+		processFacts(f, p.pidLocked(), noAnswer(h))
+	}
 	p.failed(ctx, f, "health")
 }
 
@@ -763,6 +799,10 @@ func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) {
 		f = &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseReady, RootCause: "canary failed"}
 	}
 	servingPhase(f)
+	if !p.prof().Unmanaged {
+		processFacts(f, p.pidLocked(), noAnswer(rr.Health) ||
+			(f.Class == failure.ClassProbeFailed && strings.HasPrefix(f.RootCause, "chat completion got no answer")))
+	}
 	p.failed(ctx, f, "canary")
 }
 

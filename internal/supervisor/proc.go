@@ -178,3 +178,40 @@ func StartTicks(pid int) (uint64, bool) {
 	}
 	return s.StartTicks, true
 }
+
+// ProcessState describes the state of process pid as /proc reports it,
+// for a person reading why an engine that is alive does not answer:
+// "T (stopped)", "D (uninterruptible sleep: waiting in the kernel, often
+// a GPU driver or a disk)", "S (sleeping)", "R (running)". alive is false
+// when the process is gone or a zombie (state is then "" or "Z (zombie)").
+func ProcessState(pid int) (state string, alive bool) {
+	if pid <= 0 {
+		return "", false
+	}
+	s, err := readProcStat(pid)
+	if err != nil {
+		return "", false
+	}
+	return stateWords(s.State), s.alive()
+}
+
+// stateWords names a /proc state letter (proc(5)).
+func stateWords(c byte) string {
+	switch c {
+	case 'R':
+		return "R (running)"
+	case 'S':
+		return "S (sleeping)"
+	case 'D':
+		return "D (uninterruptible sleep: waiting in the kernel, often a GPU driver or a disk)"
+	case 'T':
+		return "T (stopped)"
+	case 't':
+		return "t (stopped by a debugger)"
+	case 'Z':
+		return "Z (zombie)"
+	case 'X':
+		return "X (dead)"
+	}
+	return string(c)
+}
