@@ -317,10 +317,13 @@ func echoModel(ctx *fasthttp.RequestCtx, model string) string {
 // request sent with "Expect: 100-continue" is refused before it is told
 // to send its body.
 func (s *Server) refuseBeforeBody(ctx *fasthttp.RequestCtx, x *exchange) bool {
-	if !s.keys.check(ctx.Request.Header.Peek("Authorization")) {
-		x.e.Error = "invalid_api_key"
-		x.ttfb = time.Since(x.start)
-		x.bytes, x.status = int64(s.unauthorized(ctx)), http.StatusUnauthorized
+	if auth := ctx.Request.Header.Peek("Authorization"); !s.keys.check(auth) {
+		if ctx.Request.Header.ContentLength() != 0 {
+			// Its body is not read (headerReceived): the connection
+			// cannot carry another request.
+			ctx.SetConnectionClose()
+		}
+		x.unauthorized(ctx, len(auth) > 0)
 		return true
 	}
 	if !ctx.IsPost() {
@@ -348,6 +351,14 @@ func (s *Server) refuseBeforeBody(ctx *fasthttp.RequestCtx, x *exchange) bool {
 // because its backend did not begin answering within [serve]
 // response_timeout.
 var errResponseTimeout = errors.New("the backend did not begin its answer within response_timeout")
+
+// unauthorized answers 401 to a request that sent no key (hadKey false)
+// or a wrong one, and records it.
+func (x *exchange) unauthorized(ctx *fasthttp.RequestCtx, hadKey bool) {
+	x.e.Error = "invalid_api_key"
+	x.ttfb = time.Since(x.start)
+	x.bytes, x.status = int64(unauthorizedAnswer(ctx, hadKey)), http.StatusUnauthorized
+}
 
 // refuseTooLarge answers 413 to a body over [serve] max_body_bytes
 // (read here, or refused by fasthttp: onReadError).

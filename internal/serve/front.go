@@ -45,13 +45,9 @@ func (s *Server) newFront() *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:      s.handle,
 		ErrorHandler: s.onReadError,
-		// A body has bodyTimeout to arrive once its headers did.
-		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-			if h.ContentLength() != 0 {
-				s.bodyPending.Store(h, pendingFor(routeOf(h.RequestURI()), h.Method()))
-			}
-			return fasthttp.RequestConfig{ReadTimeout: s.bodyTimeout}
-		},
+		// A body has bodyTimeout to arrive once its headers did; a
+		// request its headers refuse is answered without it.
+		HeaderReceived: s.headerReceived,
 		// A request sent with "Expect: 100-continue" is told to send its
 		// body only once it passed the checks its headers allow.
 		ExpectHandler: s.expectContinue,
@@ -167,7 +163,12 @@ func (s *Server) onReadError(ctx *fasthttp.RequestCtx, err error) {
 	x.e.Method = p.method
 	var ne net.Error
 	switch {
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+	case p.refusal == refuseNoKey || p.refusal == refuseBadKey:
+		// Refused on its headers (headerReceived): the body was not
+		// waited for.
+		ctx.SetConnectionClose()
+		x.unauthorized(ctx, p.refusal == refuseBadKey)
+	case p.refusal == refuseTooLarge || errors.Is(err, fasthttp.ErrBodyTooLarge):
 		s.refuseTooLarge(ctx, x)
 	case clientLeft(err):
 		x.clientLeftMidRequest(ctx)
@@ -195,11 +196,60 @@ func clientLeft(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
+// headerReceived runs when a request's headers have arrived, before its
+// body. A request with a body has bodyTimeout for it to arrive, and is
+// remembered in bodyPending (see pendingReq). fasthttp reads up to 8 KiB
+// of a body before the handler runs; a request on a proxied route that
+// its headers already refuse (no key or a wrong one: 401; a
+// Content-Length over max_body_bytes: 413) is not given that wait: its
+// read deadline is now, so what of the body came with the headers is
+// read and the handler refuses it, and a body not sent yet ends the read
+// at once and onReadError answers the refusal. Either way the client
+// gets its answer at once and the connection closes: announcing a body
+// and never sending it holds no connection for the body timeout.
+func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	cl := h.ContentLength()
+	if cl == 0 {
+		return fasthttp.RequestConfig{ReadTimeout: s.bodyTimeout}
+	}
+	route := routeOf(h.RequestURI())
+	p := pendingFor(route, h.Method())
+	if route != "" && len(h.Peek(fasthttp.HeaderExpect)) == 0 { // expectContinue refuses those
+		refusal := refuseNone
+		auth := h.Peek(fasthttp.HeaderAuthorization)
+		switch keyOK := s.keys.check(auth); {
+		case !keyOK && len(auth) == 0:
+			refusal = refuseNoKey
+		case !keyOK:
+			refusal = refuseBadKey
+		case int64(cl) > s.sc.MaxBodyBytes:
+			refusal = refuseTooLarge
+		}
+		if refusal != refuseNone {
+			s.bodyPending.Store(h, &pendingReq{route: p.route, method: p.method, refusal: refusal})
+			return fasthttp.RequestConfig{ReadTimeout: time.Nanosecond, MaxRequestBodySize: 1}
+		}
+	}
+	s.bodyPending.Store(h, p)
+	return fasthttp.RequestConfig{ReadTimeout: s.bodyTimeout}
+}
+
+// Refusals a request's headers decide (pendingReq.refusal).
+const (
+	refuseNone = iota
+	refuseNoKey
+	refuseBadKey
+	refuseTooLarge
+)
+
 // pendingReq is what HeaderReceived keeps of a request whose body is
 // still to be read (the key is its header): fasthttp resets the request
 // before onReadError runs. The common ones are shared values
 // (pendingFor), so keeping them allocates nothing.
-type pendingReq struct{ route, method string }
+type pendingReq struct {
+	route, method string
+	refusal       int // refuseNone, or what headerReceived refused the request for
+}
 
 // noRequestLine stands for a request refused before its headers were
 // read: no route, no method.
@@ -212,7 +262,7 @@ var (
 	pendingTable = func() (t [len(pendingRoutes)][len(pendingMethods)]pendingReq) {
 		for i, r := range pendingRoutes {
 			for j, m := range pendingMethods {
-				t[i][j] = pendingReq{r, m}
+				t[i][j] = pendingReq{route: r, method: m}
 			}
 		}
 		return t
@@ -230,7 +280,7 @@ func pendingFor(route string, method []byte) *pendingReq {
 			return &pendingTable[i][j]
 		}
 	}
-	return &pendingReq{route, string(method)}
+	return &pendingReq{route: route, method: string(method)}
 }
 
 // expectContinue is the front door's answer to a request's "Expect:
@@ -290,8 +340,14 @@ func proxiedRoute(path []byte) string {
 
 // unauthorized answers 401 to a request without a valid key.
 func (s *Server) unauthorized(ctx *fasthttp.RequestCtx) int {
+	return unauthorizedAnswer(ctx, len(ctx.Request.Header.Peek("Authorization")) > 0)
+}
+
+// unauthorizedAnswer writes the 401 for a request that sent no key
+// (hadKey false) or a wrong one.
+func unauthorizedAnswer(ctx *fasthttp.RequestCtx, hadKey bool) int {
 	msg := "missing API key: send \"Authorization: Bearer KEY\""
-	if len(ctx.Request.Header.Peek("Authorization")) > 0 {
+	if hadKey {
 		msg = "invalid API key"
 	}
 	ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="hiro"`)

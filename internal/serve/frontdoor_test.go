@@ -381,3 +381,70 @@ func TestKeyAsModelIsNotEchoed(t *testing.T) {
 		t.Errorf("the key sent as a model was logged:\n%s", r.access.String())
 	}
 }
+
+// TestRefusedOnItsHeaders: a request whose headers already refuse it (no
+// key, a wrong key, a Content-Length over max_body_bytes) is answered at
+// once, before any of its body arrives, and its connection closed: a
+// client without a key cannot hold a connection for the body timeout by
+// announcing a body it never sends. A request that passes the checks
+// still waits for its body.
+func TestRefusedOnItsHeaders(t *testing.T) {
+	const key = "sk-header-key-0123456789"
+	cfg := fakeConfig(t, nil, "max_body_bytes = 4096\naccess_log = \"-\"")
+	r := startRouter(t, cfg, func(o *Options) {
+		o.LookupEnv = func(k string) (string, bool) { return key, k == "HIRO_SERVE_API_KEYS" }
+	})
+	r.waitState(t, StateReady, 20*time.Second)
+	body := chatBody("extraction", false)
+	head := func(length int, auth string) string {
+		h := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", RouteChat, length)
+		if auth != "" {
+			h += "Authorization: " + auth + "\r\n"
+		}
+		return h + "\r\n"
+	}
+	for _, c := range []struct {
+		name, head string
+		code       int
+		want       string
+	}{
+		{"no key", head(len(body), ""), 401, "missing API key"},
+		{"wrong key", head(len(body), "Bearer sk-wrong-key-0123456789"), 401, "invalid API key"},
+		{"too large", head(5000, "Bearer "+key), 413, "larger than 4096 bytes"},
+	} {
+		rc := dialRaw(t, r)
+		start := time.Now()
+		rc.send(c.head)
+		resp, b := rc.read()
+		if took := time.Since(start); resp.StatusCode != c.code || !strings.Contains(b, c.want) || took > 5*time.Second {
+			t.Errorf("%s, body not sent: %d %s after %s; want %d with %q at once", c.name, resp.StatusCode, b, took, c.code, c.want)
+		}
+		if !resp.Close {
+			t.Errorf("%s: the connection stays open after a refusal whose body was never read", c.name)
+		}
+	}
+	// The same refusals when the body comes with the headers.
+	for _, auth := range []string{"", "Bearer sk-wrong-key-0123456789"} {
+		rc := dialRaw(t, r)
+		rc.send(head(len(body), auth) + body)
+		if resp, b := rc.read(); resp.StatusCode != 401 {
+			t.Errorf("key %q with its body: %d %s", auth, resp.StatusCode, b)
+		}
+	}
+	// A request that passes: its body is waited for, then answered.
+	rc := dialRaw(t, r)
+	rc.send(head(len(body), "Bearer "+key))
+	rc.c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := rc.br.Peek(1); err == nil {
+		t.Fatal("a request with a valid key was answered before its body came")
+	}
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	rc.send(body)
+	if resp, b := rc.read(); resp.StatusCode != 200 || !strings.Contains(b, "READY") {
+		t.Errorf("a valid request whose body came late: %d %s", resp.StatusCode, b)
+	}
+	waitAccess(t, r, `"status":413`)
+	if a := r.access.String(); strings.Count(a, `"status":401`) != 4 || strings.Contains(a, key) {
+		t.Errorf("the access log should hold 4 refusals (401) and no key:\n%s", a)
+	}
+}
