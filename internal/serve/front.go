@@ -54,6 +54,7 @@ func (s *Server) newFront() *fasthttp.Server {
 		// Bodies are read by the handler, after the key check, as they
 		// arrive: a Content-Length alone reserves no memory.
 		StreamRequestBody:            true,
+		Concurrency:                  s.maxConns,
 		ReadTimeout:                  headerTimeout,
 		IdleTimeout:                  idleTimeout,
 		ReadBufferSize:               maxHeaderBytes,

@@ -448,3 +448,26 @@ func TestRefusedOnItsHeaders(t *testing.T) {
 		t.Errorf("the access log should hold 4 refusals (401) and no key:\n%s", a)
 	}
 }
+
+// TestConnectionCap: past MaxConnections open client connections, one
+// more is answered 503 and closed, and the ones open still serve.
+func TestConnectionCap(t *testing.T) {
+	cfg := fakeConfig(t, nil, "")
+	r := startRouter(t, cfg, func(o *Options) { o.MaxConnections = 3 })
+	r.waitState(t, StateReady, 20*time.Second)
+	var held []*rawConn
+	for i := 0; i < 3; i++ {
+		held = append(held, dialRaw(t, r))
+	}
+	time.Sleep(100 * time.Millisecond) // the server has accepted them
+	extra := dialRaw(t, r)
+	extra.send(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", RouteChat))
+	if resp, b := extra.read(); resp.StatusCode != 503 {
+		t.Errorf("a connection past the cap: %d %s; want 503", resp.StatusCode, b)
+	}
+	body := chatBody("extraction", false)
+	held[0].send(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", RouteChat, len(body), body))
+	if resp, b := held[0].read(); resp.StatusCode != 200 {
+		t.Errorf("a connection within the cap: %d %s", resp.StatusCode, b)
+	}
+}

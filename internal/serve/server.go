@@ -56,6 +56,9 @@ type Options struct {
 	// BodyReadTimeout bounds the reading of a request body; default
 	// DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
+	// MaxConnections bounds the client connections open at once; default
+	// DefaultMaxConnections.
+	MaxConnections int
 	// OwnsProcess lets the router set the process's processors
 	// (GOMAXPROCS, [serve] procs): true for `hiro serve`, false where one
 	// process runs several routers or other work (tests).
@@ -87,10 +90,12 @@ type Server struct {
 	bodyPending sync.Map
 	// bodyTimeout is Options.BodyReadTimeout or its default.
 	bodyTimeout time.Duration
-	draining    atomic.Bool
-	started     time.Time
-	addr        string // scheme://host:port once listening
-	ctlDir      string
+	// maxConns is Options.MaxConnections or its default.
+	maxConns int
+	draining atomic.Bool
+	started  time.Time
+	addr     string // scheme://host:port once listening
+	ctlDir   string
 
 	eventsMu sync.Mutex
 	events   io.Writer
@@ -129,6 +134,9 @@ func New(opts Options) (*Server, error) {
 	s.metricsHandler = s.newMetricsHandler()
 	if s.bodyTimeout <= 0 {
 		s.bodyTimeout = DefaultBodyReadTimeout
+	}
+	if s.maxConns = opts.MaxConnections; s.maxConns <= 0 {
+		s.maxConns = DefaultMaxConnections
 	}
 	if opts.Listen != "" {
 		s.sc.Listen = opts.Listen
@@ -462,6 +470,12 @@ func (s *Server) lookup(model string) *route {
 	}
 	return nil
 }
+
+// DefaultMaxConnections bounds the client connections the router holds
+// open at once; one more is answered 503 and closed. Each open
+// connection holds about 20 KiB (its 16 KiB read buffer, a goroutine):
+// 4096 of them about 90 MB, whatever clients do with them.
+const DefaultMaxConnections = 4096
 
 // DefaultBodyReadTimeout bounds the reading of a request body (8 MiB,
 // the default bound, at 100 KB/s takes 80 s).
