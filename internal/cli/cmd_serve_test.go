@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/tlstest"
 )
 
 // serveTestState gives a router test its folder, and sets HIRO_LEASE_DIR
@@ -237,5 +239,108 @@ access_log = %q
 	}
 	if _, err := os.Stat(filepath.Join(dir, "state", "serve", "events.jsonl")); err == nil {
 		t.Error("the router started (its event log exists) before the configuration error")
+	}
+}
+
+// runServeBriefly runs `hiro serve` on the configuration text cfgText
+// (written to name.toml in dir) with a bound: a router that starts is
+// stopped after 5 s (exit 0), which is what a configuration error must
+// not do. It returns the exit status and stderr.
+func runServeBriefly(t *testing.T, dir, name, cfgText string) (string, int, string) {
+	t.Helper()
+	cfg := filepath.Join(dir, name+".toml")
+	if err := os.WriteFile(cfg, []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := Run(ctx, []string{"--config", cfg, "serve"}, &out, &errb)
+	return cfg, code, errb.String()
+}
+
+// TestServeTLSMistakesExit2: a TLS pair that cannot serve is a
+// configuration error (exit 2, nothing started: no event log) naming the
+// configuration file and the key holding the wrong file, with what to
+// do; it was exit 1 from the running router with Go's bare message, a
+// certificate given as the key was reported under tls_cert, and a key
+// others can read was accepted (an api_keys_file like it is refused).
+func TestServeTLSMistakesExit2(t *testing.T) {
+	dir := serveTestState(t)
+	a := tlstest.Generate(t, dir, "a")
+	b := tlstest.Generate(t, dir, "b")
+	garbage := filepath.Join(dir, "garbage.pem")
+	os.WriteFile(garbage, []byte("not a pem file\n"), 0o600)
+	openKey := filepath.Join(dir, "open-key.pem")
+	kb, _ := os.ReadFile(a.Key)
+	os.WriteFile(openKey, kb, 0o644)
+	os.Chmod(openKey, 0o644)
+	missing := filepath.Join(dir, "missing.pem")
+	for _, c := range []struct {
+		name, cert, key, wantKey string
+		want                     []string
+	}{
+		{"key of another certificate", a.Cert, b.Key, "serve.tls_key", []string{"is not the one of the certificate in " + a.Cert, "openssl"}},
+		{"certificate as the key", a.Cert, a.Cert, "serve.tls_key", []string{a.Cert + " holds a certificate, not a private key"}},
+		{"swapped", a.Key, a.Cert, "serve.tls_cert", []string{"holds a private key, not a certificate", "swapped"}},
+		{"missing certificate", missing, a.Key, "serve.tls_cert", []string{missing + " does not exist"}},
+		{"garbage key", a.Cert, garbage, "serve.tls_key", []string{"holds no PEM private key"}},
+		{"key others can read", a.Cert, openKey, "serve.tls_key", []string{"readable by group or others (mode 644)", "chmod 600"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := strings.ReplaceAll(c.name, " ", "-")
+			cfg, code, stderr := runServeBriefly(t, dir, name, fmt.Sprintf(`state_dir = %q
+`+unstartedProduction+`[serve]
+listen = "127.0.0.1:0"
+access_log = "off"
+tls_cert = %q
+tls_key = %q
+`, "state-"+name, c.cert, c.key))
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d: %s", code, ExitUsage, stderr)
+			}
+			for _, w := range append([]string{cfg + ": " + c.wantKey + ": "}, c.want...) {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("message lacks %q: %s", w, stderr)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "state-"+name, "serve", "events.jsonl")); err == nil {
+				t.Error("the router started (its event log exists) before the TLS error")
+			}
+		})
+	}
+}
+
+// TestServeKeyVariableUnset: a key variable the configuration names
+// (metrics_key_env; api_keys_env other than HIRO_SERVE_API_KEYS) that is
+// unset or empty stops `hiro serve` with exit 2 naming the key and the
+// variable: /metrics silently took the API keys, and the router ran
+// without keys. The default HIRO_SERVE_API_KEYS may be unset.
+func TestServeKeyVariableUnset(t *testing.T) {
+	dir := serveTestState(t)
+	t.Setenv("HIRO_SERVE_API_KEYS", "")
+	t.Setenv("HIRO_TEST_EMPTY_KEYS", " , ")
+	for _, c := range []struct {
+		name, extra, wantKey, variable string
+	}{
+		{"metrics key unset", `metrics_key_env = "HIRO_TEST_UNSET_METRICS_KEY"`, "serve.metrics_key_env", "HIRO_TEST_UNSET_METRICS_KEY"},
+		{"api keys empty", `api_keys_env = "HIRO_TEST_EMPTY_KEYS"`, "serve.api_keys_env", "HIRO_TEST_EMPTY_KEYS"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := strings.ReplaceAll(c.name, " ", "-")
+			cfg, code, stderr := runServeBriefly(t, dir, name, `state_dir = "state-`+name+`"
+`+unstartedProduction+`[serve]
+listen = "127.0.0.1:0"
+access_log = "off"
+`+c.extra+"\n")
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d: %s", code, ExitUsage, stderr)
+			}
+			for _, w := range []string{cfg + ": " + c.wantKey + ": ", "$" + c.variable + ", which is unset or empty", "export " + c.variable + "="} {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("message lacks %q: %s", w, stderr)
+				}
+			}
+		})
 	}
 }

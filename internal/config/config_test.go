@@ -234,3 +234,47 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+// TestServeMessagesSayWhatZeroMeans: a [serve] value out of range is
+// refused naming its key, what was wrong and what 0 means (0 is
+// accepted: the default, or no wait for wait_for_ready); max_body_bytes
+// said "must be positive" although 0 is accepted. A lone tls_cert names
+// the missing key, tls_key.
+func TestServeMessagesSayWhatZeroMeans(t *testing.T) {
+	cases := []struct {
+		name, serve, key string
+		want             []string
+	}{
+		{"negative body bound", "max_body_bytes = -1", "serve.max_body_bytes", []string{"must not be negative, got -1", "0 or unset: the default, 8388608"}},
+		{"negative drain", `drain_timeout = "-1s"`, "serve.drain_timeout", []string{"must not be negative, got -1s", "0 or unset: the default, 30s"}},
+		{"negative wait", `wait_for_ready = "-2s"`, "serve.wait_for_ready", []string{"got -2s", "0 or unset: no wait, 503 at once"}},
+		{"negative budget", "restart_budget = -1", "serve.restart_budget", []string{"got -1", "0 or unset: the default, 3"}},
+		{"cert without key", `tls_cert = "c.pem"`, "serve.tls_key", []string{"is not set but tls_cert is", "private key"}},
+		{"key without cert", `tls_key = "k.pem"`, "serve.tls_cert", []string{"is not set but tls_key is"}},
+		{"bad variable name", `metrics_key_env = "1KEY"`, "serve.metrics_key_env", []string{`"1KEY"`, "letters, digits and '_'"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(good+"\n[serve]\n"+tc.serve+"\n"), "hiro.toml")
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "hiro.toml: "+tc.key+": ") || strings.Contains(msg, "positive") {
+				t.Errorf("error %q: want it under %s, without \"positive\"", msg, tc.key)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q lacks %q", msg, w)
+				}
+			}
+		})
+	}
+	c, err := Parse([]byte(good+"\n[serve]\nmax_body_bytes = 0\nwait_for_ready = \"0s\"\n"), "hiro.toml")
+	if err != nil {
+		t.Fatalf("0 refused: %v", err)
+	}
+	if c.Serve.MaxBodyBytes != DefaultServeMaxBodyBytes {
+		t.Errorf("max_body_bytes = 0 gave %d, want the default %d", c.Serve.MaxBodyBytes, DefaultServeMaxBodyBytes)
+	}
+}

@@ -70,13 +70,20 @@ type Serve struct {
 	// APIKeysEnv names an environment variable holding comma-separated
 	// keys; default DefaultServeAPIKeysEnv. Keys from both are accepted;
 	// with none, requests need no key (loopback only). Every key has at
-	// least 16 characters (`hiro serve` refuses a shorter one).
+	// least 16 characters (`hiro serve` refuses a shorter one). A
+	// variable other than the default must be set and hold a key when
+	// `hiro serve` starts (it exits 2 naming it otherwise); the default
+	// may be unset.
 	APIKeysEnv string `toml:"api_keys_env" json:"api_keys_env,omitempty"`
 	// MetricsKeyFile and MetricsKeyEnv give /metrics its own key; without
-	// one, /metrics takes the API keys.
+	// one, /metrics takes the API keys. A MetricsKeyEnv that is unset or
+	// empty when `hiro serve` starts is an error (exit 2), not "no key".
 	MetricsKeyFile string `toml:"metrics_key_file" json:"metrics_key_file,omitempty"`
 	MetricsKeyEnv  string `toml:"metrics_key_env" json:"metrics_key_env,omitempty"`
-	// TLSCert and TLSKey are PEM files; required when Listen is not loopback.
+	// TLSCert and TLSKey are PEM files; required when Listen is not
+	// loopback. `hiro serve` checks the pair before it starts anything
+	// (exit 2 naming the key at fault); TLSKey must not be readable by
+	// group or others (chmod 600), as APIKeysFile.
 	TLSCert string `toml:"tls_cert" json:"tls_cert,omitempty"`
 	TLSKey  string `toml:"tls_key" json:"tls_key,omitempty"`
 	// HealthInterval and CanaryInterval: see the defaults; 0 (or unset)
@@ -178,8 +185,12 @@ func (c *Config) ValidateServe() Errors {
 	} else if !IsLoopbackHost(host) && (s.TLSCert == "" || s.TLSKey == "") {
 		add("listen", "%q is not a loopback address: set tls_cert and tls_key (and API keys) to serve beyond this machine, or listen on 127.0.0.1", s.Listen)
 	}
-	if (s.TLSCert == "") != (s.TLSKey == "") {
-		add("tls_cert", "tls_cert and tls_key go together; set both or neither")
+	// The key named is the one missing.
+	switch {
+	case s.TLSCert != "" && s.TLSKey == "":
+		add("tls_key", "is not set but tls_cert is: they go together; set tls_key to the certificate's private key (PEM), or remove tls_cert")
+	case s.TLSCert == "" && s.TLSKey != "":
+		add("tls_cert", "is not set but tls_key is: they go together; set tls_cert to the certificate (PEM), or remove tls_key")
 	}
 	if s.Alias != "" && !reName.MatchString(s.Alias) {
 		add("alias", "invalid alias %q: use letters, digits, '.', '_' and '-' only", s.Alias)
@@ -190,20 +201,32 @@ func (c *Config) ValidateServe() Errors {
 		}
 	}
 	if s.MaxBodyBytes < 0 {
-		add("max_body_bytes", "must be positive, got %d", s.MaxBodyBytes)
+		add("max_body_bytes", "must not be negative, got %d; give a size in bytes (0 or unset: the default, %d)", s.MaxBodyBytes, DefaultServeMaxBodyBytes)
 	}
 	if s.Procs < 0 || s.Procs > MaxServeProcs {
 		add("procs", "must be 0 (adapt to the load) or a number of processors up to %d, got %d", MaxServeProcs, s.Procs)
 	}
 	if s.RestartBudget < 0 || s.RestartBudget > 100 {
-		add("restart_budget", "must be between 0 and 100, got %d", s.RestartBudget)
+		add("restart_budget", "must be between 0 and 100, got %d; give the most restarts of production in restart_window (0 or unset: the default, %d)", s.RestartBudget, DefaultServeRestartBudget)
 	}
-	for key, d := range map[string]Duration{"health_interval": s.HealthInterval, "canary_interval": s.CanaryInterval,
-		"restart_window": s.RestartWindow, "restart_backoff": s.RestartBackoff, "restart_backoff_max": s.RestartBackoffMax,
-		"wait_for_ready": s.WaitForReady, "drain_timeout": s.DrainTimeout, "response_timeout": s.ResponseTimeout} {
-		if d.Duration < 0 {
-			add(key, "must not be negative, got %s", d.Duration)
+	// What 0 (or unset) means for each duration: the default, except
+	// wait_for_ready.
+	for _, d := range []struct {
+		key  string
+		v    Duration
+		zero time.Duration
+	}{{"health_interval", s.HealthInterval, DefaultServeHealthInterval}, {"canary_interval", s.CanaryInterval, DefaultServeCanaryInterval},
+		{"restart_window", s.RestartWindow, DefaultServeRestartWindow}, {"restart_backoff", s.RestartBackoff, DefaultServeRestartBackoff},
+		{"restart_backoff_max", s.RestartBackoffMax, DefaultServeRestartBackoffMax}, {"wait_for_ready", s.WaitForReady, -1},
+		{"drain_timeout", s.DrainTimeout, DefaultServeDrainTimeout}, {"response_timeout", s.ResponseTimeout, DefaultServeResponseTimeout}} {
+		if d.v.Duration >= 0 {
+			continue
 		}
+		zero := fmt.Sprintf("the default, %s", d.zero)
+		if d.zero < 0 {
+			zero = "no wait, 503 at once"
+		}
+		add(d.key, "must not be negative, got %s; write a duration like \"30s\" (0 or unset: %s)", d.v.Duration, zero)
 	}
 	if s.RestartBackoff.Duration > s.RestartBackoffMax.Duration {
 		add("restart_backoff", "%s is larger than restart_backoff_max (%s): the first wait before a restart cannot exceed the longest; lower restart_backoff or raise restart_backoff_max", s.RestartBackoff.Duration, s.RestartBackoffMax.Duration)
@@ -212,10 +235,10 @@ func (c *Config) ValidateServe() Errors {
 		add("on_exit", "unknown value %q; use \"leave\" (production keeps running) or \"stop\"", s.OnExit)
 	}
 	if s.APIKeysEnv != "" && !reEnvName.MatchString(s.APIKeysEnv) {
-		add("api_keys_env", "invalid environment variable name %q", s.APIKeysEnv)
+		add("api_keys_env", "invalid environment variable name %q; use letters, digits and '_', not starting with a digit (e.g. %s)", s.APIKeysEnv, DefaultServeAPIKeysEnv)
 	}
 	if s.MetricsKeyEnv != "" && !reEnvName.MatchString(s.MetricsKeyEnv) {
-		add("metrics_key_env", "invalid environment variable name %q", s.MetricsKeyEnv)
+		add("metrics_key_env", "invalid environment variable name %q; use letters, digits and '_', not starting with a digit (e.g. HIRO_METRICS_KEY)", s.MetricsKeyEnv)
 	}
 	return es
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/redact"
 )
 
@@ -64,6 +65,30 @@ func loadKeys(file, fileKey, env string, lookup func(string) (string, bool)) (*k
 		}
 	}
 	return ks, nil
+}
+
+// checkKeyEnvs refuses a key variable the configuration names that is
+// unset or holds no key: api_keys_env other than
+// config.DefaultServeAPIKeysEnv (the default may be unset: no keys) and
+// metrics_key_env. Unset, the router would run without the keys the
+// operator meant it to have (no key at all, or /metrics on the API
+// keys). The error is a *config.Error naming the key and the variable.
+func checkKeyEnvs(cfg *config.Config, lookup func(string) (string, bool)) error {
+	sc := &cfg.Serve
+	for _, v := range []struct{ key, name, without string }{
+		{"api_keys_env", sc.APIKeysEnv, "requests would need no key"},
+		{"metrics_key_env", sc.MetricsKeyEnv, "/metrics would take the API keys"},
+	} {
+		if v.name == "" || (v.key == "api_keys_env" && v.name == config.DefaultServeAPIKeysEnv) {
+			continue
+		}
+		if val, _ := lookup(v.name); strings.Trim(val, ", \t") == "" {
+			return &config.Error{File: cfg.Path, Key: "serve." + v.key, Msg: fmt.Sprintf(
+				"names $%s, which is unset or empty (without it %s); export %s=KEY (make one with `openssl rand -hex 16`) before starting hiro serve, or remove %s",
+				v.name, v.without, v.name, v.key)}
+		}
+	}
+	return nil
 }
 
 // MinKeyLen is the fewest characters a router key (API or metrics key)

@@ -54,9 +54,11 @@
 //
 // Authentication: bearer keys from [serve].api_keys_file and the variable
 // [serve].api_keys_env (at least MinKeyLen characters each, or New
-// refuses), compared in constant time, never logged; /metrics
+// refuses; New refuses a named variable that is unset or empty too, but
+// the default one), compared in constant time, never logged; /metrics
 // may have its own key. The listener is loopback unless configured, and
-// then TLS ([serve].tls_cert, tls_key) is required. Observability:
+// then TLS ([serve].tls_cert, tls_key) is required; New reads and checks
+// the pair (tlspair.go), so a bad one is a configuration error. Observability:
 // Prometheus /metrics (client_golang, a registry of its own) and one JSON
 // access log line per request, without prompt text ([serve].access_log;
 // New refuses a path that cannot be opened as a configuration error).

@@ -96,6 +96,9 @@ type Server struct {
 	started  time.Time
 	addr     string // scheme://host:port once listening
 	ctlDir   string
+	// tlsPair is [serve] tls_cert and tls_key, read and checked by New;
+	// nil without TLS.
+	tlsPair *tls.Certificate
 
 	eventsMu sync.Mutex
 	events   io.Writer
@@ -161,11 +164,21 @@ func New(opts Options) (*Server, error) {
 		}
 		prod = p
 	}
+	if s.sc.TLSCert != "" && s.sc.TLSKey != "" {
+		pair, err := loadTLSPair(opts.Config)
+		if err != nil {
+			return nil, err
+		}
+		s.tlsPair = &pair
+	}
 	var err error
 	if s.keys, err = loadKeys(s.sc.APIKeysFile, "serve.api_keys_file", s.sc.APIKeysEnv, opts.LookupEnv); err != nil {
 		return nil, err
 	}
 	if s.metKeys, err = loadKeys(s.sc.MetricsKeyFile, "serve.metrics_key_file", s.sc.MetricsKeyEnv, opts.LookupEnv); err != nil {
+		return nil, err
+	}
+	if err := checkKeyEnvs(opts.Config, opts.LookupEnv); err != nil {
 		return nil, err
 	}
 	if s.metKeys.empty() {
@@ -239,14 +252,8 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("serve: cannot listen on %s: %w; pick another port with --listen or [serve] listen", s.sc.Listen, err)
 	}
 	scheme := "http"
-	if s.sc.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(s.sc.TLSCert, s.sc.TLSKey)
-		if err != nil {
-			ln.Close()
-			closeCtl()
-			return fmt.Errorf("serve.tls_cert: %w", err)
-		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+	if s.tlsPair != nil {
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*s.tlsPair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
 		scheme = "https"
 	}
 	s.addr = scheme + "://" + listenAddr(s.sc.Listen, ln.Addr())
