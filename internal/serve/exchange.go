@@ -274,6 +274,17 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 		}
 		return false
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		// The backend refused the key hiro sends it (the profile's, never
+		// the client's): an operator's fault the client cannot fix, and
+		// must not read as its own key refused.
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		x.errClass = "auth"
+		rt.onErr(rt, "auth")
+		x.fail(ctx, http.StatusBadGateway, "upstream_error", fmt.Sprintf("backend %s refused the credentials hiro serve sends it (HTTP 401): the operator must fix its key (backends.%s, api_key_file or api_key_env); retry later", rt.name, rt.name), 0)
+		return false
+	}
 	x.status = resp.StatusCode
 	ctx.SetStatusCode(resp.StatusCode)
 	h := &ctx.Response.Header

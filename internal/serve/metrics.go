@@ -77,7 +77,7 @@ func newMetrics() *metrics {
 	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hiro_serve_tokens_total",
 		Help: "Tokens reported by the upstream usage object, by backend and kind (prompt, completion)."}, []string{"backend", "kind"})
 	m.upErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hiro_serve_upstream_errors_total",
-		Help: "Upstream failures by backend and class (connect, timeout, reset, canceled, other, or a failure class of a death or failed canary)."},
+		Help: "Upstream failures by backend and class (connect, timeout, reset, canceled, cut: a body broken mid-way, auth: the backend refused the router's key, other, or a failure class of a death or failed canary)."},
 		[]string{"backend", "class"})
 	m.restarts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hiro_serve_restarts_total",
 		Help: "Restarts of a managed production by the router."}, []string{"backend"})

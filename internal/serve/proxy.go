@@ -127,7 +127,9 @@ func (rt *route) matches(model string) bool {
 
 // upstreamErrorClass names an upstream failure for the metrics:
 // canceled (the client left), timeout, connect (refused, unreachable),
-// reset (the connection broke mid-way), other.
+// reset (the connection broke mid-way), other. (forward adds "auth" for
+// a backend that answered 401 to the router's key, upstreamBody "cut"
+// for a body broken mid-way.)
 func upstreamErrorClass(ctx context.Context, err error) string {
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):

@@ -532,6 +532,31 @@ func TestServedProfileNamesTheKeySetting(t *testing.T) {
 	}
 }
 
+// TestBackendRefusingTheRoutersKey: a backend that answers 401 to the
+// key hiro sends it (the profile's) is the operator's fault: the client
+// gets 502 naming the profile to fix, not a 401 it would read as its own
+// key refused, and the metrics count an "auth" upstream error.
+func TestBackendRefusingTheRoutersKey(t *testing.T) {
+	port := freePort(t)
+	startOther(t, port, "--api-key", "sk-served-only-5678", "--require-api-key", "--key-public-paths", "/health,/v1/models")
+	cfg := fakeConfig(t, nil, servedOther(port))
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	code, hdr, body := post(t, r.url, RouteChat, chatBody("other-model", false))
+	if code != http.StatusBadGateway || !strings.Contains(body, "backends.other") || hdr.Get("WWW-Authenticate") != "" {
+		t.Errorf("a backend refusing the router's key: %d %s (WWW-Authenticate %q); want 502 naming backends.other", code, body, hdr.Get("WWW-Authenticate"))
+	}
+	mr, err := http.Get(r.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(mr.Body)
+	mr.Body.Close()
+	if !strings.Contains(string(m), `hiro_serve_upstream_errors_total{backend="other",class="auth"} 1`) {
+		t.Errorf("metrics lack the auth error:\n%s", m)
+	}
+}
+
 // TestClientLeavingCancelsUpstream: a client that gives up on a request
 // its backend has not answered (no byte sent back yet) cancels the
 // backend's request: the engine sees it end, the access log says 499.
