@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -43,7 +46,12 @@ The router is controlled through a Unix socket in your private state folder
 $XDG_STATE_HOME/hiro/serve, else ~/.local/state/hiro/serve):
 'hiro status' reads it. SIGTERM or SIGINT stops it gracefully: no new
 requests, in-flight ones drain up to drain_timeout, production is left
-running (or stopped with on_exit = "stop").
+running (or stopped with on_exit = "stop"). SIGHUP reopens the access log
+(when access_log is a path) and events.jsonl, for log rotation; it never
+stops the router.
+
+Limits on a client: its request line and headers must arrive within 10 s,
+its body within 2 min of its headers.
 
 Exit status: 0 stopped gracefully; 1 the listener failed; 2 bad usage or
 configuration (nothing was started).`,
@@ -57,11 +65,16 @@ configuration (nothing was started).`,
 }
 
 func runServe(ctx context.Context, g *Globals, o serveOptions) error {
+	// SIGHUP (log rotation, systemd's reload) reopens the logs; its
+	// default action would end the router without a drain.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := config.Load(g.ConfigPath)
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
-	s, err := serve.New(serve.Options{Config: cfg, Listen: o.listen, Events: g.Stderr, OwnsProcess: true})
+	s, err := serve.New(serve.Options{Config: cfg, Listen: o.listen, Events: g.Stderr, Reopen: hup, OwnsProcess: true})
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}

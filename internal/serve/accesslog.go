@@ -152,6 +152,24 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'f', -1, 64)
 }
 
+// swap makes w the log's writer from the next line on, after flushing
+// what is buffered to the previous one, and closes the previous closer
+// (c, when set, is closed at Close): the reopening of a rotated file.
+func (a *accessLog) swap(w io.Writer, c io.Closer) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	a.w.Flush()
+	a.w.Reset(w)
+	old := a.c
+	a.c = c
+	a.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+}
+
 // Flush writes out what is buffered.
 func (a *accessLog) Flush() {
 	if a == nil {

@@ -61,7 +61,9 @@
 // the pair (tlspair.go), so a bad one is a configuration error. Observability:
 // Prometheus /metrics (client_golang, a registry of its own) and one JSON
 // access log line per request, without prompt text ([serve].access_log;
-// New refuses a path that cannot be opened as a configuration error).
+// New refuses a path that cannot be opened as a configuration error;
+// Options.Reopen, SIGHUP for `hiro serve`, reopens it and events.jsonl
+// for log rotation).
 //
 // Processors: `hiro serve` ([Options].OwnsProcess) runs on one processor
 // while requests come one at a time and on all of them once they overlap

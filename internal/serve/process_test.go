@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,5 +208,68 @@ func TestAdoptedProduction(t *testing.T) {
 	r3.waitRestarts(t, 1, 20*time.Second)
 	if st := r3.waitState(t, StateReady, 20*time.Second); st.Production.PID == pid || st.Production.Restarts != 1 {
 		t.Errorf("after the death: %+v", st.Production)
+	}
+}
+
+// TestSIGHUPReopensLogs: `hiro serve` takes SIGHUP as log rotation: the
+// access log (a path) and events.jsonl, moved away, are opened again by
+// their paths, a "reopened" event says so, and the router goes on
+// serving; SIGTERM then stops it gracefully (exit 0). SIGHUP killed it
+// at once (exit 129: no drain, no "stopping").
+func TestSIGHUPReopensLogs(t *testing.T) {
+	bin := buildHiro(t)
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	cfg := fakeConfig(t, nil, fmt.Sprintf("access_log = %q\n", logPath))
+	stateHome := shortDir(t)
+	h := startHiroServe(t, bin, cfg, stateHome)
+	st := waitRouterReady(t, filepath.Join(stateHome, "serve"), 30*time.Second)
+	if code, _, body := post(t, st.Listen, RouteChat, chatBody("extraction", false)); code != 200 {
+		t.Fatalf("before SIGHUP: %d %s", code, body)
+	}
+	evPath := filepath.Join(cfg.StateDir, "serve", "events.jsonl")
+	for _, p := range []string{logPath, evPath} {
+		if err := os.Rename(p, p+".1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.cmd.Process.Signal(syscall.SIGHUP)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(h.stderr.String(), `"event":"reopened"`); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-h.done:
+			t.Fatalf("hiro serve ended on SIGHUP (%v):\n%s", h.cmd.ProcessState, h.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no reopened event within 10s:\n%s", h.stderr.String())
+		}
+	}
+	resp, err := http.Get(st.Listen + RouteModels)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after SIGHUP: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.done:
+	case <-time.After(40 * time.Second):
+		t.Fatal("hiro serve did not stop within 40s of SIGTERM")
+	}
+	if code := h.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(h.stderr.String(), `"event":"stopping"`) {
+		t.Errorf("exit %d after SIGTERM:\n%s", code, h.stderr.String())
+	}
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if old, cur := read(logPath+".1"), read(logPath); !strings.Contains(old, RouteChat) || strings.Contains(old, RouteModels) ||
+		!strings.Contains(cur, RouteModels) || strings.Contains(cur, RouteChat) {
+		t.Errorf("access log: the request before SIGHUP belongs in the rotated file, the one after in the new one:\nrotated:\n%s\nnew:\n%s", old, cur)
+	}
+	if old, cur := read(evPath+".1"), read(evPath); !strings.Contains(old, `"event":"listening"`) || strings.Contains(old, `"event":"stopped"`) ||
+		!strings.Contains(cur, `"event":"reopened"`) || !strings.Contains(cur, `"event":"stopped"`) {
+		t.Errorf("event log: rotated:\n%s\nnew:\n%s", old, cur)
 	}
 }

@@ -59,6 +59,12 @@ type Options struct {
 	// MaxConnections bounds the client connections open at once; default
 	// DefaultMaxConnections.
 	MaxConnections int
+	// Reopen, when set, delivers the requests to reopen the log files
+	// (`hiro serve` passes SIGHUP, so that log rotation never kills the
+	// router): the access log when [serve] access_log is a path, and
+	// events.jsonl; each is recorded as a "reopened" event (or
+	// "reopen_failed": the file open before is kept).
+	Reopen <-chan os.Signal
 	// OwnsProcess lets the router set the process's processors
 	// (GOMAXPROCS, [serve] procs): true for `hiro serve`, false where one
 	// process runs several routers or other work (tests).
@@ -228,6 +234,22 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.closeLogs()
+	if s.opts.Reopen != nil {
+		stopReopen := make(chan struct{})
+		reopenDone := make(chan struct{})
+		go func() {
+			defer close(reopenDone)
+			for {
+				select {
+				case <-s.opts.Reopen:
+					s.reopenLogs()
+				case <-stopReopen:
+					return
+				}
+			}
+		}()
+		defer func() { close(stopReopen); <-reopenDone }()
+	}
 
 	// Who else serves comes first: another router on this state folder
 	// (the control socket answers), then one on this production endpoint
@@ -400,6 +422,40 @@ func (s *Server) openLogs() error {
 		s.access = newAccessLog(af, af)
 	}
 	return nil
+}
+
+// reopenLogs opens the access log (when [serve] access_log is a path)
+// and events.jsonl again by their paths, as log rotation needs (the old
+// files were moved away), and records a "reopened" event; a file that
+// cannot be opened keeps the one open before, and says so
+// ("reopen_failed").
+func (s *Server) reopenLogs() {
+	fields := map[string]any{}
+	if path := s.sc.AccessLog; s.opts.AccessLog == nil && path != "-" && path != "off" {
+		af, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			s.event("reopen_failed", map[string]any{"access_log": path, "error": err.Error(),
+				"what_to_do": "the access log goes on to the file open before; fix the folder or its permissions and send SIGHUP again"})
+		} else {
+			s.access.swap(af, af)
+			fields["access_log"] = path
+		}
+	}
+	evPath := filepath.Join(s.cfg.StateDir, "serve", "events.jsonl")
+	if f, err := os.OpenFile(evPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		s.event("reopen_failed", map[string]any{"event_log": evPath, "error": err.Error(),
+			"what_to_do": "events go on to the file open before; fix state_dir's permissions and send SIGHUP again"})
+	} else {
+		s.eventsMu.Lock()
+		old := s.evFile
+		s.evFile = f
+		s.eventsMu.Unlock()
+		if old != nil {
+			old.Close()
+		}
+		fields["event_log"] = evPath
+	}
+	s.event("reopened", fields)
 }
 
 func (s *Server) closeLogs() {
