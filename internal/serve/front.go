@@ -502,16 +502,32 @@ func (w *clientWatch) run() {
 	w.mu.Unlock()
 	defer close(w.done)
 	buf := make([]byte, 4<<10)
-	n, err := w.c.Conn.Read(buf)
-	if n > 0 {
-		// The client sent more (its next request): it is still there.
-		w.c.early = append(w.c.early, buf[:n]...)
-		return
-	}
-	if err != nil && !isTimeout(err) {
-		w.cancel(errClientLeft)
+	for {
+		n, err := w.c.Conn.Read(buf)
+		if n > 0 {
+			// The client sent more (its next request, pipelined): kept
+			// for the server. The watch goes on, since a client may send
+			// its next request and leave, until maxEarly bytes are kept
+			// (then it is clearly there).
+			w.c.early = append(w.c.early, buf[:n]...)
+			if len(w.c.early) >= maxEarly {
+				return
+			}
+		}
+		if err != nil {
+			// EOF cancels as net/http's server does: a client that half-
+			// closes after its request is taken for one that left.
+			if !isTimeout(err) {
+				w.cancel(errClientLeft)
+			}
+			return
+		}
 	}
 }
+
+// maxEarly bounds what a watch reads ahead of the server on one
+// connection (a pipelined request, its body).
+const maxEarly = 64 << 10
 
 // stop ends the watch; the connection is the server's again when it
 // returns. A nil watch does nothing.

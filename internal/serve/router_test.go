@@ -585,6 +585,33 @@ func TestClientLeavingCancelsUpstream(t *testing.T) {
 	}
 }
 
+// TestPipelinedThenLeaving: a client that sends its next request while
+// the first is generated (pipelining) and then closes its connection is
+// seen leaving: the first request ends as 499 long before its answer
+// would come (nothing is written to the client meanwhile to find it gone).
+func TestPipelinedThenLeaving(t *testing.T) {
+	port := freePort(t)
+	notes := filepath.Join(t.TempDir(), "other.out")
+	startOther(t, port, "--chat", "hang", "--notes", notes)
+	cfg := fakeConfig(t, nil, "access_log = \"-\"\n"+servedOther(port))
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	c, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(body string) string {
+		return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", RouteChat, len(body), body)
+	}
+	io.WriteString(c, req(chatBody("other-model", false)))
+	time.Sleep(100 * time.Millisecond) // the backend holds it, nothing sent back: its client is watched
+	io.WriteString(c, req(chatBody("extraction", false)))
+	time.Sleep(100 * time.Millisecond)
+	c.Close()
+	waitUpstreamCancelled(t, notes)
+	waitAccess(t, r, `"status":499`)
+}
+
 // TestPipelinedAfterSlowRequest: a client that sends its next request
 // while the router still streams the answer to the first (HTTP/1.1
 // pipelining) gets both answers in order: what the router read from the
