@@ -51,6 +51,48 @@ func (rc *rawConn) read() (*http.Response, string) {
 	return resp, string(b)
 }
 
+// rawHead is the request line and headers of a request (method) on the
+// chat route with a Content-Length, an Authorization header when auth is
+// set, and extra ("Name: value\r\n" lines).
+func rawHead(method string, length int, auth, extra string) string {
+	h := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s", method, RouteChat, length, extra)
+	if auth != "" {
+		h += "Authorization: " + auth + "\r\n"
+	}
+	return h + "\r\n"
+}
+
+// refusal is a request (head, no body) the router should refuse with
+// code, its message holding want.
+type refusal struct {
+	name, head string
+	code       int
+	want       string
+}
+
+// send sends the refusal's head on a new connection and returns the
+// answer and how long it took.
+func (c refusal) send(t *testing.T, r *router) (*http.Response, string, time.Duration) {
+	t.Helper()
+	rc := dialRaw(t, r)
+	start := time.Now()
+	rc.send(c.head)
+	resp, b := rc.read()
+	return resp, b, time.Since(start)
+}
+
+// metricsText returns the router's /metrics page.
+func metricsText(t *testing.T, r *router) string {
+	t.Helper()
+	mr, err := http.Get(r.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Body.Close()
+	b, _ := io.ReadAll(mr.Body)
+	return string(b)
+}
+
 // waitAccess waits until the access log holds want (it is flushed every
 // accessFlushEvery).
 func waitAccess(t *testing.T, r *router, want string) {
@@ -106,27 +148,15 @@ func TestExpectContinueAfterChecks(t *testing.T) {
 	})
 	r.waitState(t, StateReady, 20*time.Second)
 	body := chatBody("extraction", false)
-	head := func(method string, length int, auth string) string {
-		h := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n", method, RouteChat, length)
-		if auth != "" {
-			h += "Authorization: " + auth + "\r\n"
-		}
-		return h + "\r\n"
-	}
-	for _, c := range []struct {
-		name, head string
-		code       int
-		want       string
-	}{
+	const expect = "Expect: 100-continue\r\n"
+	head := func(method string, length int, auth string) string { return rawHead(method, length, auth, expect) }
+	for _, c := range []refusal{
 		{"no key", head("POST", len(body), ""), 401, "missing API key"},
 		{"wrong key", head("POST", len(body), "Bearer sk-wrong-key-0123456789"), 401, "invalid API key"},
 		{"too large", head("POST", 5000, "Bearer "+key), 413, "larger than 4096 bytes"},
 		{"wrong method", head("PUT", len(body), "Bearer "+key), 405, "use POST"},
 	} {
-		rc := dialRaw(t, r)
-		rc.send(c.head)
-		resp, b := rc.read()
-		if resp.StatusCode != c.code || !strings.Contains(b, c.want) {
+		if resp, b, _ := c.send(t, r); resp.StatusCode != c.code || !strings.Contains(b, c.want) {
 			t.Errorf("%s: %d %s; want %d with %q and no 100 Continue", c.name, resp.StatusCode, b, c.code, c.want)
 		}
 	}
@@ -270,18 +300,13 @@ func TestRefusalsAreRecorded(t *testing.T) {
 	} {
 		waitAccess(t, r, want)
 	}
-	mr, err := http.Get(r.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb, _ := io.ReadAll(mr.Body)
-	mr.Body.Close()
+	mb := metricsText(t, r)
 	for _, want := range []string{
 		`hiro_serve_requests_total{backend="",route="/v1/chat/completions",status="413"} 1`,
 		`hiro_serve_requests_total{backend="",route="/v1/chat/completions",status="499"} 1`,
 		`hiro_serve_requests_total{backend="",route="",status="431"} 1`,
 	} {
-		if !strings.Contains(string(mb), want) {
+		if !strings.Contains(mb, want) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
@@ -396,27 +421,14 @@ func TestRefusedOnItsHeaders(t *testing.T) {
 	})
 	r.waitState(t, StateReady, 20*time.Second)
 	body := chatBody("extraction", false)
-	head := func(length int, auth string) string {
-		h := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", RouteChat, length)
-		if auth != "" {
-			h += "Authorization: " + auth + "\r\n"
-		}
-		return h + "\r\n"
-	}
-	for _, c := range []struct {
-		name, head string
-		code       int
-		want       string
-	}{
+	head := func(length int, auth string) string { return rawHead("POST", length, auth, "") }
+	for _, c := range []refusal{
 		{"no key", head(len(body), ""), 401, "missing API key"},
 		{"wrong key", head(len(body), "Bearer sk-wrong-key-0123456789"), 401, "invalid API key"},
 		{"too large", head(5000, "Bearer "+key), 413, "larger than 4096 bytes"},
 	} {
-		rc := dialRaw(t, r)
-		start := time.Now()
-		rc.send(c.head)
-		resp, b := rc.read()
-		if took := time.Since(start); resp.StatusCode != c.code || !strings.Contains(b, c.want) || took > 5*time.Second {
+		resp, b, took := c.send(t, r)
+		if resp.StatusCode != c.code || !strings.Contains(b, c.want) || took > 5*time.Second {
 			t.Errorf("%s, body not sent: %d %s after %s; want %d with %q at once", c.name, resp.StatusCode, b, took, c.code, c.want)
 		}
 		if !resp.Close {

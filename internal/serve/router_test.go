@@ -138,12 +138,7 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 	}
 
 	// Metrics count requests by route, backend and status, and tokens.
-	mr, err := http.Get(r.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb, _ := io.ReadAll(mr.Body)
-	mr.Body.Close()
+	mb := metricsText(t, r)
 	for _, want := range []string{
 		`hiro_serve_requests_total{backend="prod",route="/v1/chat/completions",status="200"} 4`,
 		`hiro_serve_requests_total{backend="",route="/v1/chat/completions",status="404"} 1`,
@@ -155,7 +150,7 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 		`hiro_serve_ttfb_seconds_count{backend="prod",route="/v1/chat/completions"} 4`,
 		`hiro_serve_active_backend_info{backend="prod",engine="llamacpp",model="fake-model",state="ready"} 1`,
 	} {
-		if !strings.Contains(string(mb), want) {
+		if !strings.Contains(mb, want) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
@@ -546,13 +541,8 @@ func TestBackendRefusingTheRoutersKey(t *testing.T) {
 	if code != http.StatusBadGateway || !strings.Contains(body, "backends.other") || hdr.Get("WWW-Authenticate") != "" {
 		t.Errorf("a backend refusing the router's key: %d %s (WWW-Authenticate %q); want 502 naming backends.other", code, body, hdr.Get("WWW-Authenticate"))
 	}
-	mr, err := http.Get(r.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := io.ReadAll(mr.Body)
-	mr.Body.Close()
-	if !strings.Contains(string(m), `hiro_serve_upstream_errors_total{backend="other",class="auth"} 1`) {
+	m := metricsText(t, r)
+	if !strings.Contains(m, `hiro_serve_upstream_errors_total{backend="other",class="auth"} 1`) {
 		t.Errorf("metrics lack the auth error:\n%s", m)
 	}
 }
@@ -770,13 +760,8 @@ access_log = "-"
 		t.Errorf("the 504 should name the backend and the setting: %s", body)
 	}
 	waitUpstreamCancelled(t, notes)
-	mr, err := http.Get(r.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := io.ReadAll(mr.Body)
-	mr.Body.Close()
-	if !strings.Contains(string(m), `hiro_serve_upstream_errors_total{backend="other",class="timeout"} 1`) {
+	m := metricsText(t, r)
+	if !strings.Contains(m, `hiro_serve_upstream_errors_total{backend="other",class="timeout"} 1`) {
 		t.Errorf("metrics lack the timeout:\n%s", m)
 	}
 	r.stop(t)
