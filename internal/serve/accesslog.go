@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // accessEntry is one line of the JSON access log. It never holds prompt
@@ -193,4 +194,23 @@ func (a *accessLog) Close() {
 	if a.c != nil {
 		a.c.Close()
 	}
+}
+
+// maxQuoted bounds a client's text the router quotes back or logs (an
+// unknown model name, a path it does not serve, a key named twice):
+// longer text is cut, at a UTF-8 boundary, and marked
+// "…(truncated: N bytes)".
+const maxQuoted = 256
+
+// boundQuoted returns s cut to maxQuoted bytes and marked when longer.
+// Redact before bounding: a key cut in two would no longer be found.
+func boundQuoted(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(truncated: " + strconv.Itoa(len(s)) + " bytes)"
 }

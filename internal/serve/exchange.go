@@ -177,7 +177,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 		// Engines decode the last of two equal keys, a first-match
 		// reader the first: "model" twice would route by one name and
 		// run another (any model the backend holds).
-		x.fail(ctx, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("request body names the key %q more than once; send each key once", redact.Secrets(dup)), 0)
+		x.fail(ctx, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("request body names the key %q more than once; send each key once", boundQuoted(redact.Secrets(dup))), 0)
 		return false
 	}
 	if mv.Type != gjson.String || mv.Str == "" {
@@ -311,13 +311,14 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 // quoted back (the 404's message, the access log): the router's keys
 // and anything that looks like a secret redacted (redact.Secrets knows
 // the keys), and the request's own bearer token, when that is what was
-// sent as the model, replaced by redact.Placeholder.
+// sent as the model, replaced by redact.Placeholder; bounded to
+// maxQuoted bytes (boundQuoted).
 func echoModel(ctx *fasthttp.RequestCtx, model string) string {
 	if auth := ctx.Request.Header.Peek("Authorization"); len(auth) > len("Bearer ") &&
 		string(bytes.TrimSpace(auth[len("Bearer "):])) == strings.TrimSpace(model) {
 		return redact.Placeholder
 	}
-	return redact.Secrets(model)
+	return boundQuoted(redact.Secrets(model))
 }
 
 // refuseBeforeBody runs the checks a request on a proxied route passes

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
@@ -124,8 +125,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		ctx.SetContentType("application/json")
 		fmt.Fprintf(ctx, "{\"status\":%q}\n", st)
 	default:
-		writeError(ctx, fasthttp.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s: the router serves POST %s, %s, %s and GET %s",
-			ctx.Method(), redact.Secrets(string(ctx.Path())), RouteChat, RouteCompletions, RouteEmbeddings, RouteModels), 0)
+		s.answerLocally(ctx, RouteOther, func() {
+			writeError(ctx, fasthttp.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s: the router serves POST %s, %s, %s and GET %s",
+				boundQuoted(string(ctx.Method())), boundQuoted(redact.Secrets(string(ctx.Path()))), RouteChat, RouteCompletions, RouteEmbeddings, RouteModels), 0)
+		})
 	}
 }
 
@@ -145,7 +148,8 @@ func (s *Server) refuseVersion(ctx *fasthttp.RequestCtx) {
 // [serve] max_body_bytes (413), a body or headers that did not arrive in
 // time (400, 408), headers over maxHeaderBytes (431), anything else
 // malformed (400: what was wrong in a user's words, never fasthttp's
-// text, which may quote the request), a client that left before its
+// text, which may quote the request), plain HTTP sent to the TLS
+// listener (a plain-HTTP 400, refusePlainHTTP), a client that left before its
 // request was whole (499, nothing answered). The connection closes after
 // the answer. Every one is counted and access-logged: with its route
 // and method when its headers had arrived (bodyPending), else with route
@@ -171,6 +175,8 @@ func (s *Server) onReadError(ctx *fasthttp.RequestCtx, err error) {
 		x.unauthorized(ctx, p.refusal == refuseBadKey)
 	case p.refusal == refuseTooLarge || errors.Is(err, fasthttp.ErrBodyTooLarge):
 		s.refuseTooLarge(ctx, x)
+	case plainHTTPToTLS(err) != nil:
+		s.refusePlainHTTP(x, plainHTTPToTLS(err))
 	case clientLeft(err):
 		x.clientLeftMidRequest(ctx)
 	case errors.As(err, &ne) && ne.Timeout() && inBody:
@@ -360,7 +366,10 @@ func unauthorizedAnswer(ctx *fasthttp.RequestCtx, hadKey bool) int {
 // request is: hiro_serve_requests_total by route and status (no backend,
 // no latency series) and an access log line with the bytes sent.
 // /metrics scrapes and /health polls that pass are not recorded: they
-// come every few seconds from machines, not clients.
+// come every few seconds from machines, not clients. A request to a path
+// the router does not serve is recorded under route RouteOther (one
+// bounded series), its path logged redacted and bounded; an error's
+// access log "error" is the type of the OpenAI-shaped error answered.
 func (s *Server) answerLocally(ctx *fasthttp.RequestCtx, route string, f func()) {
 	start := time.Now()
 	f()
@@ -371,11 +380,14 @@ func (s *Server) answerLocally(ctx *fasthttp.RequestCtx, route string, f func())
 	if ctx.IsHead() {
 		e.Bytes = 0 // fasthttp sends the headers only
 	}
-	switch status {
-	case fasthttp.StatusUnauthorized:
-		e.Error = "unauthorized"
-	case fasthttp.StatusMethodNotAllowed:
-		e.Error = "method_not_allowed"
+	if route == RouteOther {
+		e.Method = boundQuoted(e.Method)
+		e.Path = boundQuoted(redact.Secrets(string(ctx.Path())))
+	}
+	if status >= 400 {
+		// The error's type, as a proxied route's refusals log it
+		// (invalid_api_key for a missing or wrong key, everywhere).
+		e.Error = gjson.GetBytes(ctx.Response.Body(), "error.type").String()
 	}
 	s.access.log(&e)
 }

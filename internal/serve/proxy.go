@@ -33,6 +33,9 @@ const (
 	RouteCompletions = "/v1/completions"
 	RouteEmbeddings  = "/v1/embeddings"
 	RouteModels      = "/v1/models"
+	// RouteOther is the route label of a request to a path the router
+	// does not serve (a 404): one series, whatever the path.
+	RouteOther = "other"
 )
 
 // NewTransport returns the router's upstream transport for https backends
