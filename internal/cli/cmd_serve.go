@@ -53,8 +53,14 @@ stops the router.
 Limits on a client: its request line and headers must arrive within 10 s,
 its body within 2 min of its headers.
 
+A production recorded as running with another configuration (the file
+changed since it started, or another configuration shares state_dir) is not
+stopped: hiro serve refuses to start, naming it and the fix ('hiro backend
+stop NAME', or put back the configuration it runs with).
+
 Exit status: 0 stopped gracefully; 1 the listener failed; 2 bad usage or
-configuration (nothing was started).`,
+configuration, or production running with another configuration (nothing
+was started or stopped).`,
 		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runServe(c.Context(), g, o)

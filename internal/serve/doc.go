@@ -50,7 +50,11 @@
 // did. Clients are told production's state and the failure's class, never
 // the operator's detail (pids, addresses, paths). An unmanaged production
 // is watched the same way and reported, never restarted. A production held by a live campaign's lease is never
-// started or restarted by the router.
+// started or restarted by the router. Production's record in state_dir is
+// acted on only when it names the process the router started or adopted:
+// one of another configuration is never stopped or overwritten (New
+// refuses with a *ForeignProductionError; found later, production is
+// down for this router until that process is gone).
 //
 // Authentication: bearer keys from [serve].api_keys_file and the variable
 // [serve].api_keys_env (at least MinKeyLen characters each, or New

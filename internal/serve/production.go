@@ -40,7 +40,17 @@ type prodCtl struct {
 	// owned by run
 	proc    *supervisor.Process // started by this router
 	adopted *supervisor.Record  // managed, started by another hiro
-	owner   uint64              // hand-over owner's start ticks
+	// foreign is a running process that production's record names and
+	// this router neither started nor adopted, of another configuration
+	// (another hiro sharing state_dir started it): production is left to
+	// it, never stopped or overwritten; nil otherwise.
+	foreign *supervisor.RecordStatus
+	// pid is production's process as this router knows it: the one it
+	// started (from launch) or adopted; 0 when none. Status and the
+	// failure facts read it, never the record (which another hiro
+	// sharing state_dir may have rewritten).
+	pid   atomic.Int64
+	owner uint64 // hand-over owner's start ticks
 	// own is production's endpoint lease while the router itself starts
 	// production (underLease); nil otherwise.
 	own *lease.Hold
@@ -91,6 +101,7 @@ func (p *prodCtl) handedOver() bool      { return p.state() == StateHandedOver }
 func (p *prodCtl) stateDir() string      { return p.s.cfg.StateDir }
 func (p *prodCtl) supOpts() supervisor.Options {
 	return supervisor.Options{StateDir: p.stateDir(), OnStart: func(pr *supervisor.Process) {
+		p.pid.Store(int64(pr.PID()))
 		// Recorded at once: a router killed now leaves a record the next
 		// one (or `hiro backend stop`) acts on.
 		_ = supervisor.WriteRecord(p.stateDir(), pr.Record())
@@ -383,25 +394,127 @@ func (p *prodCtl) bringUp(ctx context.Context) {
 }
 
 func (p *prodCtl) bringUpManaged(ctx context.Context) {
-	prof := p.prof()
-	if st, err := supervisor.Status(p.stateDir(), prof.Name); err == nil && st.Status == supervisor.StatusRunning {
-		if st.ProfileHash == prof.Hash() {
-			if rr := supervisor.CheckReady(ctx, prof, p.current().hc); rr.OK {
-				rec := st.Record
-				p.adopted = &rec
-				p.setHealth(true, "")
-				p.setState(StateReady, fmt.Sprintf("adopted the running pid %d", rec.PID))
-				return
-			} else if rr.Failure != nil {
-				p.s.event("adopt_refused", map[string]any{"backend": prof.Name, "pid": st.PID, "failure": rr.Failure})
-			}
-		} else {
-			p.s.event("adopt_refused", map[string]any{"backend": prof.Name, "pid": st.PID, "reason": "the running production was started with another configuration"})
-		}
-		_, sr, _ := supervisor.StopRecorded(ctx, p.stateDir(), prof.Name, 0)
-		p.s.event("stopped_recorded", map[string]any{"backend": prof.Name, "pid": st.PID, "stop": sr})
+	if p.recorded(ctx, "start") {
+		return
 	}
 	p.start(ctx, "starting")
+}
+
+// recorded acts on a running process that production's record names,
+// before the router starts one (its first start, a restart, the start
+// after a campaign's lease was released): started with the same
+// configuration and ready, it is adopted; with the same configuration
+// but not ready, it is stopped (the caller starts a fresh one); started
+// with another configuration (another hiro sharing state_dir, or
+// `hiro backend start` from another file), it is left running and
+// production is left to it (leaveToForeign): never stopped, never
+// overwritten. It returns true when production was settled (adopted or
+// left), false when the caller is to start it. On the owning goroutine,
+// with no process of the router's own (pid 0). what names the step, for
+// the event.
+func (p *prodCtl) recorded(ctx context.Context, what string) bool {
+	prof := p.prof()
+	st, err := supervisor.Status(p.stateDir(), prof.Name)
+	if err != nil || st.Status != supervisor.StatusRunning {
+		return false
+	}
+	if st.ProfileHash != prof.Hash() {
+		p.leaveToForeign(ctx, st, what)
+		return true
+	}
+	if rr := supervisor.CheckReady(ctx, prof, p.current().hc); rr.OK {
+		rec := st.Record
+		p.adopted, p.foreign = &rec, nil
+		p.pid.Store(int64(rec.PID))
+		p.setHealth(true, "")
+		p.setState(StateReady, fmt.Sprintf("adopted the running pid %d", rec.PID))
+		return true
+	} else if rr.Failure != nil {
+		p.s.event("adopt_refused", map[string]any{"backend": prof.Name, "pid": st.PID, "failure": rr.Failure})
+	}
+	_, sr, _ := supervisor.StopRecorded(ctx, p.stateDir(), prof.Name, 0)
+	p.s.event("stopped_recorded", map[string]any{"backend": prof.Name, "pid": st.PID, "stop": sr})
+	return false
+}
+
+// ForeignProductionError says that production's record names a running
+// process started with another configuration than the router's: New
+// refuses to start then (hiro serve exits 2), since serving would mean
+// stopping a working production for a configuration change.
+type ForeignProductionError struct {
+	// Config is the router's configuration file; Record the running
+	// process's record (pid, base URL, start time, record path).
+	Config string
+	Record supervisor.RecordStatus
+}
+
+func (e *ForeignProductionError) Error() string {
+	r := e.Record
+	return fmt.Sprintf("%s: backends.%s: %s is already running (pid %d, %s, started %s; record %s) with another configuration than %s gives it: "+
+		"hiro serve does not stop a working production for a configuration change; stop it with 'hiro backend stop %s' and start hiro serve again, "+
+		"or put back the configuration it runs with",
+		e.Config, r.Name, r.Name, r.PID, r.BaseURL, r.StartedAt.Local().Format(time.RFC3339), r.RecordPath, e.Config, r.Name)
+}
+
+// CheckRecordedProduction returns a *ForeignProductionError when prof (a
+// managed production) is recorded in cfg's state_dir as running with
+// another configuration (config.Profile.Hash), nil otherwise (no record,
+// a stale one, the same configuration, an unmanaged profile).
+func CheckRecordedProduction(cfg *config.Config, prof *config.Profile) error {
+	if prof.Unmanaged {
+		return nil
+	}
+	st, err := supervisor.Status(cfg.StateDir, prof.Name)
+	if err != nil || st.Status != supervisor.StatusRunning || st.ProfileHash == prof.Hash() {
+		return nil
+	}
+	return &ForeignProductionError{Config: cfg.Path, Record: st}
+}
+
+// leaveToForeign leaves production to st, a running process of another
+// configuration that production's record names (found at what: "start",
+// "restart", "health", "canary", "death"): it is not stopped, the router
+// starts nothing over it, and the state (down) and the event
+// production_replaced say so and what to do. The health tick looks
+// again (checkForeign): once that process is gone, the router starts
+// production.
+func (p *prodCtl) leaveToForeign(ctx context.Context, st supervisor.RecordStatus, what string) {
+	p.foreign = &st
+	p.restart = nil
+	p.mu.Lock()
+	p.restartAt = time.Time{}
+	p.mu.Unlock()
+	name := p.name()
+	p.s.event("production_replaced", map[string]any{"backend": name, "pid": st.PID, "base_url": st.BaseURL, "started_at": st.StartedAt,
+		"record": st.RecordPath, "what": what,
+		"reason": "production's record names a process this router did not start or adopt, started with another configuration (another hiro sharing state_dir?); it is left running"})
+	p.setState(StateDown, fmt.Sprintf("%s is recorded as pid %d (%s, started %s) with another configuration than this router's, by another hiro sharing state_dir %s; "+
+		"this router leaves it running and starts nothing over it: stop it with 'hiro backend stop %s' (this router then starts production again), or serve that configuration instead",
+		name, st.PID, st.BaseURL, st.StartedAt.Local().Format(time.RFC3339), p.stateDir(), name))
+}
+
+// checkForeign looks again at the process production was left to; once
+// it is gone, production is started.
+func (p *prodCtl) checkForeign(ctx context.Context) {
+	st, err := supervisor.Status(p.stateDir(), p.name())
+	if err == nil && st.Status == supervisor.StatusRunning && st.PID == p.foreign.PID && st.StartTicks == p.foreign.StartTicks {
+		return
+	}
+	gone := p.foreign
+	p.foreign = nil
+	p.s.event("foreign_gone", map[string]any{"backend": p.name(), "pid": gone.PID})
+	p.bringUp(ctx)
+}
+
+// otherRecord returns production's record when it names a running
+// process other than the one this router started or adopted (another
+// hiro sharing state_dir replaced it), nil otherwise.
+func (p *prodCtl) otherRecord() *supervisor.RecordStatus {
+	st, err := supervisor.Status(p.stateDir(), p.name())
+	if err != nil || st.Status != supervisor.StatusRunning || int64(st.PID) == p.pid.Load() {
+		return nil
+	}
+	return &st
 }
 
 // start launches production through the supervisor and waits for ready.
@@ -409,11 +522,15 @@ func (p *prodCtl) start(ctx context.Context, why string) *supervisor.Result {
 	prof := p.prof()
 	p.setState(StateStarting, why)
 	proc, res := supervisor.Start(ctx, prof, p.supOpts())
+	if res.State != supervisor.StateReady {
+		p.pid.Store(0)
+	}
 	if ctx.Err() != nil && proc == nil {
 		return res
 	}
 	if res.State == supervisor.StateReady {
 		p.proc, p.adopted = proc, nil
+		p.pid.Store(int64(res.PID))
 		p.setHealth(true, "")
 		p.setState(StateReady, fmt.Sprintf("started pid %d, ready after %s", res.PID, res.ReadyAfter.Round(time.Millisecond)))
 		p.s.event("ready", map[string]any{"backend": prof.Name, "pid": res.PID, "ready_after_ms": res.ReadyAfterMS})
@@ -440,7 +557,8 @@ func (p *prodCtl) died(ctx context.Context) {
 	t := proc.Tracker()
 	f := t.Classify(engine.Outcome{Kind: engine.OutcomeExited, Exit: proc.ExitInfo(), Elapsed: time.Since(p.since)})
 	servingPhase(f)
-	proc.Stop(ctx) // reaps the group, removes the record
+	proc.Stop(ctx) // reaps the group, removes the record (when still its own)
+	p.pid.Store(0)
 	p.failed(ctx, f, "death")
 }
 
@@ -515,6 +633,19 @@ func (p *prodCtl) failed(ctx context.Context, f *failure.Failure, what string) {
 			return
 		}
 	}
+	if !prof.Unmanaged {
+		if o := p.otherRecord(); o != nil {
+			// Another hiro sharing state_dir replaced production: what
+			// the check saw is not a failure of the process this router
+			// runs, and the one now recorded is not its own to stop.
+			p.s.event("check_discarded", map[string]any{"backend": prof.Name, "what": what, "class": f.Class, "pid": o.PID,
+				"reason": "production's record names a process this router did not start or adopt"})
+			p.stopAny(ctx)
+			if p.recorded(ctx, what) {
+				return
+			}
+		}
+	}
 	p.recordFailure(f, what)
 	if prof.Unmanaged {
 		p.setState(StateDown, fmt.Sprintf("unmanaged: %s; not restarted by hiro, watched until it answers ready", f.Error()))
@@ -557,11 +688,15 @@ func (p *prodCtl) stopAny(ctx context.Context) *supervisor.StopResult {
 	case p.proc != nil:
 		sr := p.proc.Stop(ctx)
 		p.proc = nil
+		p.pid.Store(0)
 		return &sr
 	case p.adopted != nil:
-		name := p.adopted.Name
+		rec := *p.adopted
 		p.adopted = nil
-		_, sr, _ := supervisor.StopRecorded(ctx, p.stateDir(), name, 0)
+		p.pid.Store(0)
+		// The adopted process itself, never whatever the record names
+		// now (another hiro sharing state_dir may have replaced it).
+		_, sr := supervisor.StopRecord(ctx, p.stateDir(), rec, 0)
 		return &sr
 	}
 	return nil
@@ -573,6 +708,10 @@ func (p *prodCtl) doRestart(ctx context.Context) {
 	}
 	restarted := p.underLease("restart", func() {
 		p.stopAny(ctx)
+		if p.recorded(ctx, "restart") {
+			// Adopted, or left to a process of another configuration.
+			return
+		}
 		p.mu.Lock()
 		p.window = append(p.window, time.Now())
 		p.restarts++
@@ -603,6 +742,8 @@ func (p *prodCtl) checkHealth(ctx context.Context) {
 	case StateDown:
 		if p.prof().Unmanaged {
 			p.checkUnmanaged(ctx)
+		} else if p.foreign != nil {
+			p.checkForeign(ctx)
 		}
 		return
 	case StateHandedOver:
@@ -624,7 +765,15 @@ func (p *prodCtl) checkHealth(ctx context.Context) {
 	if p.adopted != nil {
 		if st, err := supervisor.Status(p.stateDir(), prof.Name); err != nil || st.Status != supervisor.StatusRunning || st.PID != p.adopted.PID {
 			rec := p.adopted
+			if err == nil && st.Status == supervisor.StatusRunning {
+				// Another process is recorded under production's name:
+				// replaced, not dead (failed says so). The adopted one,
+				// if still alive, is no longer recorded: stopAny stops it.
+				p.failed(ctx, adoptedDeath(rec), "health")
+				return
+			}
 			p.adopted = nil
+			p.pid.Store(0)
 			p.failed(ctx, adoptedDeath(rec), "death")
 			return
 		}
@@ -648,7 +797,7 @@ func (p *prodCtl) checkHealth(ctx context.Context) {
 	f := p.tracker().Classify(engine.Outcome{Kind: engine.OutcomeHealthFailed, Health: &h, Message: h.Message, Elapsed: time.Since(p.since)})
 	servingPhase(f)
 	if !prof.Unmanaged {
-		processFacts(f, p.pidLocked(), noAnswer(h))
+		processFacts(f, int(p.pid.Load()), noAnswer(h))
 	}
 	p.failed(ctx, f, "health")
 }
@@ -800,7 +949,7 @@ func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) {
 	}
 	servingPhase(f)
 	if !p.prof().Unmanaged {
-		processFacts(f, p.pidLocked(), noAnswer(rr.Health) ||
+		processFacts(f, int(p.pid.Load()), noAnswer(rr.Health) ||
 			(f.Class == failure.ClassProbeFailed && strings.HasPrefix(f.RootCause, "chat completion got no answer")))
 	}
 	p.failed(ctx, f, "canary")
@@ -1020,7 +1169,11 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 		} else if p.adopted != nil {
 			res.PreviousPID = p.adopted.PID
 		}
-		p.proc, p.adopted, p.restart = nil, adopted, nil
+		p.proc, p.adopted, p.restart, p.foreign = nil, adopted, nil, nil
+		p.pid.Store(0)
+		if adopted != nil {
+			p.pid.Store(int64(adopted.PID))
+		}
 		p.mu.Lock()
 		// A new production: its own restarts, failures and canaries, and
 		// "ready since" the switch.
@@ -1099,22 +1252,13 @@ func (p *prodCtl) status() (BackendStatus, *HandoverInfo) {
 			b.RestartsInWindow++
 		}
 	}
-	b.PID = p.pidLocked()
+	b.PID = int(p.pid.Load())
 	var h *HandoverInfo
 	if p.handover != nil {
 		c := *p.handover
 		h = &c
 	}
 	return b, h
-}
-
-// pidLocked reads the engine pid from the record (the process fields
-// belong to run).
-func (p *prodCtl) pidLocked() int {
-	if r, err := supervisor.ReadRecord(p.stateDir(), p.current().name); err == nil {
-		return r.PID
-	}
-	return 0
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

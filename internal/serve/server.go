@@ -129,7 +129,10 @@ func ProductionProfile(cfg *config.Config) (*config.Profile, error) {
 }
 
 // New checks the configuration, reads the keys and prepares the router;
-// it starts nothing. Errors say what to fix.
+// it starts nothing. Errors say what to fix; a managed production
+// recorded as running with another configuration is a
+// *ForeignProductionError (nothing is stopped for a configuration
+// change).
 func New(opts Options) (*Server, error) {
 	if opts.Config == nil {
 		return nil, errors.New("serve: Options.Config is nil")
@@ -210,6 +213,12 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 		s.served = append(s.served, rt)
+	}
+	// A production recorded as running with another configuration is
+	// not stopped for a configuration change: refused before anything
+	// listens or starts (hiro serve exits 2), as 'hiro backend start'.
+	if err := CheckRecordedProduction(opts.Config, prod); err != nil {
+		return nil, err
 	}
 	if s.prod, err = newProdCtl(s, prod); err != nil {
 		return nil, err

@@ -205,6 +205,27 @@ func RemoveRecord(stateDir, name string) error {
 	return err
 }
 
+// StopRecord stops the process r describes, as StopRecorded does, when
+// it is still that process (checked against /proc as Status does: pid,
+// start time, process group); the record file is removed only when it
+// still names r's pid, so a record another hiro wrote since (sharing
+// stateDir) is neither acted on nor removed. A process that is gone is
+// not signalled: the returned status says stale. grace <= 0 uses the
+// recorded stop grace.
+func StopRecord(ctx context.Context, stateDir string, r Record, grace time.Duration) (RecordStatus, StopResult) {
+	st := checkRecord(stateDir, r)
+	if st.Status != StatusRunning {
+		removeRecordIfOurs(stateDir, r.Name, r.PID)
+		return st, StopResult{}
+	}
+	if grace <= 0 {
+		grace = time.Duration(r.StopGraceMS) * time.Millisecond
+	}
+	res := stopGroup(ctx, r.PGID, r.Port, grace, r.StartedAt, nil)
+	removeRecordIfOurs(stateDir, r.Name, r.PID)
+	return st, res
+}
+
 // removeRecordIfOurs deletes the record of name when it describes pid.
 func removeRecordIfOurs(stateDir, name string, pid int) {
 	if r, err := ReadRecord(stateDir, name); err == nil && r.PID == pid {
