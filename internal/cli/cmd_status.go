@@ -121,6 +121,11 @@ func pidText(pid int) string {
 }
 
 func checkText(c *serve.Check) string {
+	if c != nil && c.Stale {
+		cc := *c
+		cc.Stale = false
+		return checkText(&cc) + " (stale: from before production went down)"
+	}
 	switch {
 	case c == nil:
 		return "none yet"

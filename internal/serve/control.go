@@ -65,6 +65,10 @@ type Check struct {
 	// Skipped says why a canary was not made (a real request succeeded
 	// recently, or the model is unloaded and a canary would reload it).
 	Skipped string `json:"skipped,omitempty"`
+	// Stale is true when the check is older than production's going
+	// down or stopping: the watch no longer checks it, and what the
+	// check found no longer holds.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // BackendStatus is one backend behind the router.

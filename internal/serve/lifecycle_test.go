@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -160,5 +161,178 @@ func TestRestartLeavesAnotherConfigurationsProduction(t *testing.T) {
 	st = r.waitState(t, StateReady, 20*time.Second)
 	if rec, err := supervisor.ReadRecord(cfg.StateDir, "prod"); err != nil || rec.PID != st.Production.PID || rec.Port != prod.Port {
 		t.Errorf("after the other one stopped: record %+v (%v), status pid %d", rec, err, st.Production.PID)
+	}
+}
+
+// events returns the router's events of kind.
+func eventsOf(r *router, kind string) []map[string]any {
+	var out []map[string]any
+	for _, l := range strings.Split(r.events.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["event"] == kind {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestStopWhileStartingLeavesProductionRunning: SIGTERM while production
+// is being restarted (state starting after a death), on_exit = "leave":
+// the start ends within drain_timeout and production is left running,
+// said with its live pid. Was: the start was cut, production left down,
+// and no event said so.
+func TestStopWhileStartingLeavesProductionRunning(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--load-time", "2s"}, `on_exit = "leave"
+drain_timeout = "15s"`)
+	killEngines(t, cfg.Backends["prod"].Port)
+	r := startRouter(t, cfg, nil)
+	first := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	syscall.Kill(first, syscall.SIGKILL)
+	r.waitRestarts(t, 1, 10*time.Second)
+	if st, _ := r.ctl.Status(context.Background()); st.Production.State != StateStarting {
+		t.Fatalf("production is %s, want starting", st.Production.State)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	left := eventsOf(r, "production_left_running")
+	if len(left) != 1 {
+		t.Fatalf("production_left_running events: %v\n%s", left, r.events.String())
+	}
+	pid := int(left[0]["pid"].(float64))
+	if pid == first || !alive(pid) {
+		t.Errorf("production_left_running names pid %d (first %d, alive %v)", pid, first, alive(pid))
+	}
+	if rec, err := supervisor.ReadRecord(cfg.StateDir, "prod"); err != nil || rec.PID != pid {
+		t.Errorf("record %+v %v, want pid %d", rec, err, pid)
+	}
+}
+
+// TestStopCutsALongStartAndSaysSo: a start that does not end within
+// drain_timeout of the stop is cut, and the event log says the start was
+// abandoned and production is down; nothing is claimed left running and
+// no engine is left.
+func TestStopCutsALongStartAndSaysSo(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--load-time", "3s"}, `on_exit = "leave"
+drain_timeout = "300ms"`)
+	port := cfg.Backends["prod"].Port
+	killEngines(t, port)
+	r := startRouter(t, cfg, nil)
+	first := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	syscall.Kill(first, syscall.SIGKILL)
+	r.waitRestarts(t, 1, 10*time.Second)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if a := eventsOf(r, "start_abandoned"); len(a) != 1 || !strings.Contains(a[0]["reason"].(string), "production is down") {
+		t.Errorf("start_abandoned events: %v\n%s", a, r.events.String())
+	}
+	if l := eventsOf(r, "production_left_running"); len(l) != 0 {
+		t.Errorf("production claimed left running: %v", l)
+	}
+	if pids := enginePIDs(port); len(pids) != 0 {
+		t.Errorf("engines left: %v", pids)
+	}
+}
+
+// TestStopSaysTheTruthAboutADeadProduction: production (adopted, then
+// the router's own) is killed and the router stopped before its watch
+// saw the death: no event claims a dead pid runs; production_not_running
+// says why.
+func TestStopSaysTheTruthAboutADeadProduction(t *testing.T) {
+	cfg := fakeConfig(t, nil, `on_exit = "leave"
+health_interval = "10s"`)
+	killEngines(t, cfg.Backends["prod"].Port)
+	r1 := startRouter(t, cfg, nil)
+	pid := r1.waitState(t, StateReady, 20*time.Second).Production.PID
+	r1.stop(t)
+	r2 := startRouter(t, cfg, nil)
+	if st := r2.waitState(t, StateReady, 20*time.Second); st.Production.PID != pid {
+		t.Fatalf("not adopted: %+v", st.Production)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	time.Sleep(200 * time.Millisecond)
+	r2.stop(t)
+	if l := eventsOf(r2, "production_left_running"); len(l) != 0 {
+		t.Errorf("a dead adopted pid %d is said left running: %v", pid, l)
+	}
+	if n := eventsOf(r2, "production_not_running"); len(n) != 1 {
+		t.Errorf("production_not_running events: %v\n%s", n, r2.events.String())
+	}
+	for i := 0; i < 3; i++ {
+		r3 := startRouter(t, cfg, nil)
+		own := r3.waitState(t, StateReady, 20*time.Second).Production.PID
+		syscall.Kill(own, syscall.SIGKILL)
+		r3.stop(t)
+		for _, l := range eventsOf(r3, "production_left_running") {
+			if p := int(l["pid"].(float64)); p == own || !alive(p) {
+				t.Errorf("production_left_running names pid %d, which is dead:\n%s", p, r3.events.String())
+			}
+		}
+		for _, p := range enginePIDs(cfg.Backends["prod"].Port) {
+			syscall.Kill(-p, syscall.SIGKILL)
+		}
+	}
+}
+
+// TestHungEngineRestartSaysStopping: while a stopped (SIGSTOP) engine is
+// being stopped before its restart (up to stop_grace), the status says
+// so, not a restart due in a second.
+func TestHungEngineRestartSaysStopping(t *testing.T) {
+	cfg := fakeConfig(t, nil, "")
+	killEngines(t, cfg.Backends["prod"].Port)
+	r := startRouter(t, cfg, nil)
+	pid := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	syscall.Kill(pid, syscall.SIGSTOP)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, err := r.ctl.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(st.Production.Message, "stopping the old process (pid "+itoa(pid)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the status never said the hung engine was being stopped:\n%s", r.events.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.waitRestarts(t, 1, 15*time.Second)
+}
+
+// TestOneFailurePerDeath: a hung engine (SIGSTOP, its failure recorded)
+// killed while the restart waits is one failure, not two: the exit is
+// logged as engine_exited, and production is restarted once.
+func TestOneFailurePerDeath(t *testing.T) {
+	cfg := fakeConfig(t, nil, `restart_backoff = "3s"`)
+	killEngines(t, cfg.Backends["prod"].Port)
+	r := startRouter(t, cfg, nil)
+	pid := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	syscall.Kill(pid, syscall.SIGSTOP)
+	r.waitState(t, StateRestarting, 15*time.Second)
+	syscall.Kill(pid, syscall.SIGKILL)
+	st := r.waitRestarts(t, 1, 15*time.Second)
+	r.waitState(t, StateReady, 15*time.Second)
+	if f := eventsOf(r, "failure"); len(f) != 1 {
+		t.Errorf("%d failure events for one death:\n%s", len(f), r.events.String())
+	}
+	if len(eventsOf(r, "engine_exited")) != 1 {
+		t.Errorf("the exit after the recorded failure is not logged as engine_exited:\n%s", r.events.String())
+	}
+	if st.Production.Restarts != 1 {
+		t.Errorf("restarts %d", st.Production.Restarts)
+	}
+}
+
+// TestDownMarksChecksStale: once the restart budget is spent and
+// production stays down, its last health and canary are marked stale
+// (hiro status said "health ok 6s ago" next to "down").
+func TestDownMarksChecksStale(t *testing.T) {
+	cfg := fakeConfig(t, []string{"--exit", "3", "--exit-after", "600ms"}, `restart_budget = 1`)
+	r := startRouter(t, cfg, nil)
+	st := r.waitState(t, StateDown, 20*time.Second)
+	if h := st.Production.LastHealth; h == nil || !h.Stale {
+		t.Errorf("last health while down: %+v, want marked stale", h)
 	}
 }

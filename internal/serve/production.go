@@ -65,6 +65,11 @@ type prodCtl struct {
 	// one served (it died, was restarted, handed over or switched) and is
 	// dropped.
 	canaryGen uint64
+	// finish, when not nil, is the context production's starts run
+	// under instead of run's: Run sets it with on_exit = "leave" so that
+	// a start in progress when the router stops can end (within
+	// drain_timeout) and production be left running.
+	finish context.Context
 
 	mu          sync.Mutex
 	st          State
@@ -129,6 +134,11 @@ func (p *prodCtl) setState(st State, msg string) {
 		close(p.readyCh)
 	} else if st != StateReady && p.st == StateReady {
 		p.readyCh = make(chan struct{})
+	}
+	if changed && (st == StateDown || st == StateStopped) && !p.current().prof.Unmanaged {
+		// Nothing checks a managed production that is down: the last
+		// checks say what was, not what is.
+		p.lastHealth, p.lastCanary = staleCheck(p.lastHealth), staleCheck(p.lastCanary)
 	}
 	// Messages quote engine logs (root causes): no key goes into the
 	// status or the event log.
@@ -277,7 +287,7 @@ func (p *prodCtl) run(ctx context.Context) {
 		case f := <-p.cmd:
 			f(ctx)
 		case <-exited:
-			p.died(ctx)
+			p.died(ctx, "")
 		case <-health.C:
 			p.checkHealth(ctx)
 		case <-p.kick:
@@ -521,11 +531,24 @@ func (p *prodCtl) otherRecord() *supervisor.RecordStatus {
 func (p *prodCtl) start(ctx context.Context, why string) *supervisor.Result {
 	prof := p.prof()
 	p.setState(StateStarting, why)
-	proc, res := supervisor.Start(ctx, prof, p.supOpts())
+	sctx := ctx
+	if p.finish != nil {
+		// Not cut by the router's stop: with on_exit = "leave" a start
+		// in progress may end within drain_timeout (Run cancels finish
+		// then).
+		sctx = p.finish
+	}
+	proc, res := supervisor.Start(sctx, prof, p.supOpts())
 	if res.State != supervisor.StateReady {
 		p.pid.Store(0)
 	}
-	if ctx.Err() != nil && proc == nil {
+	if sctx.Err() != nil && proc == nil {
+		reason := "hiro serve stopped while production was starting (on_exit = \"stop\")"
+		if p.finish != nil {
+			reason = fmt.Sprintf("hiro serve stopped while production was starting, and the start did not end within drain_timeout (%s)", p.sc.DrainTimeout.Duration)
+		}
+		p.s.event("start_abandoned", map[string]any{"backend": prof.Name, "what": why, "reason": reason + "; production is down until hiro serve runs again"})
+		p.setState(StateStopped, "start abandoned: "+reason)
 		return res
 	}
 	if res.State == supervisor.StateReady {
@@ -550,8 +573,14 @@ func (p *prodCtl) start(ctx context.Context, why string) *supervisor.Result {
 	return res
 }
 
-// died handles the exit of the process this router started.
-func (p *prodCtl) died(ctx context.Context) {
+// died handles the exit of the process this router started. symptom,
+// when not empty, is what a check saw of the same death before the exit
+// was known (a refused connection): kept as the failure's detail, not
+// recorded as a failure of its own. An exit after a failure of that
+// process was already recorded (a hung engine that ends during the
+// restart's backoff) is the same failure: the event engine_exited says
+// so, and no second failure is recorded or restart scheduled.
+func (p *prodCtl) died(ctx context.Context, symptom string) {
 	proc := p.proc
 	p.proc = nil
 	t := proc.Tracker()
@@ -559,7 +588,36 @@ func (p *prodCtl) died(ctx context.Context) {
 	servingPhase(f)
 	proc.Stop(ctx) // reaps the group, removes the record (when still its own)
 	p.pid.Store(0)
+	if st := p.state(); st == StateRestarting || st == StateDown {
+		p.s.event("engine_exited", map[string]any{"backend": p.name(), "pid": proc.PID(), "exit": proc.ExitInfo().String(),
+			"note": "after its failure was recorded; not a second failure"})
+		return
+	}
+	if symptom != "" {
+		if f.Detail == nil {
+			f.Detail = map[string]any{}
+		}
+		f.Detail["seen_first"] = symptom
+	}
 	p.failed(ctx, f, "death")
+}
+
+// exitedMeanwhile reports whether the process this router started is
+// dead (gone or a zombie) after a check of it failed, waiting up to 2 s
+// for its exit to be reaped; died is then the one account of the death.
+func (p *prodCtl) exitedMeanwhile() bool {
+	if p.proc == nil {
+		return false
+	}
+	if _, alive := supervisor.ProcessState(p.proc.PID()); alive {
+		return false
+	}
+	select {
+	case <-p.proc.Exited():
+		return true
+	case <-time.After(2 * time.Second):
+		return false
+	}
 }
 
 // noAnswer reports whether a health check got no answer in time (not a
@@ -707,6 +765,15 @@ func (p *prodCtl) doRestart(ctx context.Context) {
 		return
 	}
 	restarted := p.underLease("restart", func() {
+		if pid := p.pid.Load(); pid != 0 {
+			// A hung engine takes up to stop_grace to stop: the status
+			// says so, not the restart's due time.
+			p.mu.Lock()
+			p.restartAt = time.Time{}
+			p.mu.Unlock()
+			p.setState(StateRestarting, fmt.Sprintf("stopping the old process (pid %d: SIGTERM, SIGKILL after stop_grace %s) before restart %d of %d",
+				pid, p.prof().StopGrace.Duration, len(p.window)+1, p.sc.RestartBudget))
+		}
 		p.stopAny(ctx)
 		if p.recorded(ctx, "restart") {
 			// Adopted, or left to a process of another configuration.
@@ -794,6 +861,10 @@ func (p *prodCtl) checkHealth(ctx context.Context) {
 	p.mu.Lock()
 	p.lastHealth = &Check{At: start, OK: false, DurationMS: msSince(start), Error: h.Message}
 	p.mu.Unlock()
+	if p.exitedMeanwhile() {
+		p.died(ctx, "health: "+h.Message)
+		return
+	}
 	f := p.tracker().Classify(engine.Outcome{Kind: engine.OutcomeHealthFailed, Health: &h, Message: h.Message, Elapsed: time.Since(p.since)})
 	servingPhase(f)
 	if !prof.Unmanaged {
@@ -943,6 +1014,10 @@ func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) {
 		return
 	}
 	p.s.metrics.canaries.WithLabelValues(rt.name, "failed").Inc()
+	if p.exitedMeanwhile() {
+		p.died(ctx, "canary: "+c.Error)
+		return
+	}
 	f := rr.Failure
 	if f == nil {
 		f = &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseReady, RootCause: "canary failed"}
@@ -1224,19 +1299,56 @@ func (p *prodCtl) shutdown(onExit string) {
 		}
 		return
 	}
+	if p.prof().Unmanaged || p.handedOver() {
+		return
+	}
 	if p.proc != nil {
+		pid := p.proc.PID()
+		if p.exitedMeanwhile() || !aliveProcess(pid) {
+			// Died before the watch saw it: reaped, its record removed.
+			ctx, cancel := context.WithTimeout(context.Background(), p.prof().StopGrace.Duration+10*time.Second)
+			p.proc.Stop(ctx)
+			cancel()
+			p.notRunning(fmt.Sprintf("production (pid %d) exited (%s) before the router stopped; nothing is left running", pid, p.proc.ExitInfo()))
+			p.proc = nil
+			return
+		}
 		if _, err := p.proc.Detach(); err != nil {
 			p.s.event("record_failed", map[string]any{"backend": p.name(), "error": err.Error()})
 		}
-		p.s.event("production_left_running", map[string]any{"backend": p.name(), "pid": p.proc.PID()})
+		p.s.event("production_left_running", map[string]any{"backend": p.name(), "pid": pid})
 		p.proc = nil
 		return
 	}
 	if p.adopted != nil {
+		st, err := supervisor.Status(p.stateDir(), p.adopted.Name)
+		if err != nil || st.Status != supervisor.StatusRunning || st.PID != p.adopted.PID {
+			p.notRunning(fmt.Sprintf("the adopted production (pid %d) is no longer running (not yet seen by the watch)", p.adopted.PID))
+			return
+		}
 		// Adopted from an earlier router: its record stays as it was.
 		p.s.event("production_left_running", map[string]any{"backend": p.name(), "pid": p.adopted.PID, "adopted": true})
+		return
+	}
+	if p.foreign != nil {
+		return
+	}
+	if st := p.state(); st != StateStopped {
+		p.notRunning(fmt.Sprintf("production was %s (%s)", st, p.statusMessage()))
 	}
 }
+
+// notRunning says, at the router's stop, that production is not left
+// running, and why; the state becomes stopped.
+func (p *prodCtl) notRunning(why string) {
+	p.s.event("production_not_running", map[string]any{"backend": p.name(), "reason": why + "; production is down until hiro serve (or 'hiro backend start " + p.name() + "') starts it"})
+	p.setState(StateStopped, "not running at the router's stop: "+why)
+}
+
+func (p *prodCtl) statusMessage() string { p.mu.Lock(); defer p.mu.Unlock(); return p.message }
+
+// aliveProcess reports whether pid runs (not gone, not a zombie).
+func aliveProcess(pid int) bool { _, ok := supervisor.ProcessState(pid); return ok }
 
 // status returns production's status and the hand-over.
 func (p *prodCtl) status() (BackendStatus, *HandoverInfo) {
@@ -1259,6 +1371,16 @@ func (p *prodCtl) status() (BackendStatus, *HandoverInfo) {
 		h = &c
 	}
 	return b, h
+}
+
+// staleCheck returns a copy of c marked stale (nil: nil).
+func staleCheck(c *Check) *Check {
+	if c == nil {
+		return nil
+	}
+	cc := *c
+	cc.Stale = true
+	return &cc
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

@@ -289,8 +289,15 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.addr = scheme + "://" + listenAddr(s.sc.Listen, ln.Addr())
 
-	// Production supervision runs until the end of Run.
+	// Production supervision runs until the end of Run. With on_exit =
+	// "leave", a start in progress at the stop may end within
+	// drain_timeout (finish), so that production is left running.
 	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
+	finish, cancelFinish := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelFinish()
+	if s.sc.OnExit != config.ServeOnExitStop {
+		s.prod.finish = finish
+	}
 	prodDone := make(chan struct{})
 	go func() {
 		defer close(prodDone)
@@ -331,6 +338,7 @@ func (s *Server) Run(ctx context.Context) error {
 		runErr = fmt.Errorf("serve: %w", err)
 	}
 	// Graceful stop: no new connections, in-flight requests drain.
+	stopAt := time.Now()
 	s.event("stopping", map[string]any{"in_flight": s.inFlight.Load(), "drain_timeout": s.sc.DrainTimeout.String()})
 	dctx, dcancel := context.WithTimeout(context.Background(), s.sc.DrainTimeout.Duration)
 	if err := srv.ShutdownWithContext(dctx); err != nil {
@@ -349,7 +357,16 @@ func (s *Server) Run(ctx context.Context) error {
 	ctlSrv.Close()
 	os.Remove(SocketPath(s.ctlDir))
 	pcancel()
-	<-prodDone
+	// A start of production in progress (on_exit = "leave") has until
+	// drain_timeout from the stop to end; then it is cut, and says so.
+	finishBy := time.NewTimer(time.Until(stopAt.Add(s.sc.DrainTimeout.Duration)))
+	select {
+	case <-prodDone:
+	case <-finishBy.C:
+		cancelFinish()
+		<-prodDone
+	}
+	finishBy.Stop()
 	<-procsDone
 	<-servedDone
 	s.prod.shutdown(s.sc.OnExit)
