@@ -243,6 +243,12 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	timeout := s.sc.ResponseTimeout.Duration
 	expire := time.AfterFunc(timeout, func() { cancel(errResponseTimeout) })
 	resp, err := rt.tr.RoundTrip(rt.outgoing(ctx, rctx, x.route, body))
+	if err != nil && rt == s.prod.current() && upstreamErrorClass(rctx, err) == "connect" && s.prod.awaitAfterRefusal(rctx, rt, s.sc.WaitForReady.Duration) {
+		// Production refused the connection (nothing was sent) before
+		// the watch saw it die, and was ready again within
+		// wait_for_ready: sent once more.
+		resp, err = rt.tr.RoundTrip(rt.outgoing(ctx, rctx, x.route, body))
+	}
 	expire.Stop()
 	if err != nil {
 		class := upstreamErrorClass(rctx, err)

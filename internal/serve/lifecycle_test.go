@@ -336,3 +336,51 @@ func TestDownMarksChecksStale(t *testing.T) {
 		t.Errorf("last health while down: %+v, want marked stale", h)
 	}
 }
+
+// TestWaitForReadyAfterUnseenDeath: with wait_for_ready, the first request
+// after production died, before the watch saw it (an adopted production,
+// checked every 10 s), waits for the restart and is answered. Was: 503 at
+// once.
+func TestWaitForReadyAfterUnseenDeath(t *testing.T) {
+	cfg := fakeConfig(t, nil, `on_exit = "leave"
+health_interval = "10s"
+wait_for_ready = "20s"`)
+	killEngines(t, cfg.Backends["prod"].Port)
+	r1 := startRouter(t, cfg, nil)
+	pid := r1.waitState(t, StateReady, 20*time.Second).Production.PID
+	r1.stop(t)
+	r2 := startRouter(t, cfg, func(o *Options) { o.Config.Serve.OnExit = config.ServeOnExitStop })
+	if st := r2.waitState(t, StateReady, 20*time.Second); st.Production.PID != pid {
+		t.Fatalf("not adopted: %+v", st.Production)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	time.Sleep(100 * time.Millisecond)
+	code, _, body := post(t, r2.url, RouteChat, chatBody("extraction", false))
+	if code != 200 {
+		t.Fatalf("the first request after an unseen death: %d %s, want 200 after the restart (wait_for_ready = 20s)", code, body)
+	}
+	if st, _ := r2.ctl.Status(context.Background()); st.Production.PID == pid || st.Production.Restarts != 1 {
+		t.Errorf("after the request: %+v", st.Production)
+	}
+}
+
+// TestServedDeathIs503AtOnce: a request to a served backend that died,
+// before its health poll saw it, gets 503 with Retry-After, as production
+// does. Was: 502 'did not answer (connect)'.
+func TestServedDeathIs503AtOnce(t *testing.T) {
+	port := freePort(t)
+	other := startOther(t, port)
+	cfg := fakeConfig(t, nil, servedOther(port)+"\n")
+	cfg.Serve.HealthInterval.Duration = 10 * time.Second
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, StateReady, 20*time.Second)
+	if code, _, body := post(t, r.url, RouteChat, chatBody("other-model", false)); code != 200 {
+		t.Fatalf("served backend: %d %s", code, body)
+	}
+	other.Process.Kill()
+	other.Wait()
+	code, h, body := post(t, r.url, RouteChat, chatBody("other-model", false))
+	if msg := errorMessage(t, body); code != 503 || h.Get("Retry-After") == "" || !strings.Contains(msg, "backend other is not answering") {
+		t.Errorf("a served backend that just died: %d %v %q", code, h, msg)
+	}
+}

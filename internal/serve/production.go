@@ -84,6 +84,10 @@ type prodCtl struct {
 	failureAt   time.Time
 	handover    *HandoverInfo
 	restartAt   time.Time // when the pending restart is due (zero: none)
+	// checked is closed (and replaced) each time the watch has looked
+	// at production (a health check, a death): a request that found it
+	// refusing connections waits for that look (awaitAfterRefusal).
+	checked chan struct{}
 }
 
 func newProdCtl(s *Server, prof *config.Profile) (*prodCtl, error) {
@@ -92,7 +96,7 @@ func newProdCtl(s *Server, prof *config.Profile) (*prodCtl, error) {
 		return nil, err
 	}
 	p := &prodCtl{s: s, sc: s.sc,
-		cmd: make(chan func(context.Context)), kick: make(chan struct{}, 1), canaryDone: make(chan canaryOutcome, 1), st: StateStarting, since: time.Now(), readyCh: make(chan struct{})}
+		cmd: make(chan func(context.Context)), kick: make(chan struct{}, 1), canaryDone: make(chan canaryOutcome, 1), checked: make(chan struct{}), st: StateStarting, since: time.Now(), readyCh: make(chan struct{})}
 	p.rt.Store(rt)
 	return p, nil
 }
@@ -111,6 +115,43 @@ func (p *prodCtl) supOpts() supervisor.Options {
 		// one (or `hiro backend stop`) acts on.
 		_ = supervisor.WriteRecord(p.stateDir(), pr.Record())
 	}}
+}
+
+// lookedAt tells requests waiting in awaitAfterRefusal that the watch
+// has looked at production.
+func (p *prodCtl) lookedAt() {
+	p.mu.Lock()
+	close(p.checked)
+	p.checked = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// awaitAfterRefusal is for a request that found rt, production, refusing
+// connections (its request was never sent) while production was still
+// ready to the router: it asks the watch to look now, waits for that look
+// and then for production to be ready, all within wait ([serve]
+// wait_for_ready; 0: no wait). It returns true when production is ready
+// again and still rt: the request may be sent once more.
+func (p *prodCtl) awaitAfterRefusal(ctx context.Context, rt *route, wait time.Duration) bool {
+	if wait <= 0 {
+		return false
+	}
+	deadline := time.Now().Add(wait)
+	p.mu.Lock()
+	looked := p.checked
+	p.mu.Unlock()
+	p.poke()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-looked:
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	ok, _, _ := p.gate(ctx, time.Until(deadline))
+	return ok && p.current() == rt
 }
 
 // poke asks run to check production now (an upstream error was seen).
@@ -288,10 +329,13 @@ func (p *prodCtl) run(ctx context.Context) {
 			f(ctx)
 		case <-exited:
 			p.died(ctx, "")
+			p.lookedAt()
 		case <-health.C:
 			p.checkHealth(ctx)
+			p.lookedAt()
 		case <-p.kick:
 			p.checkHealth(ctx)
+			p.lookedAt()
 		case <-canary.C:
 			p.canary(ctx)
 		case o := <-p.canaryDone:

@@ -331,9 +331,9 @@ func exec1(t *testing.T) *exec.Cmd {
 
 // TestServedProfiles: a profile [serve] served names is reached by its own
 // model id and listed; a profile not named (a candidate) is not
-// reachable; when the served backend is down its requests get 502 naming
-// the backend and the error's class but no internal address, and
-// production is untouched.
+// reachable; when the served backend is down its requests get 503 with
+// Retry-After naming the backend and the error's class but no internal
+// address, and production is untouched.
 func TestServedProfiles(t *testing.T) {
 	port := freePort(t)
 	other := startOther(t, port)
@@ -386,10 +386,10 @@ model = "cand-model"
 	}
 	other.Process.Kill()
 	other.Wait()
-	// Before the watch notices: 502 naming the backend and the class, no
-	// address; once it has: 503 + Retry-After, and the status says down.
-	code, _, body = post(t, r.url, RouteChat, chatBody("other-model", false))
-	if msg := errorMessage(t, body); (code != 502 && code != 503) || !strings.Contains(msg, "backend other") || strings.Contains(msg, "127.0.0.1") {
+	// Before the watch notices, as once it has: 503 + Retry-After naming
+	// the backend and the class, no address; then the status says down.
+	code, hdr, body := post(t, r.url, RouteChat, chatBody("other-model", false))
+	if msg := errorMessage(t, body); code != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(msg, "backend other") || strings.Contains(msg, "127.0.0.1") {
 		t.Errorf("served backend down: %d %q", code, msg)
 	}
 	waitServed(StateDown)

@@ -515,12 +515,21 @@ func (s *Server) event(kind string, fields map[string]any) {
 }
 
 // upstreamError counts a proxied request's upstream failure and asks the
-// watcher to look at production now. Production refusing or dropping the
-// connection (connect, reset) most likely died: the client gets 503 with
-// Retry-After, as it will once the watcher has seen the death, not 502.
+// watcher to look at production now. Production (or a served backend)
+// refusing or dropping the connection (connect, reset) most likely died:
+// the client gets 503 with Retry-After, as it will once the watcher has
+// seen the death, not 502.
 func (s *Server) upstreamError(rt *route, class string) (reason string, retry int) {
 	s.metrics.upErrors.WithLabelValues(rt.name, class).Inc()
-	if class == "canceled" || rt != s.prod.current() {
+	if class == "canceled" {
+		return "", 0
+	}
+	if rt != s.prod.current() {
+		// A served backend refusing or dropping the connection is not
+		// answering: 503 + Retry-After, as once its health poll saw it.
+		if class == "connect" || class == "reset" {
+			return fmt.Sprintf("backend %s is not answering (%s); retry in %d s", rt.name, class, retryAfterRestarting), retryAfterRestarting
+		}
 		return "", 0
 	}
 	s.prod.poke()
