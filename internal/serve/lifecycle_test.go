@@ -263,6 +263,11 @@ health_interval = "10s"`)
 		r3 := startRouter(t, cfg, nil)
 		own := r3.waitState(t, StateReady, 20*time.Second).Production.PID
 		syscall.Kill(own, syscall.SIGKILL)
+		// Dead by the stop (a signal is delivered when the process next
+		// runs): what is said then must be true.
+		for i := 0; i < 100 && alive(own); i++ {
+			time.Sleep(time.Millisecond)
+		}
 		r3.stop(t)
 		for _, l := range eventsOf(r3, "production_left_running") {
 			if p := int(l["pid"].(float64)); p == own || !alive(p) {
