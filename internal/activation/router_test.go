@@ -459,6 +459,15 @@ func TestExclusiveActivationFromAnotherConfigFileThroughTheRouter(t *testing.T) 
 		t.Fatalf("campaign: exit %d: %s", qo.ExitCode, qo.Evidence.TerminationReason)
 	}
 	evPath := filepath.Join(qo.Dir, evidence.PrivateFile)
+	// The campaign restored production with the second file's profile
+	// (its config_files resolve to other/prod-launcher.sh): hiro serve
+	// from the first file refuses a production of another configuration
+	// (exit 2, nothing stopped). The operator does what it says: stop it
+	// and start it from the first file.
+	if _, sr, err := supervisor.StopRecorded(context.Background(), w.cfg.StateDir, "prod", 0); err != nil || !sr.PortFree {
+		t.Fatalf("stopping the restored production: %+v %v", sr, err)
+	}
+	w.startProduction()
 
 	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
 	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
