@@ -374,7 +374,10 @@ func BenchmarkRouterStreamingRSS(b *testing.B) {
 		hwm := procKB(t.pid, "VmHWM")
 		fmt.Printf("# %s: %d streams completed (%d failed), %d at once at most; RSS before %.1f MB, peak %.1f MB (load %s)\n",
 			t.name, ok.Load(), bad.Load(), maxLive.Load(), float64(idle)/1024, float64(hwm)/1024, loadAvg())
-		if bad.Load() > 0 {
+		// hiro must carry every stream; another proxy that drops some
+		// (llama-swap queues or refuses beyond its own limits) is
+		// reported above, not a failure of the benchmark.
+		if bad.Load() > 0 && t.name == "hiro" {
 			b.Errorf("%s: %d streams failed", t.name, bad.Load())
 		}
 		b.ReportMetric(float64(hwm)/1024, t.name+"-peak-RSS-MB")
