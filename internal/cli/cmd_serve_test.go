@@ -276,6 +276,10 @@ func TestServeTLSMistakesExit2(t *testing.T) {
 	os.WriteFile(openKey, kb, 0o644)
 	os.Chmod(openKey, 0o644)
 	missing := filepath.Join(dir, "missing.pem")
+	openCert := filepath.Join(dir, "open-cert.pem")
+	cb, _ := os.ReadFile(a.Cert)
+	os.WriteFile(openCert, cb, 0o644)
+	os.Chmod(openCert, 0o644)
 	for _, c := range []struct {
 		name, cert, key, wantKey string
 		want                     []string
@@ -286,6 +290,8 @@ func TestServeTLSMistakesExit2(t *testing.T) {
 		{"missing certificate", missing, a.Key, "serve.tls_cert", []string{missing + " does not exist"}},
 		{"garbage key", a.Cert, garbage, "serve.tls_key", []string{"holds no PEM private key"}},
 		{"key others can read", a.Cert, openKey, "serve.tls_key", []string{"readable by group or others (mode 644)", "chmod 600"}},
+		{"swapped, the certificate readable by all", openKey, openCert, "serve.tls_cert", []string{"holds a private key, not a certificate", "swapped"}},
+		{"a folder as the key", a.Cert, dir, "serve.tls_key", []string{dir + " is a folder"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			name := strings.ReplaceAll(c.name, " ", "-")

@@ -126,6 +126,11 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		fmt.Fprintf(ctx, "{\"status\":%q}\n", st)
 	default:
 		s.answerLocally(ctx, RouteOther, func() {
+			// A client without a key learns nothing of the routes.
+			if !s.keys.check(ctx.Request.Header.Peek("Authorization")) {
+				s.unauthorized(ctx)
+				return
+			}
 			writeError(ctx, fasthttp.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s: the router serves POST %s, %s, %s and GET %s",
 				boundQuoted(string(ctx.Method())), boundQuoted(redact.Secrets(string(ctx.Path()))), RouteChat, RouteCompletions, RouteEmbeddings, RouteModels), 0)
 		})

@@ -483,3 +483,24 @@ func TestConnectionCap(t *testing.T) {
 		t.Errorf("a connection within the cap: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestUnknownRoutesNeedTheKey: with keys set, a path the router does not
+// serve is 401 without a valid key (its 404 lists the routes), 404 with
+// one.
+func TestUnknownRoutesNeedTheKey(t *testing.T) {
+	const key = "sk-unknown-route-0123456789"
+	cfg := fakeConfig(t, nil, "")
+	r := startRouter(t, cfg, func(o *Options) {
+		o.LookupEnv = func(k string) (string, bool) { return key, k == "HIRO_SERVE_API_KEYS" }
+	})
+	r.waitState(t, StateReady, 20*time.Second)
+	for _, c := range []struct {
+		auth string
+		code int
+	}{{"", 401}, {"Bearer sk-wrong-key-0123456789", 401}, {"Bearer " + key, 404}} {
+		code, _, body := post(t, r.url, "/v1/foo", "{}", "Authorization", c.auth)
+		if code != c.code || (c.code == 401 && strings.Contains(body, RouteChat)) {
+			t.Errorf("/v1/foo with %q: %d %s; want %d", c.auth, code, body, c.code)
+		}
+	}
+}

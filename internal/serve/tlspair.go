@@ -32,6 +32,8 @@ func loadTLSPair(cfg *config.Config) (tls.Certificate, error) {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, bad(key, "%s does not exist; give the path of the PEM file (relative paths are relative to the configuration's folder)", path)
+		case err != nil && isDir(path):
+			return nil, bad(key, "%s is a folder; give the path of the PEM file in it", path)
 		case err != nil:
 			return nil, bad(key, "cannot read %s: %v; make it readable by this user", path, err)
 		}
@@ -45,9 +47,6 @@ func loadTLSPair(cfg *config.Config) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	if st, err := os.Stat(sc.TLSKey); err == nil && st.Mode().Perm()&0o077 != 0 {
-		return tls.Certificate{}, bad("tls_key", "key file %s is readable by group or others (mode %o); chmod 600 it", sc.TLSKey, st.Mode().Perm())
-	}
 	certTypes, keyTypes := pemTypes(certPEM), pemTypes(keyPEM)
 	switch {
 	case !hasType(certTypes, isCertBlock) && hasType(certTypes, isKeyBlock):
@@ -58,6 +57,11 @@ func loadTLSPair(cfg *config.Config) (tls.Certificate, error) {
 		return tls.Certificate{}, bad("tls_key", "%s holds a certificate, not a private key; give the certificate's private key (-----BEGIN ... PRIVATE KEY-----) as tls_key", sc.TLSKey)
 	case !hasType(keyTypes, isKeyBlock):
 		return tls.Certificate{}, bad("tls_key", "%s holds no PEM private key (-----BEGIN ... PRIVATE KEY-----); give the certificate's private key in PEM", sc.TLSKey)
+	}
+	// After the kinds: swapped files are said swapped, not "chmod" the
+	// certificate.
+	if st, err := os.Stat(sc.TLSKey); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return tls.Certificate{}, bad("tls_key", "key file %s is readable by group or others (mode %o); chmod 600 it", sc.TLSKey, st.Mode().Perm())
 	}
 	for rest := certPEM; ; {
 		var b *pem.Block
@@ -81,6 +85,12 @@ func loadTLSPair(cfg *config.Config) (tls.Certificate, error) {
 		return tls.Certificate{}, bad("tls_key", "%s: %s; give the certificate's private key in PEM (PKCS #1, PKCS #8 or EC)", sc.TLSKey, msg)
 	}
 	return pair, nil
+}
+
+// isDir reports whether path names a folder.
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 // pemTypes lists the types of the PEM blocks in b, in order.
