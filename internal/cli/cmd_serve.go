@@ -74,6 +74,7 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 	// SIGHUP (log rotation, systemd's reload) reopens the logs; its
 	// default action would end the router without a drain.
 	hup := make(chan os.Signal, 1)
+	hupReopens.Store(true)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	cfg, err := config.Load(g.ConfigPath)

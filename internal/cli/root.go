@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -155,24 +156,36 @@ func requireSubcommand(c *cobra.Command) {
 	}
 }
 
-// Main runs hiro with args and returns the exit status. SIGINT and SIGTERM
-// cancel the one root context that every long operation takes, with the
-// cause "interrupted by SIGINT" (context.Cause). Later signals are caught
-// too, so that work that must finish (restoring production) is not cut.
+// Main runs hiro with args and returns the exit status. SIGINT, SIGTERM
+// and SIGHUP (the terminal closed, the ssh session dropped) cancel the one
+// root context that every long operation takes, with the cause
+// "interrupted by SIGHUP" (context.Cause), so that a campaign aborts and
+// restores production instead of dying with its candidate running. 'hiro
+// serve' takes SIGHUP for itself (it reopens its logs: see hupReopens).
+// Later signals are caught too, so that work that must finish (restoring
+// production) is not cut. SIGPIPE is caught and dropped: a reader of
+// stdout or stderr that goes away ('hiro qualify ... 2>&1 | head') makes
+// those writes fail, never ends hiro mid-campaign.
 func Main(args []string) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	// Without a channel for SIGPIPE, Go ends the program on a write to a
+	// broken pipe on fd 1 or 2. Notify (not Ignore) so that the engines
+	// hiro starts get SIGPIPE's default back on exec.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	go func() {
 		n := 0
 		for s := range sigs {
-			n++
-			name := "SIGTERM"
-			if s == os.Interrupt {
-				name = "SIGINT"
+			if s == syscall.SIGHUP && hupReopens.Load() {
+				continue // hiro serve's own: reopen its logs
 			}
+			n++
+			name := signalName(s)
 			if n == 1 {
 				cancel(&InterruptError{Signal: name})
 				continue
@@ -181,6 +194,21 @@ func Main(args []string) int {
 		}
 	}()
 	return Run(ctx, args, os.Stdout, os.Stderr)
+}
+
+// hupReopens is set by 'hiro serve', for which SIGHUP reopens the logs
+// instead of cancelling the root context.
+var hupReopens atomic.Bool
+
+// signalName is "SIGINT", "SIGTERM" or "SIGHUP".
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return "SIGTERM"
 }
 
 // InterruptError is the cause of the root context's cancellation when a

@@ -117,6 +117,8 @@ func TestInterruptsAbortAndRestoreProduction(t *testing.T) {
 	}{
 		{"SIGINT during launch", syscall.SIGINT, slowCandidate, "[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"ready_control\"\n", "[launch] launch gate: started"},
 		{"SIGTERM during launch", syscall.SIGTERM, slowCandidate, "[[gates]]\nkind = \"launch\"\n", "[launch] launch gate: started"},
+		// The terminal closed or the ssh session dropped.
+		{"SIGHUP during launch", syscall.SIGHUP, slowCandidate, "[[gates]]\nkind = \"launch\"\n", "[launch] launch gate: started"},
 		{"SIGINT during sequential", syscall.SIGINT, []string{"--reply", "READY"}, "[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequests = 10000\n", "[sequential] sequential gate: started"},
 		{"SIGTERM during sequential", syscall.SIGTERM, []string{"--reply", "READY"}, "[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequests = 10000\n", "[sequential] sequential gate: started"},
 	}
@@ -135,17 +137,69 @@ func TestInterruptsAbortAndRestoreProduction(t *testing.T) {
 				t.Fatalf("exit %d, want 3:\n%s", code, strings.Join(seen, "\n"))
 			}
 			ev := latestEvidence(t, e)
-			sigName := map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[tc.sig]
+			sigName := map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[tc.sig]
 			if ev.Verdict != evidence.VerdictAborted || !strings.Contains(ev.TerminationReason, sigName) {
 				t.Errorf("verdict %s, reason %q", ev.Verdict, ev.TerminationReason)
 			}
 			if ev.Production.Restored == nil || !ev.Production.Restored.OK || !e.productionReady() {
 				t.Errorf("production not restored: %+v", ev.Production.Restored)
 			}
+			if !ev.Production.Stopped {
+				t.Error("the campaign never stopped production: the case tests nothing of the guard")
+			}
+			if st, err := supervisor.Status(e.cfg.StateDir, "cand"); err == nil {
+				t.Errorf("candidate left recorded after the abort: %+v", st)
+			}
 			if ls, _ := qualify.Leases(e.leaseDir); len(ls) != 0 {
 				t.Error("lease left behind after a clean abort")
 			}
 		})
+	}
+}
+
+// TestClosedStderrPipeDoesNotEndTheCampaign: 'hiro qualify plan 2>&1
+// >/dev/null | head' — the reader of stderr goes away early; hiro's later
+// progress writes fail (EPIPE, SIGPIPE) and the campaign still finishes
+// with its verdict, production restored.
+func TestClosedStderrPipeDoesNotEndTheCampaign(t *testing.T) {
+	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"ready_control\"\n[[gates]]\nkind = \"sequential\"\nrequests = 20\n")
+	e.startProduction()
+	r, w, err := os.Pipe()
+	must(t, err)
+	cmd := exec.Command(hiroBin, "--config", e.cfgPath, "qualify", plan)
+	cmd.Env = append(os.Environ(), "HIRO_LEASE_DIR="+e.leaseDir)
+	cmd.Stdout, cmd.Stderr = io.Discard, w
+	must(t, cmd.Start())
+	w.Close()
+	t.Cleanup(func() { cmd.Process.Kill(); killByArg(fmt.Sprintf("%d", e.candPort)) })
+	// Read like head: a few lines, then go away.
+	sc := bufio.NewScanner(r)
+	for sc.Scan() && !strings.Contains(sc.Text(), "[launch] launch gate: started") {
+	}
+	r.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("hiro did not finish within 60 s")
+	}
+	if ee, ok := werr.(*exec.ExitError); ok {
+		t.Fatalf("hiro ended with %v (want exit 0: the campaign goes on without its reader)", ee.ProcessState)
+	} else if werr != nil {
+		t.Fatal(werr)
+	}
+	ev := latestEvidence(t, e)
+	if ev.Verdict != evidence.VerdictQualified || ev.ExitCode != qualify.ExitQualified {
+		t.Errorf("verdict %s exit %d (%s), want qualified", ev.Verdict, ev.ExitCode, ev.TerminationReason)
+	}
+	if !ev.Production.Stopped || ev.Production.Restored == nil || !ev.Production.Restored.OK || !e.productionReady() {
+		t.Errorf("production not restored: %+v", ev.Production.Restored)
+	}
+	if ls, _ := qualify.Leases(e.leaseDir); len(ls) != 0 {
+		t.Error("lease left behind")
 	}
 }
 
