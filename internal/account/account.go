@@ -230,18 +230,39 @@ func productionDown(e *evidence.Evidence) bool {
 	return e.ProductionBackend != "" && e.Production.Stopped && (e.Production.Restored == nil || !e.Production.Restored.OK)
 }
 
+// productionChecked reports whether the guard looked at production before
+// the campaign (it records the profile's name first): only then does
+// Production.WasRunning say anything.
+func productionChecked(e *evidence.Evidence) bool { return e.Production.Backend != "" }
+
+// productionNotServing reports whether the guard found production not
+// answering ready before the campaign.
+func productionNotServing(e *evidence.Evidence) bool {
+	return productionChecked(e) && !e.Production.WasRunning
+}
+
 // productionSentence is what the guard did, in one sentence; the same
-// words everywhere.
+// words everywhere. Every clause comes from the evidence's production
+// facts: serving before or not, stopped or not, restored or not.
 func productionSentence(e *evidence.Evidence) string {
+	name := e.ProductionBackend
 	switch {
-	case e.ProductionBackend == "":
+	case name == "":
 		return "No production profile was configured."
+	case !e.Production.Stopped && productionNotServing(e):
+		return fmt.Sprintf("Production %s was not serving before the campaign (it did not answer ready); the campaign neither stopped nor started it.", name)
+	case !e.Production.Stopped && !productionChecked(e):
+		return fmt.Sprintf("Production %s was never stopped: the campaign ended before the guard checked it.", name)
 	case !e.Production.Stopped:
-		return fmt.Sprintf("Production %s was never stopped: it kept serving throughout.", e.ProductionBackend)
+		return fmt.Sprintf("Production %s was never stopped: it kept serving throughout.", name)
+	case productionDown(e) && productionNotServing(e):
+		return fmt.Sprintf("PRODUCTION %s WAS NOT RESTORED: it was not serving before the campaign and could not be started after it.", strings.ToUpper(name))
 	case productionDown(e):
-		return fmt.Sprintf("PRODUCTION %s WAS NOT RESTORED.", strings.ToUpper(e.ProductionBackend))
+		return fmt.Sprintf("PRODUCTION %s WAS NOT RESTORED.", strings.ToUpper(name))
+	case productionNotServing(e):
+		return fmt.Sprintf("Production %s was not serving before the campaign (it did not answer ready); the guard kept it down for the candidate, then started it and verified it healthy with a real bounded response.", name)
 	}
-	return fmt.Sprintf("Production %s was stopped for the campaign, then restored and verified healthy with a real bounded response.", e.ProductionBackend)
+	return fmt.Sprintf("Production %s was stopped for the campaign, then restored and verified healthy with a real bounded response.", name)
 }
 
 // productionSection is the guard's section and, when production was
@@ -252,14 +273,20 @@ func productionSection(e *evidence.Evidence) (*Section, *Row) {
 	}
 	p := e.Production
 	s := &Section{Title: "Production " + e.ProductionBackend}
-	if !p.Stopped {
+	switch {
+	case !p.Stopped && productionNotServing(e):
+		s.Status = "Not serving"
+		s.Items = append(s.Items, fmt.Sprintf("Production %s was not serving before the campaign (it did not answer ready); the campaign neither stopped nor started it, so there was nothing to restore.", e.ProductionBackend))
+	case !p.Stopped:
 		s.Status = "Not stopped"
 		why := "the candidate did not need the accelerator exclusively"
 		if e.Exclusive {
 			why = "the campaign ended before it had to"
 		}
 		s.Items = append(s.Items, fmt.Sprintf("Production %s was never stopped (%s), so there was nothing to restore.", e.ProductionBackend, why))
-	} else {
+	case productionNotServing(e):
+		s.Items = append(s.Items, fmt.Sprintf("Production %s was not serving before the campaign (it did not answer ready); the candidate needed the accelerator exclusively, so the guard kept it down and was to start it at the end, without changing its routing or configuration.", e.ProductionBackend))
+	default:
 		s.Items = append(s.Items, fmt.Sprintf("The candidate needed the accelerator exclusively, so production %s was stopped first, without changing its routing or configuration.", e.ProductionBackend))
 	}
 	var row *Row
@@ -268,6 +295,9 @@ func productionSection(e *evidence.Evidence) (*Section, *Row) {
 		if rr := p.Restored; rr != nil && rr.OK {
 			s.Status, row.Status = "Restored", evidence.StatusPassed
 			how := "restored"
+			if productionNotServing(e) {
+				how = "started"
+			}
 			if rr.Adopted {
 				how = "found restarting and adopted"
 			}

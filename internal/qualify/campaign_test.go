@@ -266,3 +266,21 @@ func TestBadPlansStartNothing(t *testing.T) {
 		t.Errorf("a bad plan wrote evidence")
 	}
 }
+
+// TestReportSaysProductionWasNotServing: production stopped beforehand
+// ('hiro backend stop'), a non-exclusive campaign qualifies; report.md
+// says production was not serving, as evidence.json's was_running false
+// does (it said "it kept serving throughout").
+func TestReportSaysProductionWasNotServing(t *testing.T) {
+	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
+	out := runPlan(t, e, e.writePlan("exclusive = false\n[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"ready_control\"\n"))
+	if out.ExitCode != qualify.ExitQualified || out.Evidence.Production.WasRunning || out.Evidence.Production.Stopped {
+		t.Fatalf("exit %d, production %+v", out.ExitCode, out.Evidence.Production)
+	}
+	b, err := os.ReadFile(filepath.Join(out.Dir, evidence.ReportFile))
+	must(t, err)
+	md := string(b)
+	if !strings.Contains(md, "Production prod was not serving before the campaign") || strings.Contains(md, "kept serving") {
+		t.Errorf("report.md contradicts was_running false:\n%s", md)
+	}
+}

@@ -19,6 +19,9 @@ type terminalState struct {
 	stopped  bool
 	restored *bool // nil: no restore record
 	gate     string
+	// notServing: production did not answer ready before the campaign
+	// (was_running false); shared: a non-exclusive campaign.
+	notServing, shared bool
 }
 
 func ptr(b bool) *bool { return &b }
@@ -35,9 +38,14 @@ func TestReportNeverContradictsEvidence(t *testing.T) {
 		gate    string
 	}{{evidence.VerdictQualified, 0, evidence.StatusPassed}, {evidence.VerdictNotQualified, 1, evidence.StatusFailed}, {evidence.VerdictAborted, 3, evidence.StatusNotRun}} {
 		states = append(states,
-			terminalState{v.verdict + "/restored", v.verdict, v.exit, true, ptr(true), v.gate},
-			terminalState{v.verdict + "/not-restored", v.verdict, 4, true, ptr(false), v.gate},
-			terminalState{v.verdict + "/not-stopped", v.verdict, v.exit, false, nil, v.gate},
+			terminalState{v.verdict + "/restored", v.verdict, v.exit, true, ptr(true), v.gate, false, false},
+			terminalState{v.verdict + "/not-restored", v.verdict, 4, true, ptr(false), v.gate, false, false},
+			terminalState{v.verdict + "/not-stopped", v.verdict, v.exit, false, nil, v.gate, false, false},
+			terminalState{v.verdict + "/not-serving-before/restored", v.verdict, v.exit, true, ptr(true), v.gate, true, false},
+			terminalState{v.verdict + "/not-serving-before/not-restored", v.verdict, 4, true, ptr(false), v.gate, true, false},
+			terminalState{v.verdict + "/not-serving-before/not-stopped", v.verdict, v.exit, false, nil, v.gate, true, false},
+			terminalState{v.verdict + "/not-serving-before/shared", v.verdict, v.exit, false, nil, v.gate, true, true},
+			terminalState{v.verdict + "/shared", v.verdict, v.exit, false, nil, v.gate, false, true},
 		)
 	}
 	for _, s := range states {
@@ -73,6 +81,30 @@ func TestReportNeverContradictsEvidence(t *testing.T) {
 						t.Errorf("%s: production was never stopped, yet the text talks of restoring it:\n%s", where, text)
 					}
 				}
+				// Production's state before the campaign, as the evidence
+				// has it (was_running).
+				switch {
+				case s.notServing:
+					if !has("not serving before the campaign") {
+						t.Errorf("%s: production was not serving before the campaign and the text does not say so:\n%s", where, text)
+					}
+					for _, bad := range []string{"kept serving", "was stopped for the campaign", "was stopped first", "restored with its exact configuration"} {
+						if has(bad) {
+							t.Errorf("%s says %q of a production that was not serving before the campaign:\n%s", where, bad, text)
+						}
+					}
+					if s.stopped && s.restored != nil && *s.restored && !has("started") {
+						t.Errorf("%s: the guard started production at the end and the text does not say so:\n%s", where, text)
+					}
+				case !s.stopped:
+					if !has("kept serving") {
+						t.Errorf("%s: production served throughout and the text does not say so:\n%s", where, text)
+					}
+				default:
+					if !has("was stopped") || has("not serving before") {
+						t.Errorf("%s: production was serving and was stopped; the text does not say so:\n%s", where, text)
+					}
+				}
 				switch s.verdict {
 				case evidence.VerdictQualified:
 					if has("not qualified") || has("aborted") {
@@ -101,7 +133,7 @@ func stateEvidence(s terminalState) *evidence.Evidence {
 	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	fin := start.Add(time.Minute)
 	e := &evidence.Evidence{Schema: evidence.SchemaID, ID: "20261130T100000Z-cand", Title: "State " + s.name, Candidate: "cand",
-		ProductionBackend: "prod", Exclusive: true, Verdict: s.verdict, ExitCode: s.exit, StartedAt: start, FinishedAt: &fin}
+		ProductionBackend: "prod", Exclusive: !s.shared, Verdict: s.verdict, ExitCode: s.exit, StartedAt: start, FinishedAt: &fin}
 	g := evidence.Gate{ID: "launch", Kind: KindLaunch, Title: "Launch", Status: s.gate}
 	switch s.gate {
 	case evidence.StatusFailed:
@@ -117,7 +149,7 @@ func stateEvidence(s terminalState) *evidence.Evidence {
 	}
 	e.Gates = []evidence.Gate{g}
 	p := &e.Production
-	p.Backend, p.Model, p.WasRunning = "prod", "prod-model", true
+	p.Backend, p.Model, p.WasRunning = "prod", "prod-model", !s.notServing
 	p.ConfigHashBefore, p.ConfigHashAfter, p.ConfigUnchanged = "abc123", "abc123", true
 	if s.stopped {
 		p.Stopped = true
