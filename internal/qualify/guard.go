@@ -364,6 +364,11 @@ func settleEvidence(l *Lease, deadPID int, rr *RestoreResult, prod *config.Profi
 		e.Production.Restored = rr
 	}
 	e.FinishedAt = &now
+	// The wall time up to this settling: hiro's own share (HarnessMS) died
+	// with it and stays unknown.
+	if d := now.Sub(e.StartedAt); d > 0 {
+		e.DurationMS = d.Milliseconds()
+	}
 	e.Production.ConfigHashAfter = after
 	e.Fingerprints.ProductionConfigAfter = after
 	e.Production.ConfigUnchanged = after == e.Production.ConfigHashBefore

@@ -98,13 +98,19 @@ func killByArg(port string) {
 
 func latestEvidence(t *testing.T, e *env) *evidence.Evidence {
 	t.Helper()
+	ev, err := evidence.Load(latestEvidencePath(t, e))
+	must(t, err)
+	return ev
+}
+
+// latestEvidencePath is the newest campaign's private evidence file.
+func latestEvidencePath(t *testing.T, e *env) string {
+	t.Helper()
 	m, _ := filepath.Glob(filepath.Join(e.dir, "evidence", "*", evidence.PrivateFile))
 	if len(m) == 0 {
 		t.Fatal("no evidence written")
 	}
-	ev, err := evidence.Load(m[len(m)-1])
-	must(t, err)
-	return ev
+	return m[len(m)-1]
 }
 
 func TestInterruptsAbortAndRestoreProduction(t *testing.T) {
@@ -205,7 +211,8 @@ func TestClosedStderrPipeDoesNotEndTheCampaign(t *testing.T) {
 
 func TestSIGKILLedHiroIsRecoveredByNextCommand(t *testing.T) {
 	e := newEnv(t, slowCandidate, "", nil)
-	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n")
+	const summary = "Tests that the slow candidate launches beside production's model"
+	plan := e.writePlan("summary = \"" + summary + "\"\n[[gates]]\nkind = \"launch\"\n")
 	e.startProduction()
 	cmd, lines := startHiro(t, e, plan)
 	var seen []string
@@ -218,6 +225,7 @@ func TestSIGKILLedHiroIsRecoveredByNextCommand(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	time.Sleep(300 * time.Millisecond) // a duration that shows
 	must(t, cmd.Process.Signal(syscall.SIGKILL))
 	cmd.Wait()
 	// The killed campaign's candidate attempt is still running, recorded.
@@ -257,6 +265,19 @@ func TestSIGKILLedHiroIsRecoveredByNextCommand(t *testing.T) {
 	ev := latestEvidence(t, e)
 	if ev.Verdict != evidence.VerdictAborted || ev.Production.Restored == nil || !ev.Production.Restored.OK {
 		t.Errorf("evidence after recovery: verdict %s restored %+v", ev.Verdict, ev.Production.Restored)
+	}
+	// The evidence recovery finalized keeps the plan's summary and times
+	// the campaign from its start to its settling.
+	if ev.Intent == nil || ev.Intent.Summary != summary {
+		t.Errorf("the plan's summary is lost from the recovered evidence: intent %+v", ev.Intent)
+	}
+	if ev.FinishedAt == nil || ev.DurationMS < 300 || ev.DurationMS != ev.FinishedAt.Sub(ev.StartedAt).Milliseconds() {
+		t.Errorf("duration_ms %d, started %s, finished %v: want finished_at - started_at", ev.DurationMS, ev.StartedAt, ev.FinishedAt)
+	}
+	md, err := os.ReadFile(filepath.Join(filepath.Dir(latestEvidencePath(t, e)), evidence.ReportFile))
+	must(t, err)
+	if !strings.Contains(string(md), summary) {
+		t.Errorf("report.md after recovery lacks the plan's summary:\n%s", md)
 	}
 	// Nothing left to do now.
 	code, out, _ := runHiro(t, e, "recover")

@@ -16,16 +16,23 @@ import (
 // plan may be nil (recovery): the intent already recorded is kept.
 func buildReport(e *evidence.Evidence, plan *Plan) evidence.Report {
 	if plan != nil {
-		in := &evidence.Intent{Summary: plan.Summary}
-		in.Decisions = append(in.Decisions, plan.Decisions...)
-		for _, g := range plan.Gates {
-			if d, ok := g.Gate.(interface{ Decisions() []string }); ok {
-				in.Decisions = append(in.Decisions, d.Decisions()...)
-			}
-		}
-		e.Intent = in
+		e.Intent = planIntent(plan)
 	}
 	return account.Build(e).Report()
+}
+
+// planIntent is the plan's own account (summary and decisions). The
+// campaign records it from its first save, so that evidence finalized by
+// recovery after hiro was killed keeps it.
+func planIntent(plan *Plan) *evidence.Intent {
+	in := &evidence.Intent{Summary: plan.Summary}
+	in.Decisions = append(in.Decisions, plan.Decisions...)
+	for _, g := range plan.Gates {
+		if d, ok := g.Gate.(interface{ Decisions() []string }); ok {
+			in.Decisions = append(in.Decisions, d.Decisions()...)
+		}
+	}
+	return in
 }
 
 // Markdown renders report.md (package account's Markdown of e).
