@@ -135,3 +135,41 @@ func TestPanicInGateAbortsAndRestoresProduction(t *testing.T) {
 		t.Error("lease left behind after a panic")
 	}
 }
+
+// TestCheckReportsEveryPlanErrorAtOnce: a gate of an unknown kind no
+// longer hides the others' errors (requests out of range, a duplicate
+// id): 'hiro qualify --check' lists them all, each naming the plan by its
+// absolute path.
+func TestCheckReportsEveryPlanErrorAtOnce(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	// gates[0] is the launch gate, misspelt.
+	plan := e.writePlan("[[gates]]\nkind = \"lanch\"\n[[gates]]\nkind = \"bogus\"\n[[gates]]\nid = \"load\"\nkind = \"sequential\"\nrequests = -5\n[[gates]]\nid = \"load\"\nkind = \"concurrency\"\n")
+	rel, err := filepath.Rel(mustGetwd(t), plan)
+	must(t, err)
+	code, stdout, stderr := runHiro(t, e, "qualify", rel, "--check")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stdout %s stderr %s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		plan + ": gates[0].kind: unknown gate kind \"lanch\"",
+		plan + ": gates[1].kind: unknown gate kind \"bogus\"",
+		plan + ": gates[2].requests",
+		plan + ": gates[3].id: \"load\" is also the id of gates[2]",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--check does not say %q:\n%s", want, stderr)
+		}
+	}
+	// Nothing is said of a launch gate missing: the misspelt gate may be
+	// it.
+	if strings.Contains(stderr, "needs a launch gate") {
+		t.Errorf("a spurious order error beside the unknown kind:\n%s", stderr)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	must(t, err)
+	return wd
+}

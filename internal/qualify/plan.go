@@ -114,12 +114,16 @@ type PlanError = config.Error
 
 // LoadPlan reads, decodes strictly and validates a plan. It resolves the
 // configuration (the plan's own config key, else cfgPath) and checks every
-// profile the plan names. It never starts or stops anything.
+// profile the plan names. It never starts or stops anything. Errors name
+// the plan by its absolute path; once the TOML parses, every error is
+// reported at once (config.Errors): unknown keys, unknown gate kinds and
+// every value out of range.
 func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nil, err
 	}
+	path = abs
 	data, err := readPlanFile(abs)
 	if err != nil {
 		return nil, nil, &PlanError{File: path, Msg: err.Error()}
@@ -150,9 +154,6 @@ func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 		es = append(es, gerrs...)
 		p.Gates = append(p.Gates, g)
 	}
-	if len(es) > 0 {
-		return nil, nil, es
-	}
 	sum := sha256.Sum256(data)
 	p.Path, p.Dir, p.Digest = abs, filepath.Dir(abs), hex.EncodeToString(sum[:])
 	if p.Config != "" {
@@ -161,11 +162,26 @@ func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		if p.Config != "" && errors.Is(err, os.ErrNotExist) || p.Config != "" && strings.Contains(err.Error(), "not found") {
-			return nil, nil, &PlanError{File: path, Key: "config", Msg: fmt.Sprintf("%q (%s) does not exist; point config at the hiro configuration holding the plan's profiles (relative to the plan), or remove the key to use --config", p.Config, cfgPath)}
+			err = &PlanError{File: path, Key: "config", Msg: fmt.Sprintf("%q (%s) does not exist; point config at the hiro configuration holding the plan's profiles (relative to the plan), or remove the key to use --config", p.Config, cfgPath)}
 		}
-		return nil, nil, err
+		if len(es) == 0 {
+			return nil, nil, err
+		}
+		// The plan's own errors first, then the configuration's.
+		var ce *config.Error
+		var ces config.Errors
+		switch {
+		case errors.As(err, &ces):
+			es = append(es, ces...)
+		case errors.As(err, &ce):
+			es = append(es, ce)
+		default:
+			es = append(es, &PlanError{Msg: err.Error()})
+		}
+		return nil, nil, es
 	}
-	if es := p.validate(cfg); len(es) > 0 {
+	es = append(es, p.validate(cfg)...)
+	if len(es) > 0 {
 		return nil, nil, es
 	}
 	return &p, cfg, nil
@@ -242,21 +258,29 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 	seen := map[string]int{}
 	lastRank, lastKind := -1, ""
 	launched := false
+	// undecoded: a gate before this one has no kind hiro knows (reported
+	// by decodeGate), so whether a launch gate came before is unknown.
+	undecoded := false
 	for i, g := range p.Gates {
 		k := fmt.Sprintf("gates[%d]", i)
-		if g == nil || g.Gate == nil {
+		if g == nil {
+			undecoded = true
 			continue // reported by decodeGate
 		}
 		if g.ID == "" {
 			g.ID = g.Kind
 		}
-		if !reGateID.MatchString(g.ID) {
+		if g.ID != "" && !reGateID.MatchString(g.ID) {
 			add(k+".id", "%q: use lower-case letters, digits, '_' and '-'", g.ID)
 		}
-		if j, dup := seen[g.ID]; dup {
+		if j, dup := seen[g.ID]; dup && g.ID != "" {
 			add(k+".id", "%q is also the id of gates[%d]; gate ids must be unique", g.ID, j)
 		}
 		seen[g.ID] = i
+		if g.Gate == nil {
+			undecoded = true
+			continue // its kind is reported by decodeGate
+		}
 		kind, _ := LookupKind(g.Kind)
 		if kind.Rank < lastRank {
 			add(k+".kind", "%s gate %q comes after a %s gate; gates run in the order %s", g.Kind, g.ID, lastKind, strings.Join(KindNames(), " → "))
@@ -270,7 +294,7 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 			}
 			launched = true
 		}
-		if kind.NeedsCandidate && !launched {
+		if kind.NeedsCandidate && !launched && !undecoded {
 			add(k+".kind", "%s gate %q needs a launch gate before it (it sends requests to the candidate)", g.Kind, g.ID)
 		}
 		if g.Timeout.Duration < 0 {
@@ -304,12 +328,14 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 	if err != nil {
 		return nil, fail(k, "%s", strings.TrimPrefix(err.Error(), "toml: "))
 	}
+	// A gate without a known kind is kept with its common part (its id
+	// is still checked) and no Gate.
 	if g.Kind == "" {
-		return nil, fail(k+".kind", "missing; use one of %s", kindList())
+		return g, fail(k+".kind", "missing; use one of %s", kindList())
 	}
 	kind, ok := LookupKind(g.Kind)
 	if !ok {
-		return nil, fail(k+".kind", "unknown gate kind %q; use one of %s", g.Kind, kindList())
+		return g, fail(k+".kind", "unknown gate kind %q; use one of %s", g.Kind, kindList())
 	}
 	g.Gate = kind.New()
 	g.keys = map[string]bool{}
