@@ -45,6 +45,7 @@ func TestCheckRefusesBeforeProductionIsStopped(t *testing.T) {
 		"negative req timeout":   {launch + "[[gates]]\nkind = \"sequential\"\nrequest_timeout = \"-1s\"\n", "gates[1].request_timeout"},
 		"max_tokens overflow":    {launch + "[[gates]]\nkind = \"ready_control\"\nmax_tokens = 2147483648000\n", "gates[1].max_tokens: 2147483648000"},
 		"negative disk":          {"[[gates]]\nkind = \"prereq\"\n[[gates.disks]]\npath = \".\"\nmin_free_gib = -1.0\n" + launch, "gates[0].disks[0].min_free_gib"},
+		"disk beyond 1 EiB":      {"[[gates]]\nkind = \"prereq\"\n[[gates.disks]]\npath = \".\"\nmin_free_gib = 1e10\n" + launch, "gates[0].disks[0].min_free_gib: 1e+10: use a number of GiB from 0 to 1073741824 (1 EiB)"},
 		"env name with a space":  {"[[gates]]\nkind = \"launch\"\n[[gates.variants]]\nname = \"v\"\nreason = \"r\"\nenv = { \"HF TOKEN\" = \"x\" }\n", "gates[0].variants[0].env"},
 		"deeply nested plan":     {launch + nested, "nested more than"},
 		"4 MB plan":              {launch + huge, "larger than 1024 KiB"},

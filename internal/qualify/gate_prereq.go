@@ -22,6 +22,10 @@ import (
 // KindPrereq checks host facts before anything is launched.
 const KindPrereq = "prereq"
 
+// MaxDiskGiB is the largest min_free_gib a disk requirement takes: 2^30
+// GiB, one exbibyte, more than any file system holds.
+const MaxDiskGiB = 1 << 30
+
 func init() {
 	RegisterKind(Kind{Name: KindPrereq, Rank: 10, Title: "Host prerequisites", New: func() Gate { return &PrereqGate{} }})
 }
@@ -111,8 +115,8 @@ func (g *PrereqGate) Validate(v *Validation) {
 		if d.Path == "" {
 			v.Errorf(fmt.Sprintf("disks[%d].path", i), "missing; name a path on the file system to measure")
 		}
-		if math.IsNaN(d.MinFreeGiB) || math.IsInf(d.MinFreeGiB, 0) || d.MinFreeGiB < 0 || d.MinFreeGiB > 1<<30 {
-			v.Errorf(fmt.Sprintf("disks[%d].min_free_gib", i), "%v: use a finite number of GiB, 0 or more", d.MinFreeGiB)
+		if math.IsNaN(d.MinFreeGiB) || math.IsInf(d.MinFreeGiB, 0) || d.MinFreeGiB < 0 || d.MinFreeGiB > MaxDiskGiB {
+			v.Errorf(fmt.Sprintf("disks[%d].min_free_gib", i), "%v: use a number of GiB from 0 to %d (1 EiB)", d.MinFreeGiB, MaxDiskGiB)
 		}
 		d.Path = v.Resolve(d.Path)
 	}
