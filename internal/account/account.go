@@ -418,7 +418,7 @@ func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
 				out = append(out, fmt.Sprintf("Follow the next step of the last attempt (%s, %s) under %q above.", last.Name, f.Class, gateTitle(failed)))
 			}
 			out = append(out, fmt.Sprintf("All %s of the ladder were tried; the next try needs a new documented fallback in the plan (with its written reason), a fix of the engine issue behind %s, or another engine or model.",
-				plural(len(failed.Attempts), "declared attempt", "declared attempts"), lastClass(failed)))
+				Plural(len(failed.Attempts), "declared attempt", "declared attempts"), lastClass(failed)))
 		case failed.Semantic != nil:
 			out = append(out, "Look at the largest per-document differences and the top reject reasons of the semantic gate: they show where the candidate loses claims.")
 			out = append(out, "Keep production; qualify the candidate again after changing its model, quantization or prompt budget (max_tokens, repairs).")
@@ -492,11 +492,11 @@ func gateHeadline(e *evidence.Evidence, g *evidence.Gate) string {
 				ok++
 			}
 		}
-		return fmt.Sprintf("%d of %s passed", ok, plural(len(g.Checks), "check", "checks"))
+		return fmt.Sprintf("%d of %s passed", ok, Plural(len(g.Checks), "check", "checks"))
 	case g.Artifact != nil:
 		ar := g.Artifact
 		if g.Status == evidence.StatusPassed {
-			return fmt.Sprintf("%s verified (%s)", plural(ar.Files, "file", "files"), gib(ar.Bytes))
+			return fmt.Sprintf("%s verified (%s)", Plural(ar.Files, "file", "files"), gib(ar.Bytes))
 		}
 	}
 	if g.Reason != "" {
@@ -506,7 +506,7 @@ func gateHeadline(e *evidence.Evidence, g *evidence.Gate) string {
 }
 
 func requestsHeadline(r *evidence.RequestStats) string {
-	s := fmt.Sprintf("%d of %s succeeded", r.Count-r.Errors, plural(r.Count, "request", "requests"))
+	s := fmt.Sprintf("%d of %s succeeded", r.Count-r.Errors, Plural(r.Count, "request", "requests"))
 	if r.Latency != nil {
 		s += "; end-to-end p95 " + msText(r.Latency.P95)
 	}
@@ -552,8 +552,9 @@ func joinAnd(xs []string) string {
 
 func joinSemi(xs []string) string { return strings.Join(xs, "; ") }
 
-// plural is "1 request" or "3 requests".
-func plural(n int, one, many string) string {
+// Plural is "1 request" or "3 requests": n and the noun that agrees with
+// it, for every count hiro prints in prose.
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}

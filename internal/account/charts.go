@@ -138,7 +138,7 @@ func documentsChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 		return Chart{}, err
 	}
 	return Chart{Title: gate + ": F1 per document", SVG: svg,
-		Caption: fmt.Sprintf("F1 of each of the %s of corpus %s, candidate beside production.", plural(len(labels), "document", "documents"), sr.CorpusName)}, nil
+		Caption: fmt.Sprintf("F1 of each of the %s of corpus %s, candidate beside production.", Plural(len(labels), "document", "documents"), sr.CorpusName)}, nil
 }
 
 // latencyChart draws one box (quartiles, whiskers) and the samples of
@@ -175,7 +175,7 @@ func latencyChart(e *evidence.Evidence) (Chart, bool, error) {
 		s.GlyphStyle.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = candidateColor, vg.Points(2), draw.CircleGlyph{}
 		p.Add(s)
 		labels = append(labels, truncate(gateTitle(g), 22))
-		parts = append(parts, fmt.Sprintf("%s: %s", gateTitle(g), plural(len(vals), "request", "requests")))
+		parts = append(parts, fmt.Sprintf("%s: %s", gateTitle(g), Plural(len(vals), "request", "requests")))
 	}
 	if len(labels) == 0 {
 		return Chart{}, false, nil

@@ -52,16 +52,16 @@ func gateSection(e *evidence.Evidence, g *evidence.Gate) Section {
 
 func artifactItems(ar *evidence.ArtifactResult) []string {
 	out := []string{fmt.Sprintf("The manifest pins %s at revision %s: %s, %s (manifest digest %s).",
-		ar.Repo, ar.Revision, plural(ar.Files, "file", "files"), gib(ar.Bytes), short(ar.ManifestDigest))}
+		ar.Repo, ar.Revision, Plural(ar.Files, "file", "files"), gib(ar.Bytes), short(ar.ManifestDigest))}
 	if len(ar.Missing) == 0 && ar.Changed == 0 && len(ar.Extra) == 0 {
-		out = append(out, fmt.Sprintf("Every file matched its recorded size and SHA-256 (%s hashed in this run).", plural(ar.Hashed, "file", "files")))
+		out = append(out, fmt.Sprintf("Every file matched its recorded size and SHA-256 (%s hashed in this run).", Plural(ar.Hashed, "file", "files")))
 		return out
 	}
 	if len(ar.Missing) > 0 {
 		out = append(out, "Missing: "+strings.Join(ar.Missing, ", ")+".")
 	}
 	if ar.Changed > 0 {
-		out = append(out, fmt.Sprintf("%s changed since it was pinned.", plural(ar.Changed, "file", "files")))
+		out = append(out, fmt.Sprintf("%s changed since it was pinned.", Plural(ar.Changed, "file", "files")))
 	}
 	if len(ar.Extra) > 0 {
 		out = append(out, "Not in the manifest: "+strings.Join(ar.Extra, ", ")+".")
@@ -159,7 +159,7 @@ func FactsText(f map[string]float64) string {
 // The engine's version is said once, in the first request gate.
 func servingItems(e *evidence.Evidence, r *evidence.RequestStats, first bool) []string {
 	var out []string
-	s := fmt.Sprintf("%s, %s", plural(r.Count, "request", "requests"), plural(r.Errors, "error", "errors"))
+	s := fmt.Sprintf("%s, %s", Plural(r.Count, "request", "requests"), Plural(r.Errors, "error", "errors"))
 	if r.Concurrency > 1 {
 		s += fmt.Sprintf(", %d in flight at once", r.Concurrency)
 	} else if r.Count > 1 {
@@ -253,9 +253,9 @@ func semanticItems(sr *evidence.SemanticResult) []string {
 		src = "reused from the cached baseline (same corpus, prompt, schema and production configuration)"
 	}
 	out = append(out, fmt.Sprintf("Corpus %s (%s, digest %s), extracted through the candidate and through production; production's result was %s.",
-		sr.CorpusName, plural(len(sr.Differences), "document", "documents"), short(sr.CorpusDigest), src))
+		sr.CorpusName, Plural(len(sr.Differences), "document", "documents"), short(sr.CorpusDigest), src))
 	if n := sr.CandidateStats.DocumentsFailed; n > 0 {
-		out = append(out, fmt.Sprintf("The candidate failed %s (requests that got no reply).", plural(n, "document", "documents")))
+		out = append(out, fmt.Sprintf("The candidate failed %s (requests that got no reply).", Plural(n, "document", "documents")))
 	}
 	if len(sr.Reasons) > 0 {
 		out = append(out, "Failed checks: "+joinSemi(semanticReasons(sr))+".")

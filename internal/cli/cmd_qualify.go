@@ -77,8 +77,8 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		if g.JSON {
 			return writeJSON(g, map[string]any{"ok": true, "plan": plan.Path, "config": cfg.Path, "candidate": plan.Candidate, "production": plan.Production, "gates": len(plan.Gates)})
 		}
-		fmt.Fprintf(g.Stdout, "plan %s is valid: candidate %s, production %s, %d gates, exclusive %v (config %s)\n",
-			planPath, plan.Candidate, orNone(plan.Production), len(plan.Gates), *plan.Exclusive, cfg.Path)
+		fmt.Fprintf(g.Stdout, "plan %s is valid: candidate %s, production %s, %s, exclusive %v (config %s)\n",
+			plan.Path, plan.Candidate, orNone(plan.Production), account.Plural(len(plan.Gates), "gate", "gates"), *plan.Exclusive, cfg.Path)
 		return nil
 	}
 	if _, err := qualify.LeaseDir(); err != nil && *plan.Exclusive {

@@ -174,3 +174,13 @@ func mustGetwd(t *testing.T) string {
 	must(t, err)
 	return wd
 }
+
+// TestCheckCountsGatesInTheSingular: a plan of one gate is "1 gate".
+func TestCheckCountsGatesInTheSingular(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n")
+	code, stdout, stderr := runHiro(t, e, "qualify", plan, "--check")
+	if code != 0 || !strings.Contains(stdout, "plan "+plan+" is valid: candidate cand, production prod, 1 gate, exclusive true") {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/eval"
@@ -242,7 +243,7 @@ func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semantic
 	total := len(c.Docs)
 	var done atomic.Int64
 	onCommit := func(dp extract.DocProgress) {
-		h.Logf("%s: document %d/%d (%s) %s: %d claims, %d rejects", t.Backend, done.Add(1), total, dp.DocID, dp.Status, dp.Claims, dp.Rejects)
+		h.Logf("%s", docProgressLine(t.Backend, int(done.Add(1)), total, dp))
 	}
 	sum, err := extract.Run(ctx, c.Docs, extract.Options{Client: profileClient(t.profile), Backend: t.Backend, BaseURL: t.BaseURL, Model: t.Model,
 		OutDir: dir, Concurrency: g.Concurrency, MaxRepairs: g.repairs(), MaxTokens: g.MaxTokens, RequestTimeout: g.RequestTimeout.Duration,
@@ -255,6 +256,13 @@ func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semantic
 		return nil, err
 	}
 	return &semanticSide{Schema: SemanticSideSchema, Target: t, OutDir: dir, Stats: sum.Stats, Report: rep}, nil
+}
+
+// docProgressLine is the progress line of one finished document of a
+// side: "cand: document 2/5 (bakery) done: 1 claim, 3 rejects".
+func docProgressLine(backend string, n, total int, dp extract.DocProgress) string {
+	return fmt.Sprintf("%s: document %d/%d (%s) %s: %s, %s", backend, n, total, dp.DocID, dp.Status,
+		account.Plural(dp.Claims, "claim", "claims"), account.Plural(dp.Rejects, "reject", "rejects"))
 }
 
 // Prepare computes production's baseline while production still serves,
