@@ -173,3 +173,34 @@ func TestJournalPageShowsPlaceholders(t *testing.T) {
 		t.Errorf("%d raw HTML omissions, want 2 (the <b> and </b>)\n%s", n, page)
 	}
 }
+
+// TestJournalAddSaysNotEvidence: journal add of a file that is not hiro
+// evidence (an artifact manifest hiro artifact pin wrote, JSON without a
+// "schema" key, a file that is not JSON) says so, with the "schema" it
+// found, the one expected and what to pass; no made-up schema path (was
+// "jsonschema validation failed with 'file:///<cwd>/evidence.schema.json#'").
+func TestJournalAddSaysNotEvidence(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	manifest := filepath.Join(t.TempDir(), "manifest.json")
+	if code, out, errs := runHiro(t, "artifact", "pin", "--dir", artifactTestDir(t), "--repo", "acme/tiny", "--revision", artifactTestRev, "--out", manifest); code != ExitOK {
+		t.Fatalf("pin: %d %q %q", code, out, errs)
+	}
+	noSchema := filepath.Join(t.TempDir(), "other.json")
+	notJSON := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(noSchema, []byte(`{"a": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(notJSON, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]string{
+		manifest: `not hiro evidence: the document has "schema": "hiro.artifact/v1", want "hiro.evidence/v2"`,
+		noSchema: `not hiro evidence: the document has no "schema" key, want "hiro.evidence/v2"`,
+		notJSON:  `not hiro evidence: not a JSON object`,
+	} {
+		code, _, errs := runHiro(t, "journal", "add", "--journal", dir, f)
+		if code != ExitUsage || !strings.Contains(errs, f+": "+want) || !strings.Contains(errs, "pass the evidence.json that hiro qualify wrote") || strings.Contains(errs, "file://") {
+			t.Errorf("journal add %s: exit %d\n%s\nwant exit %d and %q", filepath.Base(f), code, errs, ExitUsage, want)
+		}
+	}
+}
