@@ -124,3 +124,83 @@ func writeTestEvidence(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestJournalPageShowsPlaceholders: an entry body is stored redacted
+// (<redacted>, <home>/...), and the built page shows every placeholder of
+// package redact as text, inline, opening a line alone and in code; raw
+// HTML that is no placeholder is still omitted.
+func TestJournalPageShowsPlaceholders(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	site := filepath.Join(t.TempDir(), "site")
+	body := filepath.Join(t.TempDir(), "body.md")
+	src := "Key: sk-ABCDEFGHIJKLMNOPQRSTUVWX1234 and Bearer abcdefghijklmnop0123456789 and <home>/secret/path\n\n" +
+		"<project>/models and <state>/runs and <path> and *<redacted>*\n\n" +
+		"<redacted>\n\n" +
+		"In code: `<redacted>`\n\n" +
+		"Bold <b>raw</b>.\n"
+	if err := os.WriteFile(body, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runHiro(t, "journal", "new", "--journal", dir, "--title", "T", "--time", "2025-06-10T09:00:00Z", "--body-file", body); code != ExitOK {
+		t.Fatalf("new: %d %q %q", code, out, errs)
+	}
+	stored, err := os.ReadFile(filepath.Join(dir, "entries", "20250610T090000Z_t.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(stored), "Key: <redacted> and Bearer <redacted>") {
+		t.Fatalf("the stored body is not redacted as expected: %s", stored)
+	}
+	if code, out, errs := runHiro(t, "journal", "build", "--journal", dir, "--out", site); code != ExitOK {
+		t.Fatalf("build: %d %q %q", code, out, errs)
+	}
+	page, err := os.ReadFile(filepath.Join(site, "entries", "t.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Key: &lt;redacted&gt; and Bearer &lt;redacted&gt; and &lt;home&gt;/secret/path",
+		"&lt;project&gt;/models and &lt;state&gt;/runs and &lt;path&gt; and <em>&lt;redacted&gt;</em>",
+		"<p>&lt;redacted&gt;</p>",
+		"<code>&lt;redacted&gt;</code>",
+		"Bold <!-- raw HTML omitted -->raw<!-- raw HTML omitted -->.",
+	} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page lacks %q\n%s", want, page)
+		}
+	}
+	if n := strings.Count(string(page), "raw HTML omitted"); n != 2 {
+		t.Errorf("%d raw HTML omissions, want 2 (the <b> and </b>)\n%s", n, page)
+	}
+}
+
+// TestJournalAddSaysNotEvidence: journal add of a file that is not hiro
+// evidence (an artifact manifest hiro artifact pin wrote, JSON without a
+// "schema" key, a file that is not JSON) says so, with the "schema" it
+// found, the one expected and what to pass; no made-up schema path (was
+// "jsonschema validation failed with 'file:///<cwd>/evidence.schema.json#'").
+func TestJournalAddSaysNotEvidence(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	manifest := filepath.Join(t.TempDir(), "manifest.json")
+	if code, out, errs := runHiro(t, "artifact", "pin", "--dir", artifactTestDir(t), "--repo", "acme/tiny", "--revision", artifactTestRev, "--out", manifest); code != ExitOK {
+		t.Fatalf("pin: %d %q %q", code, out, errs)
+	}
+	noSchema := filepath.Join(t.TempDir(), "other.json")
+	notJSON := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(noSchema, []byte(`{"a": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(notJSON, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]string{
+		manifest: `not hiro evidence: the document has "schema": "hiro.artifact/v1", want "hiro.evidence/v2"`,
+		noSchema: `not hiro evidence: the document has no "schema" key, want "hiro.evidence/v2"`,
+		notJSON:  `not hiro evidence: not a JSON object`,
+	} {
+		code, _, errs := runHiro(t, "journal", "add", "--journal", dir, f)
+		if code != ExitUsage || !strings.Contains(errs, f+": "+want) || !strings.Contains(errs, "pass the evidence.json that hiro qualify wrote") || strings.Contains(errs, "file://") {
+			t.Errorf("journal add %s: exit %d\n%s\nwant exit %d and %q", filepath.Base(f), code, errs, ExitUsage, want)
+		}
+	}
+}

@@ -660,16 +660,24 @@ func (p *Profile) Hash() string {
 	return hex.EncodeToString(s[:])
 }
 
-// Environ returns the process environment for the server: each InheritEnv
-// variable present in lookup (os.LookupEnv in production use), then Env,
-// sorted "NAME=value" strings.
-func (p *Profile) Environ(lookup func(string) (string, bool)) []string {
+// Inherited returns the InheritEnv variables present in lookup
+// (os.LookupEnv in production use) with their values: what the server
+// gets from hiro's own environment. Unset variables are left out.
+func (p *Profile) Inherited(lookup func(string) (string, bool)) map[string]string {
 	m := map[string]string{}
 	for _, n := range p.InheritEnv {
 		if v, ok := lookup(n); ok {
 			m[n] = v
 		}
 	}
+	return m
+}
+
+// Environ returns the process environment for the server: each InheritEnv
+// variable present in lookup (os.LookupEnv in production use), then Env,
+// sorted "NAME=value" strings.
+func (p *Profile) Environ(lookup func(string) (string, bool)) []string {
+	m := p.Inherited(lookup)
 	for k, v := range p.Env {
 		m[k] = v
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/invopop/jsonschema"
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
@@ -22,7 +24,7 @@ const SchemaPath = "schemas/evidence.schema.json"
 func JSONSchema() []byte {
 	r := &jsonschema.Reflector{ExpandedStruct: true, Mapper: vocabulary}
 	s := r.Reflect(&Evidence{})
-	s.ID = "https://hiro.dev/schemas/evidence.schema.json"
+	s.ID = SchemaURL
 	s.Title = "hiro campaign evidence (" + SchemaID + ")"
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
@@ -57,16 +59,40 @@ func vocabulary(t reflect.Type) *jsonschema.Schema {
 //go:embed schema_v1.json
 var schemaV1 []byte
 
+// SchemaURL is the $id of the evidence JSON Schema (JSONSchema), by which
+// validation errors name it.
+const SchemaURL = "https://hiro.dev/schemas/evidence.schema.json"
+
+// ErrNotEvidence is wrapped by Validate when doc is not hiro evidence at all:
+// not JSON, not an object, or a "schema" key other than SchemaID or
+// SchemaV1 (an artifact manifest, a backend record, any other JSON).
+var ErrNotEvidence = errors.New("not hiro evidence")
+
+// passEvidence says what to pass instead of a document that is not evidence.
+const passEvidence = "pass the " + PublicFile + " that hiro qualify wrote in a campaign's folder (<evidence folder>/<campaign id>/" + PublicFile + ")"
+
 // Validate checks doc (a JSON document) against the evidence schema of its
-// own "schema" id: this format's, or v1's for a v1 document.
+// own "schema" id: this format's, or v1's for a v1 document. A document
+// that is not evidence (see ErrNotEvidence) is said so, with what its
+// "schema" key holds and what was expected; one that is evidence but does
+// not match its schema gets the schema's id and the places that differ.
 func Validate(doc []byte) error {
-	var head struct {
-		Schema string `json:"schema"`
+	var head map[string]any
+	if err := json.Unmarshal(doc, &head); err != nil {
+		return fmt.Errorf("%w: not a JSON object (%v), want one with \"schema\": %q; %s", ErrNotEvidence, err, SchemaID, passEvidence)
 	}
-	_ = json.Unmarshal(doc, &head)
+	id, _ := head["schema"].(string)
 	text := JSONSchema()
-	if head.Schema == SchemaV1 {
+	switch {
+	case id == SchemaV1:
 		text = schemaV1
+	case id != SchemaID:
+		got := "has no \"schema\" key"
+		if v, ok := head["schema"]; ok {
+			b, _ := json.Marshal(v)
+			got = fmt.Sprintf("has \"schema\": %s", b)
+		}
+		return fmt.Errorf("%w: the document %s, want %q (or %q); %s", ErrNotEvidence, got, SchemaID, SchemaV1, passEvidence)
 	}
 	sch, err := compile(text)
 	if err != nil {
@@ -76,7 +102,17 @@ func Validate(doc []byte) error {
 	if err != nil {
 		return fmt.Errorf("evidence is not JSON: %w", err)
 	}
-	return sch.Validate(v)
+	if err := sch.Validate(v); err != nil {
+		var ve *jsv.ValidationError
+		if errors.As(err, &ve) {
+			// The library's first line names the schema by its URL; the
+			// rest is one line per place that differs.
+			_, detail, _ := strings.Cut(ve.Error(), "\n")
+			return fmt.Errorf("evidence (%s) does not match its schema %s: %s", id, SchemaURL, strings.TrimSpace(detail))
+		}
+		return err
+	}
+	return nil
 }
 
 func compile(text []byte) (*jsv.Schema, error) {
@@ -85,8 +121,8 @@ func compile(text []byte) (*jsv.Schema, error) {
 		return nil, err
 	}
 	c := jsv.NewCompiler()
-	if err := c.AddResource("evidence.schema.json", raw); err != nil {
+	if err := c.AddResource(SchemaURL, raw); err != nil {
 		return nil, err
 	}
-	return c.Compile("evidence.schema.json")
+	return c.Compile(SchemaURL)
 }

@@ -174,3 +174,63 @@ func TestBrowserEntryShowsCharts(t *testing.T) {
 		t.Errorf("document title %q", got)
 	}
 }
+
+// TestBrowserPagerLongTitleFits: an entry whose neighbours have long titles
+// without a break opportunity (one with underscores, one with spaces) is
+// laid out by Chromium at 1280 and 400 px wide without the page scrolling
+// sideways: the pager's links wrap inside their half of the page.
+func TestBrowserPagerLongTitleFits(t *testing.T) {
+	bin := chromiumPath(t)
+	dir := filepath.Join(t.TempDir(), "journal")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2025, 7, 1, 9, 0, 0, 0, time.UTC)
+	for i, title := range []string{
+		"Qwen3_30B_A3B_Instruct_2507_AWQ_marlin_repack_on_the_RTX_4090_with_cuda_graphs_disabled_and_a_very_long_name",
+		"Middle",
+		"vllm-0.9.1+cu128/Qwen3-30B-A3B-Instruct-2507-AWQ/marlin_repack/RTX4090/cuda_graphs_disabled/very_long_name",
+	} {
+		e := &Entry{Timestamp: ts.Add(time.Duration(i) * time.Hour), Slug: []string{"older", "middle", "newer"}[i], Title: title}
+		if _, err := j.Create(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j, err = Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	site := filepath.Join(t.TempDir(), "site")
+	if _, err := Build(j, site, BuildOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(site, "entries", "middle.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `<nav class="pager">`) {
+		t.Fatalf("middle.html has no pager:\n%s", page)
+	}
+	// A copy of the page beside it (same stylesheet) that writes its
+	// layout's overflow into the title once laid out.
+	probe := filepath.Join(site, "entries", "probe.html")
+	script := `<script>addEventListener("load",()=>{const d=document.documentElement;document.title="overflow="+(d.scrollWidth-d.clientWidth)})</script></body>`
+	if err := os.WriteFile(probe, []byte(strings.Replace(string(page), "</body>", script, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, width := range []string{"1280", "400"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
+			"--window-size="+width+",1000", "--virtual-time-budget=2000", "--dump-dom", "file://"+probe).Output()
+		cancel()
+		if err != nil {
+			t.Fatalf("chromium --dump-dom: %v", err)
+		}
+		if got := domTitle(t, string(out)); got != "overflow=0" {
+			t.Errorf("at %s px wide the page scrolls sideways: %s px (want overflow=0)", width, strings.TrimPrefix(got, "overflow="))
+		}
+	}
+}

@@ -69,7 +69,7 @@ func (j *Journal) AddFromEvidence(path string) (string, error) {
 		return "", err
 	}
 	if err := evidence.Validate(data); err != nil {
-		return "", fmt.Errorf("%s does not validate against the evidence schema: %s", path, oneLine(err.Error()))
+		return "", fmt.Errorf("%s: %s", path, oneLine(err.Error()))
 	}
 	ev, err := evidence.Load(path)
 	if err != nil {

@@ -168,7 +168,7 @@ func TestAddFromEvidence(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"schema":"hiro.evidence/v1"}`), 0o644)
-	if _, err := j.AddFromEvidence(bad); err == nil || !strings.Contains(err.Error(), "evidence schema") {
+	if _, err := j.AddFromEvidence(bad); err == nil || !strings.Contains(err.Error(), "evidence (hiro.evidence/v1) does not match its schema https://hiro.dev/schemas/evidence.schema.json: - at '': missing properties") {
 		t.Errorf("invalid evidence: err %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/feeds"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/redact"
@@ -422,8 +423,10 @@ func (b *builder) copyEvidence(dir string) error {
 
 func newMarkdown() goldmark.Markdown {
 	// Raw HTML stays disabled (goldmark's default): <script> in Markdown is
-	// dropped, and javascript: links are not rendered as links.
-	return goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify))
+	// dropped, and javascript: links are not rendered as links. The
+	// placeholders of redacted text (<redacted>, <home>) are shown as text.
+	return goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(placeholderRendering)))
 }
 
 func renderMarkdown(md goldmark.Markdown, src string) (template.HTML, error) {

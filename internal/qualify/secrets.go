@@ -15,7 +15,9 @@ func RegisterSecrets(cfg *config.Config) { registerSecrets(cfg, nil) }
 
 // registerSecrets tells package redact what this campaign knows to be
 // secret or local before anything public is written: the environment
-// values of every profile and of every launch variant, the profiles' API
+// values of every profile (its env, and the values its inherit_env
+// variables have in hiro's own environment) and of every launch variant
+// (redact.AddEnv's rule decides which; unset variables have none), the profiles' API
 // keys, the values that
 // follow secret-looking flags in their arguments, and the project's
 // folders (the configuration's and the plan's folder, the top of the
@@ -25,6 +27,7 @@ func registerSecrets(cfg *config.Config, plan *Plan) {
 	if cfg != nil {
 		for _, p := range cfg.Backends {
 			redact.AddEnv(p.Env)
+			redact.AddEnv(p.Inherited(os.LookupEnv)) // inherit_env: the values the server gets from hiro's environment
 			redact.AddArgs(p.Args)
 			if key, err := p.APIKey(nil); err == nil && key != "" {
 				redact.Add(key) // the profile's API key (api_key_env, api_key_file)

@@ -82,7 +82,8 @@ func Add(values ...string) { Default.Add(values...) }
 func AddPath(dir, placeholder string) { Default.AddPath(dir, placeholder) }
 
 // AddEnv registers the values of an environment map (a profile's or a
-// variant's env): every value of a secret-looking name, and every other
+// variant's env, the values of a profile's inherit_env variables): every
+// value of a secret-looking name (SecretName), and every other
 // value that is long enough to be a credential (12 bytes or more, not a
 // number, not a path).
 func AddEnv(env map[string]string) { Default.AddEnv(env) }
@@ -172,16 +173,16 @@ var reNumber = regexp.MustCompile(`^[0-9.,:-]+$`)
 // secretWords are the words of a name that say it holds a credential;
 // secretPairs the same for two consecutive words.
 var (
-	secretWords = map[string]bool{"token": true, "secret": true, "password": true, "passwd": true, "passphrase": true,
+	secretWords = map[string]bool{"token": true, "secret": true, "password": true, "passwd": true, "pass": true, "passphrase": true,
 		"credential": true, "credentials": true, "auth": true, "authorization": true, "apikey": true, "bearer": true, "cookie": true}
 	secretPairs = map[string]bool{"api key": true, "access key": true, "private key": true, "secret key": true, "client secret": true}
 )
 
 // SecretName reports whether an environment variable or a key's name says
 // it holds a credential: one of its words (split on "-", "_", "." and
-// lower/upper case changes) is token, secret, password, auth, apikey, ...,
+// lower/upper case changes) is token, secret, password, pass, auth, apikey, ...,
 // or two consecutive words are "api key", "access key", "private key".
-// HF_TOKEN, OPENAI_API_KEY, --hf-token and 'api_key' are; --max-tokens,
+// HF_TOKEN, OPENAI_API_KEY, DB_PASS, --hf-token and 'api_key' are; --max-tokens,
 // --tokenizer and TOKENIZERS_PARALLELISM are not.
 func SecretName(name string) bool {
 	words := splitWords(name)

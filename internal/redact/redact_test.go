@@ -54,14 +54,14 @@ func TestEscapedForms(t *testing.T) {
 
 func TestAddEnvAndArgs(t *testing.T) {
 	r := &Redactor{secrets: map[string]bool{}, paths: map[string]string{}}
-	r.AddEnv(map[string]string{"HF_TOKEN": "tok1", "VLLM_USE_V2_MODEL_RUNNER": "0", "LD_LIBRARY_PATH": "/opt/lib/long/path", "WEIRD": "a-long-opaque-value-xyz"})
+	r.AddEnv(map[string]string{"HF_TOKEN": "tok1", "VLLM_USE_V2_MODEL_RUNNER": "0", "LD_LIBRARY_PATH": "/opt/lib/long/path", "WEIRD": "a-long-opaque-value-xyz", "DB_PASS": "hunter2", "SHORT_TOKEN": "ab"})
 	r.AddArgs([]string{"--api-key", "key-one", "--port", "8000", "--hf-token=key-two"})
-	for _, want := range []string{"tok1", "a-long-opaque-value-xyz", "key-one", "key-two"} {
+	for _, want := range []string{"tok1", "a-long-opaque-value-xyz", "hunter2", "key-one", "key-two"} {
 		if !r.secrets[want] {
 			t.Errorf("%q not registered", want)
 		}
 	}
-	for _, not := range []string{"0", "/opt/lib/long/path", "8000"} {
+	for _, not := range []string{"0", "/opt/lib/long/path", "8000", "ab"} {
 		if r.secrets[not] {
 			t.Errorf("%q registered, must not be", not)
 		}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -103,6 +104,7 @@ func newRoute(prof *config.Profile, direct *directTransport, onErr func(rt *rout
 	// --api-key argument) are redacted wherever its log is quoted.
 	redact.AddArgs(prof.Args)
 	redact.AddEnv(prof.Env)
+	redact.AddEnv(prof.Inherited(os.LookupEnv))
 	ep, err := llm.EndpointFor(prof) // reads the key and registers it for redaction
 	if err != nil {
 		return nil, err
