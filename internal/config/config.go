@@ -142,8 +142,9 @@ type Profile struct {
 	// Artifact is the path of the artifact manifest (package artifact) of
 	// the model this profile serves; optional.
 	Artifact string `toml:"artifact" json:"artifact,omitempty"`
-	// ArtifactDir is the directory the manifest describes; default the
-	// manifest's directory.
+	// ArtifactDir is the directory the manifest describes; default the one
+	// hiro artifact verify uses: the manifest's own folder when it holds the
+	// manifest's files, else the directory the manifest records.
 	ArtifactDir string `toml:"artifact_dir" json:"artifact_dir,omitempty"`
 	// ExclusiveAccelerator: the server needs the accelerator alone, so
 	// production must be stopped while it runs.
@@ -417,9 +418,6 @@ func (c *Config) fillDefaults() {
 		}
 		if p.Artifact != "" {
 			p.Artifact = c.resolve(p.Artifact)
-			if p.ArtifactDir == "" {
-				p.ArtifactDir = filepath.Dir(p.Artifact)
-			}
 		}
 		if p.ArtifactDir != "" {
 			p.ArtifactDir = c.resolve(p.ArtifactDir)
