@@ -237,6 +237,22 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 		sh.Documents = len(docs)
 		info.Shard = &sh
 	}
+	// A run that would claim a new output directory checks the backend
+	// before it writes anything there: a run that sent no request must not
+	// leave a run.json that refuses the next run as "a different run".
+	preflighted := false
+	if opts.Preflight != nil && len(docs) > 0 {
+		fresh, err := freshOut(opts.OutDir)
+		if err != nil {
+			return nil, err
+		}
+		if fresh {
+			if err := opts.Preflight(ctx); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrBackendDown, err)
+			}
+			preflighted = true
+		}
+	}
 	out, err := openOut(opts.OutDir, info)
 	if err != nil {
 		return nil, err
@@ -260,7 +276,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 		total += len(ds.sentences)
 		todo = append(todo, ds)
 	}
-	if len(todo) > 0 && opts.Preflight != nil {
+	if len(todo) > 0 && opts.Preflight != nil && !preflighted {
 		if err := opts.Preflight(ctx); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBackendDown, err)
 		}
