@@ -14,6 +14,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 func newBackendStartCmd(g *Globals) *cobra.Command {
@@ -244,7 +245,7 @@ func printFailure(g *Globals, name string, f *failure.Failure) {
 		}
 		fmt.Fprintln(w, "  log tail:")
 		for _, l := range tail {
-			fmt.Fprintf(w, "    | %s\n", l)
+			fmt.Fprintf(w, "    | %s\n", termtext.Escape(l))
 		}
 	}
 }

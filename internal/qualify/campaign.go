@@ -21,6 +21,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/serve"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // Exit statuses of a campaign (DESIGN.md, "Contracts"): package exitcode's.
@@ -568,6 +569,9 @@ func newProgress(w io.Writer, terminal bool) *progress {
 	return &progress{w: w, terminal: terminal}
 }
 
+// line writes one line of progress. Its text may quote an engine's log (a
+// gate's reason, a root cause): control bytes are escaped (package
+// termtext).
 func (p *progress) line(format string, a ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -575,7 +579,7 @@ func (p *progress) line(format string, a ...any) {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.inLine = false
 	}
-	fmt.Fprintf(p.w, "hiro: "+format+"\n", a...)
+	fmt.Fprintf(p.w, "hiro: %s\n", termtext.Escape(fmt.Sprintf(format, a...)))
 }
 
 // status shows a transient status (terminal only: rewritten in place).
@@ -585,7 +589,7 @@ func (p *progress) status(format string, a ...any) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "\r\033[K  "+format, a...)
+	fmt.Fprintf(p.w, "\r\033[K  %s", termtext.Escape(fmt.Sprintf(format, a...)))
 	p.inLine = true
 }
 
