@@ -302,3 +302,26 @@ func TestExtractResumeSupersedesRejects(t *testing.T) {
 		t.Errorf("third run: exit %d\n%s", code, stdout)
 	}
 }
+
+// A document over --max-doc-bytes is read only just past the bound; its
+// rejection still says its real size, not the bytes read.
+func TestExtractTooLongSaysTheRealSize(t *testing.T) {
+	srv, _ := echoEngine(t, 0)
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "big.txt")
+	if err := os.WriteFile(doc, bytes.Repeat([]byte("A sentence of the long document.\n"), 1_440_000/33+1)[:1_440_000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := claimsCLI(t, "--config", claimsConfig(t, srv.URL), "extract", doc, "--out", out)
+	if code == ExitUsage {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	rs, err := extract.ReadRejects(filepath.Join(out, extract.RejectsFile))
+	if err != nil || len(rs) != 1 || len(rs[0].Reasons) != 1 || rs[0].Reasons[0].Code != extract.ReasonDocumentTooLong {
+		t.Fatalf("rejects %+v (%v), want one document_too_long", rs, err)
+	}
+	if d := rs[0].Reasons[0].Detail; !strings.HasPrefix(d, "1440000 bytes, more than the bound of 1048576 bytes") {
+		t.Errorf("detail %q, want the document's 1440000 bytes", d)
+	}
+}

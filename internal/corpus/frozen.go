@@ -277,7 +277,7 @@ func Load(dir string) (*Corpus, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.Docs = append(c.Docs, Document{ID: id, Path: path, Markdown: IsMarkdownPath(path), Text: b})
+		c.Docs = append(c.Docs, Document{ID: id, Path: path, Markdown: IsMarkdownPath(path), Text: b, Size: int64(len(b))})
 	}
 	sort.Slice(c.Docs, func(i, j int) bool { return c.Docs[i].ID < c.Docs[j].ID })
 	c.Gold, err = readGold(filepath.Join(dir, GoldFile))

@@ -438,7 +438,10 @@ func prepare(d corpus.Document, maxBytes int) *docState {
 	}
 	switch {
 	case len(d.Text) > maxBytes:
-		return reject(ReasonDocumentTooLong, fmt.Sprintf("%d bytes, more than the bound of %d bytes (--max-doc-bytes); split the document or raise the bound", len(d.Text), maxBytes))
+		// Text may be cut just past the bound (corpus.LoadPathsBounded):
+		// the file's size is the document's.
+		size := max(int64(len(d.Text)), d.Size)
+		return reject(ReasonDocumentTooLong, fmt.Sprintf("%d bytes, more than the bound of %d bytes (--max-doc-bytes); split the document or raise the bound", size, maxBytes))
 	case !utf8.Valid(d.Text):
 		return reject(ReasonNotUTF8, fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d); convert it to UTF-8", firstInvalid(d.Text)))
 	case strings.TrimSpace(string(d.Text)) == "":
