@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,5 +44,22 @@ func TestDoctorBusyGPU(t *testing.T) {
 	}
 	if len(r.GPUProcesses) != 1 || r.GPUProcesses[0].PID != 4084 || r.GPUProcesses[0].UsedMemoryMiB != 141612 {
 		t.Errorf("gpu_processes %+v", r.GPUProcesses)
+	}
+}
+
+// A suggested command names a path a shell reads back whole: the key file
+// of a configuration in a folder with a space is quoted in chmod 600.
+func TestDoctorQuotesSuggestedPaths(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sp ace é")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "key.txt")
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(key, []byte("sk-quoted-path-test-key\n"), 0o644)
+	os.WriteFile(cfg, []byte("[backends.remote]\nengine = \"openai\"\nunmanaged = true\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"m\"\napi_key_file = \"key.txt\"\n"), 0o644)
+	code, out, errs := runHiro(t, "--config", cfg, "doctor")
+	if want := "chmod 600 '" + key + "'"; !strings.Contains(out+errs, want) {
+		t.Fatalf("exit %d: output lacks %s:\n%s%s", code, want, out, errs)
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/hiro-dev/hiro/internal/atomicfile"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 // Frozen corpus layout, relative to the corpus directory.
@@ -262,7 +264,7 @@ func Load(dir string) (*Corpus, error) {
 		return nil, err
 	}
 	if !r.OK {
-		return nil, fmt.Errorf("%w: %s: %s (run 'hiro corpus verify %s')", ErrNotFrozen, dir, strings.Join(r.Problems(), "; "), dir)
+		return nil, fmt.Errorf("%w: %s: %s (run: hiro corpus verify %s)", ErrNotFrozen, dir, strings.Join(r.Problems(), "; "), shellquote.Quote(dir))
 	}
 	m, _ := ReadManifest(dir)
 	c := &Corpus{Dir: dir, Manifest: m}

@@ -20,6 +20,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/serve"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/termtext"
 )
@@ -294,7 +295,7 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 	st, err := supervisor.Status(c.cfg.StateDir, c.prod.Name)
 	running := err == nil && st.Status == supervisor.StatusRunning
 	if !running && cr.OK {
-		return fmt.Errorf("production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it safely; stop it and start it with 'hiro backend start %s', then rerun", c.prod.Name, c.prod.BaseURL, c.cfg.StateDir, c.prod.Name)
+		return fmt.Errorf("production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it safely; stop it and start it with 'hiro backend start %s', then rerun", c.prod.Name, c.prod.BaseURL, c.cfg.StateDir, shellquote.Quote(c.prod.Name))
 	}
 	// Lease first: if hiro dies from here on, the next hiro restores.
 	if c.hold == nil {
