@@ -8,6 +8,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // gateSection is the work-completed section of a gate that ran.
@@ -103,7 +104,9 @@ func attemptItem(i int, at evidence.Attempt) string {
 //	facts: shards_loaded=4 shards_total=4 weights_load_seconds=93.66
 //	next step: ...
 //
-// Terminal printers print the lines as they are; FailureSentence joins
+// The root cause, quoted from an engine's log, has its control bytes and
+// invalid UTF-8 escaped (package termtext). Terminal printers print the
+// lines as they are; FailureSentence joins
 // them into prose for the report and the journal.
 func Failure(f *failure.Failure) []string {
 	if f == nil {
@@ -121,7 +124,7 @@ func Failure(f *failure.Failure) []string {
 	}
 	lines := []string{head}
 	if rc := strings.TrimSpace(f.RootCause); rc != "" {
-		lines = append(lines, "root cause: "+rc)
+		lines = append(lines, "root cause: "+termtext.Escape(rc))
 	}
 	if fs := FactsText(f.Facts); fs != "" {
 		lines = append(lines, "facts: "+fs)

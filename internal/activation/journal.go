@@ -7,6 +7,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 // Headline is the one sentence a switch's record tells: "Production
@@ -98,7 +99,7 @@ func (s *switcher) journal() string {
 	case production.OutcomeFailed:
 		e.CurrentState = fmt.Sprintf("%s is still production, verified ready. Reason the switch failed: %s", label(r.From), r.Error)
 	default:
-		e.CurrentState = fmt.Sprintf("Production is down: %s. Restore it by hand with 'hiro backend start %s'.", r.Error, r.From.Name)
+		e.CurrentState = fmt.Sprintf("Production is down: %s. Restore it by hand with 'hiro backend start %s'.", r.Error, shellquote.Quote(r.From.Name))
 	}
 	for i := 0; i < 3; i++ {
 		rel, err := j.Create(e)

@@ -13,6 +13,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -211,14 +212,14 @@ func run(ctx context.Context, cfg *config.Config, rec *production.Record, old, n
 	oldRecorded := err == nil && oldSt.Status == supervisor.StatusRunning
 	if exclusive && !oldRecorded && !old.Unmanaged {
 		if cr := supervisor.CheckReady(ctx, old, nil); cr.OK {
-			return nil, refuse("", "production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it to free the accelerator; stop it and start it with 'hiro backend start %s', then retry", old.Name, old.BaseURL, cfg.StateDir, old.Name)
+			return nil, refuse("", "production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it to free the accelerator; stop it and start it with 'hiro backend start %s', then retry", old.Name, old.BaseURL, cfg.StateDir, shellquote.Quote(old.Name))
 		}
 	}
 	if exclusive && old.Unmanaged {
 		return nil, refuse("", "the switch needs the accelerator exclusively but production %s is unmanaged: hiro cannot stop it", old.Name)
 	}
 	if st, err := supervisor.Status(cfg.StateDir, next.Name); err == nil && st.Status == supervisor.StatusRunning && st.ProfileHash != next.Hash() {
-		return nil, refuse("backends."+next.Name, "%s is already running (pid %d) with another configuration; stop it with 'hiro backend stop %s' and retry", next.Name, st.PID, next.Name)
+		return nil, refuse("backends."+next.Name, "%s is already running (pid %d) with another configuration; stop it with 'hiro backend stop %s' and retry", next.Name, st.PID, shellquote.Quote(next.Name))
 	}
 	// One owner of production at a time: the endpoints of both
 	// productions (and the accelerator for an exclusive switch) are held

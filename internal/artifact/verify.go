@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 // ReportSchemaID is the value of Report.Schema (the --json output of
@@ -105,7 +107,7 @@ type Change struct {
 }
 
 // Verify checks dir against the manifest at manifestPath and reports missing,
-// changed and extra files. dir may be "" to use the manifest's Dir; like in
+// changed and extra files. dir may be "" for the manifest's (DirFor); like in
 // Pin it may be a plain directory, a Hugging Face snapshot directory or a
 // Hugging Face repository cache directory (then snapshots/<manifest
 // revision> is checked). The manifest file itself is ignored if it lies in
@@ -124,15 +126,7 @@ func Verify(ctx context.Context, manifestPath, dir string, opts VerifyOptions) (
 		return nil, err
 	}
 	if dir == "" {
-		// A manifest kept beside the files it describes (committed in a
-		// repository, copied with its model) moves with them: its own
-		// directory is the artifact when it holds the manifest's first file.
-		// Otherwise the directory recorded at pin time.
-		dir = m.Dir
-		if own := filepath.Dir(manifestPath); len(m.Files) > 0 && exists(filepath.Join(own, filepath.FromSlash(m.Files[0].Path))) {
-			dir = own
-		}
-		if dir == "" {
+		if dir = m.DirFor(manifestPath); dir == "" {
 			return nil, fmt.Errorf("%w: the manifest %s records no directory; pass the directory to verify", ErrDir, manifestPath)
 		}
 	}
@@ -213,12 +207,19 @@ func Verify(ctx context.Context, manifestPath, dir string, opts VerifyOptions) (
 
 // Summary returns one line describing the report, e.g.
 // "artifact ok: 4 files, 15.0 GiB, org/name@49ec31e…, sha256:…" or
-// "artifact drift: 1 missing, 2 changed, 0 extra".
+// "artifact drift in /models/x: 1 missing, 2 changed, 0 extra" (the
+// directory quoted as a shell word when it needs quotes).
 func (r *Report) Summary() string {
 	if r.OK {
 		return fmt.Sprintf("artifact ok: %d files, %s, %s@%s, %s", r.Files, HumanBytes(r.Bytes), r.Repo, r.Revision, r.Digest)
 	}
-	s := fmt.Sprintf("artifact drift in %s: %d missing, %d changed, %d extra", filepath.Clean(r.Dir), len(r.Missing), len(r.Changed), len(r.Extra))
+	return fmt.Sprintf("artifact drift in %s: %s", shellquote.Quote(filepath.Clean(r.Dir)), r.DriftCounts())
+}
+
+// DriftCounts returns how many files are missing, changed and extra (and
+// identity mismatches, when any): "1 missing, 2 changed, 0 extra".
+func (r *Report) DriftCounts() string {
+	s := fmt.Sprintf("%d missing, %d changed, %d extra", len(r.Missing), len(r.Changed), len(r.Extra))
 	if len(r.Mismatch) > 0 {
 		s += fmt.Sprintf(", %d identity mismatch", len(r.Mismatch))
 	}
@@ -241,6 +242,18 @@ func HumanBytes(n int64) string {
 }
 
 // exists reports whether path exists (following symlinks).
+// DirFor returns the directory Verify checks when it is given none: a
+// manifest kept beside the files it describes (committed in a repository,
+// copied with its model) moves with them, so its own directory
+// (manifestPath's) when that holds the manifest's first file; otherwise the
+// directory recorded at pin time (Dir), which is "" when none was.
+func (m *Manifest) DirFor(manifestPath string) string {
+	if own := filepath.Dir(manifestPath); len(m.Files) > 0 && exists(filepath.Join(own, filepath.FromSlash(m.Files[0].Path))) {
+		return own
+	}
+	return m.Dir
+}
+
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil

@@ -13,6 +13,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 func init() {
@@ -203,7 +204,7 @@ func reportSwitch(g *Globals, out *activation.Outcome, journalDir string) error 
 		return err
 	}
 	if out.ExitCode == activation.ExitCritical && !g.JSON {
-		fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Restore it by hand: hiro --config %s backend start %s\n", r.Config, r.From.Name)
+		fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Restore it by hand: hiro --config %s backend start %s\n", shellquote.Quote(r.Config), shellquote.Quote(r.From.Name))
 	}
 	return Silent(out.ExitCode)
 }

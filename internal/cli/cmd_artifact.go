@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/artifact"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 func init() { registerCommand(newArtifactCmd) }
@@ -84,7 +85,7 @@ func runArtifactPin(ctx context.Context, g *Globals, o *artifactPinOpts) error {
 	}
 	if o.Out != "" && !o.Force {
 		if _, err := os.Stat(o.Out); err == nil {
-			return UsageErrorf("artifact pin: %s exists: re-pinning would bless the directory as it is now; run 'hiro artifact verify %s' first, then pin again with --force to replace it", o.Out, o.Out)
+			return UsageErrorf("artifact pin: %s exists: re-pinning would bless the directory as it is now; run hiro artifact verify %s first, then pin again with --force to replace it", o.Out, shellquote.Quote(o.Out))
 		}
 	}
 	opts := artifact.PinOptions{Workers: o.Workers, Progress: artifact.TerminalProgress(g.Stderr, "hashing")}

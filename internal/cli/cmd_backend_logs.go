@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -59,7 +60,7 @@ func runBackendLogs(g *Globals, o *backendLogsOpts, name string) error {
 	if path == "" {
 		matches, _ := filepath.Glob(filepath.Join(cfg.StateDir, "logs", name+"-*.log"))
 		if len(matches) == 0 {
-			return FailedError(fmt.Errorf("backend logs: no log of %s in %s; start it with 'hiro backend start %s'", name, filepath.Join(cfg.StateDir, "logs"), name))
+			return FailedError(fmt.Errorf("backend logs: no log of %s in %s; start it with 'hiro backend start %s'", name, filepath.Join(cfg.StateDir, "logs"), shellquote.Quote(name)))
 		}
 		sort.Strings(matches) // names end in a sortable UTC time
 		path = matches[len(matches)-1]

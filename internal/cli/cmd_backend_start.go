@@ -13,7 +13,9 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 func newBackendStartCmd(g *Globals) *cobra.Command {
@@ -160,7 +162,7 @@ func backendAlreadyRunning(ctx context.Context, g *Globals, prof *config.Profile
 	since := st.StartedAt.Format(time.RFC3339)
 	if st.ProfileHash != prof.Hash() {
 		return UsageErrorf("backend start: %s is already running (pid %d, %s, started %s) with another configuration: its profile changed since it started; stop it first with 'hiro backend stop %s', then start it again",
-			name, st.PID, st.BaseURL, since, name)
+			name, st.PID, st.BaseURL, since, shellquote.Quote(name))
 	}
 	rr := supervisor.CheckReady(ctx, prof, nil)
 	res := &supervisor.Result{State: supervisor.StateReady, Name: name, Engine: st.Engine, PID: st.PID, PGID: st.PGID, Port: st.Port,
@@ -185,7 +187,7 @@ func backendAlreadyRunning(ctx context.Context, g *Globals, prof *config.Profile
 		if rr.Failure != nil {
 			printFailure(g, name, rr.Failure)
 		}
-		fmt.Fprintf(g.Stdout, "log: %s\nsee it with: hiro backend logs %s; %s\n", st.LogPath, name, stopHint(prof, name))
+		fmt.Fprintf(g.Stdout, "log: %s\nsee it with: hiro backend logs %s; %s\n", st.LogPath, shellquote.Quote(name), stopHint(prof, name))
 		return Silent(ExitFailed)
 	}
 	fmt.Fprintf(g.Stdout, "%s: already running and ready (pid %d, %s, model %s, started %s); nothing started\n", name, st.PID, st.BaseURL, prof.Model, since)
@@ -202,7 +204,7 @@ func stopHint(prof *config.Profile, name string) string {
 			return fmt.Sprintf("hiro serve (pid %d) serves it: stop the router to stop it (SIGTERM, with [serve] on_exit = \"stop\")", l.PID)
 		}
 	}
-	return "stop it with: hiro backend stop " + name
+	return "stop it with: hiro backend stop " + shellquote.Quote(name)
 }
 
 // printStartResult writes the verdict for a person.
@@ -216,7 +218,7 @@ func printStartResult(g *Globals, r *supervisor.Result) {
 		} else {
 			fmt.Fprintf(w, "serving on: unknown (the log does not name the device)\n")
 		}
-		fmt.Fprintf(w, "log: %s\nstop it with: hiro backend stop %s\n", r.LogPath, r.Name)
+		fmt.Fprintf(w, "log: %s\nstop it with: hiro backend stop %s\n", r.LogPath, shellquote.Quote(r.Name))
 	case supervisor.StateFailed:
 		printFailure(g, r.Name, r.Failure)
 		if r.LogPath != "" {
@@ -244,7 +246,7 @@ func printFailure(g *Globals, name string, f *failure.Failure) {
 		}
 		fmt.Fprintln(w, "  log tail:")
 		for _, l := range tail {
-			fmt.Fprintf(w, "    | %s\n", l)
+			fmt.Fprintf(w, "    | %s\n", termtext.Escape(l))
 		}
 	}
 }

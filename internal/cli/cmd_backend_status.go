@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 func newBackendStatusCmd(g *Globals) *cobra.Command {
@@ -86,7 +88,7 @@ func printStatus(g *Globals, sts []supervisor.RecordStatus, profiles []string) {
 	tw.Flush()
 	for _, s := range sts {
 		if s.Status == supervisor.StatusStale {
-			fmt.Fprintf(g.Stdout, "%s: stale record: %s; not trusted (remove it with 'hiro backend stop %s')\n", s.Name, s.Reason, s.Name)
+			fmt.Fprintf(g.Stdout, "%s: stale record: %s; not trusted (remove it with 'hiro backend stop %s')\n", s.Name, termtext.Escape(s.Reason), shellquote.Quote(s.Name))
 		}
 	}
 }

@@ -259,3 +259,31 @@ func TestEvalShardWarnsMissing(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// A failed start prints the root cause and the log tail of a real engine
+// whose log holds escape sequences: as visible escapes, never raw.
+func TestBackendStartFailureEscapesLog(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hiro.toml")
+	log := filepath.Join(dir, "engine.log")
+	os.WriteFile(log, []byte("loading\n\x1b]0;PWNED\x07\x1b[2Jcleared \xfe\n"), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[backends.fake]
+engine = "llamacpp"
+command = %q
+args = ["--replay", %q, "--exit", "1"]
+port = %d
+model = "m"
+`, fake, log, cliFreePort(t))), 0o644)
+	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "fake")
+	if code != ExitFailed {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if i := terminalSafe(out + errs); i >= 0 {
+		t.Fatalf("raw byte %#x reaches the terminal:\n%q", (out + errs)[i], out+errs)
+	}
+	if !strings.Contains(out, `| \x1b]0;PWNED\x07\x1b[2Jcleared \xfe`) || !strings.Contains(out, `(last line: \x1b]0;PWNED`) {
+		t.Errorf("the escaped log line is not in the root cause and the tail:\n%s", out)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
@@ -173,5 +174,42 @@ func TestDiagnoseUsage(t *testing.T) {
 	if code := Run(context.Background(), []string{"diagnose", log, "--engine", "llamacpp", "--signal", "9"}, &out, &errb); code != ExitOK ||
 		!strings.Contains(out.String(), "killed by signal KILL") || !strings.Contains(out.String(), "engine_died in phase load") {
 		t.Errorf("signal 9: exit %d, %q", code, out.String())
+	}
+}
+
+// terminalSafe reports the first byte of s that would drive a terminal
+// (a control byte other than newline and tab) or break UTF-8, or -1.
+func terminalSafe(s string) int {
+	if !utf8.ValidString(s) {
+		for i := 0; i < len(s); i++ {
+			if r, n := utf8.DecodeRuneInString(s[i:]); r == utf8.RuneError && n <= 1 {
+				return i
+			}
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+			return i
+		}
+	}
+	return -1
+}
+
+// A log's escape sequences (clear screen, window title, colours) and
+// invalid UTF-8 reach the terminal as visible escapes, not as bytes.
+func TestDiagnoseEscapesControlBytes(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "esc.log")
+	if err := os.WriteFile(log, []byte("starting\n\x1b[2J\x1b]0;PWNED\x07hello \x1b[31mred \xff\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"diagnose", log, "--engine", "vllm"}, &out, &errb); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if i := terminalSafe(out.String()); i >= 0 {
+		t.Fatalf("raw byte %#x at %d reaches the terminal:\n%q", out.String()[i], i, out.String())
+	}
+	if want := `(last line: \x1b[2J\x1b]0;PWNED\x07hello \x1b[31mred \xff)`; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %s:\n%s", want, out.String())
 	}
 }

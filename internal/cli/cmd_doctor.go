@@ -36,25 +36,35 @@ ca_file, or a loopback/SSH tunnel; allow_plain_http = true silences it on a
 network you trust), or when its api_key_file may be read by group or others
 (chmod 600). Warnings do not change the exit status.
 
-The configuration is optional: without one only the current directory's
-disk is measured. A configuration that exists but is invalid is bad usage.
+The configuration is optional: without one (no hiro.toml here, no --config,
+no HIRO_CONFIG) only the current directory's disk is measured. A
+configuration named with --config or HIRO_CONFIG that does not exist, or
+one that exists but is invalid, is bad usage.
 
 Exit status: 0 reported; 2 bad usage or configuration.`,
 		Args: needArgs(0, 0, "", ""),
-		RunE: func(c *cobra.Command, _ []string) error { return runDoctor(c.Context(), g) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			named := os.Getenv("HIRO_CONFIG") != ""
+			if f := c.Flag("config"); f != nil && f.Changed {
+				named = true
+			}
+			return runDoctor(c.Context(), g, named)
+		},
 	}
 	cmd.Flags().BoolVar(&g.JSON, "json", false, "print one JSON object (errors too)")
 	return cmd
 }
 
-func runDoctor(ctx context.Context, g *Globals) error {
+// runDoctor reports the host. named: the configuration was named (--config
+// or $HIRO_CONFIG), so it must exist; the default hiro.toml may be absent.
+func runDoctor(ctx context.Context, g *Globals, named bool) error {
 	var paths []string
 	cfg, err := config.Load(g.ConfigPath)
 	var ce *config.Error
 	switch {
 	case err == nil:
 		paths = append(append(paths, cfg.DiskPaths...), cfg.StateDir)
-	case errors.As(err, &ce) && ce.Key == "" && !fileExists(g.ConfigPath):
+	case !named && errors.As(err, &ce) && ce.Key == "" && !fileExists(g.ConfigPath):
 		paths = []string{"."} // no configuration: host facts only
 	default:
 		return UsageError(fmt.Errorf("doctor: %w", err))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,15 +17,17 @@ import (
 // what the H200 printed while a Python process held its memory: the GPU
 // line and the process holding the memory are listed, in text and JSON.
 func TestDoctorBusyGPU(t *testing.T) {
-	dir := filepath.Join("..", "..", "examples", "gpu", "results", "failures")
+	dir, _ := filepath.Abs(filepath.Join("..", "..", "examples", "gpu", "results", "failures"))
 	doctortest.FakeNvidiaSMI(t, doctortest.SMI{
 		QueryGPU:  filepath.Join(dir, "busy.query-gpu.csv"),
 		QueryApps: filepath.Join(dir, "busy.query-apps.csv"),
 		Plain:     filepath.Join(dir, "busy.nvidia-smi.txt"),
 	})
-	cfg := filepath.Join(t.TempDir(), "none.toml")
+	// No configuration named and none here: host facts only.
+	t.Setenv("HIRO_CONFIG", "")
+	t.Chdir(t.TempDir())
 	var out, errb bytes.Buffer
-	if code := Run(context.Background(), []string{"--config", cfg, "doctor"}, &out, &errb); code != ExitOK {
+	if code := Run(context.Background(), []string{"doctor"}, &out, &errb); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	for _, want := range []string{"0: NVIDIA H200, 143771 MiB total, 1536 MiB free, driver 580.159.04, CUDA 13.0",
@@ -34,7 +37,7 @@ func TestDoctorBusyGPU(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if code := Run(context.Background(), []string{"--config", cfg, "doctor", "--json"}, &out, &errb); code != ExitOK {
+	if code := Run(context.Background(), []string{"doctor", "--json"}, &out, &errb); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var r doctor.Report
@@ -43,5 +46,41 @@ func TestDoctorBusyGPU(t *testing.T) {
 	}
 	if len(r.GPUProcesses) != 1 || r.GPUProcesses[0].PID != 4084 || r.GPUProcesses[0].UsedMemoryMiB != 141612 {
 		t.Errorf("gpu_processes %+v", r.GPUProcesses)
+	}
+}
+
+// A suggested command names a path a shell reads back whole: the key file
+// of a configuration in a folder with a space is quoted in chmod 600.
+func TestDoctorQuotesSuggestedPaths(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sp ace é")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "key.txt")
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(key, []byte("sk-quoted-path-test-key\n"), 0o644)
+	os.WriteFile(cfg, []byte("[backends.remote]\nengine = \"openai\"\nunmanaged = true\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"m\"\napi_key_file = \"key.txt\"\n"), 0o644)
+	code, out, errs := runHiro(t, "--config", cfg, "doctor")
+	if want := "chmod 600 '" + key + "'"; !strings.Contains(out+errs, want) {
+		t.Fatalf("exit %d: output lacks %s:\n%s%s", code, want, out, errs)
+	}
+}
+
+// A configuration named on the command line must exist: doctor refuses a
+// missing one as every other command does (exit 2, the same message),
+// instead of reporting the host as if none had been named.
+func TestDoctorNamedConfigMissing(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nonexist.toml")
+	code, out, errs := runHiro(t, "--config", missing, "doctor")
+	want := missing + ": configuration file not found"
+	if code != ExitUsage || !strings.Contains(errs, "hiro: doctor: "+want) || out != "" {
+		t.Fatalf("exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", code, ExitUsage, want, out, errs)
+	}
+	if code, _, errs := runHiro(t, "--config", missing, "backend", "status"); code != ExitUsage || !strings.Contains(errs, want) {
+		t.Fatalf("backend status: exit %d: %s", code, errs)
+	}
+	t.Setenv("HIRO_CONFIG", missing)
+	if code, _, errs := runHiro(t, "doctor"); code != ExitUsage || !strings.Contains(errs, "HIRO_CONFIG") {
+		t.Fatalf("doctor with HIRO_CONFIG missing: exit %d: %s", code, errs)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/eval"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 func init() { registerCommand(newEvalCmd) }
@@ -144,7 +145,7 @@ func evalPathKinds(o *evalOpts) error {
 	case st.IsDir():
 		hint := filepath.Join(o.Claims, "claims.jsonl")
 		if _, err := os.Stat(hint); err == nil {
-			return UsageErrorf("eval: --claims %s is a directory, not a claims file: give the claims.jsonl inside it: --claims %s", o.Claims, hint)
+			return UsageErrorf("eval: --claims %s is a directory, not a claims file: give the claims.jsonl inside it: --claims %s", o.Claims, shellquote.Quote(hint))
 		}
 		return UsageErrorf("eval: --claims %s is a directory, not a claims file: give the claims.jsonl that 'hiro extract' wrote in its --out directory", o.Claims)
 	case !st.Mode().IsRegular():

@@ -15,6 +15,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/extract"
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/redact"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 func init() { registerCommand(newExtractCmd) }
@@ -225,7 +226,7 @@ func extractBackendUp(ctx context.Context, p *config.Profile) error {
 	if what == "" {
 		what = fmt.Sprintf("%s answered %d", h.Path, h.StatusCode)
 	}
-	hint := fmt.Sprintf("start it with 'hiro backend start %s'", p.Name)
+	hint := fmt.Sprintf("start it with 'hiro backend start %s'", shellquote.Quote(p.Name))
 	if p.Unmanaged {
 		hint = "check that the server runs and its URL is right"
 	}

@@ -249,10 +249,16 @@ func TestExtractBackendDown(t *testing.T) {
 	if n.Load() != 0 {
 		t.Errorf("%d requests sent to a backend that is down", n.Load())
 	}
-	if _, err := os.Stat(filepath.Join(out, extract.RejectsFile)); err == nil {
-		if b, _ := os.ReadFile(filepath.Join(out, extract.RejectsFile)); len(b) > 0 {
-			t.Errorf("rejects written for a backend that is down:\n%s", b)
-		}
+	// A run that sent nothing claims no folder: the next run, on another
+	// backend, is a new run there, not "a different run".
+	if _, err := os.Stat(out); err == nil {
+		ls, _ := os.ReadDir(out)
+		t.Errorf("the run wrote %s for a backend that is down: %v", out, ls)
+	}
+	up, _ := echoEngine(t, 0)
+	code, stdout, stderr = claimsCLI(t, "--config", claimsConfig(t, up.URL), "extract", "--corpus", claimsMiniCorpus, "--out", out)
+	if code != ExitOK {
+		t.Fatalf("the next run on a backend that is up: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
 
@@ -294,5 +300,28 @@ func TestExtractResumeSupersedesRejects(t *testing.T) {
 	code, stdout, _ = claimsCLI(t, "--config", cfg, "extract", "--corpus", claimsMiniCorpus, "--out", out, "--max-repairs", "0")
 	if code != ExitOK || !strings.Contains(stdout, "superseded") || !strings.Contains(stdout, "2 rejects") {
 		t.Errorf("third run: exit %d\n%s", code, stdout)
+	}
+}
+
+// A document over --max-doc-bytes is read only just past the bound; its
+// rejection still says its real size, not the bytes read.
+func TestExtractTooLongSaysTheRealSize(t *testing.T) {
+	srv, _ := echoEngine(t, 0)
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "big.txt")
+	if err := os.WriteFile(doc, bytes.Repeat([]byte("A sentence of the long document.\n"), 1_440_000/33+1)[:1_440_000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := claimsCLI(t, "--config", claimsConfig(t, srv.URL), "extract", doc, "--out", out)
+	if code == ExitUsage {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	rs, err := extract.ReadRejects(filepath.Join(out, extract.RejectsFile))
+	if err != nil || len(rs) != 1 || len(rs[0].Reasons) != 1 || rs[0].Reasons[0].Code != extract.ReasonDocumentTooLong {
+		t.Fatalf("rejects %+v (%v), want one document_too_long", rs, err)
+	}
+	if d := rs[0].Reasons[0].Detail; !strings.HasPrefix(d, "1440000 bytes, more than the bound of 1048576 bytes") {
+		t.Errorf("detail %q, want the document's 1440000 bytes", d)
 	}
 }

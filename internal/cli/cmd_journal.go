@@ -13,6 +13,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/journal"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 func init() { registerCommand(newJournalCmd) }
@@ -316,7 +317,7 @@ func runJournalCheck(_ context.Context, g *Globals, jo *journalOpts, o *journalC
 	}
 	if o.Out != "" {
 		if st, err := os.Stat(o.Out); err != nil || !st.IsDir() {
-			return UsageErrorf("journal check: --out %s is not a directory; build the site first with 'hiro journal build --out %s'", o.Out, o.Out)
+			return UsageErrorf("journal check: --out %s is not a directory; build the site first with: hiro journal build --out %s", o.Out, shellquote.Quote(o.Out))
 		}
 	}
 	r, err := journal.Check(j, o.Out)

@@ -14,6 +14,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 func init() { registerCommand(newQualifyCmd) }
@@ -111,7 +112,7 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		// The campaign's account, as report.md and the journal tell it.
 		fmt.Fprintf(g.Stdout, "verdict: %s (exit %d)\n%s\nevidence: %s\nreport:   %s\n", sum.Verdict, sum.ExitCode, account.Terminal(e.Public()), sum.Evidence, sum.Report)
 		if out.ExitCode == qualify.ExitCritical {
-			fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Fix what keeps it from starting, then run: hiro --config %s recover (any hiro command, e.g. hiro backend start %s, restores it first from the campaign's lease); check it with hiro backend status %s\n", cfg.Path, plan.Production, plan.Production)
+			fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Fix what keeps it from starting, then run: hiro --config %s recover (any hiro command, e.g. hiro backend start %s, restores it first from the campaign's lease); check it with hiro backend status %s\n", shellquote.Quote(cfg.Path), shellquote.Quote(plan.Production), shellquote.Quote(plan.Production))
 		}
 	}
 	return Silent(out.ExitCode)

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 
@@ -142,8 +143,9 @@ type Profile struct {
 	// Artifact is the path of the artifact manifest (package artifact) of
 	// the model this profile serves; optional.
 	Artifact string `toml:"artifact" json:"artifact,omitempty"`
-	// ArtifactDir is the directory the manifest describes; default the
-	// manifest's directory.
+	// ArtifactDir is the directory the manifest describes; default the one
+	// hiro artifact verify uses: the manifest's own folder when it holds the
+	// manifest's files, else the directory the manifest records.
 	ArtifactDir string `toml:"artifact_dir" json:"artifact_dir,omitempty"`
 	// ExclusiveAccelerator: the server needs the accelerator alone, so
 	// production must be stopped while it runs.
@@ -313,10 +315,13 @@ func Load(path string) (*Config, error) {
 // Parse is Load for bytes already read; path is used to resolve relative
 // paths and in messages.
 func Parse(data []byte, path string) (*Config, error) {
+	if err := checkUTF8(path, data); err != nil {
+		return nil, err
+	}
 	var c Config
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c)
 	if err != nil {
-		return nil, decodeError(path, err)
+		return nil, decodeError(path, data, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return nil, unknownKeyErrors(path, data, md, und)
@@ -340,8 +345,36 @@ var literalKeyNames = map[string]bool{"api_key": true, "apikey": true, "key": tr
 
 var reTOMLKey = regexp.MustCompile(`last key "([^"]*)"`)
 
+// checkUTF8 refuses a file that is not UTF-8 (TOML files must be): a
+// UTF-16 file (byte-order mark FF FE or FE FF) or stray bytes would
+// otherwise be read as something else, or as an empty table.
+func checkUTF8(path string, data []byte) error {
+	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return &Error{File: path, Msg: "the file starts with a UTF-16 byte-order mark: TOML files must be UTF-8; save it as UTF-8"}
+	}
+	if utf8.Valid(data) {
+		return nil
+	}
+	bad := 0
+	for bad < len(data) {
+		r, n := utf8.DecodeRune(data[bad:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		bad += n
+	}
+	return &Error{File: path, Msg: fmt.Sprintf("line %d: byte %#02x at offset %d is not UTF-8: TOML files must be UTF-8; save it as UTF-8", lineAt(data, bad), data[bad], bad)}
+}
+
+// lineAt is the 1-based line of the byte at offset in data.
+func lineAt(data []byte, offset int) int {
+	return 1 + bytes.Count(data[:min(offset, len(data))], []byte{'\n'})
+}
+
+var reTOMLLine = regexp.MustCompile(`^line (\d+)`)
+
 // decodeError turns a TOML error into an *Error naming the key and line.
-func decodeError(path string, err error) error {
+func decodeError(path string, data []byte, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		key := ""
@@ -351,15 +384,45 @@ func decodeError(path string, err error) error {
 		if pe.LastKey != "" {
 			key = pe.LastKey
 		}
-		msg := fmt.Sprintf("line %d: %s", pe.Position.Line, pe.Message)
+		line := pe.Position.Line
+		// An unexpected end of line ("[backends.prod" without "]") is the
+		// line it ends, not the next one the parser had moved to.
+		if st := pe.Position.Start; st >= 0 && st < len(data) && data[st] == '\n' {
+			line = lineAt(data, st)
+		}
+		msg := fmt.Sprintf("line %d: %s", line, pe.Message)
 		return &Error{File: path, Key: key, Msg: msg}
 	}
 	msg := strings.TrimPrefix(err.Error(), "toml: ")
 	if m := reTOMLKey.FindStringSubmatch(msg); m != nil {
 		msg = strings.Replace(msg, " (last key \""+m[1]+"\")", "", 1)
-		return &Error{File: path, Key: m[1], Msg: msg + "; fix the value's type (strings in quotes, numbers and booleans bare)"}
+		return &Error{File: path, Key: m[1], Msg: msg + "; " + typeHint(data, msg, m[1])}
 	}
 	return &Error{File: path, Msg: msg}
+}
+
+// typeHint says how to write a value of the wrong type: an array where one
+// is expected (args = "serve" → args = ["serve"]), a table, or the general
+// rule.
+func typeHint(data []byte, msg, key string) string {
+	name := key[strings.LastIndexByte(key, '.')+1:]
+	switch {
+	case strings.HasSuffix(msg, "destination has type slice"):
+		ex := name + ` = ["a", "b"]`
+		if m := reTOMLLine.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			lines := strings.Split(string(data), "\n")
+			if n >= 1 && n <= len(lines) {
+				if _, v, ok := strings.Cut(lines[n-1], "="); ok && strings.Contains(msg, "TOML value has type string") {
+					ex = name + " = [" + strings.TrimSpace(v) + "]"
+				}
+			}
+		}
+		return "an array is expected: write it in brackets, e.g. " + ex
+	case strings.Contains(msg, "expected table but found"):
+		return "a table is expected: write it as [" + key + "] with its keys below, or as " + name + " = { key = \"value\" }"
+	}
+	return "fix the value's type (strings in quotes, numbers and booleans bare)"
 }
 
 func (c *Config) fillDefaults() {
@@ -417,9 +480,6 @@ func (c *Config) fillDefaults() {
 		}
 		if p.Artifact != "" {
 			p.Artifact = c.resolve(p.Artifact)
-			if p.ArtifactDir == "" {
-				p.ArtifactDir = filepath.Dir(p.Artifact)
-			}
 		}
 		if p.ArtifactDir != "" {
 			p.ArtifactDir = c.resolve(p.ArtifactDir)

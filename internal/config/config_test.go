@@ -278,3 +278,34 @@ func TestServeMessagesSayWhatZeroMeans(t *testing.T) {
 		t.Errorf("max_body_bytes = 0 gave %d, want the default %d", c.Serve.MaxBodyBytes, DefaultServeMaxBodyBytes)
 	}
 }
+
+// TOML mistakes are reported on the line that holds them, with a hint
+// that fits the mistake, and bytes that are not UTF-8 are refused, read
+// from real files by Load.
+func TestDecodeErrorsLineHintAndEncoding(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, text, want string }{
+		{"unclosed-header", "[backends.prod\nengine = \"x\"\n",
+			`unclosed-header.toml: line 1: expected '.' or ']' to end table name`},
+		{"unclosed-header-later", "state_dir = \"s\"\n\n[backends.prod\n",
+			`unclosed-header-later.toml: line 3: expected '.' or ']'`},
+		{"string-for-array", strings.Replace(good, `args = ["serve"]`, `args = "serve"`, 1),
+			`string-for-array.toml: backends.prod.args: line 9: incompatible types: TOML value has type string; destination has type slice; an array is expected: write it in brackets, e.g. args = ["serve"]`},
+		{"number-for-array", strings.Replace(good, `args = ["serve"]`, `args = 3`, 1),
+			`an array is expected: write it in brackets, e.g. args = ["a", "b"]`},
+		{"string-for-table", strings.Replace(good, "[backends.prod.ready_probe]\nexpect = \"READY\"\n", "ready_probe = \"READY\"\n", 1),
+			`backends.prod.ready_probe: line 16: type mismatch for config.ReadyProbe: expected table but found string; a table is expected: write it as [backends.prod.ready_probe] with its keys below, or as ready_probe = { key = "value" }`},
+		{"utf16-bom", "\xff\xfe", `utf16-bom.toml: the file starts with a UTF-16 byte-order mark: TOML files must be UTF-8`},
+		{"utf16", "\xff\xfe[\x00b\x00]\x00", `the file starts with a UTF-16 byte-order mark`},
+		{"latin1", "# config\nstate_dir = \"\xe9t\xe9\"\n", `latin1.toml: line 2: byte 0xe9 at offset 22 is not UTF-8: TOML files must be UTF-8`},
+	} {
+		path := dir + "/" + c.name + ".toml"
+		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v\nwant it to contain %s", c.name, err, c.want)
+		}
+	}
+}

@@ -24,8 +24,12 @@ type Document struct {
 	// Markdown is true for .md and .markdown files.
 	Markdown bool `json:"markdown"`
 	// Text is the raw content; it may be invalid UTF-8 or empty (package
-	// extract rejects those with a reason).
+	// extract rejects those with a reason). LoadPathsBounded cuts it at its
+	// limit.
 	Text []byte `json:"-"`
+	// Size is the file's size in bytes when it was read, also when Text
+	// was cut short of it; 0 for a document not read from a file.
+	Size int64 `json:"-"`
 }
 
 // DocExtensions are the file extensions read as documents when walking a
@@ -61,11 +65,11 @@ func LoadPathsBounded(paths []string, limit int64) ([]Document, error) {
 			return fmt.Errorf("document id %q is given twice (%s and %s); pass each document once", id, prev, path)
 		}
 		seen[id] = path
-		b, err := readRegular(path, limit)
+		b, size, err := readRegular(path, limit)
 		if err != nil {
 			return err
 		}
-		docs = append(docs, Document{ID: id, Path: path, Markdown: IsMarkdownPath(path), Text: b})
+		docs = append(docs, Document{ID: id, Path: path, Markdown: IsMarkdownPath(path), Text: b, Size: size})
 		return nil
 	}
 	for _, p := range paths {
@@ -120,21 +124,22 @@ func hasDocExt(path string) bool {
 }
 
 // readRegular reads at most limit bytes (limit < 0: all) of the regular
-// file at path; anything else is an error saying what it is.
-func readRegular(path string, limit int64) ([]byte, error) {
+// file at path and returns them with the file's size; anything else is an
+// error saying what it is.
+func readRegular(path string, limit int64) ([]byte, int64, error) {
 	// O_NONBLOCK: opening a FIFO would otherwise wait for a writer (it
 	// changes nothing for a regular file).
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("read document %s: %w", path, err)
+		return nil, 0, fmt.Errorf("read document %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("read document %s: %w", path, err)
+		return nil, 0, fmt.Errorf("read document %s: %w", path, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("read document %s: not a regular file (%s); give documents as files", path, st.Mode().Type())
+		return nil, 0, fmt.Errorf("read document %s: not a regular file (%s); give documents as files", path, st.Mode().Type())
 	}
 	var r io.Reader = f
 	if limit >= 0 {
@@ -142,7 +147,11 @@ func readRegular(path string, limit int64) ([]byte, error) {
 	}
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("read document %s: %w", path, err)
+		return nil, 0, fmt.Errorf("read document %s: %w", path, err)
 	}
-	return b, nil
+	size := st.Size()
+	if int64(len(b)) > size { // the file grew while it was read
+		size = int64(len(b))
+	}
+	return b, size, nil
 }

@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/hiro-dev/hiro/internal/atomicfile"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 // Frozen corpus layout, relative to the corpus directory.
@@ -262,7 +264,7 @@ func Load(dir string) (*Corpus, error) {
 		return nil, err
 	}
 	if !r.OK {
-		return nil, fmt.Errorf("%w: %s: %s (run 'hiro corpus verify %s')", ErrNotFrozen, dir, strings.Join(r.Problems(), "; "), dir)
+		return nil, fmt.Errorf("%w: %s: %s (run: hiro corpus verify %s)", ErrNotFrozen, dir, strings.Join(r.Problems(), "; "), shellquote.Quote(dir))
 	}
 	m, _ := ReadManifest(dir)
 	c := &Corpus{Dir: dir, Manifest: m}
@@ -277,7 +279,7 @@ func Load(dir string) (*Corpus, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.Docs = append(c.Docs, Document{ID: id, Path: path, Markdown: IsMarkdownPath(path), Text: b})
+		c.Docs = append(c.Docs, Document{ID: id, Path: path, Markdown: IsMarkdownPath(path), Text: b, Size: int64(len(b))})
 	}
 	sort.Slice(c.Docs, func(i, j int) bool { return c.Docs[i].ID < c.Docs[j].ID })
 	c.Gold, err = readGold(filepath.Join(dir, GoldFile))

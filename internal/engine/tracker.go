@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // maxStoredLine bounds the bytes kept of one line in the tail and as a
@@ -89,18 +90,21 @@ func (e *Engine) NewTracker() *Tracker {
 
 // Feed takes one log line (a trailing "\n" or "\r\n" is ignored). A line
 // holding carriage returns (progress bars redrawn in place) is taken as
-// the separate lines between them.
+// the separate lines between them. Other control bytes (ESC of terminal
+// sequences, BEL...) and invalid UTF-8 are kept as visible escapes
+// (package termtext), so that no root cause, log tail or detail taken from
+// the log can drive the terminal it is printed to.
 func (t *Tracker) Feed(line string) {
 	line = strings.TrimRight(line, "\r\n")
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if strings.IndexByte(line, '\r') < 0 {
-		t.feed(line)
+		t.feed(termtext.Escape(line))
 		return
 	}
 	for _, seg := range strings.Split(line, "\r") {
 		if strings.TrimSpace(seg) != "" {
-			t.feed(seg)
+			t.feed(termtext.Escape(seg))
 		}
 	}
 }

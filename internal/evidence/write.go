@@ -190,10 +190,21 @@ func jsonText(s string) string {
 // reAbsPath matches absolute local paths inside free text (log lines).
 var reAbsPath = regexp.MustCompile(`(^|[\s'"=(:])(/[^\s'"),:]+)`)
 
-// RedactPaths replaces absolute paths in s with "<path>". A URL's
-// authority ("//127.0.0.1" after "http:") is not a path: URLs keep their
-// scheme, host, port and path.
+// reQuotedAbsPath matches an absolute path in single quotes (a path with
+// spaces, as package shellquote writes it) or double quotes (as %q does).
+var reQuotedAbsPath = regexp.MustCompile(`'/[^'\n]*'|"/[^"\n]*"`)
+
+// RedactPaths replaces absolute paths in s with "<path>"; a quoted path
+// (with spaces: '/tmp/art dir/x') is replaced whole, quotes included. A
+// URL's authority ("//127.0.0.1" after "http:") is not a path: URLs keep
+// their scheme, host, port and path.
 func RedactPaths(s string) string {
+	s = reQuotedAbsPath.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.HasPrefix(m[1:], "//") {
+			return m
+		}
+		return redact.PathPlaceholder
+	})
 	return reAbsPath.ReplaceAllStringFunc(s, func(m string) string {
 		sm := reAbsPath.FindStringSubmatch(m)
 		if strings.HasPrefix(sm[2], "//") {

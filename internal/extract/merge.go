@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 // Shard is a deterministic slice of the documents: Index in [0, Count).
@@ -98,7 +99,7 @@ func Merge(dst string, dirs []string) (*MergeSummary, error) {
 			// An unsharded run.json does not say how many documents the
 			// run has, so its completeness cannot be checked; and there is
 			// nothing to merge.
-			return nil, fmt.Errorf("merge: %s is not a shard (its run.json has no shard): merge only the directories of hiro extract --shard I/N runs; an unsharded run needs no merge: score it with hiro eval --claims %s", dir, filepath.Join(dir, ClaimsFile))
+			return nil, fmt.Errorf("merge: %s is not a shard (its run.json has no shard): merge only the directories of hiro extract --shard I/N runs; an unsharded run needs no merge: score it with hiro eval --claims %s", dir, shellquote.Quote(filepath.Join(dir, ClaimsFile)))
 		}
 		if k == 0 {
 			first = info

@@ -55,10 +55,8 @@ func openOut(dir string, info RunInfo) (*outDir, error) {
 	b, err := os.ReadFile(runPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		for _, f := range []string{ClaimsFile, RejectsFile, ProgressFile} {
-			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-				return nil, fmt.Errorf("%w: %s has %s but no %s; use an empty --out directory", ErrRunMismatch, dir, f, RunFile)
-			}
+		if err := strayOutputs(dir); err != nil {
+			return nil, err
 		}
 		nb, _ := json.MarshalIndent(info, "", "  ")
 		if err := corpus.WriteFileAtomic(runPath, append(nb, '\n')); err != nil {
@@ -100,6 +98,34 @@ func openOut(dir string, info RunInfo) (*outDir, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// freshOut reports whether dir holds no run yet (no run.json: a new run
+// would claim it), without writing anything; it returns openOut's errors
+// for a path that cannot be an output directory or holds outputs without
+// a run.json.
+func freshOut(dir string) (bool, error) {
+	if err := checkOutDir(dir); err != nil {
+		return false, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, RunFile)); err == nil {
+		return false, nil
+	}
+	if err := strayOutputs(dir); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// strayOutputs returns an ErrRunMismatch error when dir, which has no
+// run.json, holds an output file of a run.
+func strayOutputs(dir string) error {
+	for _, f := range []string{ClaimsFile, RejectsFile, ProgressFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return fmt.Errorf("%w: %s has %s but no %s; use an empty --out directory", ErrRunMismatch, dir, f, RunFile)
+		}
+	}
+	return nil
 }
 
 // checkOutDir returns an ErrOutNotDir error when dir exists and is not a

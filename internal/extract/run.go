@@ -237,6 +237,22 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 		sh.Documents = len(docs)
 		info.Shard = &sh
 	}
+	// A run that would claim a new output directory checks the backend
+	// before it writes anything there: a run that sent no request must not
+	// leave a run.json that refuses the next run as "a different run".
+	preflighted := false
+	if opts.Preflight != nil && len(docs) > 0 {
+		fresh, err := freshOut(opts.OutDir)
+		if err != nil {
+			return nil, err
+		}
+		if fresh {
+			if err := opts.Preflight(ctx); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrBackendDown, err)
+			}
+			preflighted = true
+		}
+	}
 	out, err := openOut(opts.OutDir, info)
 	if err != nil {
 		return nil, err
@@ -260,7 +276,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 		total += len(ds.sentences)
 		todo = append(todo, ds)
 	}
-	if len(todo) > 0 && opts.Preflight != nil {
+	if len(todo) > 0 && opts.Preflight != nil && !preflighted {
 		if err := opts.Preflight(ctx); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBackendDown, err)
 		}
@@ -422,7 +438,10 @@ func prepare(d corpus.Document, maxBytes int) *docState {
 	}
 	switch {
 	case len(d.Text) > maxBytes:
-		return reject(ReasonDocumentTooLong, fmt.Sprintf("%d bytes, more than the bound of %d bytes (--max-doc-bytes); split the document or raise the bound", len(d.Text), maxBytes))
+		// Text may be cut just past the bound (corpus.LoadPathsBounded):
+		// the file's size is the document's.
+		size := max(int64(len(d.Text)), d.Size)
+		return reject(ReasonDocumentTooLong, fmt.Sprintf("%d bytes, more than the bound of %d bytes (--max-doc-bytes); split the document or raise the bound", size, maxBytes))
 	case !utf8.Valid(d.Text):
 		return reject(ReasonNotUTF8, fmt.Sprintf("not valid UTF-8 (first bad byte at offset %d); convert it to UTF-8", firstInvalid(d.Text)))
 	case strings.TrimSpace(string(d.Text)) == "":

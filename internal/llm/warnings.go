@@ -11,6 +11,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/redact"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 // Warning is something unsafe in how a profile reaches its server that
@@ -62,7 +63,7 @@ func EndpointWarnings(p *config.Profile) []Warning {
 		if fi, err := os.Stat(p.APIKeyFile); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
 			ws = append(ws, Warning{Key: k + ".api_key_file", Msg: fmt.Sprintf(
 				"key file %s of profile %s has mode %#o: its group or other users of this machine can read the key; make it yours alone: chmod 600 %s",
-				p.APIKeyFile, p.Name, fi.Mode().Perm(), p.APIKeyFile)})
+				p.APIKeyFile, p.Name, fi.Mode().Perm(), shellquote.Quote(p.APIKeyFile))})
 		}
 	}
 	return ws

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 // DirMode is the mode of a private folder; FileMode of a private file.
@@ -32,9 +34,9 @@ func Check(path string, fi os.FileInfo) error {
 	perm := fi.Mode().Perm()
 	switch {
 	case fi.IsDir() && perm&0o002 != 0 && fi.Mode()&os.ModeSticky == 0:
-		return fmt.Errorf("%s may be written by anyone (mode %v): hiro does not act on it; chmod o-w %s", path, perm, path)
+		return fmt.Errorf("%s may be written by anyone (mode %v): hiro does not act on it; chmod o-w %s", path, perm, shellquote.Quote(path))
 	case !fi.IsDir() && perm&0o022 != 0:
-		return fmt.Errorf("%s may be written by others (mode %v): hiro does not act on it; chmod go-w %s", path, perm, path)
+		return fmt.Errorf("%s may be written by others (mode %v): hiro does not act on it; chmod go-w %s", path, perm, shellquote.Quote(path))
 	}
 	return nil
 }

@@ -20,7 +20,9 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/serve"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // Exit statuses of a campaign (DESIGN.md, "Contracts"): package exitcode's.
@@ -294,7 +296,7 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 	st, err := supervisor.Status(c.cfg.StateDir, c.prod.Name)
 	running := err == nil && st.Status == supervisor.StatusRunning
 	if !running && cr.OK {
-		return fmt.Errorf("production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it safely; stop it and start it with 'hiro backend start %s', then rerun", c.prod.Name, c.prod.BaseURL, c.cfg.StateDir, c.prod.Name)
+		return fmt.Errorf("production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it safely; stop it and start it with 'hiro backend start %s', then rerun", c.prod.Name, c.prod.BaseURL, c.cfg.StateDir, shellquote.Quote(c.prod.Name))
 	}
 	// Lease first: if hiro dies from here on, the next hiro restores.
 	if c.hold == nil {
@@ -569,6 +571,9 @@ func newProgress(w io.Writer, terminal bool) *progress {
 	return &progress{w: w, terminal: terminal}
 }
 
+// line writes one line of progress. Its text may quote an engine's log (a
+// gate's reason, a root cause): control bytes are escaped (package
+// termtext).
 func (p *progress) line(format string, a ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -576,7 +581,7 @@ func (p *progress) line(format string, a ...any) {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.inLine = false
 	}
-	fmt.Fprintf(p.w, "hiro: "+format+"\n", a...)
+	fmt.Fprintf(p.w, "hiro: %s\n", termtext.Escape(fmt.Sprintf(format, a...)))
 }
 
 // status shows a transient status (terminal only: rewritten in place).
@@ -586,7 +591,7 @@ func (p *progress) status(format string, a ...any) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "\r\033[K  "+format, a...)
+	fmt.Fprintf(p.w, "\r\033[K  %s", termtext.Escape(fmt.Sprintf(format, a...)))
 	p.inLine = true
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/artifact"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 // KindArtifact verifies the pinned model against its manifest.
@@ -25,8 +26,13 @@ type ArtifactGate struct {
 	// the candidate profile's artifact.
 	Manifest string `toml:"manifest"`
 	// Dir is the artifact directory; default the profile's artifact_dir,
-	// else the manifest's directory.
+	// else the directory hiro artifact verify uses (the manifest's own
+	// folder when it holds the manifest's files, else the directory the
+	// manifest records).
 	Dir string `toml:"dir"`
+
+	// dirFrom says where Dir came from, for the drift message.
+	dirFrom string
 }
 
 // Validate resolves the manifest and directory and checks, before
@@ -36,10 +42,13 @@ func (g *ArtifactGate) Validate(v *Validation) {
 	if g.Manifest == "" && cand == nil {
 		return // the unknown candidate is reported once, under "candidate"
 	}
+	if g.Dir != "" {
+		g.Dir, g.dirFrom = v.Resolve(g.Dir), "the gate's dir"
+	}
 	if g.Manifest == "" {
 		g.Manifest = cand.Artifact
-		if g.Dir == "" {
-			g.Dir = cand.ArtifactDir
+		if g.Dir == "" && cand.ArtifactDir != "" {
+			g.Dir, g.dirFrom = cand.ArtifactDir, "the profile's artifact_dir"
 		}
 		if g.Manifest == "" {
 			v.Errorf("manifest", "missing, and the candidate profile names no artifact; set manifest = \"path/to/manifest.json\" or the profile's artifact")
@@ -47,19 +56,33 @@ func (g *ArtifactGate) Validate(v *Validation) {
 		}
 	} else {
 		g.Manifest = v.Resolve(g.Manifest)
+	}
+	m, err := artifact.Load(g.Manifest)
+	if err != nil {
+		if !v.Spec.Skip {
+			v.Errorf("manifest", "%v; pin the artifact first (hiro artifact pin) or point manifest at its manifest.json", err)
+		}
+		return
+	}
+	if g.Dir == "" {
+		// The directory hiro artifact verify MANIFEST checks.
+		g.Dir = m.DirFor(g.Manifest)
+		g.dirFrom = "the directory the manifest records"
+		if g.Dir == filepath.Dir(g.Manifest) {
+			g.dirFrom = "the manifest's own folder"
+		}
 		if g.Dir == "" {
-			g.Dir = filepath.Dir(g.Manifest)
+			if !v.Spec.Skip {
+				v.Errorf("dir", "missing, and the manifest %s records no directory; set dir = \"path/to/model\" (or the profile's artifact_dir)", g.Manifest)
+			}
+			return
 		}
 	}
-	g.Dir = v.Resolve(g.Dir)
 	if v.Spec.Skip {
 		return
 	}
-	if _, err := artifact.Load(g.Manifest); err != nil {
-		v.Errorf("manifest", "%v; pin the artifact first (hiro artifact pin) or point manifest at its manifest.json", err)
-	}
 	if st, err := os.Stat(g.Dir); err != nil || !st.IsDir() {
-		v.Errorf("dir", "%s is not a directory; point dir (or the profile's artifact_dir) at the model's files", g.Dir)
+		v.Errorf("dir", "%s (%s) is not a directory; point dir (or the profile's artifact_dir) at the model's files", shellquote.Quote(g.Dir), g.dirFrom)
 	}
 }
 
@@ -90,7 +113,11 @@ func (g *ArtifactGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) er
 		h.Fingerprints.ArtifactManifest = rep.Digest
 	}
 	if !rep.OK {
-		return fmt.Errorf("artifact drift: %s", rep.Summary())
+		from := ""
+		if g.dirFrom != "" {
+			from = " (" + g.dirFrom + ")"
+		}
+		return fmt.Errorf("artifact drift in %s%s: %s", shellquote.Quote(filepath.Clean(rep.Dir)), from, rep.DriftCounts())
 	}
 	return nil
 }

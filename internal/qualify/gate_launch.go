@@ -12,6 +12,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/redact"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -150,7 +151,7 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 	// port and be blamed on this attempt: refuse, and say how to stop it.
 	if st, err := supervisor.Status(h.StateDir, h.Candidate.Name); err == nil && st.Status == supervisor.StatusRunning {
 		return harnessErr("backend %s is already running (pid %d, started %s by an earlier hiro); stop it with 'hiro backend stop %s' and rerun",
-			h.Candidate.Name, st.PID, st.StartedAt.Format(time.RFC3339), h.Candidate.Name)
+			h.Candidate.Name, st.PID, st.StartedAt.Format(time.RFC3339), shellquote.Quote(h.Candidate.Name))
 	}
 	var last *failure.Failure
 	for i := range rungs {

@@ -135,6 +135,44 @@ func TestGateArtifactAlone(t *testing.T) {
 	}
 }
 
+// TestGateArtifactChecksTheDirectoryTheManifestRecords: a manifest written
+// away from its model (pin --dir "art dir é" --out elsewhere) is checked by
+// the gate, like by hiro artifact verify, against the directory it records,
+// not against the manifest's own folder (which holds other files). Drift
+// names that directory and where it came from; the public copy withholds
+// the path whole, spaces included.
+func TestGateArtifactChecksTheDirectoryTheManifestRecords(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	dir := filepath.Join(t.TempDir(), "art dir é")
+	must(t, os.MkdirAll(dir, 0o755))
+	for _, f := range []string{"a.bin", "b.json"} {
+		must(t, os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644))
+	}
+	m, err := artifact.Pin(context.Background(), dir, "org/model", strings.Repeat("a", 40), artifact.PinOptions{})
+	must(t, err)
+	manifest := filepath.Join(e.dir, "art m.json") // e.dir holds hiro.toml and more
+	must(t, artifact.Write(manifest, m))
+	gate := fmt.Sprintf("[[gates]]\nkind = \"artifact\"\nmanifest = %q\n", manifest)
+	g, err := gateAlone(t, e, gate, false)
+	if err != nil || g.Artifact == nil || g.Artifact.Files != 2 || g.Artifact.Paths.Dir != dir {
+		t.Fatalf("err %v artifact %+v: want the recorded directory verified", err, g.Artifact)
+	}
+	must(t, os.Remove(filepath.Join(dir, "b.json")))
+	g, err = gateAlone(t, e, gate, false)
+	want := "artifact drift in '" + dir + "' (the directory the manifest records): 1 missing, 0 changed, 0 extra"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err %v, want %s", err, want)
+	}
+	if got := evidence.RedactPaths(err.Error()); got != "artifact drift in <path> (the directory the manifest records): 1 missing, 0 changed, 0 extra" {
+		t.Errorf("public: %s", got)
+	}
+	// The gate's dir still wins.
+	g, err = gateAlone(t, e, gate+"dir = \".\"\n", false)
+	if err == nil || !strings.Contains(err.Error(), "(the gate's dir)") {
+		t.Fatalf("err %v, want the gate's dir checked", err)
+	}
+}
+
 // TestGateSemanticAlone compares the fake engine with itself on the
 // project's frozen corpus: equal scores pass, production's side is cached
 // by fingerprint and reused, and a floor the candidate misses fails the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 // checkAccessLog checks, in New (before anything starts), that [serve]
@@ -29,7 +30,7 @@ func checkAccessLog(cfg *config.Config) error {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return bad("the folder %s (for %s) does not exist; create it (mkdir -p %s) or change the path (\"-\" for stderr, \"off\" for none)", dir, path, dir)
+		return bad("the folder %s (for %s) does not exist; create it (mkdir -p %s) or change the path (\"-\" for stderr, \"off\" for none)", dir, path, shellquote.Quote(dir))
 	case err != nil:
 		return bad("cannot use the folder %s (for %s): %v; fix its permissions or change the path", dir, path, err)
 	case !st.IsDir():

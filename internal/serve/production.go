@@ -17,6 +17,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/redact"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -507,7 +508,7 @@ func (e *ForeignProductionError) Error() string {
 	return fmt.Sprintf("%s: backends.%s: %s is already running (pid %d, %s, started %s; record %s) with another configuration than %s gives it: "+
 		"hiro serve does not stop a working production for a configuration change; stop it with 'hiro backend stop %s' and start hiro serve again, "+
 		"or put back the configuration it runs with",
-		e.Config, r.Name, r.Name, r.PID, r.BaseURL, r.StartedAt.Local().Format(time.RFC3339), r.RecordPath, e.Config, r.Name)
+		e.Config, r.Name, r.Name, r.PID, r.BaseURL, r.StartedAt.Local().Format(time.RFC3339), r.RecordPath, e.Config, shellquote.Quote(r.Name))
 }
 
 // CheckRecordedProduction returns a *ForeignProductionError when prof (a
@@ -544,7 +545,7 @@ func (p *prodCtl) leaveToForeign(ctx context.Context, st supervisor.RecordStatus
 		"reason": "production's record names a process this router did not start or adopt, started with another configuration (another hiro sharing state_dir?); it is left running"})
 	p.setState(StateDown, fmt.Sprintf("%s is recorded as pid %d (%s, started %s) with another configuration than this router's, by another hiro sharing state_dir %s; "+
 		"this router leaves it running and starts nothing over it: stop it with 'hiro backend stop %s' (this router then starts production again), or serve that configuration instead",
-		name, st.PID, st.BaseURL, st.StartedAt.Local().Format(time.RFC3339), p.stateDir(), name))
+		name, st.PID, st.BaseURL, st.StartedAt.Local().Format(time.RFC3339), p.stateDir(), shellquote.Quote(name)))
 }
 
 // checkForeign looks again at the process production was left to; once
@@ -1271,7 +1272,7 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 		if !prof.Unmanaged {
 			st, err := supervisor.Status(p.stateDir(), prof.Name)
 			if err != nil || st.Status != supervisor.StatusRunning {
-				code, serr = http.StatusConflict, fmt.Errorf("backend %s is not running as a recorded backend (start it with `hiro backend start %s` or through activation first)", prof.Name, prof.Name)
+				code, serr = http.StatusConflict, fmt.Errorf("backend %s is not running as a recorded backend (start it with `hiro backend start %s` or through activation first)", prof.Name, shellquote.Quote(prof.Name))
 				return
 			}
 			rec := st.Record

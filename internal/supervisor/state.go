@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hiro-dev/hiro/internal/atomicfile"
-	"github.com/hiro-dev/hiro/internal/private"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/atomicfile"
+	"github.com/hiro-dev/hiro/internal/private"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 // RecordSchema names the format of a state record.
@@ -125,7 +127,7 @@ func ReadRecord(stateDir, name string) (Record, error) {
 	var r Record
 	b, err := os.ReadFile(recordPath(stateDir, name))
 	if errors.Is(err, os.ErrNotExist) {
-		return r, fmt.Errorf("backend %s: %w in %s (start it with 'hiro backend start %s')", name, ErrNoRecord, recordDir(stateDir), name)
+		return r, fmt.Errorf("backend %s: %w in %s (start it with 'hiro backend start %s')", name, ErrNoRecord, recordDir(stateDir), shellquote.Quote(name))
 	}
 	if err != nil {
 		return r, err
