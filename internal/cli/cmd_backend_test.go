@@ -111,19 +111,7 @@ ready_probe = { expect = "READY" }
 }
 
 func TestBackendStartFailedJSON(t *testing.T) {
-	fake := buildFakeEngine(t)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "hiro.toml")
-	log := filepath.Join(dir, "engine.log")
-	os.WriteFile(log, []byte("llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'foo'\n"), 0o644)
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`
-[backends.fake]
-engine = "llamacpp"
-command = %q
-args = ["--replay", %q, "--exit", "1"]
-port = %d
-model = "m"
-`, fake, log, cliFreePort(t))), 0o644)
+	cfg := replayingBackend(t, "llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'foo'\n")
 	code, out, _ := runHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
 	var res struct {
 		State   string `json:"state"`
@@ -263,19 +251,7 @@ func TestEvalShardWarnsMissing(t *testing.T) {
 // A failed start prints the root cause and the log tail of a real engine
 // whose log holds escape sequences: as visible escapes, never raw.
 func TestBackendStartFailureEscapesLog(t *testing.T) {
-	fake := buildFakeEngine(t)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "hiro.toml")
-	log := filepath.Join(dir, "engine.log")
-	os.WriteFile(log, []byte("loading\n\x1b]0;PWNED\x07\x1b[2Jcleared \xfe\n"), 0o644)
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`
-[backends.fake]
-engine = "llamacpp"
-command = %q
-args = ["--replay", %q, "--exit", "1"]
-port = %d
-model = "m"
-`, fake, log, cliFreePort(t))), 0o644)
+	cfg := replayingBackend(t, "loading\n\x1b]0;PWNED\x07\x1b[2Jcleared \xfe\n")
 	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "fake")
 	if code != ExitFailed {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
@@ -286,4 +262,25 @@ model = "m"
 	if !strings.Contains(out, `| \x1b]0;PWNED\x07\x1b[2Jcleared \xfe`) || !strings.Contains(out, `(last line: \x1b]0;PWNED`) {
 		t.Errorf("the escaped log line is not in the root cause and the tail:\n%s", out)
 	}
+}
+
+// replayingBackend writes a configuration whose llamacpp backend "fake" is
+// the fake engine replaying logText as its log and exiting 1, and returns
+// the configuration's path.
+func replayingBackend(t *testing.T, logText string) string {
+	t.Helper()
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hiro.toml")
+	log := filepath.Join(dir, "engine.log")
+	os.WriteFile(log, []byte(logText), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[backends.fake]
+engine = "llamacpp"
+command = %q
+args = ["--replay", %q, "--exit", "1"]
+port = %d
+model = "m"
+`, fake, log, cliFreePort(t))), 0o644)
+	return cfg
 }
