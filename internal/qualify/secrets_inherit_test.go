@@ -61,21 +61,22 @@ inherit_env = ["HIRO_T_DB_PASS", "HIRO_T_OPAQUE"]
 }
 
 // TestInheritedSecretsNeverReachPublicOutput: a candidate whose profile
-// passes WEIRD_SECRET and DB_PASS through inherit_env fails with a log line
-// quoting both values (the root cause). A campaign, journal add and journal
+// passes WEIRD_SECRET, DB_PASS, PGPASSWORD and MYSQL_PWD (short values, the
+// names database clients read) through inherit_env fails with a log line
+// quoting their values (the root cause). A campaign, journal add and journal
 // build run as real hiro processes; no public byte of the evidence folder,
-// the journal or the site holds either value (evidence.private.json, the
+// the journal or the site holds any value (evidence.private.json, the
 // owner's 0600 file, keeps the log as it was).
 func TestInheritedSecretsNeverReachPublicOutput(t *testing.T) {
-	secrets := map[string]string{"WEIRD_SECRET": "zebra-PASSWORD-42", "DB_PASS": "hunter2secret"}
+	secrets := map[string]string{"WEIRD_SECRET": "zebra-PASSWORD-42", "DB_PASS": "hunter2secret", "PGPASSWORD": "pgs3cret9", "MYSQL_PWD": "myPw77x"}
 	for k, v := range secrets {
 		t.Setenv(k, v)
 	}
 	logPath := filepath.Join(t.TempDir(), "oom.log")
 	must(t, os.WriteFile(logPath, []byte("INFO 05-01 10:00:00 Starting vLLM API server\n"+
-		"ERROR 05-01 10:00:01 RuntimeError: CUDA error: out of memory (credential zebra-PASSWORD-42, pass hunter2secret)\n"), 0o644))
+		"ERROR 05-01 10:00:01 RuntimeError: CUDA error: out of memory (credential zebra-PASSWORD-42, pass hunter2secret, pg pgs3cret9, mysql myPw77x)\n"), 0o644))
 	e := newEnv(t, []string{"--replay", logPath, "--exit", "1", "--health-style", "vllm", "--load-time", "30s"},
-		`inherit_env = ["WEIRD_SECRET", "DB_PASS"]`+"\n", nil)
+		`inherit_env = ["WEIRD_SECRET", "DB_PASS", "PGPASSWORD", "MYSQL_PWD"]`+"\n", nil)
 	e.startProduction()
 	plan := e.writePlan(`
 [[gates]]

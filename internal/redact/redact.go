@@ -171,24 +171,39 @@ func (r *Redactor) AddArgs(args []string) {
 var reNumber = regexp.MustCompile(`^[0-9.,:-]+$`)
 
 // secretWords are the words of a name that say it holds a credential;
-// secretPairs the same for two consecutive words.
+// secretPairs the same for two consecutive words; secretStems are stems
+// that say it inside a longer word (PGPASSWORD, CLIENTSECRET, XAPIKEY).
 var (
 	secretWords = map[string]bool{"token": true, "secret": true, "password": true, "passwd": true, "pass": true, "passphrase": true,
-		"credential": true, "credentials": true, "auth": true, "authorization": true, "apikey": true, "bearer": true, "cookie": true}
+		"passcode": true, "pwd": true, "pw": true, "credential": true, "credentials": true, "auth": true, "authorization": true,
+		"apikey": true, "bearer": true, "cookie": true}
 	secretPairs = map[string]bool{"api key": true, "access key": true, "private key": true, "secret key": true, "client secret": true}
+	secretStems = []string{"password", "passwd", "secret", "credential", "apikey"}
 )
 
 // SecretName reports whether an environment variable or a key's name says
 // it holds a credential: one of its words (split on "-", "_", "." and
-// lower/upper case changes) is token, secret, password, pass, auth, apikey, ...,
-// or two consecutive words are "api key", "access key", "private key".
-// HF_TOKEN, OPENAI_API_KEY, DB_PASS, --hf-token and 'api_key' are; --max-tokens,
-// --tokenizer and TOKENIZERS_PARALLELISM are not.
+// lower/upper case changes) is token, secret, password, pass, pwd, pw,
+// auth, apikey, ..., a word holds password, passwd, secret, credential or
+// apikey (PGPASSWORD, the convention of PostgreSQL's and MySQL's clients:
+// PGPASSWORD, MYSQL_PWD), or two consecutive words are "api key", "access
+// key", "private key". HF_TOKEN, OPENAI_API_KEY, DB_PASS, PGPASSWORD,
+// MYSQL_PWD, --hf-token and 'api_key' are; --max-tokens, --tokenizer,
+// TOKENIZERS_PARALLELISM and the shell's working directory PWD (a path)
+// are not.
 func SecretName(name string) bool {
 	words := splitWords(name)
+	if len(words) == 1 && words[0] == "pwd" {
+		return false // the shell's working directory
+	}
 	for i, w := range words {
 		if secretWords[w] {
 			return true
+		}
+		for _, stem := range secretStems {
+			if strings.Contains(w, stem) {
+				return true
+			}
 		}
 		if i > 0 && secretPairs[words[i-1]+" "+w] {
 			return true

@@ -113,3 +113,22 @@ func TestMarkdownPlaceholders(t *testing.T) {
 		t.Errorf("sentinels or entities left: %q", got)
 	}
 }
+
+// TestSecretName: the names PostgreSQL's and MySQL's clients read a
+// password from (PGPASSWORD, MYSQL_PWD) and stems inside a longer word
+// are secret names; PWD (the shell's working directory), token counts and
+// tokenizer settings are not.
+func TestSecretName(t *testing.T) {
+	for _, name := range []string{"HF_TOKEN", "OPENAI_API_KEY", "DB_PASS", "PGPASSWORD", "MYSQL_PWD", "REDIS_PW",
+		"AWS_SECRET_ACCESS_KEY", "CLIENTSECRET", "XAPIKEY", "LDAP_PASSCODE", "--hf-token", "api_key", "smtpPassword"} {
+		if !SecretName(name) {
+			t.Errorf("SecretName(%q) = false, want true", name)
+		}
+	}
+	for _, name := range []string{"PWD", "OLDPWD_DIR", "--max-tokens", "--tokenizer", "TOKENIZERS_PARALLELISM", "PASSTHROUGH",
+		"CUDA_VISIBLE_DEVICES", "USER", "BYPASS_CACHE"} {
+		if SecretName(name) {
+			t.Errorf("SecretName(%q) = true, want false", name)
+		}
+	}
+}
