@@ -323,6 +323,9 @@ func Parse(data []byte, path string) (*Config, error) {
 	if err != nil {
 		return nil, decodeError(path, data, err)
 	}
+	if err := checkMapTables(path, data, md); err != nil {
+		return nil, err
+	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return nil, unknownKeyErrors(path, data, md, und)
 	}
@@ -423,6 +426,37 @@ func typeHint(data []byte, msg, key string) string {
 		return "a table is expected: write it as [" + key + "] with its keys below, or as " + name + " = { key = \"value\" }"
 	}
 	return "fix the value's type (strings in quotes, numbers and booleans bare)"
+}
+
+// checkMapTables refuses a non-table value under a key decoded into a Go
+// map (backends, backends.NAME.env): the TOML library leaves the map empty
+// without an error, so backends = "x" read as a file with no profiles.
+// Keys decoded into structs (production, serve, ready_probe...) get the
+// library's type mismatch, made an *Error by decodeError.
+func checkMapTables(path string, data []byte, md toml.MetaData) error {
+	for _, k := range md.Keys() {
+		if !(len(k) == 1 && k[0] == "backends") && !(len(k) == 3 && k[0] == "backends" && k[2] == "env") {
+			continue
+		}
+		typ := md.Type(k...)
+		if typ == "Hash" {
+			continue
+		}
+		found := map[string]string{"Integer": "an integer", "Float": "a float", "Datetime": "a date-time", "String": "a string", "Bool": "a boolean", "Array": "an array", "ArrayHash": "an array of tables"}[typ]
+		if found == "" {
+			found = typ
+		}
+		msg := "expected a table but found " + found
+		if n, ok := keyLines(data)[k.String()]; ok {
+			msg = fmt.Sprintf("line %d: %s", n, msg)
+		}
+		hint := "a table is expected: write it as [" + k.String() + "] with its keys below, or as " + k[len(k)-1] + ` = { key = "value" }`
+		if len(k) == 1 {
+			hint = "a table is expected: write each backend profile as a [backends.NAME] table with engine, command, port and model below it"
+		}
+		return &Error{File: path, Key: k.String(), Msg: msg + "; " + hint}
+	}
+	return nil
 }
 
 func (c *Config) fillDefaults() {
