@@ -393,6 +393,12 @@ func decodeError(path string, data []byte, err error) error {
 		if st := pe.Position.Start; st >= 0 && st < len(data) && data[st] == '\n' {
 			line = lineAt(data, st)
 		}
+		// An error in a table header ("[[backends.x" without "]]") is not
+		// in the table before it, which LastKey names: the message names
+		// the line, and the header on it is what to fix.
+		if headerAt(data, line) {
+			key = ""
+		}
 		msg := fmt.Sprintf("line %d: %s", line, pe.Message)
 		return &Error{File: path, Key: key, Msg: msg}
 	}
@@ -402,6 +408,13 @@ func decodeError(path string, data []byte, err error) error {
 		return &Error{File: path, Key: m[1], Msg: msg + "; " + typeHint(data, msg, m[1])}
 	}
 	return &Error{File: path, Msg: msg}
+}
+
+// headerAt reports whether the 1-based line of data is a table header
+// ("[a.b]", "[[a.b]]", possibly unclosed).
+func headerAt(data []byte, line int) bool {
+	lines := strings.Split(string(data), "\n")
+	return line >= 1 && line <= len(lines) && strings.HasPrefix(strings.TrimSpace(lines[line-1]), "[")
 }
 
 // typeHint says how to write a value of the wrong type: an array where one

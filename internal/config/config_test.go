@@ -338,3 +338,27 @@ func TestNonTableWhereTableExpected(t *testing.T) {
 		}
 	}
 }
+
+// An error in a table header names no table (the line is where to look),
+// never the valid table before it.
+func TestHeaderErrorNamesNoEarlierTable(t *testing.T) {
+	dir := t.TempDir()
+	prod := "state_dir = \"s\"\n[backends.prod]\nengine = \"vllm\"\ncommand = \"x\"\nport = 1\nmodel = \"m\"\n"
+	for _, c := range []struct{ name, text, want string }{
+		{"unclosed-array-header", prod + "[[backends.x\n", `unclosed-array-header.toml: line 7: expected '.' or ']'`},
+		{"trailing-dot", prod + "[backends.x.\n", `trailing-dot.toml: line 7: expected '.' or ']'`},
+		{"unreadable-name", prod + "[backends.x y]\n", `unreadable-name.toml: line 7: expected '.' or ']'`},
+		{"bare-bracket", prod + "[\n", `bare-bracket.toml: line 7: `},
+		{"extra-bracket", prod + "[backends.x]]\n", `extra-bracket.toml: line 7: expected a top-level item`},
+		{"value-error", "[backends.prod]\nengine = \"vllm\n", `value-error.toml: backends.prod.engine: line 2: strings cannot contain newlines`},
+	} {
+		path := dir + "/" + c.name + ".toml"
+		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "backends.prod:") {
+			t.Errorf("%s: error %v\nwant it to contain %s, and not name backends.prod", c.name, err, c.want)
+		}
+	}
+}
