@@ -84,3 +84,40 @@ func TestDoctorNamedConfigMissing(t *testing.T) {
 		t.Fatalf("doctor with HIRO_CONFIG missing: exit %d: %s", code, errs)
 	}
 }
+
+// A configuration named with --config or HIRO_CONFIG that does not exist
+// is bad usage for every command, with the message the backend commands
+// give, before the command does anything: status asked the router and
+// said none was running (exit 1), recover and journal went on without it.
+// Only the default hiro.toml may be absent; help needs none.
+func TestNamedConfigMissingEveryCommand(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HIRO_STATE_HOME", filepath.Join(dir, "state"))
+	t.Setenv("HIRO_LEASE_DIR", filepath.Join(dir, "leases"))
+	t.Setenv("HIRO_CONFIG", "")
+	t.Chdir(dir)
+	missing := filepath.Join(dir, "nonexist.toml")
+	for _, c := range []struct {
+		name string
+		args []string
+	}{{"status", []string{"status"}}, {"recover", []string{"recover"}}, {"journal", []string{"journal", "list"}},
+		{"diagnose", []string{"diagnose", os.DevNull, "--engine", "vllm"}}, {"backend status", []string{"backend", "status"}}} {
+		args := c.args
+		code, out, errs := runHiro(t, append([]string{"--config", missing}, args...)...)
+		want := "hiro: " + c.name + ": " + missing + ": configuration file not found; pass --config FILE"
+		if code != ExitUsage || !strings.HasPrefix(errs, want) || out != "" {
+			t.Errorf("--config missing %v: exit %d, stdout %q, stderr %q; want exit %d and %q", args, code, out, errs, ExitUsage, want)
+		}
+	}
+	if code, out, errs := runHiro(t, "--config", missing, "help", "status"); code != ExitOK || !strings.Contains(out, "control socket") {
+		t.Errorf("help with --config missing: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	// No configuration named and no hiro.toml here: status asks the router.
+	if code, _, errs := runHiro(t, "status"); code != ExitFailed || !strings.Contains(errs, "no hiro serve is running") {
+		t.Errorf("status without a configuration: exit %d, stderr %q; want exit %d, no router running", code, errs, ExitFailed)
+	}
+	t.Setenv("HIRO_CONFIG", missing)
+	if code, _, errs := runHiro(t, "status"); code != ExitUsage || !strings.Contains(errs, "hiro: status: "+missing+": configuration file not found; the path came from the environment variable HIRO_CONFIG") {
+		t.Errorf("status with HIRO_CONFIG missing: exit %d, stderr %q", code, errs)
+	}
+}
