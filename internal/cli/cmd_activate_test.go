@@ -156,8 +156,11 @@ func TestRecoverSaysNothingToRecover(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "x.lease"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// No configuration named and none here.
+	t.Setenv("HIRO_CONFIG", "")
+	t.Chdir(t.TempDir())
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), []string{"--config", filepath.Join(dir, "none.toml"), "recover"}, &out, &errb)
+	code := Run(context.Background(), []string{"recover"}, &out, &errb)
 	if code != 0 || strings.TrimSpace(out.String()+errb.String()) == "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}

@@ -284,3 +284,37 @@ model = "m"
 `, fake, log, cliFreePort(t))), 0o644)
 	return cfg
 }
+
+// backend logs prints an engine's log file with its escape sequences,
+// control bytes and invalid UTF-8 as visible escapes, whole and with
+// --tail, keeping tabs and newlines; --raw prints the file's bytes as they
+// are.
+func TestBackendLogsEscapesUnlessRaw(t *testing.T) {
+	cfg := switchTestConfig(t)
+	logs := filepath.Join(filepath.Dir(cfg), "state", "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := "loading\tmodel\n\x1b]0;PWNED\x07\x1b[2Jcleared \xff\r\nlast\x1b[A"
+	if err := os.WriteFile(filepath.Join(logs, "prod-20260101T000000Z.log"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runHiro(t, "--config", cfg, "backend", "logs", "prod")
+	want := "loading\tmodel\n\\x1b]0;PWNED\\x07\\x1b[2Jcleared \\xff\\x0d\nlast\\x1b[A"
+	if code != ExitOK || out != want {
+		t.Fatalf("logs: exit %d, stdout %q, stderr %q; want %q", code, out, errs, want)
+	}
+	code, out, _ = runHiro(t, "--config", cfg, "backend", "logs", "prod", "--tail", "2")
+	want = "\\x1b]0;PWNED\\x07\\x1b[2Jcleared \\xff\\x0d\nlast\\x1b[A\n"
+	if code != ExitOK || out != want {
+		t.Fatalf("logs --tail 2: exit %d, stdout %q; want %q", code, out, want)
+	}
+	code, out, _ = runHiro(t, "--config", cfg, "backend", "logs", "prod", "--raw")
+	if code != ExitOK || out != text {
+		t.Fatalf("logs --raw: exit %d, stdout %q; want the file's bytes %q", code, out, text)
+	}
+	code, out, _ = runHiro(t, "--config", cfg, "backend", "logs", "prod", "--raw", "--tail", "1")
+	if code != ExitOK || out != "last\x1b[A\n" {
+		t.Fatalf("logs --raw --tail 1: exit %d, stdout %q", code, out)
+	}
+}

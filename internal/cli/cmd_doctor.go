@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/doctor"
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/redact"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 func init() { registerCommand(newDoctorCmd) }
@@ -33,8 +35,10 @@ With a configuration, each backend profile's endpoint is checked too (no
 request is sent): a warning names the key path when a profile sends its API
 key over plain http to a host that is not this machine (use https with
 ca_file, or a loopback/SSH tunnel; allow_plain_http = true silences it on a
-network you trust), or when its api_key_file may be read by group or others
-(chmod 600). Warnings do not change the exit status.
+network you trust), when its api_key_file may be read by group or others
+(chmod 600), or when its api_key_file cannot give a key (missing, unreadable,
+empty, more than one line: every command that reaches the server would fail
+on it). Warnings do not change the exit status.
 
 The configuration is optional: without one (no hiro.toml here, no --config,
 no HIRO_CONFIG) only the current directory's disk is measured. A
@@ -93,8 +97,38 @@ func doctorEndpointWarnings(cfg *config.Config) []llm.Warning {
 	}
 	for _, name := range cfg.BackendNames() {
 		ws = append(ws, llm.EndpointWarnings(cfg.Backends[name])...)
+		if w, ok := keyFileWarning(cfg.Backends[name]); ok {
+			ws = append(ws, w)
+		}
 	}
 	return ws
+}
+
+// keyFileWarning is the warning for a profile whose api_key_file (used
+// when it names no api_key_env) cannot give a key: missing, unreadable,
+// empty or more than one line. Every command that reaches the server
+// would fail on it ("cannot read the API key"); doctor says so first.
+func keyFileWarning(p *config.Profile) (llm.Warning, bool) {
+	if p.APIKeyFile == "" || p.APIKeyEnv != "" {
+		return llm.Warning{}, false
+	}
+	if _, err := p.APIKey(nil); err == nil {
+		return llm.Warning{}, false
+	}
+	what := "holds more than one line"
+	b, err := os.ReadFile(p.APIKeyFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		what = "does not exist"
+	case err != nil:
+		what = "cannot be read (" + err.Error() + ")"
+	case strings.TrimSpace(string(b)) == "":
+		what = "is empty"
+	}
+	return llm.Warning{Key: "backends." + p.Name + ".api_key_file", Msg: fmt.Sprintf(
+		"key file %s of profile %s %s: every command that reaches its server will fail; put the server's API key in it alone on one line "+
+			"and make it yours alone (chmod 600 %s), or fix api_key_file in [backends.%s]",
+		p.APIKeyFile, p.Name, what, shellquote.Quote(p.APIKeyFile), p.Name)}, true
 }
 
 func fileExists(p string) bool {

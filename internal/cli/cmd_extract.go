@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/engine"
@@ -265,17 +266,21 @@ func extractProfile(g *Globals, name string) (*config.Profile, error) {
 
 func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 	fmt.Fprintf(g.Stdout, "backend %s (%s, model %s)\n", p.Name, p.BaseURL, p.Model)
-	fmt.Fprintf(g.Stdout, "documents %d: %d done now, %d failed now, %d finished earlier\n", s.Documents, s.Done, s.Failed, s.Skipped)
-	fmt.Fprintf(g.Stdout, "this run: %d claims, %d rejects, %d requests, %d replies, %d output tokens in %.1fs (%.1f tokens/s)\n",
-		s.Claims, s.Rejects, s.Requests, s.Replies, s.CompletionTokens, s.WallSeconds, s.OutputTokensPerSecond)
+	fmt.Fprintf(g.Stdout, "%s: %d done now, %d failed now, %d finished earlier\n", account.Plural(s.Documents, "document", "documents"), s.Done, s.Failed, s.Skipped)
+	fmt.Fprintf(g.Stdout, "this run: %s, %s, %s, %s, %s in %.1fs (%.1f tokens/s)\n",
+		account.Plural(s.Claims, "claim", "claims"), account.Plural(s.Rejects, "reject", "rejects"), account.Plural(s.Requests, "request", "requests"),
+		account.Plural(s.Replies, "reply", "replies"), account.Plural(int(s.CompletionTokens), "output token", "output tokens"), s.WallSeconds, s.OutputTokensPerSecond)
 	if c := s.Client; c != nil && c.Retries() > 0 {
-		fmt.Fprintf(g.Stdout, "overload: %d busy answers retried (%d HTTP 429, %d HTTP 503, %.1fs waited), %d requests succeeded after retries, %d gave up at the bound\n",
-			c.Retries(), c.Retried429, c.Retried503, float64(c.RetryWaitMS)/1000, c.SucceededAfterRetry, c.OverloadGaveUp)
+		fmt.Fprintf(g.Stdout, "overload: %s retried (%d HTTP 429, %d HTTP 503, %.1fs waited), %s after retries, %d gave up at the bound\n",
+			account.Plural(int(c.Retries()), "busy answer", "busy answers"), c.Retried429, c.Retried503, float64(c.RetryWaitMS)/1000,
+			account.Plural(int(c.SucceededAfterRetry), "request succeeded", "requests succeeded"), c.OverloadGaveUp)
 	}
 	st := s.Stats
-	fmt.Fprintf(g.Stdout, "directory %s now: %d documents done, %d failed, %d claims, %d rejects, schema-valid replies %d of %d\n",
-		s.OutDir, st.DocumentsDone, st.DocumentsFailed, st.Claims, st.Rejects, st.SchemaValidReplies, st.Replies)
-	if st.SupersededRejects > 0 {
+	fmt.Fprintf(g.Stdout, "directory %s now: %s done, %d failed, %s, %s, schema-valid replies %d of %d\n",
+		s.OutDir, account.Plural(st.DocumentsDone, "document", "documents"), st.DocumentsFailed, account.Plural(st.Claims, "claim", "claims"), account.Plural(st.Rejects, "reject", "rejects"), st.SchemaValidReplies, st.Replies)
+	if st.SupersededRejects == 1 {
+		fmt.Fprintln(g.Stdout, "1 earlier reject was superseded: its document was redone; it stays in rejects.jsonl but no longer counts")
+	} else if st.SupersededRejects > 0 {
 		fmt.Fprintf(g.Stdout, "%d earlier rejects were superseded: their documents were redone; they stay in rejects.jsonl but no longer count\n", st.SupersededRejects)
 	}
 	if s.Requests > 0 && s.Replies == 0 {

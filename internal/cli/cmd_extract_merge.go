@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/extract"
 )
 
@@ -52,8 +53,15 @@ func runExtractMerge(g *Globals, o *extractMergeOpts, dirs []string) error {
 	if g.JSON {
 		return claimsPrintJSON(g, sum)
 	}
-	st := sum.Stats
-	fmt.Fprintf(g.Stdout, "merged %d shards into %s: %d documents (%d done, %d failed), %d claims, %d rejects, schema-valid replies %d of %d\n",
-		sum.Shards, sum.OutDir, sum.Documents, st.DocumentsDone, st.DocumentsFailed, st.Claims, st.Rejects, st.SchemaValidReplies, st.Replies)
+	fmt.Fprintln(g.Stdout, mergeSummaryLine(sum))
 	return nil
+}
+
+// mergeSummaryLine is the line 'extract merge' prints for sum, each count
+// with the noun that agrees with it.
+func mergeSummaryLine(sum *extract.MergeSummary) string {
+	st := sum.Stats
+	return fmt.Sprintf("merged %s into %s: %s (%d done, %d failed), %s, %s, schema-valid replies %d of %d",
+		account.Plural(sum.Shards, "shard", "shards"), sum.OutDir, account.Plural(sum.Documents, "document", "documents"), st.DocumentsDone, st.DocumentsFailed,
+		account.Plural(st.Claims, "claim", "claims"), account.Plural(st.Rejects, "reject", "rejects"), st.SchemaValidReplies, st.Replies)
 }

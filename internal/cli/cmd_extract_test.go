@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/extract"
+	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
@@ -107,7 +109,7 @@ func TestExtractCLI(t *testing.T) {
 	}
 	// 2 rejects: the hostile document's sentences that address the model
 	// (recorded as data, not sent, not a failure).
-	if !strings.Contains(stdout, "documents 5: 5 done now") || !strings.Contains(stdout, "2 rejects") {
+	if !strings.Contains(stdout, "5 documents: 5 done now") || !strings.Contains(stdout, "2 rejects") {
 		t.Errorf("summary:\n%s", stdout)
 	}
 	claims, err := extract.ReadClaims(filepath.Join(out, extract.ClaimsFile))
@@ -323,5 +325,34 @@ func TestExtractTooLongSaysTheRealSize(t *testing.T) {
 	}
 	if d := rs[0].Reasons[0].Detail; !strings.HasPrefix(d, "1440000 bytes, more than the bound of 1048576 bytes") {
 		t.Errorf("detail %q, want the document's 1440000 bytes", d)
+	}
+}
+
+// extract's and extract merge's summary lines say "1 document", "1 claim",
+// "1 reject"... when a count is one, and the plural otherwise.
+func TestExtractSummaryPlurals(t *testing.T) {
+	var out bytes.Buffer
+	s := &extract.Summary{OutDir: "out", Documents: 1, Done: 1, Claims: 1, Rejects: 1, Requests: 1, Replies: 1, CompletionTokens: 1, WallSeconds: 1,
+		Client: &llm.Stats{Retried429: 1, SucceededAfterRetry: 1},
+		Stats:  extract.Stats{DocumentsDone: 1, Claims: 1, Rejects: 1, SupersededRejects: 1, SchemaValidReplies: 1, Replies: 1}}
+	printExtractSummary(&Globals{Stdout: &out}, s, &config.Profile{Name: "prod", BaseURL: "http://127.0.0.1:1", Model: "m"})
+	for _, want := range []string{
+		"\n1 document: 1 done now, 0 failed now, 0 finished earlier\n",
+		"\nthis run: 1 claim, 1 reject, 1 request, 1 reply, 1 output token in 1.0s",
+		"\noverload: 1 busy answer retried (1 HTTP 429, 0 HTTP 503, 0.0s waited), 1 request succeeded after retries, 0 gave up at the bound\n",
+		"\ndirectory out now: 1 document done, 0 failed, 1 claim, 1 reject, schema-valid replies 1 of 1\n",
+		"\n1 earlier reject was superseded: its document was redone; it stays in rejects.jsonl but no longer counts\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	m := &extract.MergeSummary{OutDir: "merged", Shards: 1, Documents: 1, Stats: extract.Stats{DocumentsDone: 1, Claims: 1, Rejects: 1, SchemaValidReplies: 1, Replies: 1}}
+	if got, want := mergeSummaryLine(m), "merged 1 shard into merged: 1 document (1 done, 0 failed), 1 claim, 1 reject, schema-valid replies 1 of 1"; got != want {
+		t.Errorf("merge summary %q, want %q", got, want)
+	}
+	m = &extract.MergeSummary{OutDir: "merged", Shards: 2, Documents: 0}
+	if got, want := mergeSummaryLine(m), "merged 2 shards into merged: 0 documents (0 done, 0 failed), 0 claims, 0 rejects, schema-valid replies 0 of 0"; got != want {
+		t.Errorf("merge summary %q, want %q", got, want)
 	}
 }

@@ -181,8 +181,10 @@ func TestJournalDefaultsToStateDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "state", "journal-site", "index.html")); err != nil {
 		t.Errorf("site not in the state directory: %v", err)
 	}
-	// Without a configuration: .hiro in the current folder.
-	if code, out, errs := runHiro(t, "--config", filepath.Join(work, "none.toml"), "journal", "new", "--title", "No config"); code != ExitOK || !strings.Contains(out, filepath.Join(".hiro", "journal")) {
+	// Without a configuration (none named, no hiro.toml here): .hiro in
+	// the current folder.
+	t.Setenv("HIRO_CONFIG", "")
+	if code, out, errs := runHiro(t, "journal", "new", "--title", "No config"); code != ExitOK || !strings.Contains(out, filepath.Join(".hiro", "journal")) {
 		t.Fatalf("journal new without configuration: exit %d\n%s%s", code, out, errs)
 	}
 	ents, _ := os.ReadDir(work)

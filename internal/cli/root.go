@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -69,6 +70,9 @@ func NewRoot(g *Globals) *cobra.Command {
 		if c.Annotations[annotationNoHooks] != "" {
 			return nil
 		}
+		if err := namedConfigMissing(g, c); err != nil {
+			return err
+		}
 		for _, h := range beforeCommand {
 			if err := h(g, c); err != nil {
 				return err
@@ -82,6 +86,31 @@ func NewRoot(g *Globals) *cobra.Command {
 	requireSubcommand(root)
 	wrapHelp(root)
 	return root
+}
+
+// namedConfigMissing refuses, before any hook or command runs, a
+// configuration named with --config or $HIRO_CONFIG that does not exist:
+// bad usage, with the message config.Load gives. Only the default
+// hiro.toml may be absent (doctor and journal then go on without one).
+// Every command reads the configuration, if only for what it knows to be
+// secret (registerConfigSecrets), so none may go on as if none had been
+// named: 'hiro --config typo.toml status' asked the router and said none
+// was running.
+func namedConfigMissing(g *Globals, c *cobra.Command) error {
+	named := os.Getenv("HIRO_CONFIG") != ""
+	if f := c.Flag("config"); f != nil && f.Changed {
+		named = true
+	}
+	if !named || c.Name() == "help" || strings.HasPrefix(c.CommandPath(), "hiro completion") {
+		return nil // help reads no configuration
+	}
+	if _, err := os.Stat(g.ConfigPath); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := config.Load(g.ConfigPath); errors.Is(err, config.ErrNotFound) {
+		return UsageError(fmt.Errorf("%s: %w", strings.TrimPrefix(c.CommandPath(), "hiro "), err))
+	}
+	return nil
 }
 
 // helpWidth is the widest line of a command's long help.

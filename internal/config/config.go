@@ -323,6 +323,9 @@ func Parse(data []byte, path string) (*Config, error) {
 	if err != nil {
 		return nil, decodeError(path, data, err)
 	}
+	if err := checkMapTables(path, data, md); err != nil {
+		return nil, err
+	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return nil, unknownKeyErrors(path, data, md, und)
 	}
@@ -390,6 +393,12 @@ func decodeError(path string, data []byte, err error) error {
 		if st := pe.Position.Start; st >= 0 && st < len(data) && data[st] == '\n' {
 			line = lineAt(data, st)
 		}
+		// An error in a table header ("[[backends.x" without "]]") is not
+		// in the table before it, which LastKey names: the message names
+		// the line, and the header on it is what to fix.
+		if headerAt(data, line) {
+			key = ""
+		}
 		msg := fmt.Sprintf("line %d: %s", line, pe.Message)
 		return &Error{File: path, Key: key, Msg: msg}
 	}
@@ -399,6 +408,13 @@ func decodeError(path string, data []byte, err error) error {
 		return &Error{File: path, Key: m[1], Msg: msg + "; " + typeHint(data, msg, m[1])}
 	}
 	return &Error{File: path, Msg: msg}
+}
+
+// headerAt reports whether the 1-based line of data is a table header
+// ("[a.b]", "[[a.b]]", possibly unclosed).
+func headerAt(data []byte, line int) bool {
+	lines := strings.Split(string(data), "\n")
+	return line >= 1 && line <= len(lines) && strings.HasPrefix(strings.TrimSpace(lines[line-1]), "[")
 }
 
 // typeHint says how to write a value of the wrong type: an array where one
@@ -423,6 +439,37 @@ func typeHint(data []byte, msg, key string) string {
 		return "a table is expected: write it as [" + key + "] with its keys below, or as " + name + " = { key = \"value\" }"
 	}
 	return "fix the value's type (strings in quotes, numbers and booleans bare)"
+}
+
+// checkMapTables refuses a non-table value under a key decoded into a Go
+// map (backends, backends.NAME.env): the TOML library leaves the map empty
+// without an error, so backends = "x" read as a file with no profiles.
+// Keys decoded into structs (production, serve, ready_probe...) get the
+// library's type mismatch, made an *Error by decodeError.
+func checkMapTables(path string, data []byte, md toml.MetaData) error {
+	for _, k := range md.Keys() {
+		if !(len(k) == 1 && k[0] == "backends") && !(len(k) == 3 && k[0] == "backends" && k[2] == "env") {
+			continue
+		}
+		typ := md.Type(k...)
+		if typ == "Hash" {
+			continue
+		}
+		found := map[string]string{"Integer": "an integer", "Float": "a float", "Datetime": "a date-time", "String": "a string", "Bool": "a boolean", "Array": "an array", "ArrayHash": "an array of tables"}[typ]
+		if found == "" {
+			found = typ
+		}
+		msg := "expected a table but found " + found
+		if n, ok := keyLines(data)[k.String()]; ok {
+			msg = fmt.Sprintf("line %d: %s", n, msg)
+		}
+		hint := "a table is expected: write it as [" + k.String() + "] with its keys below, or as " + k[len(k)-1] + ` = { key = "value" }`
+		if len(k) == 1 {
+			hint = "a table is expected: write each backend profile as a [backends.NAME] table with engine, command, port and model below it"
+		}
+		return &Error{File: path, Key: k.String(), Msg: msg + "; " + hint}
+	}
+	return nil
 }
 
 func (c *Config) fillDefaults() {

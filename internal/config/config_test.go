@@ -309,3 +309,56 @@ func TestDecodeErrorsLineHintAndEncoding(t *testing.T) {
 		}
 	}
 }
+
+// A non-table under a key hiro reads as a table of tables (backends, a
+// profile's env), or as a table (production, serve), is an error on its
+// line with the table hint, read from real files by Load: backends = "x"
+// read as a file without profiles.
+func TestNonTableWhereTableExpected(t *testing.T) {
+	dir := t.TempDir()
+	tableHint := "a table is expected: write each backend profile as a [backends.NAME] table"
+	for _, c := range []struct{ name, text, want string }{
+		{"backends-string", "state_dir = \"s\"\nbackends = \"x\"\n",
+			`backends-string.toml: backends: line 2: expected a table but found a string; ` + tableHint},
+		{"backends-int", "backends = 5\n", `backends-int.toml: backends: line 1: expected a table but found an integer; ` + tableHint},
+		{"backends-array", "backends = [\"prod\"]\n", `backends: line 1: expected a table but found an array; ` + tableHint},
+		{"backends-array-of-tables", "[[backends]]\nengine = \"vllm\"\n", `backends: line 1: expected a table but found an array of tables; ` + tableHint},
+		{"env-string", strings.Replace(good, `env = { OLLAMA_MODELS = "/tmp/models" }`, `env = "OLLAMA_MODELS=/tmp/models"`, 1),
+			`backends.prod.env: line 13: expected a table but found a string; a table is expected: write it as [backends.prod.env] with its keys below, or as env = { key = "value" }`},
+		{"production-string", "production = \"fake\"\n", `production: line 1: type mismatch for config.Production: expected table but found string; a table is expected: write it as [production]`},
+		{"serve-int", "serve = 5\n", `serve: line 1: type mismatch for config.Serve: expected table but found int64; a table is expected: write it as [serve]`},
+	} {
+		path := dir + "/" + c.name + ".toml"
+		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v\nwant it to contain %s", c.name, err, c.want)
+		}
+	}
+}
+
+// An error in a table header names no table (the line is where to look),
+// never the valid table before it.
+func TestHeaderErrorNamesNoEarlierTable(t *testing.T) {
+	dir := t.TempDir()
+	prod := "state_dir = \"s\"\n[backends.prod]\nengine = \"vllm\"\ncommand = \"x\"\nport = 1\nmodel = \"m\"\n"
+	for _, c := range []struct{ name, text, want string }{
+		{"unclosed-array-header", prod + "[[backends.x\n", `unclosed-array-header.toml: line 7: expected '.' or ']'`},
+		{"trailing-dot", prod + "[backends.x.\n", `trailing-dot.toml: line 7: expected '.' or ']'`},
+		{"unreadable-name", prod + "[backends.x y]\n", `unreadable-name.toml: line 7: expected '.' or ']'`},
+		{"bare-bracket", prod + "[\n", `bare-bracket.toml: line 7: `},
+		{"extra-bracket", prod + "[backends.x]]\n", `extra-bracket.toml: line 7: expected a top-level item`},
+		{"value-error", "[backends.prod]\nengine = \"vllm\n", `value-error.toml: backends.prod.engine: line 2: strings cannot contain newlines`},
+	} {
+		path := dir + "/" + c.name + ".toml"
+		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "backends.prod:") {
+			t.Errorf("%s: error %v\nwant it to contain %s, and not name backends.prod", c.name, err, c.want)
+		}
+	}
+}
