@@ -21,6 +21,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/hiro-dev/hiro/internal/engine"
+	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // EngineKinds returns the engine kinds a profile may name, sorted: the kinds
@@ -436,9 +437,16 @@ func typeHint(data []byte, msg, key string) string {
 		}
 		return "an array is expected: write it in brackets, e.g. " + ex
 	case strings.Contains(msg, "expected table but found"):
-		return "a table is expected: write it as [" + key + "] with its keys below, or as " + name + " = { key = \"value\" }"
+		return tableHint(key)
 	}
 	return "fix the value's type (strings in quotes, numbers and booleans bare)"
+}
+
+// tableHint says how to write the table at the dotted key where another
+// value was found: "[a.b]" with its keys below, or b = { key = "value" }.
+func tableHint(key string) string {
+	name := key[strings.LastIndexByte(key, '.')+1:]
+	return "a table is expected: write it as [" + key + "] with its keys below, or as " + name + ` = { key = "value" }`
 }
 
 // checkMapTables refuses a non-table value under a key decoded into a Go
@@ -463,7 +471,7 @@ func checkMapTables(path string, data []byte, md toml.MetaData) error {
 		if n, ok := keyLines(data)[k.String()]; ok {
 			msg = fmt.Sprintf("line %d: %s", n, msg)
 		}
-		hint := "a table is expected: write it as [" + k.String() + "] with its keys below, or as " + k[len(k)-1] + ` = { key = "value" }`
+		hint := tableHint(k.String())
 		if len(k) == 1 {
 			hint = "a table is expected: write each backend profile as a [backends.NAME] table with engine, command, port and model below it"
 		}
@@ -778,6 +786,18 @@ func (p *Profile) Inherited(lookup func(string) (string, bool)) map[string]strin
 		}
 	}
 	return m
+}
+
+// RegisterSecrets tells package redact what of the profile reaches its
+// server's process and may be secret: its env, the values its inherit_env
+// variables have in lookup (os.LookupEnv in production use: hiro's own
+// environment) and the values after secret-looking flags in its args;
+// redact.AddEnv's and redact.AddArgs's rules decide which. The API key is
+// not among them (APIKey reads it; its callers register it).
+func (p *Profile) RegisterSecrets(lookup func(string) (string, bool)) {
+	redact.AddEnv(p.Env)
+	redact.AddEnv(p.Inherited(lookup))
+	redact.AddArgs(p.Args)
 }
 
 // Environ returns the process environment for the server: each InheritEnv

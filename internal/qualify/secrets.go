@@ -26,9 +26,7 @@ func RegisterSecrets(cfg *config.Config) { registerSecrets(cfg, nil) }
 func registerSecrets(cfg *config.Config, plan *Plan) {
 	if cfg != nil {
 		for _, p := range cfg.Backends {
-			redact.AddEnv(p.Env)
-			redact.AddEnv(p.Inherited(os.LookupEnv)) // inherit_env: the values the server gets from hiro's environment
-			redact.AddArgs(p.Args)
+			p.RegisterSecrets(os.LookupEnv) // env, inherit_env's values, secret flags' values
 			if key, err := p.APIKey(nil); err == nil && key != "" {
 				redact.Add(key) // the profile's API key (api_key_env, api_key_file)
 			}

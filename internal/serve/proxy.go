@@ -25,7 +25,6 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/llm"
-	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // Routes the router proxies (the "route" label of the metrics).
@@ -102,9 +101,7 @@ func newRoute(prof *config.Profile, direct *directTransport, onErr func(rt *rout
 	}
 	// Secrets the engine's command line or environment holds (an
 	// --api-key argument) are redacted wherever its log is quoted.
-	redact.AddArgs(prof.Args)
-	redact.AddEnv(prof.Env)
-	redact.AddEnv(prof.Inherited(os.LookupEnv))
+	prof.RegisterSecrets(os.LookupEnv)
 	ep, err := llm.EndpointFor(prof) // reads the key and registers it for redaction
 	if err != nil {
 		return nil, err
