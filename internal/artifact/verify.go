@@ -241,7 +241,6 @@ func HumanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGT"[exp])
 }
 
-// exists reports whether path exists (following symlinks).
 // DirFor returns the directory Verify checks when it is given none: a
 // manifest kept beside the files it describes (committed in a repository,
 // copied with its model) moves with them, so its own directory
@@ -254,6 +253,7 @@ func (m *Manifest) DirFor(manifestPath string) string {
 	return m.Dir
 }
 
+// exists reports whether path exists (following symlinks).
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil

@@ -47,28 +47,23 @@ one that exists but is invalid, is bad usage.
 
 Exit status: 0 reported; 2 bad usage or configuration.`,
 		Args: needArgs(0, 0, "", ""),
-		RunE: func(c *cobra.Command, _ []string) error {
-			named := os.Getenv("HIRO_CONFIG") != ""
-			if f := c.Flag("config"); f != nil && f.Changed {
-				named = true
-			}
-			return runDoctor(c.Context(), g, named)
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return runDoctor(c.Context(), g) },
 	}
 	cmd.Flags().BoolVar(&g.JSON, "json", false, "print one JSON object (errors too)")
 	return cmd
 }
 
-// runDoctor reports the host. named: the configuration was named (--config
-// or $HIRO_CONFIG), so it must exist; the default hiro.toml may be absent.
-func runDoctor(ctx context.Context, g *Globals, named bool) error {
+// runDoctor reports the host. A configuration named with --config or
+// $HIRO_CONFIG that does not exist was refused before it ran
+// (namedConfigMissing); only the default hiro.toml may be absent here.
+func runDoctor(ctx context.Context, g *Globals) error {
 	var paths []string
 	cfg, err := config.Load(g.ConfigPath)
 	var ce *config.Error
 	switch {
 	case err == nil:
 		paths = append(append(paths, cfg.DiskPaths...), cfg.StateDir)
-	case !named && errors.As(err, &ce) && ce.Key == "" && !fileExists(g.ConfigPath):
+	case errors.As(err, &ce) && ce.Key == "" && !fileExists(g.ConfigPath):
 		paths = []string{"."} // no configuration: host facts only
 	default:
 		return UsageError(fmt.Errorf("doctor: %w", err))

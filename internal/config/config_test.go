@@ -299,11 +299,7 @@ func TestDecodeErrorsLineHintAndEncoding(t *testing.T) {
 		{"utf16", "\xff\xfe[\x00b\x00]\x00", `the file starts with a UTF-16 byte-order mark`},
 		{"latin1", "# config\nstate_dir = \"\xe9t\xe9\"\n", `latin1.toml: line 2: byte 0xe9 at offset 22 is not UTF-8: TOML files must be UTF-8`},
 	} {
-		path := dir + "/" + c.name + ".toml"
-		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err := Load(path)
+		err := loadText(t, dir, c.name, c.text)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v\nwant it to contain %s", c.name, err, c.want)
 		}
@@ -328,11 +324,7 @@ func TestNonTableWhereTableExpected(t *testing.T) {
 		{"production-string", "production = \"fake\"\n", `production: line 1: type mismatch for config.Production: expected table but found string; a table is expected: write it as [production]`},
 		{"serve-int", "serve = 5\n", `serve: line 1: type mismatch for config.Serve: expected table but found int64; a table is expected: write it as [serve]`},
 	} {
-		path := dir + "/" + c.name + ".toml"
-		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err := Load(path)
+		err := loadText(t, dir, c.name, c.text)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v\nwant it to contain %s", c.name, err, c.want)
 		}
@@ -352,13 +344,20 @@ func TestHeaderErrorNamesNoEarlierTable(t *testing.T) {
 		{"extra-bracket", prod + "[backends.x]]\n", `extra-bracket.toml: line 7: expected a top-level item`},
 		{"value-error", "[backends.prod]\nengine = \"vllm\n", `value-error.toml: backends.prod.engine: line 2: strings cannot contain newlines`},
 	} {
-		path := dir + "/" + c.name + ".toml"
-		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err := Load(path)
+		err := loadText(t, dir, c.name, c.text)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "backends.prod:") {
 			t.Errorf("%s: error %v\nwant it to contain %s, and not name backends.prod", c.name, err, c.want)
 		}
 	}
+}
+
+// loadText writes text to DIR/NAME.toml and returns Load's error for it.
+func loadText(t *testing.T, dir, name, text string) error {
+	t.Helper()
+	path := dir + "/" + name + ".toml"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	return err
 }

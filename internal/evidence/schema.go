@@ -77,9 +77,13 @@ const passEvidence = "pass the " + PublicFile + " that hiro qualify wrote in a c
 // "schema" key holds and what was expected; one that is evidence but does
 // not match its schema gets the schema's id and the places that differ.
 func Validate(doc []byte) error {
-	var head map[string]any
-	if err := json.Unmarshal(doc, &head); err != nil {
+	v, err := jsv.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
 		return fmt.Errorf("%w: not a JSON object (%v), want one with \"schema\": %q; %s", ErrNotEvidence, err, SchemaID, passEvidence)
+	}
+	head, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("%w: not a JSON object, want one with \"schema\": %q; %s", ErrNotEvidence, SchemaID, passEvidence)
 	}
 	id, _ := head["schema"].(string)
 	text := JSONSchema()
@@ -97,10 +101,6 @@ func Validate(doc []byte) error {
 	sch, err := compile(text)
 	if err != nil {
 		return err
-	}
-	v, err := jsv.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		return fmt.Errorf("evidence is not JSON: %w", err)
 	}
 	if err := sch.Validate(v); err != nil {
 		var ve *jsv.ValidationError
