@@ -1,6 +1,6 @@
 // Command hiro supervises local LLM inference servers, qualifies candidate
 // backends against production with evidence, extracts grounded claims, and
-// publishes a journal. See README.md and DESIGN.md for the vocabulary.
+// publishes a journal. See README.md and docs/design.md for the vocabulary.
 package main
 
 import (

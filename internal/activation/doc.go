@@ -1,4 +1,4 @@
-// Package activation changes production, and only on evidence (DESIGN.md,
+// Package activation changes production, and only on evidence (docs/design.md
 // "Serving and activation"): 'hiro activate EVIDENCE' switches production
 // to a campaign's candidate when the evidence says qualified, is recent
 // enough, and its fingerprints still match what would run (Check names the

@@ -7,7 +7,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/exitcode"
 )
 
-// Exit statuses: package exitcode defines them (the contract of DESIGN.md,
+// Exit statuses: package exitcode defines them (the contract of docs/design.md
 // "Contracts other tools read"); errors are mapped to them in exactly one
 // place: ExitCode.
 const (

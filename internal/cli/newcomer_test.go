@@ -146,14 +146,17 @@ func TestExamplesSelfContained(t *testing.T) {
 			t.Errorf("%s points into ../shared, which a user of hiro does not have", f)
 		}
 	}
-	// The README's commands (its indented blocks) neither.
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "    ") && strings.Contains(l, "../shared") {
-			t.Errorf("README.md:%d: a command points into ../shared: %s", i+1, l)
+	// The commands of the README and the docs (their indented blocks) neither.
+	pages, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	for _, p := range append(pages, filepath.Join("..", "..", "README.md")) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "    ") && strings.Contains(l, "../shared") {
+				t.Errorf("%s:%d: a command points into ../shared: %s", filepath.Base(p), i+1, l)
+			}
 		}
 	}
 }

@@ -108,7 +108,7 @@ type Overload struct {
 	MaxElapsed Duration `toml:"max_elapsed" json:"max_elapsed"`
 }
 
-// Profile is how to run (or reach) one inference server (DESIGN.md,
+// Profile is how to run (or reach) one inference server (docs/design.md
 // "Backend profile").
 type Profile struct {
 	// Name is the profile's key in [backends.NAME]; filled by Load.

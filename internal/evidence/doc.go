@@ -1,5 +1,5 @@
 // Package evidence owns the evidence document of a qualification campaign
-// (DESIGN.md, "Evidence" and "Contracts other tools read"): its Go types,
+// (docs/design.md "Evidence" and "Contracts other tools read"): its Go types,
 // the JSON Schema generated from them (schemas/evidence.schema.json), the
 // atomic writer, and the public copy that leaves out local paths,
 // environment values and per-file hashes.

@@ -139,7 +139,7 @@ type Attempt struct {
 	// Changes lists what the variant changed ("env VLLM_USE_V2_MODEL_RUNNER=0",
 	// "args +--quantization awq"). Env values appear only in the private copy.
 	Changes []string `json:"changes,omitempty"`
-	// ReachedReady says the attempt became ready (DESIGN.md "Ready").
+	// ReachedReady says the attempt became ready (docs/design.md "Ready").
 	ReachedReady bool `json:"reached_ready"`
 	// ReadyAfterMS is the time from start to ready.
 	ReadyAfterMS int64 `json:"ready_after_ms,omitempty"`

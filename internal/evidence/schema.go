@@ -33,18 +33,18 @@ func JSONSchema() []byte {
 	return append(b, '\n')
 }
 
-// vocabulary gives the failure vocabulary's types their enums (DESIGN.md
+// vocabulary gives the failure vocabulary's types their enums (docs/design.md
 // "Failure vocabulary"): a class or phase outside it does not validate.
 func vocabulary(t reflect.Type) *jsonschema.Schema {
 	switch t {
 	case reflect.TypeOf(failure.Class("")):
-		s := &jsonschema.Schema{Type: "string", Description: "failure class (DESIGN.md vocabulary)"}
+		s := &jsonschema.Schema{Type: "string", Description: "failure class (docs/design.md vocabulary)"}
 		for _, c := range failure.Classes {
 			s.Enum = append(s.Enum, string(c))
 		}
 		return s
 	case reflect.TypeOf(failure.Phase("")):
-		s := &jsonschema.Schema{Type: "string", Description: "engine phase (DESIGN.md vocabulary)"}
+		s := &jsonschema.Schema{Type: "string", Description: "engine phase (docs/design.md vocabulary)"}
 		for _, p := range failure.Phases {
 			s.Enum = append(s.Enum, string(p))
 		}

@@ -199,7 +199,7 @@ type sentResult struct {
 }
 
 // Run extracts claims from docs into opts.OutDir (see package doc and
-// DESIGN.md "Extraction"). Documents finished by an earlier run in the
+// docs/design.md "Extraction"). Documents finished by an earlier run in the
 // same directory are skipped. Rejections are recorded, never returned as
 // errors: the error is for bad options, an output directory that cannot
 // be written or resumed, or ctx ending (then Summary.Interrupted is true

@@ -1,5 +1,5 @@
-// Package failure holds hiro's failure vocabulary (DESIGN.md, "Failure
-// vocabulary"): the phases an engine goes through, the classes a failure
+// Package failure holds hiro's failure vocabulary (docs/design.md
+// "Failure vocabulary"): the phases an engine goes through, the classes a failure
 // can have, the Failure record every failed attempt carries, and the
 // serving Device a ready attempt reports. It owns no logic beyond ordering
 // phases and naming a device; classification lives in package engine.
@@ -11,7 +11,7 @@ import "strconv"
 // happened. Phases are ordered as listed.
 type Phase string
 
-// Phases, in order (DESIGN.md).
+// Phases, in order (docs/design.md "Failure vocabulary").
 const (
 	PhasePrereq      Phase = "prereq"
 	PhaseLaunch      Phase = "launch"
@@ -42,7 +42,7 @@ func (p Phase) Index() int {
 // Class names why something failed.
 type Class string
 
-// Classes (DESIGN.md).
+// Classes (docs/design.md "Failure vocabulary").
 const (
 	ClassDriverMismatch           Class = "driver_mismatch"
 	ClassHostCapability           Class = "host_capability"
@@ -99,7 +99,7 @@ func (c Class) Known() bool {
 // `hiro backend start --json`, `hiro diagnose --json` and of each launch
 // attempt in the evidence.
 type Failure struct {
-	// Class is the failure class (DESIGN.md vocabulary).
+	// Class is the failure class (docs/design.md "Failure vocabulary").
 	Class Class `json:"class"`
 	// Phase is the phase in progress when the failure happened, read from
 	// the last engine log marker seen.

@@ -14,7 +14,7 @@ import (
 )
 
 // Validation statuses: the values a ValidationRow's Status may take. They are
-// the gate results of DESIGN.md, so an entry made from evidence copies them.
+// the gate results of docs/design.md "Gate", so an entry made from evidence copies them.
 const (
 	StatusPassed = "passed"
 	StatusFailed = "failed"

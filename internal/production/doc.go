@@ -1,5 +1,5 @@
 // Package production is the one source of truth for "which profile is
-// production" (DESIGN.md, "Serving and activation"). The configuration's
+// production" (docs/design.md "Serving and activation"). The configuration's
 // [production] names the first production; after an activation, the
 // latest switched record in the user's private state folder (Dir) names
 // the active profile and its effective configuration (the profile with the

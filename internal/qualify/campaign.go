@@ -25,7 +25,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
-// Exit statuses of a campaign (DESIGN.md, "Contracts"): package exitcode's.
+// Exit statuses of a campaign (docs/design.md "Contracts other tools read"): package exitcode's.
 const (
 	ExitQualified    = exitcode.OK
 	ExitNotQualified = exitcode.Failed

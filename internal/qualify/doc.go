@@ -1,4 +1,4 @@
-// Package qualify runs bounded qualification campaigns (DESIGN.md, "Plan",
+// Package qualify runs bounded qualification campaigns (docs/design.md "Plan",
 // "Gate", "Production guard", "Evidence"): it loads and validates a plan,
 // runs its gates in order (a gate runs only if every gate before it
 // passed), walks the launch gate's attempt ladder, guards production

@@ -1,5 +1,5 @@
 // Package serve owns `hiro serve`: the router, the OpenAI-compatible front
-// door of production (DESIGN.md, "Serving and activation"). It proxies
+// door of production (docs/design.md "Serving and activation"). It proxies
 // POST /v1/chat/completions, /v1/completions and /v1/embeddings to the
 // backend the request's "model" names (the production alias and
 // production's own model id go to the active production backend; profiles

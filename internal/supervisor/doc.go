@@ -1,7 +1,7 @@
 // Package supervisor owns the life of managed inference servers: launch in
 // a process group of their own with only the profile's environment, one
 // log file per attempt followed line by line into the engine's Tracker,
-// readiness as DESIGN.md defines it (alive, health, identity, one bounded
+// readiness as docs/design.md "Ready" defines it (alive, health, identity, one bounded
 // real completion), the stall and hard ready timeouts, stop (SIGTERM to
 // the group, grace, SIGKILL to the group, then proof that the port is free
 // and no process of the group is left), and the state directory that lets

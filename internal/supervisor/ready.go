@@ -345,7 +345,7 @@ func probe(ctx context.Context, prof *config.Profile, hc *http.Client) (*llm.Rep
 // white space (strings.TrimSpace), must equal expect exactly, case and
 // punctuation included ("READY." and "ready" are not "READY"). expect ""
 // accepts any text (readiness then only needs the completion to succeed:
-// DESIGN.md's "one bounded real completion succeeds"). It returns "" when
+// docs/design.md "Ready": one bounded real completion succeeds). It returns "" when
 // the reply passes, else the reason, e.g. `the reply "READY w0" is not
 // the expected "READY"` (the reply cut at 200 bytes).
 func JudgeReply(expect, text string) string {
