@@ -4,7 +4,7 @@
 //   - every citation of a design section (`docs/design.md "Heading"`, or a
 //     link to design.md#anchor) names a heading docs/design.md has;
 //   - every test a docs/ page or the README names (`TestX`) exists;
-//   - every "must not import" line of a package's doc.go holds (go list
+//   - every import promise in a package comment holds (go list
 //     -deps), one table row per line.
 //
 // It must not be imported by anything: it has no API.

@@ -1,8 +1,9 @@
 // Package private checks and creates the files and folders hiro trusts:
 // records, leases, configurations and private evidence must belong to the
 // user running hiro and be writable by no one else, and the folders that
-// hold secrets are 0700. It is a leaf package: it imports no other hiro
-// package and touches nothing it is not asked to.
+// hold secrets are 0700. It stands on leaves only: it imports no other hiro
+// package than shellquote (itself a leaf), and touches nothing it is
+// not asked to.
 package private
 
 import (
