@@ -126,6 +126,9 @@ func Failure(f *failure.Failure) []string {
 	if rc := strings.TrimSpace(f.RootCause); rc != "" {
 		lines = append(lines, "root cause: "+termtext.Escape(rc))
 	}
+	if c := confidenceText(f); c != "" {
+		lines = append(lines, "confidence: "+c)
+	}
 	if fs := FactsText(f.Facts); fs != "" {
 		lines = append(lines, "facts: "+fs)
 	}
@@ -133,6 +136,28 @@ func Failure(f *failure.Failure) []string {
 		lines = append(lines, "next step: "+step)
 	}
 	return lines
+}
+
+// confidenceText says in words a verdict that is not strong: "weak: only
+// a generic rule (rule) explains this log; other lines point at X" or
+// "none: no rule explains this log; best guess: engine_died". Empty for a
+// strong verdict, or a failure that does not say (older evidence).
+func confidenceText(f *failure.Failure) string {
+	switch f.Confidence {
+	case failure.ConfidenceWeak:
+		s := "weak: only a generic rule (" + f.Rule + ") explains this log"
+		if len(f.Classes) > 0 {
+			names := make([]string, len(f.Classes))
+			for i, c := range f.Classes {
+				names[i] = string(c)
+			}
+			s = "weak: the rule " + f.Rule + " explains this log, but other lines point at " + strings.Join(names, ", ")
+		}
+		return s + "; take " + string(f.Class) + " as a likely reading, not a certainty"
+	case failure.ConfidenceNone:
+		return "none: no rule explains this log; best guess: " + string(f.Class)
+	}
+	return ""
 }
 
 // FailureSentence is Failure as prose: "gpu_oom in phase load (exit 1).

@@ -57,6 +57,12 @@ type diagnoseReport struct {
 	Log     string           `json:"log"`
 	Engine  string           `json:"engine"`
 	Failure *failure.Failure `json:"failure"`
+	// Rule is the name of the classifier's rule that decided; Confidence
+	// how well it explains the log (strong, weak, none); Classes the other
+	// classes lines of the log point at.
+	Rule       string             `json:"rule"`
+	Confidence failure.Confidence `json:"confidence"`
+	Classes    []failure.Class    `json:"classes,omitempty"`
 	// Device is where the log shows the model served; absent when it
 	// does not say.
 	Device *engine.ServingDevice `json:"device,omitempty"`
@@ -156,7 +162,8 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string) 
 	if g.JSON {
 		enc := json.NewEncoder(g.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: d.Failure, Device: dev})
+		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: d.Failure, Device: dev,
+			Rule: d.Failure.Rule, Confidence: d.Failure.Confidence, Classes: d.Failure.Classes})
 	}
 	printDiagnosis(g.Stdout, d.Failure)
 	if dev != nil {

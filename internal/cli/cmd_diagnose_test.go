@@ -50,9 +50,11 @@ func TestDiagnoseCases(t *testing.T) {
 					t.Fatalf("exit %d, stderr %q", code, errb.String())
 				}
 				var rep struct {
-					Engine  string                `json:"engine"`
-					Failure *failure.Failure      `json:"failure"`
-					Device  *engine.ServingDevice `json:"device"`
+					Engine     string                `json:"engine"`
+					Failure    *failure.Failure      `json:"failure"`
+					Device     *engine.ServingDevice `json:"device"`
+					Rule       string                `json:"rule"`
+					Confidence failure.Confidence    `json:"confidence"`
 				}
 				if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Failure == nil {
 					t.Fatalf("not JSON: %v\n%s", err, out.String())
@@ -73,6 +75,14 @@ func TestDiagnoseCases(t *testing.T) {
 				}
 				if c.Exit != nil && (f.ExitCode == nil || *f.ExitCode != *c.Exit) {
 					t.Errorf("exit code %v, want %d", f.ExitCode, *c.Exit)
+				}
+				switch rep.Confidence {
+				case failure.ConfidenceStrong, failure.ConfidenceWeak, failure.ConfidenceNone:
+				default:
+					t.Errorf("confidence %q, want strong, weak or none", rep.Confidence)
+				}
+				if rep.Rule == "" {
+					t.Errorf("no rule named for %s", f.Class)
 				}
 				if f.NextStep == "" || len(f.LogTail) == 0 || rep.Engine != c.Engine {
 					t.Errorf("next step %q, %d tail lines, engine %q", f.NextStep, len(f.LogTail), rep.Engine)
@@ -211,5 +221,31 @@ func TestDiagnoseEscapesControlBytes(t *testing.T) {
 	}
 	if want := `(last line: \x1b[2J\x1b]0;PWNED\x07hello \x1b[31mred \xff)`; !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %s:\n%s", want, out.String())
+	}
+}
+
+// TestDiagnoseSaysConfidence: a verdict no rule explains says so in
+// words, with the best guess; a strong one says nothing of it.
+func TestDiagnoseSaysConfidence(t *testing.T) {
+	dir := t.TempDir()
+	unknown := filepath.Join(dir, "unknown.log")
+	os.WriteFile(unknown, []byte("INFO 01-01 00:00:00 [x.py:1] Starting to load model m...\n"+
+		"ERROR 01-01 00:00:31 [core.py:1] the frobnicator refused the widget\n"), 0o644)
+	known := filepath.Join(dir, "known.log")
+	os.WriteFile(known, []byte("ERROR 01-01 00:00:31 [core.py:1] RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"), 0o644)
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"diagnose", unknown, "--engine", "vllm", "--exit", "1"}, &out, &errb); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "confidence: none: no rule explains this log; best guess: engine_died"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"diagnose", known, "--engine", "vllm", "--exit", "1", "--json"}, &out, &errb); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var rep struct{ Rule, Confidence string }
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Confidence != "strong" || !strings.HasPrefix(rep.Rule, "python/") {
+		t.Errorf("rule %q confidence %q (%v), want a python/ rule, strong", rep.Rule, rep.Confidence, err)
 	}
 }

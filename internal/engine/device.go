@@ -42,26 +42,8 @@ func (r *DeviceRule) read(line string, d *ServingDevice) bool {
 	if m == nil {
 		return false
 	}
-	if r.Kind == "" { // offload line
-		ni, ti := 1, 2
-		if i := r.Pattern.SubexpIndex("offloaded"); i > 0 {
-			ni, ti = i, r.Pattern.SubexpIndex("total")
-		}
-		n, err1 := strconv.Atoi(m[ni])
-		total, err2 := strconv.Atoi(m[ti])
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		d.GPULayers, d.TotalLayers = n, total
-		switch {
-		case n == 0:
-			d.Kind = DeviceCPU
-		case n < total:
-			d.Kind = DevicePartial
-		default:
-			d.Kind = DeviceGPU
-		}
-		return true
+	if r.Kind == "" {
+		return r.readOffload(m, d)
 	}
 	kind := r.Kind
 	name := ""
@@ -81,6 +63,30 @@ func (r *DeviceRule) read(line string, d *ServingDevice) bool {
 	d.Kind = kind
 	if name != "" {
 		d.Name = name
+	}
+	return true
+}
+
+// readOffload reads an offload line's submatches m (layers offloaded,
+// layers in all; or the named groups "offloaded" and "total").
+func (r *DeviceRule) readOffload(m []string, d *ServingDevice) bool {
+	ni, ti := 1, 2
+	if i := r.Pattern.SubexpIndex("offloaded"); i > 0 {
+		ni, ti = i, r.Pattern.SubexpIndex("total")
+	}
+	n, err1 := strconv.Atoi(m[ni])
+	total, err2 := strconv.Atoi(m[ti])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	d.GPULayers, d.TotalLayers = n, total
+	switch {
+	case n == 0:
+		d.Kind = DeviceCPU
+	case n < total:
+		d.Kind = DevicePartial
+	default:
+		d.Kind = DeviceGPU
 	}
 	return true
 }

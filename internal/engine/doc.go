@@ -1,37 +1,35 @@
-// Package engine owns hiro's knowledge of inference engine kinds
-// (llamacpp, vllm, sglang, ollama, openai) and the failure classifier.
+// Package engine owns hiro's knowledge of inference engine kinds and the
+// failure classifier.
 //
-// Each kind is one *Engine value, defined in its own file (engine_<kind>.go)
-// and registered in a table, so adding a kind is adding one file. An Engine
-// knows its health check (path and how to read the answer), where it reports
-// the model id and how ids compare, the log lines that mark its startup
-// phases, its failure signatures (pattern → class, and which lines are
-// wrappers never to be taken as the root cause) and the facts worth parsing
-// from its log (weights load seconds, shards, KV cache sizes, ...).
+// Each kind is one *Engine value in its own file (engine_<kind>.go),
+// registered in a table: adding a kind is adding one file. An Engine knows
+// its health check, where it reports the model id, the log lines that mark
+// its phases, its rules and wrappers, and the facts worth parsing.
 //
-// A Tracker is fed the engine log one line at a time while the engine
-// starts; Classify turns the way the attempt ended (an Outcome) plus what
-// the Tracker saw into a *failure.Failure. Diagnose does the same for a log
-// read after the fact; DiagnoseLog also returns the serving device and,
-// for a profile that requires an accelerator, judges a CPU fallback as
-// the supervisor does. The tracker reads Python tracebacks as blocks (the
-// exception line is the root cause, the frames name the component and
-// phase), moves the phase to inference on served requests, keeps per-device
-// facts, and reads the serving device (ServingDevice) that the ready
-// verdict names. Signatures and triggers are found in one pass per line
-// (an Aho-Corasick automaton built at registration).
+// Classification is rules as data. A Rule (rule.go) is one named entry of
+// an ordered table: what it matches (a line's text and pattern, what must
+// or must not have been logged before, an exit's signal or code) and what
+// it concludes (class, pinned phase, tier, next step). Shared families
+// live in one place each: families_gpu.go (CUDA, GPU, ROCm, Metal, Vulkan,
+// SYCL, NCCL), families_host.go (memory, CPU, OS, process, network) and
+// signatures.go (the Python and ggml stacks); a kind lists its own rules
+// first. Another table (a preflight's host-capability rules over host
+// output) uses the same type through Rule.Matches and FirstMatch.
 //
-// Case sets (a cases.json beside the logs it names; LoadCaseFile, the one
-// loader, with LoadCaseSet, RunCaseSet, CoverageOf) check the classifier
-// against failure logs with expected answers: the field corpus in
-// testdata/field, the failures captured on an H200 in examples/gpu/results
-// (with the serving device and the prereq gate's expected answers) and
-// the handed cases in ../shared/cases.
+// A Tracker is fed the log one line at a time: phase markers, facts, the
+// serving device, Python traceback blocks, and the first root-cause line
+// of the best tier (rules found in one pass per line by an Aho-Corasick
+// automaton). Classify walks outcomeRules (verdict.go) and gives the
+// *failure.Failure of the first that holds, with the deciding rule's name
+// and the verdict's confidence (strong, weak, none). Diagnose and
+// DiagnoseLog do the same for a log read after the fact.
+//
+// Case sets (a cases.json beside its logs; LoadCaseFile, the one loader,
+// RunCaseSet, CoverageOf) check the classifier against failure logs with
+// expected answers: testdata/*, examples/gpu/results and ../shared/cases.
 //
 // This package must not start, signal or wait for processes, read
-// configuration files, or print anything: the supervisor and the CLI do
-// that. It only makes HTTP requests given to it (health checks, model ids)
-// through the *http.Client the caller passes. Package config checks a
-// profile's engine kind against this registry (Kinds), so this package must
-// never import config; a new kind is accepted there with no edit.
+// configuration files, or print anything. It makes only the HTTP requests
+// given to it, through the caller's *http.Client. Package config checks a
+// profile's kind against Kinds, so this package must never import config.
 package engine

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +36,7 @@ type Engine struct {
 	markers []Marker
 	// signatures, most specific first; sigAC finds which signature texts
 	// a lower-cased line holds, in one pass.
-	signatures []Signature
+	signatures []Rule
 	sigAC      *acMatcher // built on first use by matchers
 	// frameHints name the component of a traceback frame; framePhases
 	// the step it belongs to.
@@ -61,6 +60,23 @@ type Engine struct {
 	acTexts [][]byte
 	// nextSteps overrides NextStep for this kind, per class.
 	nextSteps map[failure.Class]string
+	// precede are the rules' After and NotAfter texts, found by trigAC
+	// after the grammar words; the tracker notes which were logged.
+	precede []string
+}
+
+// precedeID returns the index of text in e.precede, adding it; -1 for "".
+func (e *Engine) precedeID(text string) int32 {
+	if text == "" {
+		return -1
+	}
+	for i, p := range e.precede {
+		if p == text {
+			return int32(i)
+		}
+	}
+	e.precede = append(e.precede, text)
+	return int32(len(e.precede) - 1)
 }
 
 // Marker is a log text that starts a phase: a line containing Text (and
@@ -80,83 +96,6 @@ type Marker struct {
 	// progress is at least After (batch lines before ready are the
 	// engine's own warmup, not served requests).
 	After failure.Phase
-}
-
-// Tier ranks root-cause candidates: the tracker keeps the first line of
-// the best tier seen.
-type Tier int
-
-const (
-	// TierHint is a low-level or warning line that explains the failure
-	// only when no engine error line follows (e.g. ggml's "cudaMalloc
-	// failed: out of memory" before llama.cpp's "error loading model:
-	// unable to allocate CUDA0 buffer").
-	TierHint Tier = 1
-	// TierError is the engine's own error line naming the cause.
-	TierError Tier = 2
-)
-
-// Signature maps a log line to a failure class. A line matches when it
-// contains Text, compared case-insensitively (ASCII; empty matches every
-// line) and, when Pattern is set, also matches Pattern (on the line as
-// logged; write (?i) where the wording's case varies). Text doubles as
-// the cheap prefilter that keeps Pattern off most lines.
-type Signature struct {
-	// Text is a literal substring the line must contain, any case.
-	Text string
-	// Also is a second literal the line must contain, any case (a cheap
-	// check before Pattern when Text alone is a common word).
-	Also string
-	// Pattern, when set, must match the line too.
-	Pattern *regexp.Regexp
-	// Class is the failure class the line explains.
-	Class failure.Class
-	// Lookup, when set, gives the class from Pattern's submatches instead
-	// of Class (a CUDA error number or enum name); false: no match.
-	Lookup func(m []string) (failure.Class, bool)
-	// Phase, when set, pins the failure phase: the step that raises this
-	// error, whatever marker came last (vLLM's KV cache sizing errors are
-	// raised in kv_init although "Available KV cache memory" is logged just
-	// before them).
-	Phase failure.Phase
-	// Tier ranks the candidate; zero means TierError.
-	Tier Tier
-	// Crash marks an engine crash while serving that names no cause by
-	// itself ("Scheduler hit an exception"); with Class engine_died. The
-	// classifier refines it from context: structured_output_crash when a
-	// grammar backend was in use and requests were being served.
-	Crash bool
-
-	lower []byte // Text lower-cased, set by register
-	also  []byte // Also lower-cased, set by register
-}
-
-// classOf returns the class line gets from s, when it matches (its text
-// is known to be in the line, or s has none).
-func (s *Signature) classOf(line string, lower []byte) (failure.Class, bool) {
-	if len(s.also) > 0 && !bytes.Contains(lower, s.also) {
-		return "", false
-	}
-	switch {
-	case s.Pattern == nil:
-		return s.Class, true
-	case s.Lookup != nil:
-		m := s.Pattern.FindStringSubmatch(line)
-		if m == nil {
-			return "", false
-		}
-		return s.Lookup(m)
-	case s.Pattern.MatchString(line):
-		return s.Class, true
-	}
-	return "", false
-}
-
-func (s *Signature) tier() Tier {
-	if s.Tier == 0 {
-		return TierError
-	}
-	return s.Tier
 }
 
 // FrameHint names the component a Python traceback frame belongs to: a
@@ -205,16 +144,25 @@ func register(e *Engine) {
 	if _, dup := registry[e.Kind]; dup {
 		panic("engine: kind registered twice: " + e.Kind)
 	}
+	prepare(e)
+	registry[e.Kind] = e
+}
+
+// prepare readies e's tables for matching: rule names, lower-cased texts,
+// the trigger and After/NotAfter texts.
+func prepare(e *Engine) {
 	if e.ModelsPath == "" {
 		e.ModelsPath = "/v1/models"
 	}
-	sigs := make([]Signature, len(e.signatures))
+	sigs := make([]Rule, len(e.signatures))
 	copy(sigs, e.signatures)
+	nameRules(e.Kind, sigs)
 	texts := make([][]byte, len(sigs))
 	for i := range sigs {
 		sigs[i].lower = []byte(strings.ToLower(sigs[i].Text))
 		sigs[i].also = []byte(strings.ToLower(sigs[i].Also))
 		texts[i] = sigs[i].lower
+		sigs[i].afterID, sigs[i].notAfterI = e.precedeID(sigs[i].After), e.precedeID(sigs[i].NotAfter)
 	}
 	e.signatures = sigs
 	e.acTexts = texts
@@ -231,13 +179,15 @@ func register(e *Engine) {
 	for _, w := range grammarWords {
 		trig = append(trig, []byte(w))
 	}
+	for _, p := range e.precede {
+		trig = append(trig, []byte(p))
+	}
 	e.acTrig = trig
 	hints := make([]FrameHint, len(e.frameHints))
 	for i, h := range e.frameHints {
 		hints[i] = FrameHint{Text: strings.ToLower(h.Text), Class: h.Class}
 	}
 	e.frameHints = hints
-	registry[e.Kind] = e
 }
 
 // matchers returns the signature and trigger automata, building them on

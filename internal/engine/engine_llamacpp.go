@@ -12,7 +12,7 @@ func init() {
 		HealthPath: "/health",
 		health:     statusHealth,
 		markers:    ggmlMarkers,
-		signatures: joinLists(ggmlSignatures, cudaSignatures),
+		signatures: joinLists(ggmlSignatures, hostFamilies),
 		wrappers:   ggmlWrappers,
 		facts:      ggmlFacts,
 		devices:    ggmlDevices,

@@ -30,7 +30,7 @@ func init() {
 			{Text: "waiting for llama runner to start responding", Phase: failure.PhaseLoad},
 			{Text: "llama runner started", Phase: failure.PhaseReadyWait},
 		}, ggmlMarkers),
-		signatures: joinLists([]Signature{
+		signatures: joinLists([]Rule{
 			{Text: "timed out waiting for llama runner to start", Class: failure.ClassReadyTimeout},
 			{Text: "not found, try pulling it first", Class: failure.ClassModelLoadFailed},
 			{Text: "pull model manifest", Class: failure.ClassModelLoadFailed},
@@ -48,7 +48,7 @@ func init() {
 			// The runner died under a request (killed, crashed) while the
 			// server stayed up: every open request gets HTTP 500.
 			{Text: "llama runner process no longer running", Class: failure.ClassEngineDied, Tier: TierHint},
-		}, ggmlSignatures, cudaSignatures),
+		}, ggmlSignatures, hostFamilies),
 		wrappers: ggmlWrappers,
 		devices:  joinLists(ollamaDevices, ggmlDevices),
 		facts: joinLists(ggmlFacts, []FactParser{

@@ -49,12 +49,12 @@ func init() {
 			{Text: "loading model", Phase: failure.PhaseLoad},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
 		}),
-		signatures: joinLists([]Signature{
+		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},
 			{Text: "Not enough memory to handle", Class: failure.ClassGPUOOM},
 			{Text: "max_batch_prefill_tokens", Pattern: regexp.MustCompile(`(?i)(lower|too (large|high|small)|not enough)`), Class: failure.ClassContextExceedsKV},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
-		}, pythonSignatures, ggmlSignatures, cudaSignatures),
+		}, pythonSignatures, ggmlSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{

@@ -24,12 +24,12 @@ func init() {
 			{Text: "Capture cuda graph", Phase: failure.PhaseWarmup},
 			{Text: "The server is fired up and ready to roll", Phase: failure.PhaseReadyWait},
 		},
-		signatures: joinLists([]Signature{
+		signatures: joinLists([]Rule{
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
 			{Text: "mem-fraction-static", Pattern: regexp.MustCompile(`(?i)(not enough|insufficient|out of).{0,40}memory`), Class: failure.ClassGPUOOM},
 			{Text: "max_total_num_tokens", Pattern: regexp.MustCompile(`(?i)(too small|<=? 0|is 0|must be)`), Class: failure.ClassContextExceedsKV},
 			{Text: "is longer than the model's context length", Class: failure.ClassContextExceedsKV},
-		}, pythonSignatures, cudaSignatures),
+		}, pythonSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{

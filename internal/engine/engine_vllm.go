@@ -31,7 +31,7 @@ func init() {
 			{Text: "Capturing CUDA graph", Phase: failure.PhaseWarmup},
 			{Text: "Starting vLLM API server", Phase: failure.PhaseReadyWait},
 		}),
-		signatures: joinLists([]Signature{
+		signatures: joinLists([]Rule{
 			{Text: "UVA is not available", Class: failure.ClassHostCapability},
 			{Text: "less than desired GPU memory utilization", Class: failure.ClassAcceleratorBusy},
 			// KV sizing errors are raised in kv_init, after "Available KV
@@ -44,7 +44,7 @@ func init() {
 			{Text: "Bfloat16 is only supported on GPUs with compute capability", Class: failure.ClassGPUArchUnsupported},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
 			{Text: "maximum context length is", Pattern: regexp.MustCompile(`(?i)maximum context length is \d+ tokens`), Class: failure.ClassContextExceedsKV},
-		}, pythonSignatures, cudaSignatures),
+		}, pythonSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{

@@ -2,220 +2,22 @@ package engine
 
 import (
 	"regexp"
-	"strings"
 
 	"github.com/hiro-dev/hiro/internal/failure"
 )
 
-// Signatures and parsers shared by several kinds. A kind's own list comes
-// first so its specific signatures win. Texts match case-insensitively;
-// the wordings are the engines' and libraries' own (read from their
-// sources and from the logs users paste into bug reports), and cover every
-// platform's text where the OS writes the message (a taken port reads
-// differently on Linux, macOS and Windows).
-
-// cudaErrors are CUDA runtime errors as users paste them: by number
-// ("CUDA error 35", "cudaError 803", "code=100"), by enum name
-// (cudaErrorInsufficientDriver, CUDA_ERROR_NO_DEVICE) and by their
-// message text. Each entry says what the number means for the user.
-var cudaErrors = []struct {
-	code  string
-	names string // enum names, runtime and driver API, for a regexp alternation
-	text  string // the runtime's message for the code (cudaGetErrorString)
-	class failure.Class
-}{
-	{"2", "cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", "out of memory", failure.ClassGPUOOM},
-	{"3", "cudaErrorInitializationError|CUDA_ERROR_NOT_INITIALIZED", "initialization error", failure.ClassAcceleratorUnavailable},
-	{"35", "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version", failure.ClassDriverMismatch},
-	{"46", "cudaErrorDevicesUnavailable", "CUDA-capable device(s) is/are busy or unavailable", failure.ClassAcceleratorBusy},
-	{"100", "cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected", failure.ClassAcceleratorUnavailable},
-	{"101", "cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal", failure.ClassAcceleratorUnavailable},
-	{"209", "cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device", failure.ClassGPUArchUnsupported},
-	{"222", "cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain", failure.ClassDriverMismatch},
-	{"801", "cudaErrorNotSupported|CUDA_ERROR_NOT_SUPPORTED", "operation not supported", failure.ClassHostCapability},
-	{"802", "cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized", failure.ClassAcceleratorUnavailable},
-	{"803", "cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination", failure.ClassDriverMismatch},
-	{"804", "cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW", failure.ClassDriverMismatch},
-	{"999", "cudaErrorUnknown|CUDA_ERROR_UNKNOWN", "", failure.ClassAcceleratorUnavailable},
-}
-
-// CUDAError says what a CUDA runtime error number means: its enum name,
-// the runtime's message, and the failure class hiro gives it. ok is false
-// for a number hiro has no knowledge of.
-func CUDAError(code int) (name, text string, class failure.Class, ok bool) {
-	for _, c := range cudaErrors {
-		if c.code == itoa(code) {
-			return firstAlt(c.names), c.text, c.class, true
-		}
-	}
-	return "", "", "", false
-}
-
-func firstAlt(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '|' {
-			return s[:i]
-		}
-	}
-	return s
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
-}
-
-// cudaErrorSignatures are built from cudaErrors: the message text, the
-// enum name anywhere, or "CUDA" with "error" and the number ("CUDA error
-// 35", "cuda runtime error (35)", "CUDA driver initialization failed ...
-// code=100").
-func cudaErrorSignatures() []Signature {
-	var out []Signature
-	byName := map[string]failure.Class{}
-	byCode := map[string]failure.Class{}
-	for _, c := range cudaErrors {
-		switch {
-		case len(c.text) >= 22:
-			out = append(out, Signature{Text: c.text, Class: c.class})
-		case c.text != "":
-			out = append(out, Signature{Text: c.text, Pattern: regexp.MustCompile(`(?i)(cuda|cu\w+|hip|rocm)\w*.{0,60}` + regexp.QuoteMeta(c.text)), Class: c.class})
-		}
-		for _, n := range strings.Split(c.names, "|") {
-			byName[n] = c.class
-		}
-		byCode[c.code] = c.class
-	}
-	out = append(out,
-		Signature{Text: "cudaError", Pattern: regexp.MustCompile(`\b(cudaError[A-Za-z]+)\b`),
-			Lookup: func(m []string) (failure.Class, bool) { c, ok := byName[m[1]]; return c, ok }},
-		Signature{Text: "CUDA_ERROR_", Pattern: regexp.MustCompile(`\b(CUDA_ERROR_[A-Z_]+)\b`),
-			Lookup: func(m []string) (failure.Class, bool) { c, ok := byName[m[1]]; return c, ok }},
-		// "error" is the rarer word in a healthy log, so it is the prefilter.
-		Signature{Text: "error", Also: "cuda", Pattern: regexp.MustCompile(`(?i)cuda.{0,40}?(?:error|err|code|status|failure)\s*(?:=|:|\(|#|\s)\s*(\d+)\b`),
-			Lookup: func(m []string) (failure.Class, bool) { c, ok := byCode[m[1]]; return c, ok }})
-	return out
-}
-
-// cudaSignatures are CUDA, driver, accelerator and host errors any GPU
-// engine can print (from CUDA, PyTorch, NVML, NCCL, the container
-// runtime, the OS).
-var cudaSignatures = joinLists([]Signature{
-	// driver_mismatch
-	{Text: "driver version is insufficient", Class: failure.ClassDriverMismatch},
-	{Text: "NVIDIA driver on your system is too old", Class: failure.ClassDriverMismatch},
-	{Text: "forward compatibility was attempted on non supported HW", Class: failure.ClassDriverMismatch},
-	{Text: "unsupported display driver / cuda driver combination", Class: failure.ClassDriverMismatch},
-	{Text: "PTX was compiled with an unsupported toolchain", Class: failure.ClassDriverMismatch},
-	{Text: "Driver/library version mismatch", Class: failure.ClassDriverMismatch},
-	{Text: "requirement error: unsatisfied condition: cuda", Class: failure.ClassDriverMismatch},
-	{Text: "please update your driver to a newer version", Class: failure.ClassDriverMismatch},
-	// gpu_arch_unsupported
-	{Text: "no kernel image is available", Class: failure.ClassGPUArchUnsupported},
-	{Text: "is not compatible with the current PyTorch installation", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
-	{Text: "compute capability", Pattern: regexp.MustCompile(`(?i)(only supported|requires?|need|at least|minimum|not supported|unsupported).{0,60}compute capability|compute capability.{0,60}(not supported|unsupported|is required|or higher|or newer|at least)`), Class: failure.ClassGPUArchUnsupported},
-	{Text: "Unsupported gpu architecture", Class: failure.ClassGPUArchUnsupported},
-	{Text: "only supports Ampere GPUs or newer", Class: failure.ClassGPUArchUnsupported},
-	{Text: "is not defined for option 'gpu-name'", Class: failure.ClassGPUArchUnsupported},
-	// accelerator_busy
-	{Text: "busy or unavailable", Pattern: regexp.MustCompile(`(?i)CUDA.capable device\(s\) is/are busy or unavailable`), Class: failure.ClassAcceleratorBusy},
-	{Text: "Some GPUs may be occupied by other processes", Class: failure.ClassAcceleratorBusy},
-	// accelerator_unavailable
-	{Text: "no CUDA-capable device is detected", Class: failure.ClassAcceleratorUnavailable},
-	{Text: "No CUDA GPUs are available", Class: failure.ClassAcceleratorUnavailable},
-	{Text: "-capable device is detected", Pattern: regexp.MustCompile(`(?i)no \w+-capable device is detected`), Class: failure.ClassAcceleratorUnavailable},
-	{Text: "Found no NVIDIA driver on your system", Class: failure.ClassAcceleratorUnavailable},
-	{Text: "Failed to infer device type", Class: failure.ClassAcceleratorUnavailable},
-	{Text: "libcuda.so", Pattern: regexp.MustCompile(`(?i)libcuda\.so[.\d]*: cannot open shared object file`), Class: failure.ClassAcceleratorUnavailable},
-	{Text: "libnvidia-ml.so", Pattern: regexp.MustCompile(`(?i)(load library failed|cannot open shared object).{0,40}libnvidia-ml|libnvidia-ml.{0,60}(cannot open|not found)`), Class: failure.ClassAcceleratorUnavailable},
-	{Text: "could not select device driver", Class: failure.ClassAcceleratorUnavailable},
-	{Text: "nvidia-container-cli: initialization error", Class: failure.ClassAcceleratorUnavailable},
-	{Text: "nvidia-container-cli: device error", Class: failure.ClassAcceleratorUnavailable},
-	{Text: "NVML", Pattern: regexp.MustCompile(`(?i)failed to initialize NVML: (driver not loaded|unknown error)`), Class: failure.ClassAcceleratorUnavailable},
-	{Text: "CUDA driver initialization failed", Class: failure.ClassAcceleratorUnavailable},
-	{Text: "Torch not compiled with CUDA enabled", Class: failure.ClassAcceleratorUnavailable},
-	// gpu_oom
-	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
-	{Text: "OutOfMemoryError", Class: failure.ClassGPUOOM},
-	{Text: "CUBLAS_STATUS_ALLOC_FAILED", Class: failure.ClassGPUOOM},
-	{Text: "CUBLAS_STATUS_NOT_INITIALIZED", Class: failure.ClassGPUOOM, Tier: TierHint},
-	// host_oom: the engine's refusal, a CPU allocation, the OOM killer.
-	{Text: "requires more system memory", Class: failure.ClassHostOOM},
-	{Text: "Out of memory: Killed process", Class: failure.ClassHostOOM},
-	{Text: "killed by the OOM killer", Class: failure.ClassHostOOM},
-	{Text: "oom-kill", Class: failure.ClassHostOOM},
-	{Text: "oom_reaper", Class: failure.ClassHostOOM},
-	{Text: "Memory cgroup out of memory", Class: failure.ClassHostOOM},
-	{Text: "OOMKilled", Class: failure.ClassHostOOM},
-	{Text: "DefaultCPUAllocator: can't allocate memory", Class: failure.ClassHostOOM},
-	{Text: "std::bad_alloc", Class: failure.ClassHostOOM},
-	{Text: "Cannot allocate memory", Class: failure.ClassHostOOM},
-	{Text: "MemoryError", Pattern: regexp.MustCompile(`(^|[\s:(])MemoryError\b`), Class: failure.ClassHostOOM},
-	{Text: "cpu_buffer_type_alloc_buffer: failed to allocate", Class: failure.ClassHostOOM},
-	{Text: "CPU buffer", Pattern: regexp.MustCompile(`(?i)(unable|failed) to allocate CPU(_Mapped|_REPACK)? buffer`), Class: failure.ClassHostOOM},
-	{Text: "insufficient system memory", Class: failure.ClassHostOOM},
-	{Text: "not enough system memory", Class: failure.ClassHostOOM},
-	// host_capability: the CPU, WSL2, shared memory, the OS.
-	{Text: "Illegal instruction", Class: failure.ClassHostCapability},
-	{Text: "SIGILL", Class: failure.ClassHostCapability},
-	{Text: "Bus error", Class: failure.ClassHostCapability},
-	{Text: "UVA is not available", Class: failure.ClassHostCapability},
-	{Text: "No space left on device", Pattern: regexp.MustCompile(`(?i)/dev/shm|shm|shared memory`), Class: failure.ClassHostCapability},
-	{Text: "unhandled system error", Pattern: regexp.MustCompile(`(?i)nccl`), Class: failure.ClassHostCapability},
-	{Text: "NCCL error", Pattern: regexp.MustCompile(`(?i)nccl error.{0,80}(unhandled cuda error|internal error|invalid usage|remote process exited|network error)`), Class: failure.ClassHostCapability},
-	{Text: "ncclSystemError", Class: failure.ClassHostCapability},
-	{Text: "ncclUnhandledCudaError", Class: failure.ClassHostCapability},
-	{Text: "ncclInternalError", Class: failure.ClassHostCapability},
-	{Text: "ncclRemoteError", Class: failure.ClassHostCapability},
-	{Text: "executable file not found in $PATH", Class: failure.ClassEngineDied},
-	{Text: "command not found", Class: failure.ClassEngineDied},
-	{Text: "exec format error", Class: failure.ClassEngineDied},
-	{Text: "does not support AVX", Class: failure.ClassHostCapability},
-	{Text: "CPU does not have", Pattern: regexp.MustCompile(`(?i)CPU does not have.{0,30}(AVX|SSE|FMA|F16C)`), Class: failure.ClassHostCapability},
-	// port_in_use, every platform's wording: Linux EADDRINUSE (errno 98),
-	// macOS (errno 48), Windows WSAEADDRINUSE (10048) and WSAEACCES
-	// (10013, a port reserved by Hyper-V), Docker's port allocator.
-	{Text: "address already in use", Class: failure.ClassPortInUse},
-	{Text: "Only one usage of each socket address", Class: failure.ClassPortInUse},
-	{Text: "port is already allocated", Class: failure.ClassPortInUse},
-	{Text: "WinError 10048", Class: failure.ClassPortInUse},
-	{Text: "access a socket in a way forbidden by its access permissions", Class: failure.ClassPortInUse},
-	{Text: "EADDRINUSE", Class: failure.ClassPortInUse},
-	{Text: "cannot assign requested address", Class: failure.ClassHostCapability},
-	// Go's net package: "listen tcp ADDR: bind: <the OS's text, in the
-	// system's language>".
-	{Text: ": bind: ", Pattern: regexp.MustCompile(`listen tcp\S* \S+: bind: `), Class: failure.ClassPortInUse},
-	{Text: "couldn't bind", Pattern: regexp.MustCompile(`(?i)couldn't bind.{0,30}(socket|port|address)`), Class: failure.ClassPortInUse},
-	{Text: "failed to bind", Pattern: regexp.MustCompile(`(?i)failed to bind.{0,60}(port|address|:\d+)`), Class: failure.ClassPortInUse},
-	// engine crashes that name no cause by themselves.
-	{Text: "illegal memory access was encountered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "misaligned address", Pattern: regexp.MustCompile(`(?i)cuda error: misaligned address`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: ".cu:", Pattern: regexp.MustCompile(`\.cu:\d+:.*Assertion .*failed`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "device-side assert triggered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "unspecified launch failure", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "Xid", Pattern: regexp.MustCompile(`NVRM: Xid`), Class: failure.ClassEngineDied, Tier: TierHint},
-}, cudaErrorSignatures())
+// The families of the classifier's log-line rules that belong to the
+// serving stacks: the Python stacks (vLLM, SGLang, TGI's shards and other
+// uvicorn/FastAPI servers, the libraries under them) and ggml (llama.cpp
+// and its derivatives). A kind's own list comes first so its specific
+// rules win. Texts match case-insensitively; the wordings are the
+// engines' and libraries' own (read from their sources and from the logs
+// users paste into bug reports).
 
 // pythonSignatures are errors of the Python serving stacks (vLLM, SGLang,
 // TGI's shards, other uvicorn/FastAPI servers) and of the libraries under
 // them (transformers, huggingface_hub, safetensors, grammar backends).
-var pythonSignatures = []Signature{
+var pythonSignatures = family("python", []Rule{
 	// GPU memory first: a warmup or a kernel that ran out of memory is gpu_oom.
 	{Text: "CUDA out of memory", Class: failure.ClassGPUOOM},
 	{Text: "OutOfMemoryError", Class: failure.ClassGPUOOM},
@@ -297,7 +99,7 @@ var pythonSignatures = []Signature{
 	{Text: "TokenizerManager hit an exception", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Method Prefill encountered an error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Method Decode encountered an error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-}
+})
 
 // pythonFrameHints name the component of a traceback frame (file paths
 // and function names).
@@ -355,7 +157,7 @@ var pythonFramePhases = []FramePhase{
 }
 
 // ggmlSignatures are llama.cpp's (and so Ollama's runner's) errors.
-var ggmlSignatures = []Signature{
+var ggmlSignatures = family("ggml", []Rule{
 	{Text: "cpu_buffer_type_alloc_buffer: failed to allocate", Class: failure.ClassHostOOM},
 	{Text: "unknown model architecture", Class: failure.ClassModelLoadFailed},
 	{Text: "failed to open GGUF file", Class: failure.ClassModelLoadFailed},
@@ -381,7 +183,7 @@ var ggmlSignatures = []Signature{
 	{Text: "this instruction set", Class: failure.ClassHostCapability},
 	{Text: "error loading model", Class: failure.ClassModelLoadFailed},
 	{Text: "failed to load model", Class: failure.ClassModelLoadFailed, Tier: TierHint},
-}
+})
 
 // ggmlWrappers restate a llama.cpp failure explained by an earlier line.
 var ggmlWrappers = []string{

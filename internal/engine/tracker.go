@@ -58,22 +58,26 @@ type Tracker struct {
 	touched  []int32
 	thits    []bool // scratch: triggers (markers, facts, devices, grammar words) the line holds
 	ttouched []int32
+	logged   []bool          // the rules' After/NotAfter texts logged so far (Engine.precede)
+	classes  []failure.Class // classes of error lines after the root cause, other than its own
 }
 
 // traceback is an open Python traceback block.
 type traceback struct {
 	open      bool
 	header    string        // the line that introduced it (stored form)
-	headerSig *Signature    // the header's own signature, if any
+	headerSig *Rule         // the header's own signature, if any
 	headerCls failure.Class // the class it gives
 	phase     failure.Phase
 	hint      failure.Class // class named by the frames (innermost wins)
+	hintRule  string        // the frame hint's rule name
 	fphase    failure.Phase // phase named by the frames (latest wins)
 	frames    []string
 }
 
 // candidate is a root-cause line a signature matched.
 type candidate struct {
+	rule  string // the name of the rule that matched
 	line  string
 	class failure.Class
 	phase failure.Phase // the phase when it was seen, or the signature's pinned phase
@@ -128,33 +132,44 @@ func (t *Tracker) feed(line string) {
 			t.context(line)
 		}
 	}
-
 	if t.cand.tier == TierError {
+		t.noteClass(line, msg, level, frame)
 		return // the root cause is known; later lines cannot displace it
 	}
-	if t.tb.open {
-		if frame {
-			t.frame(msg)
-			return
-		}
-		if isExceptionLine(msg) {
-			t.closeBlock(line, stored)
-			t.prev, t.prevErr = stored, true
-			return
-		}
-		t.cutBlock()
-		if t.cand.tier == TierError {
-			return
-		}
-	}
-	if frame {
+	if t.blockLine(line, stored, msg, frame) || frame {
 		return
 	}
 	if i := strings.Index(msg, "Traceback (most recent call last)"); i >= 0 {
 		t.openBlock(line, stored, msg[:i])
 		return
 	}
-	defer func() { t.prev = stored }()
+	t.plainLine(line, stored, msg, level)
+	t.prev = stored
+}
+
+// blockLine takes a line while a traceback block is open: a frame, the
+// exception line that closes it, or a line that cuts it. It reports
+// whether the line was used up.
+func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
+	if !t.tb.open {
+		return false
+	}
+	switch {
+	case frame:
+		t.frame(msg)
+		return true
+	case isExceptionLine(msg):
+		t.closeBlock(line, stored)
+		t.prev, t.prevErr = stored, true
+		return true
+	}
+	t.cutBlock()
+	return t.cand.tier == TierError
+}
+
+// plainLine offers a line outside a traceback as a root cause: a rule's
+// match (a warning's only as a hint), else an error line as the fallback.
+func (t *Tracker) plainLine(line, stored, msg, level string) {
 	t.prevErr = false
 	if t.isWrapper(line) {
 		return
@@ -168,19 +183,48 @@ func (t *Tracker) feed(line string) {
 		if level == "WARNING" || level == "WARN" {
 			tier = TierHint // a warning explains only when no error line does
 		}
-		t.offer(stored, cls, s.Phase, tier, s.Crash)
+		t.offer(s.Name, stored, cls, s.Phase, tier, s.Crash)
 		if tier != s.tier() && t.cand.line == stored {
 			t.cand.warn = true
 		}
 		t.prevErr = true
 		return
 	}
-	if isErrorLine(msg, level) || strings.HasSuffix(strings.TrimSpace(msg), ":") {
+	if isErrorLine(msg, level) {
 		t.prevErr = true
-		if t.fallback == "" && isErrorLine(msg, level) {
+		if t.fallback == "" {
 			t.fallback = stored
 		}
+	} else if strings.HasSuffix(strings.TrimSpace(msg), ":") {
+		t.prevErr = true
 	}
+}
+
+// maxClasses bounds the classes kept of lines after the root cause.
+const maxClasses = 8
+
+// noteClass notes the class of an error line logged after the root cause
+// is known, when a specific rule gives one other than the root cause's:
+// the lines conflict, and the verdict is weak.
+func (t *Tracker) noteClass(line, msg, level string, frame bool) {
+	if frame || len(t.classes) >= maxClasses || !isErrorLevel(level) && level != "" {
+		return
+	}
+	s, cls := t.match(line, t.lower(line))
+	if s == nil || s.tier() != TierError || s.Crash || cls == t.cand.class {
+		return
+	}
+	for _, c := range t.classes {
+		if c == cls {
+			return
+		}
+	}
+	t.classes = append(t.classes, cls)
+}
+
+// isErrorLevel reports the levels of an error.
+func isErrorLevel(level string) bool {
+	return level == "ERROR" || level == "CRITICAL" || level == "FATAL"
 }
 
 // lower fills t.low with line lower-cased (ASCII) and returns it.
@@ -199,7 +243,7 @@ func (t *Tracker) lower(line string) []byte {
 
 // match returns the first signature line matches (lower is the line
 // lower-cased), with the class it gives, or nil.
-func (t *Tracker) match(line string, lower []byte) (*Signature, failure.Class) {
+func (t *Tracker) match(line string, lower []byte) (*Rule, failure.Class) {
 	sigs := t.e.signatures
 	if len(t.hits) != len(sigs) {
 		t.hits = make([]bool, len(sigs))
@@ -226,8 +270,12 @@ func (t *Tracker) match(line string, lower []byte) (*Signature, failure.Class) {
 		if !t.hits[i] {
 			continue
 		}
-		if c, ok := sigs[i].classOf(line, lower); ok {
-			return &sigs[i], c
+		r := &sigs[i]
+		if !t.precedes(r.afterID, true) || t.precedes(r.notAfterI, false) {
+			continue
+		}
+		if c, ok := r.classOf(line, lower); ok {
+			return r, c
 		}
 	}
 	return nil, ""
@@ -235,7 +283,7 @@ func (t *Tracker) match(line string, lower []byte) (*Signature, failure.Class) {
 
 // offer makes line the root-cause candidate when its tier beats the one
 // held.
-func (t *Tracker) offer(line string, class failure.Class, pinned failure.Phase, tier Tier, crash bool) {
+func (t *Tracker) offer(rule, line string, class failure.Class, pinned failure.Phase, tier Tier, crash bool) {
 	if tier <= t.cand.tier {
 		return
 	}
@@ -243,7 +291,7 @@ func (t *Tracker) offer(line string, class failure.Class, pinned failure.Phase, 
 	if ph == "" {
 		ph = t.phase
 	}
-	t.cand = candidate{line: line, class: class, phase: ph, tier: tier, crash: crash}
+	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash}
 	t.errAfter, t.okAfter = false, false
 	if t.tb.open || len(t.tb.frames) > 0 {
 		t.frames = append([]string(nil), t.tb.frames...)
@@ -291,13 +339,7 @@ func requestStatus(line string) (int, bool) {
 		return 0, false
 	}
 	rest := line[i:]
-	path := false
-	for _, p := range completionPaths {
-		if strings.Contains(rest, p) {
-			path = true
-			break
-		}
-	}
+	path := containsAny(rest, completionPaths)
 	if !path && !strings.Contains(line, `"status":`) {
 		return 0, false
 	}
@@ -325,6 +367,16 @@ func requestStatus(line string) (int, bool) {
 	return 0, false
 }
 
+// containsAny reports whether s contains one of subs.
+func containsAny(s string, subs []string) bool {
+	for _, p := range subs {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func leadingStatus(s string) (int, bool) {
 	if len(s) < 3 {
 		return 0, false
@@ -346,7 +398,7 @@ func leadingStatus(s string) (int, bool) {
 // scanTriggers marks in t.thits the triggers line holds; false when none.
 func (t *Tracker) scanTriggers(line string) bool {
 	e := t.e
-	n := len(e.markers) + len(e.facts) + len(e.devices) + len(grammarWords)
+	n := len(e.markers) + len(e.facts) + len(e.devices) + len(grammarWords) + len(e.precede)
 	if len(t.thits) != n {
 		t.thits = make([]bool, n)
 	}
@@ -355,13 +407,35 @@ func (t *Tracker) scanTriggers(line string) bool {
 	}
 	t.ttouched = t.ttouched[:0]
 	_, trigAC := e.matchers()
+	base := int32(n - len(e.precede))
 	trigAC.scan(unsafeBytes(line), func(id int32) {
+		if id >= base {
+			t.seen(id - base)
+			return
+		}
 		if !t.thits[id] {
 			t.thits[id] = true
 			t.ttouched = append(t.ttouched, id)
 		}
 	})
 	return len(t.ttouched) > 0
+}
+
+// seen notes that the rules' After/NotAfter text i was logged.
+func (t *Tracker) seen(i int32) {
+	if len(t.logged) != len(t.e.precede) {
+		t.logged = make([]bool, len(t.e.precede))
+	}
+	t.logged[i] = true
+}
+
+// precedes reports whether the After/NotAfter text of index i (-1: none)
+// was logged; none counts as want, so a rule without one passes.
+func (t *Tracker) precedes(i int32, want bool) bool {
+	if i < 0 {
+		return want
+	}
+	return i < int32(len(t.logged)) && t.logged[i]
 }
 
 // mark moves the phase forward when line is a marker.
@@ -401,31 +475,7 @@ func (t *Tracker) facts1(line string) {
 		if m == nil {
 			continue
 		}
-		first := 1
-		var dev string
-		if fp.PerDevice {
-			dev = deviceKey(m[1])
-			first = 2
-		}
-		for j, name := range fp.Names {
-			if first+j >= len(m) || m[first+j] == "" {
-				continue
-			}
-			v, err := strconv.ParseFloat(strings.ReplaceAll(m[first+j], ",", ""), 64)
-			if err != nil {
-				continue
-			}
-			if !fp.PerDevice {
-				t.facts[name] = v
-				continue
-			}
-			key := name + "." + dev
-			old := t.facts[key]
-			t.facts[key] = v
-			if isAccelerator(dev) {
-				t.facts[name] += v - old
-			}
-		}
+		t.setFacts(fp, m)
 	}
 	base += len(e.facts)
 	for i := range e.devices {
@@ -439,6 +489,35 @@ func (t *Tracker) facts1(line string) {
 		// listing); a GPU's is the most precise (the offload line).
 		if d.read(line, &t.device) && (t.device.Kind != before || before != DeviceCPU || t.device.Evidence == "") {
 			t.device.Evidence = strings.TrimSpace(clip(line))
+		}
+	}
+}
+
+// setFacts stores the facts of fp's submatches m.
+func (t *Tracker) setFacts(fp *FactParser, m []string) {
+	first := 1
+	var dev string
+	if fp.PerDevice {
+		dev = deviceKey(m[1])
+		first = 2
+	}
+	for j, name := range fp.Names {
+		if first+j >= len(m) || m[first+j] == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.ReplaceAll(m[first+j], ",", ""), 64)
+		if err != nil {
+			continue
+		}
+		if !fp.PerDevice {
+			t.facts[name] = v
+			continue
+		}
+		key := name + "." + dev
+		old := t.facts[key]
+		t.facts[key] = v
+		if isAccelerator(dev) {
+			t.facts[name] += v - old
 		}
 	}
 }
@@ -515,7 +594,7 @@ func (t *Tracker) frame(msg string) {
 	for i := range t.e.frameHints {
 		h := &t.e.frameHints[i]
 		if bytes.Contains(lower, []byte(h.Text)) {
-			t.tb.hint = h.Class // the innermost frame that names a component wins
+			t.tb.hint, t.tb.hintRule = h.Class, "python-frame/"+slug(h.Text) // the innermost frame that names a component wins
 			return
 		}
 	}
@@ -571,16 +650,17 @@ func (t *Tracker) closeBlock(line, stored string) {
 	}
 	hs := tb.headerSig
 	if s, cls := t.match(line, t.lower(line)); s != nil {
+		rule := s.Name
 		if s.Crash && tb.hint != "" {
-			cls = tb.hint
+			cls, rule = tb.hint, tb.hintRule
 		}
-		t.offer(stored, cls, tb.blockPhase(s.Phase), s.tier(), s.Crash && tb.hint == "")
+		t.offer(rule, stored, cls, tb.blockPhase(s.Phase), s.tier(), s.Crash && tb.hint == "")
 	} else if tb.hint != "" {
-		t.offer(stored, tb.hint, tb.blockPhase(""), TierError, false)
+		t.offer(tb.hintRule, stored, tb.hint, tb.blockPhase(""), TierError, false)
 	} else if hs != nil && hs.Crash {
-		t.offer(stored, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), true)
+		t.offer(hs.Name, stored, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), true)
 	} else if hs != nil {
-		t.offer(tb.header, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), false)
+		t.offer(hs.Name, tb.header, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), false)
 	}
 	if t.cand.tier == TierError {
 		t.tb.frames = nil
@@ -600,10 +680,10 @@ func (t *Tracker) cutBlock() {
 	t.tb = traceback{frames: tb.frames}
 	switch {
 	case tb.hint != "":
-		t.offer(tb.header, tb.hint, tb.blockPhase(""), TierError, false)
+		t.offer(tb.hintRule, tb.header, tb.hint, tb.blockPhase(""), TierError, false)
 	case tb.headerSig != nil:
 		hs := tb.headerSig
-		t.offer(tb.header, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), hs.Crash)
+		t.offer(hs.Name, tb.header, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), hs.Crash)
 	}
 	if t.cand.tier == 0 && (t.fallback == "" || t.fbHeader) {
 		t.fallback, t.fbHeader = tb.header, false
@@ -718,91 +798,134 @@ func (t *Tracker) Signature() (class failure.Class, line string, ok bool) {
 // ERROR target: message", llama.cpp's "[pid] 0.02.693.199 E message",
 // LocalAI's "5:38AM ERR message" and Go slog's "level=ERROR".
 func splitLine(line string) (msg, level string) {
-	msg = stripHostPrefix(line)
-	if strings.HasPrefix(msg, "(") {
-		if i := strings.Index(msg, ") "); i > 0 && i < 80 && strings.Contains(msg[:i], "pid=") {
-			msg = msg[i+2:]
+	msg = stripProcPrefix(stripHostPrefix(line))
+	msg, level, ok := bracketLevel(msg)
+	if ok {
+		return msg, level
+	}
+	for _, read := range levelReaders {
+		if m, lv, ok := read(msg); ok {
+			return m, lv
 		}
 	}
-	if strings.HasPrefix(msg, "[") && len(msg) > 2 && msg[1] >= '0' && msg[1] <= '9' {
-		if i := strings.Index(msg, "] "); i > 0 && i < 48 {
-			rest := msg[i+2:]
-			// llama.cpp: "[37747] 0.02.693.199 E message"
-			if j := strings.IndexByte(rest, ' '); j > 0 && j < 20 && len(rest) > j+2 && rest[j+2] == ' ' && isDigits(rest[:1]) {
-				switch rest[j+1] {
-				case 'E':
-					return rest[j+3:], "ERROR"
-				case 'W':
-					return rest[j+3:], "WARN"
-				case 'I':
-					return rest[j+3:], "INFO"
-				case 'D':
-					return rest[j+3:], "DEBUG"
-				}
-			}
-			msg = rest // SGLang: "[2025-03-19 08:20:04 TP0] message"
+	return msg, slogLevel(msg)
+}
+
+// levelReaders read a line's level where its format puts one, in order.
+var levelReaders = [...]func(msg string) (rest, level string, ok bool){tracingLevel, zerologLevel, prefixLevel}
+
+// stripProcPrefix removes vLLM's process prefix "(EngineCore_DP0 pid=301) ".
+func stripProcPrefix(msg string) string {
+	if !strings.HasPrefix(msg, "(") {
+		return msg
+	}
+	if i := strings.Index(msg, ") "); i > 0 && i < 80 && strings.Contains(msg[:i], "pid=") {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// llamaLevels are llama.cpp's one-letter levels.
+var llamaLevels = map[byte]string{'E': "ERROR", 'W': "WARN", 'I': "INFO", 'D': "DEBUG"}
+
+// bracketLevel removes a "[digits...] " prefix: llama.cpp's "[37747]
+// 0.02.693.199 E message" (its level, ok) or SGLang's "[2025-03-19
+// 08:20:04 TP0] message" (the rest, no level).
+func bracketLevel(msg string) (rest, level string, ok bool) {
+	if !strings.HasPrefix(msg, "[") || len(msg) <= 2 || msg[1] < '0' || msg[1] > '9' {
+		return msg, "", false
+	}
+	i := strings.Index(msg, "] ")
+	if i <= 0 || i >= 48 {
+		return msg, "", false
+	}
+	rest = msg[i+2:]
+	j := strings.IndexByte(rest, ' ')
+	if j > 0 && j < 20 && len(rest) > j+2 && rest[j+2] == ' ' && isDigits(rest[:1]) {
+		if lv, ok := llamaLevels[rest[j+1]]; ok {
+			return rest[j+3:], lv, true
 		}
 	}
-	// TGI and other Rust tracing: "2024-02-23T10:14:03.528141Z  INFO target: message"
-	if len(msg) > 20 && msg[4] == '-' && msg[10] == 'T' && isDigits(msg[:4]) {
-		if i := strings.IndexByte(msg, ' '); i > 0 && i < 40 {
-			rest := strings.TrimLeft(msg[i:], " ")
-			for _, lv := range [...]string{"ERROR", "WARN", "INFO", "DEBUG", "TRACE"} {
-				if strings.HasPrefix(rest, lv+" ") {
-					return strings.TrimLeft(rest[len(lv):], " "), lv
-				}
-			}
+	return rest, "", false
+}
+
+// tracingLevels are Rust tracing's levels (TGI, mistral.rs, ...).
+var tracingLevels = [...]string{"ERROR", "WARN", "INFO", "DEBUG", "TRACE"}
+
+// tracingLevel reads Rust tracing's "2024-02-23T10:14:03.528141Z  INFO
+// target: message".
+func tracingLevel(msg string) (rest, level string, ok bool) {
+	if len(msg) <= 20 || msg[4] != '-' || msg[10] != 'T' || !isDigits(msg[:4]) {
+		return msg, "", false
+	}
+	i := strings.IndexByte(msg, ' ')
+	if i <= 0 || i >= 40 {
+		return msg, "", false
+	}
+	rest = strings.TrimLeft(msg[i:], " ")
+	for _, lv := range tracingLevels {
+		if strings.HasPrefix(rest, lv+" ") {
+			return strings.TrimLeft(rest[len(lv):], " "), lv, true
 		}
 	}
-	// LocalAI (zerolog console): "5:38AM INF message"
-	if i := strings.Index(msg, "M "); i > 0 && i < 9 && (msg[i-1] == 'A' || msg[i-1] == 'P') && isDigits(msg[:1]) && len(msg) > i+6 {
-		switch msg[i+2 : i+5] {
-		case "ERR", "FTL":
-			return msg[i+6:], "ERROR"
-		case "WRN":
-			return msg[i+6:], "WARN"
-		case "INF":
-			return msg[i+6:], "INFO"
-		case "DBG":
-			return msg[i+6:], "DEBUG"
-		}
+	return msg, "", false
+}
+
+// zerologLevels are LocalAI's (zerolog console) levels.
+var zerologLevels = map[string]string{"ERR": "ERROR", "FTL": "ERROR", "WRN": "WARN", "INF": "INFO", "DBG": "DEBUG"}
+
+// zerologLevel reads LocalAI's "5:38AM INF message".
+func zerologLevel(msg string) (rest, level string, ok bool) {
+	i := strings.Index(msg, "M ")
+	if i <= 0 || i >= 9 || (msg[i-1] != 'A' && msg[i-1] != 'P') || !isDigits(msg[:1]) || len(msg) <= i+6 {
+		return msg, "", false
 	}
-	for _, lv := range [...]string{"ERROR ", "INFO ", "WARNING ", "DEBUG ", "CRITICAL ", "WARN ", "INFO:", "ERROR:", "WARNING:"} {
-		if strings.HasPrefix(msg, lv) {
-			level = strings.TrimRight(lv, " :")
-			if lv[len(lv)-1] == ':' {
-				return strings.TrimLeft(msg[len(lv):], " "), level
-			}
-			if i := strings.Index(msg, "] "); i > 0 && i < 100 {
-				msg = msg[i+2:]
-			} else {
-				msg = msg[len(lv):]
-			}
-			return msg, level
-		}
+	if lv, ok := zerologLevels[msg[i+2:i+5]]; ok {
+		return msg[i+6:], lv, true
 	}
-	if i := strings.Index(msg, "level="); i >= 0 {
-		rest := msg[i+len("level="):]
-		if j := strings.IndexByte(rest, ' '); j > 0 {
-			level = rest[:j]
+	return msg, "", false
+}
+
+// levelPrefixes are the Python logging and uvicorn levels a line starts with.
+var levelPrefixes = [...]string{"ERROR ", "INFO ", "WARNING ", "DEBUG ", "CRITICAL ", "WARN ", "INFO:", "ERROR:", "WARNING:"}
+
+// prefixLevel reads vLLM's "ERROR 10-02 09:12:44 [core.py:708] message"
+// and uvicorn's "INFO:     message".
+func prefixLevel(msg string) (rest, level string, ok bool) {
+	for _, lv := range levelPrefixes {
+		if !strings.HasPrefix(msg, lv) {
+			continue
 		}
+		level = strings.TrimRight(lv, " :")
+		if lv[len(lv)-1] == ':' {
+			return strings.TrimLeft(msg[len(lv):], " "), level, true
+		}
+		if i := strings.Index(msg, "] "); i > 0 && i < 100 {
+			return msg[i+2:], level, true
+		}
+		return msg[len(lv):], level, true
 	}
-	return msg, level
+	return msg, "", false
+}
+
+// slogLevel reads Go slog's "level=ERROR"; empty when none.
+func slogLevel(msg string) string {
+	i := strings.Index(msg, "level=")
+	if i < 0 {
+		return ""
+	}
+	rest := msg[i+len("level="):]
+	if j := strings.IndexByte(rest, ' '); j > 0 {
+		return rest[:j]
+	}
+	return ""
 }
 
 // stripHostPrefix removes a docker compose service prefix ("name  | ")
 // or a journald prefix ("Jun 28 08:05:58 host unit[12]: ").
 func stripHostPrefix(line string) string {
-	if i := strings.Index(line, "| "); i > 0 && i < 64 && line[i-1] == ' ' {
-		name := strings.TrimRight(line[:i], " ")
-		ok := name != ""
-		for j := 0; j < len(name) && ok; j++ {
-			c := name[j]
-			ok = c == '-' || c == '_' || c == '.' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-		}
-		if ok {
-			return line[i+2:]
-		}
+	if rest, ok := composePrefix(line); ok {
+		return rest
 	}
 	if len(line) > 20 && line[3] == ' ' && line[9] == ':' && line[12] == ':' && line[15] == ' ' {
 		if i := strings.Index(line[16:], ": "); i > 0 && i < 80 {
@@ -810,6 +933,24 @@ func stripHostPrefix(line string) string {
 		}
 	}
 	return line
+}
+
+// composePrefix removes docker compose's "service-1  | " prefix.
+func composePrefix(line string) (string, bool) {
+	i := strings.Index(line, "| ")
+	if i <= 0 || i >= 64 || line[i-1] != ' ' {
+		return line, false
+	}
+	name := strings.TrimRight(line[:i], " ")
+	if name == "" || strings.IndexFunc(name, notNameRune) >= 0 {
+		return line, false
+	}
+	return line[i+2:], true
+}
+
+// notNameRune reports a character that is not in a compose service name.
+func notNameRune(c rune) bool {
+	return !(c == '-' || c == '_' || c == '.' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9')
 }
 
 func isDigits(s string) bool {

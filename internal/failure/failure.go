@@ -127,7 +127,33 @@ type Failure struct {
 	Detail map[string]any `json:"detail,omitempty"`
 	// NextStep is a suggested next step for a person, from the class.
 	NextStep string `json:"next_step,omitempty"`
+	// Rule is the name of the classifier's rule that decided
+	// ("cuda/no-kernel-image-is-available", "exit/illegal-instruction",
+	// "fallback/engine-died"): a wrong verdict points at one rule.
+	Rule string `json:"-"`
+	// Confidence says how well a rule explains the failure (Confidence).
+	Confidence Confidence `json:"-"`
+	// Classes are the other classes lines of the log point at, when they
+	// conflict with Class.
+	Classes []Class `json:"-"`
 }
+
+// Confidence is how well the classifier's verdict is founded.
+type Confidence string
+
+// Confidences.
+const (
+	// ConfidenceStrong: a specific rule matched the root-cause line, or
+	// hiro's own check saw the failure (a taken port, a wrong model id,
+	// a timeout, a failed probe).
+	ConfidenceStrong Confidence = "strong"
+	// ConfidenceWeak: only a generic rule matched (a hint, a warning, a
+	// family's catch-all), or the log's lines point at other classes too.
+	ConfidenceWeak Confidence = "weak"
+	// ConfidenceNone: no rule matched; the class is the fallback
+	// (engine_died with the first error line).
+	ConfidenceNone Confidence = "none"
+)
 
 // DefaultTailLines is how many log lines a Failure keeps in LogTail.
 const DefaultTailLines = 40

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// The accelerator families of the classifier's log-line rules, one per
+// vendor stack: CUDA (runtime, driver, PyTorch's CUDA layer, the NVIDIA
+// container runtime and NVML), vendor-neutral GPU wording, HIP/ROCm,
+// Apple Metal, Vulkan, SYCL/oneAPI, and the collective libraries
+// NCCL/RCCL. Wordings are the vendors' own (their runtimes' error strings
+// and the logs users paste into bug reports).
+
+// cudaErrors are CUDA runtime errors as users paste them: by number
+// ("CUDA error 35", "cudaError 803", "code=100"), by enum name
+// (cudaErrorInsufficientDriver, CUDA_ERROR_NO_DEVICE) and by their
+// message text. Each entry says what the number means for the user.
+var cudaErrors = []struct {
+	code  string
+	names string // enum names, runtime and driver API, for a regexp alternation
+	text  string // the runtime's message for the code (cudaGetErrorString)
+	class failure.Class
+}{
+	{"2", "cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", "out of memory", failure.ClassGPUOOM},
+	{"3", "cudaErrorInitializationError|CUDA_ERROR_NOT_INITIALIZED", "initialization error", failure.ClassAcceleratorUnavailable},
+	{"35", "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version", failure.ClassDriverMismatch},
+	{"46", "cudaErrorDevicesUnavailable", "CUDA-capable device(s) is/are busy or unavailable", failure.ClassAcceleratorBusy},
+	{"100", "cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected", failure.ClassAcceleratorUnavailable},
+	{"101", "cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal", failure.ClassAcceleratorUnavailable},
+	{"209", "cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device", failure.ClassGPUArchUnsupported},
+	{"222", "cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain", failure.ClassDriverMismatch},
+	{"801", "cudaErrorNotSupported|CUDA_ERROR_NOT_SUPPORTED", "operation not supported", failure.ClassHostCapability},
+	{"802", "cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized", failure.ClassAcceleratorUnavailable},
+	{"803", "cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination", failure.ClassDriverMismatch},
+	{"804", "cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW", failure.ClassDriverMismatch},
+	{"999", "cudaErrorUnknown|CUDA_ERROR_UNKNOWN", "", failure.ClassAcceleratorUnavailable},
+}
+
+// CUDAError says what a CUDA runtime error number means: its enum name,
+// the runtime's message, and the failure class hiro gives it. ok is false
+// for a number hiro has no knowledge of.
+func CUDAError(code int) (name, text string, class failure.Class, ok bool) {
+	for _, c := range cudaErrors {
+		if c.code == itoa(code) {
+			return firstAlt(c.names), c.text, c.class, true
+		}
+	}
+	return "", "", "", false
+}
+
+func firstAlt(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '|' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// cudaErrorSignatures are built from cudaErrors: the message text, the
+// enum name anywhere, or "CUDA" with "error" and the number ("CUDA error
+// 35", "cuda runtime error (35)", "CUDA driver initialization failed ...
+// code=100").
+func cudaErrorSignatures() []Rule {
+	var out []Rule
+	byName := map[string]failure.Class{}
+	byCode := map[string]failure.Class{}
+	for _, c := range cudaErrors {
+		switch {
+		case len(c.text) >= 22:
+			out = append(out, Rule{Text: c.text, Class: c.class})
+		case c.text != "":
+			out = append(out, Rule{Text: c.text, Pattern: regexp.MustCompile(`(?i)(cuda|cu\w+|hip|rocm)\w*.{0,60}` + regexp.QuoteMeta(c.text)), Class: c.class})
+		}
+		for _, n := range strings.Split(c.names, "|") {
+			byName[n] = c.class
+		}
+		byCode[c.code] = c.class
+	}
+	out = append(out,
+		Rule{Text: "cudaError", Pattern: regexp.MustCompile(`\b(cudaError[A-Za-z]+)\b`),
+			Lookup: func(m []string) (failure.Class, bool) { c, ok := byName[m[1]]; return c, ok }},
+		Rule{Text: "CUDA_ERROR_", Pattern: regexp.MustCompile(`\b(CUDA_ERROR_[A-Z_]+)\b`),
+			Lookup: func(m []string) (failure.Class, bool) { c, ok := byName[m[1]]; return c, ok }},
+		// "error" is the rarer word in a healthy log, so it is the prefilter.
+		Rule{Text: "error", Also: "cuda", Pattern: regexp.MustCompile(`(?i)cuda.{0,40}?(?:error|err|code|status|failure)\s*(?:=|:|\(|#|\s)\s*(\d+)\b`),
+			Lookup: func(m []string) (failure.Class, bool) { c, ok := byCode[m[1]]; return c, ok }})
+	return out
+}
+
+// cudaFamily: CUDA, the NVIDIA driver and container runtime.
+var cudaFamily = family("cuda", joinLists([]Rule{
+	// driver_mismatch
+	{Text: "driver version is insufficient", Class: failure.ClassDriverMismatch},
+	{Text: "NVIDIA driver on your system is too old", Class: failure.ClassDriverMismatch},
+	{Text: "forward compatibility was attempted on non supported HW", Class: failure.ClassDriverMismatch},
+	{Text: "unsupported display driver / cuda driver combination", Class: failure.ClassDriverMismatch},
+	{Text: "PTX was compiled with an unsupported toolchain", Class: failure.ClassDriverMismatch},
+	{Text: "Driver/library version mismatch", Class: failure.ClassDriverMismatch},
+	{Text: "requirement error: unsatisfied condition: cuda", Class: failure.ClassDriverMismatch},
+	{Text: "please update your driver to a newer version", Class: failure.ClassDriverMismatch},
+	// gpu_arch_unsupported
+	{Text: "no kernel image is available", Class: failure.ClassGPUArchUnsupported},
+	{Text: "is not compatible with the current PyTorch installation", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
+	{Text: "compute capability", Pattern: regexp.MustCompile(`(?i)(only supported|requires?|need|at least|minimum|not supported|unsupported).{0,60}compute capability|compute capability.{0,60}(not supported|unsupported|is required|or higher|or newer|at least)`), Class: failure.ClassGPUArchUnsupported},
+	{Text: "Unsupported gpu architecture", Class: failure.ClassGPUArchUnsupported},
+	{Text: "only supports Ampere GPUs or newer", Class: failure.ClassGPUArchUnsupported},
+	{Text: "is not defined for option 'gpu-name'", Class: failure.ClassGPUArchUnsupported},
+	// accelerator_busy
+	{Text: "busy or unavailable", Pattern: regexp.MustCompile(`(?i)CUDA.capable device\(s\) is/are busy or unavailable`), Class: failure.ClassAcceleratorBusy},
+	{Text: "Some GPUs may be occupied by other processes", Class: failure.ClassAcceleratorBusy},
+	// accelerator_unavailable
+	{Text: "no CUDA-capable device is detected", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "No CUDA GPUs are available", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "-capable device is detected", Pattern: regexp.MustCompile(`(?i)no \w+-capable device is detected`), Class: failure.ClassAcceleratorUnavailable},
+	{Text: "Found no NVIDIA driver on your system", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "Failed to infer device type", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "libcuda.so", Pattern: regexp.MustCompile(`(?i)libcuda\.so[.\d]*: cannot open shared object file`), Class: failure.ClassAcceleratorUnavailable},
+	{Text: "libnvidia-ml.so", Pattern: regexp.MustCompile(`(?i)(load library failed|cannot open shared object).{0,40}libnvidia-ml|libnvidia-ml.{0,60}(cannot open|not found)`), Class: failure.ClassAcceleratorUnavailable},
+	{Text: "could not select device driver", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "nvidia-container-cli: initialization error", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "nvidia-container-cli: device error", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "NVML", Pattern: regexp.MustCompile(`(?i)failed to initialize NVML: (driver not loaded|unknown error)`), Class: failure.ClassAcceleratorUnavailable},
+	{Text: "CUDA driver initialization failed", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "Torch not compiled with CUDA enabled", Class: failure.ClassAcceleratorUnavailable},
+	// gpu_oom
+	{Text: "OutOfMemoryError", Class: failure.ClassGPUOOM},
+	{Text: "CUBLAS_STATUS_ALLOC_FAILED", Class: failure.ClassGPUOOM},
+	{Text: "CUBLAS_STATUS_NOT_INITIALIZED", Class: failure.ClassGPUOOM, Tier: TierHint},
+	// engine crashes that name no cause by themselves.
+	{Text: "illegal memory access was encountered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "misaligned address", Pattern: regexp.MustCompile(`(?i)cuda error: misaligned address`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: ".cu:", Pattern: regexp.MustCompile(`\.cu:\d+:.*Assertion .*failed`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "device-side assert triggered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "unspecified launch failure", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "Xid", Pattern: regexp.MustCompile(`NVRM: Xid`), Class: failure.ClassEngineDied, Tier: TierHint},
+}, cudaErrorSignatures()))
+
+// gpuFamily: any vendor's out-of-memory wording.
+var gpuFamily = family("gpu", []Rule{
+	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
+})
+
+// rocmFamily: AMD's HIP runtime, rocBLAS/Tensile and the HSA runtime.
+var rocmFamily = family("rocm", []Rule{
+	{Text: "invalid device function", Class: failure.ClassGPUArchUnsupported},
+	{Text: "hipErrorInvalidDeviceFunction", Class: failure.ClassGPUArchUnsupported},
+	{Text: "hipErrorNoBinaryForGpu", Class: failure.ClassGPUArchUnsupported},
+	{Text: "TensileLibrary", Pattern: regexp.MustCompile(`(?i)TensileLibrary.{0,200}(GPU arch|gfx\d)`), Class: failure.ClassGPUArchUnsupported},
+	{Text: "for GPU arch", Pattern: regexp.MustCompile(`(?i)(cannot read|no such file|not found|unsupported).{0,200}for GPU arch`), Class: failure.ClassGPUArchUnsupported},
+	{Text: "hipErrorOutOfMemory", Class: failure.ClassGPUOOM},
+	{Text: "HSA_STATUS_ERROR_OUT_OF_RESOURCES", Class: failure.ClassGPUOOM},
+	{Text: "HIP out of memory", Class: failure.ClassGPUOOM},
+	{Text: "No HIP GPUs are available", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "hipErrorNoDevice", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "no ROCm-capable device is detected", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "hipErrorInsufficientDriver", Class: failure.ClassDriverMismatch},
+	{Text: "HSA_STATUS_ERROR", Pattern: regexp.MustCompile(`HSA_STATUS_ERROR_(INVALID_ISA|INCOMPATIBLE_ARGUMENTS)`), Class: failure.ClassGPUArchUnsupported},
+	{Text: "hipErrorIllegalAddress", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "Memory access fault by GPU", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+})
+
+// metalFamily: Apple Metal (llama.cpp's ggml-metal, MLX, PyTorch MPS).
+var metalFamily = family("metal", []Rule{
+	{Text: "kIOGPUCommandBufferCallbackErrorOutOfMemory", Class: failure.ClassGPUOOM},
+	{Text: "Insufficient Memory", Pattern: regexp.MustCompile(`(?i)insufficient memory \(0+8`), Class: failure.ClassGPUOOM},
+	{Text: "MPS backend out of memory", Class: failure.ClassGPUOOM},
+	{Text: "command buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*: command buffer \d+ failed with status`), Class: failure.ClassGPUOOM, Tier: TierHint},
+	{Text: "failed to allocate buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*:.{0,40}failed to allocate buffer`), Class: failure.ClassGPUOOM},
+	{Text: "MTLCreateSystemDefaultDevice", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "no Metal device", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "MPS backend is not available", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "kIOGPUCommandBufferCallbackErrorHang", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+})
+
+// vulkanFamily: Vulkan (llama.cpp's ggml-vulkan, MLC).
+var vulkanFamily = family("vulkan", []Rule{
+	{Text: "ErrorOutOfDeviceMemory", Class: failure.ClassGPUOOM},
+	{Text: "VK_ERROR_OUT_OF_DEVICE_MEMORY", Class: failure.ClassGPUOOM},
+	{Text: "ErrorIncompatibleDriver", Class: failure.ClassDriverMismatch},
+	{Text: "VK_ERROR_INCOMPATIBLE_DRIVER", Class: failure.ClassDriverMismatch},
+	{Text: "ggml_vulkan: No devices found", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "VK_ERROR_INITIALIZATION_FAILED", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "ErrorDeviceLost", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "VK_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+})
+
+// syclFamily: SYCL / oneAPI (Intel GPUs: llama.cpp's ggml-sycl, IPEX).
+var syclFamily = family("sycl", []Rule{
+	{Text: "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", Class: failure.ClassGPUOOM},
+	{Text: "PI_ERROR_OUT_OF_RESOURCES", Class: failure.ClassGPUOOM},
+	{Text: "UR_RESULT_ERROR_OUT_OF_RESOURCES", Class: failure.ClassGPUOOM},
+	{Text: "XPU out of memory", Class: failure.ClassGPUOOM},
+	{Text: "No device of requested type available", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "UR_RESULT_ERROR_INVALID_BINARY", Class: failure.ClassGPUArchUnsupported},
+	{Text: "PI_ERROR_INVALID_BINARY", Class: failure.ClassGPUArchUnsupported},
+	{Text: "UR_RESULT_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+})
+
+// ncclFamily: NCCL and RCCL, custom all-reduce and CUDA IPC between the
+// GPUs of a multi-GPU run: the host's interconnect, shared memory or
+// peer access is what fails.
+var ncclFamily = family("nccl", []Rule{
+	{Text: "unhandled system error", Pattern: regexp.MustCompile(`(?i)nccl`), Class: failure.ClassHostCapability},
+	{Text: "NCCL error", Pattern: regexp.MustCompile(`(?i)nccl error.{0,80}(unhandled cuda error|internal error|invalid usage|remote process exited|network error)`), Class: failure.ClassHostCapability},
+	{Text: "ncclSystemError", Class: failure.ClassHostCapability},
+	{Text: "ncclUnhandledCudaError", Class: failure.ClassHostCapability},
+	{Text: "ncclInternalError", Class: failure.ClassHostCapability},
+	{Text: "ncclRemoteError", Class: failure.ClassHostCapability},
+	{Text: "peer access is not supported between these two devices", Class: failure.ClassHostCapability},
+	{Text: "cudaIpcOpenMemHandle", Pattern: regexp.MustCompile(`(?i)cudaIpcOpenMemHandle.{0,80}(fail|error|invalid)|(fail|error).{0,80}cudaIpcOpenMemHandle`), Class: failure.ClassHostCapability},
+	{Text: "ipc open mem handle", Class: failure.ClassHostCapability},
+	{Text: "custom_all_reduce", Pattern: regexp.MustCompile(`(?i)(error|fail|assert).{0,120}custom_all_reduce|custom_all_reduce.{0,120}(error|fail|assert)`), Class: failure.ClassHostCapability},
+	{Text: "rcclSystemError", Class: failure.ClassHostCapability},
+	{Text: "rcclUnhandledCudaError", Class: failure.ClassHostCapability},
+	{Text: "DistBackendError", Pattern: regexp.MustCompile(`(?i)DistBackendError.{0,40}(nccl|rccl)`), Class: failure.ClassHostCapability},
+})

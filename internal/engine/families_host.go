@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"regexp"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// The host families of the classifier's log-line rules: host memory, the
+// CPU's instruction sets, the operating system (shared memory, WSL2,
+// addresses), starting the command, and the network ports. Wordings
+// cover every platform's text where the OS writes the message (a taken
+// port reads differently on Linux, macOS and Windows).
+
+// memoryFamily: host memory: the engine's refusal, a CPU allocation, the
+// OOM killer.
+var memoryFamily = family("memory", []Rule{
+	{Text: "requires more system memory", Class: failure.ClassHostOOM},
+	{Text: "Out of memory: Killed process", Class: failure.ClassHostOOM},
+	{Text: "killed by the OOM killer", Class: failure.ClassHostOOM},
+	{Text: "oom-kill", Class: failure.ClassHostOOM},
+	{Text: "oom_reaper", Class: failure.ClassHostOOM},
+	{Text: "Memory cgroup out of memory", Class: failure.ClassHostOOM},
+	{Text: "OOMKilled", Class: failure.ClassHostOOM},
+	{Text: "DefaultCPUAllocator: can't allocate memory", Class: failure.ClassHostOOM},
+	{Text: "std::bad_alloc", Class: failure.ClassHostOOM},
+	{Text: "Cannot allocate memory", Class: failure.ClassHostOOM},
+	{Text: "MemoryError", Pattern: regexp.MustCompile(`(^|[\s:(])MemoryError\b`), Class: failure.ClassHostOOM},
+	{Text: "cpu_buffer_type_alloc_buffer: failed to allocate", Class: failure.ClassHostOOM},
+	{Text: "CPU buffer", Pattern: regexp.MustCompile(`(?i)(unable|failed) to allocate CPU(_Mapped|_REPACK)? buffer`), Class: failure.ClassHostOOM},
+	{Text: "insufficient system memory", Class: failure.ClassHostOOM},
+	{Text: "not enough system memory", Class: failure.ClassHostOOM},
+})
+
+// cpuFamily: the CPU lacks an instruction set the engine build uses.
+var cpuFamily = family("cpu", []Rule{
+	{Text: "Illegal instruction", Class: failure.ClassHostCapability},
+	{Text: "SIGILL", Class: failure.ClassHostCapability},
+	{Text: "does not support AVX", Class: failure.ClassHostCapability},
+	{Text: "CPU does not have", Pattern: regexp.MustCompile(`(?i)CPU does not have.{0,30}(AVX|SSE|FMA|F16C)`), Class: failure.ClassHostCapability},
+})
+
+// osFamily: the operating system: shared memory, WSL2's missing UVA, an
+// address the host does not have.
+var osFamily = family("os", []Rule{
+	{Text: "Bus error", Class: failure.ClassHostCapability},
+	{Text: "UVA is not available", Class: failure.ClassHostCapability},
+	{Text: "No space left on device", Pattern: regexp.MustCompile(`(?i)/dev/shm|shm|shared memory`), Class: failure.ClassHostCapability},
+	{Text: "cannot assign requested address", Class: failure.ClassHostCapability},
+})
+
+// processFamily: the engine's command could not be started.
+var processFamily = family("process", []Rule{
+	{Text: "executable file not found in $PATH", Class: failure.ClassEngineDied},
+	{Text: "command not found", Class: failure.ClassEngineDied},
+	{Text: "exec format error", Class: failure.ClassEngineDied},
+})
+
+// netFamily: port_in_use, every platform's wording: Linux EADDRINUSE
+// (errno 98), macOS (errno 48), Windows WSAEADDRINUSE (10048) and WSAEACCES
+// (10013, a port reserved by Hyper-V), Docker's port allocator.
+var netFamily = family("net", []Rule{
+	{Text: "address already in use", Class: failure.ClassPortInUse},
+	{Text: "Only one usage of each socket address", Class: failure.ClassPortInUse},
+	{Text: "port is already allocated", Class: failure.ClassPortInUse},
+	{Text: "WinError 10048", Class: failure.ClassPortInUse},
+	{Text: "access a socket in a way forbidden by its access permissions", Class: failure.ClassPortInUse},
+	{Text: "EADDRINUSE", Class: failure.ClassPortInUse},
+	// Go's net package: "listen tcp ADDR: bind: <the OS's text, in the
+	// system's language>".
+	{Text: ": bind: ", Pattern: regexp.MustCompile(`listen tcp\S* \S+: bind: `), Class: failure.ClassPortInUse},
+	{Text: "couldn't bind", Pattern: regexp.MustCompile(`(?i)couldn't bind.{0,30}(socket|port|address)`), Class: failure.ClassPortInUse},
+	{Text: "failed to bind", Pattern: regexp.MustCompile(`(?i)failed to bind.{0,60}(port|address|:\d+)`), Class: failure.ClassPortInUse},
+})
+
+// hostFamilies are every shared family an engine on a GPU host can hit,
+// after the engine's own rules and its stack's (python, ggml).
+var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, ncclFamily,
+	memoryFamily, cpuFamily, osFamily, processFamily, netFamily)

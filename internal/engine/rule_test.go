@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// TestRuleNamesUnique: every rule of every kind has a name, unique in
+// its table, of the form family/slug.
+func TestRuleNamesUnique(t *testing.T) {
+	for _, kind := range Kinds() {
+		e := mustLookup(t, kind)
+		seen := map[string]bool{}
+		for _, r := range e.signatures {
+			if r.Name == "" || r.Family == "" || !strings.HasPrefix(r.Name, r.Family+"/") {
+				t.Errorf("%s: rule %q of family %q (text %q): want the name family/slug", kind, r.Name, r.Family, r.Text)
+			}
+			if seen[r.Name] {
+				t.Errorf("%s: rule name %q twice", kind, r.Name)
+			}
+			seen[r.Name] = true
+		}
+	}
+}
+
+// TestVerdictRecordsRule: the failure names the rule that decided and
+// the verdict's confidence.
+func TestVerdictRecordsRule(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		lines []string
+		exit  ExitInfo
+		rule  string
+		class failure.Class
+		conf  failure.Confidence
+	}{
+		{"line", []string{"RuntimeError: CUDA error: no kernel image is available for execution on the device"}, Exited(1),
+			"cuda/no-kernel-image-is-available", failure.ClassGPUArchUnsupported, failure.ConfidenceStrong},
+		{"exit", []string{"INFO starting"}, Signaled("ILL"), "exit/illegal-instruction", failure.ClassHostCapability, failure.ConfidenceStrong},
+		{"fallback", []string{"ERROR something nobody knows"}, Exited(1), "fallback/engine-died", failure.ClassEngineDied, failure.ConfidenceNone},
+		{"hint", []string{"ERROR RuntimeError: CUDA error: an illegal memory access was encountered"}, Exited(1),
+			"cuda/illegal-memory-access-was-encountered", failure.ClassEngineDied, failure.ConfidenceWeak},
+		{"conflict", []string{"ERROR RuntimeError: CUDA error: no kernel image is available for execution on the device",
+			"ERROR OSError: [Errno 98] address already in use"}, Exited(1),
+			"cuda/no-kernel-image-is-available", failure.ClassGPUArchUnsupported, failure.ConfidenceWeak},
+	} {
+		tr := mustLookup(t, "vllm").NewTracker()
+		for _, l := range c.lines {
+			tr.Feed(l)
+		}
+		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: c.exit})
+		if f.Rule != c.rule || f.Class != c.class || f.Confidence != c.conf {
+			t.Errorf("%s: rule %q class %s confidence %s, want %q %s %s", c.name, f.Rule, f.Class, f.Confidence, c.rule, c.class, c.conf)
+		}
+	}
+}
+
+// TestRuleAfterNotAfter: a rule with After matches only once its text was
+// logged; one with NotAfter only while it was not.
+func TestRuleAfterNotAfter(t *testing.T) {
+	e := &Engine{Kind: "test-after", signatures: []Rule{
+		{Name: "t/after", Text: "boom", After: "grammar on", Class: failure.ClassStructuredOutputRejected},
+		{Name: "t/not-after", Text: "boom", NotAfter: "grammar on", Class: failure.ClassGPUOOM},
+	}}
+	prepare(e)
+	for _, c := range []struct {
+		lines []string
+		want  failure.Class
+	}{
+		{[]string{"ERROR boom"}, failure.ClassGPUOOM},
+		{[]string{"INFO grammar on", "ERROR boom"}, failure.ClassStructuredOutputRejected},
+	} {
+		tr := e.NewTracker()
+		for _, l := range c.lines {
+			tr.Feed(l)
+		}
+		if cls, _, _ := tr.Signature(); cls != c.want {
+			t.Errorf("%q: class %s, want %s", c.lines, cls, c.want)
+		}
+	}
+}
+
+// TestFirstMatch: a table read outside the tracker (a preflight table of
+// host output) takes the first rule that matches a line.
+func TestFirstMatch(t *testing.T) {
+	rules := family("host", []Rule{
+		{Text: "flags", Pattern: nil, Also: "avx512f", Class: failure.ClassHostOOM},
+		{Text: "flags", Class: failure.ClassHostCapability},
+	})
+	if r, c := FirstMatch(rules, "flags : fpu sse2 avx2"); r == nil || r.Name != "host/flags-2" || c != failure.ClassHostCapability {
+		t.Errorf("FirstMatch = %v %s, want host/flags-2 host_capability", r, c)
+	}
+	if r, _ := FirstMatch(rules, "model name : x"); r != nil {
+		t.Errorf("FirstMatch matched %s on a line without its text", r.Name)
+	}
+}

@@ -1,0 +1,446 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// verdict is one classification in progress: the outcome, what the
+// tracker saw (a snapshot taken under its lock), and the failure being
+// filled. The outcome rules read it and fill f and detail.
+type verdict struct {
+	e        *Engine
+	o        Outcome
+	f        *failure.Failure
+	detail   map[string]any
+	cand     candidate
+	fallback string // the first error line no rule explains
+	frames   []string
+	marker   string
+	grammar  bool // a grammar backend / structured output in use
+	requests bool // the log shows a completion request served (2xx)
+	served   bool // requests served, or the attempt reached ready
+	errAfter bool // a request failed after the root-cause line
+	okAfter  bool // a request succeeded after the root-cause line
+	device   ServingDevice
+	phaseNow failure.Phase
+	last     string // the last log line
+	sig      string // the signal that ended the process (or its 128+N code)
+	code     int    // the exit code, -1 when none
+	stayedUp bool   // the server did not die (a timeout, a probe, exit 0)
+	died     bool   // exited by a signal or a non-zero code
+	classes  []failure.Class
+	rule     string // the name of the rule that decided
+	step     string // the deciding rule's own next step, if any
+	strength failure.Confidence
+}
+
+// outcomeRule is one entry of outcomeRules: when When holds, Give fills
+// the verdict; Name is recorded as the deciding rule unless Give names a
+// more precise one (a log-line rule, an exit rule); Strength is the
+// verdict's confidence unless Give sets it.
+type outcomeRule struct {
+	Name     string
+	Strength failure.Confidence
+	When     func(v *verdict) bool
+	Give     func(v *verdict)
+}
+
+// outcomeRules is the classifier's ordered table, most specific first;
+// Classify gives the verdict of the first whose When holds. The last
+// rule always holds.
+var outcomeRules = []outcomeRule{
+	{"outcome/port-in-use", failure.ConfidenceStrong, isKind(OutcomePortInUse), givePortInUse},
+	{"outcome/identity-mismatch", failure.ConfidenceStrong, isKind(OutcomeIdentityMismatch), giveIdentityMismatch},
+	{"outcome/completion-chat-template", failure.ConfidenceStrong, completionTemplateError, giveCompletionTemplate},
+	{"line", failure.ConfidenceStrong, lineExplains, giveLine},
+	{"outcome/served-then-failed", failure.ConfidenceWeak, servedThenFailed, giveServedThenFailed},
+	{"outcome/cpu-serving", failure.ConfidenceStrong, isKind(OutcomeAcceleratorUnavailable), giveCPUServing},
+	{"outcome/completion-failed", failure.ConfidenceStrong, isKind(OutcomeCompletionFailed), giveCompletionFailed},
+	{"outcome/health-failed", failure.ConfidenceStrong, isKind(OutcomeHealthFailed), giveHealthFailed},
+	{"outcome/timeout", failure.ConfidenceStrong, isTimeout, giveTimeout},
+	{"exit", failure.ConfidenceStrong, exitExplains, giveExit},
+	{"fallback/engine-died", failure.ConfidenceNone, func(*verdict) bool { return true }, giveEngineDied},
+}
+
+// exitRules say what an exit means when no log line explains it, first
+// match wins (Rule.Signals, Codes, BeforeReady, Explain).
+var exitRules = family("exit", []Rule{
+	{Name: "exit/illegal-instruction", Signals: []string{"ILL"}, Class: failure.ClassHostCapability,
+		Explain: "%[1]s during %[2]s: illegal instruction, the CPU lacks an instruction set this engine build uses (e.g. AVX2, AVX-512)"},
+	{Name: "exit/bus-error", Signals: []string{"BUS"}, Class: failure.ClassHostCapability,
+		Explain: "%[1]s during %[2]s: bus error, typically shared memory (/dev/shm) too small in a container"},
+	{Name: "exit/stopped-from-outside", Signals: []string{"TERM", "INT", "HUP", "QUIT"}, BeforeReady: true, Class: failure.ClassReadyTimeout,
+		Explain: "stopped from outside (%[1]s) while still starting, in phase %[2]s: another supervisor's timeout or an operator ended it before ready"},
+	{Name: "exit/command-not-executable", Codes: []int{126}, Class: failure.ClassEngineDied,
+		Explain: "%[1]s: the command could not be executed (permission or format) (shell or container convention)"},
+	{Name: "exit/command-not-found", Codes: []int{127}, Class: failure.ClassEngineDied,
+		Explain: "%[1]s: the command was not found (shell or container convention)"},
+})
+
+// Classify returns the failure of an attempt that ended as o, from what
+// the tracker saw: the verdict of the first rule of outcomeRules that
+// holds. Precedence, most specific first: the port taken before launch;
+// the model identity; a completion error about the chat template; a
+// root-cause line of the log (the engine's rules and the shared families:
+// its class, and its phase pinned or when the line was seen, refined by
+// context, see giveLine); a server that stayed up after serving requests
+// (probe_failed); CPU serving when the profile requires an accelerator; a
+// failed probe completion or health answer; a ready or stall timeout; an
+// exit the signal or code explains (exitRules); else engine_died with the
+// first error line of the log.
+//
+// The failure records the deciding rule's name (Rule) and the verdict's
+// Confidence: strong when a specific rule matched the root-cause line (or
+// hiro's own check decided), weak when only a generic rule matched or the
+// log's lines point at other classes too (Classes), none when no rule
+// matched and the class is the fallback. Unless a rule says otherwise the
+// phase is the tracker's phase at the time of classification (at least
+// ready with o.AfterReady). The result always has Class, Phase,
+// RootCause, SecondsSinceStart, LogTail, Facts and NextStep filled;
+// ExitCode or Signal when o.Exit is known; Detail "traceback_frames" when
+// the root cause came from a Python traceback. It costs microseconds.
+func (t *Tracker) Classify(o Outcome) *failure.Failure {
+	v := t.snapshot(o)
+	for i := range outcomeRules {
+		r := &outcomeRules[i]
+		if !r.When(v) {
+			continue
+		}
+		v.rule, v.strength = r.Name, r.Strength
+		r.Give(v)
+		break
+	}
+	return v.finish()
+}
+
+// snapshot takes what the tracker saw, under its lock, into a verdict.
+func (t *Tracker) snapshot(o Outcome) *verdict {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tb.open {
+		t.cutBlock() // a traceback cut off by the end of the log: its header explains
+	}
+	v := &verdict{e: t.e, o: o, detail: map[string]any{},
+		f: &failure.Failure{Phase: t.phase, SecondsSinceStart: o.Elapsed.Seconds(),
+			LogTail: t.tailLocked(), Facts: t.factsLocked(), Signal: o.Exit.Signal},
+		cand: t.cand, fallback: t.fallback, frames: t.frames, marker: t.marker, grammar: t.grammar,
+		requests: t.served, errAfter: t.errAfter, okAfter: t.okAfter, device: t.device, phaseNow: t.phase,
+		classes: append([]failure.Class(nil), t.classes...)}
+	v.served = t.served || t.phase.Index() >= failure.PhaseReady.Index() || o.AfterReady
+	if n := len(v.f.LogTail); n > 0 {
+		v.last = v.f.LogTail[n-1]
+	}
+	if o.Exit.Code != nil {
+		c := *o.Exit.Code
+		v.f.ExitCode = &c
+	}
+	v.sig, v.code = exitSignal(o.Exit)
+	v.stayedUp = o.Kind != OutcomeExited || (o.Exit.Code != nil && *o.Exit.Code == 0)
+	v.died = o.Kind == OutcomeExited && (v.sig != "" || v.code > 0)
+	if v.died && v.cand.tier == TierHint && v.cand.class == failure.ClassEngineDied && v.okAfter {
+		// A worker's death the server outlived (Ollama restarts its runner
+		// and serves again) does not explain the server's own death later.
+		v.detail["survived"] = v.cand.line
+		v.cand = candidate{}
+	}
+	return v
+}
+
+// finish fills what every verdict has: the phase after ready, the last
+// health answer and marker, the rule, confidence and next step.
+func (v *verdict) finish() *failure.Failure {
+	f, o := v.f, v.o
+	if o.AfterReady && f.Phase.Index() < failure.PhaseReady.Index() {
+		f.Phase = failure.PhaseReady
+	}
+	if o.Health != nil && o.Kind != OutcomeReadyTimeout && o.Kind != OutcomeStallTimeout {
+		v.detail["last_health"] = healthText(*o.Health)
+	}
+	if v.marker != "" {
+		v.detail["last_marker"] = v.marker
+	}
+	if len(v.detail) > 0 {
+		f.Detail = v.detail
+	}
+	f.Rule, f.Confidence = v.rule, v.strength
+	f.Classes = otherClasses(v.classes, f.Class)
+	if len(f.Classes) > 0 && f.Confidence == failure.ConfidenceStrong && v.rule == v.cand.rule {
+		f.Confidence = failure.ConfidenceWeak // the log's lines conflict
+	}
+	f.NextStep = v.e.NextStep(f.Class)
+	switch {
+	case v.step != "":
+		f.NextStep = v.step
+	case f.Class == failure.ClassEngineDied && (v.cand.tier > 0 || v.fallback != ""):
+		f.NextStep = engineCrashStep
+	}
+	return f
+}
+
+// ruleStep returns the NextStep of the engine's rule named name, or "".
+func (e *Engine) ruleStep(name string) string {
+	for i := range e.signatures {
+		if e.signatures[i].Name == name {
+			return e.signatures[i].NextStep
+		}
+	}
+	return ""
+}
+
+// otherClasses returns the classes of all that are not c, in order.
+func otherClasses(all []failure.Class, c failure.Class) []failure.Class {
+	var out []failure.Class
+	for _, k := range all {
+		if k != c {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func isKind(k OutcomeKind) func(v *verdict) bool {
+	return func(v *verdict) bool { return v.o.Kind == k }
+}
+
+func isTimeout(v *verdict) bool {
+	return v.o.Kind == OutcomeReadyTimeout || v.o.Kind == OutcomeStallTimeout
+}
+
+func givePortInUse(v *verdict) {
+	v.f.Class, v.f.Phase = failure.ClassPortInUse, failure.PhasePrereq
+	v.f.RootCause = fmt.Sprintf("address %s is already in use before launch", v.o.Address)
+	if v.o.Message != "" {
+		v.f.RootCause += ": " + v.o.Message
+	}
+	v.detail["address"] = v.o.Address
+}
+
+func giveIdentityMismatch(v *verdict) {
+	v.f.Class, v.f.Phase = failure.ClassIdentityMismatch, failure.PhaseReadyWait
+	v.f.RootCause = fmt.Sprintf("model identity mismatch: expected %q, the engine reports %s",
+		v.o.ExpectedModel, quoteList(v.o.ReportedModels))
+	v.detail["expected_model"] = v.o.ExpectedModel
+	v.detail["reported_models"] = append([]string{}, v.o.ReportedModels...)
+}
+
+func completionTemplateError(v *verdict) bool {
+	o := v.o
+	return o.Kind == OutcomeCompletionFailed && o.Status != 0 && o.Status != 200 && templatePattern.MatchString(o.Message)
+}
+
+func giveCompletionTemplate(v *verdict) {
+	v.f.Class, v.f.Phase = failure.ClassTokenizerTemplate, failure.PhaseReadyWait
+	v.f.RootCause = fmt.Sprintf("chat completion answered HTTP %d: %s", v.o.Status, v.o.Message)
+	v.detail["status_code"] = v.o.Status
+}
+
+// lineExplains: a rule matched a root-cause line. A warning explains an
+// exit, but not what hiro's own readiness checks saw (a wrong probe
+// reply, a timeout).
+func lineExplains(v *verdict) bool {
+	return v.cand.tier > 0 && !(v.cand.warn && v.o.Kind != OutcomeExited)
+}
+
+// giveLine is the verdict of the root-cause line: its rule's class and
+// phase, refined by context (structuredRefine, the phase where the engine
+// stopped when it outlived the line).
+func giveLine(v *verdict) {
+	f, c := v.f, v.cand
+	f.Class, f.Phase, f.RootCause = c.class, c.phase, c.line
+	v.rule, v.step = c.rule, v.e.ruleStep(c.rule)
+	if c.tier == TierHint || c.warn {
+		v.strength = failure.ConfidenceWeak
+	}
+	f.Class = v.structuredRefine(f.Class)
+	// The engine outlived the line and went on: the failure shows where
+	// it stopped (a CPU fallback found at ready, a supervisor's stop
+	// while loading on the CPU), not where the line was logged.
+	if v.phaseNow.Index() > f.Phase.Index() && !isStructured(f.Class) &&
+		(v.phaseNow.Index() >= failure.PhaseReadyWait.Index() || (v.device.CPUOnly() && isAccelClass(f.Class))) {
+		f.Phase = v.phaseNow
+	}
+	if len(v.frames) > 0 {
+		v.detail["traceback_frames"] = v.frames
+	}
+	v.outcomeDetail()
+}
+
+// structuredRefine turns a crash or grammar line's class into the
+// structured-output class the context shows: an engine crash while
+// serving with a grammar backend in use is structured_output_crash; a
+// grammar failure is crash when the engine died of it, rejected when the
+// server stayed up and requests failed after it.
+func (v *verdict) structuredRefine(c failure.Class) failure.Class {
+	inServing := v.cand.phase.Index() >= failure.PhaseReadyWait.Index()
+	switch {
+	case v.cand.crash && v.grammar && inServing:
+		return failure.ClassStructuredOutputCrash
+	case isStructured(c) && v.died:
+		return failure.ClassStructuredOutputCrash
+	case isStructured(c) && v.stayedUp && v.errAfter:
+		return failure.ClassStructuredOutputRejected
+	case c == failure.ClassStructuredOutputCrash && v.stayedUp:
+		return failure.ClassStructuredOutputRejected
+	}
+	return c
+}
+
+// outcomeDetail notes what hiro's own checks saw beside a log's verdict.
+func (v *verdict) outcomeDetail() {
+	switch v.o.Kind {
+	case OutcomeCompletionFailed:
+		v.detail["completion"] = completionText(v.o)
+	case OutcomeReadyTimeout, OutcomeStallTimeout:
+		v.detail["timeout"] = timeoutName(v.o.Kind)
+		v.detail["timeout_seconds"] = v.o.Timeout.Seconds()
+	case OutcomeAcceleratorUnavailable:
+		v.detail["device"] = v.o.Device.String()
+	}
+}
+
+// servedThenFailed: the server stayed up and served requests.
+func servedThenFailed(v *verdict) bool {
+	return v.o.Kind == OutcomeExited && v.stayedUp && v.requests
+}
+
+// giveServedThenFailed: what failed is a request (an error line no rule
+// explains) or, with no error line, the reply itself (the probe's
+// expected answer did not come back).
+func giveServedThenFailed(v *verdict) {
+	v.f.Class = failure.ClassProbeFailed
+	if v.fallback != "" {
+		v.f.RootCause = v.fallback
+		if len(v.frames) > 0 {
+			v.detail["traceback_frames"] = v.frames
+		}
+		return
+	}
+	v.f.RootCause = "the server stayed up and answered requests, but no log line names a failure: the replies " +
+		"themselves were wrong (the probe's expected reply did not come back)"
+}
+
+func giveCPUServing(v *verdict) {
+	f, d := v.f, v.o.Device
+	f.Class, f.Phase = failure.ClassAcceleratorUnavailable, failure.PhaseReadyWait
+	f.RootCause = "the model is served by the CPU, but the profile requires an accelerator (requires_accelerator)"
+	if d.Name != "" && d.TotalLayers > 0 && d.GPULayers == 0 {
+		// The engine found the GPU (its discovery named it) and still
+		// placed no layer there: its free memory was too small, the way
+		// memory held by other processes leaves it (Ollama on an occupied
+		// GPU), not a missing device.
+		f.Class = failure.ClassAcceleratorBusy
+		f.RootCause = fmt.Sprintf("the engine found the GPU (%s) but placed 0 of %d layers on it: its free memory was too small "+
+			"(other processes may hold it: hiro doctor lists them), so the model is served by the CPU, and the profile "+
+			"requires an accelerator (requires_accelerator)", d.Name, d.TotalLayers)
+		v.detail["gpu_found"] = d.Name
+		v.rule = "outcome/cpu-serving-gpu-found"
+	}
+	if d.Evidence != "" {
+		f.RootCause += ": " + d.Evidence
+	}
+	v.detail["device"] = d.String()
+}
+
+func giveCompletionFailed(v *verdict) {
+	v.f.Class, v.f.Phase = failure.ClassProbeFailed, failure.PhaseReadyWait
+	v.f.RootCause = completionText(v.o)
+	if v.o.Status != 0 {
+		v.detail["status_code"] = v.o.Status
+	}
+}
+
+// giveHealthFailed: a health answer that will not clear is engine_died;
+// a step after it that failed (the model list) is probe_failed.
+func giveHealthFailed(v *verdict) {
+	f, o := v.f, v.o
+	f.Class = failure.ClassEngineDied
+	if f.Phase.Index() < failure.PhaseReadyWait.Index() {
+		f.Phase = failure.PhaseReadyWait
+	}
+	switch {
+	case o.Health != nil && o.Health.State != HealthReady:
+		f.RootCause = "health check: " + healthText(*o.Health)
+	case o.Message != "":
+		f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseReadyWait
+		f.RootCause = o.Message
+	default:
+		f.RootCause = "health check failed"
+	}
+}
+
+func giveTimeout(v *verdict) {
+	f, o := v.f, v.o
+	f.Class = failure.ClassReadyTimeout
+	which, what := timeoutName(o.Kind), "not ready after"
+	if o.Kind == OutcomeStallTimeout {
+		what = "no log output for"
+	}
+	f.RootCause = fmt.Sprintf("%s %s (%s timeout) in phase %s", what, roundDur(o.Timeout), which, f.Phase)
+	if o.Health != nil {
+		f.RootCause += fmt.Sprintf("; last health: %s", healthText(*o.Health))
+	}
+	if v.last != "" {
+		f.RootCause += "; last log line: " + v.last
+	}
+	v.detail["timeout"] = which
+	v.detail["timeout_seconds"] = o.Timeout.Seconds()
+}
+
+// firstExitRule returns the first of exitRules the exit matches, or nil.
+func (v *verdict) firstExitRule() *Rule {
+	for i := range exitRules {
+		if exitRules[i].matchesExit(v.sig, v.code, v.served) {
+			return &exitRules[i]
+		}
+	}
+	return nil
+}
+
+func exitExplains(v *verdict) bool { return v.firstExitRule() != nil }
+
+// giveExit is the verdict of an exit rule; the log's first error line
+// (no rule explained it) is added to its root cause.
+func giveExit(v *verdict) {
+	r := v.firstExitRule()
+	v.rule, v.f.Class, v.step = r.Name, r.Class, r.NextStep
+	v.f.RootCause = fmt.Sprintf(r.Explain, v.o.Exit, v.f.Phase)
+	if v.fallback != "" {
+		v.f.RootCause += "; first error line: " + v.fallback
+	}
+	if r.BeforeReady {
+		v.detail["stopped_by"] = "outside"
+	}
+}
+
+// giveEngineDied is the fallback: engine_died, with the first error line
+// of the log as root cause when there is one.
+func giveEngineDied(v *verdict) {
+	f := v.f
+	f.Class = failure.ClassEngineDied
+	if v.fallback != "" {
+		f.RootCause = v.fallback
+		if len(v.frames) > 0 {
+			v.detail["traceback_frames"] = v.frames
+		}
+		return
+	}
+	when := "before ready during " + string(f.Phase)
+	switch {
+	case v.requests:
+		when = "while serving requests (phase " + string(f.Phase) + ")"
+	case v.served:
+		when = "while serving (after ready)"
+	}
+	f.RootCause = fmt.Sprintf("%s %s; the log has no error line", v.o.Exit, when)
+	if v.detail["survived"] != nil {
+		f.RootCause = fmt.Sprintf("%s %s; the log has no line about it (an earlier failure, survived: see detail.survived)", v.o.Exit, when)
+	}
+	if why := exitMeaning(v.sig, v.code); why != "" {
+		f.RootCause += " (" + why + ")"
+	}
+	if v.last != "" {
+		f.RootCause += " (last line: " + v.last + ")"
+	}
+}
