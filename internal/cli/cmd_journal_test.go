@@ -194,8 +194,8 @@ func TestJournalAddSaysNotEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	for f, want := range map[string]string{
-		manifest: `not hiro evidence: the document has "schema": "hiro.artifact/v1", want "hiro.evidence/v2"`,
-		noSchema: `not hiro evidence: the document has no "schema" key, want "hiro.evidence/v2"`,
+		manifest: `not hiro evidence: the document has "schema": "hiro.artifact/v1", want "hiro.evidence/v3"`,
+		noSchema: `not hiro evidence: the document has no "schema" key, want "hiro.evidence/v3"`,
 		notJSON:  `not hiro evidence: not a JSON object`,
 	} {
 		code, _, errs := runHiro(t, "journal", "add", "--journal", dir, f)

@@ -4,9 +4,11 @@
 // atomic writer, and the public copy that leaves out local paths,
 // environment values and per-file hashes.
 //
-// Gate results are typed (results.go; schema v2). Load and Validate still
-// read v1 documents (the journal keeps them), upgrading v1's untyped gate
-// results to the typed fields.
+// Gate results are typed (results.go; since schema v2). The format is v3
+// (SchemaID); Load and Validate still read v2 documents (v3 only adds
+// optional fields; schema_v2.json is v2's schema, frozen) and v1 documents
+// (the journal keeps them), upgrading v1's untyped gate results to the
+// typed fields.
 //
 // It must not run gates or start processes: package qualify fills it.
 package evidence

@@ -7,11 +7,18 @@ import (
 )
 
 // SchemaID is the value of Evidence.Schema for this version of the format.
-// v2 replaced v1's untyped gate "result" object with typed results
-// (Gate.Artifact, Gate.Semantic) and added load figures to RequestStats.
-const SchemaID = "hiro.evidence/v2"
+// v3 is v2 plus what round 3 adds (statistics of the comparisons, the
+// inconclusive outcome, the environment fingerprint): every field v3 adds
+// is optional to a reader of v2, so a v2 document decodes unchanged.
+const SchemaID = "hiro.evidence/v3"
 
-// SchemaV1 is the previous format's id: Load still reads it (the journal
+// SchemaV2 is the previous format's id: v2 replaced v1's untyped gate
+// "result" object with typed results (Gate.Artifact, Gate.Semantic) and
+// added load figures to RequestStats. Load reads it as it is; Validate
+// checks it against v2's schema as published (schema_v2.json).
+const SchemaV2 = "hiro.evidence/v2"
+
+// SchemaV1 is the first format's id: Load still reads it (the journal
 // holds v1 evidence), upgrading each gate's "result" to its typed field.
 const SchemaV1 = "hiro.evidence/v1"
 

@@ -134,6 +134,40 @@ func TestLoadV1(t *testing.T) {
 	}
 }
 
+// TestLoadV2 reads a v2 document (written by the v2 format before the
+// bump): it validates against v2's frozen schema and loads with its typed
+// semantic result; the frozen schema is v2's, not a regenerated one.
+func TestLoadV2(t *testing.T) {
+	path := filepath.Join("testdata", "v2-sample.json")
+	b, err := os.ReadFile(path)
+	must(t, err)
+	if err := Validate(b); err != nil {
+		t.Fatalf("v2 evidence does not validate against the v2 schema: %v", err)
+	}
+	e, err := Load(path)
+	must(t, err)
+	if e.Schema != SchemaV2 || len(e.Gates) != 3 {
+		t.Fatalf("schema %q, %d gates", e.Schema, len(e.Gates))
+	}
+	if s := e.Gates[2].Semantic; s == nil || s.ProductionScores.F1 != 0.877 || len(s.Differences) != 1 {
+		t.Fatalf("v2 semantic result not read: %+v", s)
+	}
+	if !strings.Contains(string(schemaV2), `"title": "hiro campaign evidence (hiro.evidence/v2)"`) {
+		t.Error("schema_v2.json is not v2's published schema")
+	}
+	if string(schemaV2) == string(JSONSchema()) {
+		t.Error("the current schema is still v2's")
+	}
+	// A document that misses a field v2 requires does not validate as v2.
+	var m map[string]any
+	must(t, json.Unmarshal(b, &m))
+	delete(m, "verdict")
+	b2, _ := json.Marshal(m)
+	if Validate(b2) == nil {
+		t.Error("a v2 document without a verdict validated")
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -53,11 +53,15 @@ func vocabulary(t reflect.Type) *jsonschema.Schema {
 	return nil
 }
 
-// schemaV1 is the v1 schema as it was published, to validate v1 documents
+// schemaV1 and schemaV2 are the v1 and v2 schemas as they were published
+// (frozen: never regenerated), to validate documents of those versions
 // (the journal keeps them).
-//
-//go:embed schema_v1.json
-var schemaV1 []byte
+var (
+	//go:embed schema_v1.json
+	schemaV1 []byte
+	//go:embed schema_v2.json
+	schemaV2 []byte
+)
 
 // SchemaURL is the $id of the evidence JSON Schema (JSONSchema), by which
 // validation errors name it.
@@ -65,14 +69,15 @@ const SchemaURL = "https://hiro.dev/schemas/evidence.schema.json"
 
 // ErrNotEvidence is wrapped by Validate when doc is not hiro evidence at all:
 // not JSON, not an object, or a "schema" key other than SchemaID or
-// SchemaV1 (an artifact manifest, a backend record, any other JSON).
+// an older version's (an artifact manifest, a backend record, any other JSON).
 var ErrNotEvidence = errors.New("not hiro evidence")
 
 // passEvidence says what to pass instead of a document that is not evidence.
 const passEvidence = "pass the " + PublicFile + " that hiro qualify wrote in a campaign's folder (<evidence folder>/<campaign id>/" + PublicFile + ")"
 
 // Validate checks doc (a JSON document) against the evidence schema of its
-// own "schema" id: this format's, or v1's for a v1 document. A document
+// own "schema" id: this format's, or v2's or v1's (as published) for a
+// document of that version. A document
 // that is not evidence (see ErrNotEvidence) is said so, with what its
 // "schema" key holds and what was expected; one that is evidence but does
 // not match its schema gets the schema's id and the places that differ.
@@ -90,13 +95,15 @@ func Validate(doc []byte) error {
 	switch {
 	case id == SchemaV1:
 		text = schemaV1
+	case id == SchemaV2:
+		text = schemaV2
 	case id != SchemaID:
 		got := "has no \"schema\" key"
 		if v, ok := head["schema"]; ok {
 			b, _ := json.Marshal(v)
 			got = fmt.Sprintf("has \"schema\": %s", b)
 		}
-		return fmt.Errorf("%w: the document %s, want %q (or %q); %s", ErrNotEvidence, got, SchemaID, SchemaV1, passEvidence)
+		return fmt.Errorf("%w: the document %s, want %q (or %q, %q); %s", ErrNotEvidence, got, SchemaID, SchemaV2, SchemaV1, passEvidence)
 	}
 	sch, err := compile(text)
 	if err != nil {

@@ -52,9 +52,10 @@ func WriteEncoded(dir string, private, public []byte) error {
 	return atomicfile.WriteFile(filepath.Join(dir, PublicFile), public, 0o644)
 }
 
-// Load reads an evidence document of this format or of v1 (SchemaV1),
-// upgrading a v1 document's untyped gate results to the typed fields; the
-// Schema field keeps the id the file was written with.
+// Load reads an evidence document of this format, of v2 (SchemaV2: read
+// as it is, v3 only adds optional fields) or of v1 (SchemaV1), upgrading a
+// v1 document's untyped gate results to the typed fields; the Schema field
+// keeps the id the file was written with.
 func Load(path string) (*Evidence, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -67,20 +68,20 @@ func Load(path string) (*Evidence, error) {
 	return e, nil
 }
 
-// Decode parses an evidence document (this format or v1, see Load).
+// Decode parses an evidence document (this format, v2 or v1, see Load).
 func Decode(b []byte) (*Evidence, error) {
 	var e Evidence
 	if err := json.Unmarshal(b, &e); err != nil {
 		return nil, fmt.Errorf("not an evidence document: %w", err)
 	}
 	switch e.Schema {
-	case SchemaID:
+	case SchemaID, SchemaV2:
 	case SchemaV1:
 		if err := upgradeV1(b, &e); err != nil {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("schema is %q, want %q (or %q)", e.Schema, SchemaID, SchemaV1)
+		return nil, fmt.Errorf("schema is %q, want %q (or %q, %q)", e.Schema, SchemaID, SchemaV2, SchemaV1)
 	}
 	return &e, nil
 }

@@ -451,7 +451,7 @@ func publicSiteBytes(rel string, data []byte) []byte {
 		return redact.HTML(data)
 	case strings.HasPrefix(rel, EvidenceDir+"/") && strings.HasSuffix(rel, ".json"):
 		var ev evidence.Evidence
-		if err := json.Unmarshal(data, &ev); err != nil || ev.Schema != evidence.SchemaID {
+		if err := json.Unmarshal(data, &ev); err != nil || (ev.Schema != evidence.SchemaID && ev.Schema != evidence.SchemaV2) {
 			return redact.Text(data)
 		}
 		return publicEvidence(&ev, data)
