@@ -235,8 +235,12 @@ func recoverSwitchBeforeCommand(g *Globals, c *cobra.Command) error {
 		}
 	}
 	if len(failed) > 0 {
+		where, derr := production.Dir()
+		if derr != nil {
+			where = "the production record folder"
+		}
 		err := CriticalError(fmt.Errorf("a switch cut short could not be settled: %w; start production by hand ('hiro backend start NAME' runs while a switch is unsettled): once it answers ready, the next hiro command settles the switch; or remove the switch.json in %s to give up on it",
-			errors.Join(failed...), production.Dir()))
+			errors.Join(failed...), where))
 		if restoresByHand[c.CommandPath()] {
 			// The commands that put production back or look at it run
 			// anyway: blocking them would leave no way out.

@@ -28,8 +28,10 @@ power loss), the lease remains: every hiro command restores production from
 it before doing anything else, and 'hiro recover' does so on request. Leases
 of campaigns still running are left alone.
 
-Leases live in $HIRO_LEASE_DIR, else $XDG_STATE_HOME/hiro/leases, else
-~/.local/state/hiro/leases (created 0700; never a shared /tmp folder). A
+Leases live in $HIRO_LEASE_DIR, else $HIRO_STATE_HOME/leases, else
+$XDG_STATE_HOME/hiro/leases, else ~/.local/state/hiro/leases (created 0700;
+refused when another user owns it or others may write it; never a shared
+/tmp folder). A
 lease that cannot be read is moved to set-aside/ there and reported; the
 others are recovered. A finished campaign's evidence is never rewritten: a
 restore after it is written as an event file beside its evidence.

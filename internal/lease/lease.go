@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -207,45 +206,19 @@ func sanitize(s string) string {
 // fileName is the lease file of key in dir.
 func fileName(dir, key string) string { return filepath.Join(dir, sanitize(key)+".lease") }
 
-// Dir returns the private lease folder of the user, creating it (0700)
-// when missing and checking it: $HIRO_LEASE_DIR, else
-// $XDG_STATE_HOME/hiro/leases, else <home>/.local/state/hiro/leases where
-// <home> is $HOME or, when HOME is unset, the user's home from the
-// password database. There is no shared fallback (no /tmp): without a
-// home it is an error. A folder owned by another user, or that others may
-// write, is refused; one of the user's own with a wider mode is narrowed
-// to 0700.
-func Dir() (string, error) {
-	d, err := dirPath()
-	if err != nil {
-		return "", err
-	}
-	return d, EnsurePrivateDir(d)
-}
-
-func dirPath() (string, error) {
-	if d := os.Getenv("HIRO_LEASE_DIR"); d != "" {
-		return filepath.Abs(d)
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "hiro", "leases"), nil
-	}
-	home := os.Getenv("HOME")
-	if home == "" {
-		if u, err := user.Current(); err == nil {
-			home = u.HomeDir
-		}
-	}
-	if home == "" || home == "/" || !filepath.IsAbs(home) {
-		return "", fmt.Errorf("no private folder for leases: HOME is unset and user %d has no home folder; set HIRO_LEASE_DIR to a folder only you can write (it is created 0700)", os.Getuid())
-	}
-	return filepath.Join(home, ".local", "state", "hiro", "leases"), nil
-}
+// Dir returns the private lease folder of the user, created 0700 when
+// missing and checked (private.Leases): $HIRO_LEASE_DIR, else
+// <state home>/leases (private.StateHome: $HIRO_STATE_HOME,
+// $XDG_STATE_HOME/hiro, ~/.local/state/hiro, the password database's home
+// when HOME is unset). There is no shared fallback (no /tmp): without a
+// home it is an error naming the variable to set. A folder owned by
+// another user, or that its group or others may write, is refused.
+func Dir() (string, error) { return private.Leases.Ensure() }
 
 // EnsurePrivateDir creates dir (0700) when missing and checks that it is
 // a real folder owned by the current user that no one else may write
 // (package private).
-func EnsurePrivateDir(dir string) error { return private.EnsureDir(dir, "lease folder") }
+func EnsurePrivateDir(dir string) error { return private.EnsureDir(dir, private.Leases.What) }
 
 // CheckOwned returns an error when the file described by fi (at path) is
 // not owned by the current user or may be written by others (package

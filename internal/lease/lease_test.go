@@ -6,13 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hiro-dev/hiro/internal/private"
 )
 
 func TestDirNeverFallsBackToTmp(t *testing.T) {
 	t.Setenv("HIRO_LEASE_DIR", "")
 	t.Setenv("XDG_STATE_HOME", "")
 	t.Setenv("HOME", "")
-	d, err := dirPath()
+	t.Setenv("HIRO_STATE_HOME", "")
+	d, err := private.Leases.Path()
 	if err == nil && (strings.HasPrefix(d, os.TempDir()) || !filepath.IsAbs(d)) {
 		t.Fatalf("with HOME unset the lease folder is %s: a predictable shared folder", d)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hiro-dev/hiro/internal/private"
 )
 
 // intentFile is the name of a switch in progress inside a configuration's
@@ -51,8 +53,8 @@ func (e *BusyError) Error() string {
 // says what this hiro is doing (shown to a refused one). Errors:
 // *BusyError when held, or the folder cannot be created.
 func TryLock(cfgPath, what string) (*Lock, error) {
-	dir := configDir(cfgPath)
-	if err := ensureDir(dir); err != nil {
+	dir, err := configDir(cfgPath, true)
+	if err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
@@ -124,8 +126,8 @@ type Intent struct {
 // WriteIntent writes in atomically (0600) into its configuration's
 // record folder. Call it while holding the Lock.
 func WriteIntent(in *Intent) error {
-	dir := configDir(in.Config)
-	if err := ensureDir(dir); err != nil {
+	dir, err := configDir(in.Config, true)
+	if err != nil {
 		return err
 	}
 	in.Path = filepath.Join(dir, intentFile)
@@ -134,7 +136,10 @@ func WriteIntent(in *Intent) error {
 
 // RemoveIntent removes the switch in progress of cfgPath, if any.
 func RemoveIntent(cfgPath string) error {
-	err := os.Remove(filepath.Join(configDir(cfgPath), intentFile))
+	dir, err := configDir(cfgPath, false)
+	if err == nil {
+		err = os.Remove(filepath.Join(dir, intentFile))
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -144,11 +149,15 @@ func RemoveIntent(cfgPath string) error {
 // Intents lists the switches in progress under Dir, of every
 // configuration. An unreadable intent is an error naming its file.
 func Intents() ([]*Intent, error) {
-	ents, err := os.ReadDir(Dir())
+	base, err := private.Production.Check()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
+		return nil, err
+	}
+	ents, err := os.ReadDir(base)
+	if err != nil {
 		return nil, err
 	}
 	var out []*Intent
@@ -156,8 +165,15 @@ func Intents() ([]*Intent, error) {
 		if !e.IsDir() {
 			continue
 		}
-		path := filepath.Join(Dir(), e.Name(), intentFile)
-		b, err := os.ReadFile(path)
+		dir := filepath.Join(base, e.Name())
+		path := filepath.Join(dir, intentFile)
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := private.CheckDir(dir, private.Production.What); err != nil {
+			return nil, err
+		}
+		b, err := readPrivate(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

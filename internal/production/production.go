@@ -7,16 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/private"
 )
 
 // RecordSchema names the format of an activation record.
@@ -49,40 +50,34 @@ const (
 // configuration's [production] names.
 const SourceConfiguration = "configuration"
 
-// Dir returns the user's private production state folder:
-// $HIRO_PRODUCTION_DIR, else <$HIRO_LEASE_DIR>/production when
-// HIRO_LEASE_DIR is set (a private state for tests and trials), else
-// $XDG_STATE_HOME/hiro/production, else ~/.local/state/hiro/production.
-// It holds one folder per configuration file.
-func Dir() string {
-	if d := os.Getenv("HIRO_PRODUCTION_DIR"); d != "" {
-		return d
-	}
-	if d := os.Getenv("HIRO_LEASE_DIR"); d != "" {
-		return filepath.Join(d, "production")
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "hiro", "production")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		return filepath.Join(os.TempDir(), "hiro-production-"+strconv.Itoa(os.Getuid()))
-	}
-	return filepath.Join(home, ".local", "state", "hiro", "production")
-}
+// Dir returns the user's private production state folder
+// (private.Production): $HIRO_PRODUCTION_DIR, else <state home>/production
+// (private.StateHome: $HIRO_STATE_HOME, $HIRO_LEASE_DIR for tests and
+// trials, $XDG_STATE_HOME/hiro, ~/.local/state/hiro, the password
+// database's home when HOME is unset). It holds one folder per
+// configuration file. Without a home it is an error naming the variable
+// to set: there is no shared fallback. It creates nothing.
+func Dir() (string, error) { return private.Production.Path() }
 
-// configDir is the folder of one configuration file's records.
-func configDir(cfgPath string) string {
+// configDir is the folder of one configuration file's records, the state
+// folder and it checked (package private: owned by this user, written by
+// no one else); create makes both (0700) when missing. Without create, a
+// missing folder is an error wrapping fs.ErrNotExist.
+func configDir(cfgPath string, create bool) (string, error) {
+	check := private.Production.Check
+	if create {
+		check = private.Production.Ensure
+	}
+	base, err := check()
+	if err != nil {
+		return "", err
+	}
 	key := strings.NewReplacer("/", "_", ".", "_").Replace(strings.TrimPrefix(cfgPath, "/"))
-	return filepath.Join(Dir(), key)
-}
-
-// ensureDir creates dir owner-only (0700).
-func ensureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating the production state folder: %w", err)
+	dir := filepath.Join(base, key)
+	if create {
+		return dir, private.EnsureDir(dir, private.Production.What)
 	}
-	return os.Chmod(dir, 0o700)
+	return dir, private.CheckDir(dir, private.Production.What)
 }
 
 // ConfigHash returns the SHA-256 (hex) of a production's whole
@@ -354,12 +349,15 @@ func diffProfiles(a, b *config.Profile) (key, av, bv string) {
 // History returns the records of the configuration file cfgPath, oldest
 // first (by Seq). A record that is not valid JSON is an error naming it.
 func History(cfgPath string) ([]*Record, error) {
-	dir := configDir(cfgPath)
+	dir, err := configDir(cfgPath, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading production records: %w", err)
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
 		return nil, fmt.Errorf("reading production records: %w", err)
 	}
 	var out []*Record
@@ -369,7 +367,7 @@ func History(cfgPath string) ([]*Record, error) {
 			continue
 		}
 		path := filepath.Join(dir, n)
-		b, err := os.ReadFile(path)
+		b, err := readPrivate(path)
 		if err != nil {
 			return nil, fmt.Errorf("reading production record: %w", err)
 		}
@@ -403,8 +401,8 @@ func Append(r *Record) error {
 		}
 		r.To.Source = fmt.Sprintf("%s %d", noun, r.Seq)
 	}
-	dir := configDir(r.Config)
-	if err := ensureDir(dir); err != nil {
+	dir, err := configDir(r.Config, true)
+	if err != nil {
 		return err
 	}
 	r.Path = filepath.Join(dir, fmt.Sprintf("%06d-%s.json", r.Seq, r.Kind))
@@ -417,6 +415,25 @@ func Rewrite(r *Record) error {
 		return fmt.Errorf("production record %d was never appended", r.Seq)
 	}
 	return writePrivateJSON(r.Path, r)
+}
+
+// readPrivate reads a record or intent that passes private.Check (owned by
+// this user, written by no one else): one planted by another user is
+// refused, never acted on.
+func readPrivate(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := private.Check(path, fi); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
 }
 
 func writePrivateJSON(path string, v any) error {

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 const cfgText = `state_dir = "state"
@@ -190,5 +192,57 @@ func TestIntentsAcrossConfigurations(t *testing.T) {
 	}
 	if ins, _ := production.Intents(); len(ins) != 0 {
 		t.Fatalf("intent left: %v", ins)
+	}
+}
+
+// A production record planted by another user is never acted on: neither
+// one in the user's folder nor a whole record folder another user made.
+// Before, with HOME unset the folder was a predictable one under /tmp with
+// no owner check, and a planted record named production.
+func TestRecordsOfAnotherUserAreRefused(t *testing.T) {
+	cfg := setup(t)
+	a, err := production.Resolve(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := &production.Record{Kind: production.KindActivate, Outcome: production.OutcomeSwitched, Config: cfg.Path,
+		From: &a.Snapshot, To: production.Snap(variant(cfg), "v1-runner", "activation"), StartedAt: time.Now()}
+	if err := production.Append(planted); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.GiveToNobody(t, planted.Path)
+	if a, err := production.Resolve(cfg); err == nil || !strings.Contains(err.Error(), planted.Path) || !strings.Contains(err.Error(), "uid 65534") {
+		t.Fatalf("a record owned by nobody: resolve = %+v, %v; want it refused, named", a, err)
+	}
+	if err := os.Lchown(planted.Path, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Dir(planted.Path)
+	testsupport.GiveToNobody(t, folder)
+	_, err = production.Resolve(cfg)
+	if err == nil || !strings.Contains(err.Error(), folder) || !strings.Contains(err.Error(), "production record folder") {
+		t.Fatalf("a record folder owned by nobody: %v; want it refused, named", err)
+	}
+	if _, err := production.TryLock(cfg.Path, "test"); err == nil {
+		t.Fatal("the lock was taken in a folder owned by nobody")
+	}
+}
+
+// With HOME unset (a service unit) the production folder is the password
+// database's home, or an error naming HIRO_STATE_HOME: never a shared
+// temporary folder.
+func TestDirWithoutHomeIsNotShared(t *testing.T) {
+	for _, v := range []string{"HIRO_PRODUCTION_DIR", "HIRO_LEASE_DIR", "HIRO_STATE_HOME", "XDG_STATE_HOME", "HOME"} {
+		t.Setenv(v, "")
+	}
+	d, err := production.Dir()
+	if err != nil {
+		if !strings.Contains(err.Error(), "HIRO_STATE_HOME") {
+			t.Fatalf("error does not say what to set: %v", err)
+		}
+		return
+	}
+	if strings.HasPrefix(d, os.TempDir()) || !filepath.IsAbs(d) {
+		t.Fatalf("with HOME unset the production folder is %s: a shared folder", d)
 	}
 }

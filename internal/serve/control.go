@@ -7,16 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/private"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -196,45 +196,18 @@ type SwitchResult struct {
 }
 
 // ControlDir returns the folder of the control socket, in the user's
-// private state folder: $HIRO_STATE_HOME/serve, else $HIRO_LEASE_DIR/serve
-// (a private state for tests and trials), else $XDG_STATE_HOME/hiro/serve,
-// else ~/.local/state/hiro/serve. It does not create it.
-func ControlDir() (string, error) {
-	for _, v := range []string{"HIRO_STATE_HOME", "HIRO_LEASE_DIR"} {
-		if d := os.Getenv(v); d != "" {
-			return filepath.Join(d, "serve"), nil
-		}
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "hiro", "serve"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		return "", errors.New("no private state folder: HOME is not set; set HIRO_STATE_HOME to a folder only you can write")
-	}
-	return filepath.Join(home, ".local", "state", "hiro", "serve"), nil
-}
+// private state folder (private.Control): <state home>/serve, where the
+// state home is $HIRO_STATE_HOME, else $HIRO_LEASE_DIR (a private state
+// for tests and trials), else $XDG_STATE_HOME/hiro, else
+// ~/.local/state/hiro (the password database's home when HOME is unset).
+// It does not create it; without a home it is an error naming the
+// variable to set.
+func ControlDir() (string, error) { return private.Control.Path() }
 
 // privateDir creates dir (0700) when missing and refuses one that is not
-// owned by this user or that others can write or read.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating the private state folder %s: %w", dir, err)
-	}
-	st, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return fmt.Errorf("private state folder %s belongs to uid %d, not to you (uid %d); set HIRO_STATE_HOME to a folder of your own", dir, sys.Uid, os.Getuid())
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("private state folder %s is mode %o and cannot be made 0700: %w", dir, st.Mode().Perm(), err)
-		}
-	}
-	return nil
-}
+// owned by this user or that its group or others may write (package
+// private).
+func privateDir(dir string) error { return private.EnsureDir(dir, private.Control.What) }
 
 // SocketPath returns the control socket's path in dir.
 func SocketPath(dir string) string { return filepath.Join(dir, ControlSocketName) }
@@ -252,9 +225,15 @@ type ControlClient struct {
 
 // Dial connects to the router whose control socket is in dir (ControlDir
 // for the user's router) and checks that it answers. Errors wrap
-// ErrNoRouter when there is no socket or nobody listens on it.
+// ErrNoRouter when there is no socket or nobody listens on it. A socket
+// another user made, or one in a folder others may write, is refused
+// before anything is asked of it (an error that does not wrap
+// ErrNoRouter: what it would say is not trusted).
 func Dial(dir string) (*ControlClient, error) {
 	path := SocketPath(dir)
+	if err := private.CheckSocket(path, "control socket"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("control socket refused: %w", err)
+	}
 	c := &ControlClient{path: path, hc: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer

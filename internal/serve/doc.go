@@ -81,7 +81,9 @@
 // The router is controlled through a Unix socket, control.sock, in the
 // user's private state folder (ControlDir: $HIRO_STATE_HOME/serve, else
 // $HIRO_LEASE_DIR/serve, else $XDG_STATE_HOME/hiro/serve, else
-// ~/.local/state/hiro/serve; the folder is 0700, the socket 0600). The protocol is HTTP/1.1 over that socket with JSON bodies;
+// ~/.local/state/hiro/serve; the folder is 0700, the socket 0600; the
+// client refuses a socket another user made, or one in a folder others may
+// write, before asking it anything). The protocol is HTTP/1.1 over that socket with JSON bodies;
 // use the Go client (Dial → *ControlClient) rather than speaking it by hand.
 // Every error answer is {"error": "..."} with a 4xx/5xx status.
 //

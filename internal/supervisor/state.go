@@ -78,6 +78,10 @@ var ErrNoRecord = errors.New("no record of a running backend")
 
 func recordDir(stateDir string) string { return filepath.Join(stateDir, "backends") }
 
+// recordFolder names the record folder in messages; the fix (state_dir)
+// follows.
+const recordFolder = "state record folder (state_dir)"
+
 func recordPath(stateDir, name string) string {
 	return filepath.Join(recordDir(stateDir), name+".json")
 }
@@ -112,7 +116,7 @@ func WriteRecord(stateDir string, r Record) error {
 	if err != nil {
 		return err
 	}
-	if err := private.EnsureDir(recordDir(stateDir), "state record folder"); err != nil {
+	if err := private.EnsureDir(recordDir(stateDir), recordFolder); err != nil {
 		return fmt.Errorf("writing the state record: %w", err)
 	}
 	if err := atomicfile.WriteFile(recordPath(stateDir, r.Name), append(b, '\n'), private.FileMode); err != nil {
@@ -125,6 +129,9 @@ func WriteRecord(stateDir string, r Record) error {
 // is none.
 func ReadRecord(stateDir, name string) (Record, error) {
 	var r Record
+	if err := private.CheckDir(recordDir(stateDir), recordFolder); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return r, fmt.Errorf("state record refused: %w", err)
+	}
 	b, err := os.ReadFile(recordPath(stateDir, name))
 	if errors.Is(err, os.ErrNotExist) {
 		return r, fmt.Errorf("backend %s: %w in %s (start it with 'hiro backend start %s')", name, ErrNoRecord, recordDir(stateDir), shellquote.Quote(name))
@@ -154,10 +161,14 @@ func Status(stateDir, name string) (RecordStatus, error) {
 
 // StatusAll checks every record in the state directory, sorted by name.
 func StatusAll(stateDir string) ([]RecordStatus, error) {
-	ents, err := os.ReadDir(recordDir(stateDir))
+	err := private.CheckDir(recordDir(stateDir), recordFolder)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("state records refused: %w", err)
+	}
+	ents, err := os.ReadDir(recordDir(stateDir))
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 func TestDetachStatusStopRecorded(t *testing.T) {
@@ -111,5 +113,48 @@ func TestParseSocketInodes(t *testing.T) {
 	got := parseSocketInodes([]byte(tcp), 8080)
 	if len(got) != 1 || got[0] != "4242" {
 		t.Errorf("inodes %v, want [4242]", got)
+	}
+}
+
+// A state_dir whose record folder another user owns, or its group may
+// write, is refused: a record there could have been planted to make hiro
+// signal a process it never started. The planted record names a live
+// process (this test) exactly, so without the folder check it reads as
+// running.
+func TestRecordFolderOfAnotherUserIsRefused(t *testing.T) {
+	state := t.TempDir()
+	self, err := readProcStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Record{Schema: RecordSchema, Name: "planted", PID: os.Getpid(), PGID: self.PGID, StartTicks: self.StartTicks, Port: 1}
+	if err := WriteRecord(state, r); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := Status(state, "planted"); err != nil || st.Status != StatusRunning {
+		t.Fatalf("own record: %+v %v", st, err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Chmod(recordDir(state), 0o770))
+	for _, f := range []func() error{
+		func() error { _, err := Status(state, "planted"); return err },
+		func() error { _, err := StatusAll(state); return err },
+	} {
+		if err := f(); err == nil || !strings.Contains(err.Error(), recordDir(state)) || !strings.Contains(err.Error(), "state_dir") {
+			t.Errorf("group-writable record folder: %v; want it refused, named", err)
+		}
+	}
+	must(os.Chmod(recordDir(state), 0o700))
+	testsupport.GiveToNobody(t, recordDir(state))
+	if _, err := Status(state, "planted"); err == nil || !strings.Contains(err.Error(), "uid 65534") {
+		t.Errorf("record folder owned by nobody: %v; want it refused", err)
+	}
+	if err := WriteRecord(state, r); err == nil {
+		t.Errorf("a record was written into a folder owned by nobody")
 	}
 }

@@ -167,3 +167,22 @@ func CaseSetDirs() []string {
 	}
 	return dirs
 }
+
+// NobodyUID is the uid GiveToNobody gives files to: nobody's on Debian
+// and most Linux distributions.
+const NobodyUID = 65534
+
+// GiveToNobody makes path (not following a symbolic link) owned by the
+// user nobody, so a test can hold another user's file or folder. It needs
+// root (CI and the development machines run tests as root); elsewhere it
+// skips the test saying so.
+func GiveToNobody(t testing.TB, path string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("giving %s to another user needs root; run the tests as root to check another user's files are refused", path)
+	}
+	if err := os.Lchown(path, NobodyUID, NobodyUID); err != nil {
+		t.Fatalf("chown nobody %s: %v", path, err)
+	}
+	t.Cleanup(func() { _ = os.Lchown(path, os.Getuid(), os.Getgid()) })
+}
