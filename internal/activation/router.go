@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/production"
-	"github.com/hiro-dev/hiro/internal/serve"
 )
 
 // Router is a running router's control, as far as a switch needs it.
@@ -31,8 +31,8 @@ type Router interface {
 }
 
 // RouterFor returns the running router of cfg's production (its control
-// socket in serve.ControlDir): the one serving cfg's file, or one serving
-// production's endpoint through another configuration file (serve.DialFor
+// socket in control.ControlDir): the one serving cfg's file, or one serving
+// production's endpoint through another configuration file (control.DialFor
 // compares host and port). It returns nil when none runs or the one
 // running serves another configuration and another production.
 func RouterFor(ctx context.Context, cfg *config.Config) Router {
@@ -43,7 +43,7 @@ func RouterFor(ctx context.Context, cfg *config.Config) Router {
 	if p, err := cfg.Backend(cfg.Production.Backend); err == nil {
 		urls = append(urls, p.BaseURL)
 	}
-	c, _, err := serve.DialFor(ctx, cfg.Path, urls...)
+	c, _, err := control.DialFor(ctx, cfg.Path, urls...)
 	if err != nil {
 		return nil
 	}
@@ -52,7 +52,7 @@ func RouterFor(ctx context.Context, cfg *config.Config) Router {
 
 // controlRouter is Router over the router's control socket.
 type controlRouter struct {
-	c      *serve.ControlClient
+	c      *control.Client
 	holder string
 }
 
@@ -91,7 +91,7 @@ func (r *controlRouter) Release(ctx context.Context) *evidence.Restored {
 
 // verification turns the router's Verification into the guard's
 // Restored record.
-func verification(v *serve.Verification, err error) *evidence.Restored {
+func verification(v *control.Verification, err error) *evidence.Restored {
 	now := time.Now().UTC()
 	rr := &evidence.Restored{Attempts: 1, At: &now}
 	if v != nil {
@@ -123,7 +123,7 @@ func takeBack(ctx context.Context, cfg *config.Config, holder string) (*evidence
 		return nil, false
 	}
 	v, err := r.c.Takeback(ctx, holder)
-	var ce *serve.ControlError
+	var ce *control.Error
 	if errors.As(err, &ce) && ce.StatusCode == 409 {
 		return nil, false
 	}

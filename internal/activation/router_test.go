@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/qualify"
-	"github.com/hiro-dev/hiro/internal/serve"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -25,7 +25,7 @@ import (
 type serveProc struct {
 	cmd *exec.Cmd
 	out *strings.Builder
-	ctl *serve.ControlClient
+	ctl *control.Client
 	url string
 }
 
@@ -55,10 +55,10 @@ func startServe(t *testing.T, cfgPath, url, stateHome string, env []string, with
 	deadline := time.Now().Add(within)
 	for {
 		if p.ctl == nil {
-			p.ctl, _ = serve.Dial(stateHome + "/serve")
+			p.ctl, _ = control.Dial(stateHome + "/serve")
 		}
 		if p.ctl != nil {
-			if st, err := p.ctl.Status(context.Background()); err == nil && st.Production.State == serve.StateReady && !st.Draining {
+			if st, err := p.ctl.Status(context.Background()); err == nil && st.Production.State == control.StateReady && !st.Draining {
 				return p
 			}
 		}
@@ -357,7 +357,7 @@ func TestExclusiveCampaignHandsOverThroughTheRouter(t *testing.T) {
 	}
 	st, err := sp.ctl.Status(context.Background())
 	must(t, err)
-	if st.Production.Name != "prod" || st.Production.State != serve.StateReady || st.Handover != nil || st.Draining {
+	if st.Production.Name != "prod" || st.Production.State != control.StateReady || st.Handover != nil || st.Draining {
 		t.Fatalf("router after the campaign: %+v handover %+v draining %v", st.Production, st.Handover, st.Draining)
 	}
 }
@@ -488,7 +488,7 @@ func TestExclusiveActivationFromAnotherConfigFileThroughTheRouter(t *testing.T) 
 	l.finish()
 	st, err := sp.ctl.Status(context.Background())
 	must(t, err)
-	if st.Production.Name != "cand" || st.Production.State != serve.StateReady || st.Handover != nil {
+	if st.Production.Name != "cand" || st.Production.State != control.StateReady || st.Handover != nil {
 		t.Fatalf("router after the activation: %+v handover %+v", st.Production, st.Handover)
 	}
 	if st.Production.LastFailure != nil || st.Production.Restarts != 0 {
@@ -541,7 +541,7 @@ func TestRouterDoesNotRecordAHandoverAsAFailure(t *testing.T) {
 		if st.Production.Restarts != 0 {
 			t.Fatalf("the router restarted production %d times around the campaign", st.Production.Restarts)
 		}
-		if st.Production.State == serve.StateReady && st.Handover == nil {
+		if st.Production.State == control.StateReady && st.Handover == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -560,7 +560,7 @@ func (w *world) routerTookBack(t *testing.T, sp *serveProc, url, out, what strin
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := sp.ctl.Status(context.Background())
-		if err == nil && st.Production.Name == "prod" && st.Production.State == serve.StateReady && st.Handover == nil && !st.Draining {
+		if err == nil && st.Production.Name == "prod" && st.Production.State == control.StateReady && st.Handover == nil && !st.Draining {
 			break
 		}
 		if time.Now().After(deadline) {

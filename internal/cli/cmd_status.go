@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/redact"
-	"github.com/hiro-dev/hiro/internal/serve"
 )
 
 func init() { registerCommand(newStatusCmd) }
@@ -36,11 +36,11 @@ Exit status: 0 production is ready; 1 it is not, or no router is running.`,
 }
 
 func runStatus(ctx context.Context, g *Globals) error {
-	dir, err := serve.ControlDir()
+	dir, err := control.Dir()
 	if err != nil {
 		return FailedError(fmt.Errorf("status: %w", err))
 	}
-	c, err := serve.Dial(dir)
+	c, err := control.Dial(dir)
 	if err != nil {
 		return FailedError(fmt.Errorf("status: %w", err))
 	}
@@ -58,13 +58,13 @@ func runStatus(ctx context.Context, g *Globals) error {
 	} else {
 		printServeStatus(g, st)
 	}
-	if st.Production.State != serve.StateReady || st.Draining {
+	if st.Production.State != control.StateReady || st.Draining {
 		return Silent(ExitFailed)
 	}
 	return nil
 }
 
-func printServeStatus(g *Globals, st *serve.Status) {
+func printServeStatus(g *Globals, st *control.Status) {
 	w := g.Stdout
 	p := st.Production
 	fmt.Fprintf(w, "router      %s (pid %d, up %s), config %s\n", st.Listen, st.PID, time.Since(st.StartedAt).Round(time.Second), st.Config)
@@ -120,7 +120,7 @@ func pidText(pid int) string {
 	return fmt.Sprintf("pid %d", pid)
 }
 
-func checkText(c *serve.Check) string {
+func checkText(c *control.Check) string {
 	if c != nil && c.Stale {
 		cc := *c
 		cc.Stale = false

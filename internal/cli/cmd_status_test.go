@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/private"
-	"github.com/hiro-dev/hiro/internal/serve"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
@@ -21,7 +21,7 @@ func TestStatusRefusesAnotherUsersSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := serve.SocketPath(dir)
+	path := control.SocketPath(dir)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestStatusRefusesAnotherUsersSocket(t *testing.T) {
 	defer ln.Close()
 	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"schema":"` + serve.StatusSchema + `","listen":"127.0.0.1:1","config":"planted.toml","production":{"name":"planted","state":"ready"}}`))
+		w.Write([]byte(`{"schema":"` + control.StatusSchema + `","listen":"127.0.0.1:1","config":"planted.toml","production":{"name":"planted","state":"ready"}}`))
 	}))
 	// The socket answers while it is this user's own.
 	if code, out, errs := runHiro(t, "status"); !strings.Contains(out, "planted") {

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hiro-dev/hiro/internal/private"
-	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/procfs"
 )
 
 const syscallNoFollow = syscall.O_NOFOLLOW
@@ -87,7 +87,7 @@ func (l *Lease) Self() {
 	l.Schema = Schema
 	l.PID = os.Getpid()
 	l.PGID = syscall.Getpgrp()
-	l.PIDStart, _ = supervisor.StartTicks(l.PID)
+	l.PIDStart, _ = procfs.StartTicks(l.PID)
 	l.UID = os.Getuid()
 	l.Created = time.Now().UTC()
 }

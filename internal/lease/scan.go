@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/procfs"
 )
 
 // SetAsideDir is the folder, inside the lease folder, where Scan moves
@@ -198,7 +198,7 @@ func List(dir string) ([]*Lease, error) {
 // OwnerAlive reports whether the process that wrote the record still runs
 // (its pid is alive with the recorded start time).
 func (l *Lease) OwnerAlive() bool {
-	st, ok := supervisor.StartTicks(l.PID)
+	st, ok := procfs.StartTicks(l.PID)
 	return ok && st == l.PIDStart
 }
 

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/exitcode"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
-	"github.com/hiro-dev/hiro/internal/serve"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/termtext"
@@ -87,7 +87,7 @@ type campaign struct {
 	// campaign.
 	accel *lease.Hold
 	// router is the running 'hiro serve' that handed production over.
-	router *serve.ControlClient
+	router *control.Client
 }
 
 // engineWait is the time spent waiting on engines so far.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -28,7 +29,7 @@ func unrelated(t *testing.T) *exec.Cmd {
 }
 
 func alive(pid int) bool {
-	st, ok := supervisor.StartTicks(pid)
+	st, ok := procfs.StartTicks(pid)
 	return ok && st > 0
 }
 
@@ -39,7 +40,7 @@ func TestRecordWithoutStartTimeIsNeverSignalled(t *testing.T) {
 	e := newEnv(t, nil, "", nil)
 	victim := unrelated(t)
 	pid := victim.Process.Pid
-	ticks, _ := supervisor.StartTicks(pid)
+	ticks, _ := procfs.StartTicks(pid)
 	for _, tc := range []struct {
 		name  string
 		ticks uint64
@@ -65,7 +66,7 @@ func TestForeignOrWritableFilesRefused(t *testing.T) {
 	e := newEnv(t, nil, "", nil)
 	victim := unrelated(t)
 	pid := victim.Process.Pid
-	ticks, _ := supervisor.StartTicks(pid)
+	ticks, _ := procfs.StartTicks(pid)
 	rec := supervisor.Record{Schema: supervisor.RecordSchema, Name: "prod", Engine: "llamacpp", PID: pid, PGID: pid, StartTicks: ticks, Port: e.prodPort, StopGraceMS: 100}
 	must(t, supervisor.WriteRecord(e.cfg.StateDir, rec))
 	recPath := filepath.Join(e.cfg.StateDir, "backends", "prod.json")

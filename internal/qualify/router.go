@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/lease"
-	"github.com/hiro-dev/hiro/internal/serve"
 )
 
 // handOver asks a running 'hiro serve' of this configuration, when it
@@ -18,7 +18,7 @@ import (
 // router takes production back by itself). handled is false when no such
 // router runs: the guard stops production itself.
 func (c *campaign) handOver(ctx context.Context) (handled bool, err error) {
-	rc, st, err := serve.DialFor(ctx, c.cfg.Path, c.prod.BaseURL)
+	rc, st, err := control.DialFor(ctx, c.cfg.Path, c.prod.BaseURL)
 	if err != nil {
 		return false, nil
 	}
@@ -67,7 +67,7 @@ func (c *campaign) restoreProduction(ctx context.Context) *RestoreResult {
 // it back (it may have done so already: then it verifies it); otherwise
 // Restore.
 func restoreAfterDeath(ctx context.Context, cfg *config.Config, prod *config.Profile, campaign string, progress func(string)) *RestoreResult {
-	if rc, st, err := serve.DialFor(ctx, cfg.Path, prod.BaseURL); err == nil {
+	if rc, st, err := control.DialFor(ctx, cfg.Path, prod.BaseURL); err == nil {
 		defer rc.Close()
 		if (st.Production.Name == prod.Name || lease.ProductionKey(st.Production.BaseURL) == lease.ProductionKey(prod.BaseURL)) && (st.Handover == nil || st.Handover.Campaign == campaign) {
 			progress(fmt.Sprintf("asking hiro serve to take production %s back from campaign %s", prod.Name, campaign))
@@ -80,7 +80,7 @@ func restoreAfterDeath(ctx context.Context, cfg *config.Config, prod *config.Pro
 }
 
 // takebackResult is the router's verification as the guard's record.
-func takebackResult(v *serve.Verification, err error) *RestoreResult {
+func takebackResult(v *control.Verification, err error) *RestoreResult {
 	now := time.Now().UTC()
 	rr := &RestoreResult{Attempts: 1, At: &now}
 	if v != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/tlstest"
 )
 
@@ -34,7 +35,7 @@ func TestEveryRequestIsAccounted(t *testing.T) {
 			return "", false
 		}
 	})
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	auth := []string{"Authorization", "Bearer " + key}
 
 	if code, _, body := post(t, r.url, "/v1/foo", `{"model":"extraction"}`, auth...); code != 404 || !strings.Contains(errorMessage(t, body), "/v1/foo") {
@@ -109,7 +110,7 @@ func TestPlainHTTPToTheTLSPort(t *testing.T) {
 	certs := tlstest.Generate(t, t.TempDir(), "router")
 	cfg := fakeConfig(t, nil, fmt.Sprintf("tls_cert = %q\ntls_key = %q\n", certs.Cert, certs.Key))
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	addr := strings.TrimPrefix(r.url, "https://")
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

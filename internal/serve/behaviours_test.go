@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -29,7 +31,7 @@ func TestCanaryCatchesDeadEngine(t *testing.T) {
 restart_budget = 1`)
 	cfg.Backends["prod"].ReadyProbe.Timeout.Duration = 500 * time.Millisecond
 	r := startRouter(t, cfg, nil)
-	st := r.waitState(t, StateReady, 20*time.Second)
+	st := r.waitState(t, control.StateReady, 20*time.Second)
 	first := st.Production.PID
 	st = r.waitRestarts(t, 1, 20*time.Second)
 	ev := r.events.String()
@@ -44,7 +46,7 @@ restart_budget = 1`)
 	if f == nil || !strings.Contains(f.RootCause, "no answer") {
 		t.Errorf("last failure %+v", f)
 	}
-	if st.Production.PID == first && st.Production.State == StateReady {
+	if st.Production.PID == first && st.Production.State == control.StateReady {
 		t.Errorf("the hung engine (pid %d) still serves", first)
 	}
 }
@@ -66,7 +68,7 @@ restart_budget = 1`)
 	next.Name, next.Port = "next", port
 	next.BaseURL = "http://127.0.0.1:" + itoa(port)
 	r := startRouter(t, cfg, nil)
-	st := r.waitState(t, StateReady, 20*time.Second)
+	st := r.waitState(t, control.StateReady, 20*time.Second)
 	ready, first := time.Now(), st.Production.PID
 	// Completions hang from at most 3 s after ready; a canary is sent
 	// within 300 ms of that and waits 5 s: it is in flight all through
@@ -79,7 +81,7 @@ restart_budget = 1`)
 			t.Fatal(err)
 		}
 		p := st.Production
-		if p.PID != first || p.State != StateReady {
+		if p.PID != first || p.State != control.StateReady {
 			t.Fatalf("the hang was acted on before the canary's timeout (%.1f s after ready): %+v", time.Since(ready).Seconds(), p)
 		}
 		if p.LastHealth == nil || time.Since(p.LastHealth.At) > bound {
@@ -115,7 +117,7 @@ func TestRestartStormStopsAtBudget(t *testing.T) {
 	cfg := fakeConfig(t, []string{"--exit", "3", "--exit-after", "400ms"}, `restart_budget = 2
 restart_window = "1m"`)
 	r := startRouter(t, cfg, nil)
-	st := r.waitState(t, StateDown, 30*time.Second)
+	st := r.waitState(t, control.StateDown, 30*time.Second)
 	p := st.Production
 	if p.Restarts != 2 || p.RestartsInWindow != 2 || !strings.Contains(p.Message, "restart budget spent") {
 		t.Errorf("after the storm: %+v", p)
@@ -133,7 +135,7 @@ restart_window = "1m"`)
 	}
 	// It stays down: no further restart.
 	time.Sleep(time.Second)
-	if st, _ := r.ctl.Status(context.Background()); st.Production.Restarts != 2 || st.Production.State != StateDown {
+	if st, _ := r.ctl.Status(context.Background()); st.Production.Restarts != 2 || st.Production.State != control.StateDown {
 		t.Errorf("restarted past the budget: %+v", st.Production)
 	}
 }
@@ -144,7 +146,7 @@ restart_window = "1m"`)
 func TestSlowStreamAndClientDisconnect(t *testing.T) {
 	cfg := fakeConfig(t, []string{"--token-delay", "100ms", "--reply", "one two three four five six seven eight nine ten"}, "")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 
 	body := `{"model":"extraction","stream":true,"messages":[{"role":"user","content":"count"}]}`
 	start := time.Now()
@@ -206,7 +208,7 @@ func TestSlowStreamAndClientDisconnect(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	st, _ := r.ctl.Status(context.Background())
-	if st.Production.State != StateReady || st.Production.Restarts != 0 {
+	if st.Production.State != control.StateReady || st.Production.Restarts != 0 {
 		t.Errorf("production after a disconnect: %+v", st.Production)
 	}
 
@@ -252,7 +254,7 @@ func TestSwitch(t *testing.T) {
 	next.BaseURL = "http://127.0.0.1:" + itoa(port)
 	next.Args = []string{"--port", itoa(port), "--model", "next-model", "--reply", "NEXT"}
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 
 	if _, err := r.ctl.Switch(context.Background(), "next", nil); err == nil {
 		t.Fatal("a switch to a backend that is not running was accepted")
@@ -277,7 +279,7 @@ func TestSwitch(t *testing.T) {
 	if code, _, _ := post(t, r.url, RouteChat, chatBody("fake-model", false)); code != 404 {
 		t.Errorf("the previous model id is still served: %d", code)
 	}
-	st := r.waitState(t, StateReady, time.Second)
+	st := r.waitState(t, control.StateReady, time.Second)
 	if st.Production.Name != "next" || st.Production.PID != res.PID || st.Production.Since.Before(switchedAt) {
 		t.Errorf("status after the switch (ready since the switch, %s): %+v", switchedAt, st.Production)
 	}
@@ -292,7 +294,7 @@ func TestSwitch(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		st, _ = r.ctl.Status(context.Background())
-		if st.Production.Restarts == 1 && st.Production.State == StateReady {
+		if st.Production.Restarts == 1 && st.Production.State == control.StateReady {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -317,7 +319,7 @@ func TestUpstreamKey(t *testing.T) {
 	cfg.Backends["prod"].APIKeyEnv = "HIRO_TEST_UPSTREAM_KEY"
 	t.Setenv("HIRO_TEST_UPSTREAM_KEY", "sk-upstream-secret")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false), "Authorization", "Bearer sk-client-key")
 	if code != 200 || !strings.Contains(body, "READY") {
 		t.Fatalf("through the router to a keyed backend: %d %s", code, body)
@@ -340,7 +342,7 @@ func TestLeaseHoldsProduction(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startRouter(t, cfg, nil)
-	st := r.waitState(t, StateHandedOver, 5*time.Second)
+	st := r.waitState(t, control.StateHandedOver, 5*time.Second)
 	if st.Handover == nil || st.Handover.Campaign != "camp-lease" || st.Handover.Source != "lease" || st.Production.PID != 0 {
 		t.Fatalf("with the lease held: %+v %+v", st.Handover, st.Production)
 	}
@@ -351,7 +353,7 @@ func TestLeaseHoldsProduction(t *testing.T) {
 	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	st = r.waitState(t, StateReady, 20*time.Second)
+	st = r.waitState(t, control.StateReady, 20*time.Second)
 	if st.Handover != nil || st.Production.PID == 0 {
 		t.Errorf("after the lease was released: %+v", st)
 	}
@@ -371,7 +373,7 @@ func TestRestartHoldsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startRouter(t, cfg, nil)
-	st := r.waitState(t, StateReady, 20*time.Second)
+	st := r.waitState(t, control.StateReady, 20*time.Second)
 	// The lease is the router's only while it starts production.
 	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key)
 	if err != nil {
@@ -381,23 +383,23 @@ func TestRestartHoldsLease(t *testing.T) {
 
 	// During a restart: refused, naming hiro serve.
 	killPID(st.Production.PID)
-	st = r.waitState(t, StateStarting, 10*time.Second)
+	st = r.waitState(t, control.StateStarting, 10*time.Second)
 	_, err = lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key)
 	var held *lease.HeldError
 	if !errors.As(err, &held) || held.Holder == nil || !strings.Contains(held.Holder.Command, "hiro serve (restart)") {
 		t.Fatalf("lease taken while the router restarts production: err %v (state %+v)", err, st.Production)
 	}
-	st = r.waitState(t, StateReady, 20*time.Second)
+	st = r.waitState(t, control.StateReady, 20*time.Second)
 
 	// Taken while the restart waits for its backoff: no start beside it.
 	killPID(st.Production.PID)
-	r.waitState(t, StateRestarting, 10*time.Second)
+	r.waitState(t, control.StateRestarting, 10*time.Second)
 	l := &lease.Lease{Kind: lease.KindCampaign, Campaign: "camp-race", Config: cfg.Path, Production: "prod"}
 	h, err = lease.Acquire(dir, l, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st = r.waitState(t, StateHandedOver, 10*time.Second)
+	st = r.waitState(t, control.StateHandedOver, 10*time.Second)
 	if st.Handover == nil || st.Handover.Campaign != "camp-race" || st.Production.PID != 0 {
 		t.Fatalf("restart with the lease taken: %+v %+v", st.Handover, st.Production)
 	}
@@ -410,7 +412,7 @@ func TestRestartHoldsLease(t *testing.T) {
 	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if st = r.waitState(t, StateReady, 20*time.Second); st.Production.PID == 0 {
+	if st = r.waitState(t, control.StateReady, 20*time.Second); st.Production.PID == 0 {
 		t.Errorf("after the lease was released: %+v", st.Production)
 	}
 }
@@ -422,9 +424,9 @@ func TestRetryAfterFollowsBackoff(t *testing.T) {
 	cfg := fakeConfig(t, nil, `restart_backoff = "20s"
 restart_backoff_max = "1m"`)
 	r := startRouter(t, cfg, nil)
-	st := r.waitState(t, StateReady, 20*time.Second)
+	st := r.waitState(t, control.StateReady, 20*time.Second)
 	killPID(st.Production.PID)
-	r.waitState(t, StateRestarting, 10*time.Second)
+	r.waitState(t, control.StateRestarting, 10*time.Second)
 	code, h, body := post(t, r.url, RouteChat, chatBody("extraction", false))
 	retry, err := strconv.Atoi(h.Get("Retry-After"))
 	if code != 503 || err != nil || retry < 15 || retry > 21 || !strings.Contains(errorMessage(t, body), "retry in "+h.Get("Retry-After")+" s") {
@@ -437,13 +439,13 @@ restart_backoff_max = "1m"`)
 func TestWaitForReady(t *testing.T) {
 	cfg := fakeConfig(t, []string{"--load-time", "300ms"}, `wait_for_ready = "15s"`)
 	r := startRouter(t, cfg, nil)
-	st := r.waitState(t, StateReady, 20*time.Second)
+	st := r.waitState(t, control.StateReady, 20*time.Second)
 	killPID(st.Production.PID)
 	// Wait until the router has seen the death.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, _ = r.ctl.Status(context.Background())
-		if st.Production.State != StateReady {
+		if st.Production.State != control.StateReady {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -462,7 +464,7 @@ func TestWaitForReady(t *testing.T) {
 func TestGracefulStopDrains(t *testing.T) {
 	cfg := fakeConfig(t, []string{"--token-delay", "100ms", "--reply", "one two three four five six seven eight"}, "")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(`{"model":"extraction","stream":true,"messages":[]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -519,7 +521,7 @@ access_log = "off"
 		t.Fatal(err)
 	}
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
 		t.Fatalf("while up: %d %s", code, body)
 	}
@@ -529,7 +531,7 @@ access_log = "off"
 	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(errorMessage(t, body), "production prod is") {
 		t.Errorf("first request after the death: %d %v %s", code, h, body)
 	}
-	st := r.waitState(t, StateDown, 10*time.Second)
+	st := r.waitState(t, control.StateDown, 10*time.Second)
 	if st.Production.Restarts != 0 || st.Production.LastFailure == nil {
 		t.Errorf("unmanaged production restarted or its failure not recorded: %+v", st.Production)
 	}
@@ -542,7 +544,7 @@ access_log = "off"
 		t.Errorf("while down: %d %v %q", code, h, msg)
 	}
 	startEngine()
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
 		t.Errorf("after its owner started it again: %d %s", code, body)
 	}
@@ -564,7 +566,7 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 			return "", false
 		}
 	})
-	st := r.waitState(t, StateReady, 20*time.Second)
+	st := r.waitState(t, control.StateReady, 20*time.Second)
 	for _, model := range []string{routerKey, backendKey} {
 		if code, _, body := post(t, r.url, RouteChat, chatBody(model, false), "Authorization", "Bearer "+routerKey); code != 404 {
 			t.Errorf("model %q: %d %s", model, code, body)
@@ -609,7 +611,7 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 func TestHungEngineIsSaidHung(t *testing.T) {
 	cfg := fakeConfig(t, nil, "")
 	r := startRouter(t, cfg, nil)
-	pid := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	pid := r.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	syscall.Kill(pid, syscall.SIGSTOP)
 	st := r.waitRestarts(t, 1, 30*time.Second)
@@ -623,11 +625,11 @@ func TestHungEngineIsSaidHung(t *testing.T) {
 	if f.Detail["process_state"] != "T (stopped)" || !strings.Contains(f.NextStep, "hung") {
 		t.Errorf("detail %v, next step %q", f.Detail, f.NextStep)
 	}
-	st = r.waitState(t, StateReady, 30*time.Second)
+	st = r.waitState(t, control.StateReady, 30*time.Second)
 	if st.Production.PID == pid {
 		t.Errorf("the hung engine (pid %d) still serves", pid)
 	}
-	if state, alive := supervisor.ProcessState(pid); alive {
+	if state, alive := procfs.ProcessState(pid); alive {
 		t.Errorf("the hung engine was left running (state %s)", state)
 	}
 }

@@ -84,7 +84,7 @@
 // ~/.local/state/hiro/serve; the folder is 0700, the socket 0600; the
 // client refuses a socket another user made, or one in a folder others may
 // write, before asking it anything). The protocol is HTTP/1.1 over that socket with JSON bodies;
-// use the Go client (Dial → *ControlClient) rather than speaking it by hand.
+// use the Go client (Dial → *control.Client) rather than speaking it by hand.
 // Every error answer is {"error": "..."} with a 4xx/5xx status.
 //
 //	GET  /v1/status            → Status (also `hiro status`)

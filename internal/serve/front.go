@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/redact"
 )
 
@@ -118,7 +119,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		// For load balancers and systemd: production's state, no detail.
 		st := s.prod.state()
 		code := fasthttp.StatusOK
-		if st != StateReady || s.draining.Load() {
+		if st != control.StateReady || s.draining.Load() {
 			code = fasthttp.StatusServiceUnavailable
 		}
 		ctx.SetStatusCode(code)

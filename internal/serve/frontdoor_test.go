@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/control"
 )
 
 // rawConn is a plain TCP connection to a router, for requests an HTTP
@@ -111,7 +113,7 @@ func waitAccess(t *testing.T, r *router, want string) {
 func TestDeeplyNestedBodyIsRefused(t *testing.T) {
 	cfg := fakeConfig(t, nil, "")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	nested := func(levels int) string { // levels counts the body's own object
 		return `{"model":"extraction","messages":[],"x":` + strings.Repeat("[", levels-1) + strings.Repeat("]", levels-1) + "}"
 	}
@@ -146,7 +148,7 @@ func TestExpectContinueAfterChecks(t *testing.T) {
 	r := startRouter(t, cfg, func(o *Options) {
 		o.LookupEnv = func(k string) (string, bool) { return key, k == "HIRO_SERVE_API_KEYS" }
 	})
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	body := chatBody("extraction", false)
 	const expect = "Expect: 100-continue\r\n"
 	head := func(method string, length int, auth string) string { return rawHead(method, length, auth, expect) }
@@ -221,7 +223,7 @@ func TestConnectionOptionsStayOnTheirHop(t *testing.T) {
 	_, port, _ := net.SplitHostPort(addr)
 	cfg := fakeConfig(t, nil, servedOther(mustAtoi(t, port)))
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	for i, want := range []string{"X-Request-Id", "X-Other"} {
 		code, h, body := post(t, r.url, RouteChat, chatBody("other-model", false))
 		if code != 200 || !strings.Contains(body, "READY") {
@@ -255,7 +257,7 @@ func mustAtoi(t *testing.T, s string) int {
 func TestRefusalsAreRecorded(t *testing.T) {
 	cfg := fakeConfig(t, nil, "max_body_bytes = 4096")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 
 	// A chunked body over max_body_bytes, on a path fasthttp normalizes.
 	chunk := strings.Repeat("a", 3000)
@@ -318,7 +320,7 @@ func TestRefusalsAreRecorded(t *testing.T) {
 func TestStopCutIsLoggedAsTheRouters(t *testing.T) {
 	cfg := fakeConfig(t, []string{"--token-delay", "100ms", "--reply", strings.Repeat("word ", 60)}, `drain_timeout = "300ms"`)
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", true)))
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +344,7 @@ func TestStopCutIsLoggedAsTheRouters(t *testing.T) {
 func TestRequestLineVersionsAndHead(t *testing.T) {
 	cfg := fakeConfig(t, nil, "")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	body := chatBody("extraction", false)
 	for _, c := range []struct {
 		version string
@@ -387,7 +389,7 @@ func TestKeyAsModelIsNotEchoed(t *testing.T) {
 	r := startRouter(t, cfg, func(o *Options) {
 		o.LookupEnv = func(k string) (string, bool) { return key, k == "HIRO_SERVE_API_KEYS" }
 	})
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	for _, c := range []struct{ model, auth, secret string }{
 		{key, key, key},
 		{" " + key, key, key},
@@ -419,7 +421,7 @@ func TestRefusedOnItsHeaders(t *testing.T) {
 	r := startRouter(t, cfg, func(o *Options) {
 		o.LookupEnv = func(k string) (string, bool) { return key, k == "HIRO_SERVE_API_KEYS" }
 	})
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	body := chatBody("extraction", false)
 	head := func(length int, auth string) string { return rawHead("POST", length, auth, "") }
 	for _, c := range []refusal{
@@ -466,7 +468,7 @@ func TestRefusedOnItsHeaders(t *testing.T) {
 func TestConnectionCap(t *testing.T) {
 	cfg := fakeConfig(t, nil, "")
 	r := startRouter(t, cfg, func(o *Options) { o.MaxConnections = 3 })
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	var held []*rawConn
 	for i := 0; i < 3; i++ {
 		held = append(held, dialRaw(t, r))
@@ -493,7 +495,7 @@ func TestUnknownRoutesNeedTheKey(t *testing.T) {
 	r := startRouter(t, cfg, func(o *Options) {
 		o.LookupEnv = func(k string) (string, bool) { return key, k == "HIRO_SERVE_API_KEYS" }
 	})
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	for _, c := range []struct {
 		auth string
 		code int

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -31,7 +33,7 @@ func killEngines(t *testing.T, ports ...int) {
 
 // alive reports whether pid runs (not a zombie).
 func alive(pid int) bool {
-	_, ok := supervisor.ProcessState(pid)
+	_, ok := procfs.ProcessState(pid)
 	return ok
 }
 
@@ -46,7 +48,7 @@ func TestConfigChangeLeavesProductionRunning(t *testing.T) {
 	port := cfg.Backends["prod"].Port
 	killEngines(t, port)
 	r1 := startRouter(t, cfg, nil)
-	pid := r1.waitState(t, StateReady, 20*time.Second).Production.PID
+	pid := r1.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	r1.stop(t)
 
 	// The same file, production's command mistyped.
@@ -93,7 +95,7 @@ func TestConfigChangeLeavesProductionRunning(t *testing.T) {
 	}
 	// The configuration it runs with is adopted as before.
 	r3 := startRouter(t, cfg, nil)
-	if st := r3.waitState(t, StateReady, 20*time.Second); st.Production.PID != pid {
+	if st := r3.waitState(t, control.StateReady, 20*time.Second); st.Production.PID != pid {
 		t.Errorf("the router with production's own configuration: %+v, want pid %d adopted", st.Production, pid)
 	}
 }
@@ -119,9 +121,9 @@ func TestRestartLeavesAnotherConfigurationsProduction(t *testing.T) {
 	}
 	killEngines(t, prod.Port, otherPort)
 	r := startRouter(t, cfg, nil)
-	first := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	first := r.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	syscall.Kill(first, syscall.SIGKILL)
-	r.waitState(t, StateRestarting, 10*time.Second)
+	r.waitState(t, control.StateRestarting, 10*time.Second)
 
 	proc, res := supervisor.Start(context.Background(), other, supervisor.Options{StateDir: cfg.StateDir})
 	if res.State != supervisor.StateReady {
@@ -132,7 +134,7 @@ func TestRestartLeavesAnotherConfigurationsProduction(t *testing.T) {
 	}
 	b := proc.PID()
 
-	st := r.waitState(t, StateDown, 15*time.Second)
+	st := r.waitState(t, control.StateDown, 15*time.Second)
 	p := st.Production
 	if !strings.Contains(p.Message, "another configuration") || !strings.Contains(p.Message, "hiro backend stop prod") || !strings.Contains(p.Message, "pid "+itoa(b)) {
 		t.Errorf("A's status while prod is the other configuration's: %q", p.Message)
@@ -158,7 +160,7 @@ func TestRestartLeavesAnotherConfigurationsProduction(t *testing.T) {
 	if _, _, err := supervisor.StopRecorded(context.Background(), cfg.StateDir, "prod", 0); err != nil {
 		t.Fatal(err)
 	}
-	st = r.waitState(t, StateReady, 20*time.Second)
+	st = r.waitState(t, control.StateReady, 20*time.Second)
 	if rec, err := supervisor.ReadRecord(cfg.StateDir, "prod"); err != nil || rec.PID != st.Production.PID || rec.Port != prod.Port {
 		t.Errorf("after the other one stopped: record %+v (%v), status pid %d", rec, err, st.Production.PID)
 	}
@@ -186,10 +188,10 @@ func TestStopWhileStartingLeavesProductionRunning(t *testing.T) {
 drain_timeout = "15s"`)
 	killEngines(t, cfg.Backends["prod"].Port)
 	r := startRouter(t, cfg, nil)
-	first := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	first := r.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	syscall.Kill(first, syscall.SIGKILL)
 	r.waitRestarts(t, 1, 10*time.Second)
-	if st, _ := r.ctl.Status(context.Background()); st.Production.State != StateStarting {
+	if st, _ := r.ctl.Status(context.Background()); st.Production.State != control.StateStarting {
 		t.Fatalf("production is %s, want starting", st.Production.State)
 	}
 	if err := r.stop(t); err != nil {
@@ -218,7 +220,7 @@ drain_timeout = "300ms"`)
 	port := cfg.Backends["prod"].Port
 	killEngines(t, port)
 	r := startRouter(t, cfg, nil)
-	first := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	first := r.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	syscall.Kill(first, syscall.SIGKILL)
 	r.waitRestarts(t, 1, 10*time.Second)
 	if err := r.stop(t); err != nil {
@@ -244,10 +246,10 @@ func TestStopSaysTheTruthAboutADeadProduction(t *testing.T) {
 health_interval = "10s"`)
 	killEngines(t, cfg.Backends["prod"].Port)
 	r1 := startRouter(t, cfg, nil)
-	pid := r1.waitState(t, StateReady, 20*time.Second).Production.PID
+	pid := r1.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	r1.stop(t)
 	r2 := startRouter(t, cfg, nil)
-	if st := r2.waitState(t, StateReady, 20*time.Second); st.Production.PID != pid {
+	if st := r2.waitState(t, control.StateReady, 20*time.Second); st.Production.PID != pid {
 		t.Fatalf("not adopted: %+v", st.Production)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
@@ -261,7 +263,7 @@ health_interval = "10s"`)
 	}
 	for i := 0; i < 3; i++ {
 		r3 := startRouter(t, cfg, nil)
-		own := r3.waitState(t, StateReady, 20*time.Second).Production.PID
+		own := r3.waitState(t, control.StateReady, 20*time.Second).Production.PID
 		syscall.Kill(own, syscall.SIGKILL)
 		// Dead by the stop (a signal is delivered when the process next
 		// runs): what is said then must be true.
@@ -287,7 +289,7 @@ func TestHungEngineRestartSaysStopping(t *testing.T) {
 	cfg := fakeConfig(t, nil, "")
 	killEngines(t, cfg.Backends["prod"].Port)
 	r := startRouter(t, cfg, nil)
-	pid := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	pid := r.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	syscall.Kill(pid, syscall.SIGSTOP)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -313,12 +315,12 @@ func TestOneFailurePerDeath(t *testing.T) {
 	cfg := fakeConfig(t, nil, `restart_backoff = "3s"`)
 	killEngines(t, cfg.Backends["prod"].Port)
 	r := startRouter(t, cfg, nil)
-	pid := r.waitState(t, StateReady, 20*time.Second).Production.PID
+	pid := r.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	syscall.Kill(pid, syscall.SIGSTOP)
-	r.waitState(t, StateRestarting, 15*time.Second)
+	r.waitState(t, control.StateRestarting, 15*time.Second)
 	syscall.Kill(pid, syscall.SIGKILL)
 	st := r.waitRestarts(t, 1, 15*time.Second)
-	r.waitState(t, StateReady, 15*time.Second)
+	r.waitState(t, control.StateReady, 15*time.Second)
 	if f := eventsOf(r, "failure"); len(f) != 1 {
 		t.Errorf("%d failure events for one death:\n%s", len(f), r.events.String())
 	}
@@ -336,7 +338,7 @@ func TestOneFailurePerDeath(t *testing.T) {
 func TestDownMarksChecksStale(t *testing.T) {
 	cfg := fakeConfig(t, []string{"--exit", "3", "--exit-after", "600ms"}, `restart_budget = 1`)
 	r := startRouter(t, cfg, nil)
-	st := r.waitState(t, StateDown, 20*time.Second)
+	st := r.waitState(t, control.StateDown, 20*time.Second)
 	if h := st.Production.LastHealth; h == nil || !h.Stale {
 		t.Errorf("last health while down: %+v, want marked stale", h)
 	}
@@ -352,10 +354,10 @@ health_interval = "10s"
 wait_for_ready = "20s"`)
 	killEngines(t, cfg.Backends["prod"].Port)
 	r1 := startRouter(t, cfg, nil)
-	pid := r1.waitState(t, StateReady, 20*time.Second).Production.PID
+	pid := r1.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	r1.stop(t)
 	r2 := startRouter(t, cfg, func(o *Options) { o.Config.Serve.OnExit = config.ServeOnExitStop })
-	if st := r2.waitState(t, StateReady, 20*time.Second); st.Production.PID != pid {
+	if st := r2.waitState(t, control.StateReady, 20*time.Second); st.Production.PID != pid {
 		t.Fatalf("not adopted: %+v", st.Production)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
@@ -378,7 +380,7 @@ func TestServedDeathIs503AtOnce(t *testing.T) {
 	cfg := fakeConfig(t, nil, servedOther(port)+"\n")
 	cfg.Serve.HealthInterval.Duration = 10 * time.Second
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	if code, _, body := post(t, r.url, RouteChat, chatBody("other-model", false)); code != 200 {
 		t.Fatalf("served backend: %d %s", code, body)
 	}

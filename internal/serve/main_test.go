@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
@@ -107,7 +108,7 @@ stop_grace = "2s"
 type router struct {
 	s      *Server
 	url    string
-	ctl    *ControlClient
+	ctl    *control.Client
 	ctlDir string
 	events *syncBuffer
 	access *syncBuffer
@@ -157,7 +158,7 @@ func startRouter(t testing.TB, cfg *config.Config, mod func(*Options)) *router {
 	case <-time.After(10 * time.Second):
 		t.Fatal("router did not listen within 10s")
 	}
-	if r.ctl, err = Dial(r.ctlDir); err != nil {
+	if r.ctl, err = control.Dial(r.ctlDir); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -185,7 +186,7 @@ func (r *router) stop(t testing.TB) error {
 }
 
 // waitState waits until production is in state want.
-func (r *router) waitState(t testing.TB, want State, within time.Duration) *Status {
+func (r *router) waitState(t testing.TB, want control.State, within time.Duration) *control.Status {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -193,7 +194,7 @@ func (r *router) waitState(t testing.TB, want State, within time.Duration) *Stat
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Production.State == want && (want != StateReady || !st.Draining) {
+		if st.Production.State == want && (want != control.StateReady || !st.Draining) {
 			return st
 		}
 		if time.Now().After(deadline) {
@@ -205,7 +206,7 @@ func (r *router) waitState(t testing.TB, want State, within time.Duration) *Stat
 
 // waitRestarts waits until production has been restarted at least n
 // times and returns that status.
-func (r *router) waitRestarts(t testing.TB, n int, within time.Duration) *Status {
+func (r *router) waitRestarts(t testing.TB, n int, within time.Duration) *control.Status {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

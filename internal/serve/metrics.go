@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hiro-dev/hiro/internal/control"
 )
 
 // metrics are the router's Prometheus series, in a registry of its own
@@ -95,7 +97,7 @@ func newMetrics() *metrics {
 }
 
 // setActive makes backend the only active series.
-func (m *metrics) setActive(backend, engine, model string, state State) {
+func (m *metrics) setActive(backend, engine, model string, state control.State) {
 	m.active.Reset()
 	m.active.WithLabelValues(backend, engine, model, string(state)).Set(1)
 }

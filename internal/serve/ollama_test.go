@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/ollamatest"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestOllamaBehindRouter(t *testing.T) {
 	cfg := ollamaConfig(t, "-1", "1s")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 2*time.Minute)
+	r.waitState(t, control.StateReady, 2*time.Minute)
 
 	body := `{"model":"extraction","max_tokens":4,"messages":[{"role":"user","content":"Say hi."}]}`
 	code, _, out := post(t, r.url, RouteChat, body)
@@ -49,7 +50,7 @@ func TestOllamaBehindRouter(t *testing.T) {
 	// Wait for a canary: no request for a second, the model is loaded.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		st := r.waitState(t, StateReady, time.Second)
+		st := r.waitState(t, control.StateReady, time.Second)
 		if c := st.Production.LastCanary; c != nil && c.Skipped == "" {
 			if !c.OK {
 				t.Errorf("canary on Ollama failed: %+v", c)
@@ -114,12 +115,12 @@ on_exit = "stop"
 func TestOllamaCanaryRespectsKeepAlive(t *testing.T) {
 	cfg := ollamaConfig(t, "1s", "300ms")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 2*time.Minute)
+	r.waitState(t, control.StateReady, 2*time.Minute)
 	prof := cfg.Backends["ollama"]
 	e := r.s.prod.current()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		st := r.waitState(t, StateReady, time.Second)
+		st := r.waitState(t, control.StateReady, time.Second)
 		if c := st.Production.LastCanary; c != nil && strings.Contains(c.Skipped, "not loaded") {
 			break
 		}
@@ -133,7 +134,7 @@ func TestOllamaCanaryRespectsKeepAlive(t *testing.T) {
 	if ps := ollamaPS(context.Background(), e.hc, prof.BaseURL, e.eng, prof.Model); !ps.known || ps.loaded {
 		t.Errorf("after skipped canaries: %+v; the canary reloaded the model", ps)
 	}
-	if st := r.waitState(t, StateReady, time.Second); st.Production.LastFailure != nil {
+	if st := r.waitState(t, control.StateReady, time.Second); st.Production.LastFailure != nil {
 		t.Errorf("an unloaded model was taken for a failure: %+v", st.Production.LastFailure)
 	}
 }

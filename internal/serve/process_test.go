@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
@@ -46,14 +47,14 @@ func startHiroServe(t *testing.T, bin string, cfg *config.Config, stateHome stri
 }
 
 // waitReady dials the router's socket until production is ready.
-func waitRouterReady(t *testing.T, dir string, within time.Duration) *Status {
+func waitRouterReady(t *testing.T, dir string, within time.Duration) *control.Status {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		if c, err := Dial(dir); err == nil {
+		if c, err := control.Dial(dir); err == nil {
 			st, err := c.Status(context.Background())
 			c.Close()
-			if err == nil && st.Production.State == StateReady {
+			if err == nil && st.Production.State == control.StateReady {
 				return st
 			}
 		}
@@ -147,7 +148,7 @@ func TestSIGKILLWhileRestarting(t *testing.T) {
 	if pids := enginePIDs(port); len(pids) != 0 {
 		t.Errorf("engines left after the stop: %v", pids)
 	}
-	if _, err := os.Stat(filepath.Join(sockDir, ControlSocketName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(sockDir, control.SocketName)); !os.IsNotExist(err) {
 		t.Errorf("control socket left behind: %v", err)
 	}
 	fi, err := os.Stat(sockDir)
@@ -170,13 +171,13 @@ func TestAdoptedProduction(t *testing.T) {
 		}
 	})
 	r1 := startRouter(t, cfg, nil)
-	pid := r1.waitState(t, StateReady, 20*time.Second).Production.PID
+	pid := r1.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	r1.stop(t)
 	if !strings.Contains(r1.events.String(), `"event":"production_left_running"`) {
 		t.Errorf("first router's events lack production_left_running:\n%s", r1.events.String())
 	}
 	r2 := startRouter(t, cfg, nil)
-	st := r2.waitState(t, StateReady, 20*time.Second)
+	st := r2.waitState(t, control.StateReady, 20*time.Second)
 	if st.Production.PID != pid || !strings.Contains(st.Production.Message, "adopted") {
 		t.Fatalf("second router: %+v (first pid %d)", st.Production, pid)
 	}
@@ -185,7 +186,7 @@ func TestAdoptedProduction(t *testing.T) {
 		t.Errorf("second router's events lack production_left_running (adopted):\n%s", ev)
 	}
 	r3 := startRouter(t, cfg, nil)
-	r3.waitState(t, StateReady, 20*time.Second)
+	r3.waitState(t, control.StateReady, 20*time.Second)
 	time.Sleep(300 * time.Millisecond)
 	syscall.Kill(pid, syscall.SIGKILL)
 	deadline := time.Now().Add(20 * time.Second)
@@ -206,7 +207,7 @@ func TestAdoptedProduction(t *testing.T) {
 	// The failure is recorded a moment before the state leaves ready:
 	// wait for the restart itself, then for its readiness.
 	r3.waitRestarts(t, 1, 20*time.Second)
-	if st := r3.waitState(t, StateReady, 20*time.Second); st.Production.PID == pid || st.Production.Restarts != 1 {
+	if st := r3.waitState(t, control.StateReady, 20*time.Second); st.Production.PID == pid || st.Production.Restarts != 1 {
 		t.Errorf("after the death: %+v", st.Production)
 	}
 }

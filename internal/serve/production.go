@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -73,17 +75,17 @@ type prodCtl struct {
 	finish context.Context
 
 	mu          sync.Mutex
-	st          State
+	st          control.State
 	since       time.Time
 	message     string
 	readyCh     chan struct{} // closed when ready; replaced on leaving ready
-	lastHealth  *Check
-	lastCanary  *Check
+	lastHealth  *control.Check
+	lastCanary  *control.Check
 	restarts    int
 	window      []time.Time
 	lastFailure *failure.Failure
 	failureAt   time.Time
-	handover    *HandoverInfo
+	handover    *control.HandoverInfo
 	restartAt   time.Time // when the pending restart is due (zero: none)
 	// checked is closed (and replaced) each time the watch has looked
 	// at production (a health check, a death): a request that found it
@@ -97,7 +99,7 @@ func newProdCtl(s *Server, prof *config.Profile) (*prodCtl, error) {
 		return nil, err
 	}
 	p := &prodCtl{s: s, sc: s.sc,
-		cmd: make(chan func(context.Context)), kick: make(chan struct{}, 1), canaryDone: make(chan canaryOutcome, 1), checked: make(chan struct{}), st: StateStarting, since: time.Now(), readyCh: make(chan struct{})}
+		cmd: make(chan func(context.Context)), kick: make(chan struct{}, 1), canaryDone: make(chan canaryOutcome, 1), checked: make(chan struct{}), st: control.StateStarting, since: time.Now(), readyCh: make(chan struct{})}
 	p.rt.Store(rt)
 	return p, nil
 }
@@ -106,8 +108,8 @@ func (p *prodCtl) current() *route       { return p.rt.Load() }
 func (p *prodCtl) name() string          { return p.current().name }
 func (p *prodCtl) prof() *config.Profile { return p.current().prof }
 func (p *prodCtl) served()               { p.lastOK.Store(time.Now().UnixNano()) }
-func (p *prodCtl) state() State          { p.mu.Lock(); defer p.mu.Unlock(); return p.st }
-func (p *prodCtl) handedOver() bool      { return p.state() == StateHandedOver }
+func (p *prodCtl) state() control.State  { p.mu.Lock(); defer p.mu.Unlock(); return p.st }
+func (p *prodCtl) handedOver() bool      { return p.state() == control.StateHandedOver }
 func (p *prodCtl) stateDir() string      { return p.s.cfg.StateDir }
 func (p *prodCtl) supOpts() supervisor.Options {
 	return supervisor.Options{StateDir: p.stateDir(), OnStart: func(pr *supervisor.Process) {
@@ -166,18 +168,18 @@ func (p *prodCtl) poke() {
 // setState changes the state; ready opens the gate. On the owning
 // goroutine (or after run returned): it also ends the generation of a
 // canary in flight, which probed what production was until now.
-func (p *prodCtl) setState(st State, msg string) {
+func (p *prodCtl) setState(st control.State, msg string) {
 	p.mu.Lock()
 	changed := p.st != st
 	if changed {
 		p.since = time.Now()
 	}
-	if st == StateReady && p.st != StateReady {
+	if st == control.StateReady && p.st != control.StateReady {
 		close(p.readyCh)
-	} else if st != StateReady && p.st == StateReady {
+	} else if st != control.StateReady && p.st == control.StateReady {
 		p.readyCh = make(chan struct{})
 	}
-	if changed && (st == StateDown || st == StateStopped) && !p.current().prof.Unmanaged {
+	if changed && (st == control.StateDown || st == control.StateStopped) && !p.current().prof.Unmanaged {
 		// Nothing checks a managed production that is down: the last
 		// checks say what was, not what is.
 		p.lastHealth, p.lastCanary = staleCheck(p.lastHealth), staleCheck(p.lastCanary)
@@ -188,7 +190,7 @@ func (p *prodCtl) setState(st State, msg string) {
 	p.st, p.message = st, msg
 	// Stored under the lock: whoever reads the state (hiro status) and
 	// then sends a request finds the gate agreeing with it.
-	p.ready.Store(st == StateReady)
+	p.ready.Store(st == control.StateReady)
 	p.mu.Unlock()
 	rt := p.current()
 	p.s.metrics.setActive(rt.name, rt.prof.Engine, rt.prof.Model, st)
@@ -233,12 +235,12 @@ func (p *prodCtl) gate(ctx context.Context, wait time.Duration) (ok bool, retry 
 		campaign = p.handover.Campaign
 	}
 	p.mu.Unlock()
-	if st == StateReady {
+	if st == control.StateReady {
 		return true, 0, ""
 	}
 	unmanaged := p.prof().Unmanaged
 	retry = retryAfter(st, unmanaged)
-	if st == StateRestarting && !restartAt.IsZero() {
+	if st == control.StateRestarting && !restartAt.IsZero() {
 		// The restart is due after its backoff: no sooner than that.
 		retry = max(retry, min(retryAfterDown, int(time.Until(restartAt)/time.Second)+1))
 	}
@@ -249,13 +251,13 @@ func (p *prodCtl) gate(ctx context.Context, wait time.Duration) (ok bool, retry 
 // state st. An unmanaged production that is down comes back on its own
 // (the watch serves it again within a health interval): it is retried as
 // soon as a restarting one.
-func retryAfter(st State, unmanaged bool) int {
+func retryAfter(st control.State, unmanaged bool) int {
 	switch {
-	case st == StateHandedOver:
+	case st == control.StateHandedOver:
 		return retryAfterHandedOver
-	case st == StateDown && unmanaged:
+	case st == control.StateDown && unmanaged:
 		return retryAfterRestarting
-	case st == StateDown, st == StateStopped:
+	case st == control.StateDown, st == control.StateStopped:
 		return retryAfterDown
 	}
 	return retryAfterRestarting
@@ -268,23 +270,23 @@ func retryAfter(st State, unmanaged bool) int {
 // the campaign production is handed over to, when known; retry is the
 // Retry-After sent with it (seconds). An unmanaged production that is
 // down is said to come back on its own, not to need the operator.
-func clientReason(name string, st State, last *failure.Failure, campaign string, unmanaged bool, retry int) string {
+func clientReason(name string, st control.State, last *failure.Failure, campaign string, unmanaged bool, retry int) string {
 	why := fmt.Sprintf("production %s is %s", name, st)
 	switch st {
-	case StateHandedOver:
+	case control.StateHandedOver:
 		why += " to a qualification campaign"
 		if campaign != "" {
 			why += " (" + campaign + ")"
 		}
-	case StateRestarting, StateDown:
+	case control.StateRestarting, control.StateDown:
 		if last != nil && last.Class != "" {
 			why += fmt.Sprintf(" after a failure (%s)", last.Class)
 		}
 	}
 	switch {
-	case st == StateDown && unmanaged:
+	case st == control.StateDown && unmanaged:
 		return fmt.Sprintf("%s; hiro does not manage it and serves it again once it answers; retry in %d s", why, retry)
-	case st == StateDown, st == StateStopped:
+	case st == control.StateDown, st == control.StateStopped:
 		return why + "; the operator has to act (hiro status on the server says why); retry later"
 	}
 	return fmt.Sprintf("%s; retry in %d s", why, retry)
@@ -354,7 +356,7 @@ func (p *prodCtl) run(ctx context.Context) {
 
 // campaign returns the live holder of production's lease, or nil. While
 // the router holds that lease itself (underLease) nobody else can.
-func (p *prodCtl) campaign() *HandoverInfo {
+func (p *prodCtl) campaign() *control.HandoverInfo {
 	if p.own != nil {
 		return nil
 	}
@@ -367,7 +369,7 @@ func (p *prodCtl) campaign() *HandoverInfo {
 // LeaseHolder reports the live hiro (a campaign, or a command such as
 // 'hiro backend start') that holds the lease of prof's endpoint (package
 // lease), or nil when none does or the lease folder cannot be read.
-func LeaseHolder(prof *config.Profile) *HandoverInfo {
+func LeaseHolder(prof *config.Profile) *control.HandoverInfo {
 	dir, err := lease.Dir()
 	if err != nil {
 		return nil
@@ -376,7 +378,7 @@ func LeaseHolder(prof *config.Profile) *HandoverInfo {
 }
 
 // holderInfo describes the hiro whose lease record l is (nil: nil).
-func holderInfo(l *lease.Lease) *HandoverInfo {
+func holderInfo(l *lease.Lease) *control.HandoverInfo {
 	if l == nil {
 		return nil
 	}
@@ -384,7 +386,7 @@ func holderInfo(l *lease.Lease) *HandoverInfo {
 	if who == "" {
 		who = l.Command
 	}
-	return &HandoverInfo{Campaign: who, OwnerPID: l.PID, Since: l.Created, Source: "lease"}
+	return &control.HandoverInfo{Campaign: who, OwnerPID: l.PID, Since: l.Created, Source: "lease"}
 }
 
 // underLease runs f, a start of production by the router itself (its
@@ -411,7 +413,7 @@ func (p *prodCtl) underLease(why string, f func()) bool {
 		if errors.As(err, &held) {
 			hi := holderInfo(held.Holder)
 			if hi == nil {
-				hi = &HandoverInfo{Campaign: "another hiro (starting)", Source: "lease"}
+				hi = &control.HandoverInfo{Campaign: "another hiro (starting)", Source: "lease"}
 			}
 			p.s.event("start_refused", map[string]any{"backend": prof.Name, "what": why, "holder": hi.Campaign, "lease_owner_pid": hi.OwnerPID})
 			p.holdFor(hi)
@@ -482,7 +484,7 @@ func (p *prodCtl) recorded(ctx context.Context, what string) bool {
 		p.adopted, p.foreign = &rec, nil
 		p.pid.Store(int64(rec.PID))
 		p.setHealth(true, "")
-		p.setState(StateReady, fmt.Sprintf("adopted the running pid %d", rec.PID))
+		p.setState(control.StateReady, fmt.Sprintf("adopted the running pid %d", rec.PID))
 		return true
 	} else if rr.Failure != nil {
 		p.s.event("adopt_refused", map[string]any{"backend": prof.Name, "pid": st.PID, "failure": rr.Failure})
@@ -543,7 +545,7 @@ func (p *prodCtl) leaveToForeign(ctx context.Context, st supervisor.RecordStatus
 	p.s.event("production_replaced", map[string]any{"backend": name, "pid": st.PID, "base_url": st.BaseURL, "started_at": st.StartedAt,
 		"record": st.RecordPath, "what": what,
 		"reason": "production's record names a process this router did not start or adopt, started with another configuration (another hiro sharing state_dir?); it is left running"})
-	p.setState(StateDown, fmt.Sprintf("%s is recorded as pid %d (%s, started %s) with another configuration than this router's, by another hiro sharing state_dir %s; "+
+	p.setState(control.StateDown, fmt.Sprintf("%s is recorded as pid %d (%s, started %s) with another configuration than this router's, by another hiro sharing state_dir %s; "+
 		"this router leaves it running and starts nothing over it: stop it with 'hiro backend stop %s' (this router then starts production again), or serve that configuration instead",
 		name, st.PID, st.BaseURL, st.StartedAt.Local().Format(time.RFC3339), p.stateDir(), shellquote.Quote(name)))
 }
@@ -575,7 +577,7 @@ func (p *prodCtl) otherRecord() *supervisor.RecordStatus {
 // start launches production through the supervisor and waits for ready.
 func (p *prodCtl) start(ctx context.Context, why string) *supervisor.Result {
 	prof := p.prof()
-	p.setState(StateStarting, why)
+	p.setState(control.StateStarting, why)
 	sctx := ctx
 	if p.finish != nil {
 		// Not cut by the router's stop: with on_exit = "leave" a start
@@ -593,14 +595,14 @@ func (p *prodCtl) start(ctx context.Context, why string) *supervisor.Result {
 			reason = fmt.Sprintf("hiro serve stopped while production was starting, and the start did not end within drain_timeout (%s)", p.sc.DrainTimeout.Duration)
 		}
 		p.s.event("start_abandoned", map[string]any{"backend": prof.Name, "what": why, "reason": reason + "; production is down until hiro serve runs again"})
-		p.setState(StateStopped, "start abandoned: "+reason)
+		p.setState(control.StateStopped, "start abandoned: "+reason)
 		return res
 	}
 	if res.State == supervisor.StateReady {
 		p.proc, p.adopted = proc, nil
 		p.pid.Store(int64(res.PID))
 		p.setHealth(true, "")
-		p.setState(StateReady, fmt.Sprintf("started pid %d, ready after %s", res.PID, res.ReadyAfter.Round(time.Millisecond)))
+		p.setState(control.StateReady, fmt.Sprintf("started pid %d, ready after %s", res.PID, res.ReadyAfter.Round(time.Millisecond)))
 		p.s.event("ready", map[string]any{"backend": prof.Name, "pid": res.PID, "ready_after_ms": res.ReadyAfterMS})
 		return res
 	}
@@ -610,7 +612,7 @@ func (p *prodCtl) start(ctx context.Context, why string) *supervisor.Result {
 		if res.State == supervisor.StateError {
 			// A configuration problem does not go away by retrying.
 			p.recordFailure(f, "start")
-			p.setState(StateDown, "cannot start: "+res.Error)
+			p.setState(control.StateDown, "cannot start: "+res.Error)
 			return res
 		}
 	}
@@ -633,7 +635,7 @@ func (p *prodCtl) died(ctx context.Context, symptom string) {
 	servingPhase(f)
 	proc.Stop(ctx) // reaps the group, removes the record (when still its own)
 	p.pid.Store(0)
-	if st := p.state(); st == StateRestarting || st == StateDown {
+	if st := p.state(); st == control.StateRestarting || st == control.StateDown {
 		p.s.event("engine_exited", map[string]any{"backend": p.name(), "pid": proc.PID(), "exit": proc.ExitInfo().String(),
 			"note": "after its failure was recorded; not a second failure"})
 		return
@@ -654,7 +656,7 @@ func (p *prodCtl) exitedMeanwhile() bool {
 	if p.proc == nil {
 		return false
 	}
-	if _, alive := supervisor.ProcessState(p.proc.PID()); alive {
+	if _, alive := procfs.ProcessState(p.proc.PID()); alive {
 		return false
 	}
 	select {
@@ -684,7 +686,7 @@ const hungNextStep = "The engine is alive but does not answer (hung); hiro serve
 // check got no answer at all (noAnswer), the engine is hung rather than
 // dead: the root cause and the next step say so.
 func processFacts(f *failure.Failure, pid int, noAnswer bool) {
-	st, alive := supervisor.ProcessState(pid)
+	st, alive := procfs.ProcessState(pid)
 	if !alive {
 		return
 	}
@@ -751,7 +753,7 @@ func (p *prodCtl) failed(ctx context.Context, f *failure.Failure, what string) {
 	}
 	p.recordFailure(f, what)
 	if prof.Unmanaged {
-		p.setState(StateDown, fmt.Sprintf("unmanaged: %s; not restarted by hiro, watched until it answers ready", f.Error()))
+		p.setState(control.StateDown, fmt.Sprintf("unmanaged: %s; not restarted by hiro, watched until it answers ready", f.Error()))
 		return
 	}
 	now := time.Now()
@@ -767,7 +769,7 @@ func (p *prodCtl) failed(ctx context.Context, f *failure.Failure, what string) {
 	p.mu.Unlock()
 	if n >= p.sc.RestartBudget {
 		p.stopAny(ctx)
-		p.setState(StateDown, fmt.Sprintf("restart budget spent (%d restarts in %s; restart_budget = %d); production stays down: last failure %s; fix it and restart hiro serve",
+		p.setState(control.StateDown, fmt.Sprintf("restart budget spent (%d restarts in %s; restart_budget = %d); production stays down: last failure %s; fix it and restart hiro serve",
 			n, p.sc.RestartWindow.Duration, p.sc.RestartBudget, f.Error()))
 		p.s.event("restart_budget_spent", map[string]any{"backend": prof.Name, "restarts_in_window": n})
 		return
@@ -781,7 +783,7 @@ func (p *prodCtl) failed(ctx context.Context, f *failure.Failure, what string) {
 	p.mu.Lock()
 	p.restartAt = time.Now().Add(wait)
 	p.mu.Unlock()
-	p.setState(StateRestarting, fmt.Sprintf("%s; restart %d of %d in %s", f.Error(), n+1, p.sc.RestartBudget, wait))
+	p.setState(control.StateRestarting, fmt.Sprintf("%s; restart %d of %d in %s", f.Error(), n+1, p.sc.RestartBudget, wait))
 	p.restart = time.After(wait)
 }
 
@@ -806,7 +808,7 @@ func (p *prodCtl) stopAny(ctx context.Context) *supervisor.StopResult {
 }
 
 func (p *prodCtl) doRestart(ctx context.Context) {
-	if p.state() != StateRestarting {
+	if p.state() != control.StateRestarting {
 		return
 	}
 	restarted := p.underLease("restart", func() {
@@ -816,7 +818,7 @@ func (p *prodCtl) doRestart(ctx context.Context) {
 			p.mu.Lock()
 			p.restartAt = time.Time{}
 			p.mu.Unlock()
-			p.setState(StateRestarting, fmt.Sprintf("stopping the old process (pid %d: SIGTERM, SIGKILL after stop_grace %s) before restart %d of %d",
+			p.setState(control.StateRestarting, fmt.Sprintf("stopping the old process (pid %d: SIGTERM, SIGKILL after stop_grace %s) before restart %d of %d",
 				pid, p.prof().StopGrace.Duration, len(p.window)+1, p.sc.RestartBudget))
 		}
 		p.stopAny(ctx)
@@ -843,22 +845,22 @@ func (p *prodCtl) doRestart(ctx context.Context) {
 
 func (p *prodCtl) setHealth(ok bool, msg string) {
 	p.mu.Lock()
-	p.lastHealth = &Check{At: time.Now(), OK: ok, Error: msg}
+	p.lastHealth = &control.Check{At: time.Now(), OK: ok, Error: msg}
 	p.mu.Unlock()
 }
 
 // checkHealth runs on the health tick and on pokes.
 func (p *prodCtl) checkHealth(ctx context.Context) {
 	switch p.state() {
-	case StateReady:
-	case StateDown:
+	case control.StateReady:
+	case control.StateDown:
 		if p.prof().Unmanaged {
 			p.checkUnmanaged(ctx)
 		} else if p.foreign != nil {
 			p.checkForeign(ctx)
 		}
 		return
-	case StateHandedOver:
+	case control.StateHandedOver:
 		p.mu.Lock()
 		h := p.handover
 		p.mu.Unlock()
@@ -899,12 +901,12 @@ func (p *prodCtl) checkHealth(ctx context.Context) {
 	}
 	if h.State == engine.HealthReady {
 		p.mu.Lock()
-		p.lastHealth = &Check{At: start, OK: true, DurationMS: msSince(start)}
+		p.lastHealth = &control.Check{At: start, OK: true, DurationMS: msSince(start)}
 		p.mu.Unlock()
 		return
 	}
 	p.mu.Lock()
-	p.lastHealth = &Check{At: start, OK: false, DurationMS: msSince(start), Error: h.Message}
+	p.lastHealth = &control.Check{At: start, OK: false, DurationMS: msSince(start), Error: h.Message}
 	p.mu.Unlock()
 	if p.exitedMeanwhile() {
 		p.died(ctx, "health: "+h.Message)
@@ -952,17 +954,17 @@ func (p *prodCtl) checkUnmanaged(ctx context.Context) {
 	rr := supervisor.CheckReady(ctx, p.prof(), p.current().hc)
 	p.setHealth(rr.Health.State == engine.HealthReady, rr.Health.Message)
 	if rr.OK {
-		p.setState(StateReady, "unmanaged: answers ready")
+		p.setState(control.StateReady, "unmanaged: answers ready")
 		return
 	}
-	if p.state() != StateDown && rr.Failure != nil {
+	if p.state() != control.StateDown && rr.Failure != nil {
 		p.recordFailure(rr.Failure, "check")
 	}
 	msg := "unmanaged: not ready"
 	if rr.Failure != nil {
 		msg = "unmanaged: " + rr.Failure.Error()
 	}
-	p.setState(StateDown, msg+"; not restarted by hiro, watched until it answers ready")
+	p.setState(control.StateDown, msg+"; not restarted by hiro, watched until it answers ready")
 }
 
 // canary launches the bounded canary completion when no real request
@@ -970,7 +972,7 @@ func (p *prodCtl) checkUnmanaged(ctx context.Context) {
 // one in flight is skipped). Its requests run in probeCanary, beside the
 // owning goroutine; canaryResult acts on what it found.
 func (p *prodCtl) canary(ctx context.Context) {
-	if p.canaryCancel != nil || p.state() != StateReady {
+	if p.canaryCancel != nil || p.state() != control.StateReady {
 		return
 	}
 	rt := p.current()
@@ -1029,7 +1031,7 @@ func probeCanary(ctx context.Context, rt *route, t *engine.Tracker, gen uint64) 
 // canarySkipped records a canary not made, and why.
 func (p *prodCtl) canarySkipped(rt *route, why string) {
 	p.mu.Lock()
-	p.lastCanary = &Check{At: time.Now(), OK: true, Skipped: why}
+	p.lastCanary = &control.Check{At: time.Now(), OK: true, Skipped: why}
 	p.mu.Unlock()
 	p.s.metrics.canaries.WithLabelValues(rt.name, "skipped").Inc()
 }
@@ -1039,7 +1041,7 @@ func (p *prodCtl) canarySkipped(rt *route, why string) {
 // about a production that is no longer the one served, or no longer
 // ready, is dropped.
 func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) {
-	if o.aborted || ctx.Err() != nil || o.gen != p.canaryGen || o.rt != p.current() || p.state() != StateReady {
+	if o.aborted || ctx.Err() != nil || o.gen != p.canaryGen || o.rt != p.current() || p.state() != control.StateReady {
 		return
 	}
 	rt, rr := o.rt, o.rr
@@ -1047,7 +1049,7 @@ func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) {
 		p.canarySkipped(rt, o.skipped)
 		return
 	}
-	c := &Check{At: o.start, OK: rr.OK, DurationMS: float64(o.took.Microseconds()) / 1000, Reply: rr.Reply}
+	c := &control.Check{At: o.start, OK: rr.OK, DurationMS: float64(o.took.Microseconds()) / 1000, Reply: rr.Reply}
 	if rr.Failure != nil {
 		c.Error = rr.Failure.Error()
 	}
@@ -1087,20 +1089,20 @@ func (p *prodCtl) endCanary() {
 }
 
 // holdFor marks production held by campaign h (a live lease).
-func (p *prodCtl) holdFor(h *HandoverInfo) {
+func (p *prodCtl) holdFor(h *control.HandoverInfo) {
 	p.mu.Lock()
 	p.handover = h
 	p.mu.Unlock()
-	p.setState(StateHandedOver, fmt.Sprintf("held by campaign %s (hiro pid %d); the router waits for it to end", h.Campaign, h.OwnerPID))
+	p.setState(control.StateHandedOver, fmt.Sprintf("held by campaign %s (hiro pid %d); the router waits for it to end", h.Campaign, h.OwnerPID))
 }
 
 // handover drains, stops a managed production and holds it for campaign.
-func (p *prodCtl) handOver(ctx context.Context, campaign string, ownerPID int, drain time.Duration) (*HandoverResult, int, error) {
-	ticks, ok := supervisor.StartTicks(ownerPID)
+func (p *prodCtl) handOver(ctx context.Context, campaign string, ownerPID int, drain time.Duration) (*control.HandoverResult, int, error) {
+	ticks, ok := procfs.StartTicks(ownerPID)
 	if !ok {
 		return nil, http.StatusBadRequest, fmt.Errorf("lease owner pid %d is not running", ownerPID)
 	}
-	var res *HandoverResult
+	var res *control.HandoverResult
 	code, err := 0, error(nil)
 	derr := p.do(ctx, func(ctx context.Context) {
 		p.mu.Lock()
@@ -1114,7 +1116,7 @@ func (p *prodCtl) handOver(ctx context.Context, campaign string, ownerPID int, d
 			code, err = http.StatusConflict, fmt.Errorf("production %s is unmanaged: hiro cannot stop it for a campaign", p.name())
 			return
 		}
-		res = &HandoverResult{Production: p.name()}
+		res = &control.HandoverResult{Production: p.name()}
 		res.Drain = p.s.drain(ctx, drain)
 		p.restart = nil
 		if sr := p.stopAny(ctx); sr != nil {
@@ -1122,9 +1124,9 @@ func (p *prodCtl) handOver(ctx context.Context, campaign string, ownerPID int, d
 		}
 		p.owner = ticks
 		p.mu.Lock()
-		p.handover = &HandoverInfo{Campaign: campaign, OwnerPID: ownerPID, Since: time.Now(), Source: "control"}
+		p.handover = &control.HandoverInfo{Campaign: campaign, OwnerPID: ownerPID, Since: time.Now(), Source: "control"}
 		p.mu.Unlock()
-		p.setState(StateHandedOver, fmt.Sprintf("handed over to campaign %s (hiro pid %d)", campaign, ownerPID))
+		p.setState(control.StateHandedOver, fmt.Sprintf("handed over to campaign %s (hiro pid %d)", campaign, ownerPID))
 		p.s.event("handover", map[string]any{"backend": p.name(), "campaign": campaign, "lease_owner_pid": ownerPID, "drain": res.Drain, "stopped": res.Stopped})
 	})
 	if derr != nil {
@@ -1141,7 +1143,7 @@ func (p *prodCtl) checkOwner(ctx context.Context) {
 	if h == nil || h.Source != "control" {
 		return
 	}
-	if t, ok := supervisor.StartTicks(h.OwnerPID); ok && t == p.owner {
+	if t, ok := procfs.StartTicks(h.OwnerPID); ok && t == p.owner {
 		return
 	}
 	p.s.event("lease_owner_died", map[string]any{"backend": p.name(), "campaign": h.Campaign, "lease_owner_pid": h.OwnerPID})
@@ -1149,8 +1151,8 @@ func (p *prodCtl) checkOwner(ctx context.Context) {
 }
 
 // takeback ends campaign's hand-over (auto: the owner died).
-func (p *prodCtl) takeback(ctx context.Context, campaign string, auto bool) (*Verification, int, error) {
-	var v *Verification
+func (p *prodCtl) takeback(ctx context.Context, campaign string, auto bool) (*control.Verification, int, error) {
+	var v *control.Verification
 	code, err := 0, error(nil)
 	derr := p.do(ctx, func(ctx context.Context) {
 		p.mu.Lock()
@@ -1160,7 +1162,7 @@ func (p *prodCtl) takeback(ctx context.Context, campaign string, auto bool) (*Ve
 			code, err = http.StatusConflict, fmt.Errorf("production is handed over to campaign %s, not %s", h.Campaign, campaign)
 			return
 		}
-		if h == nil && p.state() == StateReady {
+		if h == nil && p.state() == control.StateReady {
 			v = p.verifyRunning(ctx)
 			return
 		}
@@ -1174,13 +1176,13 @@ func (p *prodCtl) takeback(ctx context.Context, campaign string, auto bool) (*Ve
 
 // takebackNow starts production, verifies it (readiness and a READY
 // completion) and resumes serving. On the owning goroutine.
-func (p *prodCtl) takebackNow(ctx context.Context, campaign string) *Verification {
+func (p *prodCtl) takebackNow(ctx context.Context, campaign string) *control.Verification {
 	p.mu.Lock()
 	p.handover = nil
 	p.mu.Unlock()
 	p.owner = 0
 	prof := p.prof()
-	v := &Verification{Production: prof.Name}
+	v := &control.Verification{Production: prof.Name}
 	if prof.Unmanaged {
 		p.checkUnmanaged(ctx)
 	} else if p.proc == nil && p.adopted == nil {
@@ -1207,9 +1209,9 @@ func (p *prodCtl) takebackNow(ctx context.Context, campaign string) *Verificatio
 // verifyRunning checks production with the rules of readiness, the ready
 // probe included (its reply judged by supervisor.JudgeReply, the one rule
 // the supervisor, the restore and the switch use).
-func (p *prodCtl) verifyRunning(ctx context.Context) *Verification {
+func (p *prodCtl) verifyRunning(ctx context.Context) *control.Verification {
 	prof := p.prof()
-	v := &Verification{Production: prof.Name}
+	v := &control.Verification{Production: prof.Name}
 	if p.proc != nil {
 		v.PID = p.proc.PID()
 	} else if p.adopted != nil {
@@ -1225,14 +1227,14 @@ func (p *prodCtl) verifyRunning(ctx context.Context) *Verification {
 		return v
 	}
 	v.OK = true
-	p.setState(StateReady, "verified ready (health, identity, ready probe)")
+	p.setState(control.StateReady, "verified ready (health, identity, ready probe)")
 	return v
 }
 
 // switchTo makes name (effective, when given) the production the router
 // serves: the caller started and verified it.
 // campaign, when production is handed over to it, ends that hand-over.
-func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.Profile, campaign string) (*SwitchResult, int, error) {
+func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.Profile, campaign string) (*control.SwitchResult, int, error) {
 	prof := effective
 	if prof == nil {
 		var err error
@@ -1253,7 +1255,7 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 	if err != nil {
 		return nil, http.StatusBadRequest, err
 	}
-	var res *SwitchResult
+	var res *control.SwitchResult
 	var prev *route
 	code, serr := 0, error(nil)
 	derr := p.do(ctx, func(ctx context.Context) {
@@ -1280,7 +1282,7 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 		}
 		old := p.current()
 		prev = old
-		res = &SwitchResult{Previous: old.name, Active: prof.Name}
+		res = &control.SwitchResult{Previous: old.name, Active: prof.Name}
 		if p.proc != nil {
 			res.PreviousPID = p.proc.PID()
 			// The previous engine keeps running (the caller stops it);
@@ -1308,7 +1310,7 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 			p.owner = 0
 			p.s.draining.Store(false)
 		}
-		p.setState(StateReady, "switched from "+old.name)
+		p.setState(control.StateReady, "switched from "+old.name)
 		p.s.event("switch", map[string]any{"from": old.name, "to": prof.Name})
 	})
 	if derr != nil {
@@ -1340,7 +1342,7 @@ func (p *prodCtl) shutdown(onExit string) {
 		defer cancel()
 		if sr := p.stopAny(ctx); sr != nil {
 			p.s.event("production_stopped", map[string]any{"backend": p.name(), "stop": sr})
-			p.setState(StateStopped, "stopped at exit (on_exit = \"stop\")")
+			p.setState(control.StateStopped, "stopped at exit (on_exit = \"stop\")")
 		}
 		return
 	}
@@ -1378,7 +1380,7 @@ func (p *prodCtl) shutdown(onExit string) {
 	if p.foreign != nil {
 		return
 	}
-	if st := p.state(); st != StateStopped {
+	if st := p.state(); st != control.StateStopped {
 		p.notRunning(fmt.Sprintf("production was %s (%s)", st, p.statusMessage()))
 	}
 }
@@ -1387,20 +1389,20 @@ func (p *prodCtl) shutdown(onExit string) {
 // running, and why; the state becomes stopped.
 func (p *prodCtl) notRunning(why string) {
 	p.s.event("production_not_running", map[string]any{"backend": p.name(), "reason": why + "; production is down until hiro serve (or 'hiro backend start " + p.name() + "') starts it"})
-	p.setState(StateStopped, "not running at the router's stop: "+why)
+	p.setState(control.StateStopped, "not running at the router's stop: "+why)
 }
 
 func (p *prodCtl) statusMessage() string { p.mu.Lock(); defer p.mu.Unlock(); return p.message }
 
 // aliveProcess reports whether pid runs (not gone, not a zombie).
-func aliveProcess(pid int) bool { _, ok := supervisor.ProcessState(pid); return ok }
+func aliveProcess(pid int) bool { _, ok := procfs.ProcessState(pid); return ok }
 
 // status returns production's status and the hand-over.
-func (p *prodCtl) status() (BackendStatus, *HandoverInfo) {
+func (p *prodCtl) status() (control.BackendStatus, *control.HandoverInfo) {
 	rt := p.current()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	b := BackendStatus{Name: rt.name, Engine: rt.prof.Engine, BaseURL: rt.prof.BaseURL, Model: rt.prof.Model,
+	b := control.BackendStatus{Name: rt.name, Engine: rt.prof.Engine, BaseURL: rt.prof.BaseURL, Model: rt.prof.Model,
 		Managed: !rt.prof.Unmanaged, State: p.st, Since: p.since, Message: p.message, LastHealth: p.lastHealth,
 		LastCanary: p.lastCanary, Restarts: p.restarts, RestartBudget: p.sc.RestartBudget,
 		RestartWindow: p.sc.RestartWindow.Duration.String(), LastFailure: p.lastFailure, LastFailureAt: p.failureAt}
@@ -1410,7 +1412,7 @@ func (p *prodCtl) status() (BackendStatus, *HandoverInfo) {
 		}
 	}
 	b.PID = int(p.pid.Load())
-	var h *HandoverInfo
+	var h *control.HandoverInfo
 	if p.handover != nil {
 		c := *p.handover
 		h = &c
@@ -1419,7 +1421,7 @@ func (p *prodCtl) status() (BackendStatus, *HandoverInfo) {
 }
 
 // staleCheck returns a copy of c marked stale (nil: nil).
-func staleCheck(c *Check) *Check {
+func staleCheck(c *control.Check) *control.Check {
 	if c == nil {
 		return nil
 	}

@@ -2,7 +2,11 @@
 
 package serve
 
-import "net"
+import (
+	"net"
+
+	"github.com/hiro-dev/hiro/internal/control"
+)
 
 // rawIO is Linux's (rawio.go); elsewhere connections use their own Read
 // and Write.

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/tlstest"
@@ -30,7 +31,7 @@ import (
 func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 	cfg := fakeConfig(t, nil, "max_body_bytes = 4096")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 
 	code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false))
 	if code != 200 || !strings.Contains(body, `"READY"`) || !strings.Contains(body, `"model":"fake-model"`) {
@@ -132,7 +133,7 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
 		t.Errorf("after bad input: %d", code)
 	}
-	st := r.waitState(t, StateReady, time.Second)
+	st := r.waitState(t, control.StateReady, time.Second)
 	if st.Production.Restarts != 0 || st.Production.LastFailure != nil {
 		t.Errorf("bad input touched production: %+v", st.Production)
 	}
@@ -175,7 +176,7 @@ func TestAuthKeys(t *testing.T) {
 			return "", false
 		}
 	})
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	for _, c := range []struct {
 		key  string
 		code int
@@ -214,7 +215,7 @@ func TestAuthKeys(t *testing.T) {
 func TestDeathAfterReadyRestarts(t *testing.T) {
 	cfg := fakeConfig(t, []string{"--load-time", "300ms"}, "")
 	r := startRouter(t, cfg, nil)
-	st := r.waitState(t, StateReady, 20*time.Second)
+	st := r.waitState(t, control.StateReady, 20*time.Second)
 	pid := st.Production.PID
 	if pid == 0 {
 		t.Fatal("no pid in status")
@@ -239,7 +240,7 @@ func TestDeathAfterReadyRestarts(t *testing.T) {
 	// before the watcher did: wait for the restart itself.
 	deadline = time.Now().Add(20 * time.Second)
 	for {
-		st = r.waitState(t, StateReady, 20*time.Second)
+		st = r.waitState(t, control.StateReady, 20*time.Second)
 		if st.Production.Restarts > 0 || time.Now().After(deadline) {
 			break
 		}
@@ -270,7 +271,7 @@ func TestDeathAfterReadyRestarts(t *testing.T) {
 func TestHandoverTakeback(t *testing.T) {
 	cfg := fakeConfig(t, nil, "")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	ctx := context.Background()
 
 	owner := exec1(t)
@@ -288,7 +289,7 @@ func TestHandoverTakeback(t *testing.T) {
 	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(body, "camp-1") {
 		t.Errorf("during hand-over: %d %v %s", code, h, body)
 	}
-	if _, err := r.ctl.Handover(ctx, "camp-2", owner.Process.Pid); err == nil || err.(*ControlError).StatusCode != 409 {
+	if _, err := r.ctl.Handover(ctx, "camp-2", owner.Process.Pid); err == nil || err.(*control.Error).StatusCode != 409 {
 		t.Errorf("a second campaign's hand-over: %v", err)
 	}
 	if _, err := r.ctl.Takeback(ctx, "camp-2"); err == nil {
@@ -306,10 +307,10 @@ func TestHandoverTakeback(t *testing.T) {
 	if _, err := r.ctl.Handover(ctx, "camp-3", owner.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
-	r.waitState(t, StateHandedOver, time.Second)
+	r.waitState(t, control.StateHandedOver, time.Second)
 	owner.Process.Kill()
 	owner.Wait()
-	st := r.waitState(t, StateReady, 20*time.Second)
+	st := r.waitState(t, control.StateReady, 20*time.Second)
 	if st.Handover != nil || st.Draining {
 		t.Errorf("after the owner died: %+v", st)
 	}
@@ -344,7 +345,7 @@ base_url = "http://127.0.0.1:`+itoa(port)+`"
 model = "cand-model"
 `)
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	code, _, body := post(t, r.url, RouteChat, chatBody("other-model", false))
 	if code != 200 || !strings.Contains(body, "other-model") {
 		t.Fatalf("served profile: %d %s", code, body)
@@ -361,14 +362,14 @@ model = "cand-model"
 	if code, _, body := post(t, r.url, RouteChat, chatBody("cand-model", false)); code != 404 {
 		t.Errorf("a profile not served was reached: %d %s", code, body)
 	}
-	servedState := func() BackendStatus {
+	servedState := func() control.BackendStatus {
 		st, err := r.ctl.Status(context.Background())
 		if err != nil || len(st.Served) != 1 {
 			t.Fatalf("status: %+v %v", st, err)
 		}
 		return st.Served[0]
 	}
-	waitServed := func(want State) BackendStatus {
+	waitServed := func(want control.State) control.BackendStatus {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			b := servedState()
@@ -381,7 +382,7 @@ model = "cand-model"
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if b := waitServed(StateReady); b.LastHealth == nil || !b.LastHealth.OK {
+	if b := waitServed(control.StateReady); b.LastHealth == nil || !b.LastHealth.OK {
 		t.Errorf("served backend while up: %+v", b)
 	}
 	other.Process.Kill()
@@ -392,7 +393,7 @@ model = "cand-model"
 	if msg := errorMessage(t, body); code != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(msg, "backend other") || strings.Contains(msg, "127.0.0.1") {
 		t.Errorf("served backend down: %d %q", code, msg)
 	}
-	waitServed(StateDown)
+	waitServed(control.StateDown)
 	code, h, body := post(t, r.url, RouteChat, chatBody("other-model", false))
 	if code != 503 || h.Get("Retry-After") == "" || !strings.Contains(errorMessage(t, body), "backend other is not answering") {
 		t.Errorf("served backend known down: %d %v %s", code, h, body)
@@ -402,7 +403,7 @@ model = "cand-model"
 	}
 	// Its owner starts it again: served again.
 	startOther(t, port)
-	waitServed(StateReady)
+	waitServed(control.StateReady)
 	if code, _, body := post(t, r.url, RouteChat, chatBody("other-model", false)); code != 200 {
 		t.Errorf("served backend back: %d %s", code, body)
 	}
@@ -417,7 +418,7 @@ model = "cand-model"
 func TestSlowBodyIsCut(t *testing.T) {
 	cfg := fakeConfig(t, nil, "")
 	r := startRouter(t, cfg, func(o *Options) { o.BodyReadTimeout = 300 * time.Millisecond })
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	c, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -446,7 +447,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 func TestOneRouterPerProduction(t *testing.T) {
 	cfg := fakeConfig(t, nil, "")
 	r1 := startRouter(t, cfg, nil)
-	r1.waitState(t, StateReady, 20*time.Second)
+	r1.waitState(t, control.StateReady, 20*time.Second)
 	s2, err := New(Options{Config: cfg, ControlDir: shortDir(t), Events: io.Discard, AccessLog: io.Discard})
 	if err != nil {
 		t.Fatal(err)
@@ -466,7 +467,7 @@ func TestOneRouterPerProduction(t *testing.T) {
 	}
 	r1.stop(t)
 	r2 := startRouter(t, cfg, nil)
-	r2.waitState(t, StateReady, 20*time.Second)
+	r2.waitState(t, control.StateReady, 20*time.Second)
 }
 
 // startOther starts the fake engine serving "other-model" on port (with
@@ -503,7 +504,7 @@ func TestServedProfileNamesTheKeySetting(t *testing.T) {
 	startOther(t, port, "--api-key", "sk-served-only-1234", "--require-api-key")
 	cfg := fakeConfig(t, nil, servedOther(port))
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := r.ctl.Status(context.Background())
@@ -511,7 +512,7 @@ func TestServedProfileNamesTheKeySetting(t *testing.T) {
 			t.Fatalf("status: %+v %v", st, err)
 		}
 		b := st.Served[0]
-		if b.State == StateDown && strings.Contains(b.Message, "401") {
+		if b.State == control.StateDown && strings.Contains(b.Message, "401") {
 			if !strings.Contains(b.Message, "api_key_env") || !strings.Contains(b.Message, "backends.other") {
 				t.Errorf("the served backend's status does not name the key setting: %q", b.Message)
 			}
@@ -536,7 +537,7 @@ func TestBackendRefusingTheRoutersKey(t *testing.T) {
 	startOther(t, port, "--api-key", "sk-served-only-5678", "--require-api-key", "--key-public-paths", "/health,/v1/models")
 	cfg := fakeConfig(t, nil, servedOther(port))
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	code, hdr, body := post(t, r.url, RouteChat, chatBody("other-model", false))
 	if code != http.StatusBadGateway || !strings.Contains(body, "backends.other") || hdr.Get("WWW-Authenticate") != "" {
 		t.Errorf("a backend refusing the router's key: %d %s (WWW-Authenticate %q); want 502 naming backends.other", code, body, hdr.Get("WWW-Authenticate"))
@@ -556,7 +557,7 @@ func TestClientLeavingCancelsUpstream(t *testing.T) {
 	startOther(t, port, "--chat", "hang", "--notes", notes)
 	cfg := fakeConfig(t, nil, servedOther(port))
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	hc := &http.Client{Timeout: 300 * time.Millisecond}
 	if resp, err := hc.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("other-model", false))); err == nil {
 		resp.Body.Close()
@@ -585,7 +586,7 @@ func TestPipelinedThenLeaving(t *testing.T) {
 	startOther(t, port, "--chat", "hang", "--notes", notes)
 	cfg := fakeConfig(t, nil, "access_log = \"-\"\n"+servedOther(port))
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	c, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -609,7 +610,7 @@ func TestPipelinedThenLeaving(t *testing.T) {
 func TestPipelinedAfterSlowRequest(t *testing.T) {
 	cfg := fakeConfig(t, []string{"--token-delay", "20ms", "--reply", "one two three four five"}, "")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	c, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -651,7 +652,7 @@ func TestTLSFrontDoor(t *testing.T) {
 	if !strings.HasPrefix(r.url, "https://") {
 		t.Fatalf("router address %s: want https", r.url)
 	}
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	ca, err := os.ReadFile(certs.CA)
 	if err != nil {
 		t.Fatal(err)
@@ -697,7 +698,7 @@ func TestTLSFrontDoor(t *testing.T) {
 func TestRequestsTheServerRefuses(t *testing.T) {
 	cfg := fakeConfig(t, nil, "max_body_bytes = 4096")
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	raw := func(req string) (*http.Response, string) {
 		t.Helper()
 		c, err := net.Dial("tcp", strings.TrimPrefix(r.url, "http://"))
@@ -750,7 +751,7 @@ func TestResponseTimeout(t *testing.T) {
 access_log = "-"
 `+servedOther(port))
 	r := startRouter(t, cfg, nil)
-	r.waitState(t, StateReady, 20*time.Second)
+	r.waitState(t, control.StateReady, 20*time.Second)
 	start := time.Now()
 	code, _, body := post(t, r.url, RouteChat, chatBody("other-model", false))
 	if took := time.Since(start); code != http.StatusGatewayTimeout || took < 300*time.Millisecond || took > 10*time.Second {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -18,20 +19,20 @@ import (
 // instead of waiting on a dead address.
 type servedWatch struct {
 	mu      sync.Mutex
-	state   State // StateReady or StateDown; StateStarting before the first poll
+	state   control.State // StateReady or StateDown; StateStarting before the first poll
 	since   time.Time
 	message string
-	last    *Check
+	last    *control.Check
 }
 
 // snapshot returns the state, since when, the message and the last check.
-func (w *servedWatch) snapshot() (State, time.Time, string, *Check) {
+func (w *servedWatch) snapshot() (control.State, time.Time, string, *control.Check) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.state, w.since, w.message, w.last
 }
 
-func (w *servedWatch) set(st State, msg string, c *Check) {
+func (w *servedWatch) set(st control.State, msg string, c *control.Check) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if st != w.state {
@@ -44,7 +45,7 @@ func (w *servedWatch) set(st State, msg string, c *Check) {
 func (w *servedWatch) down() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.state == StateDown
+	return w.state == control.StateDown
 }
 
 // watchServed polls every served backend's health until ctx ends.
@@ -76,9 +77,9 @@ func (s *Server) pollServed(ctx context.Context, rt *route) {
 		return
 	}
 	before, _, _, _ := rt.watch.snapshot()
-	c := &Check{At: start, OK: h.State == engine.HealthReady, DurationMS: msSince(start)}
+	c := &control.Check{At: start, OK: h.State == engine.HealthReady, DurationMS: msSince(start)}
 	if c.OK {
-		rt.watch.set(StateReady, "served as is (not started or restarted by the router); health answers", c)
+		rt.watch.set(control.StateReady, "served as is (not started or restarted by the router); health answers", c)
 	} else {
 		c.Error = h.Message
 		msg := fmt.Sprintf("served as is (not started or restarted by the router); health: %s", h.Message)
@@ -87,7 +88,7 @@ func (s *Server) pollServed(ctx context.Context, rt *route) {
 		if a := supervisor.HealthAdvice(rt.prof, h); a != "" {
 			msg += "; " + a
 		}
-		rt.watch.set(StateDown, msg, c)
+		rt.watch.set(control.StateDown, msg, c)
 	}
 	if after, _, msg, _ := rt.watch.snapshot(); after != before {
 		s.event("served_state", map[string]any{"backend": rt.name, "state": after, "message": msg})

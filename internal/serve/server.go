@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
@@ -33,7 +34,7 @@ type Options struct {
 	Config *config.Config
 	// Listen overrides [serve].listen (the --listen flag).
 	Listen string
-	// ControlDir is where the control socket goes; default ControlDir().
+	// ControlDir is where the control socket goes; default control.Dir().
 	ControlDir string
 	// Production, when set, is the production profile (an activated
 	// one); default ProductionProfile(Config).
@@ -41,7 +42,7 @@ type Options struct {
 	// CampaignHolding reports the live hiro that holds production's
 	// lease, or nil; default LeaseHolder (package lease). The router never
 	// starts or restarts production while one does.
-	CampaignHolding func(prod *config.Profile) *HandoverInfo
+	CampaignHolding func(prod *config.Profile) *control.HandoverInfo
 	// Events receives one JSON line per supervision event (deaths, failed
 	// canaries, restarts, hand-overs); default os.Stderr. Events are also
 	// appended to <state_dir>/serve/events.jsonl.
@@ -225,7 +226,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.ctlDir = opts.ControlDir
 	if s.ctlDir == "" {
-		if s.ctlDir, err = ControlDir(); err != nil {
+		if s.ctlDir, err = control.Dir(); err != nil {
 			return nil, err
 		}
 	}
@@ -269,7 +270,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	closeCtl := func() {
 		ctl.Close()
-		os.Remove(SocketPath(s.ctlDir))
+		os.Remove(control.SocketPath(s.ctlDir))
 	}
 	hold, err := s.holdProduction()
 	if err != nil {
@@ -309,7 +310,7 @@ func (s *Server) Run(ctx context.Context) error {
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(clientListener{ln}) }()
 	go func() { errc <- ctlSrv.Serve(ctl) }()
-	s.event("listening", map[string]any{"listen": s.addr, "control_socket": SocketPath(s.ctlDir), "production": s.prod.name()})
+	s.event("listening", map[string]any{"listen": s.addr, "control_socket": control.SocketPath(s.ctlDir), "production": s.prod.name()})
 	if s.opts.Ready != nil {
 		s.opts.Ready(s.addr)
 	}
@@ -368,7 +369,7 @@ func (s *Server) Run(ctx context.Context) error {
 	dcancel()
 	s.cancelRequests()
 	ctlSrv.Close()
-	os.Remove(SocketPath(s.ctlDir))
+	os.Remove(control.SocketPath(s.ctlDir))
 	pcancel()
 	// A start of production in progress (on_exit = "leave") has until
 	// drain_timeout from the stop to end; then it is cut, and says so.
@@ -601,7 +602,7 @@ const (
 )
 
 // drain refuses new requests and waits up to timeout for in-flight ones.
-func (s *Server) drain(ctx context.Context, timeout time.Duration) DrainResult {
+func (s *Server) drain(ctx context.Context, timeout time.Duration) control.DrainResult {
 	s.draining.Store(true)
 	start := time.Now()
 	deadline := time.NewTimer(timeout)
@@ -618,20 +619,20 @@ func (s *Server) drain(ctx context.Context, timeout time.Duration) DrainResult {
 		break
 	}
 	n := s.inFlight.Load()
-	return DrainResult{Drained: n == 0, InFlight: n, WaitedMS: time.Since(start).Milliseconds()}
+	return control.DrainResult{Drained: n == 0, InFlight: n, WaitedMS: time.Since(start).Milliseconds()}
 }
 
 // Status returns the router's status.
-func (s *Server) Status() Status {
-	st := Status{Schema: StatusSchema, PID: os.Getpid(), StartedAt: s.started, Config: s.cfg.Path, Listen: s.addr,
+func (s *Server) Status() control.Status {
+	st := control.Status{Schema: control.StatusSchema, PID: os.Getpid(), StartedAt: s.started, Config: s.cfg.Path, Listen: s.addr,
 		Alias: s.sc.Alias, InFlight: s.inFlight.Load(), Draining: s.draining.Load(), Models: s.modelNames()}
 	st.Production, st.Handover = s.prod.status()
 	for _, rt := range s.served {
 		state, since, msg, last := rt.watch.snapshot()
 		if state == "" {
-			state, since, msg = StateStarting, s.started, "served as is; not checked yet"
+			state, since, msg = control.StateStarting, s.started, "served as is; not checked yet"
 		}
-		st.Served = append(st.Served, BackendStatus{Name: rt.name, Engine: rt.prof.Engine, BaseURL: rt.prof.BaseURL,
+		st.Served = append(st.Served, control.BackendStatus{Name: rt.name, Engine: rt.prof.Engine, BaseURL: rt.prof.BaseURL,
 			Model: rt.prof.Model, Managed: false, State: state, Since: since, Message: msg, LastHealth: last})
 	}
 	return st
@@ -640,10 +641,10 @@ func (s *Server) Status() Status {
 // listenControl opens the control socket (0600 in a 0700 folder). A
 // socket left by a dead router is removed; a live one is an error.
 func (s *Server) listenControl() (net.Listener, error) {
-	if err := privateDir(s.ctlDir); err != nil {
+	if err := control.EnsureDir(s.ctlDir); err != nil {
 		return nil, err
 	}
-	path := SocketPath(s.ctlDir)
+	path := control.SocketPath(s.ctlDir)
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("serve: another hiro serve answers on %s; stop it first (`hiro status` says which)", path)
@@ -683,7 +684,7 @@ func (s *Server) controlHandler() http.Handler {
 	}
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, s.Status()) })
 	mux.HandleFunc("POST /v1/drain", func(w http.ResponseWriter, r *http.Request) {
-		var req drainRequest
+		var req control.DrainRequest
 		if !decode(w, r, &req) {
 			return
 		}
@@ -704,7 +705,7 @@ func (s *Server) controlHandler() http.Handler {
 		reply(w, 200, s.Status())
 	})
 	mux.HandleFunc("POST /v1/handover", func(w http.ResponseWriter, r *http.Request) {
-		var req handoverRequest
+		var req control.HandoverRequest
 		if !decode(w, r, &req) {
 			return
 		}
@@ -724,7 +725,7 @@ func (s *Server) controlHandler() http.Handler {
 		reply(w, 200, res)
 	})
 	mux.HandleFunc("POST /v1/takeback", func(w http.ResponseWriter, r *http.Request) {
-		var req takebackRequest
+		var req control.TakebackRequest
 		if !decode(w, r, &req) {
 			return
 		}
@@ -736,7 +737,7 @@ func (s *Server) controlHandler() http.Handler {
 		reply(w, 200, v)
 	})
 	mux.HandleFunc("POST /v1/switch", func(w http.ResponseWriter, r *http.Request) {
-		var req switchRequest
+		var req control.SwitchRequest
 		if !decode(w, r, &req) {
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/procfs"
 )
 
 // The behaviours of cases.json, each acted out by the fake engine as a
@@ -183,15 +184,15 @@ func TestBehaviourForkingWrapper(t *testing.T) {
 		t.Fatalf("wrapped engine pid not logged: %v", pids)
 	}
 	engine := pids[0]
-	if s, err := readProcStat(engine); err != nil || s.PGID != res.PGID {
+	if s, err := procfs.ReadStat(engine); err != nil || s.PGID != res.PGID {
 		t.Fatalf("the wrapped engine %d is not in the group %d: %+v %v", engine, res.PGID, s, err)
 	}
 	sr := proc.Stop(context.Background())
 	if sr.Leak != nil || !sr.PortFree || !sr.Killed {
 		t.Errorf("stop %+v", sr)
 	}
-	if alive(engine) || len(groupMembers(res.PGID)) != 0 {
-		t.Errorf("grandchild %d alive %v, group members %v", engine, alive(engine), groupMembers(res.PGID))
+	if alive(engine) || len(procfs.GroupMembers(res.PGID)) != 0 {
+		t.Errorf("grandchild %d alive %v, group members %v", engine, alive(engine), procfs.GroupMembers(res.PGID))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
@@ -132,8 +133,8 @@ func logPIDs(t testing.TB, logPath string) []int {
 
 // alive reports whether pid exists and is not a zombie.
 func alive(pid int) bool {
-	s, err := readProcStat(pid)
-	return err == nil && s.alive()
+	s, err := procfs.ReadStat(pid)
+	return err == nil && s.Alive()
 }
 
 // killLater kills pid at the end of the test (escaped helpers).

@@ -15,6 +15,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/ollamatest"
+	"github.com/hiro-dev/hiro/internal/procfs"
 )
 
 // ollamaProfile prepares the tiny generated model in a fresh models
@@ -68,7 +69,7 @@ func TestOllamaStartStatusStop(t *testing.T) {
 	if err != nil || sr.Leak != nil || !sr.PortFree {
 		t.Fatalf("stop %+v %v", sr, err)
 	}
-	if left := groupMembers(res.PGID); len(left) != 0 {
+	if left := procfs.GroupMembers(res.PGID); len(left) != 0 {
 		t.Errorf("processes of the group left: %v", left)
 	}
 	if busy, why := portBusy("127.0.0.1:" + strconv.Itoa(port)); busy {

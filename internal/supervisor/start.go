@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hiro-dev/hiro/internal/private"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -253,7 +254,7 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 	// The port must be free: a server already there would answer our
 	// readiness checks in the new engine's place.
 	if busy, why := portBusy(addr); busy {
-		if hs := portHolders(port); len(hs) > 0 {
+		if hs := procfs.PortHolders(port); len(hs) > 0 {
 			why += "; held by " + describeProcs(hs)
 		}
 		f := tracker.Classify(engine.Outcome{Kind: engine.OutcomePortInUse, Address: addr, Message: why})
@@ -409,7 +410,7 @@ func healthLineFilter(healthPath string) func(string) bool {
 	}
 }
 
-func describeProcs(ps []procStat) string {
+func describeProcs(ps []procfs.Stat) string {
 	parts := make([]string, len(ps))
 	for i, s := range ps {
 		parts[i] = fmt.Sprintf("pid %d (%s)", s.PID, s.Comm)

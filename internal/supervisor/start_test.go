@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/procfs"
 )
 
 func TestStartReadyThenStop(t *testing.T) {
@@ -25,7 +26,7 @@ func TestStartReadyThenStop(t *testing.T) {
 	if res.PID == 0 || res.PGID != res.PID {
 		t.Errorf("pid %d pgid %d: the engine must lead its own process group", res.PID, res.PGID)
 	}
-	if s, err := readProcStat(res.PID); err != nil || s.PGID != res.PID {
+	if s, err := procfs.ReadStat(res.PID); err != nil || s.PGID != res.PID {
 		t.Errorf("/proc says pgid %d (%v), want %d", s.PGID, err, res.PID)
 	}
 	if !strings.HasPrefix(res.LogPath, state) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/private"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
@@ -93,7 +94,7 @@ func (p *Process) Record() Record {
 		PID: p.PID(), PGID: p.PID(), Port: p.port, BaseURL: p.profile.BaseURL, LogPath: p.logPath,
 		ProfileHash: p.profile.Hash(), StopGraceMS: p.profile.StopGrace.Milliseconds(), StartedAt: p.startedAt, ReadyAt: time.Now(),
 	}
-	if s, err := readProcStat(r.PID); err == nil {
+	if s, err := procfs.ReadStat(r.PID); err == nil {
 		r.StartTicks = s.StartTicks
 	}
 	return r
@@ -190,9 +191,9 @@ func StatusAll(stateDir string) ([]RecordStatus, error) {
 
 func checkRecord(stateDir string, r Record) RecordStatus {
 	st := RecordStatus{Record: r, RecordPath: recordPath(stateDir, r.Name)}
-	s, err := readProcStat(r.PID)
+	s, err := procfs.ReadStat(r.PID)
 	switch {
-	case err != nil || !s.alive():
+	case err != nil || !s.Alive():
 		st.Status, st.Reason = StatusStale, fmt.Sprintf("process %d is gone", r.PID)
 	case r.StartTicks == 0 || r.PGID <= 0:
 		st.Status, st.Reason = StatusStale, fmt.Sprintf("the record of pid %d has no start time or process group: hiro cannot prove the process is the one it started, so it is not acted on", r.PID)
@@ -204,7 +205,7 @@ func checkRecord(stateDir string, r Record) RecordStatus {
 		st.Status = StatusRunning
 	}
 	if st.Status == StatusRunning {
-		st.ProcessesInGroup = len(groupMembers(r.PGID))
+		st.ProcessesInGroup = len(procfs.GroupMembers(r.PGID))
 	}
 	return st
 }

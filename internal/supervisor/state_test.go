@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
@@ -64,7 +65,7 @@ func TestStaleRecords(t *testing.T) {
 	gone := Record{Schema: RecordSchema, Name: "gone", PID: 1 << 22, PGID: 1 << 22, Port: 1, StartedAt: time.Now()}
 	// A pid that now belongs to another process: this test's own pid with
 	// another start time.
-	self, err := readProcStat(os.Getpid())
+	self, err := procfs.ReadStat(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,25 +98,6 @@ func TestStaleRecords(t *testing.T) {
 	}
 }
 
-func TestParseProcStatCommWithSpaces(t *testing.T) {
-	s, err := parseProcStat([]byte("123 (a b) c)) S 1 120 120 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0"))
-	if err != nil || s.PID != 123 || s.Comm != "a b) c)" || s.State != 'S' || s.PGID != 120 || s.StartTicks != 98765 {
-		t.Errorf("%+v %v", s, err)
-	}
-}
-
-func TestParseSocketInodes(t *testing.T) {
-	tcp := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0
-   1: 0100007F:1F90 0100007F:C350 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0000000000000000
-   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4343 1 0000000000000000 100 0 0 10 0
-`
-	got := parseSocketInodes([]byte(tcp), 8080)
-	if len(got) != 1 || got[0] != "4242" {
-		t.Errorf("inodes %v, want [4242]", got)
-	}
-}
-
 // A state_dir whose record folder another user owns, or its group may
 // write, is refused: a record there could have been planted to make hiro
 // signal a process it never started. The planted record names a live
@@ -123,7 +105,7 @@ func TestParseSocketInodes(t *testing.T) {
 // running.
 func TestRecordFolderOfAnotherUserIsRefused(t *testing.T) {
 	state := t.TempDir()
-	self, err := readProcStat(os.Getpid())
+	self, err := procfs.ReadStat(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}

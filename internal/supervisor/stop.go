@@ -10,6 +10,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/procfs"
 )
 
 const (
@@ -81,10 +82,10 @@ func stopGroup(ctx context.Context, pgid, port int, grace time.Duration, started
 				return false
 			}
 		}
-		s, err := readProcStat(pgid)
-		return err != nil || !s.alive() || s.PGID != pgid
+		s, err := procfs.ReadStat(pgid)
+		return err != nil || !s.Alive() || s.PGID != pgid
 	}
-	if leaderGone() && len(groupMembers(pgid)) == 0 {
+	if leaderGone() && len(procfs.GroupMembers(pgid)) == 0 {
 		r.AlreadyExited = true
 	} else {
 		if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil && err != syscall.ESRCH {
@@ -94,7 +95,7 @@ func stopGroup(ctx context.Context, pgid, port int, grace time.Duration, started
 		tick := time.NewTicker(stopPoll)
 	wait:
 		for {
-			if leaderGone() && len(groupMembers(pgid)) == 0 {
+			if leaderGone() && len(procfs.GroupMembers(pgid)) == 0 {
 				r.Graceful = true
 				break
 			}
@@ -114,7 +115,7 @@ func stopGroup(ctx context.Context, pgid, port int, grace time.Duration, started
 				r.Err = fmt.Sprintf("SIGKILL to process group %d: %v", pgid, err)
 			}
 			settle := time.Now().Add(killSettle)
-			for time.Now().Before(settle) && !(leaderGone() && len(groupMembers(pgid)) == 0) {
+			for time.Now().Before(settle) && !(leaderGone() && len(procfs.GroupMembers(pgid)) == 0) {
 				<-tick.C
 			}
 		}
@@ -122,8 +123,8 @@ func stopGroup(ctx context.Context, pgid, port int, grace time.Duration, started
 	}
 
 	// Proof: no process of the group, and the port is free.
-	left := groupMembers(pgid)
-	var holders []procStat
+	left := procfs.GroupMembers(pgid)
+	var holders []procfs.Stat
 	if port > 0 {
 		settle := time.Now().Add(portSettle)
 		for {
@@ -133,7 +134,7 @@ func stopGroup(ctx context.Context, pgid, port int, grace time.Duration, started
 				break
 			}
 			if time.Now().After(settle) {
-				holders = portHolders(port)
+				holders = procfs.PortHolders(port)
 				break
 			}
 			time.Sleep(stopPoll)
@@ -150,7 +151,7 @@ func stopGroup(ctx context.Context, pgid, port int, grace time.Duration, started
 
 // leakFailure builds the shutdown_leak failure: the pids left in the
 // group and the processes still holding the port.
-func leakFailure(pgid, port int, left, holders []procStat, portFree bool, sinceStart time.Duration) *failure.Failure {
+func leakFailure(pgid, port int, left, holders []procfs.Stat, portFree bool, sinceStart time.Duration) *failure.Failure {
 	var parts []string
 	pids := []int{}
 	for _, s := range left {

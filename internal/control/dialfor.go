@@ -1,4 +1,4 @@
-package serve
+package control
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // DialFor connects to the user's running router (its control socket in
-// ControlDir) when it serves the configuration file cfgPath, or, when
+// Dir) when it serves the configuration file cfgPath, or, when
 // prodURLs are given, when the production it serves is at one of those
 // endpoints (same host and port as lease.ProductionKey compares them:
 // another configuration file naming the same production server). It
@@ -17,8 +17,8 @@ import (
 // when no router runs, or the one running serves another configuration
 // and another production: callers (activation, a campaign's hand-over)
 // then act on production themselves.
-func DialFor(ctx context.Context, cfgPath string, prodURLs ...string) (*ControlClient, *Status, error) {
-	dir, err := ControlDir()
+func DialFor(ctx context.Context, cfgPath string, prodURLs ...string) (*Client, *Status, error) {
+	dir, err := Dir()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrNoRouter, err)
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package procfs
 
 import (
 	"os/exec"
@@ -41,5 +41,24 @@ func TestProcessState(t *testing.T) {
 	}
 	if _, alive := ProcessState(0); alive {
 		t.Error("pid 0 alive")
+	}
+}
+
+func TestParseProcStatCommWithSpaces(t *testing.T) {
+	s, err := ParseStat([]byte("123 (a b) c)) S 1 120 120 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0"))
+	if err != nil || s.PID != 123 || s.Comm != "a b) c)" || s.State != 'S' || s.PGID != 120 || s.StartTicks != 98765 {
+		t.Errorf("%+v %v", s, err)
+	}
+}
+
+func TestParseSocketInodes(t *testing.T) {
+	tcp := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:C350 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0000000000000000
+   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4343 1 0000000000000000 100 0 0 10 0
+`
+	got := ParseSocketInodes([]byte(tcp), 8080)
+	if len(got) != 1 || got[0] != "4242" {
+		t.Errorf("inodes %v, want [4242]", got)
 	}
 }

@@ -1,4 +1,4 @@
-package supervisor
+package procfs
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 	"strings"
 )
 
-// procStat is what hiro reads from /proc/PID/stat.
-type procStat struct {
+// Stat is what hiro reads from /proc/PID/stat.
+type Stat struct {
 	PID   int
 	Comm  string
 	State byte // R, S, D, Z, T, ...
@@ -23,35 +23,35 @@ type procStat struct {
 	StartTicks uint64
 }
 
-// readProcStat parses /proc/PID/stat. Errors wrap os.ErrNotExist when
+// ReadStat parses /proc/PID/stat. Errors wrap os.ErrNotExist when
 // the process is gone.
-func readProcStat(pid int) (procStat, error) {
+func ReadStat(pid int) (Stat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return procStat{}, err
+		return Stat{}, err
 	}
-	return parseProcStat(b)
+	return ParseStat(b)
 }
 
-// parseProcStat parses the contents of a /proc/PID/stat file; the comm
+// ParseStat parses the contents of a /proc/PID/stat file; the comm
 // field is in parentheses and may itself hold spaces and parentheses.
-func parseProcStat(b []byte) (procStat, error) {
+func ParseStat(b []byte) (Stat, error) {
 	open := bytes.IndexByte(b, '(')
 	closeIdx := bytes.LastIndexByte(b, ')')
 	if open < 0 || closeIdx < open {
-		return procStat{}, fmt.Errorf("malformed /proc stat line %q", b)
+		return Stat{}, fmt.Errorf("malformed /proc stat line %q", b)
 	}
-	var s procStat
+	var s Stat
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:open])))
 	if err != nil {
-		return procStat{}, fmt.Errorf("malformed /proc stat pid: %w", err)
+		return Stat{}, fmt.Errorf("malformed /proc stat pid: %w", err)
 	}
 	s.PID = pid
 	s.Comm = string(b[open+1 : closeIdx])
 	f := strings.Fields(string(b[closeIdx+1:]))
 	// f[0] is field 3 (state); field n is f[n-3].
 	if len(f) < 20 {
-		return procStat{}, fmt.Errorf("malformed /proc stat line for pid %d: %d fields", pid, len(f))
+		return Stat{}, fmt.Errorf("malformed /proc stat line for pid %d: %d fields", pid, len(f))
 	}
 	s.State = f[0][0]
 	s.PGID, _ = strconv.Atoi(f[2])
@@ -60,11 +60,11 @@ func parseProcStat(b []byte) (procStat, error) {
 	return s, nil
 }
 
-// alive reports whether the process exists and is not a zombie.
-func (s procStat) alive() bool { return s.State != 'Z' && s.State != 'X' }
+// Alive reports whether the process exists and is not a zombie.
+func (s Stat) Alive() bool { return s.State != 'Z' && s.State != 'X' }
 
-// listPIDs returns every pid in /proc.
-func listPIDs() []int {
+// PIDs returns every pid in /proc.
+func PIDs() []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -78,13 +78,13 @@ func listPIDs() []int {
 	return pids
 }
 
-// groupMembers returns the live (non-zombie) processes whose process
+// GroupMembers returns the live (non-zombie) processes whose process
 // group is pgid, sorted by pid.
-func groupMembers(pgid int) []procStat {
-	var out []procStat
-	for _, pid := range listPIDs() {
-		s, err := readProcStat(pid)
-		if err != nil || s.PGID != pgid || !s.alive() {
+func GroupMembers(pgid int) []Stat {
+	var out []Stat
+	for _, pid := range PIDs() {
+		s, err := ReadStat(pid)
+		if err != nil || s.PGID != pgid || !s.Alive() {
 			continue
 		}
 		out = append(out, s)
@@ -93,11 +93,11 @@ func groupMembers(pgid int) []procStat {
 	return out
 }
 
-// portHolders returns the live processes that hold a TCP socket bound to
+// PortHolders returns the live processes that hold a TCP socket bound to
 // port on any address (listening or not), found through the socket's
 // inode in /proc/net/tcp{,6} and the fd links in /proc/PID/fd. Processes
 // hiro may not inspect are skipped.
-func portHolders(port int) []procStat {
+func PortHolders(port int) []Stat {
 	inodes := map[string]bool{}
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		for _, ino := range socketInodes(f, port) {
@@ -107,8 +107,8 @@ func portHolders(port int) []procStat {
 	if len(inodes) == 0 {
 		return nil
 	}
-	var out []procStat
-	for _, pid := range listPIDs() {
+	var out []Stat
+	for _, pid := range PIDs() {
 		dir := "/proc/" + strconv.Itoa(pid) + "/fd"
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -120,7 +120,7 @@ func portHolders(port int) []procStat {
 				continue
 			}
 			if inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] {
-				if s, err := readProcStat(pid); err == nil && s.alive() {
+				if s, err := ReadStat(pid); err == nil && s.Alive() {
 					out = append(out, s)
 				}
 				break
@@ -138,10 +138,12 @@ func socketInodes(path string, port int) []string {
 	if err != nil {
 		return nil
 	}
-	return parseSocketInodes(b, port)
+	return ParseSocketInodes(b, port)
 }
 
-func parseSocketInodes(b []byte, port int) []string {
+// ParseSocketInodes returns the socket inodes that socketInodes reads
+// from a /proc/net/tcp-style file's contents b.
+func ParseSocketInodes(b []byte, port int) []string {
 	var out []string
 	want := fmt.Sprintf(":%04X", port)
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -172,8 +174,8 @@ func StartTicks(pid int) (uint64, bool) {
 	if pid <= 0 {
 		return 0, false
 	}
-	s, err := readProcStat(pid)
-	if err != nil || !s.alive() {
+	s, err := ReadStat(pid)
+	if err != nil || !s.Alive() {
 		return 0, false
 	}
 	return s.StartTicks, true
@@ -188,11 +190,11 @@ func ProcessState(pid int) (state string, alive bool) {
 	if pid <= 0 {
 		return "", false
 	}
-	s, err := readProcStat(pid)
+	s, err := ReadStat(pid)
 	if err != nil {
 		return "", false
 	}
-	return stateWords(s.State), s.alive()
+	return stateWords(s.State), s.Alive()
 }
 
 // stateWords names a /proc state letter (proc(5)).
