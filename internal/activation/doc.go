@@ -10,7 +10,7 @@
 // campaign guard's own restore verification (health, identity, the
 // profile's bounded probe completion, the READY prompt by default, its
 // reply judged by supervisor.JudgeReply, the rule 'backend start' uses:
-// qualify.Restore), points a running router at it (the
+// production.Keeper), points a running router at it (the
 // router serving this configuration file, or production's endpoint through
 // another file: RouterFor), then
 // stops the old one. Any failure before the new one is verified puts the

@@ -9,7 +9,6 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/production"
-	"github.com/hiro-dev/hiro/internal/qualify"
 )
 
 // RecoverResult is what Recover did with one switch left in progress.
@@ -103,7 +102,7 @@ func recoverOne(ctx context.Context, in *production.Intent, progress func(string
 		}
 	}
 	if rr == nil {
-		rr = qualify.Restore(rctx, cfg, keep.Profile, cfg.Production.RestoreAttempts, progress)
+		rr = production.Keeper{StateDir: cfg.StateDir}.Restore(rctx, keep.Profile, cfg.Production.RestoreAttempts, progress)
 	}
 	rec.Steps = append(rec.Steps, production.Step{Name: "put back and verify " + keep.Name, OK: rr.OK, Detail: verifiedText(rr), At: time.Now().UTC(), DurationMS: time.Since(t0).Milliseconds()})
 	if in.Committed {

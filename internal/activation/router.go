@@ -86,32 +86,7 @@ func (r *controlRouter) Release(ctx context.Context) *evidence.Restored {
 	}
 	v, err := r.c.Takeback(ctx, r.holder)
 	r.holder = ""
-	return verification(v, err)
-}
-
-// verification turns the router's Verification into the guard's
-// Restored record.
-func verification(v *control.Verification, err error) *evidence.Restored {
-	now := time.Now().UTC()
-	rr := &evidence.Restored{Attempts: 1, At: &now}
-	if v != nil {
-		rr.OK, rr.Health, rr.Reply, rr.ReadyAfterMS = v.OK, v.Health, v.Reply, v.ReadyAfterMS
-		if len(v.ModelIDs) > 0 {
-			rr.Model = v.ModelIDs[0]
-		}
-		if v.Failure != nil {
-			rr.Error = v.Failure.Error()
-		} else if v.Error != "" {
-			rr.Error = v.Error
-		}
-	}
-	if err != nil {
-		rr.OK = false
-		if rr.Error == "" {
-			rr.Error = err.Error()
-		}
-	}
-	return rr
+	return control.Verified(v, err)
 }
 
 // takeBack asks cfg's running router, if any, to take production back
@@ -127,7 +102,7 @@ func takeBack(ctx context.Context, cfg *config.Config, holder string) (*evidence
 	if errors.As(err, &ce) && ce.StatusCode == 409 {
 		return nil, false
 	}
-	rr := verification(v, err)
+	rr := control.Verified(v, err)
 	if !rr.OK {
 		rr.Error = fmt.Sprintf("the router could not take production back: %s", rr.Error)
 	}

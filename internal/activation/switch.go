@@ -12,7 +12,6 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
-	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -163,15 +162,14 @@ func holdResources(dir string, rec *production.Record, old, next *config.Profile
 		}
 		dir = d
 	}
-	var keys []string
+	// The switch acts on the managed ones: it starts or stops them.
+	var acted []*config.Profile
 	for _, p := range []*config.Profile{old, next} {
 		if !p.Unmanaged {
-			keys = append(keys, lease.ProductionKey(p.BaseURL))
+			acted = append(acted, p)
 		}
 	}
-	if exclusive {
-		keys = append(keys, lease.AcceleratorKey)
-	}
+	keys := production.LeaseKeys(exclusive, acted...)
 	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro " + rec.Kind, Config: rec.Config, Production: old.Name, Candidate: next.Name}, keys...)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {
@@ -208,8 +206,9 @@ func run(ctx context.Context, cfg *config.Config, rec *production.Record, old, n
 	s := &switcher{cfg: cfg, rec: rec, old: old, next: next, opts: opts}
 	rec.StartedAt = opts.Now().UTC()
 	exclusive := next.ExclusiveAccelerator || old.ExclusiveAccelerator
-	oldSt, err := supervisor.Status(cfg.StateDir, old.Name)
-	oldRecorded := err == nil && oldSt.Status == supervisor.StatusRunning
+	k := production.Keeper{StateDir: cfg.StateDir}
+	oldFound, _ := k.Look(old)
+	oldRecorded := oldFound == production.FoundOwn || oldFound == production.FoundForeign
 	if exclusive && !oldRecorded && !old.Unmanaged {
 		if cr := supervisor.CheckReady(ctx, old, nil); cr.OK {
 			return nil, refuse("", "production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it to free the accelerator; stop it and start it with 'hiro backend start %s', then retry", old.Name, old.BaseURL, cfg.StateDir, shellquote.Quote(old.Name))
@@ -218,7 +217,7 @@ func run(ctx context.Context, cfg *config.Config, rec *production.Record, old, n
 	if exclusive && old.Unmanaged {
 		return nil, refuse("", "the switch needs the accelerator exclusively but production %s is unmanaged: hiro cannot stop it", old.Name)
 	}
-	if st, err := supervisor.Status(cfg.StateDir, next.Name); err == nil && st.Status == supervisor.StatusRunning && st.ProfileHash != next.Hash() {
+	if f, st := k.Look(next); f == production.FoundForeign {
 		return nil, refuse("backends."+next.Name, "%s is already running (pid %d) with another configuration; stop it with 'hiro backend stop %s' and retry", next.Name, st.PID, shellquote.Quote(next.Name))
 	}
 	// One owner of production at a time: the endpoints of both
@@ -335,7 +334,7 @@ func (s *switcher) putBack(ctx context.Context, why string, oldStopped bool) (*O
 		rr = s.opts.Router.Release(rctx)
 	}
 	if rr == nil || !rr.OK {
-		rr = qualify.Restore(rctx, cfg, s.old, cfg.Production.RestoreAttempts, s.opts.Progress)
+		rr = production.Keeper{StateDir: cfg.StateDir}.Restore(rctx, s.old, cfg.Production.RestoreAttempts, s.opts.Progress)
 	}
 	rec.Restored = rr
 	code := ExitRefused
@@ -367,58 +366,17 @@ func (s *switcher) putBack(ctx context.Context, why string, oldStopped bool) (*O
 	return out, nil
 }
 
-// startVerified starts next recorded from its first moment (a hiro
-// killed now leaves a record the recovery can stop), waits for the
-// supervisor's readiness, detaches it, and proves it with the guard's
-// restore verification (qualify.Restore: the same readiness rule, and a
-// recorded process of hiro's is verified, never started twice). One
-// already running and recorded is not started again.
+// startVerified starts next and proves it ready: the keeper's
+// production.Keeper.StartVerified (recorded from its first moment,
+// detached, verified; one already running and recorded is verified, not
+// started again).
 func startVerified(ctx context.Context, cfg *config.Config, next *config.Profile) *evidence.Restored {
-	if !next.Unmanaged {
-		if st, err := supervisor.Status(cfg.StateDir, next.Name); err != nil || st.Status != supervisor.StatusRunning {
-			_ = supervisor.RemoveRecord(cfg.StateDir, next.Name)
-			proc, res := supervisor.Start(ctx, next, supervisor.Options{StateDir: cfg.StateDir, Attempt: "activate",
-				OnStart: func(p *supervisor.Process) { _ = supervisor.WriteRecord(cfg.StateDir, p.Record()) }})
-			if res.State != supervisor.StateReady {
-				why := res.Error
-				if res.Failure != nil {
-					why = res.Failure.Error()
-				}
-				if why == "" {
-					why = string(res.State)
-				}
-				_ = supervisor.RemoveRecord(cfg.StateDir, next.Name)
-				now := time.Now().UTC()
-				return &evidence.Restored{Attempts: 1, Error: next.Name + " did not become ready: " + why, At: &now}
-			}
-			if _, err := proc.Detach(); err != nil {
-				proc.Stop(context.WithoutCancel(ctx))
-				now := time.Now().UTC()
-				return &evidence.Restored{Attempts: 1, Error: "its state record could not be written: " + err.Error(), At: &now}
-			}
-		}
-	}
-	// Already running and recorded: the guard's verification adopts it.
-	return qualify.Restore(ctx, cfg, next, 1, func(string) {})
+	return production.Keeper{StateDir: cfg.StateDir}.StartVerified(ctx, next, "activate")
 }
 
-// stop stops a managed profile's recorded process; a profile with no
-// running record is already stopped.
+// stop stops a managed profile's recorded process (production.Keeper.Stop).
 func stop(ctx context.Context, cfg *config.Config, p *config.Profile) error {
-	if p.Unmanaged {
-		return nil
-	}
-	st, sr, err := supervisor.StopRecorded(ctx, cfg.StateDir, p.Name, 0)
-	if err != nil {
-		if errors.Is(err, supervisor.ErrNoRecord) {
-			return nil
-		}
-		return err
-	}
-	if st.Status == supervisor.StatusRunning && sr.Leak != nil {
-		return fmt.Errorf("stopping %s left processes behind: %s", p.Name, sr.Leak.RootCause)
-	}
-	return nil
+	return production.Keeper{StateDir: cfg.StateDir}.Stop(ctx, p)
 }
 
 // rewrite writes an already appended record again (steps added after the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/production"
 )
 
 // backendHold takes, for the length of one 'hiro backend start|stop'
@@ -22,10 +23,7 @@ func backendHold(prof *config.Profile, command string) (*lease.Hold, error) {
 	if err != nil {
 		return nil, UsageError(fmt.Errorf("%s: %w", command, err))
 	}
-	keys := []string{lease.ProductionKey(prof.BaseURL)}
-	if prof.ExclusiveAccelerator {
-		keys = append(keys, lease.AcceleratorKey)
-	}
+	keys := production.LeaseKeys(prof.ExclusiveAccelerator, prof)
 	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro " + command}, keys...)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {

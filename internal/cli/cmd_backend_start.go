@@ -90,22 +90,20 @@ func runBackendStart(ctx context.Context, g *Globals, name string) error {
 		return err
 	}
 	defer hold.Release()
-	if st, err := supervisor.Status(cfg.StateDir, name); err == nil {
-		if st.Status == supervisor.StatusRunning {
-			return backendAlreadyRunning(ctx, g, prof, &st)
-		}
+	k := production.Keeper{StateDir: cfg.StateDir}
+	switch found, st := k.Look(prof); found {
+	case production.FoundOwn, production.FoundForeign:
+		return backendAlreadyRunning(ctx, g, prof, &st)
+	case production.FoundStale:
 		fmt.Fprintf(g.Stderr, "hiro: %s: removing a stale record (%s)\n", name, st.Reason)
 		if err := supervisor.RemoveRecord(cfg.StateDir, name); err != nil {
 			return fmt.Errorf("backend start: %w", err)
 		}
 	}
-	opts := supervisor.Options{StateDir: cfg.StateDir, OnStart: func(p *supervisor.Process) {
-		// Recorded from launch (pid, process group, start time): if this
-		// hiro is killed while the engine loads, a later one can prove the
-		// process is its own, stop it or wait for it, instead of finding
-		// its port taken by a process it has no record of.
-		_ = supervisor.WriteRecord(cfg.StateDir, p.Record())
-	}}
+	// Recorded from launch (the supervisor writes the record): if this
+	// hiro is killed while the engine loads, a later one can prove the
+	// process is its own, stop it or wait for it.
+	var opts supervisor.Options
 	trimmed := false
 	opts.Progress = func(p supervisor.Progress) {
 		if !trimmed && p.Step != "launch" {
@@ -122,12 +120,9 @@ func runBackendStart(ctx context.Context, g *Globals, name string) error {
 			fmt.Fprintf(g.Stderr, "hiro: %s: %-8s phase %s%s, %d log lines, %.1fs\n", name, p.Step, p.Phase, h, p.Lines, p.Elapsed.Seconds())
 		}
 	}
-	proc, res := supervisor.Start(ctx, prof, opts)
-	if res.State == supervisor.StateReady {
-		if _, err := proc.Detach(); err != nil {
-			proc.Stop(context.WithoutCancel(ctx))
-			return fmt.Errorf("backend start: %s was ready but its record could not be written, so it was stopped: %w", name, err)
-		}
+	res, err := k.StartDetached(ctx, prof, opts)
+	if err != nil {
+		return fmt.Errorf("backend start: %s was ready but its record could not be written, so it was stopped: %w", name, err)
 	}
 	if g.JSON {
 		if err := backendPrintJSON(g, res); err != nil {

@@ -106,15 +106,11 @@ func (c *Client) Handover(ctx context.Context, campaign string, leaseOwnerPID in
 // verifies it ready (health, identity, probe, READY completion) and
 // resumes serving. The verification is returned also when it failed
 // (with an error).
-func (c *Client) Takeback(ctx context.Context, campaign string) (*Verification, error) {
-	var v Verification
+func (c *Client) Takeback(ctx context.Context, campaign string) (*Takeback, error) {
+	var v Takeback
 	err := c.call(ctx, http.MethodPost, "/v1/takeback", TakebackRequest{Campaign: campaign}, &v)
 	if err == nil && !v.OK {
-		msg := v.Error
-		if v.Failure != nil {
-			msg = v.Failure.Error()
-		}
-		err = fmt.Errorf("take back: production %s not verified ready: %s", v.Production, msg)
+		err = fmt.Errorf("take back: production %s not verified ready: %s", v.Production, v.Error)
 	}
 	return &v, err
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -145,27 +146,14 @@ type HandoverResult struct {
 	Stop       *supervisor.StopResult `json:"stop,omitempty"`
 }
 
-// Verification is the answer of Takeback: production started (or found
-// running) and verified ready.
-type Verification struct {
-	// OK is true when production is ready: health, identity, the probe
-	// and a READY completion all passed.
-	OK bool `json:"ok"`
+// Takeback is the answer of Takeback: production's verification (the
+// one record, production.Verification: health, identity, the READY
+// completion; its JSON inline) and which process it is.
+type Takeback struct {
+	production.Verification
 	// Production is the profile; PID its engine process.
 	Production string `json:"production"`
 	PID        int    `json:"pid,omitempty"`
-	// Health is the health answer ("/health 200 (ready)").
-	Health string `json:"health,omitempty"`
-	// ModelIDs is what /v1/models reported.
-	ModelIDs []string `json:"model_ids,omitempty"`
-	// Reply is the READY completion's trimmed reply.
-	Reply string `json:"reply,omitempty"`
-	// ReadyAfterMS is the time from start to ready.
-	ReadyAfterMS int64 `json:"ready_after_ms,omitempty"`
-	// Failure says why not, when OK is false.
-	Failure *failure.Failure `json:"failure,omitempty"`
-	// Error is a harness error (e.g. nothing to take back).
-	Error string `json:"error,omitempty"`
 }
 
 // SwitchResult is the answer of Switch.
@@ -180,4 +168,28 @@ type SwitchResult struct {
 	// previous production when the switch stopped waiting for them (0:
 	// drained; the wait is bounded by [serve] drain_timeout).
 	PreviousInFlight int64 `json:"previous_in_flight"`
+}
+
+// Verified returns the verification a Takeback call answered, with the
+// call's error err folded in (not OK, the error as its reason when the
+// answer gave none); a call that got no answer is one failed attempt.
+func Verified(t *Takeback, err error) *production.Verification {
+	v := &production.Verification{Attempts: 1}
+	if t != nil {
+		*v = t.Verification
+		if v.Attempts == 0 {
+			v.Attempts = 1
+		}
+	}
+	if v.At == nil {
+		now := time.Now().UTC()
+		v.At = &now
+	}
+	if err != nil {
+		v.OK = false
+		if v.Error == "" {
+			v.Error = err.Error()
+		}
+	}
+	return v
 }

@@ -149,6 +149,9 @@ var importRules = []importRule{
 	{"internal/testsupport/doc.go", "imported by tests only", importedByTestsOnly("internal/testsupport", false)},
 	{"internal/tlstest/doc.go", "imported only by tests", importedByTestsOnly("internal/tlstest", false)},
 	{"internal/houserules/doc.go", "must not be imported by anything", importedByTestsOnly("internal/houserules", true)},
+	{"internal/control/doc.go", "must not import serve, qualify or activation", notImporting("internal/control", "internal/serve", "internal/qualify", "internal/activation")},
+	{"internal/lease/doc.go", "must not import supervisor (procfs", notImporting("internal/lease", "internal/supervisor")},
+	{"internal/procfs/doc.go", "imports no other hiro package", importingOnly("internal/procfs")},
 }
 
 // Every "must not import" line of a doc comment holds.

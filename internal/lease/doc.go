@@ -1,6 +1,5 @@
-// Package lease owns "who may act on production now": one owner at a time
-// for each resource that matters, even under races and across hiro
-// processes started with different configuration files.
+// Package lease owns "who may act on production now": one owner at a
+// time for each resource, across hiro processes and configuration files.
 //
 // A resource is named by a key: ProductionKey(baseURL) for a production
 // backend's endpoint (host and port: two configuration files naming the
@@ -35,6 +34,7 @@
 // one over for recovery. A file not owned by the current user, or writable
 // by others, is refused and never acted on.
 //
-// It must not start, stop or signal processes (package supervisor does),
-// nor read configurations (the caller does): it only says who owns what.
+// It only says who owns what: it must not start, stop or signal processes
+// or read configurations, and it must not import supervisor (procfs
+// names a holder).
 package lease

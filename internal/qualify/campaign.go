@@ -137,14 +137,16 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		// before anything else (atomically: lock files held for the whole
 		// campaign).
 		abs, _ := filepath.Abs(c.dir)
-		keys, prodName := []string{lease.AcceleratorKey}, ""
+		var cand *config.Profile
 		if c.candidate != nil && !c.candidate.Unmanaged {
 			// The candidate is the campaign's too (see below).
-			keys = append(keys, lease.ProductionKey(c.candidate.BaseURL))
+			cand = c.candidate
 		}
+		prodName := ""
 		if c.prod != nil {
-			keys, prodName = append(keys, lease.ProductionKey(c.prod.BaseURL)), c.prod.Name
+			prodName = c.prod.Name
 		}
+		keys := production.LeaseKeys(true, cand, c.prod)
 		h, err := lease.Acquire(opts.LeaseDir, &lease.Lease{Kind: lease.KindCampaign, Campaign: id, EvidenceDir: abs,
 			Config: cfg.Path, Production: prodName, Candidate: plan.Candidate}, keys...)
 		if err != nil {
@@ -160,7 +162,7 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		// exclusive user refused it is told who holds it.
 		abs, _ := filepath.Abs(c.dir)
 		h, err := lease.Acquire(opts.LeaseDir, &lease.Lease{Kind: lease.KindCampaign, Campaign: id, EvidenceDir: abs,
-			Config: cfg.Path, Candidate: plan.Candidate, SharesAccelerator: true}, lease.ProductionKey(c.candidate.BaseURL))
+			Config: cfg.Path, Candidate: plan.Candidate, SharesAccelerator: true}, production.LeaseKeys(false, c.candidate)...)
 		if err != nil {
 			return nil, fmt.Errorf("campaign %s not started: %w", id, err)
 		}

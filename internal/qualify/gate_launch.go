@@ -11,6 +11,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -158,15 +159,14 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 		r := &rungs[i]
 		h.Logf("attempt %d/%d %s: %s", i+1, len(rungs), r.Name, r.Reason)
 		t0 := time.Now()
-		opts := supervisor.Options{StateDir: h.StateDir, Attempt: r.Name, OnStart: func(p *supervisor.Process) {
-			// Recorded from the start: if hiro is killed, 'hiro backend
-			// status/stop' and the lease recovery can reach the attempt.
-			_ = supervisor.WriteRecord(h.StateDir, p.Record())
-		}, Progress: func(p supervisor.Progress) {
+		// Recorded from the start (the supervisor writes the record): if
+		// hiro is killed, 'hiro backend status/stop' and the lease
+		// recovery can reach the attempt.
+		opts := supervisor.Options{Attempt: r.Name, Progress: func(p supervisor.Progress) {
 			h.Statusf("attempt %d/%d %s: %s, phase %s, %s / %s", i+1, len(rungs), r.Name, p.Step, p.Phase,
 				p.Elapsed.Round(time.Second), r.Profile.ReadyTimeout.Duration)
 		}}
-		proc, res := supervisor.Start(ctx, r.Profile, opts)
+		proc, res := production.Keeper{StateDir: h.StateDir}.Start(ctx, r.Profile, opts)
 		h.Waited(t0)
 		a := evidence.Attempt{Name: r.Name, Reason: r.Reason, Changes: r.Changes, LogPath: res.LogPath,
 			Facts: res.Facts, Device: res.Device, DurationMS: time.Since(t0).Milliseconds()}
@@ -181,7 +181,7 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 			h.SetReady(&Ready{Profile: r.Profile, Proc: proc})
 			model := r.Profile.Model
 			if len(res.ModelIDs) > 0 {
-				model = pickModel(r.Profile, res.ModelIDs)
+				model = production.PickModel(r.Profile, res.ModelIDs)
 			}
 			h.Logf("attempt %s reached ready in %s (model %s, reply %q)", r.Name,
 				time.Duration(res.ReadyAfterMS)*time.Millisecond, model, res.ProbeReply)

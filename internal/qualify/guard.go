@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
-	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
@@ -26,192 +24,15 @@ func ProductionConfigHash(p *config.Profile) (string, map[string]string) {
 }
 
 // RestoreResult is the outcome of restoring production.
-type RestoreResult = evidence.Restored
+type RestoreResult = production.Verification
 
-// Restore starts the production profile and proves it ready with the
-// supervisor's readiness, the one rule everywhere (health, identity, and
-// the profile's bounded probe completion, whose default prompt is the
-// READY prompt, its reply judged by supervisor.JudgeReply against
-// ready_probe.expect): what 'hiro backend start' and the router call
-// ready is restored. It tries up to attempts times, each bounded by the
-// profile's ready timeout; a server already answering ready (someone
-// restarted it) counts as restored. Production's state record is read
-// first: a process of hiro's that is alive is verified (waited for while
-// it starts) and never started a second time onto its own port; when it
-// answers but fails the rule, the attempt reports that answer (e.g. `the
-// reply "READY w0" is not the expected "READY"`). The started engine is
-// detached (recorded in the state directory) so it outlives hiro.
-// progress may be nil.
+// Restore starts the production profile and proves it ready: the
+// keeper's restore (production.Keeper.Restore: the supervisor's
+// readiness, the one rule everywhere; a recorded process of hiro's is
+// verified, waited for and adopted, never started twice; attempts tries,
+// each bounded by the profile's ready timeout). progress may be nil.
 func Restore(ctx context.Context, cfg *config.Config, prod *config.Profile, attempts int, progress func(string)) *RestoreResult {
-	if progress == nil {
-		progress = func(string) {}
-	}
-	if attempts < 1 {
-		attempts = 1
-	}
-	start := time.Now()
-	rr := &RestoreResult{}
-	var errs []string
-	for i := 1; i <= attempts; i++ {
-		rr.Attempts = i
-		if ctx.Err() != nil {
-			errs = append(errs, ctx.Err().Error())
-			break
-		}
-		progress(fmt.Sprintf("restoring production %s (attempt %d/%d)", prod.Name, i, attempts))
-		done, held := resumeRestore(ctx, cfg, prod, rr, progress)
-		if done {
-			rr.OK = true
-			break
-		}
-		if held != "" {
-			// hiro's own process holds production's port: starting
-			// another would only fail on it.
-			errs = append(errs, fmt.Sprintf("attempt %d: %s", i, held))
-			continue
-		}
-		ok, answered := verifyReady(ctx, prod, rr)
-		if ok {
-			// Already serving (restarted by someone else, or a record we lost).
-			rr.OK = true
-			break
-		}
-		answering := ""
-		if answered {
-			answering = fmt.Sprintf(" (a server not recorded by hiro answers at %s: %s)", prod.BaseURL, rr.Error)
-		}
-		if prod.Unmanaged {
-			errs = append(errs, fmt.Sprintf("attempt %d: production %s is unmanaged and is not ready at %s: %s", i, prod.Name, prod.BaseURL, rr.Error))
-			time.Sleep(time.Second)
-			continue
-		}
-		proc, res := supervisor.Start(ctx, prod, supervisor.Options{StateDir: cfg.StateDir, Attempt: "restore", OnStart: func(p *supervisor.Process) {
-			// Recorded from the start (pid, process group, start time): a
-			// hiro killed during the restore leaves a record the next one
-			// can prove, wait for and adopt (resumeRestore).
-			_ = supervisor.WriteRecord(cfg.StateDir, p.Record())
-		}})
-		if res.State != supervisor.StateReady {
-			why := res.Error
-			if res.Failure != nil {
-				why = res.Failure.Error()
-			}
-			errs = append(errs, fmt.Sprintf("attempt %d: %s%s", i, why, answering))
-			continue
-		}
-		if _, err := proc.Detach(); err != nil {
-			errs = append(errs, fmt.Sprintf("attempt %d: production is running but its state record could not be written: %v", i, err))
-		}
-		if len(res.ModelIDs) > 0 {
-			rr.Model = res.ModelIDs[0]
-		}
-		if ok, _ := verifyReady(ctx, prod, rr); ok {
-			rr.OK = true
-			break
-		}
-		errs = append(errs, fmt.Sprintf("attempt %d: %s", i, rr.Error))
-	}
-	now := time.Now().UTC()
-	rr.At = &now
-	rr.ReadyAfterMS = time.Since(start).Milliseconds()
-	if !rr.OK {
-		rr.Error = strings.Join(errs, "; ")
-	} else {
-		rr.Error = ""
-	}
-	return rr
-}
-
-// resumeRestore handles production's state record before anything is
-// started: a production start that an earlier hiro began and did not see
-// through (killed while restoring), or production hiro started and keeps.
-// When the record names a live process whose pid, process group and
-// start time match, hiro waits for it to become ready (bounded by the
-// profile's ready timeout) and adopts it, instead of starting a second
-// one that would fail on the port. A recorded process that does not
-// become ready in time is stopped (it is provably hiro's) and may be
-// started afresh. One that answers but fails the readiness rule (a wrong
-// reply, another model: waiting or restarting changes nothing) is left
-// running and reported: held is that reason, naming the pid. done is
-// true when production is ready and verified.
-func resumeRestore(ctx context.Context, cfg *config.Config, prod *config.Profile, rr *RestoreResult, progress func(string)) (done bool, held string) {
-	if prod.Unmanaged {
-		return false, ""
-	}
-	st, err := supervisor.Status(cfg.StateDir, prod.Name)
-	if err != nil || st.Status != supervisor.StatusRunning {
-		return false, ""
-	}
-	progress(fmt.Sprintf("production %s is already starting or running (pid %d, recorded %s): waiting for it to be ready", prod.Name, st.PID, st.StartedAt.Format(time.RFC3339)))
-	wctx, cancel := context.WithTimeout(ctx, prod.ReadyTimeout.Duration)
-	defer cancel()
-	for {
-		ok, answered := verifyReady(wctx, prod, rr)
-		if ok {
-			break
-		}
-		if answered {
-			return false, fmt.Sprintf("production %s (pid %d, started by hiro) is running but not ready: %s; it was left running and not started again", prod.Name, st.PID, rr.Error)
-		}
-		select {
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return false, fmt.Sprintf("interrupted while waiting for production %s (pid %d) to be ready: %v", prod.Name, st.PID, ctx.Err())
-			}
-			progress(fmt.Sprintf("production %s (pid %d) did not become ready within %s (%s): stopping it to start it afresh", prod.Name, st.PID, prod.ReadyTimeout.Duration, rr.Error))
-			_, _, _ = supervisor.StopRecorded(context.WithoutCancel(ctx), cfg.StateDir, prod.Name, 0)
-			return false, ""
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-	// Adopted: the record now says when it was proven ready.
-	rec := st.Record
-	rec.ReadyAt = time.Now()
-	_ = supervisor.WriteRecord(cfg.StateDir, rec)
-	rr.Adopted = true
-	progress(fmt.Sprintf("production %s (pid %d) adopted: ready and verified", prod.Name, st.PID))
-	return true, ""
-}
-
-// verifyReady checks prod once with the supervisor's readiness
-// (supervisor.CheckReady: health, identity, the bounded probe completion
-// judged by supervisor.JudgeReply) and fills rr's Health, Model, Reply
-// and Error. answered is true when not ready is the server's settled
-// answer (supervisor.ReadyResult.Answered: a reply that fails the rule,
-// another model).
-func verifyReady(ctx context.Context, prod *config.Profile, rr *RestoreResult) (ok, answered bool) {
-	cr := supervisor.CheckReady(ctx, prod, nil)
-	rr.Health = fmt.Sprintf("%s %d (%s)", cr.Health.Path, cr.Health.StatusCode, cr.Health.State)
-	if len(cr.ModelIDs) > 0 {
-		rr.Model = pickModel(prod, cr.ModelIDs)
-	}
-	rr.Reply = cr.Reply
-	if !cr.OK {
-		if cr.Failure != nil {
-			rr.Error = cr.Failure.Error()
-			if cr.Advice != "" { // TLS or the key: which setting to fix
-				rr.Error += "; " + cr.Advice
-			}
-		} else {
-			rr.Error = "not ready"
-		}
-		return false, cr.Answered
-	}
-	rr.Error = ""
-	return true, false
-}
-
-// pickModel returns the reported id that is prod's model as its engine
-// compares ids (Ollama: with or without ":latest"), else the first.
-func pickModel(prod *config.Profile, ids []string) string {
-	if e, err := engine.Lookup(prod.Engine); err == nil {
-		for _, id := range ids {
-			if e.MatchModel(prod.Model, []string{id}) {
-				return id
-			}
-		}
-	}
-	return ids[0]
+	return production.Keeper{StateDir: cfg.StateDir}.Restore(ctx, prod, attempts, progress)
 }
 
 // RecoverResult reports what Recover did with one lease.

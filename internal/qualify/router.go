@@ -53,7 +53,7 @@ func (c *campaign) restoreProduction(ctx context.Context) *RestoreResult {
 	if c.router != nil {
 		defer c.router.Close()
 		progress(fmt.Sprintf("asking hiro serve to take production %s back", c.prod.Name))
-		rr := takebackResult(c.router.Takeback(ctx, c.ev.ID))
+		rr := control.Verified(c.router.Takeback(ctx, c.ev.ID))
 		if rr.OK {
 			return rr
 		}
@@ -71,34 +71,10 @@ func restoreAfterDeath(ctx context.Context, cfg *config.Config, prod *config.Pro
 		defer rc.Close()
 		if (st.Production.Name == prod.Name || lease.ProductionKey(st.Production.BaseURL) == lease.ProductionKey(prod.BaseURL)) && (st.Handover == nil || st.Handover.Campaign == campaign) {
 			progress(fmt.Sprintf("asking hiro serve to take production %s back from campaign %s", prod.Name, campaign))
-			if rr := takebackResult(rc.Takeback(ctx, campaign)); rr.OK {
+			if rr := control.Verified(rc.Takeback(ctx, campaign)); rr.OK {
 				return rr
 			}
 		}
 	}
 	return Restore(ctx, cfg, prod, cfg.Production.RestoreAttempts, progress)
-}
-
-// takebackResult is the router's verification as the guard's record.
-func takebackResult(v *control.Verification, err error) *RestoreResult {
-	now := time.Now().UTC()
-	rr := &RestoreResult{Attempts: 1, At: &now}
-	if v != nil {
-		rr.OK, rr.Health, rr.Reply, rr.ReadyAfterMS = v.OK, v.Health, v.Reply, v.ReadyAfterMS
-		if len(v.ModelIDs) > 0 {
-			rr.Model = v.ModelIDs[0]
-		}
-		if v.Failure != nil {
-			rr.Error = v.Failure.Error()
-		} else {
-			rr.Error = v.Error
-		}
-	}
-	if err != nil {
-		rr.OK = false
-		if rr.Error == "" {
-			rr.Error = err.Error()
-		}
-	}
-	return rr
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/procfs"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -104,20 +105,20 @@ func newProdCtl(s *Server, prof *config.Profile) (*prodCtl, error) {
 	return p, nil
 }
 
-func (p *prodCtl) current() *route       { return p.rt.Load() }
-func (p *prodCtl) name() string          { return p.current().name }
-func (p *prodCtl) prof() *config.Profile { return p.current().prof }
-func (p *prodCtl) served()               { p.lastOK.Store(time.Now().UnixNano()) }
-func (p *prodCtl) state() control.State  { p.mu.Lock(); defer p.mu.Unlock(); return p.st }
-func (p *prodCtl) handedOver() bool      { return p.state() == control.StateHandedOver }
-func (p *prodCtl) stateDir() string      { return p.s.cfg.StateDir }
+func (p *prodCtl) current() *route           { return p.rt.Load() }
+func (p *prodCtl) name() string              { return p.current().name }
+func (p *prodCtl) prof() *config.Profile     { return p.current().prof }
+func (p *prodCtl) served()                   { p.lastOK.Store(time.Now().UnixNano()) }
+func (p *prodCtl) state() control.State      { p.mu.Lock(); defer p.mu.Unlock(); return p.st }
+func (p *prodCtl) handedOver() bool          { return p.state() == control.StateHandedOver }
+func (p *prodCtl) stateDir() string          { return p.s.cfg.StateDir }
+func (p *prodCtl) keeper() production.Keeper { return production.Keeper{StateDir: p.stateDir()} }
+
+// supOpts are the options of the router's starts: the pid is known from
+// launch (the supervisor records the process at once: a router killed
+// now leaves a record the next one, or `hiro backend stop`, acts on).
 func (p *prodCtl) supOpts() supervisor.Options {
-	return supervisor.Options{StateDir: p.stateDir(), OnStart: func(pr *supervisor.Process) {
-		p.pid.Store(int64(pr.PID()))
-		// Recorded at once: a router killed now leaves a record the next
-		// one (or `hiro backend stop`) acts on.
-		_ = supervisor.WriteRecord(p.stateDir(), pr.Record())
-	}}
+	return supervisor.Options{OnStart: func(pr *supervisor.Process) { p.pid.Store(int64(pr.PID())) }}
 }
 
 // lookedAt tells requests waiting in awaitAfterRefusal that the watch
@@ -406,7 +407,7 @@ func (p *prodCtl) underLease(why string, f func()) bool {
 	var h *lease.Hold
 	if err == nil {
 		h, err = lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro serve (" + why + ")",
-			Config: p.s.cfg.Path, Production: prof.Name}, lease.ProductionKey(prof.BaseURL))
+			Config: p.s.cfg.Path, Production: prof.Name}, production.LeaseKeys(false, prof)...)
 	}
 	if err != nil {
 		var held *lease.HeldError
@@ -471,13 +472,14 @@ func (p *prodCtl) bringUpManaged(ctx context.Context) {
 // the event.
 func (p *prodCtl) recorded(ctx context.Context, what string) bool {
 	prof := p.prof()
-	st, err := supervisor.Status(p.stateDir(), prof.Name)
-	if err != nil || st.Status != supervisor.StatusRunning {
-		return false
-	}
-	if st.ProfileHash != prof.Hash() {
+	found, st := p.keeper().Look(prof)
+	switch found {
+	case production.FoundForeign:
 		p.leaveToForeign(ctx, st, what)
 		return true
+	case production.FoundOwn:
+	default:
+		return false
 	}
 	if rr := supervisor.CheckReady(ctx, prof, p.current().hc); rr.OK {
 		rec := st.Record
@@ -518,11 +520,8 @@ func (e *ForeignProductionError) Error() string {
 // another configuration (config.Profile.Hash), nil otherwise (no record,
 // a stale one, the same configuration, an unmanaged profile).
 func CheckRecordedProduction(cfg *config.Config, prof *config.Profile) error {
-	if prof.Unmanaged {
-		return nil
-	}
-	st, err := supervisor.Status(cfg.StateDir, prof.Name)
-	if err != nil || st.Status != supervisor.StatusRunning || st.ProfileHash == prof.Hash() {
+	found, st := production.Keeper{StateDir: cfg.StateDir}.Look(prof)
+	if found != production.FoundForeign {
 		return nil
 	}
 	return &ForeignProductionError{Config: cfg.Path, Record: st}
@@ -585,7 +584,7 @@ func (p *prodCtl) start(ctx context.Context, why string) *supervisor.Result {
 		// then).
 		sctx = p.finish
 	}
-	proc, res := supervisor.Start(sctx, prof, p.supOpts())
+	proc, res := p.keeper().Start(sctx, prof, p.supOpts())
 	if res.State != supervisor.StateReady {
 		p.pid.Store(0)
 	}
@@ -1151,8 +1150,8 @@ func (p *prodCtl) checkOwner(ctx context.Context) {
 }
 
 // takeback ends campaign's hand-over (auto: the owner died).
-func (p *prodCtl) takeback(ctx context.Context, campaign string, auto bool) (*control.Verification, int, error) {
-	var v *control.Verification
+func (p *prodCtl) takeback(ctx context.Context, campaign string, auto bool) (*control.Takeback, int, error) {
+	var v *control.Takeback
 	code, err := 0, error(nil)
 	derr := p.do(ctx, func(ctx context.Context) {
 		p.mu.Lock()
@@ -1176,21 +1175,26 @@ func (p *prodCtl) takeback(ctx context.Context, campaign string, auto bool) (*co
 
 // takebackNow starts production, verifies it (readiness and a READY
 // completion) and resumes serving. On the owning goroutine.
-func (p *prodCtl) takebackNow(ctx context.Context, campaign string) *control.Verification {
+func (p *prodCtl) takebackNow(ctx context.Context, campaign string) *control.Takeback {
 	p.mu.Lock()
 	p.handover = nil
 	p.mu.Unlock()
 	p.owner = 0
 	prof := p.prof()
-	v := &control.Verification{Production: prof.Name}
+	v := newTakeback(prof)
 	if prof.Unmanaged {
 		p.checkUnmanaged(ctx)
 	} else if p.proc == nil && p.adopted == nil {
 		res := p.start(ctx, "take back from campaign "+campaign)
-		v.PID, v.ReadyAfterMS, v.ModelIDs = res.PID, res.ReadyAfterMS, res.ModelIDs
+		v.PID, v.ReadyAfterMS = res.PID, res.ReadyAfterMS
+		if len(res.ModelIDs) > 0 {
+			v.Model = production.PickModel(prof, res.ModelIDs)
+		}
 		if res.State != supervisor.StateReady {
-			v.Failure = res.Failure
 			v.Error = res.Error
+			if res.Failure != nil {
+				v.Error = res.Failure.Error()
+			}
 			p.s.draining.Store(false)
 			p.s.event("takeback", map[string]any{"backend": prof.Name, "campaign": campaign, "ok": false})
 			return v
@@ -1209,26 +1213,28 @@ func (p *prodCtl) takebackNow(ctx context.Context, campaign string) *control.Ver
 // verifyRunning checks production with the rules of readiness, the ready
 // probe included (its reply judged by supervisor.JudgeReply, the one rule
 // the supervisor, the restore and the switch use).
-func (p *prodCtl) verifyRunning(ctx context.Context) *control.Verification {
+func (p *prodCtl) verifyRunning(ctx context.Context) *control.Takeback {
 	prof := p.prof()
-	v := &control.Verification{Production: prof.Name}
+	v := newTakeback(prof)
 	if p.proc != nil {
 		v.PID = p.proc.PID()
 	} else if p.adopted != nil {
 		v.PID = p.adopted.PID
 	}
 	rr := supervisor.CheckReadyTracked(ctx, prof, p.current().hc, p.tracker())
-	v.Health = fmt.Sprintf("%s %d (%s)", rr.Health.Path, rr.Health.StatusCode, rr.Health.State)
-	v.ModelIDs = rr.ModelIDs
-	v.Reply = rr.Reply
+	production.Fill(&v.Verification, prof, rr)
 	if !rr.OK {
-		v.Failure = rr.Failure
 		p.failed(ctx, rr.Failure, "verify")
 		return v
 	}
-	v.OK = true
 	p.setState(control.StateReady, "verified ready (health, identity, ready probe)")
 	return v
+}
+
+// newTakeback is a take-back answer for prof, one attempt made now.
+func newTakeback(prof *config.Profile) *control.Takeback {
+	now := time.Now().UTC()
+	return &control.Takeback{Production: prof.Name, Verification: production.Verification{Attempts: 1, At: &now}}
 }
 
 // switchTo makes name (effective, when given) the production the router

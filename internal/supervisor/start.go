@@ -79,10 +79,9 @@ type Options struct {
 	HealthRequestTimeout time.Duration
 	// LogPoll is how often the log file is read; default DefaultLogPoll.
 	LogPoll time.Duration
-	// OnStart, when set, is called once the process has been started,
-	// before readiness is awaited: a caller that may be killed (qualify)
-	// writes the process's state record there, so that a later hiro can
-	// find and stop it. Start's own stop after a failure removes the record.
+	// OnStart, when set, is called once the process has been started
+	// and its state record written (Start writes it in StateDir at
+	// launch), before readiness is awaited.
 	OnStart func(*Process)
 	// Progress, when set, is called from Start's goroutine on every
 	// change of step or phase and about once a second otherwise. It must
@@ -326,6 +325,13 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 	res.PID, res.PGID, res.StartedAt = cmd.Process.Pid, cmd.Process.Pid, start
 	go proc.own()
 	fl.start(opts.LogPoll)
+	// Recorded from launch (pid, process group, start time): a hiro
+	// killed while the engine loads leaves a record that a later one can
+	// prove, stop or wait for, instead of finding the port taken by a
+	// process it has no record of. Start's own stop after a failure, and
+	// Stop, remove it.
+	// A record that cannot be written here is reported by Detach.
+	_ = WriteRecord(opts.StateDir, proc.Record())
 	if opts.OnStart != nil {
 		opts.OnStart(proc)
 	}
