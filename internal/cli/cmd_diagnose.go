@@ -42,6 +42,10 @@ type coverageReport struct {
 	Right int                                              `json:"right"`
 	Cells map[failure.Class]map[string]engine.CoverageCell `json:"cells"`
 	Wrong []coverageMiss                                   `json:"wrong,omitempty"`
+	// Confidence counts the failure verdicts per confidence with their
+	// right classes; ConfidentWrong the strong verdicts of a wrong class.
+	Confidence     map[failure.Confidence]engine.ConfidenceCell `json:"confidence"`
+	ConfidentWrong int                                          `json:"confident_wrong"`
 }
 
 type coverageMiss struct {
@@ -54,15 +58,11 @@ type coverageMiss struct {
 // diagnoseReport is what 'hiro diagnose --json' prints: the failure object
 // of 'backend start --json' (with its next_step) for the log given.
 type diagnoseReport struct {
-	Log     string           `json:"log"`
-	Engine  string           `json:"engine"`
+	Log    string `json:"log"`
+	Engine string `json:"engine"`
+	// Failure holds the deciding rule's name, the confidence and the
+	// other classes the log points at (rule, confidence, classes).
 	Failure *failure.Failure `json:"failure"`
-	// Rule is the name of the classifier's rule that decided; Confidence
-	// how well it explains the log (strong, weak, none); Classes the other
-	// classes lines of the log point at.
-	Rule       string             `json:"rule"`
-	Confidence failure.Confidence `json:"confidence"`
-	Classes    []failure.Class    `json:"classes,omitempty"`
 	// Device is where the log shows the model served; absent when it
 	// does not say.
 	Device *engine.ServingDevice `json:"device,omitempty"`
@@ -89,7 +89,8 @@ With --coverage, each argument is a case set (a directory with a cases.json
 and the logs it names, e.g. internal/engine/testdata/field): every case is
 diagnosed and checked against its expected class, phase, root-cause line
 and facts, and a table class x engine of right/cases is printed, then the
-cases answered wrong.
+cases answered wrong, then the share of strong verdicts and their accuracy and
+the confident-wrong count (a wrong class said with strong confidence).
 
 Exit status: 0 diagnosed (--coverage: every case right); 1 --coverage with a
 case answered wrong; 2 bad usage (no such file, unknown engine kind, both
@@ -162,8 +163,7 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string) 
 	if g.JSON {
 		enc := json.NewEncoder(g.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: d.Failure, Device: dev,
-			Rule: d.Failure.Rule, Confidence: d.Failure.Confidence, Classes: d.Failure.Classes})
+		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: d.Failure, Device: dev})
 	}
 	printDiagnosis(g.Stdout, d.Failure)
 	if dev != nil {
@@ -191,6 +191,7 @@ func runDiagnoseCoverage(_ context.Context, g *Globals, dirs []string) error {
 	}
 	cv := engine.CoverageOf(all)
 	rep.Cases, rep.Cells = len(all), cv.Cells
+	rep.Confidence, rep.ConfidentWrong = cv.Confidence, cv.ConfidentWrong
 	rep.Right = len(all) - len(rep.Wrong)
 	if g.JSON {
 		enc := json.NewEncoder(g.Stdout)
@@ -203,6 +204,7 @@ func runDiagnoseCoverage(_ context.Context, g *Globals, dirs []string) error {
 			return err
 		}
 		fmt.Fprintf(g.Stdout, "\n%d of %d cases right (class, phase, root-cause line, facts and serving device) in %s\n", rep.Right, rep.Cases, strings.Join(dirs, ", "))
+		fmt.Fprintf(g.Stdout, "confidence: %s\n", cv.ConfidenceText())
 		for _, m := range rep.Wrong {
 			fmt.Fprintf(g.Stdout, "wrong: %s/%s (%s): %s\n", m.Set, m.Log, m.Engine, m.Misses)
 		}

@@ -50,11 +50,9 @@ func TestDiagnoseCases(t *testing.T) {
 					t.Fatalf("exit %d, stderr %q", code, errb.String())
 				}
 				var rep struct {
-					Engine     string                `json:"engine"`
-					Failure    *failure.Failure      `json:"failure"`
-					Device     *engine.ServingDevice `json:"device"`
-					Rule       string                `json:"rule"`
-					Confidence failure.Confidence    `json:"confidence"`
+					Engine  string                `json:"engine"`
+					Failure *failure.Failure      `json:"failure"`
+					Device  *engine.ServingDevice `json:"device"`
 				}
 				if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Failure == nil {
 					t.Fatalf("not JSON: %v\n%s", err, out.String())
@@ -76,12 +74,12 @@ func TestDiagnoseCases(t *testing.T) {
 				if c.Exit != nil && (f.ExitCode == nil || *f.ExitCode != *c.Exit) {
 					t.Errorf("exit code %v, want %d", f.ExitCode, *c.Exit)
 				}
-				switch rep.Confidence {
+				switch f.Confidence {
 				case failure.ConfidenceStrong, failure.ConfidenceWeak, failure.ConfidenceNone:
 				default:
-					t.Errorf("confidence %q, want strong, weak or none", rep.Confidence)
+					t.Errorf("confidence %q, want strong, weak or none", f.Confidence)
 				}
-				if rep.Rule == "" {
+				if f.Rule == "" {
 					t.Errorf("no rule named for %s", f.Class)
 				}
 				if f.NextStep == "" || len(f.LogTail) == 0 || rep.Engine != c.Engine {
@@ -103,7 +101,7 @@ func TestDiagnoseCoverage(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errb.String(), out.String())
 	}
-	for _, want := range []string{"| class \\ engine", "| probe_failed ", "| host_oom ", "| accelerator_unavailable ", "| all ", "cases right"} {
+	for _, want := range []string{"| class \\ engine", "| probe_failed ", "| host_oom ", "| accelerator_unavailable ", "| all ", "cases right", "confidence: strong ", "confident-wrong 0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -156,7 +154,7 @@ func TestDiagnoseUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"diagnose", filepath.Join(t.TempDir(), "absent.log"), "--engine", "vllm"}, "absent.log"},
-		{[]string{"diagnose", log, "--engine", "tgi"}, "llamacpp, ollama, openai, sglang, vllm"},
+		{[]string{"diagnose", log, "--engine", "textgen"}, "koboldcpp, llamacpp, llamafile, lmdeploy, mistralrs, ollama, openai, sglang, tabbyapi, tgi, trtllm, vllm"},
 		{[]string{"diagnose", log}, "--engine is required"},
 		{[]string{"diagnose", log, "--engine", "vllm", "--exit", "1", "--signal", "KILL"}, "not both"},
 		{[]string{"diagnose", log, "--engine", "vllm", "--signal", "NOPE"}, "not a signal name"},
@@ -171,7 +169,7 @@ func TestDiagnoseUsage(t *testing.T) {
 	}
 	// --json errors are JSON too.
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), []string{"diagnose", log, "--engine", "tgi", "--json"}, &out, &errb)
+	code := Run(context.Background(), []string{"diagnose", log, "--engine", "textgen", "--json"}, &out, &errb)
 	var e struct {
 		Error    string `json:"error"`
 		ExitCode int    `json:"exit_code"`
@@ -244,8 +242,10 @@ func TestDiagnoseSaysConfidence(t *testing.T) {
 	if code := Run(context.Background(), []string{"diagnose", known, "--engine", "vllm", "--exit", "1", "--json"}, &out, &errb); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	var rep struct{ Rule, Confidence string }
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Confidence != "strong" || !strings.HasPrefix(rep.Rule, "python/") {
-		t.Errorf("rule %q confidence %q (%v), want a python/ rule, strong", rep.Rule, rep.Confidence, err)
+	var rep struct {
+		Failure struct{ Rule, Confidence string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Failure.Confidence != "strong" || !strings.HasPrefix(rep.Failure.Rule, "python/") {
+		t.Errorf("rule %q confidence %q (%v), want a python/ rule, strong", rep.Failure.Rule, rep.Failure.Confidence, err)
 	}
 }

@@ -77,7 +77,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"missing command", strings.Replace(good, `command = "ollama"`, "", 1), "backends.prod.command", "missing"},
 		{"port out of range", strings.Replace(good, "port = 11500", "port = 70000", 1), "backends.prod.port", "out of range"},
 		{"duplicate backend", good + "\n[backends.prod]\nengine = \"vllm\"\n", "backends.prod", "already"},
-		{"unknown engine", strings.Replace(good, `engine = "ollama"`, `engine = "tgi"`, 1), "backends.prod.engine", "unknown engine"},
+		{"unknown engine", strings.Replace(good, `engine = "ollama"`, `engine = "textgen"`, 1), "backends.prod.engine", "unknown engine"},
 		{"bad duration", strings.Replace(good, `"90s"`, `"90"`, 1), "backends.prod.ready_timeout", "duration"},
 		{"production names nothing", strings.Replace(good, `backend = "prod"`, `backend = "nope"`, 1), "production.backend", "not a backend"},
 		{"procs over Go's cap", good + "\n[serve]\nprocs = 100000\n", "serve.procs", "up to 1024, got 100000"},

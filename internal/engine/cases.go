@@ -230,6 +230,18 @@ func RunCaseSet(dir string) ([]CaseResult, error) {
 type Coverage struct {
 	// Cells maps class → engine kind → counts.
 	Cells map[failure.Class]map[string]CoverageCell
+	// Confidence counts the failure verdicts (Ready cases aside) per
+	// confidence, with how many got the class right.
+	Confidence map[failure.Confidence]ConfidenceCell `json:"confidence"`
+	// ConfidentWrong counts the verdicts said with strong confidence whose
+	// class is wrong: the worst outcome.
+	ConfidentWrong int `json:"confident_wrong"`
+}
+
+// ConfidenceCell counts the verdicts of one confidence.
+type ConfidenceCell struct {
+	Cases      int `json:"cases"`
+	ClassRight int `json:"class_right"`
 }
 
 // CoverageCell is the count of one class x engine cell.
@@ -248,8 +260,9 @@ const CoverageReady failure.Class = "ready"
 // class, or under CoverageReady when its engine became ready, so the
 // cells add up to len(results).
 func CoverageOf(results []CaseResult) Coverage {
-	cv := Coverage{Cells: map[failure.Class]map[string]CoverageCell{}}
+	cv := Coverage{Cells: map[failure.Class]map[string]CoverageCell{}, Confidence: map[failure.Confidence]ConfidenceCell{}}
 	for _, r := range results {
+		cv.countConfidence(r)
 		cls := failure.Class(strings.TrimSpace(strings.Split(r.Case.Class, "|")[0]))
 		if r.Case.Ready {
 			cls = CoverageReady
@@ -269,12 +282,68 @@ func CoverageOf(results []CaseResult) Coverage {
 	return cv
 }
 
+// countConfidence tallies r's verdict under its confidence (not for a
+// Ready case, which expects no failure).
+func (cv *Coverage) countConfidence(r CaseResult) {
+	if r.Case.Ready || r.Failure == nil {
+		return
+	}
+	c := cv.Confidence[r.Failure.Confidence]
+	c.Cases++
+	if r.ClassOK {
+		c.ClassRight++
+	} else if r.Failure.Confidence == failure.ConfidenceStrong {
+		cv.ConfidentWrong++
+	}
+	cv.Confidence[r.Failure.Confidence] = c
+}
+
+// ConfidenceText says the share of strong verdicts and their accuracy,
+// and the confident-wrong count: "strong 80/100 (80%), class right on
+// 78 (97.5%); weak 15 (class right on 12); none 5 (class right on 2);
+// confident-wrong 2".
+func (cv Coverage) ConfidenceText() string {
+	total := 0
+	for _, c := range cv.Confidence {
+		total += c.Cases
+	}
+	s := cv.Confidence[failure.ConfidenceStrong]
+	w, n := cv.Confidence[failure.ConfidenceWeak], cv.Confidence[failure.ConfidenceNone]
+	return fmt.Sprintf("strong %d/%d (%s), class right on %d (%s); weak %d (class right on %d); none %d (class right on %d); confident-wrong %d",
+		s.Cases, total, percent(s.Cases, total), s.ClassRight, percent(s.ClassRight, s.Cases), w.Cases, w.ClassRight,
+		n.Cases, n.ClassRight, cv.ConfidentWrong)
+}
+
+func percent(n, of int) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
+}
+
+// kindsWithCases returns the engine kinds that have a case, sorted.
+func (cv Coverage) kindsWithCases() []string {
+	seen := map[string]bool{}
+	for _, row := range cv.Cells {
+		for k := range row {
+			seen[k] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Write prints the table: one row per class of the vocabulary (in
 // failure.Classes order, then any other class), a "ready (no failure)" row
-// when some case became ready, one column per engine kind, each cell
-// "right/cases" ("-" when no case), and a total row counting every case.
+// when some case became ready, one column per engine kind that has a
+// case, each cell "right/cases" ("-" when no case), and a total row
+// counting every case.
 func (cv Coverage) Write(w io.Writer) error {
-	kinds := Kinds()
+	kinds := cv.kindsWithCases()
 	classes := append([]failure.Class{}, failure.Classes...)
 	var extra []string
 	for c := range cv.Cells {

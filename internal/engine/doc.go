@@ -11,10 +11,12 @@
 // or must not have been logged before, an exit's signal or code) and what
 // it concludes (class, pinned phase, tier, next step). Shared families
 // live in one place each: families_gpu.go (CUDA, GPU, ROCm, Metal, Vulkan,
-// SYCL, NCCL), families_host.go (memory, CPU, OS, process, network) and
+// SYCL, TPU, NCCL), families_host.go (memory, CPU, OS, process, network),
+// families_runtime.go (hub, file system, signals, Rust, Go) and
 // signatures.go (the Python and ggml stacks); a kind lists its own rules
-// first. Another table (a preflight's host-capability rules over host
-// output) uses the same type through Rule.Matches and FirstMatch.
+// and markers first, genericMarkers after. Another table (a preflight's
+// host-capability rules over host output) uses the same type through
+// Rule.Matches and FirstMatch.
 //
 // A Tracker is fed the log one line at a time: phase markers, facts, the
 // serving device, Python traceback blocks, and the first root-cause line

@@ -48,7 +48,7 @@ func init() {
 			{Text: "Loading model", Phase: failure.PhaseLoad},
 			{Text: "loading model", Phase: failure.PhaseLoad},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
-		}),
+		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},
 			{Text: "Not enough memory to handle", Class: failure.ClassGPUOOM},

@@ -29,6 +29,7 @@ func init() {
 			{Text: "mem-fraction-static", Pattern: regexp.MustCompile(`(?i)(not enough|insufficient|out of).{0,40}memory`), Class: failure.ClassGPUOOM},
 			{Text: "max_total_num_tokens", Pattern: regexp.MustCompile(`(?i)(too small|<=? 0|is 0|must be)`), Class: failure.ClassContextExceedsKV},
 			{Text: "is longer than the model's context length", Class: failure.ClassContextExceedsKV},
+			{Text: "alloc_req_slots runs out of memory", Class: failure.ClassGPUOOM},
 		}, pythonSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,

@@ -22,6 +22,8 @@ func init() {
 			{Text: "Avg prompt throughput", Pattern: regexp.MustCompile(`Running: [1-9]`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Loading model weights took", Phase: failure.PhaseKVInit},
 			{Text: "# GPU blocks", Phase: failure.PhaseWarmup},
+			{Text: "# TPU blocks", Phase: failure.PhaseWarmup},
+			{Text: "Compiling the model with different input shapes", Phase: failure.PhaseWarmup},
 			{Text: "# cuda blocks", Phase: failure.PhaseWarmup},
 			{Text: "Starting to load model", Phase: failure.PhaseLoad},
 			{Text: "Loading weights took", Phase: failure.PhaseKernelSetup},

@@ -161,8 +161,9 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "Xid", Pattern: regexp.MustCompile(`NVRM: Xid`), Class: failure.ClassEngineDied, Tier: TierHint},
 }, cudaErrorSignatures()))
 
-// gpuFamily: any vendor's out-of-memory wording.
+// gpuFamily: any vendor's out-of-memory and device discovery wording.
 var gpuFamily = family("gpu", []Rule{
+	{Text: "discovery", Pattern: regexp.MustCompile(`(?i)(fail\w*|error)\W.{0,30}GPU discovery|GPU discovery.{0,30}(failed|error)`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
 })
 
@@ -193,6 +194,11 @@ var metalFamily = family("metal", []Rule{
 	{Text: "command buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*: command buffer \d+ failed with status`), Class: failure.ClassGPUOOM, Tier: TierHint},
 	{Text: "failed to allocate buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*:.{0,40}failed to allocate buffer`), Class: failure.ClassGPUOOM},
 	{Text: "MTLCreateSystemDefaultDevice", Class: failure.ClassAcceleratorUnavailable},
+	// A Metal shader library that does not compile for this GPU or OS:
+	// the compiler's own error after ggml's Metal init began.
+	{Text: "static_assert failed", After: "ggml_metal", Class: failure.ClassGPUArchUnsupported},
+	{Text: "MTLLibraryErrorDomain", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
+	{Text: "failed to initialize the Metal library", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
 	{Text: "no Metal device", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "MPS backend is not available", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "kIOGPUCommandBufferCallbackErrorHang", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
@@ -213,6 +219,7 @@ var vulkanFamily = family("vulkan", []Rule{
 // syclFamily: SYCL / oneAPI (Intel GPUs: llama.cpp's ggml-sycl, IPEX).
 var syclFamily = family("sycl", []Rule{
 	{Text: "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", Class: failure.ClassGPUOOM},
+	{Text: "can't malloc", Pattern: regexp.MustCompile(`(?i)sycl\w*: can't malloc \d+ Bytes memory on device`), Class: failure.ClassGPUOOM},
 	{Text: "PI_ERROR_OUT_OF_RESOURCES", Class: failure.ClassGPUOOM},
 	{Text: "UR_RESULT_ERROR_OUT_OF_RESOURCES", Class: failure.ClassGPUOOM},
 	{Text: "XPU out of memory", Class: failure.ClassGPUOOM},
@@ -221,6 +228,24 @@ var syclFamily = family("sycl", []Rule{
 	{Text: "PI_ERROR_INVALID_BINARY", Class: failure.ClassGPUArchUnsupported},
 	{Text: "UR_RESULT_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 })
+
+// tpuFamily: Google TPUs through XLA (vLLM's and JetStream's TPU
+// backends): a compile that runs out of a memory space.
+var tpuFamily = family("tpu", []Rule{
+	{Text: "RESOURCE_EXHAUSTED", Pattern: regexp.MustCompile(`(?i)ran out of memory|out of memory`), Class: failure.ClassGPUOOM},
+})
+
+// nativeFrameHints name the component of a native (C++, Objective-C)
+// stack frame printed after a crash ("3  libmlx.dylib  0x...
+// _ZN3mlx4core5metal6DeviceC2Ev"): the crash happened there.
+var nativeFrameHints = []FrameHint{
+	{"blockscalemoe", failure.ClassQuantKernelFailed},
+	{"marlin", failure.ClassQuantKernelFailed},
+	{"machete", failure.ClassQuantKernelFailed},
+	{"metal6device", failure.ClassAcceleratorUnavailable},
+	{"metal::device", failure.ClassAcceleratorUnavailable},
+	{"mtlcreatesystemdefaultdevice", failure.ClassAcceleratorUnavailable},
+}
 
 // ncclFamily: NCCL and RCCL, custom all-reduce and CUDA IPC between the
 // GPUs of a multi-GPU run: the host's interconnect, shared memory or
@@ -233,6 +258,7 @@ var ncclFamily = family("nccl", []Rule{
 	{Text: "ncclInternalError", Class: failure.ClassHostCapability},
 	{Text: "ncclRemoteError", Class: failure.ClassHostCapability},
 	{Text: "peer access is not supported between these two devices", Class: failure.ClassHostCapability},
+	{Text: "Watchdog caught collective operation timeout", Class: failure.ClassHostCapability},
 	{Text: "cudaIpcOpenMemHandle", Pattern: regexp.MustCompile(`(?i)cudaIpcOpenMemHandle.{0,80}(fail|error|invalid)|(fail|error).{0,80}cudaIpcOpenMemHandle`), Class: failure.ClassHostCapability},
 	{Text: "ipc open mem handle", Class: failure.ClassHostCapability},
 	{Text: "custom_all_reduce", Pattern: regexp.MustCompile(`(?i)(error|fail|assert).{0,120}custom_all_reduce|custom_all_reduce.{0,120}(error|fail|assert)`), Class: failure.ClassHostCapability},

@@ -37,6 +37,8 @@ var cpuFamily = family("cpu", []Rule{
 	{Text: "Illegal instruction", Class: failure.ClassHostCapability},
 	{Text: "SIGILL", Class: failure.ClassHostCapability},
 	{Text: "does not support AVX", Class: failure.ClassHostCapability},
+	{Text: "0xc000001d", Class: failure.ClassHostCapability},  // Windows STATUS_ILLEGAL_INSTRUCTION
+	{Text: "-1073741795", Class: failure.ClassHostCapability}, // the same, as a signed exit status
 	{Text: "CPU does not have", Pattern: regexp.MustCompile(`(?i)CPU does not have.{0,30}(AVX|SSE|FMA|F16C)`), Class: failure.ClassHostCapability},
 })
 
@@ -75,5 +77,5 @@ var netFamily = family("net", []Rule{
 
 // hostFamilies are every shared family an engine on a GPU host can hit,
 // after the engine's own rules and its stack's (python, ggml).
-var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, ncclFamily,
-	memoryFamily, cpuFamily, osFamily, processFamily, netFamily)
+var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, ncclFamily,
+	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, signalFamily, rustFamily, goFamily)

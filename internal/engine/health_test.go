@@ -25,8 +25,9 @@ func fakeServer(t *testing.T, kind string, status *atomic.Int32, ids ...string) 
 		}
 		fmt.Fprintf(w, `{"object":"list","data":[%s]}`, strings.Join(parts, ","))
 	}
-	switch kind {
-	case "ollama":
+	healthPath := mustLookup(t, kind).HealthPath
+	switch {
+	case kind == "ollama":
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(int(status.Load()))
 			fmt.Fprint(w, "Ollama is running")
@@ -39,7 +40,7 @@ func fakeServer(t *testing.T, kind string, status *atomic.Int32, ids ...string) 
 			fmt.Fprintf(w, `{"models":[%s]}`, strings.Join(parts, ","))
 		})
 		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) { models(w) })
-	case "openai":
+	case healthPath == "/v1/models":
 		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 			if c := int(status.Load()); c != http.StatusOK {
 				w.WriteHeader(c)
@@ -66,8 +67,9 @@ func fakeServer(t *testing.T, kind string, status *atomic.Int32, ids ...string) 
 // TestConformance: every registered kind reads ready, not-ready and down
 // answers of its health check, lists model ids and matches its own id.
 func TestConformance(t *testing.T) {
-	if len(Kinds()) != 5 {
-		t.Errorf("kinds %v, want 5", Kinds())
+	want := "koboldcpp llamacpp llamafile lmdeploy mistralrs ollama openai sglang tabbyapi tgi trtllm vllm"
+	if got := strings.Join(Kinds(), " "); got != want {
+		t.Errorf("kinds %s, want %s", got, want)
 	}
 	client := &http.Client{Timeout: 2 * time.Second}
 	ctx := context.Background()
@@ -192,11 +194,11 @@ func TestModelIDsErrors(t *testing.T) {
 }
 
 func TestLookupUnknown(t *testing.T) {
-	_, err := Lookup("tgi")
+	_, err := Lookup("textgen")
 	if !errors.Is(err, ErrUnknownKind) {
 		t.Fatalf("err %v does not wrap ErrUnknownKind", err)
 	}
-	for _, k := range []string{"llamacpp", "ollama", "openai", "sglang", "vllm", `"tgi"`} {
+	for _, k := range []string{"llamacpp", "ollama", "openai", "sglang", "vllm", "tgi", `"textgen"`} {
 		if !strings.Contains(err.Error(), k) {
 			t.Errorf("error %q does not name %s", err, k)
 		}

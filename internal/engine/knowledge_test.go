@@ -54,7 +54,7 @@ func TestKnowledgeAcrossKinds(t *testing.T) {
 	}
 	for _, kind := range []string{"vllm", "sglang", "openai"} {
 		l := "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: https://huggingface.co/api/models/org/m"
-		if cls, _, ok := feed(t, kind, l).Signature(); !ok || cls != failure.ClassModelLoadFailed {
+		if cls, _, ok := feed(t, kind, l).Signature(); !ok || cls != failure.ClassModelAccessDenied {
 			t.Errorf("%s: hub error: %s %v", kind, cls, ok)
 		}
 	}

@@ -47,6 +47,16 @@ var nextSteps = map[failure.Class]string{
 	failure.ClassAcceleratorUnavailable: "The engine found no usable accelerator and would serve on the CPU: check " +
 		"CUDA_VISIBLE_DEVICES, the container's GPU access (--gpus all and the NVIDIA container toolkit), the driver " +
 		"(nvidia-smi) and that its libraries (libcuda.so) are visible to the engine.",
+	failure.ClassDiskFull: "A file system the engine writes to is full (the root cause names the path): free space there " +
+		"(old models in the Hugging Face cache: huggingface-cli delete-cache; Ollama's models folder), or move the " +
+		"writes to a larger disk: HF_HOME / HF_HUB_CACHE for downloads, TMPDIR for temporary files (Ollama extracts " +
+		"its runners there), OLLAMA_MODELS for Ollama's models; df -h shows what is full.",
+	failure.ClassModelAccessDenied: "The model hub refused the model (401/403, or a gated repository): accept the model's " +
+		"licence on its hub page with the account whose token the engine uses, and give the engine that token " +
+		"(HF_TOKEN, or huggingface-cli login for the user the engine runs as); check the model id for a typo.",
+	failure.ClassPermissionDenied: "The engine may not read or write a path it needs (the root cause names it): give the " +
+		"user the engine runs as access (ls -ld the path; chown or chmod it; in a container, the volume's owner and " +
+		"SELinux label :Z), or point the engine at a folder it owns (HF_HOME, OLLAMA_MODELS, --download-dir).",
 	failure.ClassShutdownLeak: "Processes of the engine survived the stop: kill the listed pids, and make the " +
 		"launcher keep its children in its process group.",
 }

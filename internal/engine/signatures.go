@@ -53,16 +53,14 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "does not appear to have a file named", Class: failure.ClassModelLoadFailed},
 	{Text: "SafetensorError", Class: failure.ClassModelLoadFailed},
 	{Text: "Error(s) in loading state_dict", Class: failure.ClassModelLoadFailed},
-	{Text: "Repository Not Found", Class: failure.ClassModelLoadFailed},
-	{Text: "RepositoryNotFoundError", Class: failure.ClassModelLoadFailed},
-	{Text: "GatedRepoError", Class: failure.ClassModelLoadFailed},
-	{Text: "Cannot access gated repo", Class: failure.ClassModelLoadFailed},
 	{Text: "HFValidationError", Class: failure.ClassModelLoadFailed},
 	{Text: "Unrecognized model in", Class: failure.ClassModelLoadFailed},
 	{Text: "Invalid repository ID or local directory", Class: failure.ClassModelLoadFailed},
 	{Text: "LocalEntryNotFoundError", Class: failure.ClassModelLoadFailed},
 	{Text: "We couldn't connect to", Pattern: regexp.MustCompile(`huggingface`), Class: failure.ClassModelLoadFailed},
 	{Text: "Cannot find any model weights", Class: failure.ClassModelLoadFailed},
+	// Xinference: every GPU is taken by other models.
+	{Text: "No available slot found for the model", Class: failure.ClassAcceleratorBusy, Phase: failure.PhaseLaunch},
 	{Text: "No model weights found", Class: failure.ClassModelLoadFailed},
 	{Text: "Error in inspecting model architecture", Class: failure.ClassModelLoadFailed},
 	{Text: "failed to be inspected", Class: failure.ClassModelLoadFailed},
@@ -70,7 +68,6 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "could not load model", Pattern: regexp.MustCompile(`(?i)no such file or directory|not found`), Class: failure.ClassModelLoadFailed},
 	{Text: "could not load model", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 	{Text: "is greater than the derived max_model_len", Class: failure.ClassContextExceedsKV},
-	{Text: "Client Error", Pattern: regexp.MustCompile(`(?i)(401|403|404) Client Error.{0,80}huggingface`), Class: failure.ClassModelLoadFailed},
 	{Text: "Unrecognized configuration class", Class: failure.ClassModelLoadFailed},
 	{Text: "does not exist", Pattern: regexp.MustCompile(`(?i)weight \S+ does not exist`), Class: failure.ClassModelLoadFailed},
 	{Text: "failed loading model", Class: failure.ClassModelLoadFailed, Tier: TierHint},
@@ -146,6 +143,9 @@ var pythonFrameHints = []FrameHint{
 // exception raised below such a frame happened in that phase (when it is
 // later than the last marker's).
 var pythonFramePhases = []FramePhase{
+	{"from_pretrained", failure.PhaseLoad},
+	{"hf_hub_download", failure.PhaseLoad},
+	{"snapshot_download", failure.PhaseLoad},
 	{"init_memory_pool", failure.PhaseKVInit},
 	{"initialize_kv_cache", failure.PhaseKVInit},
 	{"_initialize_kv_caches", failure.PhaseKVInit},

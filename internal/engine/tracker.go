@@ -59,6 +59,7 @@ type Tracker struct {
 	thits    []bool // scratch: triggers (markers, facts, devices, grammar words) the line holds
 	ttouched []int32
 	logged   []bool          // the rules' After/NotAfter texts logged so far (Engine.precede)
+	panicked bool            // the previous line was a Rust panic's header
 	classes  []failure.Class // classes of error lines after the root cause, other than its own
 }
 
@@ -77,13 +78,14 @@ type traceback struct {
 
 // candidate is a root-cause line a signature matched.
 type candidate struct {
-	rule  string // the name of the rule that matched
-	line  string
-	class failure.Class
-	phase failure.Phase // the phase when it was seen, or the signature's pinned phase
-	tier  Tier
-	crash bool // an engine crash line; class refined from context
-	warn  bool // from a warning-level line
+	rule   string // the name of the rule that matched
+	line   string
+	class  failure.Class
+	phase  failure.Phase // the phase when it was seen, or the signature's pinned phase
+	tier   Tier
+	crash  bool // an engine crash line; class refined from context
+	pinned bool // the phase is the rule's pinned one
+	warn   bool // from a warning-level line
 }
 
 // NewTracker returns a Tracker for one attempt of this engine, in phase
@@ -136,6 +138,10 @@ func (t *Tracker) feed(line string) {
 		t.noteClass(line, msg, level, frame)
 		return // the root cause is known; later lines cannot displace it
 	}
+	if nativeFrame.MatchString(msg) {
+		t.nativeFrameHint(msg)
+		return
+	}
 	if t.blockLine(line, stored, msg, frame) || frame {
 		return
 	}
@@ -167,10 +173,36 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 	return t.cand.tier == TierError
 }
 
+// nativeFrameHint reads a native stack frame after a crash: a frame that
+// names a component (nativeFrameHints) gives its class to the crash line
+// held (a crash rule's, or the first error line no rule explained).
+func (t *Tracker) nativeFrameHint(msg string) {
+	if t.cand.tier == TierError || (t.cand.tier > 0 && !t.cand.crash) {
+		return
+	}
+	lower := t.lower(msg)
+	for _, h := range nativeFrameHints {
+		if !bytes.Contains(lower, []byte(h.Text)) {
+			continue
+		}
+		line := t.cand.line
+		if t.cand.tier == 0 {
+			line = t.fallback
+		}
+		if line != "" {
+			t.cand = candidate{}
+			t.offer("native-frame/"+slug(h.Text), line, h.Class, "", TierHint, false)
+		}
+		return
+	}
+}
+
 // plainLine offers a line outside a traceback as a root cause: a rule's
 // match (a warning's only as a hint), else an error line as the fallback.
 func (t *Tracker) plainLine(line, stored, msg, level string) {
 	t.prevErr = false
+	afterPanic := t.panicked
+	t.panicked = false
 	if t.isWrapper(line) {
 		return
 	}
@@ -190,12 +222,23 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 		t.prevErr = true
 		return
 	}
-	if isErrorLine(msg, level) {
+	t.unexplained(stored, msg, level, afterPanic)
+}
+
+// unexplained takes a line no rule explains: an error line is the
+// fallback root cause (the first one), a Rust panic's header leaves it to
+// the message line after it.
+func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
+	t.panicked = rustPanic.MatchString(msg)
+	switch {
+	case t.panicked:
+		t.prevErr = true // the message is on the next line
+	case isErrorLine(msg, level) || afterPanic:
 		t.prevErr = true
 		if t.fallback == "" {
 			t.fallback = stored
 		}
-	} else if strings.HasSuffix(strings.TrimSpace(msg), ":") {
+	case strings.HasSuffix(strings.TrimSpace(msg), ":"):
 		t.prevErr = true
 	}
 }
@@ -291,7 +334,7 @@ func (t *Tracker) offer(rule, line string, class failure.Class, pinned failure.P
 	if ph == "" {
 		ph = t.phase
 	}
-	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash}
+	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != ""}
 	t.errAfter, t.okAfter = false, false
 	if t.tb.open || len(t.tb.frames) > 0 {
 		t.frames = append([]string(nil), t.tb.frames...)
@@ -805,10 +848,24 @@ func splitLine(line string) (msg, level string) {
 	}
 	for _, read := range levelReaders {
 		if m, lv, ok := read(msg); ok {
-			return m, lv
+			return relayed(m, lv)
 		}
 	}
-	return msg, slogLevel(msg)
+	return relayed(msg, slogLevel(msg))
+}
+
+// relayed returns the child's own line when msg is a wrapper relaying a
+// child process's stderr or stdout (LocalAI's "GRPC(model-addr): stderr
+// message"): its level is the child's, unknown, not the wrapper's.
+func relayed(msg, level string) (string, string) {
+	i := strings.Index(msg, "): stderr ")
+	if i < 0 {
+		i = strings.Index(msg, "): stdout ")
+	}
+	if i < 0 || i > 160 {
+		return msg, level
+	}
+	return msg[i+len("): stderr "):], ""
 }
 
 // levelReaders read a line's level where its format puts one, in order.
@@ -965,8 +1022,21 @@ func isDigits(s string) bool {
 // isFrame reports a traceback frame or source line ("  File ...",
 // "    x = f("): indented messages never explain a failure by themselves.
 func isFrame(msg string) bool {
-	return strings.HasPrefix(msg, " ") || strings.HasPrefix(msg, "\t")
+	if !strings.HasPrefix(msg, " ") && !strings.HasPrefix(msg, "\t") {
+		return false
+	}
+	// a C++ exception's message, indented under "terminate called after
+	// throwing an instance of ...", is the cause, not a frame
+	return !strings.HasPrefix(strings.TrimSpace(msg), "what():")
 }
+
+// nativeFrame recognises a native stack frame printed after a crash:
+// "1       0x7f9e... symbol + 188", "3   libmlx.dylib   0x0000... symbol".
+var nativeFrame = regexp.MustCompile(`^\s*\d+\s+(?:\S+\s+)?0x[0-9a-fA-F]{6,}\s`)
+
+// rustPanic recognises the header of a Rust panic whose message is on
+// the next line ("thread 'main' panicked at src/main.rs:42:17:").
+var rustPanic = regexp.MustCompile(`thread '[^']*' panicked at \S+:\d+:\d+:$`)
 
 // isErrorLine reports a line that looks like an error, for the root cause
 // of a death no signature explains: a Python exception line, an ERROR or

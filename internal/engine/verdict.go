@@ -254,10 +254,16 @@ func giveLine(v *verdict) {
 		v.strength = failure.ConfidenceWeak
 	}
 	f.Class = v.structuredRefine(f.Class)
+	if f.Class == failure.ClassEngineDied && c.crash && v.stayedUp && c.phase.Index() >= failure.PhaseReadyWait.Index() {
+		// a crash in a request's handling the server outlived: the
+		// request failed, the engine did not die
+		f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseInference
+	}
 	// The engine outlived the line and went on: the failure shows where
 	// it stopped (a CPU fallback found at ready, a supervisor's stop
-	// while loading on the CPU), not where the line was logged.
-	if v.phaseNow.Index() > f.Phase.Index() && !isStructured(f.Class) &&
+	// while loading on the CPU), not where the line was logged. A rule's
+	// pinned phase is the step that raises its error and stays.
+	if v.phaseNow.Index() > f.Phase.Index() && !isStructured(f.Class) && !c.pinned &&
 		(v.phaseNow.Index() >= failure.PhaseReadyWait.Index() || (v.device.CPUOnly() && isAccelClass(f.Class))) {
 		f.Phase = v.phaseNow
 	}

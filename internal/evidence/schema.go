@@ -43,6 +43,12 @@ func vocabulary(t reflect.Type) *jsonschema.Schema {
 			s.Enum = append(s.Enum, string(c))
 		}
 		return s
+	case reflect.TypeOf(failure.Confidence("")):
+		s := &jsonschema.Schema{Type: "string", Description: "how well a rule explains the failure (docs/failure-classes.md, Confidence)"}
+		for _, c := range failure.Confidences {
+			s.Enum = append(s.Enum, string(c))
+		}
+		return s
 	case reflect.TypeOf(failure.Phase("")):
 		s := &jsonschema.Schema{Type: "string", Description: "engine phase (docs/design.md vocabulary)"}
 		for _, p := range failure.Phases {

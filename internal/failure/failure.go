@@ -1,8 +1,3 @@
-// Package failure holds hiro's failure vocabulary (docs/design.md
-// "Failure vocabulary"): the phases an engine goes through, the classes a failure
-// can have, the Failure record every failed attempt carries, and the
-// serving Device a ready attempt reports. It owns no logic beyond ordering
-// phases and naming a device; classification lives in package engine.
 package failure
 
 import "strconv"
@@ -74,6 +69,19 @@ const (
 	// the engine found none usable and would serve on CPU (a hidden
 	// device, a container without GPUs, missing driver libraries).
 	ClassAcceleratorUnavailable Class = "accelerator_unavailable"
+	// ClassDiskFull: a file system the engine writes to is full (no space
+	// left on a device, a quota exceeded): the model download, the cache,
+	// a runner extracted to a temporary folder.
+	ClassDiskFull Class = "disk_full"
+	// ClassModelAccessDenied: the model hub refused the model (HTTP 401 or
+	// 403, a gated repository): a token or accepting the licence is
+	// missing. Not a server refusing hiro's own key (that is the
+	// endpoint's advice).
+	ClassModelAccessDenied Class = "model_access_denied"
+	// ClassPermissionDenied: the engine may not read or write a path it
+	// needs (a model, a cache folder, a socket): EACCES, EPERM, a
+	// read-only file system.
+	ClassPermissionDenied Class = "permission_denied"
 )
 
 // Classes lists every class.
@@ -83,7 +91,7 @@ var Classes = []Class{ClassDriverMismatch, ClassHostCapability, ClassGPUArchUnsu
 	ClassTokenizerTemplate, ClassEngineDied, ClassIdentityMismatch,
 	ClassStructuredOutputRejected, ClassStructuredOutputFailOpen,
 	ClassStructuredOutputCrash, ClassShutdownLeak, ClassProbeFailed, ClassHostOOM,
-	ClassAcceleratorUnavailable}
+	ClassAcceleratorUnavailable, ClassDiskFull, ClassModelAccessDenied, ClassPermissionDenied}
 
 // Known reports whether c is one of Classes.
 func (c Class) Known() bool {
@@ -130,12 +138,14 @@ type Failure struct {
 	// Rule is the name of the classifier's rule that decided
 	// ("cuda/no-kernel-image-is-available", "exit/illegal-instruction",
 	// "fallback/engine-died"): a wrong verdict points at one rule.
-	Rule string `json:"-"`
-	// Confidence says how well a rule explains the failure (Confidence).
-	Confidence Confidence `json:"-"`
+	// Empty in evidence before v3.
+	Rule string `json:"rule,omitempty"`
+	// Confidence says how well a rule explains the failure (Confidence);
+	// empty in evidence before v3.
+	Confidence Confidence `json:"confidence,omitempty"`
 	// Classes are the other classes lines of the log point at, when they
 	// conflict with Class.
-	Classes []Class `json:"-"`
+	Classes []Class `json:"classes,omitempty"`
 }
 
 // Confidence is how well the classifier's verdict is founded.
@@ -154,6 +164,9 @@ const (
 	// (engine_died with the first error line).
 	ConfidenceNone Confidence = "none"
 )
+
+// Confidences lists every confidence, strongest first.
+var Confidences = []Confidence{ConfidenceStrong, ConfidenceWeak, ConfidenceNone}
 
 // DefaultTailLines is how many log lines a Failure keeps in LogTail.
 const DefaultTailLines = 40

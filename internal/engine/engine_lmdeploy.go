@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"regexp"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// lmdeploy: InternLM's LMDeploy api_server (FastAPI/uvicorn) over the
+// TurboMind (C++) or PyTorch engine; GET /health answers 200 once served.
+// Texts from InternLM/lmdeploy at 1263d5cd889b7ad500e85b8eb20401327a4516ab
+// (lmdeploy/serve/openai/api_server.py: "HINT:    Please open ... in a
+// browser for detailed api usage!!!" once the engine is built;
+// lmdeploy/pytorch/engine: "Building CacheEngine with config",
+// "Warming up model."; TurboMind's "[TM][ERROR]" lines and its
+// BlockManager's block count).
+func init() {
+	register(&Engine{
+		Kind:       "lmdeploy",
+		HealthPath: "/health",
+		health:     statusHealth,
+		markers: joinLists([]Marker{
+			{Text: "in a browser for detailed api usage", Phase: failure.PhaseReadyWait},
+			{Text: "Warming up model", Phase: failure.PhaseWarmup},
+			{Text: "Building GraphRunner and warmup ops", Phase: failure.PhaseWarmup},
+			{Text: "[BlockManager]", Phase: failure.PhaseKVInit},
+			{Text: "Building CacheEngine", Phase: failure.PhaseKVInit},
+			{Text: "model_config:", Phase: failure.PhaseLoad},
+			{Text: "model_source:", Phase: failure.PhaseLoad},
+		}, genericMarkers),
+		signatures: joinLists([]Rule{
+			{Text: "[TM][ERROR]", Pattern: regexp.MustCompile(`(?i)out of memory`), Class: failure.ClassGPUOOM},
+		}, pythonSignatures, hostFamilies),
+		frameHints:  pythonFrameHints,
+		framePhases: pythonFramePhases,
+		wrappers:    pythonWrappers,
+		facts: joinLists(shardFacts, []FactParser{
+			{Trigger: "max_block_count", Pattern: regexp.MustCompile(`\[BlockManager\] max_block_count = (\d+)`), Names: []string{"kv_cache_blocks"}},
+		}),
+		devices: pythonDevices,
+		nextSteps: map[failure.Class]string{
+			failure.ClassGPUOOM: "GPU memory ran out: lower --cache-max-entry-count (the KV cache's share), --session-len " +
+				"or --max-batch-size, or use a quantized model (--model-format awq) or more GPUs (--tp).",
+		},
+	})
+}

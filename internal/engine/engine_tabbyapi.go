@@ -1,0 +1,40 @@
+package engine
+
+import (
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// tabbyapi: TabbyAPI, a FastAPI/uvicorn server over ExLlamaV2/V3; GET
+// /health answers once the server runs, /v1/models lists the loaded
+// model. Texts from theroyallab/tabbyAPI at
+// e632af41eba68abeadc3437c62674360f2f8cbf1 (main.py, common/model.py,
+// backends/exllamav2/model.py: "Loading model:", "Loading with
+// autosplit", "Model successfully loaded.", "Starting OAI API",
+// "Using configured cache_size").
+func init() {
+	register(&Engine{
+		Kind:       "tabbyapi",
+		HealthPath: "/health",
+		health:     statusHealth,
+		markers: joinLists([]Marker{
+			{Text: "Model successfully loaded", Phase: failure.PhaseKernelSetup},
+			{Text: "Starting OAI API", Phase: failure.PhaseReadyWait},
+			{Text: "cache_size", Phase: failure.PhaseLoad},
+			{Text: "Loading with", Phase: failure.PhaseLoad},
+			{Text: "Loading model:", Phase: failure.PhaseLoad},
+		}, genericMarkers),
+		signatures: joinLists([]Rule{
+			{Text: "Insufficient VRAM", Class: failure.ClassGPUOOM},
+			{Text: "exllamav2", Also: "version", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+		}, pythonSignatures, hostFamilies),
+		frameHints:  pythonFrameHints,
+		framePhases: pythonFramePhases,
+		wrappers:    pythonWrappers,
+		facts:       shardFacts,
+		devices:     pythonDevices,
+		nextSteps: map[failure.Class]string{
+			failure.ClassGPUOOM: "GPU memory ran out: lower max_seq_len or cache_size in config.yml, a quantized cache " +
+				"(cache_mode Q4/Q8), a smaller bpw quant, or split over more GPUs (gpu_split).",
+		},
+	})
+}

@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"regexp"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// trtllm: NVIDIA TensorRT-LLM's trtllm-serve, a FastAPI/uvicorn server in
+// front of the C++ executor; GET /health answers 200 once the executor is
+// up, /v1/models lists the model. Texts from NVIDIA/TensorRT-LLM
+// (tensorrt_llm/serve/openai_server.py at
+// e7f7345e31e574b5d0918b756b871882c7346b3c; the KV cache line from
+// cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, read in the stored
+// index because the repository is too large to fetch): "[TRT-LLM] [I]"
+// Python lines, "[TensorRT-LLM][ERROR]" C++ errors, "Loading weights",
+// "CUDA graph warmup", "[MemUsageChange] Allocated ... for max tokens in
+// paged KV cache", "Failed to initialize executor on rank N" (a worker's
+// error, relayed), "Executor worker returned error" (the proxy's wrapper).
+func init() {
+	register(&Engine{
+		Kind:       "trtllm",
+		HealthPath: "/health",
+		health:     statusHealth,
+		markers: joinLists([]Marker{
+			{Text: "for max tokens in paged KV cache", Phase: failure.PhaseKVInit},
+			{Text: "CUDA graph warmup", Phase: failure.PhaseWarmup},
+			{Text: "for model weights", Phase: failure.PhaseKernelSetup},
+			{Text: "Loading weights", Phase: failure.PhaseLoad},
+			{Text: "Engine loaded and ready to serve", Phase: failure.PhaseReadyWait},
+		}, genericMarkers),
+		signatures: joinLists([]Rule{
+			{Text: "undefined symbol", Pattern: regexp.MustCompile(`(?i)(ImportError|OSError).{0,200}undefined symbol`), Class: failure.ClassEngineDied},
+		}, pythonSignatures, hostFamilies),
+		frameHints:  joinLists([]FrameHint{{"blockscalemoe", failure.ClassQuantKernelFailed}, {"fp4", failure.ClassQuantKernelFailed}}, pythonFrameHints),
+		framePhases: pythonFramePhases,
+		wrappers: joinLists(pythonWrappers, []string{
+			"Executor worker returned error",
+			"Executor worker initialization error",
+		}),
+		facts: joinLists(shardFacts, []FactParser{
+			{Trigger: "for max tokens in paged KV cache", Pattern: regexp.MustCompile(`Allocated ([\d.]+) GiB for max tokens in paged KV cache \((\d+)\)`), Names: []string{"kv_cache_memory_gib", "kv_cache_tokens"}},
+			{Trigger: "for model weights", Pattern: regexp.MustCompile(`Use ([\d.]+) GB for model weights`), Names: []string{"model_memory_gib"}},
+		}),
+		devices: pythonDevices,
+		nextSteps: map[failure.Class]string{
+			failure.ClassGPUOOM: "GPU memory ran out: lower kv_cache_config.free_gpu_memory_fraction, --max_batch_size or " +
+				"--max_num_tokens, or use more GPUs (--tp_size).",
+			failure.ClassQuantKernelFailed: "A TensorRT-LLM quantized kernel failed on this model or GPU (an FP4/FP8 MoE GEMM): " +
+				"try another backend or quantization, another --tp_size / --ep_size, or another TensorRT-LLM release.",
+		},
+	})
+}

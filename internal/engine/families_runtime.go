@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"regexp"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// The families of the classifier's log-line rules that no engine owns:
+// the model hub's HTTP answers, the file system, signals named inside a
+// line, and the Rust and Go runtimes' own failure lines. The root-cause
+// structure of a Rust panic or Go panic (which line holds the message) is
+// read by the tracker; these rules give the class.
+
+// hubFamily: the model hub (Hugging Face, its mirrors, ModelScope)
+// answering a download: 401/403 and gated repositories are
+// model_access_denied (a token or accepting the licence), a repository
+// that does not exist is model_load_failed.
+var hubFamily = family("hub", []Rule{
+	{Text: "Client Error", Pattern: regexp.MustCompile(`(?i)\b(401|403) Client Error.{0,160}(huggingface|hf\.co|hf-mirror|modelscope)`), Class: failure.ClassModelAccessDenied},
+	{Text: "GatedRepoError", Class: failure.ClassModelAccessDenied},
+	{Text: "Cannot access gated repo", Class: failure.ClassModelAccessDenied},
+	{Text: "is gated", Pattern: regexp.MustCompile(`(?i)is gated\. You must be authenticated`), Class: failure.ClassModelAccessDenied},
+	{Text: "is restricted", Pattern: regexp.MustCompile(`(?i)access to model \S+ is restricted`), Class: failure.ClassModelAccessDenied},
+	{Text: "Invalid user token", Class: failure.ClassModelAccessDenied},
+	{Text: "Invalid credentials in Authorization header", Class: failure.ClassModelAccessDenied},
+	{Text: "awaiting a review from the repo authors", Class: failure.ClassModelAccessDenied},
+	{Text: "Client Error", Pattern: regexp.MustCompile(`(?i)\b404 Client Error.{0,160}(huggingface|hf\.co|hf-mirror|modelscope)`), Class: failure.ClassModelLoadFailed},
+	{Text: "RepositoryNotFoundError", Class: failure.ClassModelLoadFailed},
+	{Text: "Repository Not Found", Class: failure.ClassModelLoadFailed},
+})
+
+// fsFamily: the file system: a full disk or quota (disk_full), a path the
+// engine may not read or write (permission_denied). Shared memory that is
+// full is osFamily's (a container's /dev/shm), matched before.
+var fsFamily = family("fs", []Rule{
+	{Text: "No space left on device", Class: failure.ClassDiskFull},
+	{Text: "[Errno 28]", Class: failure.ClassDiskFull},
+	{Text: "ENOSPC", Class: failure.ClassDiskFull},
+	{Text: "Disk quota exceeded", Class: failure.ClassDiskFull},
+	{Text: "EDQUOT", Class: failure.ClassDiskFull},
+	{Text: "disk space", Pattern: regexp.MustCompile(`(?i)(not enough|insufficient|no) (free )?disk space`), Class: failure.ClassDiskFull},
+	{Text: "There is not enough space on the disk", Class: failure.ClassDiskFull},
+	{Text: "Permission denied", Class: failure.ClassPermissionDenied},
+	{Text: "[Errno 13]", Class: failure.ClassPermissionDenied},
+	{Text: "EACCES", Class: failure.ClassPermissionDenied},
+	{Text: "Read-only file system", Class: failure.ClassPermissionDenied},
+	{Text: "[Errno 30]", Class: failure.ClassPermissionDenied},
+	{Text: "Access is denied", Pattern: regexp.MustCompile(`(?i)(WinError 5|os error 5)\b.{0,10}Access is denied|Access is denied.{0,20}\(os error 5\)`), Class: failure.ClassPermissionDenied},
+})
+
+// signalNumbers are the Linux signal numbers a line may name
+// ("signaled to shutdown with signal 4") whose meaning is a class; other
+// numbers say nothing by themselves.
+var signalNumbers = map[string]failure.Class{
+	"4": failure.ClassHostCapability, // SIGILL: an instruction the CPU lacks
+	"7": failure.ClassHostCapability, // SIGBUS: shared memory too small
+}
+
+// signalFamily: a signal named inside a log line by a wrapper that saw its
+// child end (TGI's launcher, a gRPC backend's supervisor).
+var signalFamily = family("signal", []Rule{
+	{Text: "signal", Pattern: regexp.MustCompile(`(?i)\b(?:signal(?:ed)?|killed by)\b\D{0,40}?\bsignal:? (\d{1,2})\b`),
+		Lookup: func(m []string) (failure.Class, bool) { c, ok := signalNumbers[m[1]]; return c, ok }},
+	{Text: "SIGBUS", Class: failure.ClassHostCapability},
+})
+
+// rustFamily: the Rust runtime's own failure lines (mistral.rs, TGI's
+// launcher and router). A panic's message is on the line after its
+// header; the tracker takes it.
+var rustFamily = family("rust", []Rule{
+	{Text: "memory allocation of", Pattern: regexp.MustCompile(`memory allocation of \d+ bytes failed`), Class: failure.ClassHostOOM},
+})
+
+// goFamily: the Go runtime's own failure lines (Ollama, LocalAI).
+var goFamily = family("go", []Rule{
+	{Text: "fatal error: runtime: out of memory", Class: failure.ClassHostOOM},
+	{Text: "runtime: cannot allocate memory", Class: failure.ClassHostOOM},
+})

@@ -1,0 +1,43 @@
+package engine
+
+import "github.com/hiro-dev/hiro/internal/failure"
+
+// genericMarkers are the phase lines most servers print in some form,
+// used after a kind's own markers (and alone for the openai kind's
+// servers hiro has no file for): loading checkpoint shards, weights or
+// tensors is load; KV cache or block allocation is kv_init; CUDA graph
+// capture, warmup and profiling runs are warmup; a listening HTTP server
+// is ready_wait (readiness still checks health, the model id and a real
+// completion). Texts are case-sensitive literals, so each common
+// capitalisation is listed.
+var genericMarkers = []Marker{
+	{Text: "Uvicorn running on", Phase: failure.PhaseReadyWait},
+	{Text: "Application startup complete", Phase: failure.PhaseReadyWait},
+	{Text: "listening on", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
+	{Text: "Listening on", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
+	{Text: "Serving on http", Phase: failure.PhaseReadyWait},
+	{Text: "server started", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
+	{Text: "Server started", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
+	{Text: "apturing CUDA graph", Phase: failure.PhaseWarmup},
+	{Text: "CUDA graph", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
+	{Text: "cuda graph", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
+	{Text: "Warming up", Phase: failure.PhaseWarmup},
+	{Text: "warming up", Phase: failure.PhaseWarmup},
+	{Text: "Warmup", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
+	{Text: "warmup", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
+	{Text: "profile run", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
+	{Text: "profiling run", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
+	{Text: "KV cache", Phase: failure.PhaseKVInit, After: failure.PhaseLoad},
+	{Text: "kv cache", Phase: failure.PhaseKVInit, After: failure.PhaseLoad},
+	{Text: "num_gpu_blocks", Phase: failure.PhaseKVInit, After: failure.PhaseLoad},
+	{Text: "GPU blocks", Phase: failure.PhaseKVInit, After: failure.PhaseLoad},
+	{Text: "checkpoint shards", Phase: failure.PhaseLoad},
+	{Text: "Loading checkpoint", Phase: failure.PhaseLoad},
+	{Text: "Loading weights", Phase: failure.PhaseLoad},
+	{Text: "loading weights", Phase: failure.PhaseLoad},
+	{Text: "Loading model", Phase: failure.PhaseLoad},
+	{Text: "loading model", Phase: failure.PhaseLoad},
+	{Text: "Loading tensors", Phase: failure.PhaseLoad},
+	{Text: "load_tensors", Phase: failure.PhaseLoad},
+	{Text: "safetensors", Phase: failure.PhaseLoad},
+}
