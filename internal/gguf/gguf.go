@@ -149,7 +149,11 @@ func (f *File) Alignment() uint64 {
 
 // Validate checks what the writer relies on: unique keys and tensor names,
 // supported value and tensor types, data lengths matching the dimensions.
-func (f *File) Validate() error {
+func (f *File) Validate() error { return f.validate(false) }
+
+// validate checks f; layout allows tensors without Data (their data is
+// streamed by WriteStream's fill, or left sparse by WriteSparseFile).
+func (f *File) validate(layout bool) error {
 	seen := map[string]bool{}
 	for _, kv := range f.KV {
 		if seen[kv.Key] {
@@ -173,12 +177,16 @@ func (f *File) Validate() error {
 		if err != nil {
 			return fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
 		}
-		if uint64(len(t.Data)) != want {
+		if uint64(len(t.Data)) != want && !(layout && t.Data == nil) {
 			return fmt.Errorf("gguf: tensor %q: %d bytes of data, dimensions %v of %s need %d", t.Name, len(t.Data), t.Dims, t.Type, want)
 		}
 	}
 	return nil
 }
+
+// Size is the tensor's encoded size in bytes: ByteSize of its type and
+// elements (a tensor without Data, a layout only, has a size too).
+func (t Tensor) Size() (uint64, error) { return ByteSize(t.Type, t.Elements()) }
 
 // valueType maps a Go value to its GGUF type, and for arrays the element type.
 func valueType(v any) (ValueType, ValueType, error) {
@@ -241,6 +249,61 @@ func (f *File) WriteTo(w io.Writer) (int64, error) {
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
+	return f.write(w, func(i int, _ uint64, w io.Writer) error {
+		_, err := w.Write(f.Tensors[i].Data)
+		return err
+	})
+}
+
+// Fill writes tensor i's size bytes of data to w (WriteStream).
+type Fill func(i int, size uint64, w io.Writer) error
+
+// WriteStream encodes the file like WriteTo, taking each tensor's data
+// from fill instead of Tensor.Data, so a file of many GiB (a model of a
+// real shape with generated weights) is written without holding it in
+// memory. Tensors need Dims and Type; their Data is ignored. fill must
+// write exactly the size it is given.
+func (f *File) WriteStream(w io.Writer, fill Fill) (int64, error) {
+	if err := f.validate(true); err != nil {
+		return 0, err
+	}
+	return f.write(w, fill)
+}
+
+// WriteSparseFile writes the header and tensor descriptors of f (Data
+// ignored) and extends the file to its full size without writing the
+// tensor data: a sparse file of zeros on file systems that support them.
+// Parsers that read only the metadata (memory estimates, tests) see a
+// model of its real shape; engines see all-zero weights.
+func (f *File) WriteSparseFile(path string) (int64, error) {
+	if err := f.validate(true); err != nil {
+		return 0, err
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return 0, fmt.Errorf("gguf: create %s: %w", path, err)
+	}
+	n, err := f.write(out, nil)
+	if err == nil {
+		err = out.Truncate(n)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("gguf: write %s: %w", path, err)
+	}
+	return n, nil
+}
+
+// write encodes the header, then each tensor's data from fill (nil: the
+// data is skipped and only counted, for WriteSparseFile), padded to the
+// alignment. It returns the file's full size.
+func (f *File) write(w io.Writer, fill Fill) (int64, error) {
+	sizes := make([]uint64, len(f.Tensors))
+	for i, t := range f.Tensors {
+		sizes[i], _ = t.Size()
+	}
 	cw := &countWriter{w: bufio.NewWriterSize(w, 1<<20)}
 	le := binary.LittleEndian
 	put := func(v any) { _ = binary.Write(cw, le, v) }
@@ -293,12 +356,24 @@ func (f *File) WriteTo(w io.Writer) (int64, error) {
 		put(uint32(t.Type))
 		put(offset)
 		offsets[i] = offset
-		offset = pad(offset+uint64(len(t.Data)), align)
+		offset = pad(offset+sizes[i], align)
 	}
 	cw.Write(make([]byte, pad(uint64(cw.n), align)-uint64(cw.n)))
-	for i, t := range f.Tensors {
-		cw.Write(t.Data)
-		end := offsets[i] + uint64(len(t.Data))
+	if fill == nil {
+		if cw.err == nil {
+			cw.err = cw.w.(*bufio.Writer).Flush()
+		}
+		return cw.n + int64(offset), cw.err
+	}
+	for i := range f.Tensors {
+		start := cw.n
+		if err := fill(i, sizes[i], cw); err != nil && cw.err == nil {
+			cw.err = fmt.Errorf("gguf: tensor %q: %w", f.Tensors[i].Name, err)
+		}
+		if got := uint64(cw.n - start); cw.err == nil && got != sizes[i] {
+			cw.err = fmt.Errorf("gguf: tensor %q: %d bytes of data written, %d needed", f.Tensors[i].Name, got, sizes[i])
+		}
+		end := offsets[i] + sizes[i]
 		cw.Write(make([]byte, pad(end, align)-end))
 	}
 	if cw.err == nil {
