@@ -4,6 +4,10 @@
 //	    the tiny llama GGUF with deterministic random weights (about 250 KB)
 //	hiro-fixture convert --in WEIGHTS.safetensors --out FILE.gguf [--name NAME] [--type f16|q8_0|f32]
 //	    a model trained by train/train_fixture.py, as GGUF
+//	hiro-fixture shape --shape NAME --out FILE.gguf [--type f16|q8_0|f32] [--seed N] [--sparse]
+//	    a llama model of a real shape (llama-3.2-1b, llama-3.2-3b, llama-3.1-8b)
+//	    with random weights streamed to the file, or with --sparse only its
+//	    header (a sparse file of its full size): what memory estimates read
 //	hiro-fixture modelfile [--from ./model.gguf]
 //	    print the Ollama Modelfile (chat template, greedy decoding) for a fixture GGUF
 //
@@ -15,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/hiro-dev/hiro/internal/fixture"
@@ -26,6 +31,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 const usage = `usage:
   hiro-fixture tiny --out FILE [--seed N]
   hiro-fixture convert --in WEIGHTS.safetensors --out FILE.gguf [--name NAME] [--type f16|q8_0|f32]
+  hiro-fixture shape --shape NAME --out FILE.gguf [--type f16|q8_0|f32] [--seed N] [--sparse]
   hiro-fixture modelfile [--from ./model.gguf]
 `
 
@@ -54,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stderr, "hiro-fixture convert: --in and --out are required\n"+usage)
 			return 2
 		}
-		tt, ok := map[string]gguf.TensorType{"f16": gguf.F16, "q8_0": gguf.Q8_0, "f32": gguf.F32}[*typ]
+		tt, ok := tensorTypes[*typ]
 		if !ok {
 			fmt.Fprintf(stderr, "hiro-fixture convert: --type %q: use f16, q8_0 or f32\n", *typ)
 			return 2
@@ -68,6 +74,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		f, err := fixture.Convert(*in, *name, tt)
 		return write(f, err, *out, stdout, stderr)
+	case "shape":
+		shape := fs.String("shape", "", "model shape: "+strings.Join(fixture.ShapeNames(), ", "))
+		typ := fs.String("type", "q8_0", "tensor type of the matrices: f16, q8_0 or f32")
+		seed := fs.Uint64("seed", 1, "random seed of the weights")
+		sparse := fs.Bool("sparse", false, "write the header only (a sparse file of the full size, zero weights)")
+		if fs.Parse(args[1:]) != nil || *out == "" || fs.NArg() > 0 {
+			fmt.Fprint(stderr, "hiro-fixture shape: --shape and --out are required\n"+usage)
+			return 2
+		}
+		s, ok := fixture.Shapes[*shape]
+		if !ok {
+			fmt.Fprintf(stderr, "hiro-fixture shape: --shape %q: use one of %s\n", *shape, strings.Join(fixture.ShapeNames(), ", "))
+			return 2
+		}
+		tt, ok := tensorTypes[*typ]
+		if !ok {
+			fmt.Fprintf(stderr, "hiro-fixture shape: --type %q: use f16, q8_0 or f32\n", *typ)
+			return 2
+		}
+		f, err := fixture.ShapeFile(s, tt)
+		if err != nil {
+			fmt.Fprintf(stderr, "hiro-fixture: %v\n", err)
+			return 1
+		}
+		var n int64
+		if *sparse {
+			n, err = f.WriteSparseFile(*out)
+		} else {
+			n, err = writeStream(f, *out, fixture.RandomFill(f, *seed))
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "hiro-fixture: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "wrote %s: %d bytes, %d tensors, %d metadata keys\n", *out, n, len(f.Tensors), len(f.KV))
+		return 0
 	case "modelfile":
 		from := fs.String("from", "./model.gguf", "the GGUF path as the Modelfile's FROM line gives it")
 		if fs.Parse(args[1:]) != nil || fs.NArg() > 0 {
@@ -95,4 +137,28 @@ func write(f *gguf.File, err error, out string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d bytes, %d tensors, %d metadata keys\n", out, n, len(f.Tensors), len(f.KV))
 	return 0
+}
+
+// tensorTypes are the --type values.
+var tensorTypes = map[string]gguf.TensorType{"f16": gguf.F16, "q8_0": gguf.Q8_0, "f32": gguf.F32}
+
+// writeStream writes f with fill's data to out through a temporary file
+// in the same directory, renamed when complete.
+func writeStream(f *gguf.File, out string, fill gguf.Fill) (int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".gguf-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name())
+	n, err := f.WriteStream(tmp, fill)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	return n, err
 }
