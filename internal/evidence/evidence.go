@@ -83,6 +83,9 @@ type Evidence struct {
 	Gates []Gate `json:"gates"`
 	// Production is what the production guard did.
 	Production Production `json:"production"`
+	// Preflight says whether launch attempts were predicted before
+	// production was stopped (false with --no-preflight). v3.
+	Preflight *PreflightRun `json:"preflight,omitempty"`
 	// Fingerprints are SHA-256 digests of everything that defines the
 	// campaign's inputs.
 	Fingerprints Fingerprints `json:"fingerprints"`
@@ -146,6 +149,13 @@ type Attempt struct {
 	// Changes lists what the variant changed ("env VLLM_USE_V2_MODEL_RUNNER=0",
 	// "args +--quantization awq"). Env values appear only in the private copy.
 	Changes []string `json:"changes,omitempty"`
+	// Outcome is OutcomePredictedFailure when the preflight predicted
+	// the attempt cannot run and it was not launched; empty when it was
+	// launched (ReachedReady and Failure say how it went). v3.
+	Outcome string `json:"outcome,omitempty"`
+	// Prediction is what the preflight said before the attempt (absent
+	// with --no-preflight). v3.
+	Prediction *Prediction `json:"prediction,omitempty"`
 	// ReachedReady says the attempt became ready (docs/design.md "Ready").
 	ReachedReady bool `json:"reached_ready"`
 	// ReadyAfterMS is the time from start to ready.

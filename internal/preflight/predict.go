@@ -1,0 +1,141 @@
+package preflight
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hiro-dev/hiro/internal/artifact"
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// RuleMemoryFit is the rule name a memory-fit prediction carries.
+const RuleMemoryFit = "preflight/memory-fit"
+
+// Predict predicts a launch of p on h before anything is started or
+// stopped: the capability rules first (a failing one predicts the
+// failure whatever the memory), then the memory estimate from p's
+// artifact and its fit. exclusive says production will be stopped for
+// the launch, so memory production holds counts as free; for a profile
+// that runs beside production, "fits only if production is stopped" is a
+// predicted failure (accelerator_busy). A prediction that cannot be made
+// (no artifact, a missing config.json, an unknown dtype, a truncated
+// header) has CannotPredict set and Runs false: the caller launches as
+// it would without a preflight. It never panics on bad input.
+func Predict(p *config.Profile, h *Host, exclusive bool) *evidence.Prediction {
+	pr := &evidence.Prediction{HostSource: h.Source}
+	dir, model, mf, err := locate(p)
+	l := LaunchOf(p, mf)
+	devs, verr := h.Visible(l.VisibleDevices, l.HasVisibleDevices)
+	var cfg *ModelConfig
+	if err == nil && model == "" {
+		cfg, _ = ReadConfig(dir)
+	}
+	c := &Context{Launch: l, Host: h, Devices: devs, Model: cfg}
+	for i := range Rules {
+		r := &Rules[i]
+		if r.Family != "" && r.Family != p.Engine {
+			continue
+		}
+		applies, ok, detail := r.Check(c)
+		if !applies {
+			continue
+		}
+		pr.Capabilities = append(pr.Capabilities, evidence.CapabilityCheck{Rule: r.Name, OK: ok, Class: classIf(!ok, r.Class), Detail: detail, Source: r.Source})
+		if !ok && pr.Rule == "" {
+			pr.Class, pr.Rule = r.Class, r.Name
+			pr.Reason = fmt.Sprintf("%s: %s; %s", r.Needs, detail, r.NextStep)
+		}
+	}
+	if pr.Rule != "" {
+		return pr
+	}
+	if err != nil {
+		pr.CannotPredict = "cannot predict: " + err.Error()
+		return pr
+	}
+	if verr != nil {
+		pr.CannotPredict = "cannot predict: " + verr.Error()
+		return pr
+	}
+	var m *evidence.MemoryEstimate
+	if model != "" {
+		m, err = estimateGGUF(model, l)
+	} else {
+		var total uint64
+		if len(devs) > 0 {
+			total = devs[0].TotalBytes
+		}
+		m, _, err = estimateSafetensors(dir, l, total)
+	}
+	if err != nil {
+		pr.CannotPredict = "cannot predict: " + err.Error()
+		return pr
+	}
+	pr.Memory = m
+	pr.Fit = CheckFit(m, devs)
+	switch pr.Fit.Verdict {
+	case evidence.FitFits:
+		pr.Runs = true
+	case evidence.FitOnlyIfProductionStopped:
+		if exclusive {
+			pr.Runs = true
+		} else {
+			pr.Class, pr.Rule = failure.ClassAcceleratorBusy, RuleMemoryFit
+			pr.Reason = "fits only if production is stopped, and the profile runs beside production (not exclusive_accelerator): " + pr.Fit.Detail
+		}
+	case evidence.FitDoesNotFit:
+		pr.Class, pr.Rule = failure.ClassGPUOOM, RuleMemoryFit
+		if m.ReservedBytes > 0 && pr.Fit.FreeBytes == m.ReservedBytes {
+			pr.Class = failure.ClassContextExceedsKV
+		}
+		pr.Reason = "does not fit: " + pr.Fit.Detail
+	default:
+		pr.CannotPredict = "cannot predict: " + pr.Fit.Detail
+	}
+	return pr
+}
+
+func classIf(b bool, c failure.Class) failure.Class {
+	if b {
+		return c
+	}
+	return ""
+}
+
+// locate finds p's model: the artifact directory (artifact_dir, else the
+// directory its manifest verifies), a GGUF in it (or llama.cpp's -m
+// file), and an Ollama Modelfile beside it.
+func locate(p *config.Profile) (dir, gguf, modelfile string, err error) {
+	dir = p.ArtifactDir
+	if dir == "" && p.Artifact != "" {
+		m, lerr := artifact.Load(p.Artifact)
+		if lerr != nil {
+			return "", "", "", fmt.Errorf("artifact manifest %s: %w", p.Artifact, lerr)
+		}
+		dir = m.DirFor(p.Artifact)
+	}
+	if p.Engine == "llamacpp" {
+		if mp := LaunchOf(p, "").ModelPath; mp != "" {
+			if !filepath.IsAbs(mp) {
+				mp = filepath.Join(p.Workdir, mp)
+			}
+			return filepath.Dir(mp), mp, "", nil
+		}
+	}
+	if dir == "" {
+		return "", "", "", fmt.Errorf("profile %s names no artifact (artifact or artifact_dir): the model's shape is unknown", p.Name)
+	}
+	if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
+		return "", "", "", fmt.Errorf("artifact directory %s is missing", dir)
+	}
+	ggufs, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
+	sort.Strings(ggufs)
+	if len(ggufs) > 0 {
+		return dir, ggufs[0], modelfileIn(dir), nil
+	}
+	return dir, "", "", nil
+}
