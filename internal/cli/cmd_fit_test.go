@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/doctor/doctortest"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/fixture"
+	"github.com/hiro-dev/hiro/internal/gguf"
+)
+
+// fitConfig writes a configuration whose profile cand serves the header
+// of a llama-3.1-8b q8_0 GGUF (sparse, no weights) through Ollama at
+// num_ctx 8192: about 9.6 GiB.
+func fitConfig(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	model := filepath.Join(dir, "model")
+	_ = os.Mkdir(model, 0o755)
+	f, err := fixture.ShapeFile(fixture.Shapes["llama-3.1-8b"], gguf.Q8_0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteSparseFile(filepath.Join(model, "model.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(model, "Modelfile"), []byte("FROM ./model.gguf\nPARAMETER num_ctx 8192\n"), 0o644)
+	cfg := filepath.Join(dir, "hiro.toml")
+	_ = os.WriteFile(cfg, []byte(`state_dir = "state"
+[backends.cand]
+engine = "ollama"
+command = "ollama"
+args = ["serve"]
+port = 11999
+model = "llama-3.1-8b"
+artifact_dir = "model"
+exclusive_accelerator = true
+[backends.cand.env]
+OLLAMA_NUM_PARALLEL = "1"
+`), 0o644)
+	return cfg
+}
+
+// 'hiro fit' on the busy H200 (1536 MiB free): does not fit, by how much,
+// what would make it fit; exit 1. With recorded facts of a free H200: it
+// fits; exit 0. --json is the evidence's Prediction.
+func TestFitCommand(t *testing.T) {
+	dir, _ := filepath.Abs(filepath.Join("..", "..", "examples", "gpu", "results", "failures"))
+	doctortest.FakeNvidiaSMI(t, doctortest.SMI{
+		QueryGPU:  filepath.Join(dir, "busy.query-gpu.csv"),
+		QueryApps: filepath.Join(dir, "busy.query-apps.csv"),
+		Plain:     filepath.Join(dir, "busy.nvidia-smi.txt"),
+	})
+	cfg := fitConfig(t)
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"--config", cfg, "fit", "cand"}, &out, &errb)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: %s%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"predicted failure (gpu_oom, rule preflight/memory-fit)", "fit: does not fit", "short by", "would fit with: a smaller quantisation", "kv_cache"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	facts := filepath.Join(t.TempDir(), "host.json")
+	_ = os.WriteFile(facts, []byte(`{"source":"recorded H200","kernel":"6.8.0","devices":[{"index":0,"name":"NVIDIA H200","total_bytes":150754820096,"free_bytes":150000000000,"compute_capability":"9.0"}]}`), 0o644)
+	out.Reset()
+	code = Run(context.Background(), []string{"--config", cfg, "fit", "cand", "--json", "--host-facts", facts}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errb.String())
+	}
+	var pr evidence.Prediction
+	if err := json.Unmarshal(out.Bytes(), &pr); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if !pr.Runs || pr.Fit.Verdict != evidence.FitFits || pr.Memory.ContextTokens != 8192 || pr.HostSource != "recorded H200" {
+		t.Errorf("%+v", pr)
+	}
+	if code := Run(context.Background(), []string{"--config", cfg, "fit", "nope"}, &out, &errb); code != 2 {
+		t.Errorf("unknown profile: exit %d", code)
+	}
+}
