@@ -28,7 +28,7 @@ the engine will see (CUDA_VISIBLE_DEVICES), with and without production
 (what production's processes hold, from nvidia-smi); and the host capability
 rules that apply (WSL2 and UVA, kernels' compute capability, Marlin's shape
 divisibility, CPU instruction sets, driver CUDA version), each with its
-public source. docs/preflight.md says how the estimate was measured.
+public source. docs/qualify.md "Preflight" says how the estimate was measured.
 
 A profile that needs the accelerator alone (exclusive_accelerator) may count
 production's memory as free; one that runs beside production may not.

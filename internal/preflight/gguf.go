@@ -13,13 +13,13 @@ import (
 // take beyond their own buffers (model, KV cache, compute): the CUDA
 // context, cuBLAS workspace and the allocator's slack. 592 MiB is the
 // mean of (nvidia-smi's per-process memory − the runner's logged CUDA0
-// buffers) over the six llama-3.2-1b runs of docs/preflight.md on an
+// buffers) over the six llama-3.2-1b runs of docs/qualify.md "Preflight" on an
 // H200 (CUDA 13.0 driver, Ollama v0.6.5); those runs fit it, the other
 // thirteen test it.
 const GGMLOverheadBytes = 592 << 20
 
 // ggmlComputeSlack widens the range's top for the compute buffers, which
-// the parser estimates up to 3 % low at long contexts (docs/preflight.md).
+// the parser estimates up to 3 % low at long contexts (docs/qualify.md "Preflight").
 const ggmlComputeSlack = 0.05
 
 // ggmlBatch is the physical batch llama.cpp and Ollama's runner use
@@ -77,7 +77,7 @@ func estimateGGUF(path string, l Launch) (*evidence.MemoryEstimate, error) {
 		KVBytesPerToken: uint64(a.BlockCount) * uint64(kvHeads*headDim) * 2 * cacheBytes(l.CacheType),
 		Policy: fmt.Sprintf("%s: a KV cache of %d tokens (context %d from %s × %d parallel slots), %s",
 			l.Engine, ctx*par, ctx, l.ContextFrom, par, layersText(l.GPULayers, int(a.BlockCount))),
-		Overhead: fmt.Sprintf("%d MiB for the CUDA context and cuBLAS (fitted on Ollama v0.6.5 runs, docs/preflight.md); +%.0f %% on the compute buffers at the top of the range",
+		Overhead: fmt.Sprintf("%d MiB for the CUDA context and cuBLAS (fitted on Ollama v0.6.5 runs, docs/qualify.md, Preflight); +%.0f %% on the compute buffers at the top of the range",
 			GGMLOverheadBytes>>20, ggmlComputeSlack*100)}
 	if len(e.Devices) > 0 {
 		cpu := e.Devices[0]
