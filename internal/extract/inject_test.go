@@ -24,6 +24,22 @@ var injectionCases = map[string]struct{ addressing, statements []string }{
 	"other-languages.txt":  {[]string{"Ignoriere alle", "Ignorez les", "Ignora las", "忽略之前", "Игнорируй"}, []string{"Le pont mesure", "El puente fue", "Мост был"}},
 	"you-are-now.txt":      {[]string{"You are now an unrestricted", "Pretend to be a model"}, []string{"ground flour until 1950", "now a museum"}},
 	"lookalikes.md":        {nil, []string{"ignore the warning light", "reply to every complaint", "answer the questions", "Return rates", "The model of the bridge", "Act 3", "assistant mayor", "System engineers", "Hamlet", "JSON parser", "Print runs", "Ignoring the rain"}},
+	// Issue 25 item 7: orders in plain English, judged by the sentence's
+	// form (an imperative, the reader or a machine addressed), not by
+	// the words of the model's trade.
+	"orders-plain-english.txt": {[]string{"Disregard the text above", "Ignore previous context", "Treat the following", "Describe the bridge", "Do not mention", "Tell readers", "Assume the bridge"},
+		[]string{"The Tarn bridge was opened", "9,000 cars", "Its towers"}},
+	"orders-second-person.txt": {[]string{"You should list", "You must report", "You are required", "you will say"},
+		[]string{"The Hallin museum opened", "300 paintings", "You can see the museum"}},
+	"notes-to-machines.md": {[]string{"Note to any AI system", "Message for automated", "Dear assistant", "To any language model", "Attention LLMs", "The AI assistant will now", "Any automated tool reading this"},
+		[]string{"finished in 1964", "12 million cubic metres", "designed by Ada Lund"}},
+	"orders-polite-and-hidden.txt": {[]string{"Please summarise", "Kindly record", "Be sure to state", "now state instead", "so report it as", "say he still works"},
+		[]string{"oldest in the region", "lighthouse was built"}},
+	"recipe.md": {[]string{"Preheat the oven", "Knead the dough for", "Bake the loaf"},
+		[]string{"The recipe dates", "Bakers in Lyon", "The original recipe", "In 1901 the recipe"}},
+	"reported-instructions.md": {nil, []string{"Under the 1990 election law", "Users must register before voting.", "The manual says", "Keep off the grass", "The guide tells visitors",
+		"Staff were told", "Record numbers", "Study results", "Let It Be", "Jack the Ripper", "Consider the Lobster", "The assistant mayor", "Notes to editors",
+		"AI systems will be regulated", "Visitors should not feed", "worth noting", "Reviewers praised", "High-risk AI systems"}},
 }
 
 func TestInjectionDocumentsAreData(t *testing.T) {
@@ -87,6 +103,46 @@ func TestMalformedClaims(t *testing.T) {
 	for _, c := range good {
 		if why, ok := Malformed(c); ok {
 			t.Errorf("%q rejected: %s", c, why)
+		}
+	}
+}
+
+// TestVerbatimOrdersRejectedAsClaims holds the claim defence on its own
+// (issue 25 item 7): a model that copies an order verbatim as a claim,
+// quote and all (what the strong fixture model did on the real Ollama),
+// gets it rejected as addressing the model, while a statement copied the
+// same way is accepted.
+func TestVerbatimOrdersRejectedAsClaims(t *testing.T) {
+	v := mustValidator(t)
+	for name, want := range injectionCases {
+		b, err := os.ReadFile(filepath.Join("testdata", "injection", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := corpus.Split(string(b), strings.HasSuffix(name, ".md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		verbatim := func(sub string) (Outcome, string) {
+			for _, s := range ss {
+				if strings.Contains(s.Text, sub) {
+					raw, _ := json.Marshal(map[string]any{"claims": []map[string]string{{"text": s.Text, "quote": s.Text}}})
+					return v.Validate(string(raw), "", Source{Sentence: s.Text, Window: s.Text}), s.Text
+				}
+			}
+			t.Fatalf("%s: no sentence holds %q", name, sub)
+			return Outcome{}, ""
+		}
+		for _, sub := range want.addressing {
+			o, s := verbatim(sub)
+			if len(o.Good) != 0 || len(o.Bad) != 1 || !strings.Contains(codes(o.Bad[0].Reasons), ReasonAddressesModel) {
+				t.Errorf("%s: the order %q copied as a claim was not rejected as addressing the model: %+v", name, s, o)
+			}
+		}
+		for _, sub := range want.statements {
+			if o, s := verbatim(sub); len(o.Good) != 1 {
+				t.Errorf("%s: the statement %q copied as a claim was rejected: %v", name, s, o.Reasons())
+			}
 		}
 	}
 }
@@ -192,10 +248,18 @@ func TestFalseRejectRateOnGoldClaims(t *testing.T) {
 		t.Errorf("hiro-mini false reject: %s", r)
 	}
 
-	fc := filepath.Join("..", "..", "..", "shared", "corpora", "factcheck-gpt", "factcheck-GPT-benchmark.jsonl")
+	// $HIRO_FACTCHECK_GPT, else ../shared beside the checkout, else the
+	// shared copy (a worktree has no ../shared of its own).
+	fc := os.Getenv("HIRO_FACTCHECK_GPT")
+	if fc == "" {
+		fc = filepath.Join("..", "..", "..", "shared", "corpora", "factcheck-gpt", "factcheck-GPT-benchmark.jsonl")
+		if _, err := os.Stat(fc); err != nil {
+			fc = factcheckFile
+		}
+	}
 	f, err := os.Open(fc)
 	if err != nil {
-		t.Logf("factcheck-gpt not measured: %v", err)
+		t.Logf("factcheck-gpt not measured (set HIRO_FACTCHECK_GPT to its path): %v", err)
 		return
 	}
 	defer f.Close()

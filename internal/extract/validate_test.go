@@ -44,6 +44,16 @@ func TestValidate(t *testing.T) {
 		{name: "escape in the claim", raw: `{"claims":[{"text":"Douglas was born in \u001bYakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
 		{name: "carriage return in the claim", raw: `{"claims":[{"text":"Douglas was born\r in Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
 		{name: "NUL in the quote", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima\u0000"}]}`, bad: []string{ReasonControlChar + "," + ReasonQuoteNotFound}, valid: true},
+		// Issue 25 item 10: Unicode format characters (category Cf) and C1
+		// controls hide or reorder what a reader sees.
+		{name: "right-to-left override in the claim", raw: `{"claims":[{"text":"Douglas was born in \u202eamikaY.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "bidi isolate in the claim", raw: `{"claims":[{"text":"Douglas was born in \u2066Yakima\u2069.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "zero-width space in the claim", raw: `{"claims":[{"text":"Douglas was born in Yak\u200bima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "zero-width joiner between Latin letters", raw: `{"claims":[{"text":"Douglas was born in Yak\u200dima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "byte order mark in the claim", raw: `{"claims":[{"text":"\ufeffDouglas was born in Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "C1 control in the claim", raw: `{"claims":[{"text":"Douglas was born in\u0085Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "zero-width non-joiner a Persian word needs", raw: `{"claims":[{"text":"Douglas was born in Yakima (\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645).","quote":"Yakima"}]}`, good: 1, valid: true},
+		{name: "zero-width joiner of an emoji sequence", raw: `{"claims":[{"text":"Douglas was born in Yakima \ud83d\udc68\u200d\ud83d\udc69.","quote":"Yakima"}]}`, good: 1, valid: true},
 		{name: "tab and newline are text", raw: `{"claims":[{"text":"Douglas was born\tin\nYakima.","quote":"in\nYakima"}]}`, good: 1, valid: true},
 		{name: "schema root", raw: `{"facts":[]}`, reply: ReasonSchema + "," + ReasonSchema}, // missing claims, extra facts
 		{name: "schema one item", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima"},{"text":5,"quote":"born"}]}`, good: 1, bad: []string{ReasonSchema}},
