@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -44,9 +45,13 @@ const (
 	ReasonDuplicate     = "duplicate"
 	ReasonTooShort      = "too_short"
 	ReasonTooLong       = "too_long"
-	// ReasonControlChar: the claim text holds a C0 control character
-	// other than tab and newline (NUL, ESC, CR...) or DEL, or its quote
-	// one other than tab, newline and carriage return.
+	// ReasonControlChar: the claim text holds a control character (C0,
+	// DEL or C1) other than tab and newline (NUL, ESC, CR...), or a
+	// Unicode format character (category Cf: the bidirectional overrides
+	// and isolates such as U+202E, zero-width space, word joiner, byte
+	// order mark, soft hyphen; a zero-width joiner or non-joiner only
+	// where no script needs it); or its quote holds a control character
+	// other than tab, newline and carriage return.
 	ReasonControlChar = "control_character"
 )
 
@@ -278,6 +283,8 @@ func (v *Validator) checkClaim(text, quote string, src Source) (Candidate, []Rea
 	}
 	if why, bad := controlChar(text, "\t\n"); bad {
 		rs = append(rs, Reason{Code: ReasonControlChar, Detail: "claim: " + why + "; a claim is plain text"})
+	} else if why, bad := formatChar(text); bad {
+		rs = append(rs, Reason{Code: ReasonControlChar, Detail: "claim: " + why + "; a claim is plain text, shown as it reads"})
 	}
 	if why, bad := controlChar(quote, "\t\n\r"); bad {
 		rs = append(rs, Reason{Code: ReasonControlChar, Detail: "quote: " + why + "; a quote is plain text"})
@@ -306,11 +313,12 @@ func (v *Validator) checkClaim(text, quote string, src Source) (Candidate, []Rea
 	return c, rs
 }
 
-// controlChar reports the first C0 control character (U+0000-U+001F) or
-// DEL (U+007F) in s that is not in allowed, as "U+0000 (NUL) at byte 12".
+// controlChar reports the first control character (category Cc: C0
+// U+0000-U+001F, DEL U+007F, C1 U+0080-U+009F) in s that is not in
+// allowed, as "U+0000 (NUL) at byte 12".
 func controlChar(s, allowed string) (string, bool) {
 	for i, r := range s {
-		if (r < 0x20 || r == 0x7f) && !strings.ContainsRune(allowed, r) {
+		if unicode.Is(unicode.Cc, r) && !strings.ContainsRune(allowed, r) {
 			name := map[rune]string{0: "NUL", 0x1b: "ESC", '\r': "carriage return", 0x7f: "DEL", '\f': "form feed", '\v': "vertical tab", 8: "backspace"}[r]
 			if name == "" {
 				name = "control character"
@@ -319,6 +327,57 @@ func controlChar(s, allowed string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// formatChar reports the first Unicode format character (category Cf) in
+// s, as "U+202E (right-to-left override) at byte 20": it changes how text
+// is shown (reversed, hidden, joined) without being seen. A zero-width
+// non-joiner or joiner is kept where a script needs it: between two
+// letters or marks of a script written with joining forms (Arabic,
+// Persian, the Indic scripts: not Latin, Greek or Cyrillic), and a joiner
+// inside an emoji sequence.
+func formatChar(s string) (string, bool) {
+	for i, r := range s {
+		if !unicode.Is(unicode.Cf, r) {
+			continue
+		}
+		if r == 0x200c || r == 0x200d {
+			prev, _ := utf8.DecodeLastRuneInString(s[:i])
+			next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):])
+			if joiningScript(prev) && joiningScript(next) {
+				continue
+			}
+			if r == 0x200d && (unicode.Is(unicode.So, prev) || unicode.Is(unicode.Sk, prev) || prev == 0xfe0f) && unicode.Is(unicode.So, next) {
+				continue
+			}
+		}
+		name := formatNames[r]
+		if name == "" {
+			name = "format character"
+		}
+		return fmt.Sprintf("U+%04X (%s) at byte %d", r, name, i), true
+	}
+	return "", false
+}
+
+// joiningScript reports a letter or mark of a script other than Latin,
+// Greek, Cyrillic and the common characters: one where a zero-width
+// (non-)joiner can change the shape of a word.
+func joiningScript(r rune) bool {
+	if !unicode.IsLetter(r) && !unicode.IsMark(r) {
+		return false
+	}
+	return !unicode.In(r, unicode.Latin, unicode.Greek, unicode.Cyrillic, unicode.Common, unicode.Inherited) || unicode.IsMark(r) && !unicode.In(r, unicode.Latin)
+}
+
+var formatNames = map[rune]string{
+	0x00ad: "soft hyphen", 0x061c: "Arabic letter mark", 0x180e: "Mongolian vowel separator",
+	0x200b: "zero-width space", 0x200c: "zero-width non-joiner", 0x200d: "zero-width joiner",
+	0x200e: "left-to-right mark", 0x200f: "right-to-left mark",
+	0x202a: "left-to-right embedding", 0x202b: "right-to-left embedding", 0x202c: "pop directional formatting",
+	0x202d: "left-to-right override", 0x202e: "right-to-left override",
+	0x2060: "word joiner", 0x2066: "left-to-right isolate", 0x2067: "right-to-left isolate",
+	0x2068: "first strong isolate", 0x2069: "pop directional isolate", 0xfeff: "byte order mark",
 }
 
 var (
