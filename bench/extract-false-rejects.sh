@@ -13,6 +13,10 @@
 # (2 of its 311 response sentences are taken for text addressing the model,
 # neither carrying a gold claim: e.g. "As an AI language model, I do not have
 # access to current information ...").
+# After issue 25 item 7 (orders judged by the sentence's form): the same,
+# 0 of 32 and 0 of 678, 2 of 311 sentences (1 December 2026). Rejecting
+# every imperative, procedure steps included, would reject 9 of 678 (1.3%).
+# Factcheck-GPT is read from $HIRO_FACTCHECK_GPT, ../shared or /work/shared.
 #
 # Usage: bench/extract-false-rejects.sh   (from the repository root or not)
 set -euo pipefail
