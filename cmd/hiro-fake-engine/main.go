@@ -45,6 +45,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -64,6 +65,11 @@ import (
 )
 
 type options struct {
+	// dropClaims is the share of --chat claims answers' claims left out,
+	// picked by a hash of dropSeed and the claim's text (the same claims
+	// every run with the same seed).
+	dropClaims                                                              float64
+	dropSeed                                                                string
 	host, model, replay, notes, signal, chat, reply, jsonReply, healthStyle string
 	apiKey, hfToken                                                         string
 	port, exitCode                                                          int
@@ -153,6 +159,8 @@ func main() {
 	flag.IntVar(&o.chunkTokens, "chunk-tokens", 1, "pseudo-tokens per streamed chunk (1: one chunk per token, as engines stream)")
 	flag.StringVar(&o.proxyTo, "proxy-to", "", "benchmark baseline: serve --port as a plain standard-library reverse proxy (tuned transport) to this URL, nothing else")
 	flag.StringVar(&o.reply, "reply", "READY", "chat reply text")
+	flag.Float64Var(&o.dropClaims, "drop-claims", 0, "with --chat claims, leave out this share (0 to 1) of the claims, picked by a hash of --drop-seed and each claim's text: a weaker model with a known drop")
+	flag.StringVar(&o.dropSeed, "drop-seed", "", "seed of --drop-claims' pick (another seed drops other claims)")
 	flag.StringVar(&o.jsonReply, "json-reply", `{"claims":[]}`, "reply to requests with response_format")
 	flag.BoolVar(&o.schemaFailOpen, "schema-fail-open", false, "log 'failed to parse grammar' and answer structured requests with invalid JSON")
 	flag.BoolVar(&o.ignoreTerm, "ignore-sigterm", false, "ignore SIGTERM")
@@ -431,7 +439,7 @@ func overloaded(o options) bool {
 // target sentence of the extraction prompt (the whole sentence, cut at a
 // word before 300 bytes, and its first half), the way a good model
 // answers, so that the client's validators do their full work.
-func claimsReply(req chatRequest) string {
+func claimsReply(req chatRequest, o options) string {
 	target := ""
 	for _, m := range req.Messages {
 		s, _ := m.Content.(string)
@@ -466,8 +474,27 @@ func claimsReply(req chatRequest) string {
 		half := cut(words[:len(words)/2], 300)
 		claims = append(claims, map[string]string{"text": strings.TrimRight(half, ",;:-") + ".", "quote": half})
 	}
-	b, _ := json.Marshal(map[string]any{"claims": claims})
+	kept := []map[string]string{}
+	for _, c := range claims {
+		if !dropped(o, c["text"]) {
+			kept = append(kept, c)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"claims": kept})
 	return string(b)
+}
+
+// dropped says whether --drop-claims leaves the claim out: the FNV-1a
+// hash of the seed and the text, as a fraction of 2^64, below the share.
+func dropped(o options, text string) bool {
+	if o.dropClaims <= 0 {
+		return false
+	}
+	h := fnv.New64a()
+	h.Write([]byte(o.dropSeed))
+	h.Write([]byte{0})
+	h.Write([]byte(text))
+	return float64(h.Sum64())/float64(^uint64(0)) < o.dropClaims
 }
 
 // startHelper starts this command as a helper in a new session holding a
@@ -544,7 +571,7 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 	if structured {
 		text = o.jsonReply
 		if o.chat == "claims" {
-			text = claimsReply(req)
+			text = claimsReply(req, o)
 		}
 		if o.schemaFailOpen {
 			logf("srv  params_from_: failed to parse grammar, ignoring response_format")

@@ -80,7 +80,7 @@ func Build(e *evidence.Evidence) *Account {
 	for i := range e.Gates {
 		g := &e.Gates[i]
 		a.Validation = append(a.Validation, Row{Check: gateTitle(g), Status: rowStatus(g.Status), Result: gateHeadline(e, g)})
-		if g.Status == evidence.StatusPassed || g.Status == evidence.StatusFailed {
+		if Ran(g.Status) {
 			a.Sections = append(a.Sections, gateSection(e, g))
 		}
 	}
@@ -112,12 +112,24 @@ func (a *Account) Report() evidence.Report {
 	return r
 }
 
+// Ran reports whether a gate with this status ran to a result: passed,
+// failed or inconclusive.
+func Ran(status string) bool {
+	switch status {
+	case evidence.StatusPassed, evidence.StatusFailed, evidence.StatusInconclusive:
+		return true
+	}
+	return false
+}
+
 // VerdictText is the verdict in words: "Qualified", "Not qualified",
-// "Aborted".
+// "Inconclusive", "Aborted".
 func VerdictText(v string) string {
 	switch v {
 	case evidence.VerdictQualified:
 		return "Qualified"
+	case evidence.VerdictInconclusive:
+		return "Inconclusive"
 	case evidence.VerdictNotQualified:
 		return "Not qualified"
 	case evidence.VerdictAborted:
@@ -145,8 +157,7 @@ func gateTitle(g *evidence.Gate) string {
 }
 
 func rowStatus(s string) string {
-	switch s {
-	case evidence.StatusPassed, evidence.StatusFailed:
+	if Ran(s) {
 		return s
 	}
 	return evidence.StatusNotRun
@@ -169,6 +180,8 @@ func summary(e *evidence.Evidence, failed *evidence.Gate) string {
 		} else {
 			s = append(s, "It is not qualified.")
 		}
+	case evidence.VerdictInconclusive:
+		s = append(s, "No gate failed, but it is not qualified either: "+joinSemi(inconclusiveWhy(e))+".")
 	case evidence.VerdictAborted:
 		s = append(s, "The campaign was aborted before a verdict: "+sentence(strings.TrimPrefix(e.TerminationReason, "aborted: ")))
 	}
@@ -177,6 +190,50 @@ func summary(e *evidence.Evidence, failed *evidence.Gate) string {
 	}
 	s = append(s, productionSentence(e))
 	return strings.Join(s, " ")
+}
+
+// inconclusiveWhy says, per inconclusive gate, which comparisons could
+// not decide and how many documents would.
+func inconclusiveWhy(e *evidence.Evidence) []string {
+	var out []string
+	for i := range e.Gates {
+		g := &e.Gates[i]
+		if g.Status != evidence.StatusInconclusive {
+			continue
+		}
+		var ms []string
+		if g.Semantic != nil {
+			for _, c := range g.Semantic.Comparisons {
+				if c.Outcome == evidence.StatusInconclusive {
+					ms = append(ms, MeasureName(c.Measure))
+				}
+			}
+		}
+		w := fmt.Sprintf("the gate %q could not tell the candidate from production within the margin", gateTitle(g))
+		if len(ms) > 0 {
+			w += " on " + joinAnd(ms)
+		}
+		if n := DocumentsNeeded(g); n > 0 {
+			w += fmt.Sprintf(" (about %s would decide)", Plural(n, "document", "documents"))
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// DocumentsNeeded is the most documents any undecided comparison of g
+// says it needs (0 when none says).
+func DocumentsNeeded(g *evidence.Gate) int {
+	n := 0
+	if g.Semantic == nil {
+		return 0
+	}
+	for _, c := range g.Semantic.Comparisons {
+		if c.Outcome == evidence.StatusInconclusive && c.DocumentsNeeded > n {
+			n = c.DocumentsNeeded
+		}
+	}
+	return n
 }
 
 // failedWhy says, in prose, why the failed gate failed.
@@ -350,7 +407,7 @@ func notTested(e *evidence.Evidence) []string {
 	var out []string
 	for i := range e.Gates {
 		g := &e.Gates[i]
-		if g.Status == evidence.StatusPassed || g.Status == evidence.StatusFailed {
+		if Ran(g.Status) {
 			continue
 		}
 		why := g.Reason
@@ -399,6 +456,8 @@ func currentState(e *evidence.Evidence) string {
 		return fmt.Sprintf("Backend %s is qualified; production is as it was. Activation is a separate, deliberate step.", e.Candidate)
 	case evidence.VerdictAborted:
 		return fmt.Sprintf("Backend %s is neither qualified nor disqualified. %s", e.Candidate, productionSentence(e))
+	case evidence.VerdictInconclusive:
+		return fmt.Sprintf("Backend %s is neither qualified nor disqualified: a comparison with production could not decide. %s", e.Candidate, productionSentence(e))
 	}
 	return fmt.Sprintf("Backend %s is not qualified in this configuration. %s", e.Candidate, productionSentence(e))
 }
@@ -435,6 +494,17 @@ func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
 		}
 	case evidence.VerdictAborted:
 		out = append(out, "Run the campaign again with hiro qualify and the same plan; this campaign's evidence is kept.")
+	case evidence.VerdictInconclusive:
+		n := 0
+		for i := range e.Gates {
+			n = max(n, DocumentsNeeded(&e.Gates[i]))
+		}
+		more := "a larger frozen corpus"
+		if n > 0 {
+			more = fmt.Sprintf("a frozen corpus of about %s", Plural(n, "document", "documents"))
+		}
+		out = append(out, "Qualify again on "+more+" (hiro corpus import), so that the comparison can decide.")
+		out = append(out, "Or accept this evidence deliberately: hiro activate --accept-inconclusive records that production changed on a comparison that could not decide.")
 	}
 	return out
 }
@@ -459,9 +529,7 @@ func lastClass(g *evidence.Gate) string {
 
 // gateHeadline is a gate's one-line result for the validation table.
 func gateHeadline(e *evidence.Evidence, g *evidence.Gate) string {
-	switch g.Status {
-	case evidence.StatusPassed, evidence.StatusFailed:
-	default:
+	if !Ran(g.Status) {
 		if g.Reason == "" {
 			return "not run"
 		}
@@ -476,6 +544,12 @@ func gateHeadline(e *evidence.Evidence, g *evidence.Gate) string {
 			} else if at.Failure != nil {
 				parts = append(parts, fmt.Sprintf("%s: %s in %s", at.Name, at.Failure.Class, at.Failure.Phase))
 			}
+		}
+		return joinSemi(parts)
+	case g.Semantic != nil && len(g.Semantic.Comparisons) > 0:
+		var parts []string
+		for _, c := range g.Semantic.Comparisons {
+			parts = append(parts, fmt.Sprintf("%s %.3f vs %.3f (%s)", MeasureName(c.Measure), c.Candidate, c.Production, c.Outcome))
 		}
 		return joinSemi(parts)
 	case g.Semantic != nil:

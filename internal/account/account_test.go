@@ -132,3 +132,43 @@ func TestSemanticRejectHeadings(t *testing.T) {
 		t.Errorf("reject headings:\n%s", out)
 	}
 }
+
+// TestForestPlotOfComparisons: a semantic gate with comparisons gets a
+// forest plot first (one row per measure, the margin drawn, each bound
+// in the caption), and an inconclusive gate is a section of its own with
+// its comparison in words.
+func TestForestPlotOfComparisons(t *testing.T) {
+	sr := &evidence.SemanticResult{CorpusName: "c", Tolerance: 0.05, Outcome: evidence.StatusInconclusive,
+		Method: &evidence.StatMethod{Confidence: 0.95, Resamples: 10000, Power: 0.8},
+		Comparisons: []evidence.Comparison{
+			{Measure: "f1", Candidate: 0.754, Production: 0.769, Difference: -0.016, Lower: -0.079, Upper: 0.032, Margin: 0.05, Outcome: evidence.StatusInconclusive, Decision: "cannot tell", DocumentsNeeded: 16, SampleSize: "With 5 documents a drop smaller than 0.087 cannot be told from noise; about 16 documents would show 0.05."},
+			{Measure: "grounding_rate", Candidate: 1, Production: 1, Margin: 0.05, Outcome: evidence.StatusPassed, Decision: "no worse"},
+		},
+		Differences: []evidence.DocDiff{{DocID: "a"}, {DocID: "b"}}}
+	e := &evidence.Evidence{Verdict: evidence.VerdictInconclusive, Candidate: "cand",
+		Gates: []evidence.Gate{{ID: "semantic", Kind: "semantic", Status: evidence.StatusInconclusive, Semantic: sr}}}
+	cs, err := Charts(e)
+	if err != nil || len(cs) != 3 {
+		t.Fatalf("%d charts, %v", len(cs), err)
+	}
+	f := cs[0]
+	for _, want := range []string{"margin −0.05", "F1 -0.016 (-0.079 to +0.032, inconclusive)", "grounding +0.000"} {
+		if !strings.Contains(f.Caption+string(f.SVG), want) {
+			t.Errorf("forest plot lacks %q: %s", want, f.Caption)
+		}
+	}
+	if !strings.Contains(string(f.SVG), "stroke-dasharray") {
+		t.Error("the margin is not drawn dashed")
+	}
+	a := Build(e)
+	if a.Subtitle != "Inconclusive" || len(a.Sections) != 1 || a.Sections[0].Status != "Inconclusive" || a.Validation[0].Status != evidence.StatusInconclusive {
+		t.Fatalf("account %+v", a)
+	}
+	text := strings.Join(a.Sections[0].Items, "\n") + a.Summary + strings.Join(a.NextSteps, "\n")
+	for _, want := range []string{"F1: candidate 0.754, production 0.769, difference -0.016 (95 % one-sided bounds -0.079 to +0.032), margin 0.05: cannot tell.",
+		"On F1, with 5 documents a drop smaller than 0.087", "about 16 documents would decide", "a frozen corpus of about 16 documents", "--accept-inconclusive"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("account lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -41,8 +41,15 @@ func Charts(e *evidence.Evidence) ([]Chart, error) {
 	var out []Chart
 	for i := range e.Gates {
 		g := &e.Gates[i]
-		if g.Semantic == nil || (g.Status != evidence.StatusPassed && g.Status != evidence.StatusFailed) {
+		if g.Semantic == nil || !Ran(g.Status) {
 			continue
+		}
+		if len(g.Semantic.Comparisons) > 0 {
+			c, err := forestChart(gateTitle(g), g.Semantic)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
 		}
 		c, err := measuresChart(gateTitle(g), g.Semantic)
 		if err != nil {
@@ -139,6 +146,82 @@ func documentsChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 	}
 	return Chart{Title: gate + ": F1 per document", SVG: svg,
 		Caption: fmt.Sprintf("F1 of each of the %s of corpus %s, candidate beside production.", Plural(len(labels), "document", "documents"), sr.CorpusName)}, nil
+}
+
+// forestChart draws the comparisons as a forest plot: one row per gated
+// measure, its difference (candidate − production) as a dot between its
+// one-sided bounds, zero as a thin line and −margin as a dashed one.
+func forestChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
+	p := plot.New()
+	p.Title.Text = gate + ": difference to production"
+	p.X.Label.Text = "candidate − production"
+	n := len(sr.Comparisons)
+	labels := make([]string, n)
+	lo, hi := -sr.Tolerance, 0.0
+	var words []string
+	for i, c := range sr.Comparisons {
+		y := float64(n - 1 - i) // first measure on top
+		labels[n-1-i] = MeasureName(c.Measure)
+		bar, err := plotter.NewLine(plotter.XYs{{X: c.Lower, Y: y}, {X: c.Upper, Y: y}})
+		if err != nil {
+			return Chart{}, err
+		}
+		bar.LineStyle.Width, bar.LineStyle.Color = vg.Points(2), forestColor(c.Outcome)
+		dot, err := plotter.NewScatter(plotter.XYs{{X: c.Difference, Y: y}})
+		if err != nil {
+			return Chart{}, err
+		}
+		dot.GlyphStyle.Color, dot.GlyphStyle.Radius, dot.GlyphStyle.Shape = forestColor(c.Outcome), vg.Points(3.5), draw.CircleGlyph{}
+		p.Add(bar, dot)
+		lo, hi = min(lo, c.Lower), max(hi, c.Upper)
+		words = append(words, fmt.Sprintf("%s %+.3f (%+.3f to %+.3f, %s)", MeasureName(c.Measure), c.Difference, c.Lower, c.Upper, c.Outcome))
+	}
+	pad := (hi - lo) * 0.1
+	if pad == 0 {
+		pad = 0.01
+	}
+	for _, v := range []struct {
+		x      float64
+		dashed bool
+	}{{0, false}, {-sr.Tolerance, true}} {
+		l, err := plotter.NewLine(plotter.XYs{{X: v.x, Y: -0.5}, {X: v.x, Y: float64(n) - 0.5}})
+		if err != nil {
+			return Chart{}, err
+		}
+		l.LineStyle.Width, l.LineStyle.Color = vg.Points(1), color.Gray{Y: 0x60}
+		if v.dashed {
+			l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Legend.Add(fmt.Sprintf("margin −%.2f", sr.Tolerance), l)
+		}
+		p.Add(l)
+	}
+	p.Add(plotter.NewGrid())
+	p.NominalY(labels...)
+	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
+	p.X.Min, p.X.Max = lo-pad, hi+pad
+	p.Legend.Top = true
+	svg, err := render(p, 420, vg.Length(90+40*n))
+	if err != nil {
+		return Chart{}, err
+	}
+	conf := "one-sided"
+	if sr.Method != nil {
+		conf = fmt.Sprintf("%.0f %% one-sided", 100*sr.Method.Confidence)
+	}
+	return Chart{Title: gate + ": difference to production with its bounds", SVG: svg,
+		Caption: fmt.Sprintf("Each gated measure's difference, candidate − production, between its %s bounds (paired bootstrap over the %s); the dashed line is the margin −%.2f: a bar wholly right of it passes, wholly left fails, across it cannot decide. %s.",
+			conf, Plural(len(sr.Differences), "document", "documents"), sr.Tolerance, upperFirst(joinSemi(words)))}, nil
+}
+
+// forestColor is a comparison's colour by outcome.
+func forestColor(outcome string) color.Color {
+	switch outcome {
+	case evidence.StatusPassed:
+		return productionColor
+	case evidence.StatusFailed:
+		return color.RGBA{R: 0xb2, G: 0x18, B: 0x2b, A: 0xff}
+	}
+	return candidateColor
 }
 
 // latencyChart draws one box (quartiles, whiskers) and the samples of

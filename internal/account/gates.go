@@ -14,6 +14,9 @@ import (
 // gateSection is the work-completed section of a gate that ran.
 func gateSection(e *evidence.Evidence, g *evidence.Gate) Section {
 	s := Section{Title: gateTitle(g), Status: "Passed"}
+	if g.Status == evidence.StatusInconclusive {
+		s.Status = "Inconclusive"
+	}
 	if g.Status == evidence.StatusFailed {
 		s.Status = "Failed"
 		if g.Kind == "launch" {
@@ -285,12 +288,47 @@ func semanticItems(sr *evidence.SemanticResult) []string {
 	if n := sr.CandidateStats.DocumentsFailed; n > 0 {
 		out = append(out, fmt.Sprintf("The candidate failed %s (requests that got no reply).", Plural(n, "document", "documents")))
 	}
-	if len(sr.Reasons) > 0 {
+	for _, c := range sr.Comparisons {
+		out = append(out, ComparisonSentence(c, sr.Method))
+	}
+	if c := firstComparison(sr, "f1"); c != nil && c.SampleSize != "" {
+		out = append(out, "On F1, "+lowerFirst(c.SampleSize))
+	}
+	switch {
+	case sr.Outcome == evidence.StatusInconclusive:
+		out = append(out, "No check failed, but not every comparison could decide: "+joinSemi(semanticReasons(sr))+".")
+	case len(sr.Reasons) > 0:
 		out = append(out, "Failed checks: "+joinSemi(semanticReasons(sr))+".")
-	} else {
+	case len(sr.Comparisons) > 0:
+		out = append(out, "Every check passed: the candidate is above each floor and, at the stated confidence, no worse than production by more than the tolerance.")
+	default:
 		out = append(out, "Every check passed: the candidate is above each floor and no worse than production by more than the tolerance.")
 	}
 	return out
+}
+
+// ComparisonSentence is one comparison in words: candidate, production,
+// the difference with its bounds, the margin and the decision.
+func ComparisonSentence(c evidence.Comparison, m *evidence.StatMethod) string {
+	return fmt.Sprintf("%s: candidate %.3f, production %.3f, difference %+.3f (%s bounds %+.3f to %+.3f), margin %.2f: %s.",
+		upperFirst(MeasureName(c.Measure)), c.Candidate, c.Production, c.Difference, boundsText(m), c.Lower, c.Upper, c.Margin, c.Decision)
+}
+
+// boundsText is the method's one-sided confidence, "95 % one-sided".
+func boundsText(m *evidence.StatMethod) string {
+	if m == nil {
+		return "one-sided"
+	}
+	return fmt.Sprintf("%.0f %% one-sided", 100*m.Confidence)
+}
+
+func firstComparison(sr *evidence.SemanticResult, measure string) *evidence.Comparison {
+	for i := range sr.Comparisons {
+		if sr.Comparisons[i].Measure == measure {
+			return &sr.Comparisons[i]
+		}
+	}
+	return nil
 }
 
 // semanticReasons are the failed checks in words.
@@ -314,6 +352,14 @@ func semanticReasons(sr *evidence.SemanticResult) []string {
 			out = append(out, fmt.Sprintf("%s: %.3f, needs %.3f", c.Name, c.Value, c.Limit))
 		}
 	}
+	for _, c := range sr.Comparisons {
+		switch c.Outcome {
+		case evidence.StatusFailed:
+			out = append(out, fmt.Sprintf("%s is worse than production's by more than %.2f (difference %+.3f, upper bound %+.3f)", MeasureName(c.Measure), c.Margin, c.Difference, c.Upper))
+		case evidence.StatusInconclusive:
+			out = append(out, fmt.Sprintf("%s could not be told from production's within %.2f (difference %+.3f, bounds %+.3f to %+.3f)", MeasureName(c.Measure), c.Margin, c.Difference, c.Lower, c.Upper))
+		}
+	}
 	if len(out) == 0 {
 		out = append(out, sr.Reasons...)
 	}
@@ -322,11 +368,64 @@ func semanticReasons(sr *evidence.SemanticResult) []string {
 
 var measureName = map[string]string{"f1": "F1", "grounding_rate": "grounding", "schema_valid_rate": "schema-valid rate"}
 
+// MeasureName is a measure's name in prose ("F1", "grounding",
+// "schema-valid rate"); an unknown key is returned as it is.
+func MeasureName(key string) string {
+	if n := measureName[key]; n != "" {
+		return n
+	}
+	return key
+}
+
 // SemanticMarkdown is the semantic gate's tables: every measure for
 // candidate, production and the limit with how it was derived; the
 // largest per-document differences; the top reject reasons.
 func SemanticMarkdown(sr *evidence.SemanticResult) string {
 	var b strings.Builder
+	c, p := sr.CandidateScores, sr.ProductionScores
+	if len(sr.Comparisons) > 0 {
+		comparisonsMarkdown(&b, sr)
+	} else {
+		limitsMarkdown(&b, sr)
+	}
+	fmt.Fprintf(&b, "\nClaims: candidate %d (%d matched of %d gold), production %d (%d matched).\n", c.Predicted, c.Matched, c.Gold, p.Predicted, p.Matched)
+	documentsMarkdown(&b, sr)
+	return b.String()
+}
+
+// comparisonsMarkdown is the v3 table: each gated measure's comparison
+// with its bounds, margin and decision, the floors, and the measures
+// recorded but not gated.
+func comparisonsMarkdown(b *strings.Builder, sr *evidence.SemanticResult) {
+	fmt.Fprintf(b, "| Measure | Candidate | Production | Difference | Bounds (%s) | Margin | Floor | Decision | Documents needed |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", boundsText(sr.Method))
+	for _, cm := range sr.Comparisons {
+		floor, res := "—", cm.Outcome
+		if f := check(sr, cm.Measure+" floor"); f != nil {
+			floor = f3(f.Limit)
+			if !f.Passed {
+				res = "failed (floor)"
+			}
+		}
+		if res != evidence.StatusPassed {
+			res = "**" + res + "**"
+		}
+		need := "—"
+		if cm.DocumentsNeeded > 0 {
+			need = fmt.Sprintf("%d", cm.DocumentsNeeded)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %+.3f | %+.3f to %+.3f | %s | %s | %s | %s |\n", upperFirst(MeasureName(cm.Measure)), f3(cm.Candidate), f3(cm.Production),
+			cm.Difference, cm.Lower, cm.Upper, f2(cm.Margin), floor, res, need)
+	}
+	c, p := sr.CandidateScores, sr.ProductionScores
+	fmt.Fprintf(b, "\nRecorded, not gated: precision %s vs %s, coverage %s vs %s, duplicates %s vs %s (candidate vs production).\n",
+		f3(c.Precision), f3(p.Precision), f3(c.Coverage), f3(p.Coverage), f3(c.DuplicateRate), f3(p.DuplicateRate))
+	if m := sr.Method; m != nil {
+		fmt.Fprintf(b, "\nMethod: %s; %d resamples; %s; sample sizes at %.0f %% power.\n", m.Test, m.Resamples, m.Seeding, 100*m.Power)
+	}
+}
+
+// limitsMarkdown is the v2 table: each measure against its limit.
+func limitsMarkdown(b *strings.Builder, sr *evidence.SemanticResult) {
 	c, p := sr.CandidateScores, sr.ProductionScores
 	b.WriteString("| Measure | Candidate | Production | Limit | How the limit is derived | Result |\n| --- | --- | --- | --- | --- | --- |\n")
 	row := func(name, key string, cv, pv float64) {
@@ -347,7 +446,7 @@ func SemanticMarkdown(sr *evidence.SemanticResult) string {
 		case vsProd != nil:
 			lim, how, res = f3(vsProd.Limit), fmt.Sprintf("production %s − tolerance %s", f3(pv), f2(sr.Tolerance)), passText(vsProd.Passed)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, f3(cv), f3(pv), lim, how, res)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", name, f3(cv), f3(pv), lim, how, res)
 	}
 	row("Precision", "precision", c.Precision, p.Precision)
 	row("Coverage", "coverage", c.Coverage, p.Coverage)
@@ -355,8 +454,11 @@ func SemanticMarkdown(sr *evidence.SemanticResult) string {
 	row("Grounding", "grounding_rate", c.GroundingRate, p.GroundingRate)
 	row("Schema-valid replies", "schema_valid_rate", sr.CandidateStats.SchemaValidRate, sr.ProductionStats.SchemaValidRate)
 	row("Duplicates", "duplicate_rate", c.DuplicateRate, p.DuplicateRate)
-	fmt.Fprintf(&b, "\nClaims: candidate %d (%d matched of %d gold), production %d (%d matched).\n", c.Predicted, c.Matched, c.Gold, p.Predicted, p.Matched)
+}
 
+// documentsMarkdown is the largest per-document differences and each
+// side's top reject reasons.
+func documentsMarkdown(b *strings.Builder, sr *evidence.SemanticResult) {
 	diffs := append([]evidence.DocDiff{}, sr.Differences...)
 	sort.SliceStable(diffs, func(i, j int) bool { return math.Abs(diffs[i].DeltaF1) > math.Abs(diffs[j].DeltaF1) })
 	var big []evidence.DocDiff
@@ -368,7 +470,7 @@ func SemanticMarkdown(sr *evidence.SemanticResult) string {
 	if len(big) > 0 {
 		b.WriteString("\nLargest per-document differences:\n\n| Document | Candidate F1 | Production F1 | Difference | Claims (candidate / production) |\n| --- | --- | --- | --- | --- |\n")
 		for _, d := range big {
-			fmt.Fprintf(&b, "| %s | %s | %s | %+.3f | %d / %d |\n", cellText(d.DocID), f3(d.CandidateF1), f3(d.ProductionF1), d.DeltaF1, d.CandidateClaims, d.ProductionClaims)
+			fmt.Fprintf(b, "| %s | %s | %s | %+.3f | %d / %d |\n", cellText(d.DocID), f3(d.CandidateF1), f3(d.ProductionF1), d.DeltaF1, d.CandidateClaims, d.ProductionClaims)
 		}
 	} else if len(diffs) > 0 {
 		b.WriteString("\nNo document's F1 differs between candidate and production.\n")
@@ -380,12 +482,11 @@ func SemanticMarkdown(sr *evidence.SemanticResult) string {
 		if len(side.rs) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\nTop reject reasons of %s:\n\n| Reason | Count | Example |\n| --- | --- | --- |\n", side.name)
+		fmt.Fprintf(b, "\nTop reject reasons of %s:\n\n| Reason | Count | Example |\n| --- | --- | --- |\n", side.name)
 		for _, r := range side.rs {
-			fmt.Fprintf(&b, "| %s | %d | %s |\n", cellText(r.Code), r.Count, cellText(truncate(r.Example, 140)))
+			fmt.Fprintf(b, "| %s | %d | %s |\n", cellText(r.Code), r.Count, cellText(truncate(r.Example, 140)))
 		}
 	}
-	return b.String()
 }
 
 func check(sr *evidence.SemanticResult, name string) *evidence.SemanticCheck {

@@ -143,12 +143,12 @@ func TestStaleOrMismatchingEvidenceRefusedNamingTheField(t *testing.T) {
 	now := time.Now()
 	check := func(field string) {
 		t.Helper()
-		_, err := activation.Check(context.Background(), w.cfg, evPath, now)
+		_, err := activation.Check(context.Background(), w.cfg, evPath, now, activation.Accept{})
 		if !refusedOn(err, field) {
 			t.Fatalf("err = %v, want refused on %s", err, field)
 		}
 	}
-	if _, err := activation.Check(context.Background(), w.cfg, evPath, now); err != nil {
+	if _, err := activation.Check(context.Background(), w.cfg, evPath, now, activation.Accept{}); err != nil {
 		t.Fatalf("fresh evidence refused: %v", err)
 	}
 
@@ -193,14 +193,14 @@ func TestStaleOrMismatchingEvidenceRefusedNamingTheField(t *testing.T) {
 	tampered := filepath.Join(t.TempDir(), evidence.PrivateFile)
 	b, _ = json.Marshal(&ev)
 	must(t, os.WriteFile(tampered, b, 0o600))
-	if _, err := activation.Check(context.Background(), w.cfg, tampered, now); !refusedOn(err, "gates[launch].attempts[no-exit].effective.profile_hash") {
+	if _, err := activation.Check(context.Background(), w.cfg, tampered, now, activation.Accept{}); !refusedOn(err, "gates[launch].attempts[no-exit].effective.profile_hash") {
 		t.Fatalf("tampered effective profile: %v", err)
 	}
 	// Not qualified.
 	ev.Verdict = evidence.VerdictNotQualified
 	b, _ = json.Marshal(&ev)
 	must(t, os.WriteFile(tampered, b, 0o600))
-	if _, err := activation.Check(context.Background(), w.cfg, tampered, now); !refusedOn(err, "verdict") {
+	if _, err := activation.Check(context.Background(), w.cfg, tampered, now, activation.Accept{}); !refusedOn(err, "verdict") {
 		t.Fatalf("not qualified: %v", err)
 	}
 
@@ -493,5 +493,50 @@ func TestSwitchRecoveryHoldsProductionLease(t *testing.T) {
 	}
 	if h, _ := production.History(w.cfg.Path); len(h) != 1 || h[0].Outcome != production.OutcomeRecovered {
 		t.Fatalf("history %+v, want one recovered record", h)
+	}
+}
+
+// TestInconclusiveRefusedUnlessAccepted: an inconclusive campaign (no
+// gate failed, a comparison could not decide) is refused on its verdict,
+// saying how to proceed; with Accept.Inconclusive it activates, and the
+// record and the journal entry say it was accepted.
+func TestInconclusiveRefusedUnlessAccepted(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+	var ev evidence.Evidence
+	b, _ := os.ReadFile(evPath)
+	must(t, json.Unmarshal(b, &ev))
+	ev.Verdict, ev.ExitCode = evidence.VerdictInconclusive, 5
+	ev.TerminationReason = "no gate failed, but 1 gate's comparison could not decide (ready inconclusive)"
+	ev.Gates[len(ev.Gates)-1].Status = evidence.StatusInconclusive
+	inc := filepath.Join(t.TempDir(), evidence.PrivateFile)
+	b, _ = json.Marshal(&ev)
+	must(t, os.WriteFile(inc, b, 0o600))
+	_, err := activation.Check(context.Background(), w.cfg, inc, time.Now(), activation.Accept{})
+	if !refusedOn(err, "verdict") || !strings.Contains(err.Error(), "is inconclusive") || !strings.Contains(err.Error(), "--accept-inconclusive") {
+		t.Fatalf("inconclusive evidence: %v, want refused on verdict naming --accept-inconclusive", err)
+	}
+	// A hand-edited exit code still contradicts the verdict.
+	ev.ExitCode = 0
+	bad := filepath.Join(t.TempDir(), evidence.PrivateFile)
+	b, _ = json.Marshal(&ev)
+	must(t, os.WriteFile(bad, b, 0o600))
+	if _, err := activation.Check(context.Background(), w.cfg, bad, time.Now(), activation.Accept{Inconclusive: true}); !refusedOn(err, "exit_code") {
+		t.Fatalf("inconclusive evidence exiting 0: %v, want refused on exit_code", err)
+	}
+	o := opts(w)
+	o.Accept.Inconclusive = true
+	out, err := activation.Activate(context.Background(), w.cfg, inc, o)
+	if err != nil || out.ExitCode != 0 {
+		t.Fatalf("accepted inconclusive activation: %v", err)
+	}
+	if len(out.Record.Accepted) != 1 || !strings.Contains(out.Record.Accepted[0], "--accept-inconclusive") {
+		t.Fatalf("record accepted %q", out.Record.Accepted)
+	}
+	j, err := journal.Load(w.journal)
+	must(t, err)
+	if len(j.Entries) != 1 || !strings.Contains(j.Entries[0].Summary, "accepted evidence that could not decide") || j.Entries[0].Validation[0].Status != journal.StatusInconclusive {
+		t.Fatalf("journal entry %+v", j.Entries)
 	}
 }

@@ -52,6 +52,19 @@ type Qualified struct {
 	Artifact *artifact.Report
 	// Active is the production it would replace.
 	Active *production.Active
+	// Accepted says, one sentence each, what the evidence lacked that the
+	// user accepted (Accept): the activation record keeps it.
+	Accepted []string
+}
+
+// Accept are the shortfalls a user may accept deliberately (flags of
+// 'hiro activate'); each one accepted is recorded in the activation
+// record.
+type Accept struct {
+	// Inconclusive accepts a campaign whose verdict is inconclusive: no
+	// gate failed, but a comparison with production could not decide
+	// (--accept-inconclusive).
+	Inconclusive bool
 }
 
 // EvidencePath returns the private evidence file for arg: a campaign's
@@ -86,13 +99,18 @@ func EvidencePath(arg string) (string, error) {
 // against is no longer the active one (stale); the launch attempt's
 // effective profile when it no longer hashes as recorded. Other errors
 // (unreadable evidence) are returned as they are.
-func Check(ctx context.Context, cfg *config.Config, path string, now time.Time) (*Qualified, error) {
+func Check(ctx context.Context, cfg *config.Config, path string, now time.Time, acc Accept) (*Qualified, error) {
 	ev, err := evidence.Load(path)
 	if err != nil {
 		return nil, err
 	}
 	q := &Qualified{Evidence: ev, Path: path}
-	if ev.Verdict != evidence.VerdictQualified {
+	switch {
+	case ev.Verdict == evidence.VerdictInconclusive && acc.Inconclusive:
+		q.Accepted = append(q.Accepted, fmt.Sprintf("accepted inconclusive evidence (--accept-inconclusive): %s", ev.TerminationReason))
+	case ev.Verdict == evidence.VerdictInconclusive:
+		return nil, refuse("verdict", "campaign %s is inconclusive (%s): the corpus could not tell the candidate from production within the margin, so the evidence shows neither that it holds production's level nor that it does not; qualify again on a larger corpus (the report says about how many documents), or pass --accept-inconclusive to activate on this evidence anyway (the activation record says so)", ev.ID, ev.TerminationReason)
+	case ev.Verdict != evidence.VerdictQualified:
 		return nil, refuse("verdict", "campaign %s is %q, not %q (%s); only a qualified campaign may change production", ev.ID, ev.Verdict, evidence.VerdictQualified, ev.TerminationReason)
 	}
 	if err := consistent(ev); err != nil {
@@ -151,18 +169,24 @@ func Check(ctx context.Context, cfg *config.Config, path string, now time.Time) 
 }
 
 // consistent refuses evidence whose verdict its own record contradicts
-// (a hand-edited file): a qualified campaign exits 0, every gate passed
-// or was skipped by the plan, a passed gate carries no failure, and
-// production, when the campaign stopped it, was restored.
+// (a hand-edited file): a qualified campaign exits 0 (an inconclusive one
+// 5), every gate passed (or was inconclusive, for an inconclusive
+// campaign) or was skipped by the plan, a passed gate carries no
+// failure, and production, when the campaign stopped it, was restored.
 func consistent(ev *evidence.Evidence) error {
-	const hint = "the evidence contradicts its verdict qualified (edited by hand?); run the campaign again"
-	if ev.ExitCode != qualify.ExitQualified {
-		return refuse("exit_code", "campaign %s exited %d, not %d: %s", ev.ID, ev.ExitCode, qualify.ExitQualified, hint)
+	hint := "the evidence contradicts its verdict " + ev.Verdict + " (edited by hand?); run the campaign again"
+	code := qualify.ExitQualified
+	if ev.Verdict == evidence.VerdictInconclusive {
+		code = qualify.ExitInconclusive
+	}
+	if ev.ExitCode != code {
+		return refuse("exit_code", "campaign %s exited %d, not %d: %s", ev.ID, ev.ExitCode, code, hint)
 	}
 	for _, g := range ev.Gates {
 		f := "gates[" + g.ID + "]"
 		switch {
 		case g.Status == evidence.StatusNotRun && g.Reason == qualify.ReasonSkipped:
+		case g.Status == evidence.StatusInconclusive && ev.Verdict == evidence.VerdictInconclusive:
 		case g.Status != evidence.StatusPassed:
 			return refuse(f+".status", "gate %s is %q (%s): %s", g.ID, g.Status, g.Reason, hint)
 		case g.Failure != nil:

@@ -3,6 +3,7 @@ package activation
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/journal"
@@ -86,8 +87,14 @@ func (s *switcher) journal() string {
 	}
 	e.Sections = []journal.Section{{Title: "Switch", Status: status, Items: items}}
 	if r.Kind == production.KindActivate {
-		e.Validation = append(e.Validation, journal.ValidationRow{Check: "Evidence of campaign " + r.Campaign, Status: journal.StatusPassed,
-			Result: "qualified, recent enough; candidate profile, plan, prompts, schema, corpus and artifact fingerprints match; compared against the active production"})
+		row := journal.ValidationRow{Check: "Evidence of campaign " + r.Campaign, Status: journal.StatusPassed,
+			Result: "qualified, recent enough; candidate profile, plan, prompts, schema, corpus and artifact fingerprints match; compared against the active production"}
+		if len(r.Accepted) > 0 {
+			row.Status = journal.StatusInconclusive
+			row.Result = strings.Join(r.Accepted, "; ") + "; recent enough; fingerprints match; compared against the active production"
+			e.Summary += " The user accepted evidence that could not decide: " + strings.Join(r.Accepted, "; ") + "."
+		}
+		e.Validation = append(e.Validation, row)
 	}
 	e.Validation = append(e.Validation, journal.ValidationRow{Check: "New production " + label(r.To) + " ready", Status: passFail(r.Verified != nil && r.Verified.OK), Result: verifiedText(r.Verified)})
 	if r.Restored != nil {

@@ -104,14 +104,14 @@ func TestEvidenceContradictingItsVerdictRefused(t *testing.T) {
 		c.edit(&ev)
 		out, _ := json.Marshal(&ev)
 		must(t, os.WriteFile(tampered, out, 0o600))
-		if _, err := activation.Check(context.Background(), w.cfg, tampered, time.Now()); !refusedOn(err, c.field) {
+		if _, err := activation.Check(context.Background(), w.cfg, tampered, time.Now(), activation.Accept{}); !refusedOn(err, c.field) {
 			t.Fatalf("want refused on %s, got %v", c.field, err)
 		}
 		if code, out := w.hiro("activate", "--check", tampered); code != 1 || !strings.Contains(out, c.field) {
 			t.Fatalf("activate --check: exit %d, want 1 naming %s\n%s", code, c.field, out)
 		}
 	}
-	if _, err := activation.Check(context.Background(), w.cfg, evPath, time.Now()); err != nil {
+	if _, err := activation.Check(context.Background(), w.cfg, evPath, time.Now(), activation.Accept{}); err != nil {
 		t.Fatalf("the untouched evidence is refused: %v", err)
 	}
 }

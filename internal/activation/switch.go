@@ -41,6 +41,9 @@ type Options struct {
 	Router Router
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Accept are the shortfalls the user accepted (Check); the record
+	// names each.
+	Accept Accept
 }
 
 func (o *Options) fill() {
@@ -76,7 +79,7 @@ func Activate(ctx context.Context, cfg *config.Config, path string, opts Options
 		return nil, err
 	}
 	defer lock.Unlock()
-	q, err := Check(ctx, cfg, path, opts.Now())
+	q, err := Check(ctx, cfg, path, opts.Now(), opts.Accept)
 	if err != nil {
 		return nil, err
 	}
@@ -85,14 +88,17 @@ func Activate(ctx context.Context, cfg *config.Config, path string, opts Options
 	}
 	rec := &production.Record{Kind: production.KindActivate, Config: cfg.Path, From: &q.Active.Snapshot,
 		To:       production.Snap(q.Profile, q.Variant, ""),
-		Campaign: q.Evidence.ID, Evidence: q.Path,
+		Campaign: q.Evidence.ID, Evidence: q.Path, Accepted: q.Accepted,
 		RollbackTo: &q.Active.Snapshot, RollbackSeq: q.Active.Seq}
 	art := ""
 	if q.Artifact != nil {
 		art = ", artifact " + q.Artifact.Repo + "@" + q.Artifact.Revision + " verified again"
 	}
-	opts.Progress(fmt.Sprintf("evidence of campaign %s holds: qualified %s ago, fingerprints match%s, compared against the active production %s",
-		q.Evidence.ID, opts.Now().Sub(*q.Evidence.FinishedAt).Round(time.Second), art, q.Active.Name))
+	for _, a := range q.Accepted {
+		opts.Progress(a)
+	}
+	opts.Progress(fmt.Sprintf("evidence of campaign %s holds: %s %s ago, fingerprints match%s, compared against the active production %s",
+		q.Evidence.ID, q.Evidence.Verdict, opts.Now().Sub(*q.Evidence.FinishedAt).Round(time.Second), art, q.Active.Name))
 	return run(ctx, cfg, rec, q.Active.Profile, q.Profile, opts)
 }
 

@@ -25,6 +25,8 @@ func init() {
 type switchOpts struct {
 	Journal string
 	Check   bool
+	// AcceptInconclusive is activate's --accept-inconclusive.
+	AcceptInconclusive bool
 	// journalSet is whether --journal was given; without it the entry
 	// goes to the configuration's <state_dir>/journal.
 	journalSet bool
@@ -64,7 +66,7 @@ old production could not be put back (critical).`
 func newActivateCmd(g *Globals) *cobra.Command {
 	o := &switchOpts{}
 	cmd := &cobra.Command{
-		Use:   "activate EVIDENCE [--check] [--journal DIR] [--json]",
+		Use:   "activate EVIDENCE [--check] [--accept-inconclusive] [--journal DIR] [--json]",
 		Short: "Switch production to a qualified campaign's candidate",
 		Long: `Switch production to the candidate of a campaign (EVIDENCE: its evidence folder
 or evidence file; the private copy is read, it records what ran). Refused
@@ -72,7 +74,9 @@ unless the evidence says qualified, finished within production.max_evidence_age,
 and its fingerprints still match what would run: the candidate profile, the
 plan, the prompts, the schema, the corpus and the artifact manifest (verified
 again). It is stale, and refused, when the production it was compared against
-is no longer the active one. What runs is what qualified: if the launch gate
+is no longer the active one. An inconclusive campaign (no gate failed, but a
+comparison with production could not decide; qualify exit 5) is refused unless
+--accept-inconclusive is given, which the activation record keeps. What runs is what qualified: if the launch gate
 passed on a fallback variant, that variant's environment and arguments.
 
 The switch starts the candidate (or, when either needs the accelerator
@@ -93,6 +97,7 @@ campaign X".
 		},
 	}
 	addSwitchFlags(cmd, g, o)
+	cmd.Flags().BoolVar(&o.AcceptInconclusive, "accept-inconclusive", false, "activate on an inconclusive campaign (no gate failed, a comparison could not decide); the activation record says so")
 	return cmd
 }
 
@@ -126,7 +131,7 @@ func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) err
 		return UsageError(fmt.Errorf("activate: %w", err))
 	}
 	if o.Check {
-		q, err := activation.Check(ctx, cfg, path, time.Now())
+		q, err := activation.Check(ctx, cfg, path, time.Now(), activation.Accept{Inconclusive: o.AcceptInconclusive})
 		if err != nil {
 			return switchError(g, "activate", err)
 		}
@@ -134,7 +139,9 @@ func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) err
 			From: activeName(q.Active), To: q.Profile.Name, Variant: q.Variant}
 		return printSwitch(g, sum)
 	}
-	out, err := activation.Activate(ctx, cfg, path, switchOptions(ctx, g, o, cfg))
+	so := switchOptions(ctx, g, o, cfg)
+	so.Accept.Inconclusive = o.AcceptInconclusive
+	out, err := activation.Activate(ctx, cfg, path, so)
 	if err != nil {
 		return switchError(g, "activate", err)
 	}

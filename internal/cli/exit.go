@@ -16,6 +16,9 @@ const (
 	ExitUsage    = exitcode.Usage
 	ExitAborted  = exitcode.Aborted
 	ExitCritical = exitcode.Critical
+	// ExitInconclusive is qualify's: no gate failed, a comparison could
+	// not decide.
+	ExitInconclusive = exitcode.Inconclusive
 )
 
 // ExitError carries an exit status with its cause. Use the constructors

@@ -27,6 +27,9 @@ const (
 	VerdictQualified    = "qualified"
 	VerdictNotQualified = "not_qualified"
 	VerdictAborted      = "aborted"
+	// VerdictInconclusive (v3): no gate failed and at least one gate's
+	// comparison could not decide (its status is StatusInconclusive).
+	VerdictInconclusive = "inconclusive"
 	// VerdictRunning marks a document written while the campaign is still
 	// going: a crash leaves the last complete state with this verdict.
 	VerdictRunning = "running"
@@ -38,6 +41,10 @@ const (
 	StatusFailed  = "failed"
 	StatusNotRun  = "not_run"
 	StatusRunning = "running"
+	// StatusInconclusive (v3): the gate's comparison with production could
+	// not decide between passed and failed (its interval holds the
+	// margin); later gates still run.
+	StatusInconclusive = "inconclusive"
 )
 
 // Evidence is one campaign's record. It is rewritten atomically after
@@ -64,10 +71,11 @@ type Evidence struct {
 	Intent *Intent `json:"intent,omitempty"`
 	// Exclusive says the candidate needed the accelerator alone.
 	Exclusive bool `json:"exclusive"`
-	// Verdict is qualified, not_qualified, aborted (or running while the
-	// campaign goes on).
+	// Verdict is qualified, not_qualified, inconclusive, aborted (or
+	// running while the campaign goes on).
 	Verdict string `json:"verdict"`
-	// ExitCode is the documented exit status hiro returned (0-4).
+	// ExitCode is the documented exit status hiro returned (0-5,
+	// package exitcode).
 	ExitCode int `json:"exit_code"`
 	// TerminationReason says in one sentence why the campaign ended
 	// ("all gates passed", "gate launch failed", "interrupted by SIGTERM").
@@ -116,7 +124,8 @@ type Gate struct {
 	Kind string `json:"kind"`
 	// Title is a short human name for the gate.
 	Title string `json:"title,omitempty"`
-	// Status is passed, failed or not_run (running while in progress).
+	// Status is passed, failed, inconclusive or not_run (running while in
+	// progress).
 	Status string `json:"status"`
 	// Reason explains a failure or why the gate did not run ("not
 	// authorized: launch failed", "skipped by plan").

@@ -41,9 +41,14 @@ type ArtifactPaths struct {
 type SemanticResult struct {
 	// Summary is the comparison in one sentence.
 	Summary string `json:"summary"`
-	// Passed is true when every check passed; Reasons lists the failed
-	// checks in words (empty when passed).
-	Passed  bool            `json:"passed"`
+	// Passed is true when every check passed (Outcome passed); Reasons
+	// lists the failed checks and undecided comparisons in words (empty
+	// when passed).
+	Passed bool `json:"passed"`
+	// Outcome (v3) is passed, failed or inconclusive: failed when a floor
+	// or a comparison failed, inconclusive when none failed and a
+	// comparison could not decide.
+	Outcome string          `json:"outcome"`
 	Reasons []string        `json:"reasons"`
 	Checks  []SemanticCheck `json:"checks"`
 	// Floors and Tolerance are the plan's.
@@ -62,6 +67,11 @@ type SemanticResult struct {
 	// CandidateStats and ProductionStats total each side's extraction.
 	CandidateStats  ExtractionStats `json:"candidate_stats"`
 	ProductionStats ExtractionStats `json:"production_stats"`
+	// Comparisons (v3) are the gated measures' non-inferiority tests, one
+	// per measure (f1, grounding_rate, schema_valid_rate); Method says how
+	// they were computed.
+	Comparisons []Comparison `json:"comparisons,omitempty"`
+	Method      *StatMethod  `json:"method,omitempty"`
 	// Differences are per-document scores side by side.
 	Differences []DocDiff `json:"differences"`
 	// CandidateRejects and ProductionRejects are each side's most frequent
@@ -147,6 +157,73 @@ type DocDiff struct {
 	DeltaGrounding      float64 `json:"delta_grounding_rate"`
 	CandidateClaims     int     `json:"candidate_claims"`
 	ProductionClaims    int     `json:"production_claims"`
+	// CandidateCounts and ProductionCounts (v3) are the document's counts
+	// the comparisons resample: what a reader needs to recompute them.
+	CandidateCounts  *DocCounts `json:"candidate_counts,omitempty"`
+	ProductionCounts *DocCounts `json:"production_counts,omitempty"`
+}
+
+// DocCounts are one side's counts on one document: claims predicted,
+// gold claims, matched pairs, grounded claims, replies and schema-valid
+// replies. F1 over documents is 2·sum(matched)/(sum(predicted)+sum(gold)),
+// grounding sum(grounded)/sum(predicted), schema-valid
+// sum(schema_valid)/sum(replies).
+type DocCounts struct {
+	Predicted   int `json:"predicted"`
+	Gold        int `json:"gold"`
+	Matched     int `json:"matched"`
+	Grounded    int `json:"grounded"`
+	Replies     int `json:"replies"`
+	SchemaValid int `json:"schema_valid"`
+}
+
+// Comparison is one gated measure's paired non-inferiority test of the
+// candidate against production (package stats). Values are fractions.
+type Comparison struct {
+	// Measure is f1, grounding_rate or schema_valid_rate.
+	Measure string `json:"measure"`
+	// Candidate and Production are the measure micro-averaged over the
+	// documents; Difference is Candidate − Production.
+	Candidate  float64 `json:"candidate"`
+	Production float64 `json:"production"`
+	Difference float64 `json:"difference"`
+	// Lower and Upper are the one-sided bounds of the difference at the
+	// method's confidence (percentile bootstrap over documents).
+	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
+	// StandardError is the bootstrap standard error of the difference.
+	StandardError float64 `json:"standard_error"`
+	// Margin is the plan's tolerance: the drop that is still acceptable.
+	Margin float64 `json:"margin"`
+	// Outcome is passed (Lower > −Margin), failed (Upper < −Margin) or
+	// inconclusive; Decision says it in words.
+	Outcome  string `json:"outcome"`
+	Decision string `json:"decision"`
+	// Seed is the generator's seed for this measure (hex), derived from
+	// the evidence's input fingerprints and the measure's name.
+	Seed string `json:"seed"`
+	// DocumentsNeeded is how many documents would tell a drop of Margin
+	// at the method's confidence and power (-1: never, for a zero
+	// margin); DetectableDrop the smallest drop these documents tell;
+	// SampleSize says both in one sentence.
+	DocumentsNeeded int     `json:"documents_needed"`
+	DetectableDrop  float64 `json:"detectable_drop"`
+	SampleSize      string  `json:"sample_size"`
+}
+
+// StatMethod is how the comparisons were computed, so that a reader can
+// recompute them from Differences' counts.
+type StatMethod struct {
+	// Test names the test and the interval.
+	Test string `json:"test"`
+	// Resamples is the number of bootstrap resamples; Confidence each
+	// bound's one-sided confidence; Power the power the sample-size
+	// estimate aims at.
+	Resamples  int     `json:"resamples"`
+	Confidence float64 `json:"confidence"`
+	Power      float64 `json:"power"`
+	// Seeding says what each measure's seed is derived from.
+	Seeding string `json:"seeding"`
 }
 
 // RejectReason is one reject reason code with how often it occurred and

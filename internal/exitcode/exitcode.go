@@ -13,4 +13,9 @@ const (
 	Aborted = 3
 	// Critical: production could not be restored.
 	Critical = 4
+	// Inconclusive (qualify): no gate failed, but at least one gate's
+	// comparison with production could not decide (the corpus cannot tell
+	// the candidate from production within the margin); activation refuses
+	// it unless told --accept-inconclusive.
+	Inconclusive = 5
 )

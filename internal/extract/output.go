@@ -388,6 +388,26 @@ func ReadClaims(path string) ([]Claim, error) { return readJSONL[Claim](path) }
 // ReadRejects reads a rejects.jsonl file, superseded rejects included.
 func ReadRejects(path string) ([]Reject, error) { return readJSONL[Reject](path) }
 
+// ReadCurrentProgress reads the output directory dir's progress.jsonl and
+// returns each document's latest checkpoint (the output as it now is),
+// keyed by document id; a line that does not parse ends the history (a
+// cut last line).
+func ReadCurrentProgress(dir string) (map[string]DocProgress, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ProgressFile))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]DocProgress{}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var p DocProgress
+		if json.Unmarshal(line, &p) != nil || p.DocID == "" {
+			break
+		}
+		out[p.DocID] = p
+	}
+	return out, nil
+}
+
 // ReadCurrentRejects reads the rejects of the output directory dir as it
 // now is: the rejects written with each document's latest checkpoint, in
 // file order. Rejects of a document that a later run redid (superseded)

@@ -19,6 +19,8 @@ const (
 	StatusPassed = "passed"
 	StatusFailed = "failed"
 	StatusNotRun = "not_run"
+	// StatusInconclusive: the gate's comparison could not decide.
+	StatusInconclusive = "inconclusive"
 )
 
 // MaxSlugLen is the longest slug (and alias) accepted, in bytes.
@@ -95,8 +97,9 @@ type Decision struct {
 type ValidationRow struct {
 	// Check names what was checked.
 	Check string `json:"check" jsonschema:"minLength=1"`
-	// Status is StatusPassed, StatusFailed or StatusNotRun.
-	Status string `json:"status" jsonschema:"enum=passed,enum=failed,enum=not_run"`
+	// Status is StatusPassed, StatusFailed, StatusInconclusive or
+	// StatusNotRun.
+	Status string `json:"status" jsonschema:"enum=passed,enum=failed,enum=inconclusive,enum=not_run"`
 	// Result says what was found, plain text; each line is shown on its own.
 	Result string `json:"result,omitempty" jsonschema_description:"What was found, plain text; each line is shown on its own."`
 }
@@ -179,9 +182,9 @@ func (e *Entry) Validate() []string {
 			probs = append(probs, fmt.Sprintf("validation[%d].check: empty", i))
 		}
 		switch r.Status {
-		case StatusPassed, StatusFailed, StatusNotRun:
+		case StatusPassed, StatusFailed, StatusInconclusive, StatusNotRun:
 		default:
-			probs = append(probs, fmt.Sprintf("validation[%d].status: %q is not one of passed, failed, not_run", i, r.Status))
+			probs = append(probs, fmt.Sprintf("validation[%d].status: %q is not one of passed, failed, inconclusive, not_run", i, r.Status))
 		}
 	}
 	if e.Evidence != "" && !validEvidenceRef(e.Evidence) {

@@ -87,9 +87,9 @@ type revisionView struct {
 type linkView struct{ Slug, Title string }
 
 // tally counts validation rows by status.
-type tally struct{ Passed, Failed, NotRun int }
+type tally struct{ Passed, Failed, Inconclusive, NotRun int }
 
-func (t tally) Any() bool { return t.Passed+t.Failed+t.NotRun > 0 }
+func (t tally) Any() bool { return t.Passed+t.Failed+t.Inconclusive+t.NotRun > 0 }
 
 // displayTime is how a time reads on a page, in the zone it was written
 // in: "2025-06-12 18:30 +02:00", or "2025-06-13 08:00 UTC".
@@ -135,6 +135,8 @@ func (b *builder) entryView(md goldmark.Markdown, i int) (*entryView, error) {
 			v.Tally.Failed++
 		case StatusNotRun:
 			v.Tally.NotRun++
+		case StatusInconclusive:
+			v.Tally.Inconclusive++
 		}
 	}
 	for _, r := range e.Revisions {
@@ -200,7 +202,7 @@ func Tone(status string) string {
 		return "na"
 	case has("fail", "error", "abort", "critical", "broken"):
 		return "bad"
-	case has("not qualified", "partial", "warn", "degraded", "but not"):
+	case has("not qualified", "partial", "warn", "degraded", "but not", "inconclusive"):
 		return "warn"
 	case has("pass", "complete", "verified", "restored", "qualified", "done") || slices.Contains(strings.Fields(s), "ok"):
 		return "ok"

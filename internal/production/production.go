@@ -168,6 +168,9 @@ type Record struct {
 	Campaign string `json:"campaign,omitempty"`
 	Evidence string `json:"evidence,omitempty"`
 	Undid    int    `json:"undid,omitempty"`
+	// Accepted lists, one sentence each, what the evidence lacked that the
+	// user accepted deliberately (hiro activate --accept-inconclusive).
+	Accepted []string `json:"accepted,omitempty"`
 	// Router says whether a running router was switched.
 	Router bool `json:"router"`
 	// Steps are the switch's steps in order.

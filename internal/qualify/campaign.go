@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/evidence"
@@ -32,6 +33,7 @@ const (
 	ExitBadPlan      = exitcode.Usage
 	ExitAborted      = exitcode.Aborted
 	ExitCritical     = exitcode.Critical
+	ExitInconclusive = exitcode.Inconclusive
 )
 
 // ReasonSkipped is the reason of a gate the plan skips (status not_run);
@@ -203,14 +205,14 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 	if err := c.recovered("production guard", func() error { return c.guardBefore(ctx) }); err != nil {
 		aborted, abortReason = true, err.Error()
 	}
-	failedGate := ""
+	failedGate, inconclusive := "", []string(nil)
 	if !aborted {
-		failedGate, aborted, abortReason = c.runGates(ctx)
+		failedGate, inconclusive, aborted, abortReason = c.runGates(ctx)
 	}
 	if err := c.recovered("stopping the candidate", func() error { c.stopCandidate(); return nil }); err != nil && !aborted {
 		aborted, abortReason = true, err.Error()
 	}
-	return c.finish(start, failedGate, aborted, abortReason)
+	return c.finish(start, failedGate, inconclusive, aborted, abortReason)
 }
 
 func slug(s string) string {
@@ -334,8 +336,9 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 }
 
 // runGates runs the plan's gates in order with authorization. It returns
-// the id of the first failed gate, or aborted with a reason.
-func (c *campaign) runGates(ctx context.Context) (failedGate string, aborted bool, reason string) {
+// the id of the first failed gate, the ids of the inconclusive ones (an
+// inconclusive gate withholds nothing), or aborted with a reason.
+func (c *campaign) runGates(ctx context.Context) (failedGate string, inconclusive []string, aborted bool, reason string) {
 	for i, spec := range c.plan.Gates {
 		g := &c.ev.Gates[i]
 		switch {
@@ -371,6 +374,9 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, aborted boo
 		case err != nil && errors.Is(err, ErrHarness):
 			aborted, reason = true, err.Error()
 			g.Status, g.Reason = evidence.StatusFailed, "harness error: "+err.Error()
+		case err != nil && errors.Is(err, ErrInconclusive):
+			inconclusive = append(inconclusive, spec.ID)
+			g.Status, g.Reason = evidence.StatusInconclusive, err.Error()
 		case err != nil:
 			failedGate = spec.ID
 			g.Status, g.Reason = evidence.StatusFailed, err.Error()
@@ -380,7 +386,7 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, aborted boo
 		c.out.line("[%s] %s (%s)%s", spec.ID, g.Status, time.Duration(g.DurationMS)*time.Millisecond, suffix(g.Reason))
 		_ = c.save()
 	}
-	return failedGate, aborted, reason
+	return failedGate, inconclusive, aborted, reason
 }
 
 func suffix(reason string) string {
@@ -389,6 +395,11 @@ func suffix(reason string) string {
 	}
 	return ": " + reason
 }
+
+// ErrInconclusive is wrapped by a gate's error when its comparison with
+// production could not decide (package stats' inconclusive outcome): the
+// gate's status is inconclusive, and later gates still run.
+var ErrInconclusive = errors.New("inconclusive")
 
 // ErrHarness marks an error of hiro itself (not of the candidate): a gate
 // returning an error that wraps it aborts the campaign (exit 3) instead
@@ -465,7 +476,7 @@ func (c *campaign) stopCandidate() {
 
 // finish restores production when the guard stopped it, settles the
 // verdict and exit code, writes the report and the final evidence.
-func (c *campaign) finish(start time.Time, failedGate string, aborted bool, abortReason string) (*Outcome, error) {
+func (c *campaign) finish(start time.Time, failedGate string, inconclusive []string, aborted bool, abortReason string) (*Outcome, error) {
 	e := c.ev
 	critical := false
 	if c.prod != nil && e.Production.Stopped {
@@ -507,6 +518,9 @@ func (c *campaign) finish(start time.Time, failedGate string, aborted bool, abor
 	case leak != "":
 		e.Verdict, e.ExitCode = evidence.VerdictNotQualified, ExitNotQualified
 		e.TerminationReason = "every gate passed, but stopping the candidate left processes behind: " + leak
+	case len(inconclusive) > 0:
+		e.Verdict, e.ExitCode = evidence.VerdictInconclusive, ExitInconclusive
+		e.TerminationReason = fmt.Sprintf("no gate failed, but %s could not decide (%s inconclusive)", account.Plural(len(inconclusive), "gate's comparison", "gates' comparisons"), strings.Join(inconclusive, ", "))
 	default:
 		e.Verdict, e.ExitCode = evidence.VerdictQualified, ExitQualified
 		e.TerminationReason = "every gate passed"

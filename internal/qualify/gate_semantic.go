@@ -24,6 +24,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/extract"
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/prompt"
+	"github.com/hiro-dev/hiro/internal/stats"
 )
 
 // profileClient returns the extraction client of profile p
@@ -62,8 +63,15 @@ type SemanticGate struct {
 	MinGrounding   float64 `toml:"min_grounding"`
 	MinSchemaValid float64 `toml:"min_schema_valid"`
 	// Tolerance: the candidate may be worse than production by at most
-	// this much on each rate (absolute, in [0, 1]).
+	// this much on each rate (absolute, in [0, 1]): the margin of each
+	// measure's non-inferiority test.
 	Tolerance float64 `toml:"tolerance"`
+	// Confidence is each bound's one-sided confidence (default
+	// stats.DefaultConfidence, 0.95); Resamples the paired bootstrap's
+	// resamples (default stats.DefaultResamples, at least
+	// MinSemanticResamples).
+	Confidence float64 `toml:"confidence"`
+	Resamples  int     `toml:"resamples"`
 	// Concurrency is the extraction's parallel requests; default 1.
 	Concurrency int `toml:"concurrency"`
 	// MaxRepairs bounds repair retries per sentence (nil:
@@ -92,6 +100,18 @@ func (g *SemanticGate) Validate(v *Validation) {
 		if math.IsNaN(f.x) || f.x < 0 || f.x > 1 {
 			v.Errorf(f.key, "%v: use a fraction between 0 and 1", f.x)
 		}
+	}
+	switch {
+	case g.Confidence == 0:
+		g.Confidence = stats.DefaultConfidence
+	case math.IsNaN(g.Confidence) || g.Confidence < 0.8 || g.Confidence >= 1:
+		v.Errorf("confidence", "%v: use a one-sided confidence between 0.8 and 0.999 (default 0.95)", g.Confidence)
+	}
+	switch {
+	case g.Resamples == 0:
+		g.Resamples = stats.DefaultResamples
+	case g.Resamples < MinSemanticResamples || g.Resamples > 1000000:
+		v.Errorf("resamples", "%d: use %d to 1000000 bootstrap resamples (default %d)", g.Resamples, MinSemanticResamples, stats.DefaultResamples)
 	}
 	switch {
 	case g.Concurrency == 0:
@@ -140,8 +160,13 @@ func (g *SemanticGate) Fingerprint(fp *evidence.Fingerprints) {
 // extract and scored by package eval; the pass/fail and the cache are the
 // gate's.
 
-// SemanticSideSchema tags a cached production side.
-const SemanticSideSchema = "hiro.semantic-side/v1"
+// SemanticSideSchema tags a cached production side (v2 added the
+// per-document replies; a v1 cache is computed again).
+const SemanticSideSchema = "hiro.semantic-side/v2"
+
+// MinSemanticResamples is the fewest bootstrap resamples a semantic gate
+// accepts.
+const MinSemanticResamples = 10000
 
 // semanticTarget is one server the gate extracts through.
 type semanticTarget struct {
@@ -174,6 +199,9 @@ type semanticSide struct {
 	OutDir      string         `json:"out_dir"`
 	Stats       extract.Stats  `json:"stats"`
 	Report      *eval.Report   `json:"report"`
+	// Replies are each document's replies and schema-valid replies (its
+	// latest checkpoint), by document id: the schema-valid rate's shares.
+	Replies map[string][2]int `json:"replies"`
 }
 
 // repairs is the extraction's repair count: max_repairs, else
@@ -216,7 +244,7 @@ func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *
 	cacheFile := dir + ".json"
 	if b, err := os.ReadFile(cacheFile); err == nil {
 		var s semanticSide
-		if json.Unmarshal(b, &s) == nil && s.Schema == SemanticSideSchema && s.Fingerprint != nil && s.Fingerprint.Key == key.Key && s.Report != nil {
+		if json.Unmarshal(b, &s) == nil && s.Schema == SemanticSideSchema && s.Fingerprint != nil && s.Fingerprint.Key == key.Key && s.Report != nil && s.Replies != nil {
 			return &s, true, nil
 		}
 	}
@@ -255,7 +283,15 @@ func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semantic
 	if err != nil {
 		return nil, err
 	}
-	return &semanticSide{Schema: SemanticSideSchema, Target: t, OutDir: dir, Stats: sum.Stats, Report: rep}, nil
+	prog, err := extract.ReadCurrentProgress(dir)
+	if err != nil {
+		return nil, err
+	}
+	replies := map[string][2]int{}
+	for id, p := range prog {
+		replies[id] = [2]int{p.Replies, p.SchemaValid}
+	}
+	return &semanticSide{Schema: SemanticSideSchema, Target: t, OutDir: dir, Stats: sum.Stats, Report: rep, Replies: replies}, nil
 }
 
 // docProgressLine is the progress line of one finished document of a
@@ -336,7 +372,7 @@ func (g *SemanticGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) er
 			if err != nil {
 				err = fmt.Errorf("semantic: candidate: %w", err)
 			} else {
-				eg.Semantic = g.compare(c, cand, prod, cached)
+				eg.Semantic, err = g.compare(c, cand, prod, cached, seedParts(h.Fingerprints))
 			}
 		}
 	}
@@ -346,16 +382,40 @@ func (g *SemanticGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) er
 		}
 		return harnessErr("%v", err)
 	}
-	if !eg.Semantic.Passed {
+	switch eg.Semantic.Outcome {
+	case evidence.StatusFailed:
 		return fmt.Errorf("semantic checks failed: %s", strings.Join(eg.Semantic.Reasons, "; "))
+	case evidence.StatusInconclusive:
+		return fmt.Errorf("%w: %s", ErrInconclusive, strings.Join(eg.Semantic.Reasons, "; "))
 	}
 	return nil
 }
 
+// seedParts are the input fingerprints the comparisons' seeds derive
+// from (stats.SeedFrom, with the measure's name): the same plan, prompts,
+// schemas, corpus, artifact, candidate profile and production
+// configuration give the same seeds, so the same per-document scores give
+// the same intervals byte for byte.
+func seedParts(fp *evidence.Fingerprints) []string {
+	if fp == nil {
+		return nil
+	}
+	return []string{fp.Plan, fp.Prompts, fp.Schemas, fp.Corpus, fp.ArtifactManifest, fp.CandidateProfile, fp.ProductionConfigBefore}
+}
+
+// semanticSeeding is StatMethod.Seeding's text.
+const semanticSeeding = "each measure's seed is the first 16 bytes of SHA-256(\"hiro.stats/seed\", then the fingerprints plan, prompts, schemas, corpus, artifact_manifest, candidate_profile, production_config_before and the measure's name, each followed by a zero byte); PCG generator"
+
+// semanticTest is StatMethod.Test's text.
+const semanticTest = "paired percentile bootstrap over documents of the micro-averaged difference (candidate − production); one-sided non-inferiority with the tolerance as margin: passed when the lower bound is above −margin, failed when the upper bound is below it, else inconclusive"
+
 // compare decides: every rate (F1, grounding, schema-valid) must reach
-// its floor and production's minus the tolerance, and the candidate must
-// finish every document.
-func (g *SemanticGate) compare(c *corpus.Corpus, cand, prod *semanticSide, cached bool) *evidence.SemanticResult {
+// its floor, the candidate must finish every document, and each rate is
+// tested for non-inferiority against production's with the tolerance as
+// margin (paired bootstrap over documents, package stats). The outcome
+// is failed when a floor, the documents or a test failed, inconclusive
+// when none failed and a test could not decide, else passed.
+func (g *SemanticGate) compare(c *corpus.Corpus, cand, prod *semanticSide, cached bool, seed []string) (*evidence.SemanticResult, error) {
 	cs, ps := cand.Report.Overall, prod.Report.Overall
 	r := &evidence.SemanticResult{
 		Floors:    evidence.SemanticFloors{MinF1: g.MinF1, MinGrounding: g.MinGrounding, MinSchemaValid: g.MinSchemaValid},
@@ -364,6 +424,7 @@ func (g *SemanticGate) compare(c *corpus.Corpus, cand, prod *semanticSide, cache
 		CandidateStats: evidence.ExtractionStats(cand.Stats), ProductionStats: evidence.ExtractionStats(prod.Stats),
 		Paths:   &evidence.SemanticPaths{Candidate: cand.OutDir, Production: prod.OutDir},
 		Reasons: []string{}, Checks: []evidence.SemanticCheck{}, Differences: []evidence.DocDiff{},
+		Method: &evidence.StatMethod{Test: semanticTest, Resamples: g.Resamples, Confidence: g.Confidence, Power: stats.DefaultPower, Seeding: semanticSeeding},
 	}
 	sv := func(rep *eval.Report) float64 {
 		if rep.SchemaValidRate == nil {
@@ -371,49 +432,119 @@ func (g *SemanticGate) compare(c *corpus.Corpus, cand, prod *semanticSide, cache
 		}
 		return *rep.SchemaValidRate
 	}
+	failed := false
 	add := func(name string, value, limit float64) {
 		ok := value >= limit-1e-9
 		r.Checks = append(r.Checks, evidence.SemanticCheck{Name: name, Value: value, Limit: limit, Passed: ok})
 		if !ok {
+			failed = true
 			r.Reasons = append(r.Reasons, fmt.Sprintf("%s: candidate %.4f is below %.4f", name, value, limit))
 		}
 	}
-	for _, m := range []struct {
-		name        string
-		c, p, floor float64
-	}{
-		{"f1", cs.F1, ps.F1, g.MinF1},
-		{"grounding_rate", cs.GroundingRate, ps.GroundingRate, g.MinGrounding},
-		{"schema_valid_rate", sv(cand.Report), sv(prod.Report), g.MinSchemaValid},
-	} {
-		add(m.name+" floor", m.c, m.floor)
-		add(m.name+" vs production", m.c, round4(m.p-g.Tolerance))
-	}
+	add("f1 floor", cs.F1, g.MinF1)
+	add("grounding_rate floor", cs.GroundingRate, g.MinGrounding)
+	add("schema_valid_rate floor", sv(cand.Report), g.MinSchemaValid)
 	// A document the candidate could not finish is a failure of its own.
 	finished := 1.0
 	if n := cand.Stats.DocumentsDone + cand.Stats.DocumentsFailed; n > 0 {
 		finished = float64(cand.Stats.DocumentsDone) / float64(n)
 	}
 	add("documents finished", finished, 1)
-	r.Passed = len(r.Reasons) == 0
 	prodDocs := map[string]eval.DocScores{}
 	for _, d := range prod.Report.Documents {
 		prodDocs[d.DocID] = d
 	}
+	var shares [3][2][]stats.Ratio // measure, side (candidate, production)
 	for _, d := range cand.Report.Documents {
-		pd := prodDocs[d.DocID]
+		pd, ok := prodDocs[d.DocID]
+		cc, pc := docCounts(d.Scores, cand.Replies[d.DocID]), docCounts(pd.Scores, prod.Replies[d.DocID])
 		r.Differences = append(r.Differences, evidence.DocDiff{
 			DocID: d.DocID, CandidateF1: d.F1, ProductionF1: pd.F1, DeltaF1: round4(d.F1 - pd.F1),
 			CandidateGrounding: d.GroundingRate, ProductionGrounding: pd.GroundingRate, DeltaGrounding: round4(d.GroundingRate - pd.GroundingRate),
-			CandidateClaims: d.Predicted, ProductionClaims: pd.Predicted,
+			CandidateClaims: d.Predicted, ProductionClaims: pd.Predicted, CandidateCounts: cc, ProductionCounts: pc,
 		})
+		if !ok {
+			continue // production has no score for it: no pair
+		}
+		for side, k := range []*evidence.DocCounts{cc, pc} {
+			shares[0][side] = append(shares[0][side], stats.Ratio{Num: float64(2 * k.Matched), Den: float64(k.Predicted + k.Gold)})
+			shares[1][side] = append(shares[1][side], stats.Ratio{Num: float64(k.Grounded), Den: float64(k.Predicted)})
+			shares[2][side] = append(shares[2][side], stats.Ratio{Num: float64(k.SchemaValid), Den: float64(k.Replies)})
+		}
 	}
+	undecided := false
+	for i, m := range semanticMeasures {
+		cmp, err := g.compareMeasure(m, shares[i][0], shares[i][1], seed)
+		if err != nil {
+			return nil, fmt.Errorf("semantic: %s: %w", m, err)
+		}
+		r.Comparisons = append(r.Comparisons, cmp)
+		switch cmp.Outcome {
+		case evidence.StatusFailed:
+			failed = true
+			r.Reasons = append(r.Reasons, fmt.Sprintf("%s vs production: %s", m, cmp.Decision))
+		case evidence.StatusInconclusive:
+			undecided = true
+			r.Reasons = append(r.Reasons, fmt.Sprintf("%s vs production: %s", m, cmp.Decision))
+		}
+	}
+	switch {
+	case failed:
+		r.Outcome = evidence.StatusFailed
+	case undecided:
+		r.Outcome = evidence.StatusInconclusive
+	default:
+		r.Outcome = evidence.StatusPassed
+	}
+	r.Passed = r.Outcome == evidence.StatusPassed
 	r.CandidateRejects = topRejects(cand.OutDir)
 	r.ProductionRejects = topRejects(prod.OutDir)
 	r.Summary = fmt.Sprintf("Corpus %s (%d documents): candidate F1 %.3f, grounding %.3f; production F1 %.3f, grounding %.3f (tolerance %.2f%s).",
 		r.CorpusName, len(r.Differences), cs.F1, cs.GroundingRate, ps.F1, ps.GroundingRate, r.Tolerance, cachedNote(cached))
-	return r
+	return r, nil
 }
+
+// semanticMeasures are the gated measures, in the order of compare's
+// shares.
+var semanticMeasures = []string{"f1", "grounding_rate", "schema_valid_rate"}
+
+// docCounts are one side's counts on one document (replies: replies and
+// schema-valid replies).
+func docCounts(s eval.Scores, replies [2]int) *evidence.DocCounts {
+	return &evidence.DocCounts{Predicted: s.Predicted, Gold: s.Gold, Matched: s.Matched, Grounded: s.Grounded, Replies: replies[0], SchemaValid: replies[1]}
+}
+
+// compareMeasure is one measure's non-inferiority test.
+func (g *SemanticGate) compareMeasure(measure string, cand, prod []stats.Ratio, seed []string) (evidence.Comparison, error) {
+	sd := stats.SeedFrom(append(append([]string{}, seed...), measure)...)
+	d, err := stats.PairedBootstrap(cand, prod, stats.Options{Resamples: g.Resamples, Confidence: g.Confidence, Seed: sd})
+	if err != nil {
+		return evidence.Comparison{}, err
+	}
+	out := stats.NonInferior(d, g.Tolerance)
+	return evidence.Comparison{
+		Measure: measure, Candidate: round6(d.Candidate), Production: round6(d.Production), Difference: round6(d.Estimate),
+		Lower: round6(d.Lower), Upper: round6(d.Upper), StandardError: round6(d.SE), Margin: g.Tolerance,
+		Outcome: string(out), Decision: decisionWords(d, g.Tolerance, out), Seed: sd.String(),
+		DocumentsNeeded: stats.DocumentsNeeded(d.PerDocumentSD(), g.Tolerance, d.Confidence, stats.DefaultPower),
+		DetectableDrop:  round6(stats.DetectableDrop(d.PerDocumentSD(), d.Documents, d.Confidence, stats.DefaultPower)),
+		SampleSize:      stats.SampleSizeSentence(d, g.Tolerance),
+	}, nil
+}
+
+// decisionWords says a comparison's decision in words.
+func decisionWords(d stats.Difference, margin float64, out stats.Outcome) string {
+	conf := fmt.Sprintf("%.0f %%", 100*d.Confidence)
+	switch out {
+	case stats.Passed:
+		return fmt.Sprintf("no worse than production by more than %.2f: at %s confidence the difference is above %+.3f", margin, conf, d.Lower)
+	case stats.Failed:
+		return fmt.Sprintf("worse than production by more than %.2f: at %s confidence the difference is below %+.3f", margin, conf, d.Upper)
+	}
+	return fmt.Sprintf("cannot tell: the difference lies between %+.3f and %+.3f (%s bounds), which holds the margin −%.2f; more documents would decide", d.Lower, d.Upper, conf, margin)
+}
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 

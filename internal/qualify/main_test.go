@@ -59,7 +59,8 @@ type env struct {
 
 // newEnv writes hiro.toml with production "prod" (fake engine, llama.cpp
 // health) and candidate "cand" (fake engine with candArgs; the port is
-// appended); prodCommand overrides production's command line when set.
+// appended); prodCommand overrides production's command line when set
+// (an argument "PRODPORT" in it becomes production's port).
 func newEnv(t *testing.T, candArgs []string, candExtra string, prodCommand []string) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), prodPort: freePort(t)}
@@ -69,6 +70,12 @@ func newEnv(t *testing.T, candArgs []string, candExtra string, prodCommand []str
 	e.candPort = candPort
 	if prodCommand == nil {
 		prodCommand = []string{fakeEngine, "--port", strconv.Itoa(e.prodPort), "--model", "prod-model", "--reply", "READY"}
+	}
+	prodCommand = append([]string{}, prodCommand...)
+	for i, a := range prodCommand {
+		if a == "PRODPORT" {
+			prodCommand[i] = strconv.Itoa(e.prodPort)
+		}
 	}
 	cand := append([]string{}, candArgs...)
 	cand = append(cand, "--port", strconv.Itoa(candPort), "--model", "cand-model")

@@ -1,6 +1,7 @@
-// Package stats owns the statistics behind hiro's verdicts (docs/statistics.md):
-// the paired bootstrap of a micro-averaged difference over documents, the
-// one-sided non-inferiority decision on it, the sample size a margin needs,
+// Package stats owns the statistics behind hiro's verdicts (docs/qualify.md
+// "Verdicts that state their uncertainty"): the paired bootstrap of a
+// micro-averaged difference over documents, the one-sided non-inferiority
+// decision on it, the sample size a margin needs,
 // the Mann-Whitney rank test with the Hodges-Lehmann shift and its
 // interval, a bootstrap interval of a ratio of means, and Clopper-Pearson
 // intervals of a binomial proportion.

@@ -1,0 +1,151 @@
+package qualify_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/qualify"
+)
+
+// claimsEnv is a world where production and candidate both answer
+// extraction requests with claims quoting the target sentence (the fake
+// engine's --chat claims); the candidate leaves out the share drop of
+// its claims (--drop-claims, seeded).
+func claimsEnv(t *testing.T, drop float64, seed string) *env {
+	prod := []string{fakeEngine, "--port", "PRODPORT", "--model", "prod-model", "--reply", "READY", "--chat", "claims"}
+	cand := []string{"--reply", "READY", "--chat", "claims"}
+	if drop > 0 {
+		cand = append(cand, "--drop-claims", fmt.Sprint(drop), "--drop-seed", seed)
+	}
+	return newEnv(t, cand, "", prod)
+}
+
+func semanticGate(tolerance float64) string {
+	mini, _ := filepath.Abs("../../corpora/hiro-mini")
+	return fmt.Sprintf("[[gates]]\nkind = \"semantic\"\ncorpus = %q\ntolerance = %v\n", mini, tolerance)
+}
+
+// TestSemanticOutcomes: the semantic gate's three outcomes with the fake
+// engine on hiro-mini. The same engine on both sides passes (every
+// difference 0); a candidate that drops every claim fails its
+// comparisons (not a floor: the floors are 0); a candidate that drops a
+// share of claims on 5 documents cannot be told from production within
+// the margin: inconclusive, wrapping qualify.ErrInconclusive, with the
+// interval holding −margin and the documents needed above 5.
+func TestSemanticOutcomes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		drop float64
+		want string
+	}{
+		{"same", 0, evidence.StatusPassed},
+		{"all-dropped", 1, evidence.StatusFailed},
+		{"some-dropped", 0.25, evidence.StatusInconclusive},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := claimsEnv(t, c.drop, "outcomes")
+			e.startProduction()
+			g, err := gateAlone(t, e, semanticGate(0.05), true)
+			s := g.Semantic
+			if s == nil {
+				t.Fatalf("no semantic result: %v", err)
+			}
+			b, _ := json.MarshalIndent(s.Comparisons, "", " ")
+			if s.Outcome != c.want || len(s.Comparisons) != 3 || s.Method == nil || s.Method.Resamples != 10000 || s.Method.Confidence != 0.95 {
+				t.Fatalf("outcome %s (want %s), err %v, method %+v:\n%s", s.Outcome, c.want, err, s.Method, b)
+			}
+			f1 := s.Comparisons[0]
+			t.Logf("f1 %+.3f [%+.3f, %+.3f], need %d: %s", f1.Difference, f1.Lower, f1.Upper, f1.DocumentsNeeded, f1.SampleSize)
+			if f1.Measure != "f1" || f1.Seed == "" || f1.SampleSize == "" || !(f1.Lower <= f1.Difference && f1.Difference <= f1.Upper) {
+				t.Errorf("f1 comparison %+v", f1)
+			}
+			d := s.Differences[0]
+			if d.CandidateCounts == nil || d.ProductionCounts == nil || d.ProductionCounts.Gold == 0 || d.ProductionCounts.Replies == 0 {
+				t.Errorf("per-document counts not recorded: %+v", d)
+			}
+			switch c.want {
+			case evidence.StatusPassed:
+				if err != nil || !s.Passed || f1.Lower != 0 || f1.Upper != 0 || s.CandidateScores.F1 == 0 {
+					t.Errorf("err %v, f1 %+v, candidate F1 %v", err, f1, s.CandidateScores.F1)
+				}
+			case evidence.StatusFailed:
+				if err == nil || errors.Is(err, qualify.ErrInconclusive) || !strings.Contains(err.Error(), "f1 vs production: worse than production") || f1.Upper >= -0.05 {
+					t.Errorf("err %v, f1 %+v", err, f1)
+				}
+			case evidence.StatusInconclusive:
+				if !errors.Is(err, qualify.ErrInconclusive) || s.Passed || !(f1.Lower < -0.05 && f1.Upper > -0.05) || f1.DocumentsNeeded <= 5 {
+					t.Errorf("err %v, f1 %+v", err, f1)
+				}
+				if !strings.Contains(f1.SampleSize, "With 5 documents a drop smaller than") {
+					t.Errorf("sample size %q", f1.SampleSize)
+				}
+			}
+		})
+	}
+}
+
+// TestSemanticIntervalByteIdentical: the same per-document scores and
+// fingerprints give the same comparisons byte for byte (the seed comes
+// from the fingerprints and the measure, not from the clock).
+func TestSemanticIntervalByteIdentical(t *testing.T) {
+	e := claimsEnv(t, 0.25, "outcomes")
+	e.startProduction()
+	var runs [][]byte
+	var seeds []string
+	for range 2 {
+		g, _ := gateAlone(t, e, semanticGate(0.05), true)
+		b, _ := json.Marshal(struct {
+			C []evidence.Comparison
+			M *evidence.StatMethod
+		}{g.Semantic.Comparisons, g.Semantic.Method})
+		runs = append(runs, b)
+		seeds = append(seeds, g.Semantic.Comparisons[0].Seed)
+	}
+	if string(runs[0]) != string(runs[1]) {
+		t.Fatalf("two runs differ:\n%s\n%s", runs[0], runs[1])
+	}
+	if seeds[0] != seeds[1] {
+		t.Fatal("seeds differ")
+	}
+}
+
+// TestInconclusiveCampaignRunsLaterGates: an inconclusive semantic gate
+// withholds nothing: the semantic gate after it (a wider margin) runs
+// and passes; the
+// campaign's verdict is inconclusive with its own exit code (5), and the
+// report says the comparison could not decide and how many documents
+// would.
+func TestInconclusiveCampaignRunsLaterGates(t *testing.T) {
+	e := claimsEnv(t, 0.25, "outcomes")
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n" + semanticGate(0.05) + strings.Replace(semanticGate(0.2), "[[gates]]\n", "[[gates]]\nid = \"semantic-wide\"\n", 1))
+	e.startProduction()
+	out := runPlan(t, e, plan)
+	ev := out.Evidence
+	if out.ExitCode != 5 || ev.Verdict != evidence.VerdictInconclusive {
+		t.Fatalf("exit %d verdict %s: %s", out.ExitCode, ev.Verdict, ev.TerminationReason)
+	}
+	if ev.Gates[1].Status != evidence.StatusInconclusive || ev.Gates[2].Status != evidence.StatusPassed {
+		t.Fatalf("gates %s, %s (%s)", ev.Gates[1].Status, ev.Gates[2].Status, ev.Gates[2].Reason)
+	}
+	if !strings.Contains(ev.TerminationReason, "could not decide (semantic inconclusive)") {
+		t.Errorf("termination reason %q", ev.TerminationReason)
+	}
+	b, err := os.ReadFile(filepath.Join(out.Dir, "report.md"))
+	must(t, err)
+	for _, want := range []string{"Inconclusive", "could not tell the candidate from production within the margin on F1", "On F1, with 5 documents a drop smaller than", "| F1 | ", "hiro activate --accept-inconclusive"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	pub, err := os.ReadFile(filepath.Join(out.Dir, evidence.PublicFile))
+	must(t, err)
+	if err := evidence.Validate(pub); err != nil {
+		t.Errorf("inconclusive evidence does not validate: %v", err)
+	}
+}
