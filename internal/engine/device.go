@@ -96,6 +96,9 @@ var ggmlDevices = []DeviceRule{
 	{Text: "layers to GPU", Pattern: regexp.MustCompile(`offloaded (\d+)/(\d+) layers to GPU`)},
 	{Text: "using device", Pattern: regexp.MustCompile(`using device \S+ \((.+?)\)`), Kind: DeviceGPU},
 	{Text: "no usable GPU found", Pattern: regexp.MustCompile(`no usable GPU found`), Kind: DeviceCPU},
+	// system_info of a build without a GPU backend (a cuBLAS or hipBLAS
+	// build says BLAS = 1)
+	{Text: "| BLAS = 0 |", Pattern: regexp.MustCompile(`\| BLAS = 0 \|`), Kind: DeviceCPU},
 }
 
 // ollamaDevices: Ollama's server's GPU discovery, and its scheduler's

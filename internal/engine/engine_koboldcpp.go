@@ -28,6 +28,7 @@ func init() {
 			{Text: "Starting OpenAI Compatible API on port", Phase: failure.PhaseReadyWait},
 			{Text: "Load Text Model OK", Phase: failure.PhaseReadyWait},
 			{Text: "Loading model:", Phase: failure.PhaseLoad},
+			{Text: "Loading Text Model:", Phase: failure.PhaseLoad},
 		}, ggmlMarkers, genericMarkers),
 		signatures: joinLists(ggmlSignatures, hostFamilies),
 		wrappers:   ggmlWrappers,

@@ -16,7 +16,12 @@ func init() {
 		Kind:       "llamafile",
 		HealthPath: "/health",
 		health:     statusHealth,
-		markers:    joinLists(ggmlMarkers, genericMarkers),
+		markers: joinLists([]Marker{
+			// llamafile's own server (llamafiler, v0.8.13 on): one line per
+			// request received, "client.cpp:679 IP POST /path".
+			{Text: " POST /", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: "server listen http", Phase: failure.PhaseReadyWait},
+		}, ggmlMarkers, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "was explicitly requested, but it wasn't available", Class: failure.ClassAcceleratorUnavailable},
 			{Text: "prebuilt binaries for GPU support", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},

@@ -48,6 +48,10 @@ func init() {
 			{Text: "Loading model", Phase: failure.PhaseLoad},
 			{Text: "loading model", Phase: failure.PhaseLoad},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
+			// TensorRT-LLM under Triton, MLC LLM
+			{Text: "for max tokens in paged KV cache", Phase: failure.PhaseKVInit},
+			{Text: "Loaded engine size", Phase: failure.PhaseLoad},
+			{Text: "Using library model", Phase: failure.PhaseLoad},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"regexp"
+
 	"github.com/hiro-dev/hiro/internal/failure"
 )
 
@@ -31,7 +33,11 @@ func init() {
 		framePhases: pythonFramePhases,
 		wrappers:    pythonWrappers,
 		facts:       shardFacts,
-		devices:     pythonDevices,
+		// ExLlamaV2/V3 run on CUDA or ROCm GPUs only: a loaded model is
+		// served by the GPU.
+		devices: joinLists([]DeviceRule{
+			{Text: "Model successfully loaded", Pattern: regexp.MustCompile(`Model successfully loaded`), Kind: DeviceGPU},
+		}, pythonDevices),
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower max_seq_len or cache_size in config.yml, a quantized cache " +
 				"(cache_mode Q4/Q8), a smaller bpw quant, or split over more GPUs (gpu_split).",

@@ -39,7 +39,8 @@ func init() {
 			{Text: "Starting check and download process", Phase: failure.PhaseLoad},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
-			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},
+			// the shards' own assertion when --num-shard exceeds the GPUs visible
+			{Text: "Each process is one gpu", Class: failure.ClassAcceleratorUnavailable},
 			{Text: "Not enough memory to handle", Class: failure.ClassGPUOOM},
 			{Text: "requires Flash Attention", Class: failure.ClassGPUArchUnsupported},
 			{Text: "max_batch_prefill_tokens", Pattern: regexp.MustCompile(`(?i)(lower|too (large|high|small)|not enough)`), Class: failure.ClassContextExceedsKV},
@@ -50,6 +51,10 @@ func init() {
 		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{
 			"Shard complete standard error output",
+			// the launcher's summary of a shard's end: the shard's own stderr,
+			// relayed before it, says why
+			"failed to start",
+			"Error: ShardCannotStart",
 			"Webserver Crashed",
 			"Shutting down shards",
 		}),

@@ -25,7 +25,7 @@ func init() {
 		markers: joinLists([]Marker{
 			{Text: "for max tokens in paged KV cache", Phase: failure.PhaseKVInit},
 			{Text: "CUDA graph warmup", Phase: failure.PhaseWarmup},
-			{Text: "for model weights", Phase: failure.PhaseKernelSetup},
+			{Text: "for model weights", Phase: failure.PhaseKVInit},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
 			{Text: "Engine loaded and ready to serve", Phase: failure.PhaseReadyWait},
 		}, genericMarkers),

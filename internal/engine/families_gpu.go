@@ -31,6 +31,7 @@ var cudaErrors = []struct {
 	{"100", "cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected", failure.ClassAcceleratorUnavailable},
 	{"101", "cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal", failure.ClassAcceleratorUnavailable},
 	{"209", "cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device", failure.ClassGPUArchUnsupported},
+	{"218", "cudaErrorInvalidPtx|CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed", failure.ClassDriverMismatch},
 	{"222", "cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain", failure.ClassDriverMismatch},
 	{"801", "cudaErrorNotSupported|CUDA_ERROR_NOT_SUPPORTED", "operation not supported", failure.ClassHostCapability},
 	{"802", "cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized", failure.ClassAcceleratorUnavailable},
@@ -147,6 +148,10 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "nvidia-container-cli: device error", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "NVML", Pattern: regexp.MustCompile(`(?i)failed to initialize NVML: (driver not loaded|unknown error)`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "CUDA driver initialization failed", Class: failure.ClassAcceleratorUnavailable},
+	// pinned host memory cannot be registered (WSL2, a locked-memory limit)
+	{Text: "cudaHostRegister", Pattern: regexp.MustCompile(`(?i)cudaHostRegister.{0,80}failed`), Class: failure.ClassHostCapability},
+	// a JIT compile (Triton, torch.compile) cannot link the driver library
+	{Text: "cannot find -lcuda", Class: failure.ClassHostCapability},
 	{Text: "Torch not compiled with CUDA enabled", Class: failure.ClassAcceleratorUnavailable},
 	// gpu_oom
 	{Text: "OutOfMemoryError", Class: failure.ClassGPUOOM},
@@ -173,6 +178,8 @@ var rocmFamily = family("rocm", []Rule{
 	{Text: "hipErrorInvalidDeviceFunction", Class: failure.ClassGPUArchUnsupported},
 	{Text: "hipErrorNoBinaryForGpu", Class: failure.ClassGPUArchUnsupported},
 	{Text: "TensileLibrary", Pattern: regexp.MustCompile(`(?i)TensileLibrary.{0,200}(GPU arch|gfx\d)`), Class: failure.ClassGPUArchUnsupported},
+	{Text: "TensileLibrary", Pattern: regexp.MustCompile(`(?i)rocBLAS error: cannot read .{0,200}TensileLibrary`), Class: failure.ClassGPUArchUnsupported},
+	{Text: "Could not initialize Tensile host", Class: failure.ClassGPUArchUnsupported},
 	{Text: "for GPU arch", Pattern: regexp.MustCompile(`(?i)(cannot read|no such file|not found|unsupported).{0,200}for GPU arch`), Class: failure.ClassGPUArchUnsupported},
 	{Text: "hipErrorOutOfMemory", Class: failure.ClassGPUOOM},
 	{Text: "HSA_STATUS_ERROR_OUT_OF_RESOURCES", Class: failure.ClassGPUOOM},

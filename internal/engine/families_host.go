@@ -78,4 +78,4 @@ var netFamily = family("net", []Rule{
 // hostFamilies are every shared family an engine on a GPU host can hit,
 // after the engine's own rules and its stack's (python, ggml).
 var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, ncclFamily,
-	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, signalFamily, rustFamily, goFamily)
+	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, signalFamily, rustFamily, goFamily, structuredFamily)

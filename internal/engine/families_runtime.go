@@ -41,12 +41,23 @@ var fsFamily = family("fs", []Rule{
 	{Text: "EDQUOT", Class: failure.ClassDiskFull},
 	{Text: "disk space", Pattern: regexp.MustCompile(`(?i)(not enough|insufficient|no) (free )?disk space`), Class: failure.ClassDiskFull},
 	{Text: "There is not enough space on the disk", Class: failure.ClassDiskFull},
+	{Text: "% full", Pattern: regexp.MustCompile(`(?i)is over \d+% full, available space: 0\b`), Class: failure.ClassDiskFull},
 	{Text: "Permission denied", Class: failure.ClassPermissionDenied},
 	{Text: "[Errno 13]", Class: failure.ClassPermissionDenied},
 	{Text: "EACCES", Class: failure.ClassPermissionDenied},
 	{Text: "Read-only file system", Class: failure.ClassPermissionDenied},
 	{Text: "[Errno 30]", Class: failure.ClassPermissionDenied},
 	{Text: "Access is denied", Pattern: regexp.MustCompile(`(?i)(WinError 5|os error 5)\b.{0,10}Access is denied|Access is denied.{0,20}\(os error 5\)`), Class: failure.ClassPermissionDenied},
+})
+
+// structuredFamily: a server refusing a structured-output request (a
+// JSON Schema response_format, a grammar) in its own words, whatever the
+// engine: the request failed, so these are raised in inference.
+var structuredFamily = family("structured", []Rule{
+	{Text: "response_format", Pattern: regexp.MustCompile(`(?i)response_format.{0,60}(must be|not supported|unsupported|invalid|is not allowed)|(invalid|unsupported).{0,30}response_format`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	{Text: "invalid format: expected", Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	{Text: "json schema", Pattern: regexp.MustCompile(`(?i)invalid json schema|json schema.{0,40}(is invalid|not supported|unsupported|failed to (parse|convert|compile))`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	{Text: "can be specified, but not both", Pattern: regexp.MustCompile(`(?i)json_schema.{0,20}grammar.{0,20}can be specified, but not both`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
 })
 
 // signalNumbers are the Linux signal numbers a line may name
@@ -76,4 +87,6 @@ var rustFamily = family("rust", []Rule{
 var goFamily = family("go", []Rule{
 	{Text: "fatal error: runtime: out of memory", Class: failure.ClassHostOOM},
 	{Text: "runtime: cannot allocate memory", Class: failure.ClassHostOOM},
+	// a Go panic's first line names the crash; its goroutine dump follows
+	{Text: "panic: ", Pattern: regexp.MustCompile(`^panic: `), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 })

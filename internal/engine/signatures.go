@@ -55,6 +55,8 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "Error(s) in loading state_dict", Class: failure.ClassModelLoadFailed},
 	{Text: "HFValidationError", Class: failure.ClassModelLoadFailed},
 	{Text: "Unrecognized model in", Class: failure.ClassModelLoadFailed},
+	{Text: "Unsupported model type", Class: failure.ClassModelLoadFailed},
+	{Text: "No model architectures are specified", Class: failure.ClassModelLoadFailed},
 	{Text: "Invalid repository ID or local directory", Class: failure.ClassModelLoadFailed},
 	{Text: "LocalEntryNotFoundError", Class: failure.ClassModelLoadFailed},
 	{Text: "We couldn't connect to", Pattern: regexp.MustCompile(`huggingface`), Class: failure.ClassModelLoadFailed},
@@ -66,6 +68,9 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "failed to be inspected", Class: failure.ClassModelLoadFailed},
 	{Text: "must be divisible by", Pattern: regexp.MustCompile(`(?i)(heads|num_heads|attention heads|hidden.size|vocab).{0,80}must be divisible by`), Class: failure.ClassModelLoadFailed},
 	{Text: "could not load model", Pattern: regexp.MustCompile(`(?i)no such file or directory|not found`), Class: failure.ClassModelLoadFailed},
+	// LocalAI: the gRPC backend process died before answering (its own
+	// stderr, relayed, says why when it said anything)
+	{Text: "could not load model", Pattern: regexp.MustCompile(`rpc error: code = Unavailable desc = error reading from server: EOF`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "could not load model", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 	{Text: "is greater than the derived max_model_len", Class: failure.ClassContextExceedsKV},
 	{Text: "Unrecognized configuration class", Class: failure.ClassModelLoadFailed},
@@ -159,7 +164,7 @@ var pythonFramePhases = []FramePhase{
 // ggmlSignatures are llama.cpp's (and so Ollama's runner's) errors.
 var ggmlSignatures = family("ggml", []Rule{
 	{Text: "cpu_buffer_type_alloc_buffer: failed to allocate", Class: failure.ClassHostOOM},
-	{Text: "unknown model architecture", Class: failure.ClassModelLoadFailed},
+	{Text: "unknown model architecture", Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad},
 	{Text: "failed to open GGUF file", Class: failure.ClassModelLoadFailed},
 	{Text: "gguf_init_from_file", Pattern: regexp.MustCompile(`(?i)gguf_init_from_file\w*: (failed|invalid|tensor|key|unable)`), Class: failure.ClassModelLoadFailed},
 	{Text: "invalid magic", Class: failure.ClassModelLoadFailed},

@@ -58,9 +58,16 @@ type Tracker struct {
 	touched  []int32
 	thits    []bool // scratch: triggers (markers, facts, devices, grammar words) the line holds
 	ttouched []int32
-	logged   []bool          // the rules' After/NotAfter texts logged so far (Engine.precede)
-	panicked bool            // the previous line was a Rust panic's header
-	classes  []failure.Class // classes of error lines after the root cause, other than its own
+	logged   []bool // the rules' After/NotAfter texts logged so far (Engine.precede)
+	panicked bool   // the previous line was a Rust panic's header
+	// lastExc is the exception line of the last block that gave no root
+	// cause; chainCause the innermost exception of the raise ... from
+	// chain in progress (chained: its link line was the last seen).
+	lastExc, chainCause string
+	chained             bool
+	causedBy            bool            // in a "Caused by:" list
+	fallbackCause       bool            // the fallback came from a "Caused by:" list
+	classes             []failure.Class // classes of error lines after the root cause, other than its own
 }
 
 // traceback is an open Python traceback block.
@@ -78,14 +85,15 @@ type traceback struct {
 
 // candidate is a root-cause line a signature matched.
 type candidate struct {
-	rule   string // the name of the rule that matched
-	line   string
-	class  failure.Class
-	phase  failure.Phase // the phase when it was seen, or the signature's pinned phase
-	tier   Tier
-	crash  bool // an engine crash line; class refined from context
-	pinned bool // the phase is the rule's pinned one
-	warn   bool // from a warning-level line
+	rule      string // the name of the rule that matched
+	line      string
+	class     failure.Class
+	phase     failure.Phase // the phase when it was seen, or the signature's pinned phase
+	tier      Tier
+	crash     bool // an engine crash line; class refined from context
+	fromCause bool // from a "Caused by:" list entry
+	pinned    bool // the phase is the rule's pinned one
+	warn      bool // from a warning-level line
 }
 
 // NewTracker returns a Tracker for one attempt of this engine, in phase
@@ -142,6 +150,9 @@ func (t *Tracker) feed(line string) {
 		t.nativeFrameHint(msg)
 		return
 	}
+	if t.chainLine(line, stored, msg, frame) {
+		return
+	}
 	if t.blockLine(line, stored, msg, frame) || frame {
 		return
 	}
@@ -171,6 +182,57 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 	}
 	t.cutBlock()
 	return t.cand.tier == TierError
+}
+
+// causeItem is one entry of a "Caused by:" list (Rust's anyhow, Java):
+// "    0: message".
+var causeItem = regexp.MustCompile(`^\s+\d+: \S`)
+
+// chainLine reads the lines that chain errors: Python's "The above
+// exception was the direct cause of the following exception:" (the
+// exception before it, the innermost of a raise ... from chain, stays the
+// root cause of what the next block says) and a "Caused by:" list (its
+// last entry, the innermost cause, is the root cause). It reports whether
+// the line was used up.
+func (t *Tracker) chainLine(line, stored, msg string, frame bool) bool {
+	m := strings.TrimSpace(msg)
+	switch {
+	case strings.HasPrefix(m, "The above exception was the direct cause of the following exception"):
+		if t.chainCause == "" {
+			t.chainCause = t.lastExc
+		}
+		t.chained = true
+		return true
+	case strings.EqualFold(m, "Caused by:"):
+		t.causedBy = true
+		return true
+	case t.causedBy && frame && causeItem.MatchString(msg):
+		t.cause(line, stored, m[strings.Index(m, ":")+2:])
+		return true
+	}
+	if !frame {
+		t.causedBy = false
+	}
+	return false
+}
+
+// cause takes an entry of a "Caused by:" list: a later (more inner)
+// entry replaces what an earlier entry of the list gave.
+func (t *Tracker) cause(line, stored, msg string) {
+	if t.cand.fromCause {
+		t.cand = candidate{}
+	}
+	if t.fallbackCause {
+		t.fallback, t.fallbackCause = "", false
+	}
+	s, cls := t.match(line, t.lower(line))
+	switch {
+	case s != nil:
+		t.offer(s.Name, stored, cls, s.Phase, s.tier(), s.Crash)
+		t.cand.fromCause = t.cand.line == stored
+	case t.fallback == "":
+		t.fallback, t.fallbackCause = stored, true
+	}
 }
 
 // nativeFrameHint reads a native stack frame after a crash: a frame that
@@ -203,7 +265,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 	t.prevErr = false
 	afterPanic := t.panicked
 	t.panicked = false
-	if t.isWrapper(line) {
+	if t.isWrapper(line) || isAdvisory(msg, level) {
 		return
 	}
 	lower := t.lower(line)
@@ -377,6 +439,7 @@ var completionPaths = []string{"/v1/chat/completions", "/v1/completions", "/chat
 // requestStatus returns the HTTP status of an access-log line for a POST
 // to a completion path, and whether line is one.
 func requestStatus(line string) (int, bool) {
+	line = stripHostPrefix(line)
 	i := strings.Index(line, "POST")
 	if i < 0 {
 		return 0, false
@@ -386,6 +449,12 @@ func requestStatus(line string) (int, bool) {
 	if !path && !strings.Contains(line, `"status":`) {
 		return 0, false
 	}
+	return accessStatus(line, rest, path)
+}
+
+// accessStatus reads the status of an access-log line of a POST (rest is
+// the line from "POST" on; path: it names a completion path).
+func accessStatus(line, rest string, path bool) (int, bool) {
 	switch {
 	case strings.Contains(rest, "HTTP/"): // uvicorn: "POST /v1/x HTTP/1.1" 200 OK
 		if j := strings.Index(rest, `" `); j > 0 {
@@ -406,6 +475,10 @@ func requestStatus(line string) (int, bool) {
 		if path || strings.Contains(line, `"method":"POST"`) {
 			return leadingStatus(line[j+len(`"status":`):])
 		}
+	}
+	// generic: "POST /v1/chat/completions 200" (many Python servers)
+	if f := strings.Fields(rest); path && len(f) >= 3 {
+		return leadingStatus(f[2])
 	}
 	return 0, false
 }
@@ -659,6 +732,10 @@ func (tb *traceback) blockPhase(pinned failure.Phase) failure.Phase {
 // before "Traceback" on the same line ("Scheduler hit an exception: ").
 func (t *Tracker) openBlock(line, stored, before string) {
 	t.tb = traceback{open: true, phase: t.phase}
+	if !t.chained {
+		t.chainCause = ""
+	}
+	t.chained = false
 	if strings.TrimSpace(strings.TrimRight(strings.TrimSpace(before), ":")) != "" {
 		t.tb.header = stored
 		if !t.isWrapper(line) {
@@ -692,14 +769,18 @@ func (t *Tracker) closeBlock(line, stored string) {
 		return
 	}
 	hs := tb.headerSig
+	root := stored
+	if t.chainCause != "" {
+		root = t.chainCause // the innermost exception of a raise ... from chain
+	}
 	if s, cls := t.match(line, t.lower(line)); s != nil {
 		rule := s.Name
 		if s.Crash && tb.hint != "" {
 			cls, rule = tb.hint, tb.hintRule
 		}
-		t.offer(rule, stored, cls, tb.blockPhase(s.Phase), s.tier(), s.Crash && tb.hint == "")
+		t.offer(rule, root, cls, tb.blockPhase(s.Phase), s.tier(), s.Crash && tb.hint == "")
 	} else if tb.hint != "" {
-		t.offer(tb.hintRule, stored, tb.hint, tb.blockPhase(""), TierError, false)
+		t.offer(tb.hintRule, root, tb.hint, tb.blockPhase(""), TierError, false)
 	} else if hs != nil && hs.Crash {
 		t.offer(hs.Name, stored, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), true)
 	} else if hs != nil {
@@ -713,6 +794,7 @@ func (t *Tracker) closeBlock(line, stored string) {
 		t.fallback, t.fbHeader = stored, false
 		t.frames = append([]string(nil), tb.frames...)
 	}
+	t.lastExc = stored
 	t.tb.frames = nil
 }
 
@@ -869,7 +951,7 @@ func relayed(msg, level string) (string, string) {
 }
 
 // levelReaders read a line's level where its format puts one, in order.
-var levelReaders = [...]func(msg string) (rest, level string, ok bool){tracingLevel, zerologLevel, prefixLevel}
+var levelReaders = [...]func(msg string) (rest, level string, ok bool){tracingLevel, timestampLevel, zerologLevel, prefixLevel}
 
 // stripProcPrefix removes vLLM's process prefix "(EngineCore_DP0 pid=301) ".
 func stripProcPrefix(msg string) string {
@@ -955,7 +1037,7 @@ func prefixLevel(msg string) (rest, level string, ok bool) {
 		}
 		level = strings.TrimRight(lv, " :")
 		if lv[len(lv)-1] == ':' {
-			return strings.TrimLeft(msg[len(lv):], " "), level, true
+			return uvicornRest(msg[len(lv):], len(lv)), level, true
 		}
 		if i := strings.Index(msg, "] "); i > 0 && i < 100 {
 			return msg[i+2:], level, true
@@ -964,6 +1046,49 @@ func prefixLevel(msg string) (rest, level string, ok bool) {
 	}
 	return msg, "", false
 }
+
+// uvicornRest is the message after uvicorn's level prefix ("ERROR:" padded
+// with spaces to 10 columns): the padding goes, a traceback frame's own
+// indentation beyond it stays.
+func uvicornRest(after string, prefixLen int) string {
+	for i := prefixLen; i < 10 && strings.HasPrefix(after, " "); i++ {
+		after = after[1:]
+	}
+	if prefixLen >= 10 || !strings.HasPrefix(after, "  ") {
+		return strings.TrimLeft(after, " ")
+	}
+	return after
+}
+
+// timestampLevel reads a level after a date and time ("2026-09-10
+// 18:04:02.410 ERROR:    message", "2024-10-19 10:03:12,886
+// xinference.core.worker 108 ERROR    message", "2024-02-27
+// 09:00:12,441 - lmdeploy - INFO - message").
+func timestampLevel(msg string) (rest, level string, ok bool) {
+	if len(msg) < 20 || msg[4] != '-' || msg[10] != ' ' || !isDigits(msg[:4]) {
+		return msg, "", false
+	}
+	s := msg[11:]
+	for n := 0; n < 5; n++ {
+		i := strings.IndexByte(s, ' ')
+		if i <= 0 {
+			return msg, "", false
+		}
+		tok := strings.TrimRight(s[:i], ":")
+		if lv, ok := pyLevels[tok]; ok {
+			after := s[len(tok):]
+			if strings.HasPrefix(after, ":") {
+				return uvicornRest(after[1:], len(tok)+1), lv, true
+			}
+			return strings.TrimLeft(strings.TrimPrefix(strings.TrimLeft(after, " "), "- "), " "), lv, true
+		}
+		s = strings.TrimLeft(s[i:], " -")
+	}
+	return msg, "", false
+}
+
+// pyLevels are Python logging's level names.
+var pyLevels = map[string]string{"ERROR": "ERROR", "CRITICAL": "CRITICAL", "WARNING": "WARNING", "WARN": "WARN", "INFO": "INFO", "DEBUG": "DEBUG"}
 
 // slogLevel reads Go slog's "level=ERROR"; empty when none.
 func slogLevel(msg string) string {
@@ -1026,8 +1151,10 @@ func isFrame(msg string) bool {
 		return false
 	}
 	// a C++ exception's message, indented under "terminate called after
-	// throwing an instance of ...", is the cause, not a frame
-	return !strings.HasPrefix(strings.TrimSpace(msg), "what():")
+	// throwing an instance of ...", is the cause, not a frame; so is a
+	// key of a JSON error body printed over several lines ("cause": ...)
+	m := strings.TrimSpace(msg)
+	return !strings.HasPrefix(m, "what():") && !strings.HasPrefix(m, `"`)
 }
 
 // nativeFrame recognises a native stack frame printed after a crash:
@@ -1037,6 +1164,32 @@ var nativeFrame = regexp.MustCompile(`^\s*\d+\s+(?:\S+\s+)?0x[0-9a-fA-F]{6,}\s`)
 // rustPanic recognises the header of a Rust panic whose message is on
 // the next line ("thread 'main' panicked at src/main.rs:42:17:").
 var rustPanic = regexp.MustCompile(`thread '[^']*' panicked at \S+:\d+:\d+:$`)
+
+// advisoryPrefixes start a line of advice ("HINT:    Please open ...").
+var advisoryPrefixes = []string{"hint", "tip:", "note:", "suggestion:"}
+
+// advisoryWords mark a warning or info line as advice rather than a
+// report of a failure ("To avoid running out of memory, consider
+// lowering ..."): many engines print such lines on every start.
+var advisoryWords = []string{"consider ", "you may ", "you can ", "if you ", "please try", "try setting", "try reducing",
+	"recommend", "to avoid", "may cause", "might cause", "may lead to", "could lead to", "may result in"}
+
+// isAdvisory reports a line of advice: it is never a root cause and never
+// decides a class. An error-level or unlevelled line is a report even when
+// it ends with advice ("ValueError: ... Consider reducing
+// tensor_parallel_size"); only a warning or info line is read as advice.
+func isAdvisory(msg, level string) bool {
+	m := strings.ToLower(strings.TrimSpace(msg))
+	for _, p := range advisoryPrefixes {
+		if strings.HasPrefix(m, p) {
+			return true
+		}
+	}
+	if level != "WARNING" && level != "WARN" && level != "INFO" {
+		return false
+	}
+	return containsAny(m, advisoryWords)
+}
 
 // isErrorLine reports a line that looks like an error, for the root cause
 // of a death no signature explains: a Python exception line, an ERROR or
