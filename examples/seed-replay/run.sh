@@ -4,7 +4,8 @@
 # candidate is a vLLM backend acted out by the fake engine replaying the
 # three failure logs in logs/ (written by the project in the shape vLLM
 # prints them). Expected: exit 1 (not qualified), three failed
-# attempts, every later gate withheld, production stopped, restored and
+# attempts (the first predicted from the seed host's facts, not
+# launched), every later gate withheld, production stopped, restored and
 # verified, its configuration hash unchanged.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -24,7 +25,11 @@ hiro="$root/.bin/hiro --config $here/hiro.toml"
 $hiro backend stop prod >/dev/null 2>&1 || true
 $hiro backend start prod || exit 2
 
-$hiro qualify "$here/plan.toml"
+# The preflight predicts each attempt against the seed host's recorded
+# facts (WSL2 kernel, RTX 5090, driver 576.88), not this machine's: the
+# first attempt (the V2 runner, which needs UVA) is predicted to fail and
+# is not launched; production is stopped only for the attempts that could run.
+$hiro qualify "$here/plan.toml" --host-facts "$here/seed-host.json"
 code=$?
 echo "hiro qualify exited $code (1 = not qualified, as in the seed)" >&2
 latest="$(ls -td "$root"/.hiro/evidence/seed-replay/*/ | head -n 1)"

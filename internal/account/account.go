@@ -243,7 +243,9 @@ func failedWhy(g *evidence.Gate) []string {
 		var parts []string
 		for i, at := range g.Attempts {
 			p := fmt.Sprintf("attempt %d (%s)", i+1, at.Name)
-			if f := at.Failure; f != nil {
+			if f := at.Failure; f != nil && at.Outcome == evidence.OutcomePredictedFailure {
+				p += fmt.Sprintf(" was predicted to fail as %s and not launched", f.Class)
+			} else if f != nil {
 				p += fmt.Sprintf(" failed in %s as %s", f.Phase, f.Class)
 			} else if at.ReachedReady {
 				p += " reached ready"

@@ -84,6 +84,8 @@ func attemptItem(i int, at evidence.Attempt) string {
 		fmt.Fprintf(&b, ", changing %s", strings.Join(at.Changes, ", "))
 	}
 	switch {
+	case at.Outcome == evidence.OutcomePredictedFailure && at.Prediction != nil:
+		fmt.Fprintf(&b, ": not launched, predicted to fail as %s (rule %s): %s", at.Prediction.Class, at.Prediction.Rule, sentence(at.Prediction.Reason))
 	case at.ReachedReady:
 		fmt.Fprintf(&b, ": ready in %.1f s.", ms(at.ReadyAfterMS))
 		if at.Device != nil && at.Device.Kind != "" {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hiro-dev/hiro/internal/account"
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/preflight"
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 )
@@ -20,8 +23,10 @@ import (
 func init() { registerCommand(newQualifyCmd) }
 
 type qualifyOpts struct {
-	Check bool
-	Out   string
+	Check       bool
+	Out         string
+	NoPreflight bool
+	HostFacts   string
 }
 
 // qualifySummary is what 'hiro qualify --json' prints on stdout.
@@ -37,7 +42,7 @@ type qualifySummary struct {
 func newQualifyCmd(g *Globals) *cobra.Command {
 	o := &qualifyOpts{}
 	cmd := &cobra.Command{
-		Use:   "qualify PLAN [--check] [--out DIR] [--json]",
+		Use:   "qualify PLAN [--check] [--out DIR] [--json] [--no-preflight] [--host-facts FILE]",
 		Short: "Run a bounded qualification campaign for a candidate backend",
 		Long: `Run the campaign in PLAN (TOML): its gates in order (prereq, artifact, launch
 with its attempt ladder, ready_control, structured_control, sequential,
@@ -48,9 +53,17 @@ error, Ctrl-C, SIGTERM, SIGHUP; after a SIGKILL the next hiro command restores i
 Evidence (evidence.json public, evidence.private.json private) and report.md
 are written under the plan's evidence directory after every gate.
 
+Before production is stopped, every attempt of the ladder is predicted (memory
+fit from the artifact, host capability rules; see 'hiro fit'): an attempt
+predicted to fail is recorded with outcome predicted_failure and not launched,
+and production is not stopped when no attempt can run. --no-preflight
+launches every attempt anyway (recorded in the evidence); --host-facts
+predicts against another host's recorded facts (a replay).
+
 --check validates the plan and every profile it names, touching nothing: every
 number finite and in range, every referenced corpus, schema and manifest
-present and well-formed, the candidate's and production's commands found.
+present and well-formed, the candidate's and production's commands found;
+it prints the preflight's prediction for every attempt.
 
 Exit status: 0 qualified; 1 not qualified (a gate failed); 2 bad usage,
 configuration or plan (nothing started or stopped); 3 aborted (harness error
@@ -62,6 +75,8 @@ or interrupt) with production restored; 4 production could not be restored.`,
 	}
 	cmd.Flags().BoolVar(&o.Check, "check", false, "validate the plan and its profiles; start and stop nothing")
 	cmd.Flags().StringVar(&o.Out, "out", "", "evidence directory (default: the plan's evidence_dir)")
+	cmd.Flags().BoolVar(&o.NoPreflight, "no-preflight", false, "launch every attempt without predicting its memory fit and host capabilities first (recorded in the evidence)")
+	cmd.Flags().StringVar(&o.HostFacts, "host-facts", "", "predict launches against recorded host facts (JSON, as 'hiro fit --json' reads them) instead of this host: a replay")
 	cmd.Flags().BoolVar(&g.JSON, "json", false, "print a JSON summary on stdout")
 	return cmd
 }
@@ -74,7 +89,16 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		}
 		return UsageError(err)
 	}
+	var facts *preflight.Host
+	if o.HostFacts != "" {
+		if facts, err = preflight.LoadHost(o.HostFacts); err != nil {
+			return UsageError(fmt.Errorf("qualify: %w", err))
+		}
+	}
 	if o.Check {
+		if !o.NoPreflight && !g.JSON {
+			printLadderPredictions(c.Context(), g, plan, cfg, facts)
+		}
 		if g.JSON {
 			return writeJSON(g, map[string]any{"ok": true, "plan": plan.Path, "config": cfg.Path, "candidate": plan.Candidate, "production": plan.Production, "gates": len(plan.Gates)})
 		}
@@ -91,7 +115,7 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 	if f, ok := g.Stderr.(*os.File); ok {
 		terminal = term.IsTerminal(int(f.Fd()))
 	}
-	out, err := qualify.Run(c.Context(), plan, cfg, qualify.Options{Progress: g.Stderr, Terminal: terminal, EvidenceDir: o.Out, Host: hostFingerprint(c.Context(), append([]string{cfg.StateDir}, cfg.DiskPaths...))})
+	out, err := qualify.Run(c.Context(), plan, cfg, qualify.Options{Progress: g.Stderr, Terminal: terminal, EvidenceDir: o.Out, NoPreflight: o.NoPreflight, HostFacts: facts, Host: hostFingerprint(c.Context(), append([]string{cfg.StateDir}, cfg.DiskPaths...))})
 	if errors.Is(err, lease.ErrHeld) {
 		// Another campaign or command owns production: nothing was
 		// started or stopped.
@@ -133,4 +157,30 @@ func writeJSON(g *Globals, v any) error {
 	}
 	_, err = fmt.Fprintln(g.Stdout, string(b))
 	return err
+}
+
+// printLadderPredictions prints the preflight's prediction for every
+// attempt of the plan's launch gate (qualify --check), starting and
+// stopping nothing.
+func printLadderPredictions(ctx context.Context, g *Globals, plan *qualify.Plan, cfg *config.Config, facts *preflight.Host) {
+	cand, err := cfg.Backend(plan.Candidate)
+	if err != nil {
+		return
+	}
+	for _, gt := range plan.Gates {
+		lg, ok := gt.Gate.(*qualify.LaunchGate)
+		if !ok || gt.Skip {
+			continue
+		}
+		h := facts
+		if h == nil {
+			h = preflight.ForProduction(ctx, cfg.StateDir, plan.Production)
+		}
+		for _, r := range lg.Ladder(cand) {
+			fmt.Fprintf(g.Stdout, "preflight %s: ", r.Name)
+			for _, l := range preflight.Describe(preflight.Predict(r.Profile, h, *plan.Exclusive)) {
+				fmt.Fprintln(g.Stdout, l)
+			}
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/exitcode"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/preflight"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -55,6 +56,11 @@ type Options struct {
 	Host map[string]any
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// NoPreflight launches every attempt without predicting it first
+	// (recorded in the evidence); HostFacts, when set, are the host the
+	// preflight predicts against instead of this one (a replay).
+	NoPreflight bool
+	HostFacts   *preflight.Host
 }
 
 // Outcome is what Run did.
@@ -289,6 +295,15 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 			if err := pr.Prepare(ctx, c.h.forGate(g.ID), cr.OK); err != nil {
 				return err
 			}
+		}
+	}
+	if c.opts.NoPreflight {
+		c.ev.Preflight = &evidence.PreflightRun{Enabled: false}
+	} else if preds, runs := c.predictLadder(ctx); preds != nil {
+		c.h.shared.predictions = preds
+		if !runs && *c.plan.Exclusive {
+			c.out.line("production %s keeps serving: every launch attempt is predicted to fail", c.prod.Name)
+			return c.save()
 		}
 	}
 	if !*c.plan.Exclusive {

@@ -164,6 +164,9 @@ type Handle struct {
 type shared struct {
 	ready      *Ready
 	engineWait time.Duration
+	// predictions are the preflight's, by launch rung name (nil with
+	// --no-preflight or without a production guard).
+	predictions map[string]*evidence.Prediction
 }
 
 // NewHandle returns a handle for running gates outside a campaign (tests,

@@ -157,6 +157,15 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 	var last *failure.Failure
 	for i := range rungs {
 		r := &rungs[i]
+		pr := h.shared.predictions[r.Name]
+		if pr != nil && !pr.Runs && pr.Rule != "" {
+			h.Logf("attempt %d/%d %s: not launched: predicted failure (%s): %s", i+1, len(rungs), r.Name, pr.Class, pr.Reason)
+			a := predictedFailure(r, pr)
+			last = a.Failure
+			eg.Attempts = append(eg.Attempts, a)
+			_ = h.Save()
+			continue
+		}
 		h.Logf("attempt %d/%d %s: %s", i+1, len(rungs), r.Name, r.Reason)
 		t0 := time.Now()
 		// Recorded from the start (the supervisor writes the record): if
@@ -168,7 +177,7 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 		}}
 		proc, res := production.Keeper{StateDir: h.StateDir}.Start(ctx, r.Profile, opts)
 		h.Waited(t0)
-		a := evidence.Attempt{Name: r.Name, Reason: r.Reason, Changes: r.Changes, LogPath: res.LogPath,
+		a := evidence.Attempt{Name: r.Name, Reason: r.Reason, Changes: r.Changes, LogPath: res.LogPath, Prediction: pr,
 			Facts: res.Facts, Device: res.Device, DurationMS: time.Since(t0).Milliseconds()}
 		a.Effective = &evidence.Effective{ProfileHash: r.Profile.Hash(), Env: r.Profile.Env, Args: r.Profile.Args}
 		if res.Stop != nil {
