@@ -18,6 +18,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/preflight"
 	"github.com/hiro-dev/hiro/internal/production"
 )
 
@@ -538,5 +539,32 @@ func TestInconclusiveRefusedUnlessAccepted(t *testing.T) {
 	must(t, err)
 	if len(j.Entries) != 1 || !strings.Contains(j.Entries[0].Summary, "accepted evidence that could not decide") || j.Entries[0].Validation[0].Status != journal.StatusInconclusive {
 		t.Fatalf("journal entry %+v", j.Entries)
+	}
+}
+
+// An exclusive activation is predicted before the old production stops:
+// on a host whose CPU lacks AVX2 the llama.cpp candidate is refused,
+// nothing stopped; --no-preflight (NoPreflight) switches anyway.
+func TestActivatePreflightRefusesBeforeStopping(t *testing.T) {
+	w := newWorld(t, true)
+	w.startProduction()
+	evPath := w.qualify()
+	o := opts(w)
+	o.HostFacts = &preflight.Host{Source: "a host without AVX2", Arch: "amd64", CPUFlags: []string{"sse2", "avx"}}
+	_, err := activation.Activate(context.Background(), w.cfg, evPath, o)
+	var re *activation.RefusedError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "rule llamacpp/cpu-avx2") || !strings.Contains(err.Error(), "nothing was stopped") {
+		t.Fatalf("want a preflight refusal, got %v", err)
+	}
+	if !w.ready("prod") {
+		t.Fatal("production was stopped for a switch predicted to fail")
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Fatal("the candidate was started")
+	}
+	o.NoPreflight = true
+	out, err := activation.Activate(context.Background(), w.cfg, evPath, o)
+	if err != nil || out.ExitCode != activation.ExitSwitched {
+		t.Fatalf("--no-preflight: %v %+v", err, out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/preflight"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -44,6 +45,11 @@ type Options struct {
 	// Accept are the shortfalls the user accepted (Check); the record
 	// names each.
 	Accept Accept
+	// NoPreflight activates without predicting the new production's
+	// memory fit and host capabilities first; HostFacts, when set, are
+	// the host predicted against instead of this one.
+	NoPreflight bool
+	HostFacts   *preflight.Host
 }
 
 func (o *Options) fill() {
@@ -226,6 +232,9 @@ func run(ctx context.Context, cfg *config.Config, rec *production.Record, old, n
 	if f, st := k.Look(next); f == production.FoundForeign {
 		return nil, refuse("backends."+next.Name, "%s is already running (pid %d) with another configuration; stop it with 'hiro backend stop %s' and retry", next.Name, st.PID, shellquote.Quote(next.Name))
 	}
+	if err := s.preflight(ctx, exclusive); err != nil {
+		return nil, err
+	}
 	// One owner of production at a time: the endpoints of both
 	// productions (and the accelerator for an exclusive switch) are held
 	// for the switch, so no campaign or 'backend start|stop' acts meanwhile.
@@ -317,6 +326,32 @@ func run(ctx context.Context, cfg *config.Config, rec *production.Record, old, n
 	out := &Outcome{Record: rec, ExitCode: ExitSwitched}
 	out.Journal = s.journal()
 	return out, nil
+}
+
+// preflight predicts the new production before the old one is stopped
+// (an activation only: a rollback returns to what ran): a predicted
+// failure is a refusal, nothing started or stopped; for a switch that
+// is not exclusive, fitting only with the old production stopped is one
+// too.
+func (s *switcher) preflight(ctx context.Context, exclusive bool) error {
+	if s.rec.Kind != production.KindActivate || s.opts.NoPreflight {
+		return nil
+	}
+	h := s.opts.HostFacts
+	if h == nil {
+		h = preflight.ForProduction(ctx, s.cfg.StateDir, s.old.Name)
+	}
+	pr := preflight.Predict(s.next, h, exclusive)
+	switch {
+	case pr.Runs:
+		s.opts.Progress(fmt.Sprintf("preflight: %s is predicted to run (%s)", s.next.Name, pr.Fit.Detail))
+	case pr.Rule != "":
+		return refuse("", "preflight: %s is predicted to fail on %s (%s, rule %s): %s; nothing was stopped ('hiro fit %s' shows the prediction; --no-preflight activates anyway)",
+			s.next.Name, h.Source, pr.Class, pr.Rule, pr.Reason, shellquote.Quote(s.next.Name))
+	default:
+		s.opts.Progress(fmt.Sprintf("preflight: %s: %s", s.next.Name, pr.CannotPredict))
+	}
+	return nil
 }
 
 // putBack stops the new production and restores the old one, verified,

@@ -27,6 +27,8 @@ type switchOpts struct {
 	Check   bool
 	// AcceptInconclusive is activate's --accept-inconclusive.
 	AcceptInconclusive bool
+	// NoPreflight activates without predicting the new production first.
+	NoPreflight bool
 	// journalSet is whether --journal was given; without it the entry
 	// goes to the configuration's <state_dir>/journal.
 	journalSet bool
@@ -88,6 +90,10 @@ production for every hiro command; the configuration file is never rewritten.
 A journal entry says "Production switched from A to B on the evidence of
 campaign X".
 
+Before anything is stopped the new production is predicted on this host
+(memory fit and host capability rules, as 'hiro fit' prints them): a predicted
+failure refuses the switch; --no-preflight switches anyway.
+
 --check runs every check and touches nothing.
 
 ` + switchExitText,
@@ -98,6 +104,7 @@ campaign X".
 	}
 	addSwitchFlags(cmd, g, o)
 	cmd.Flags().BoolVar(&o.AcceptInconclusive, "accept-inconclusive", false, "activate on an inconclusive campaign (no gate failed, a comparison could not decide); the activation record says so")
+	cmd.Flags().BoolVar(&o.NoPreflight, "no-preflight", false, "switch without predicting the new production's memory fit and host capabilities first")
 	return cmd
 }
 
@@ -118,7 +125,7 @@ func switchOptions(ctx context.Context, g *Globals, o *switchOpts, cfg *config.C
 	}
 	o.Journal = o.journalDir(cfg)
 	o.journalSet = true
-	return activation.Options{JournalDir: o.Journal, Progress: progress, Router: r}
+	return activation.Options{JournalDir: o.Journal, Progress: progress, Router: r, NoPreflight: o.NoPreflight}
 }
 
 func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) error {
