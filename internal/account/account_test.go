@@ -172,3 +172,27 @@ func TestForestPlotOfComparisons(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureSaysConfidence: a verdict that is not strong says so in
+// words in the one rendering (terminal lines, and the report's and
+// journal's sentence); a strong one, or older evidence without a
+// confidence, says nothing of it.
+func TestFailureSaysConfidence(t *testing.T) {
+	none := &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseLoad, RootCause: "ERROR x",
+		Rule: "fallback/engine-died", Confidence: failure.ConfidenceNone}
+	weak := &failure.Failure{Class: failure.ClassGPUOOM, Phase: failure.PhaseLoad, RootCause: "ERROR y",
+		Rule: "cuda/out-of-memory", Confidence: failure.ConfidenceWeak, Classes: []failure.Class{failure.ClassPortInUse}}
+	strong := &failure.Failure{Class: failure.ClassGPUOOM, Phase: failure.PhaseLoad, RootCause: "ERROR z",
+		Rule: "cuda/out-of-memory", Confidence: failure.ConfidenceStrong}
+	if got := strings.Join(Failure(none), "\n"); !strings.Contains(got, "confidence: none: no rule explains this log; best guess: engine_died") {
+		t.Errorf("none:\n%s", got)
+	}
+	if got := FailureSentence(weak); !strings.Contains(got, "the rule cuda/out-of-memory explains this log, but other lines point at port_in_use") {
+		t.Errorf("weak: %s", got)
+	}
+	for _, f := range []*failure.Failure{strong, {Class: failure.ClassGPUOOM, Phase: failure.PhaseLoad, RootCause: "old"}} {
+		if got := strings.Join(Failure(f), "\n"); strings.Contains(got, "confidence") {
+			t.Errorf("%s says its confidence:\n%s", f.Confidence, got)
+		}
+	}
+}

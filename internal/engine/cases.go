@@ -358,16 +358,21 @@ func (cv Coverage) Write(w io.Writer) error {
 	if len(cv.Cells[CoverageReady]) > 0 {
 		classes = append(classes, CoverageReady)
 	}
+	w8 := 8 // cell width: the longest kind name, at least 8
+	for _, k := range kinds {
+		w8 = max(w8, len(k))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "| %-27s |", "class \\ engine (right/cases)")
 	for _, k := range kinds {
-		fmt.Fprintf(&b, " %-8s |", k)
+		fmt.Fprintf(&b, " %-*s |", w8, k)
 	}
-	fmt.Fprintf(&b, " %-8s |\n|%s|", "all", strings.Repeat("-", 29))
+	fmt.Fprintf(&b, " %-*s |\n|%s|", w8, "all", strings.Repeat("-", 29))
+	dashes := strings.Repeat("-", w8+2) + "|"
 	for range kinds {
-		b.WriteString("----------|")
+		b.WriteString(dashes)
 	}
-	b.WriteString("----------|\n")
+	b.WriteString(dashes + "\n")
 	totals := map[string]CoverageCell{}
 	var all CoverageCell
 	for _, c := range classes {
@@ -385,17 +390,17 @@ func (cv Coverage) Write(w io.Writer) error {
 			t.Cases += cell.Cases
 			t.Right += cell.Right
 			totals[k] = t
-			fmt.Fprintf(&b, " %-8s |", cellText(cell))
+			fmt.Fprintf(&b, " %-*s |", w8, cellText(cell))
 		}
 		all.Cases += rowAll.Cases
 		all.Right += rowAll.Right
-		fmt.Fprintf(&b, " %-8s |\n", cellText(rowAll))
+		fmt.Fprintf(&b, " %-*s |\n", w8, cellText(rowAll))
 	}
 	fmt.Fprintf(&b, "| %-27s |", "all")
 	for _, k := range kinds {
-		fmt.Fprintf(&b, " %-8s |", cellText(totals[k]))
+		fmt.Fprintf(&b, " %-*s |", w8, cellText(totals[k]))
 	}
-	fmt.Fprintf(&b, " %-8s |\n", cellText(all))
+	fmt.Fprintf(&b, " %-*s |\n", w8, cellText(all))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -265,12 +265,15 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 	t.prevErr = false
 	afterPanic := t.panicked
 	t.panicked = false
-	if t.isWrapper(line) || isAdvisory(msg, level) {
+	if t.isWrapper(line) {
 		return
 	}
 	lower := t.lower(line)
 	if (level == "INFO" || level == "DEBUG") && !bytes.Contains(lower, []byte("error")) && !bytes.Contains(lower, []byte("fail")) {
 		return // an INFO line explains a failure only when it reports one (Ollama's msg="... failed" error=...)
+	}
+	if isAdvisory(msg, level, lower) {
+		return
 	}
 	if s, cls := t.match(line, lower); s != nil {
 		tier := s.tier()
@@ -1178,17 +1181,24 @@ var advisoryWords = []string{"consider ", "you may ", "you can ", "if you ", "pl
 // decides a class. An error-level or unlevelled line is a report even when
 // it ends with advice ("ValueError: ... Consider reducing
 // tensor_parallel_size"); only a warning or info line is read as advice.
-func isAdvisory(msg, level string) bool {
-	m := strings.ToLower(strings.TrimSpace(msg))
+//
+// lower is the whole line lower-cased (the tracker's scratch copy).
+func isAdvisory(msg, level string, lower []byte) bool {
+	m := strings.TrimSpace(msg)
 	for _, p := range advisoryPrefixes {
-		if strings.HasPrefix(m, p) {
+		if len(m) >= len(p) && strings.EqualFold(m[:len(p)], p) {
 			return true
 		}
 	}
 	if level != "WARNING" && level != "WARN" && level != "INFO" {
 		return false
 	}
-	return containsAny(m, advisoryWords)
+	for _, w := range advisoryWords {
+		if bytes.Contains(lower, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // isErrorLine reports a line that looks like an error, for the root cause
