@@ -2,8 +2,15 @@
 # Runs hiro's tests as CI does: installs what the tests need (the reference
 # engine Ollama v0.6.5 built from the Go module proxy, Debian's chromium for
 # the journal's browser tests), then gofmt, go vet and the race-enabled test
-# suite. The first Ollama build takes minutes; the Go build cache makes
-# later ones seconds.
+# suite, summarised by scripts/testsummary: one line per package, every
+# failed test's output, every skipped test with its reason, and last the
+# line "N passed, N failed, N skipped" (CI's judge reads it).
+#
+#   scripts/test.sh           the whole suite
+#   scripts/test.sh -short    the quick lane: leaves out the slow real-engine tests
+#
+# Arguments are passed to go test. The first Ollama build takes minutes
+# (it says so while it builds); the Go build cache makes later ones seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,11 +27,20 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
-unformatted="$(gofmt -l ./cmd ./internal)"
+failed=()
+echo "test: gofmt" >&2
+unformatted="$(gofmt -l ./cmd ./internal ./scripts)"
 if [ -n "$unformatted" ]; then
   echo "test: gofmt would change:" >&2
   echo "$unformatted" >&2
-  exit 1
+  failed+=("-fail=gofmt")
 fi
-go vet ./...
-go test -race -count=1 -timeout 40m ./...
+echo "test: go vet" >&2
+go vet ./... || failed+=("-fail=go vet")
+
+echo "test: building the summariser, then go test -race ./... $*" >&2
+mkdir -p .bin
+go build -o .bin/testsummary ./scripts/testsummary
+# The summary's exit status is the run's: it counts every failed test and
+# every package that failed without one (a build error, a timeout).
+go test -race -count=1 -timeout 40m -json "$@" ./... 2>&1 | .bin/testsummary "${failed[@]}"

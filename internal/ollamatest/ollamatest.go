@@ -55,6 +55,9 @@ func FindBinary() (string, error) {
 // Binary returns the ollama binary or skips the test with the reason.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping under -short: a real-Ollama test (scripts/test.sh without -short runs it)")
+	}
 	p, err := FindBinary()
 	if err != nil {
 		t.Skipf("skipping: needs the reference engine: %v", err)

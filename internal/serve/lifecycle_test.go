@@ -15,6 +15,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -122,8 +123,41 @@ func TestRestartLeavesAnotherConfigurationsProduction(t *testing.T) {
 	killEngines(t, prod.Port, otherPort)
 	r := startRouter(t, cfg, nil)
 	first := r.waitState(t, control.StateReady, 20*time.Second).Production.PID
-	syscall.Kill(first, syscall.SIGKILL)
-	r.waitState(t, control.StateRestarting, 10*time.Second)
+	// The other configuration's production must be recorded before A's
+	// restart comes due. Its start (ready, then the record) outlasted the
+	// 2 s backoff on a loaded machine, and A then started its own
+	// production first (the flake). So, once A waits for its restart, the
+	// test takes production's lease as a 'hiro backend start' does and
+	// holds it until the record is written: A's restart comes due with the
+	// lease taken, starts nothing beside its holder, and looks at the
+	// record once the lease is released. Should A's restart have begun
+	// first (it holds the lease then), the round is done again.
+	dir, err := lease.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h *lease.Hold
+	for round := 1; h == nil; round++ {
+		if round > 3 {
+			t.Fatal("A's restart took production's lease first in 3 rounds")
+		}
+		syscall.Kill(first, syscall.SIGKILL)
+		r.waitState(t, control.StateRestarting, 10*time.Second)
+		h, err = lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro backend start prod (the other configuration)"},
+			lease.ProductionKey(prod.BaseURL))
+		var held *lease.HeldError
+		if err != nil && !errors.As(err, &held) {
+			t.Fatalf("production's lease: %v", err)
+		}
+		if st, _ := r.ctl.Status(context.Background()); h != nil && st.Production.State != control.StateRestarting {
+			h.Release() // A's restart ran before the lease was taken
+			h = nil
+		}
+		if h == nil {
+			first = r.waitState(t, control.StateReady, 20*time.Second).Production.PID
+		}
+	}
+	r.waitState(t, control.StateHandedOver, 15*time.Second)
 
 	proc, res := supervisor.Start(context.Background(), other, supervisor.Options{StateDir: cfg.StateDir})
 	if res.State != supervisor.StateReady {
@@ -133,6 +167,9 @@ func TestRestartLeavesAnotherConfigurationsProduction(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := proc.PID()
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
 
 	st := r.waitState(t, control.StateDown, 15*time.Second)
 	p := st.Production
