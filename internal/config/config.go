@@ -621,6 +621,20 @@ func (c *Config) validate() Errors {
 	return es
 }
 
+// listenPort is the port hiro waits for a managed server on: port, else
+// base_url's; 0 when neither says.
+func (p *Profile) listenPort() int {
+	if p.Port != 0 {
+		return p.Port
+	}
+	if u, err := url.Parse(p.BaseURL); err == nil {
+		if n, err := strconv.Atoi(u.Port()); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
 // Validate checks one profile; key is its dotted path ("backends.NAME").
 // Plans that define derived profiles call it too.
 func (p *Profile) Validate(file, key string) error {
@@ -653,6 +667,9 @@ func (p *Profile) validate(file, k string) Errors {
 		}
 		if p.Port == 0 && p.BaseURL == "" {
 			add(k+".port", "missing; set the port the server listens on (1-65535)")
+		}
+		if setting, msg := engine.ListenConflict(p.Engine, k, p.listenPort(), p.Command, p.Args, p.Env); setting != "" {
+			add(setting, "%s", msg)
 		}
 	}
 	if p.Port < 0 || p.Port > 65535 {

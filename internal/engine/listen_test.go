@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every registered kind says where it reads its listen address.
+func TestEveryKindHasListen(t *testing.T) {
+	for _, k := range Kinds() {
+		if _, ok := ListenOf(k); !ok {
+			t.Errorf("engine kind %s has no Listen in listen.go", k)
+		}
+	}
+}
+
+func TestListenConflict(t *testing.T) {
+	env := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	cases := []struct {
+		kind, command string
+		port          int
+		args          []string
+		env           map[string]string
+		want          []string // substrings; none: no conflict
+	}{
+		{"ollama", "ollama", 11435, []string{"serve"}, env("OLLAMA_HOST", "127.0.0.1:11435"), nil},
+		{"ollama", "ollama", 11435, []string{"serve"}, env("OLLAMA_HOST", "127.0.0.1:11436"),
+			[]string{`backends.p.env.OLLAMA_HOST: "127.0.0.1:11436"`, "port 11436", "backends.p.port is 11435", `OLLAMA_HOST = "127.0.0.1:11435"`}},
+		{"ollama", "ollama", 11435, []string{"serve"}, env("OLLAMA_HOST", "http://0.0.0.0:11437"), []string{"port 11437"}},
+		{"ollama", "ollama", 11434, []string{"serve"}, env("OLLAMA_HOST", "0.0.0.0"), nil},
+		{"ollama", "ollama", 11435, []string{"serve"}, env("OLLAMA_HOST", "0.0.0.0"), []string{"port 11434"}},
+		{"ollama", "/usr/local/bin/ollama", 11435, []string{"serve"}, nil, []string{"backends.p.port: is 11435", "default port 11434", `set backends.p.env.OLLAMA_HOST = "127.0.0.1:11435"`}},
+		{"ollama", "hiro-fake-engine", 11435, []string{"--port", "11435"}, nil, nil},
+		{"vllm", "vllm", 8001, []string{"serve", "m", "--port", "8002"}, nil, []string{"backends.p.args: --port 8002", "port 8002", "backends.p.port is 8001"}},
+		{"vllm", "python", 8001, []string{"-m", "vllm.entrypoints.openai.api_server", "--port=8001"}, nil, nil},
+		{"vllm", "vllm", 8001, []string{"serve", "m"}, nil, []string{"default port 8000", "add --port 8001"}},
+		{"llamacpp", "llama-server", 9000, []string{"-m", "x.gguf"}, env("LLAMA_ARG_PORT", "9001"), []string{"LLAMA_ARG_PORT", "port 9001"}},
+		{"llamacpp", "llama-server", 9000, []string{"--port", "9000"}, env("LLAMA_ARG_PORT", "9001"), nil},
+		{"sglang", "python3", 30001, []string{"-m", "sglang.launch_server"}, nil, nil},
+		{"sglang", "python3", 30001, []string{"--port", "30002"}, nil, []string{"port 30002"}},
+		{"openai", "my-server", 1234, []string{"--port", "9"}, nil, nil},
+	}
+	for _, c := range cases {
+		setting, msg := ListenConflict(c.kind, "backends.p", c.port, c.command, c.args, c.env)
+		got := setting + ": " + msg
+		if len(c.want) == 0 {
+			if setting != "" || msg != "" {
+				t.Errorf("%s %s %v %v: conflict %q, want none", c.kind, c.command, c.args, c.env, got)
+			}
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s %s %v %v: %q lacks %q", c.kind, c.command, c.args, c.env, got, w)
+			}
+		}
+	}
+}
