@@ -25,6 +25,11 @@ type Engine struct {
 	// ModelsPath is where the engine lists served model ids
 	// (OpenAI-compatible "/v1/models", ids in data[].id).
 	ModelsPath string
+	// ModelStoreEnv names the variable that points the engine at its
+	// model store, and ModelStoreDefault the store without it (Ollama:
+	// OLLAMA_MODELS, ~/.ollama/models); "" when the engine has none (it
+	// loads the files its command names).
+	ModelStoreEnv, ModelStoreDefault string
 
 	// health reads the engine's health answer; set by the kind's file.
 	health func(ctx context.Context, e *Engine, client *http.Client, baseURL, model string) HealthResult

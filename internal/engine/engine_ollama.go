@@ -17,10 +17,13 @@ import (
 // failure shows in the log (and in the first request), not as an exit.
 func init() {
 	register(&Engine{
-		Kind:        "ollama",
-		HealthPath:  "/",
-		health:      ollamaHealth,
-		normalizeID: ollamaModelID,
+		Kind: "ollama",
+		// Ollama's envconfig.Models: $OLLAMA_MODELS, else ~/.ollama/models.
+		ModelStoreEnv:     "OLLAMA_MODELS",
+		ModelStoreDefault: "~/.ollama/models",
+		HealthPath:        "/",
+		health:            ollamaHealth,
+		normalizeID:       ollamaModelID,
 		markers: joinLists([]Marker{
 			{Text: "starting llama server", Phase: failure.PhaseLoad},
 			{Text: `msg="starting runner" cmd=`, Pattern: regexp.MustCompile(`--model `), Phase: failure.PhaseLoad},
@@ -75,6 +78,10 @@ func init() {
 				"stop it or set OLLAMA_HOST to another address:port.",
 			failure.ClassContextExceedsKV: "The prompt does not fit the context Ollama gives each request (num_ctx split over " +
 				"OLLAMA_NUM_PARALLEL slots; the prompt was truncated): raise num_ctx / OLLAMA_CONTEXT_LENGTH or lower OLLAMA_NUM_PARALLEL.",
+			failure.ClassIdentityMismatch: "Ollama does not have the model the profile names (model not found): create it " +
+				"in the model store this server reads (its OLLAMA_MODELS folder; scripts/prepare-models.sh DIR creates the " +
+				"project's models there, or `ollama create NAME -f Modelfile`, `ollama pull NAME`), or set the profile's model " +
+				"to a name `ollama list` shows for that store.",
 			failure.ClassModelLoadFailed: "Ollama could not load the model: check the name (ollama list), pull or create it, and " +
 				"update Ollama when the model's architecture is newer than the build.",
 		},
@@ -142,6 +149,7 @@ func ollamaHealth(ctx context.Context, e *Engine, client *http.Client, baseURL, 
 		return r
 	}
 	r.State = HealthLoading
+	r.ModelMissing, r.Listed = true, names
 	r.Message = fmt.Sprintf("model %q is not in /api/tags (listed: %s); create or pull it", model, quoteList(names))
 	return r
 }

@@ -38,6 +38,14 @@ type HealthResult struct {
 	// refused connection, a TLS certificate not trusted), kept with its
 	// type for callers that advise on it (llm.Advice); nil otherwise.
 	Err error `json:"-"`
+	// ModelMissing: the engine answered and its own list says the
+	// expected model does not exist (Ollama's /api/tags, read from its
+	// model store): waiting cannot make it appear, so readiness ends at
+	// once (identity_mismatch) instead of at its timeout. Listed holds the
+	// names the list gave. Readiness's own signals: not in the evidence
+	// (the failure's root cause and detail say it).
+	ModelMissing bool     `json:"-"`
+	Listed       []string `json:"-"`
 }
 
 // CheckHealth runs the engine's health check against baseURL (scheme, host

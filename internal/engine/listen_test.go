@@ -39,7 +39,7 @@ func TestListenConflict(t *testing.T) {
 		{"ollama", "hiro-fake-engine", 11435, []string{"--port", "11435"}, nil, nil},
 		{"vllm", "vllm", 8001, []string{"serve", "m", "--port", "8002"}, nil, []string{"backends.p.args: --port 8002", "port 8002", "backends.p.port is 8001"}},
 		{"vllm", "python", 8001, []string{"-m", "vllm.entrypoints.openai.api_server", "--port=8001"}, nil, nil},
-		{"vllm", "vllm", 8001, []string{"serve", "m"}, nil, []string{"default port 8000", "add --port 8001"}},
+		{"vllm", "vllm", 8001, []string{"serve", "m"}, nil, nil}, // a launcher may add --port: not proof
 		{"llamacpp", "llama-server", 9000, []string{"-m", "x.gguf"}, env("LLAMA_ARG_PORT", "9001"), []string{"LLAMA_ARG_PORT", "port 9001"}},
 		{"llamacpp", "llama-server", 9000, []string{"--port", "9000"}, env("LLAMA_ARG_PORT", "9001"), nil},
 		{"sglang", "python3", 30001, []string{"-m", "sglang.launch_server"}, nil, nil},
@@ -60,5 +60,34 @@ func TestListenConflict(t *testing.T) {
 				t.Errorf("%s %s %v %v: %q lacks %q", c.kind, c.command, c.args, c.env, got, w)
 			}
 		}
+	}
+}
+
+// identity_mismatch's "did you mean" names the listed id a person most
+// likely meant, and nothing when none is near.
+func TestClosestModel(t *testing.T) {
+	cases := []struct {
+		want     string
+		reported []string
+		near     string
+	}{
+		{"hiro-fixture-strong", []string{"hiro-tiny:latest", "hiro-fixture-strong:latest"}, "hiro-fixture-strong:latest"},
+		{"Qwen2.5-7B-Instruct", []string{"Qwen/Qwen2.5-7B-Instruct"}, "Qwen/Qwen2.5-7B-Instruct"},
+		{"hiro-fixture-strnog", []string{"hiro-fixture-strong:latest", "hiro-tiny:latest"}, "hiro-fixture-strong:latest"},
+		{"mistral-small", []string{"hiro-tiny:latest"}, ""},
+		{"m", nil, ""},
+	}
+	for _, c := range cases {
+		if got := closestModel(c.want, c.reported); got != c.near {
+			t.Errorf("closestModel(%q, %q) = %q, want %q", c.want, c.reported, got, c.near)
+		}
+	}
+	e, err := Lookup("ollama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := e.NewTracker().Classify(Outcome{Kind: OutcomeIdentityMismatch, ExpectedModel: "hiro-fixture-strnog", ReportedModels: []string{"hiro-fixture-strong:latest"}})
+	if !strings.Contains(f.RootCause, `did you mean "hiro-fixture-strong:latest"?`) || f.Detail["did_you_mean"] != "hiro-fixture-strong:latest" {
+		t.Errorf("root cause %q detail %v", f.RootCause, f.Detail)
 	}
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/hiro-dev/hiro/internal/failure"
 )
@@ -58,6 +60,7 @@ var outcomeRules = []outcomeRule{
 	{"outcome/served-then-failed", failure.ConfidenceWeak, servedThenFailed, giveServedThenFailed},
 	{"outcome/cpu-serving", failure.ConfidenceStrong, isKind(OutcomeAcceleratorUnavailable), giveCPUServing},
 	{"outcome/completion-failed", failure.ConfidenceStrong, isKind(OutcomeCompletionFailed), giveCompletionFailed},
+	{"outcome/health-refused-key", failure.ConfidenceStrong, healthRefusedKey, giveHealthRefusedKey},
 	{"outcome/health-failed", failure.ConfidenceStrong, isKind(OutcomeHealthFailed), giveHealthFailed},
 	{"outcome/timeout", failure.ConfidenceStrong, isTimeout, giveTimeout},
 	{"exit", failure.ConfidenceStrong, exitExplains, giveExit},
@@ -221,6 +224,13 @@ func giveIdentityMismatch(v *verdict) {
 	v.f.Class, v.f.Phase = failure.ClassIdentityMismatch, failure.PhaseReadyWait
 	v.f.RootCause = fmt.Sprintf("model identity mismatch: expected %q, the engine reports %s",
 		v.o.ExpectedModel, quoteList(v.o.ReportedModels))
+	if near := closestModel(v.o.ExpectedModel, v.o.ReportedModels); near != "" {
+		v.f.RootCause += fmt.Sprintf(" (did you mean %q?)", near)
+		v.detail["did_you_mean"] = near
+	}
+	if v.o.Message != "" {
+		v.f.RootCause += ": " + v.o.Message
+	}
 	v.detail["expected_model"] = v.o.ExpectedModel
 	v.detail["reported_models"] = append([]string{}, v.o.ReportedModels...)
 }
@@ -359,6 +369,18 @@ func giveCompletionFailed(v *verdict) {
 
 // giveHealthFailed: a health answer that will not clear is engine_died;
 // a step after it that failed (the model list) is probe_failed.
+// healthRefusedKey: the health check was answered 401 or 403, the server
+// refusing hiro's key (or its lack): it is up, not dead.
+func healthRefusedKey(v *verdict) bool {
+	h := v.o.Health
+	return v.o.Kind == OutcomeHealthFailed && h != nil && (h.StatusCode == http.StatusUnauthorized || h.StatusCode == http.StatusForbidden)
+}
+
+func giveHealthRefusedKey(v *verdict) {
+	v.f.Class, v.f.Phase = failure.ClassProbeFailed, failure.PhaseReadyWait
+	v.f.RootCause = "health check: " + healthText(*v.o.Health)
+}
+
 func giveHealthFailed(v *verdict) {
 	f, o := v.f, v.o
 	f.Class = failure.ClassEngineDied
@@ -449,4 +471,50 @@ func giveEngineDied(v *verdict) {
 	if v.last != "" {
 		f.RootCause += " (last line: " + v.last + ")"
 	}
+}
+
+// closestModel returns the reported id a person most likely meant by
+// want: one equal to it but for case, an organisation prefix ("org/") or
+// a tag (":latest"), else the nearest within a few edits (at most 2, or a
+// quarter of its length); "" when none is near.
+func closestModel(want string, reported []string) string {
+	bare := func(id string) string {
+		id = strings.ToLower(id)
+		if i := strings.LastIndexByte(id, '/'); i >= 0 {
+			id = id[i+1:]
+		}
+		if i := strings.IndexByte(id, ':'); i >= 0 {
+			id = id[:i]
+		}
+		return id
+	}
+	w := bare(want)
+	best, bestD := "", max(2, len(w)/4)+1
+	for _, r := range reported {
+		if d := editDistance(w, bare(r)); d < bestD {
+			best, bestD = r, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -236,6 +237,19 @@ func readiness(ctx context.Context, e *engine.Engine, prof *config.Profile, opts
 			if !send(event{step: "health", health: h}) {
 				return
 			}
+		}
+		if h.StatusCode == http.StatusUnauthorized || h.StatusCode == http.StatusForbidden {
+			// The server refuses hiro's key (or its lack): every poll
+			// would get the same answer.
+			send(event{final: &check{health: h, outcome: &engine.Outcome{Kind: engine.OutcomeHealthFailed, Health: &h}}})
+			return
+		}
+		if h.ModelMissing {
+			// The engine's own store says the model does not exist:
+			// no wait makes it appear (issue 26: was ready_timeout).
+			send(event{final: &check{ids: h.Listed, health: h, outcome: &engine.Outcome{Kind: engine.OutcomeIdentityMismatch,
+				ExpectedModel: prof.Model, ReportedModels: h.Listed, Health: &h, Message: modelStoreNote(e, prof, h)}}})
+			return
 		}
 		if h.State == engine.HealthLoading && time.Since(lastIDCheck) >= loadingIdentityEvery {
 			// The server answers but is not ready: when it already lists
@@ -484,4 +498,21 @@ func adviseFailure(prof *config.Profile, f *failure.Failure, h engine.HealthResu
 		f.NextStep = a
 	}
 	return a
+}
+
+// modelStoreNote says where the engine looked for a missing model: the
+// health answer's words, then the store the profile points it at (or the
+// engine's default store when the profile sets none).
+func modelStoreNote(e *engine.Engine, prof *config.Profile, h engine.HealthResult) string {
+	note := h.Message
+	if e.ModelStoreEnv == "" {
+		return note
+	}
+	if dir, ok := prof.Env[e.ModelStoreEnv]; ok && dir != "" {
+		if !filepath.IsAbs(dir) && prof.Workdir != "" {
+			dir = filepath.Join(prof.Workdir, dir)
+		}
+		return fmt.Sprintf("%s; this server reads its models from %s (%s)", note, dir, e.ModelStoreEnv)
+	}
+	return fmt.Sprintf("%s; this server reads its models from its default store %s (%s is not set in the profile's env)", note, e.ModelStoreDefault, e.ModelStoreEnv)
 }
