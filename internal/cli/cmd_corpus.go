@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/corpus"
 )
@@ -18,16 +19,16 @@ func init() { registerCommand(newCorpusCmd) }
 func newCorpusCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "corpus",
-		Short: "Import and verify frozen corpora (documents with gold claims)",
+		Short: "Freeze, import and verify frozen corpora (documents with gold claims)",
 		Long: `A frozen corpus is a directory: docs/<id>.txt (or .md), one document each;
 gold.jsonl, one gold claim per line ({"doc_id","sentence_index","text"}); and
 manifest.json with the size and SHA-256 of every other file and a digest over
 them. Extraction, evaluation and the semantic gate refuse a corpus that does
-not match its manifest.`,
+not match its manifest. The format and the digest's formula: docs/corpus.md.`,
 		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
-	cmd.AddCommand(newCorpusImportCmd(g), newCorpusVerifyCmd(g))
+	cmd.AddCommand(newCorpusFreezeCmd(g), newCorpusImportCmd(g), newCorpusVerifyCmd(g))
 	return cmd
 }
 
@@ -137,11 +138,64 @@ func runCorpusVerify(_ context.Context, g *Globals, dir string) error {
 		if r.OK {
 			fmt.Fprintf(g.Stdout, "corpus %s matches its manifest (digest %s)\n", dir, r.Digest)
 		} else {
-			fmt.Fprintf(g.Stdout, "corpus %s does NOT match its manifest: %d problems\n", dir, len(r.Problems()))
+			n := len(r.Problems())
+			fmt.Fprintf(g.Stdout, "corpus %s does NOT match its manifest: %s\n", dir, account.Plural(n, "problem", "problems"))
+			fmt.Fprintf(g.Stdout, "expected digest %s (manifest.json)\nactual digest   %s (the files now)\n", r.Digest, r.ActualDigest)
 		}
 	}
 	if !r.OK {
 		return Silent(ExitFailed)
+	}
+	return nil
+}
+
+// corpusFreezeOpts are the flags of 'hiro corpus freeze'.
+type corpusFreezeOpts struct {
+	Name string
+}
+
+func newCorpusFreezeCmd(g *Globals) *cobra.Command {
+	o := &corpusFreezeOpts{}
+	cmd := &cobra.Command{
+		Use:   "freeze DIR [--name NAME]",
+		Short: "Freeze your own documents and gold claims as a corpus (writes DIR/manifest.json)",
+		Long: `Make DIR a frozen corpus: DIR/docs/ holds one document per file (<id>.txt,
+.md or .markdown; the id is the path under docs/ without its extension, the
+id 'hiro extract PATHS' gives the same file), and DIR/gold.jsonl, when
+present, one gold claim per line: {"doc_id":"<id>","sentence_index":N,
+"text":"..."} (sentence_index counts your own sentences from 0; scoring
+matches claims within a document). Every claim is checked (its doc_id must
+be a document); then manifest.json is written with the size and SHA-256 of
+every file and the corpus digest (docs/corpus.md gives the formula).
+Freezing again after an edit prints the old digest and the new one.
+
+Exit status: 0 frozen; 1 a check failed (each problem is listed; nothing is
+written); 2 bad usage (DIR missing or not a directory).`,
+		Args: needArgs(1, 1, "exactly one corpus directory", "hiro corpus freeze corpora/mine"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runCorpusFreeze(c.Context(), g, o, args[0])
+		},
+	}
+	cmd.Flags().StringVar(&o.Name, "name", "", "the corpus's name in its manifest (default: the manifest's, else DIR's base name)")
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print the manifest as JSON (errors too)")
+	return cmd
+}
+
+func runCorpusFreeze(_ context.Context, g *Globals, o *corpusFreezeOpts, dir string) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return UsageErrorf("corpus freeze: %s: not a directory; give the folder holding docs/ and gold.jsonl, e.g. hiro corpus freeze corpora/mine", dir)
+	}
+	m, previous, err := corpus.Freeze(dir, o.Name)
+	if err != nil {
+		return FailedError(fmt.Errorf("corpus freeze: %w", err))
+	}
+	if g.JSON {
+		return claimsPrintJSON(g, m)
+	}
+	fmt.Fprintf(g.Stdout, "froze %s: %s, %s, digest %s\n", dir, account.Plural(m.Documents, "document", "documents"),
+		account.Plural(m.GoldClaims, "gold claim", "gold claims"), m.Digest)
+	if previous != "" && previous != m.Digest {
+		fmt.Fprintf(g.Stdout, "the manifest it replaced had digest %s\n", previous)
 	}
 	return nil
 }

@@ -119,7 +119,7 @@ func TestLoadPaths(t *testing.T) {
 	for _, d := range docs {
 		ids = append(ids, d.ID)
 	}
-	if !reflect.DeepEqual(ids, []string{"b.txt", "sub/a.md"}) || !docs[1].Markdown || docs[0].Markdown {
+	if !reflect.DeepEqual(ids, []string{"b", "sub/a"}) || !docs[1].Markdown || docs[0].Markdown {
 		t.Errorf("ids = %q (markdown %v %v)", ids, docs[0].Markdown, docs[1].Markdown)
 	}
 	if _, err := LoadPaths([]string{filepath.Join(dir, "b.txt"), filepath.Join(dir, "b.txt")}); err == nil || !strings.Contains(err.Error(), "given twice") {

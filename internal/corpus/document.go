@@ -45,11 +45,20 @@ func IsMarkdownPath(path string) bool {
 // ErrNoDocuments means the paths held no document to read.
 var ErrNoDocuments = errors.New("no documents")
 
+// DocID is a document's id from its path relative to the input root
+// (forward slashes): the path without its extension, the rule of a
+// frozen corpus's docs/ (docs/library.md is "library"), so files given to
+// 'hiro extract PATHS' get the ids a corpus of the same files gives.
+func DocID(rel string) string {
+	return strings.TrimSuffix(rel, filepath.Ext(rel))
+}
+
 // LoadPaths reads the documents named by paths: a file is one document
-// (id: its base name); a directory is walked (files with DocExtensions,
-// in lexical order, hidden entries skipped; id: the path relative to the
-// directory). Documents come back sorted by id; two documents with the
-// same id are an error naming both paths.
+// (id: DocID of its base name); a directory is walked (files with
+// DocExtensions, in lexical order, hidden entries skipped; id: DocID of
+// the path relative to the directory). Documents come back sorted by id;
+// two documents with the same id (a.txt and a.md) are an error naming
+// both paths.
 func LoadPaths(paths []string) ([]Document, error) { return LoadPathsBounded(paths, -1) }
 
 // LoadPathsBounded is LoadPaths reading at most limit bytes of each
@@ -62,7 +71,7 @@ func LoadPathsBounded(paths []string, limit int64) ([]Document, error) {
 	seen := map[string]string{}
 	add := func(id, path string) error {
 		if prev, ok := seen[id]; ok {
-			return fmt.Errorf("document id %q is given twice (%s and %s); pass each document once", id, prev, path)
+			return fmt.Errorf("document id %q is given twice (%s and %s): ids are paths without their extension; pass each document once, or rename one", id, prev, path)
 		}
 		seen[id] = path
 		b, size, err := readRegular(path, limit)
@@ -78,7 +87,7 @@ func LoadPathsBounded(paths []string, limit int64) ([]Document, error) {
 			return nil, fmt.Errorf("input %s: %w", p, err)
 		}
 		if !st.IsDir() {
-			if err := add(filepath.Base(p), p); err != nil {
+			if err := add(DocID(filepath.Base(p)), p); err != nil {
 				return nil, err
 			}
 			continue
@@ -100,7 +109,7 @@ func LoadPathsBounded(paths []string, limit int64) ([]Document, error) {
 			if err != nil {
 				return err
 			}
-			return add(filepath.ToSlash(rel), path)
+			return add(DocID(filepath.ToSlash(rel)), path)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("walk %s: %w", p, err)

@@ -188,9 +188,12 @@ func ReadManifest(dir string) (*Manifest, error) {
 
 // VerifyReport lists every difference between a corpus and its manifest.
 type VerifyReport struct {
-	Dir    string `json:"dir"`
-	OK     bool   `json:"ok"`
-	Digest string `json:"digest"`
+	Dir string `json:"dir"`
+	OK  bool   `json:"ok"`
+	// Digest is the manifest's (expected) digest; ActualDigest the digest
+	// of the files as they are now (Manifest.Digest's formula over them).
+	Digest       string `json:"digest"`
+	ActualDigest string `json:"actual_digest"`
 	// Missing, Changed and Extra are paths relative to the corpus dir.
 	Missing []string `json:"missing,omitempty"`
 	Changed []string `json:"changed,omitempty"`
@@ -230,7 +233,7 @@ func Verify(dir string) (*VerifyReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verify corpus %s: %w", dir, err)
 	}
-	r := &VerifyReport{Dir: dir, Digest: m.Digest}
+	r := &VerifyReport{Dir: dir, Digest: m.Digest, ActualDigest: filesDigest(files)}
 	have := map[string]FileEntry{}
 	for _, f := range files {
 		have[f.Path] = f
@@ -272,8 +275,7 @@ func Load(dir string) (*Corpus, error) {
 		if !strings.HasPrefix(f.Path, DocsDir+"/") {
 			continue
 		}
-		rel := strings.TrimPrefix(f.Path, DocsDir+"/")
-		id := strings.TrimSuffix(rel, filepath.Ext(rel))
+		id := DocID(strings.TrimPrefix(f.Path, DocsDir+"/"))
 		path := filepath.Join(dir, filepath.FromSlash(f.Path))
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -319,4 +321,74 @@ func readGold(path string) ([]GoldClaim, error) {
 // directory, fsynced and renamed over path.
 func WriteFileAtomic(path string, data []byte) error {
 	return atomicfile.WriteFile(path, data, 0o644)
+}
+
+// Freeze makes dir, laid out as a frozen corpus (documents under docs/,
+// optionally gold claims in gold.jsonl), a frozen corpus: it checks the
+// layout and every gold claim (strict JSON, a doc_id that is one of the
+// documents, a sentence_index of 0 or more, a text), then writes
+// manifest.json (Seal) and returns it with the digest of the manifest it
+// replaced ("" when there was none). Nothing is written when a check
+// fails; the error lists every problem.
+func Freeze(dir, name string) (m *Manifest, previous string, err error) {
+	st, err := os.Stat(filepath.Join(dir, DocsDir))
+	if err != nil || !st.IsDir() {
+		return nil, "", fmt.Errorf("%s: no %s/ folder: put one document per file in %s (%s/<id>.txt or .md)", dir, DocsDir, filepath.Join(dir, DocsDir), DocsDir)
+	}
+	files, err := scanFiles(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("freeze corpus %s: %w", dir, err)
+	}
+	var problems []string
+	ids := map[string]string{}
+	for _, f := range files {
+		switch {
+		case strings.HasPrefix(f.Path, DocsDir+"/"):
+			rel := strings.TrimPrefix(f.Path, DocsDir+"/")
+			if !hasDocExt(rel) {
+				problems = append(problems, fmt.Sprintf("%s: not a document (.txt, .md or .markdown)", f.Path))
+				continue
+			}
+			id := DocID(rel)
+			if prev, ok := ids[id]; ok {
+				problems = append(problems, fmt.Sprintf("%s and %s have the same id %q", prev, f.Path, id))
+			}
+			ids[id] = f.Path
+		case f.Path == GoldFile:
+		default:
+			problems = append(problems, fmt.Sprintf("%s: not part of a corpus (only %s/ and %s; move it out)", f.Path, DocsDir, GoldFile))
+		}
+	}
+	if len(ids) == 0 {
+		problems = append(problems, fmt.Sprintf("%s/ holds no document", DocsDir))
+	}
+	gold, err := readGold(filepath.Join(dir, GoldFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		problems = append(problems, err.Error())
+	}
+	for i, g := range gold {
+		where := fmt.Sprintf("%s: claim %d", GoldFile, i+1)
+		switch {
+		case ids[g.DocID] == "":
+			problems = append(problems, fmt.Sprintf("%s: doc_id %q is no document (ids are the paths under %s/ without their extension)", where, g.DocID, DocsDir))
+		case g.SentenceIndex < 0:
+			problems = append(problems, fmt.Sprintf("%s: sentence_index %d is negative", where, g.SentenceIndex))
+		case strings.TrimSpace(g.Text) == "":
+			problems = append(problems, fmt.Sprintf("%s: text is empty", where))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, "", fmt.Errorf("freeze corpus %s: %s", dir, strings.Join(problems, "; "))
+	}
+	if old, err := ReadManifest(dir); err == nil {
+		previous = old.Digest
+		if name == "" {
+			name = old.Name
+		}
+	}
+	if name == "" {
+		name = filepath.Base(filepath.Clean(dir))
+	}
+	m, err = Seal(dir, name, nil)
+	return m, previous, err
 }

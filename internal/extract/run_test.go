@@ -227,8 +227,8 @@ func TestBadInputsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	claims := checkClaims(t, out, docs)
-	if len(claims) != 1 || claims[0].DocID != "good.txt" {
-		t.Errorf("claims %+v, want only good.txt's", claims)
+	if len(claims) != 1 || claims[0].DocID != "good" {
+		t.Errorf("claims %+v, want only good's", claims)
 	}
 	rs := checkRejects(t, out)
 	got := map[string][]string{}
@@ -236,15 +236,15 @@ func TestBadInputsRecorded(t *testing.T) {
 		got[r.DocID] = append(got[r.DocID], r.Kind+":"+r.Reasons[0].Code)
 	}
 	want := map[string]string{
-		"latin1.txt":  "document:" + ReasonNotUTF8,
-		"empty.txt":   "document:" + ReasonEmptyDocument,
-		"headings.md": "document:" + ReasonEmptyDocument,
-		"long.txt":    "document:" + ReasonDocumentTooLong,
-		"notjson.txt": "reply:" + ReasonNotJSON + " reply:" + ReasonNotJSON,
-		"schema.txt":  "reply:" + ReasonSchema + " reply:" + ReasonSchema,
-		"quote.txt":   "claim:" + ReasonQuoteNotFound + " claim:" + ReasonQuoteNotFound,
-		"number.txt":  "claim:" + ReasonNumber + " claim:" + ReasonNumber,
-		"server.txt":  "request:" + ReasonRequestFailed,
+		"latin1":   "document:" + ReasonNotUTF8,
+		"empty":    "document:" + ReasonEmptyDocument,
+		"headings": "document:" + ReasonEmptyDocument,
+		"long":     "document:" + ReasonDocumentTooLong,
+		"notjson":  "reply:" + ReasonNotJSON + " reply:" + ReasonNotJSON,
+		"schema":   "reply:" + ReasonSchema + " reply:" + ReasonSchema,
+		"quote":    "claim:" + ReasonQuoteNotFound + " claim:" + ReasonQuoteNotFound,
+		"number":   "claim:" + ReasonNumber + " claim:" + ReasonNumber,
+		"server":   "request:" + ReasonRequestFailed,
 	}
 	for id, w := range want {
 		if g := strings.Join(got[id], " "); g != w {
