@@ -42,6 +42,7 @@ model = "llama-3.1-8b"
 artifact_dir = "model"
 exclusive_accelerator = true
 [backends.cand.env]
+OLLAMA_HOST = "127.0.0.1:11999"
 OLLAMA_NUM_PARALLEL = "1"
 `), 0o644)
 	return cfg

@@ -219,6 +219,8 @@ func TestCandidateOnProductionsAddress(t *testing.T) {
 	if c == string(b) {
 		t.Fatal("test setup: candidate port not found in the configuration")
 	}
+	// Its --port too: a port its own flag contradicts is refused first.
+	c = strings.ReplaceAll(c, fmt.Sprintf("%q", fmt.Sprint(e.candPort)), fmt.Sprintf("%q", fmt.Sprint(e.prodPort)))
 	must(t, os.WriteFile(e.cfgPath, []byte(c), 0o644))
 	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n")
 	_, _, err = qualify.LoadPlan(plan, e.cfgPath)

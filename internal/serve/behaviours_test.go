@@ -65,6 +65,11 @@ restart_budget = 1`)
 	cfg.Backends["next"] = cfg.Backends["prod"].Clone()
 	next := cfg.Backends["next"]
 	port := freePort(t)
+	for i, a := range next.Args { // its --port too: a port its flag contradicts is refused first
+		if a == itoa(next.Port) {
+			next.Args[i] = itoa(port)
+		}
+	}
 	next.Name, next.Port = "next", port
 	next.BaseURL = "http://127.0.0.1:" + itoa(port)
 	r := startRouter(t, cfg, nil)
