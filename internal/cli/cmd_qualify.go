@@ -60,6 +60,10 @@ and production is not stopped when no attempt can run. --no-preflight
 launches every attempt anyway (recorded in the evidence); --host-facts
 predicts against another host's recorded facts (a replay).
 
+Every key of a plan, each gate kind's keys with their types, defaults and
+meaning, and the attempt ladder's variant keys: docs/plan.md (generated from
+the plan's types).
+
 --check validates the plan and every profile it names, touching nothing: every
 number finite and in range, every referenced corpus, schema and manifest
 present and well-formed, the candidate's and production's commands found;

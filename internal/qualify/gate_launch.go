@@ -25,8 +25,10 @@ func init() {
 	RegisterKind(Kind{Name: KindLaunch, Rank: 30, Title: "Backend startup", Launches: true, New: func() Gate { return &LaunchGate{} }})
 }
 
-// LaunchGate is a launch gate's section: the attempt ladder. Its result is
-// one evidence.Attempt per attempt made.
+// LaunchGate is a launch gate's section: the attempt ladder, tried in
+// order until one attempt reaches ready: the candidate profile as it is
+// ("base"), then each variant, at most max_attempts attempts. Its result
+// is one evidence.Attempt per attempt made.
 type LaunchGate struct {
 	// MaxAttempts bounds the ladder; default every rung (base + variants).
 	MaxAttempts int `toml:"max_attempts"`
@@ -37,8 +39,13 @@ type LaunchGate struct {
 // Variant is one documented fallback of the attempt ladder: changes to
 // the base profile (or to the variant named in BasedOn) with a reason.
 type Variant struct {
-	Name    string `toml:"name"`
-	Reason  string `toml:"reason"`
+	// Name names the rung in the evidence ("base" is the profile as it is).
+	Name string `toml:"name"`
+	// Reason is the written reason for the fallback (required), e.g.
+	// "documented fallback: V1 runner".
+	Reason string `toml:"reason"`
+	// BasedOn names an earlier variant this one changes; default the base
+	// profile.
 	BasedOn string `toml:"based_on"`
 	// Env sets variables; EnvUnset removes them.
 	Env      map[string]string `toml:"env"`

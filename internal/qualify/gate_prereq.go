@@ -57,7 +57,9 @@ type AcceleratorReq struct {
 
 // DiskReq wants MinFreeGiB free on the filesystem holding Path.
 type DiskReq struct {
-	Path       string  `toml:"path"`
+	// Path is a path on the filesystem to check (relative to the plan).
+	Path string `toml:"path"`
+	// MinFreeGiB is the free space wanted there, GiB.
 	MinFreeGiB float64 `toml:"min_free_gib"`
 }
 
@@ -68,9 +70,12 @@ type DiskReq struct {
 // Ollama says "version is 0.0.0" while its build info says v0.6.5 (the
 // version 'hiro doctor' reports).
 type CommandReq struct {
-	Name           string   `toml:"name"`
-	Run            []string `toml:"run"`
-	VersionPattern string   `toml:"version_pattern"`
+	// Name labels the check in the evidence ("ollama version").
+	Name string `toml:"name"`
+	// Run is the command and its arguments, run without a shell.
+	Run []string `toml:"run"`
+	// VersionPattern is a regular expression the output must match.
+	VersionPattern string `toml:"version_pattern"`
 }
 
 // Validate checks patterns and numbers, names commands and resolves paths.

@@ -74,8 +74,12 @@ type Plan struct {
 // GateSpec is one gate of a plan: the keys every kind has, and the kind's
 // own section (Gate), decoded strictly into the kind's struct.
 type GateSpec struct {
-	ID    string `toml:"id"`
-	Kind  string `toml:"kind"`
+	// ID names the gate in the evidence and the report: lower-case
+	// letters, digits, '_' and '-', unique in the plan (required).
+	ID string `toml:"id"`
+	// Kind is the gate kind, one of the kinds below (required).
+	Kind string `toml:"kind"`
+	// Title is the gate's human title; default the kind's.
 	Title string `toml:"title"`
 	// Skip marks the gate "not_run: skipped by plan"; later gates still run.
 	Skip bool `toml:"skip"`
