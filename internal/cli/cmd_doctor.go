@@ -57,18 +57,19 @@ Exit status: 0 reported; 2 bad usage or configuration.`,
 // $HIRO_CONFIG that does not exist was refused before it ran
 // (namedConfigMissing); only the default hiro.toml may be absent here.
 func runDoctor(ctx context.Context, g *Globals) error {
-	var paths []string
+	var paths, statePaths []string
 	cfg, err := config.Load(g.ConfigPath)
 	var ce *config.Error
 	switch {
 	case err == nil:
 		paths = append(append(paths, cfg.DiskPaths...), cfg.StateDir)
+		statePaths = []string{cfg.StateDir} // created on first use: missing is not a problem
 	case errors.As(err, &ce) && ce.Key == "" && !fileExists(g.ConfigPath):
 		paths = []string{"."} // no configuration: host facts only
 	default:
 		return UsageError(fmt.Errorf("doctor: %w", err))
 	}
-	r := doctor.Collect(ctx, doctor.Options{DiskPaths: paths})
+	r := doctor.Collect(ctx, doctor.Options{DiskPaths: paths, StatePaths: statePaths})
 	warnings := doctorEndpointWarnings(cfg)
 	if g.JSON {
 		return backendPrintJSON(g, struct {
@@ -146,7 +147,11 @@ func printDoctor(g *Globals, r doctor.Report) {
 			fmt.Fprintf(w, "disk\t%s: %s\n", paths, d.Error)
 			continue
 		}
-		fmt.Fprintf(w, "disk\t%s: %s free of %s\n", paths, gib(d.FreeBytes), gib(d.TotalBytes))
+		later := ""
+		if d.CreatedLater {
+			later = fmt.Sprintf(" (not created yet: hiro creates it on first use; the space of %s)", d.MeasuredAt)
+		}
+		fmt.Fprintf(w, "disk\t%s%s: %s free of %s\n", paths, later, gib(d.FreeBytes), gib(d.TotalBytes))
 	}
 	if len(r.Accelerators) == 0 {
 		fmt.Fprintf(w, "accelerator\tnone (%s)\n", r.AcceleratorNote)

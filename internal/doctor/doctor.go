@@ -75,6 +75,11 @@ type Disk struct {
 	FreeBytes  uint64 `json:"free_bytes,omitempty"`
 	// Error says why the path could not be measured (missing path).
 	Error string `json:"error,omitempty"`
+	// CreatedLater marks a folder hiro creates when it first needs it
+	// (Options.StatePaths) that does not exist yet: not an error; its
+	// space is that of MeasuredAt, the nearest folder above it that exists.
+	CreatedLater bool   `json:"created_later,omitempty"`
+	MeasuredAt   string `json:"measured_at,omitempty"`
 	// AlsoPaths are the other paths asked for that lie on the same file
 	// system (same statfs file system id and size): one disk is listed
 	// once.
@@ -140,6 +145,10 @@ type Engine struct {
 type Options struct {
 	// DiskPaths are measured in order (configuration disk_paths, state dir).
 	DiskPaths []string
+	// StatePaths are those of DiskPaths that hiro creates when it first
+	// needs them (state_dir): missing, they are measured on the nearest
+	// folder above them that exists, and are not an error.
+	StatePaths []string
 	// LookPath finds commands; default exec.LookPath.
 	LookPath func(string) (string, error)
 	// Run runs a command and returns its combined output; default runs
@@ -155,7 +164,7 @@ func Collect(ctx context.Context, o Options) Report {
 	r.OS = osInfo()
 	r.CPU = CPU{Model: cpuModel(), Cores: runtime.NumCPU()}
 	r.Memory = memory()
-	r.Disks = disks(o.DiskPaths)
+	r.Disks = disks(o.DiskPaths, o.StatePaths)
 	r.Accelerators, r.AcceleratorNote = accelerators(ctx, o)
 	if len(r.Accelerators) > 0 {
 		r.GPUProcesses, r.GPUProcessNote = gpuProcesses(ctx, o)
@@ -266,9 +275,13 @@ func parseMeminfo(b []byte) Memory {
 // disks measures each path once and lists each file system once: a path
 // repeated (after cleaning) is dropped, and a path on a file system already
 // listed is added to that entry's AlsoPaths.
-func disks(paths []string) []Disk {
+func disks(paths, statePaths []string) []Disk {
 	var out []Disk
 	seen := map[string]bool{}
+	later := map[string]bool{}
+	for _, p := range statePaths {
+		later[filepath.Clean(p)] = true
+	}
 next:
 	for _, p := range paths {
 		c := filepath.Clean(p)
@@ -277,6 +290,9 @@ next:
 		}
 		seen[c] = true
 		d := disk(c)
+		if d.Error != "" && later[c] {
+			d = createdLater(c)
+		}
 		if d.Error == "" {
 			for i := range out {
 				o := &out[i]
@@ -289,6 +305,20 @@ next:
 		out = append(out, d)
 	}
 	return out
+}
+
+// createdLater measures a folder hiro will create on the nearest folder
+// above it that exists.
+func createdLater(p string) Disk {
+	for up := filepath.Dir(p); ; up = filepath.Dir(up) {
+		if d := disk(up); d.Error == "" {
+			d.Path, d.CreatedLater, d.MeasuredAt = p, true, up
+			return d
+		}
+		if up == filepath.Dir(up) {
+			return disk(p)
+		}
+	}
 }
 
 func disk(p string) Disk {

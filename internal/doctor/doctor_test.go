@@ -146,7 +146,7 @@ func TestDisksListedOnce(t *testing.T) {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	got := disks([]string{dir, dir + "/", sub, filepath.Join(dir, "missing")})
+	got := disks([]string{dir, dir + "/", sub, filepath.Join(dir, "missing")}, nil)
 	if len(got) != 2 {
 		t.Fatalf("got %d disks, want 2 (one file system, one missing path): %+v", len(got), got)
 	}
@@ -182,5 +182,21 @@ func TestSGLangModuleMissing(t *testing.T) {
 				t.Errorf("vllm: %+v", e)
 			}
 		}
+	}
+}
+
+// A state folder hiro creates on first use is not a problem while it does
+// not exist: it is measured on the nearest folder above it that exists.
+// A configured disk path that is missing still says so.
+func TestStatePathCreatedLater(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "not", "yet", ".hiro")
+	got := disks([]string{filepath.Join(dir, "models"), state}, []string{state})
+	if len(got) != 2 || got[0].Error != "path does not exist" {
+		t.Fatalf("disks %+v", got)
+	}
+	d := got[1]
+	if d.Error != "" || !d.CreatedLater || d.MeasuredAt != dir || d.Path != state || d.TotalBytes == 0 {
+		t.Errorf("state folder not created yet: %+v", d)
 	}
 }
