@@ -34,7 +34,18 @@ if [ -z "$bin" ] || [ ! -x "$bin" ]; then
   exit 1
 fi
 
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18435)"
+# A free loopback port, found with bash alone (no python3, no curl): a
+# random one in 20000-32767 that nothing answers on.
+port=""
+for _ in $(seq 50); do
+  p=$((20000 + RANDOM % 12768))
+  if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port="$p"; break; fi
+done
+if [ -z "$port" ]; then
+  echo "prepare-models: found no free loopback port in 50 tries" >&2
+  exit 1
+fi
+echo "prepare-models: registering hiro-tiny, hiro-fixture-strong and hiro-fixture-weak in $models_dir (a temporary ollama serve on 127.0.0.1:$port; seconds)" >&2
 tmp="$(mktemp -d)"
 log="$tmp/serve.log"
 export HOME="$tmp" OLLAMA_HOST="127.0.0.1:$port" OLLAMA_MODELS="$models_dir"
@@ -49,7 +60,7 @@ cleanup() {
 trap cleanup EXIT
 
 for _ in $(seq 300); do
-  if curl -fsS "http://127.0.0.1:$port/" >/dev/null 2>&1; then break; fi
+  if "$bin" list >/dev/null 2>&1; then break; fi # the client asks OLLAMA_HOST
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "prepare-models: ollama serve exited; its log:" >&2
     tail -20 "$log" >&2
