@@ -474,12 +474,16 @@ func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
 		case failed.Kind == "launch" && len(failed.Attempts) > 0:
 			last := failed.Attempts[len(failed.Attempts)-1]
 			if f := last.Failure; f != nil && nextStepOf(f.NextStep, f.Class) != "" {
-				// The step itself is in the attempt's account above: one
-				// phrasing per fact.
-				out = append(out, fmt.Sprintf("Follow the next step of the last attempt (%s, %s) under %q above.", last.Name, f.Class, gateTitle(failed)))
+				// The step itself, not a pointer to it: the terminal's
+				// summary does not print the attempt's account.
+				out = append(out, fmt.Sprintf("Follow the next step of the last attempt (%s, %s): %s", last.Name, f.Class, nextStepOf(f.NextStep, f.Class)))
 			}
-			out = append(out, fmt.Sprintf("All %s of the ladder were tried; the next try needs a new documented fallback in the plan (with its written reason), a fix of the engine issue behind %s, or another engine or model.",
-				Plural(len(failed.Attempts), "declared attempt", "declared attempts"), lastClass(failed)))
+			tried := "The one declared attempt was tried"
+			if n := len(failed.Attempts); n != 1 {
+				tried = fmt.Sprintf("All %d declared attempts of the ladder were tried", n)
+			}
+			out = append(out, fmt.Sprintf("%s; the next try needs a new documented fallback in the plan (with its written reason), a fix of the engine issue behind %s, or another engine or model.",
+				tried, lastClass(failed)))
 		case failed.Semantic != nil:
 			out = append(out, "Look at the largest per-document differences and the top reject reasons of the semantic gate: they show where the candidate loses claims.")
 			out = append(out, "Keep production; qualify the candidate again after changing its model, quantization or prompt budget (max_tokens, repairs).")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -256,13 +257,29 @@ func checkRelPath(p string) error {
 	return nil
 }
 
+// manifestNotFound is Load's error for a manifest path with no file: it
+// is an ErrManifest (bad input) and an fs.ErrNotExist, and says so in
+// those words rather than "bad manifest".
+type manifestNotFound string
+
+func (p manifestNotFound) Error() string {
+	return fmt.Sprintf("manifest %s not found: give the manifest 'hiro artifact pin' wrote (its --out), or pin one", string(p))
+}
+
+func (p manifestNotFound) Is(target error) bool {
+	return target == ErrManifest || target == fs.ErrNotExist
+}
+
 // Load reads and validates the manifest at path. Decoding is strict: an
 // unknown key, trailing data, or any Validate failure is an error wrapping
 // ErrManifest (or ErrRevision / ErrRepo), prefixed with the path.
 func Load(path string) (*Manifest, error) {
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, manifestNotFound(path)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
+		return nil, fmt.Errorf("%w: cannot read manifest %s: %v", ErrManifest, path, errors.Unwrap(err))
 	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -3,9 +3,11 @@ package artifact
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -249,5 +251,16 @@ func TestSummary(t *testing.T) {
 		if got := HumanBytes(n); got != want {
 			t.Errorf("HumanBytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// A manifest path with no file is "not found", not a bad manifest, and is
+// still bad input (ErrManifest) and a missing file (fs.ErrNotExist).
+func TestMissingManifestIsNotFound(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "manifest.json")
+	_, err := Load(p)
+	if err == nil || !errors.Is(err, ErrManifest) || !errors.Is(err, fs.ErrNotExist) ||
+		!strings.Contains(err.Error(), "manifest "+p+" not found") || strings.Contains(err.Error(), "bad manifest") {
+		t.Errorf("Load of a missing manifest: %v", err)
 	}
 }
