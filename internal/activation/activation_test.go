@@ -20,6 +20,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/preflight"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/signing"
 )
 
 func opts(w *world) activation.Options {
@@ -79,6 +80,14 @@ func TestActivateThenRollback(t *testing.T) {
 	if fi, err := os.Stat(r.Path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("record %s: %v %v", r.Path, fi, err)
 	}
+	// It says whose signature it acted on, and is signed itself.
+	if !strings.HasPrefix(r.Trust, "signed by SHA256:") || !strings.Contains(r.Trust, "own key") {
+		t.Fatalf("record trust %q, want signed by the own key", r.Trust)
+	}
+	recBytes, _ := os.ReadFile(r.Path)
+	if _, err := signing.Verify(recBytes); err != nil {
+		t.Fatalf("the activation record's signature: %v", err)
+	}
 
 	// The same evidence again: the candidate is production already.
 	if _, err := activation.Activate(context.Background(), w.cfg, evPath, opts(w)); !refusedOn(err, "candidate") {
@@ -97,6 +106,13 @@ func TestActivateThenRollback(t *testing.T) {
 		t.Fatal("a refused rollback stopped the active production")
 	}
 	must(t, os.WriteFile(launcher, lorig, 0o755))
+
+	// A record edited after it was written is not rolled back from.
+	must(t, os.WriteFile(r.Path, []byte(strings.Replace(string(recBytes), `"router": false`, `"router": true`, 1)), 0o600))
+	if _, err := activation.Rollback(context.Background(), w.cfg, opts(w)); !refusedOn(err, "signature") || !strings.Contains(err.Error(), "does not verify") {
+		t.Fatalf("rollback from an edited record: %v, want refused on its signature", err)
+	}
+	must(t, os.WriteFile(r.Path, recBytes, 0o600))
 
 	back, err := activation.Rollback(context.Background(), w.cfg, opts(w))
 	if err != nil {
@@ -192,15 +208,13 @@ func TestStaleOrMismatchingEvidenceRefusedNamingTheField(t *testing.T) {
 		}
 	}
 	tampered := filepath.Join(t.TempDir(), evidence.PrivateFile)
-	b, _ = json.Marshal(&ev)
-	must(t, os.WriteFile(tampered, b, 0o600))
+	writeSigned(t, tampered, &ev)
 	if _, err := activation.Check(context.Background(), w.cfg, tampered, now, activation.Accept{}); !refusedOn(err, "gates[launch].attempts[no-exit].effective.profile_hash") {
 		t.Fatalf("tampered effective profile: %v", err)
 	}
 	// Not qualified.
 	ev.Verdict = evidence.VerdictNotQualified
-	b, _ = json.Marshal(&ev)
-	must(t, os.WriteFile(tampered, b, 0o600))
+	writeSigned(t, tampered, &ev)
 	if _, err := activation.Check(context.Background(), w.cfg, tampered, now, activation.Accept{}); !refusedOn(err, "verdict") {
 		t.Fatalf("not qualified: %v", err)
 	}
@@ -512,8 +526,7 @@ func TestInconclusiveRefusedUnlessAccepted(t *testing.T) {
 	ev.TerminationReason = "no gate failed, but 1 gate's comparison could not decide (ready inconclusive)"
 	ev.Gates[len(ev.Gates)-1].Status = evidence.StatusInconclusive
 	inc := filepath.Join(t.TempDir(), evidence.PrivateFile)
-	b, _ = json.Marshal(&ev)
-	must(t, os.WriteFile(inc, b, 0o600))
+	writeSigned(t, inc, &ev) // as hiro would write an inconclusive campaign
 	_, err := activation.Check(context.Background(), w.cfg, inc, time.Now(), activation.Accept{})
 	if !refusedOn(err, "verdict") || !strings.Contains(err.Error(), "is inconclusive") || !strings.Contains(err.Error(), "--accept-inconclusive") {
 		t.Fatalf("inconclusive evidence: %v, want refused on verdict naming --accept-inconclusive", err)
@@ -521,8 +534,7 @@ func TestInconclusiveRefusedUnlessAccepted(t *testing.T) {
 	// A hand-edited exit code still contradicts the verdict.
 	ev.ExitCode = 0
 	bad := filepath.Join(t.TempDir(), evidence.PrivateFile)
-	b, _ = json.Marshal(&ev)
-	must(t, os.WriteFile(bad, b, 0o600))
+	writeSigned(t, bad, &ev)
 	if _, err := activation.Check(context.Background(), w.cfg, bad, time.Now(), activation.Accept{Inconclusive: true}); !refusedOn(err, "exit_code") {
 		t.Fatalf("inconclusive evidence exiting 0: %v, want refused on exit_code", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/signing"
 )
 
 // RefusedError says why a switch was refused before anything was started
@@ -55,6 +56,8 @@ type Qualified struct {
 	// Accepted says, one sentence each, what the evidence lacked that the
 	// user accepted (Accept): the activation record keeps it.
 	Accepted []string
+	// Trust says whose signature it carries (Accept.Verify).
+	Trust string
 }
 
 // Accept are the shortfalls a user may accept deliberately (flags of
@@ -65,6 +68,14 @@ type Accept struct {
 	// gate failed, but a comparison with production could not decide
 	// (--accept-inconclusive).
 	Inconclusive bool
+	// Unsigned accepts evidence (or, for a rollback, an activation
+	// record) without a signature, written by a hiro older than signing
+	// (--trust-unsigned); the record's trust field says so. A changed or
+	// foreign-key signature is refused whatever this says.
+	Unsigned bool
+	// Trust is the list of trusted keys; nil loads the user's
+	// (signing.LoadTrust).
+	Trust *signing.Trust
 }
 
 // EvidencePath returns the private evidence file for arg: a campaign's
@@ -97,14 +108,21 @@ func EvidencePath(arg string) (string, error) {
 // manifest changed (each its fingerprints.* field), or the artifact no
 // longer verifies; production.* when the production it was compared
 // against is no longer the active one (stale); the launch attempt's
-// effective profile when it no longer hashes as recorded. Other errors
-// (unreadable evidence) are returned as they are.
+// effective profile when it no longer hashes as recorded. Before any of
+// them: the file must be this user's, written by no one else ("file"), and
+// signed by a key acc trusts ("signature": unsigned, changed after it was
+// signed, or a foreign key). Other errors (unreadable evidence) are
+// returned as they are.
 func Check(ctx context.Context, cfg *config.Config, path string, now time.Time, acc Accept) (*Qualified, error) {
+	trust, err := acc.Verify(path, "evidence")
+	if err != nil {
+		return nil, err
+	}
 	ev, err := evidence.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	q := &Qualified{Evidence: ev, Path: path}
+	q := &Qualified{Evidence: ev, Path: path, Trust: trust}
 	switch {
 	case ev.Verdict == evidence.VerdictInconclusive && acc.Inconclusive:
 		q.Accepted = append(q.Accepted, fmt.Sprintf("accepted inconclusive evidence (--accept-inconclusive): %s", ev.TerminationReason))

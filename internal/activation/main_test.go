@@ -14,6 +14,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/signing"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
@@ -215,4 +216,15 @@ func (w *world) hiroCmd(args ...string) *exec.Cmd {
 	cmd.Env = w.env
 	cmd.Dir = w.dir
 	return cmd
+}
+
+// writeSigned writes ev to path signed with the user's own key, as hiro
+// writes private evidence: tests of the checks after the signature's.
+func writeSigned(t *testing.T, path string, ev *evidence.Evidence) {
+	t.Helper()
+	k, err := signing.LoadOrCreate()
+	must(t, err)
+	priv, _, err := evidence.Encode(ev, k)
+	must(t, err)
+	must(t, os.WriteFile(path, priv, 0o600))
 }

@@ -43,7 +43,8 @@ type Options struct {
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Accept are the shortfalls the user accepted (Check); the record
-	// names each.
+	// names each. Its trust list and Unsigned also decide which
+	// signatures a rollback acts on (the active record's).
 	Accept Accept
 	// NoPreflight activates without predicting the new production's
 	// memory fit and host capabilities first; HostFacts, when set, are
@@ -94,7 +95,7 @@ func Activate(ctx context.Context, cfg *config.Config, path string, opts Options
 	}
 	rec := &production.Record{Kind: production.KindActivate, Config: cfg.Path, From: &q.Active.Snapshot,
 		To:       production.Snap(q.Profile, q.Variant, ""),
-		Campaign: q.Evidence.ID, Evidence: q.Path, Accepted: q.Accepted,
+		Campaign: q.Evidence.ID, Evidence: q.Path, Accepted: q.Accepted, Trust: q.Trust,
 		RollbackTo: &q.Active.Snapshot, RollbackSeq: q.Active.Seq}
 	art := ""
 	if q.Artifact != nil {
@@ -130,6 +131,11 @@ func Rollback(ctx context.Context, cfg *config.Config, opts Options) (*Outcome, 
 	if target == nil {
 		return nil, refuse("", "nothing to roll back to: %s (%s) replaced no earlier production", a.Name, a.Source)
 	}
+	// The record says where to go back to: only one a trusted key signed.
+	trust, err := opts.Accept.Verify(a.Record.Path, "production record")
+	if err != nil {
+		return nil, err
+	}
 	what := fmt.Sprintf("previous production %s (%s)", target.Name, target.Source)
 	prof, err := target.Check(cfg, what)
 	if err != nil {
@@ -142,7 +148,7 @@ func Rollback(ctx context.Context, cfg *config.Config, opts Options) (*Outcome, 
 	to := *target
 	to.Profile = prof
 	to.Source = ""
-	rec := &production.Record{Kind: production.KindRollback, Config: cfg.Path, From: &a.Snapshot, To: &to, Undid: a.Seq}
+	rec := &production.Record{Kind: production.KindRollback, Config: cfg.Path, From: &a.Snapshot, To: &to, Undid: a.Seq, Trust: trust}
 	if a.Record.RollbackSeq > 0 {
 		hist, err := production.History(cfg.Path)
 		if err != nil {

@@ -29,6 +29,8 @@ type switchOpts struct {
 	AcceptInconclusive bool
 	// NoPreflight activates without predicting the new production first.
 	NoPreflight bool
+	// TrustUnsigned accepts evidence (or a record) without a signature.
+	TrustUnsigned bool
 	// journalSet is whether --journal was given; without it the entry
 	// goes to the configuration's <state_dir>/journal.
 	journalSet bool
@@ -68,11 +70,13 @@ old production could not be put back (critical).`
 func newActivateCmd(g *Globals) *cobra.Command {
 	o := &switchOpts{}
 	cmd := &cobra.Command{
-		Use:   "activate EVIDENCE [--check] [--accept-inconclusive] [--journal DIR] [--json]",
+		Use:   "activate EVIDENCE [--check] [--accept-inconclusive] [--trust-unsigned] [--journal DIR] [--json]",
 		Short: "Switch production to a qualified campaign's candidate",
 		Long: `Switch production to the candidate of a campaign (EVIDENCE: its evidence folder
 or evidence file; the private copy is read, it records what ran). Refused
-unless the evidence says qualified, finished within production.max_evidence_age,
+unless the evidence is yours (owned by you, written by no one else), signed by
+a trusted key ('hiro trust'; --trust-unsigned for evidence of an older hiro),
+says qualified, finished within production.max_evidence_age,
 and its fingerprints still match what would run: the candidate profile, the
 plan, the prompts, the schema, the corpus and the artifact manifest (verified
 again). It is stale, and refused, when the production it was compared against
@@ -112,6 +116,7 @@ func addSwitchFlags(cmd *cobra.Command, g *Globals, o *switchOpts) {
 	cmd.Flags().StringVar(&o.Journal, "journal", "", "journal folder the entry is written to (default: journal/ in the configuration's state_dir; \"\" for none)")
 	cmd.PreRun = func(c *cobra.Command, _ []string) { o.journalSet = c.Flags().Changed("journal") }
 	cmd.Flags().BoolVar(&o.Check, "check", false, "run the checks only; start and stop nothing")
+	cmd.Flags().BoolVar(&o.TrustUnsigned, "trust-unsigned", false, "accept evidence or an activation record without a signature (written by a hiro older than signing); the switch's record says so. A changed or foreign-key signature is refused whatever this says")
 	cmd.Flags().BoolVar(&g.JSON, "json", false, "print a JSON summary on stdout (errors too)")
 }
 
@@ -125,7 +130,7 @@ func switchOptions(ctx context.Context, g *Globals, o *switchOpts, cfg *config.C
 	}
 	o.Journal = o.journalDir(cfg)
 	o.journalSet = true
-	return activation.Options{JournalDir: o.Journal, Progress: progress, Router: r, NoPreflight: o.NoPreflight}
+	return activation.Options{JournalDir: o.Journal, Progress: progress, Router: r, NoPreflight: o.NoPreflight, Accept: activation.Accept{Unsigned: o.TrustUnsigned}}
 }
 
 func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) error {
@@ -138,7 +143,7 @@ func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) err
 		return UsageError(fmt.Errorf("activate: %w", err))
 	}
 	if o.Check {
-		q, err := activation.Check(ctx, cfg, path, time.Now(), activation.Accept{Inconclusive: o.AcceptInconclusive})
+		q, err := activation.Check(ctx, cfg, path, time.Now(), activation.Accept{Inconclusive: o.AcceptInconclusive, Unsigned: o.TrustUnsigned})
 		if err != nil {
 			return switchError(g, "activate", err)
 		}

@@ -23,6 +23,8 @@ type journalOpts struct {
 	// Dir is the journal directory (--journal); empty means
 	// <state directory>/journal (see journalDefaults).
 	Dir string
+	// TrustUnsigned is journal add's --trust-unsigned.
+	TrustUnsigned bool
 }
 
 // Default names of the journal and its site inside the state directory.
@@ -168,19 +170,27 @@ func runJournalNew(_ context.Context, g *Globals, jo *journalOpts, o *journalNew
 }
 
 func newJournalAddCmd(g *Globals, jo *journalOpts) *cobra.Command {
-	return &cobra.Command{
-		Use:   "add EVIDENCE",
+	cmd := &cobra.Command{
+		Use:   "add EVIDENCE [--trust-unsigned]",
 		Short: "Make a journal entry from a campaign's public evidence JSON",
 		Long: `Validates EVIDENCE (the public evidence.json of a 'hiro qualify' campaign)
 against the evidence schema, copies it into the journal's evidence/ folder and
 writes an entry from it: title and summary from the campaign and its report,
 sections from the report, the validation table from the gates, next steps.
-The private copy is refused.`,
+The private copy is refused.
+
+The evidence's signature must verify (any edit after hiro wrote it is
+refused); the entry records the signer's key, and a key not in your trust
+list ('hiro trust') is published with a warning. Evidence without a
+signature (from a hiro older than signing) needs --trust-unsigned, and the
+entry says it was added so.`,
 		Args: needArgs(1, 1, "the public evidence.json of one campaign", "hiro journal add .hiro/evidence/demo/<id>/evidence.json"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runJournalAdd(c.Context(), g, jo, args)
 		},
 	}
+	cmd.Flags().BoolVar(&jo.TrustUnsigned, "trust-unsigned", false, "publish evidence without a signature (written by a hiro older than signing); the entry records it")
+	return cmd
 }
 
 // runJournalAdd adds one campaign's evidence as an entry and prints its path.
@@ -198,7 +208,8 @@ func runJournalAdd(_ context.Context, g *Globals, jo *journalOpts, args []string
 	if err != nil {
 		return UsageErrorf("journal add: %w", err)
 	}
-	rel, err := j.AddFromEvidence(args[0])
+	rel, err := j.AddFromEvidence(args[0], journal.AddOptions{TrustUnsigned: jo.TrustUnsigned,
+		Warn: func(w string) { fmt.Fprintf(g.Stderr, "hiro: WARNING: journal add: %s\n", w) }})
 	if err != nil {
 		// Bad, private, unfinished or already-added evidence: the input is wrong.
 		return UsageErrorf("journal add: %w", err)

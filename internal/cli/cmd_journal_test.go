@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/signing"
 )
 
 // runHiro runs the hiro command in this process (Run, as cmd/hiro does)
@@ -116,7 +116,12 @@ func writeTestEvidence(t *testing.T, path string) {
 		Fingerprints: evidence.Fingerprints{Plan: strings.Repeat("0", 64)},
 		Report:       evidence.Report{Sections: []evidence.Section{}, Validation: []evidence.Validation{}},
 	}
-	b, err := json.Marshal(ev)
+	// Signed with this user's key, as a campaign writes it.
+	key, err := signing.LoadOrCreate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := evidence.Encode(ev, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,18 +16,21 @@ func init() { registerCommand(newRollbackCmd) }
 func newRollbackCmd(g *Globals) *cobra.Command {
 	o := &switchOpts{}
 	cmd := &cobra.Command{
-		Use:   "rollback [--check] [--journal DIR] [--json]",
+		Use:   "rollback [--check] [--trust-unsigned] [--journal DIR] [--json]",
 		Short: "Switch production back to the one the last activation replaced",
 		Long: `Switch production back to the production the active activation replaced
 (repeat it to go further back), verified ready the same way as an activation
 (health, model id, a bounded READY completion); the old one is put back if the
 switch fails. Refused when the previous production's recorded configuration no
-longer matches what would run (the message names the changed key or file).
+longer matches what would run (the message names the changed key or file),
+or when the active record is not signed by a trusted key ('hiro trust';
+--trust-unsigned for a record of an older hiro).
 
 Activation records, one JSON document per activation or rollback (0600 in an
-owner-only folder), are kept in $HIRO_PRODUCTION_DIR, else
-$HIRO_LEASE_DIR/production, else $XDG_STATE_HOME/hiro/production, else
-~/.local/state/hiro/production, one folder per configuration file. The latest
+owner-only folder, each signed), are kept in $HIRO_PRODUCTION_DIR, else
+<state home>/production (the state home: $HIRO_STATE_HOME, else
+$HIRO_LEASE_DIR, else $XDG_STATE_HOME/hiro, else ~/.local/state/hiro), one
+folder per configuration file. The latest
 switched record names production; before any, the configuration's
 [production] does.
 
@@ -57,6 +60,9 @@ func runRollback(ctx context.Context, g *Globals, o *switchOpts) error {
 			return switchError(g, "rollback", &activation.RefusedError{Msg: "no activation to roll back"})
 		}
 		t := a.Record.RollbackTo
+		if _, err := (activation.Accept{Unsigned: o.TrustUnsigned}).Verify(a.Record.Path, "production record"); err != nil {
+			return switchError(g, "rollback", err)
+		}
 		if _, err := t.Check(cfg, "previous production "+t.Name); err != nil {
 			return switchError(g, "rollback", &activation.RefusedError{Msg: err.Error()})
 		}

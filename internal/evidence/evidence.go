@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/signing"
 )
 
 // SchemaID is the value of Evidence.Schema for this version of the format.
@@ -104,6 +105,12 @@ type Evidence struct {
 	Report Report `json:"report"`
 	// Methods says how each number is computed (name → definition).
 	Methods map[string]string `json:"methods,omitempty"`
+	// Signature is hiro's Ed25519 signature over the canonical bytes of
+	// the document without it (package signing; docs/reliability.md), carrying
+	// the signer's public key. Since v3: every document a campaign writes
+	// is signed (the private and the public copy each over itself); one
+	// written by an older hiro has none.
+	Signature *signing.Signature `json:"signature,omitempty"`
 }
 
 // Intent is the plan's own account of the campaign, written by a person.

@@ -81,7 +81,7 @@ func TestEvidenceValidatesAndPublicCopyRedacts(t *testing.T) {
 
 func TestWriteBothAndLoad(t *testing.T) {
 	dir := t.TempDir()
-	if err := WriteBoth(dir, sample()); err != nil {
+	if err := WriteBoth(dir, sample(), nil); err != nil {
 		t.Fatal(err)
 	}
 	e, err := Load(filepath.Join(dir, PublicFile))

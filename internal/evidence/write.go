@@ -11,6 +11,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/redact"
+	"github.com/hiro-dev/hiro/internal/signing"
 )
 
 // File names inside a campaign's evidence directory.
@@ -21,9 +22,9 @@ const (
 )
 
 // WriteBoth atomically writes the private document and its public copy
-// into dir (PrivateFile, PublicFile).
-func WriteBoth(dir string, e *Evidence) error {
-	priv, pub, err := Encode(e)
+// into dir (PrivateFile, PublicFile), each signed with k (Encode).
+func WriteBoth(dir string, e *Evidence, k *signing.Key) error {
+	priv, pub, err := Encode(e, k)
 	if err != nil {
 		return err
 	}
@@ -31,15 +32,39 @@ func WriteBoth(dir string, e *Evidence) error {
 }
 
 // Encode returns the indented JSON of the private document and of its
-// public copy: a snapshot that later changes to e do not affect.
-func Encode(e *Evidence) (private, public []byte, err error) {
-	if private, err = json.MarshalIndent(e, "", "  "); err != nil {
+// public copy: a snapshot that later changes to e do not affect. With a
+// key, each carries its own embedded signature (Signature, over the
+// canonical bytes of that document without it): the signature is part of
+// the one file written atomically, so every rewrite after a gate is
+// signed as a whole and no reader ever sees a document and a signature
+// that do not belong together. A nil key writes unsigned documents
+// (tests of the format only: package qualify always signs).
+func Encode(e *Evidence, k *signing.Key) (private, public []byte, err error) {
+	if private, err = encodeSigned(e, k); err != nil {
 		return nil, nil, err
 	}
-	if public, err = json.MarshalIndent(e.Public(), "", "  "); err != nil {
+	if public, err = encodeSigned(e.Public(), k); err != nil {
 		return nil, nil, err
 	}
-	return append(private, '\n'), append(public, '\n'), nil
+	return private, public, nil
+}
+
+// encodeSigned marshals e, signs those bytes with k and marshals e again
+// with the signature set; e itself is left as it was.
+func encodeSigned(e *Evidence, k *signing.Key) ([]byte, error) {
+	c := *e
+	c.Signature = nil
+	b, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil || k == nil {
+		return append(b, '\n'), err
+	}
+	if c.Signature, err = k.Sign(b); err != nil {
+		return nil, err
+	}
+	if b, err = json.MarshalIndent(&c, "", "  "); err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 // WriteEncoded atomically writes what Encode returned into dir: the
@@ -237,6 +262,10 @@ func (e *Evidence) Public() *Evidence {
 	b = withholdEnvValues(e, b)
 	_ = json.Unmarshal(b, &c)
 	redact.Value(&c)
+	// A signature is no secret, and redaction would break it (base64
+	// padding reads as key=value): it is kept as it was. Encode signs the
+	// public copy anew.
+	c.Signature = e.Signature
 	c.Plan = ""
 	c.Fingerprints.Files = nil
 	delete(c.Host, "disks")

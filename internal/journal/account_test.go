@@ -89,7 +89,7 @@ func publishDemo(t *testing.T, ev *evidence.Evidence) (page string, site string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.AddFromEvidence(writeEvidence(t, ev)); err != nil {
+	if _, err := j.AddFromEvidence(writeEvidence(t, ev), addOpts); err != nil {
 		t.Fatal(err)
 	}
 	if j, err = Load(dir); err != nil {

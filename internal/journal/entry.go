@@ -70,8 +70,26 @@ type Entry struct {
 	// path relative to the journal root (e.g. evidence/<file>.json, which
 	// build copies into the site).
 	Evidence string `json:"evidence,omitempty" jsonschema_description:"Public evidence: an http(s) URL or a path relative to the journal root (e.g. evidence/x.json)."`
+	// EvidenceSignature says who signed the evidence the entry was made
+	// from, as verified when it was added (journal add).
+	EvidenceSignature *EvidenceSignature `json:"evidence_signature,omitempty" jsonschema_description:"Who signed the evidence, as verified when the entry was added."`
 	// Revisions notes every change made after the entry was published.
 	Revisions []Revision `json:"revisions,omitempty" jsonschema_description:"Changes made after publication, oldest first."`
+}
+
+// EvidenceSignature is the signer of an entry's evidence (package signing).
+type EvidenceSignature struct {
+	// KeyID is the signer's key fingerprint (SHA256:...); PublicKey the
+	// key itself (ed25519:BASE64). Both empty when Unsigned.
+	KeyID     string `json:"key_id,omitempty"`
+	PublicKey string `json:"public_key,omitempty"`
+	// Trusted says the key was in the trust list of the hiro that added
+	// the entry; TrustedAs is that list's name for it.
+	Trusted   bool   `json:"trusted"`
+	TrustedAs string `json:"trusted_as,omitempty"`
+	// Unsigned: the evidence had no signature and was added with
+	// --trust-unsigned (written by a hiro older than signing).
+	Unsigned bool `json:"unsigned,omitempty"`
 }
 
 // Section is one piece of work completed, with its own status.

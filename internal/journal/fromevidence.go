@@ -13,6 +13,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/redact"
+	"github.com/hiro-dev/hiro/internal/signing"
 )
 
 // FromEvidence maps a campaign's public evidence to a journal entry. The
@@ -58,18 +59,43 @@ func FromEvidence(ev *evidence.Evidence, ref string) (*Entry, error) {
 // copy of an evidence document.
 var ErrPrivateEvidence = errors.New("private evidence may not be published")
 
-// AddFromEvidence reads the public evidence at path, validates it against
-// the evidence schema, copies it to evidence/<stamp>_<slug>.json in the
-// journal and creates the entry FromEvidence makes. When the title's slug is
-// taken, the campaign's date (then date and time) is appended. It returns
-// the entry's path relative to j.Dir.
-func (j *Journal) AddFromEvidence(path string) (string, error) {
+// AddOptions tune AddFromEvidence.
+type AddOptions struct {
+	// Trust is the trust list the signer is looked up in; nil loads the
+	// user's (signing.LoadTrust).
+	Trust *signing.Trust
+	// TrustUnsigned accepts evidence without a signature (an older hiro's),
+	// recorded in the entry.
+	TrustUnsigned bool
+	// Warn receives a warning (a signer not in the trust list); nil
+	// discards.
+	Warn func(string)
+}
+
+// ErrUnsigned is wrapped by AddFromEvidence for evidence without a
+// signature added without AddOptions.TrustUnsigned.
+var ErrUnsigned = errors.New("unsigned evidence")
+
+// AddFromEvidence reads the public evidence at path, verifies its
+// signature (refused when it does not verify, or when it has none unless
+// o.TrustUnsigned; a key not in the trust list is published with a
+// warning: shipped example evidence is signed by a key of its own), records
+// the signer in the entry, validates it against the evidence schema,
+// copies it to evidence/<stamp>_<slug>.json in the journal and creates the
+// entry FromEvidence makes. When the title's slug is taken, the campaign's
+// date (then date and time) is appended. It returns the entry's path
+// relative to j.Dir.
+func (j *Journal) AddFromEvidence(path string, o AddOptions) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
 	if err := evidence.Validate(data); err != nil {
 		return "", fmt.Errorf("%s: %s", path, oneLine(err.Error()))
+	}
+	signer, err := verifySigner(path, data, o)
+	if err != nil {
+		return "", err
 	}
 	ev, err := evidence.Load(path)
 	if err != nil {
@@ -98,11 +124,22 @@ func (j *Journal) AddFromEvidence(path string) (string, error) {
 			data = append(b, '\n')
 		}
 	}
+	signed := data
 	data = publicEvidence(ev, data)
+	if !bytes.Equal(data, signed) && ev.Signature != nil {
+		// The journal's copy was redacted further: its signature would
+		// no longer verify, so the copy carries none (the entry still
+		// names who signed what was added).
+		ev.Signature = nil
+		if b, err := json.MarshalIndent(ev, "", "  "); err == nil {
+			data = append(b, '\n')
+		}
+	}
 	e, err := FromEvidence(ev, "")
 	if err != nil {
 		return "", err
 	}
+	e.EvidenceSignature = signer
 	for _, o := range j.Entries {
 		if o.Timestamp.Equal(e.Timestamp) {
 			return "", fmt.Errorf("campaign %s (finished %s): %w as %s", ev.ID, e.Timestamp.Format(time.RFC3339), ErrExists, o.Path)
@@ -131,12 +168,42 @@ func (j *Journal) AddFromEvidence(path string) (string, error) {
 	return rel, nil
 }
 
+// verifySigner checks data's signature (package signing) and returns the
+// entry's record of it.
+func verifySigner(path string, data []byte, o AddOptions) (*EvidenceSignature, error) {
+	sig, err := signing.Verify(data)
+	switch {
+	case errors.Is(err, signing.ErrUnsigned) && o.TrustUnsigned:
+		return &EvidenceSignature{Unsigned: true}, nil
+	case errors.Is(err, signing.ErrUnsigned):
+		return nil, fmt.Errorf("%s: %w: written by a hiro older than signing, or its signature was removed; if you know where it came from, pass --trust-unsigned (the entry records it)", path, ErrUnsigned)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w; the evidence was changed after it was signed: publish the file hiro wrote", path, err)
+	}
+	t := o.Trust
+	if t == nil {
+		if t, err = signing.LoadTrust(); err != nil {
+			return nil, err
+		}
+	}
+	es := &EvidenceSignature{KeyID: sig.KeyID, PublicKey: sig.PublicKey}
+	if tk := t.Trusted(sig); tk != nil {
+		es.Trusted, es.TrustedAs = true, tk.Name
+	} else if o.Warn != nil {
+		o.Warn(fmt.Sprintf("%s is signed by %s, a key you do not trust: published, the entry records the key ('hiro trust add %s' if it is yours)", path, sig.KeyID, sig.PublicKey))
+	}
+	return es, nil
+}
+
 // publicEvidence returns the bytes of evidence ev (read as data) as the
 // journal may publish them: ev is redacted in place (package redact) and,
 // when that changed anything, re-encoded; otherwise data is kept as it is.
 func publicEvidence(ev *evidence.Evidence, data []byte) []byte {
 	before, _ := json.Marshal(ev)
+	// The signature is no secret and redaction would break it.
+	sig := ev.Signature
 	redact.Value(ev)
+	ev.Signature = sig
 	after, _ := json.Marshal(ev)
 	if bytes.Equal(before, after) {
 		return data

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/signing"
 )
 
 // seedEvidence is the seed's campaign as evidence: three failed launch
@@ -50,10 +51,26 @@ func seedEvidence() *evidence.Evidence {
 	}
 }
 
+// testKey signs the evidence the tests write: a key no trust list holds,
+// like the example evidence shipped in the repository.
+var testKey, _ = signing.Generate()
+
+// addOpts adds with an empty trust list (never the user's).
+var addOpts = AddOptions{Trust: &signing.Trust{}}
+
+// writeEvidence writes ev as public evidence signed with testKey.
 func writeEvidence(t *testing.T, ev *evidence.Evidence) string {
 	t.Helper()
-	b, err := json.MarshalIndent(ev, "", "  ")
+	c := *ev
+	c.Signature = nil
+	b, err := json.MarshalIndent(&c, "", "  ")
 	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Signature, err = testKey.Sign(b); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = json.MarshalIndent(&c, "", "  "); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), evidence.PublicFile)
@@ -129,7 +146,7 @@ func TestAddFromEvidence(t *testing.T) {
 	os.Mkdir(dir, 0o755)
 	j, _ := Load(dir)
 	path := writeEvidence(t, seedEvidence())
-	rel, err := j.AddFromEvidence(path)
+	rel, err := j.AddFromEvidence(path, addOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +158,7 @@ func TestAddFromEvidence(t *testing.T) {
 	if err != nil || string(copied) != string(orig) {
 		t.Fatalf("evidence not copied into the journal: %v", err)
 	}
-	if _, err := j.AddFromEvidence(path); !errors.Is(err, ErrExists) {
+	if _, err := j.AddFromEvidence(path, addOpts); !errors.Is(err, ErrExists) {
 		t.Errorf("adding the same campaign twice: err %v", err)
 	}
 
@@ -149,7 +166,7 @@ func TestAddFromEvidence(t *testing.T) {
 	ev := seedEvidence()
 	later := ev.FinishedAt.Add(24 * time.Hour)
 	ev.FinishedAt = &later
-	rel2, err := j.AddFromEvidence(writeEvidence(t, ev))
+	rel2, err := j.AddFromEvidence(writeEvidence(t, ev), addOpts)
 	if err != nil || !strings.HasSuffix(rel2, "_alternate-vllm-extraction-backend-stops-before-inference-20250613.json") {
 		t.Errorf("second campaign: %s, %v", rel2, err)
 	}
@@ -163,12 +180,12 @@ func TestAddFromEvidence(t *testing.T) {
 
 	priv := seedEvidence()
 	priv.Plan = "/home/me/plans/vllm.toml"
-	if _, err := j.AddFromEvidence(writeEvidence(t, priv)); !errors.Is(err, ErrPrivateEvidence) {
+	if _, err := j.AddFromEvidence(writeEvidence(t, priv), addOpts); !errors.Is(err, ErrPrivateEvidence) {
 		t.Errorf("private evidence: err %v", err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"schema":"hiro.evidence/v1"}`), 0o644)
-	if _, err := j.AddFromEvidence(bad); err == nil || !strings.Contains(err.Error(), "evidence (hiro.evidence/v1) does not match its schema https://hiro.dev/schemas/evidence.schema.json: - at '': missing properties") {
+	if _, err := j.AddFromEvidence(bad, AddOptions{Trust: &signing.Trust{}, TrustUnsigned: true}); err == nil || !strings.Contains(err.Error(), "evidence (hiro.evidence/v1) does not match its schema https://hiro.dev/schemas/evidence.schema.json: - at '': missing properties") {
 		t.Errorf("invalid evidence: err %v", err)
 	}
 }
@@ -179,7 +196,7 @@ func TestAddFromEvidenceV1(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "journal")
 	os.Mkdir(dir, 0o755)
 	j, _ := Load(dir)
-	rel, err := j.AddFromEvidence(filepath.Join("..", "evidence", "testdata", "v1-seed-replay.json"))
+	rel, err := j.AddFromEvidence(filepath.Join("..", "evidence", "testdata", "v1-seed-replay.json"), AddOptions{Trust: &signing.Trust{}, TrustUnsigned: true})
 	if err != nil {
 		t.Fatalf("v1 evidence refused: %v", err)
 	}
@@ -194,5 +211,77 @@ func TestAddFromEvidenceV1(t *testing.T) {
 	}
 	if strings.Contains(string(copied), "/tmp/h10v1") {
 		t.Errorf("the journal's copy of v1 evidence keeps a local folder in a check name")
+	}
+}
+
+// journal add verifies the evidence's signature: edited evidence is
+// refused, unsigned evidence needs TrustUnsigned (recorded), and evidence
+// signed by a key not in the trust list is published with a warning, the
+// entry naming the key. Before, any evidence that validated was published.
+func TestAddFromEvidenceVerifiesSignature(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	os.Mkdir(dir, 0o755)
+	j, _ := Load(dir)
+	ev := seedEvidence()
+	path := writeEvidence(t, ev)
+	signed, _ := os.ReadFile(path)
+
+	edited := filepath.Join(t.TempDir(), evidence.PublicFile)
+	os.WriteFile(edited, []byte(strings.Replace(string(signed), `"not_qualified"`, `"qualified"`, 1)), 0o644)
+	if _, err := j.AddFromEvidence(edited, addOpts); !errors.Is(err, signing.ErrBadSignature) {
+		t.Fatalf("edited evidence: %v, want the signature refused", err)
+	}
+
+	unsigned := filepath.Join(t.TempDir(), evidence.PublicFile)
+	b, _ := json.MarshalIndent(ev, "", "  ")
+	os.WriteFile(unsigned, b, 0o644)
+	if _, err := j.AddFromEvidence(unsigned, addOpts); !errors.Is(err, ErrUnsigned) || !strings.Contains(err.Error(), "--trust-unsigned") {
+		t.Fatalf("unsigned evidence: %v", err)
+	}
+
+	var warned []string
+	o := addOpts
+	o.Warn = func(s string) { warned = append(warned, s) }
+	rel, err := j.AddFromEvidence(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := j.Entries[0]
+	if s := e.EvidenceSignature; s == nil || s.KeyID != testKey.Public().ID() || s.Trusted || s.PublicKey != testKey.Public().String() {
+		t.Fatalf("entry %s signature %+v", rel, e.EvidenceSignature)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "do not trust") || !strings.Contains(warned[0], testKey.Public().ID()) {
+		t.Fatalf("warnings %q", warned)
+	}
+	// The copy verifies as the original did.
+	copied, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(e.Evidence)))
+	if _, err := signing.Verify(copied); err != nil {
+		t.Errorf("the journal's copy does not verify: %v", err)
+	}
+
+	// A trusted signer; an unsigned one accepted and recorded.
+	j2dir := filepath.Join(t.TempDir(), "journal")
+	os.Mkdir(j2dir, 0o755)
+	j2, _ := Load(j2dir)
+	tr := &signing.Trust{}
+	tr.Keys = append(tr.Keys, signing.TrustedKey{Key: testKey.Public(), Name: "ci"})
+	if _, err := j2.AddFromEvidence(path, AddOptions{Trust: tr}); err != nil || !j2.Entries[0].EvidenceSignature.Trusted || j2.Entries[0].EvidenceSignature.TrustedAs != "ci" {
+		t.Fatalf("trusted signer: %v %+v", err, j2.Entries)
+	}
+	later := ev.FinishedAt.Add(time.Hour)
+	ev.FinishedAt = &later
+	b, _ = json.MarshalIndent(ev, "", "  ")
+	os.WriteFile(unsigned, b, 0o644)
+	if _, err := j2.AddFromEvidence(unsigned, AddOptions{Trust: tr, TrustUnsigned: true}); err != nil {
+		t.Fatal(err)
+	}
+	unsignedEntries := 0
+	for _, e := range j2.Entries {
+		if e.EvidenceSignature != nil && e.EvidenceSignature.Unsigned && e.EvidenceSignature.KeyID == "" {
+			unsignedEntries++
+		}
+	}
+	if len(j2.Entries) != 2 || unsignedEntries != 1 {
+		t.Fatalf("entries %d, %d recorded unsigned; want 2, 1", len(j2.Entries), unsignedEntries)
 	}
 }

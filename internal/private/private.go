@@ -73,18 +73,24 @@ func EnsureDir(dir, what string) error { return ensureDir(dir, what, "") }
 // user's own that others may only read or enter is narrowed to DirMode.
 // what names the folder in errors. A missing folder is an error wrapping
 // fs.ErrNotExist: readers treat it as empty.
-func CheckDir(dir, what string) error { return checkDir(dir, what, "") }
+func CheckDir(dir, what string) error { return checkDir(dir, what, "", true) }
+
+// CheckFolder is CheckDir that changes nothing: a folder others may read
+// is accepted as it is. For the folder of a file hiro acts on but does not
+// own the layout of (evidence passed to activate).
+func CheckFolder(dir, what string) error { return checkDir(dir, what, "", false) }
 
 func ensureDir(dir, what, fix string) error {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return fmt.Errorf("%s %s cannot be created: %w%s", what, dir, err, fix)
 	}
-	return checkDir(dir, what, fix)
+	return checkDir(dir, what, fix, true)
 }
 
 // checkDir is CheckDir; fix ends the refusals with how to use another
-// folder ("; or set HIRO_LEASE_DIR to ...").
-func checkDir(dir, what, fix string) error {
+// folder ("; or set HIRO_LEASE_DIR to ..."); narrow says to make a folder
+// others may read 0700.
+func checkDir(dir, what, fix string, narrow bool) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, dir, err)
@@ -103,7 +109,7 @@ func checkDir(dir, what, fix string) error {
 	if perm&0o022 != 0 {
 		return fmt.Errorf("%s %s may be written by its group or others (mode %v): anything in it could have been planted, so hiro does not act on it; check what it holds, then chmod 700 %s%s", what, dir, perm, q, fix)
 	}
-	if perm&0o077 != 0 {
+	if narrow && perm&0o077 != 0 {
 		if err := os.Chmod(dir, DirMode); err != nil {
 			return fmt.Errorf("%s %s has mode %v and cannot be made private: %w%s", what, dir, perm, err, fix)
 		}
@@ -210,7 +216,7 @@ func (f Folder) Check() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return d, checkDir(d, f.What, f.fix())
+	return d, checkDir(d, f.What, f.fix(), true)
 }
 
 // fix says how to use another folder.
@@ -227,7 +233,7 @@ func (f Folder) fix() string {
 // says only when its own user's hiro could have made it. A missing socket
 // is an error wrapping fs.ErrNotExist.
 func CheckSocket(path, what string) error {
-	if err := checkDir(filepath.Dir(path), what+" folder", ""); err != nil {
+	if err := checkDir(filepath.Dir(path), what+" folder", "", false); err != nil {
 		return err
 	}
 	fi, err := os.Lstat(path)

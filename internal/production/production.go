@@ -18,6 +18,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/private"
+	"github.com/hiro-dev/hiro/internal/signing"
 )
 
 // RecordSchema names the format of an activation record.
@@ -171,6 +172,10 @@ type Record struct {
 	// Accepted lists, one sentence each, what the evidence lacked that the
 	// user accepted deliberately (hiro activate --accept-inconclusive).
 	Accepted []string `json:"accepted,omitempty"`
+	// Trust says whose signature the switch acted on: the evidence's for
+	// an activation, the undone record's for a rollback ("signed by
+	// SHA256:... (name)", or "unsigned, accepted with --trust-unsigned").
+	Trust string `json:"trust,omitempty"`
 	// Router says whether a running router was switched.
 	Router bool `json:"router"`
 	// Steps are the switch's steps in order.
@@ -181,6 +186,11 @@ type Record struct {
 	Restored *evidence.Restored `json:"restored,omitempty"`
 	// Error says why the switch failed.
 	Error string `json:"error,omitempty"`
+	// Signature is hiro's signature of the record (package signing), over
+	// the canonical record without it; every write is signed, in the one
+	// file written atomically. 'hiro rollback' acts only on a record whose
+	// signature verifies with a trusted key.
+	Signature *signing.Signature `json:"signature,omitempty"`
 	// Path is the record's file (not stored).
 	Path string `json:"-"`
 }
@@ -409,7 +419,7 @@ func Append(r *Record) error {
 		return err
 	}
 	r.Path = filepath.Join(dir, fmt.Sprintf("%06d-%s.json", r.Seq, r.Kind))
-	return writePrivateJSON(r.Path, r)
+	return writeRecord(r)
 }
 
 // Rewrite writes an appended record again (to r.Path), atomically.
@@ -417,7 +427,7 @@ func Rewrite(r *Record) error {
 	if r.Path == "" {
 		return fmt.Errorf("production record %d was never appended", r.Seq)
 	}
-	return writePrivateJSON(r.Path, r)
+	return writeRecord(r)
 }
 
 // readPrivate reads a record or intent that passes private.Check (owned by
@@ -446,3 +456,26 @@ func writePrivateJSON(path string, v any) error {
 	}
 	return atomicfile.WriteFile(path, append(b, '\n'), 0o600)
 }
+
+// writeRecord writes r signed with the user's key (signing.LoadOrCreate:
+// the same key that signs evidence), the signature embedded in the one
+// file written atomically.
+func writeRecord(r *Record) error {
+	k, err := signing.LoadOrCreate()
+	if err != nil {
+		return fmt.Errorf("production record %s not written: %w", r.Path, err)
+	}
+	r.Signature = nil
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if r.Signature, err = k.Sign(b); err != nil {
+		return err
+	}
+	return writePrivateJSON(r.Path, r)
+}
+
+// ReadRecordFile returns the bytes of the record at path, refused (an
+// error) when another user owns it or others may write it.
+func ReadRecordFile(path string) ([]byte, error) { return readPrivate(path) }

@@ -35,6 +35,7 @@ func setup(t *testing.T) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("HIRO_PRODUCTION_DIR", filepath.Join(dir, "private"))
+	t.Setenv("HIRO_KEY_DIR", filepath.Join(dir, "keys"))
 	p := filepath.Join(dir, "hiro.toml")
 	if err := os.WriteFile(p, []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)

@@ -2,9 +2,12 @@ package qualify
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,8 +24,10 @@ import (
 	"github.com/hiro-dev/hiro/internal/exitcode"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/preflight"
+	"github.com/hiro-dev/hiro/internal/private"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/shellquote"
+	"github.com/hiro-dev/hiro/internal/signing"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/termtext"
 )
@@ -133,12 +138,21 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 	}
 	c.h = &Handle{Candidate: c.candidate, Production: c.prod, Exclusive: *plan.Exclusive, StateDir: cfg.StateDir,
 		Now: opts.Now, HTTP: &http.Client{}, Save: c.save, out: c.out, shared: &shared{}}
-	id := start.UTC().Format("20060102T150405Z") + "-" + slug(plan.Candidate)
+	// Every document the campaign writes is signed: a key that cannot be
+	// made or read stops the campaign before anything is started.
+	key, err := signing.LoadOrCreate()
+	if err != nil {
+		return nil, fmt.Errorf("campaign not started: %w", err)
+	}
 	root := plan.EvidenceDir
 	if opts.EvidenceDir != "" {
 		root = opts.EvidenceDir
 	}
-	c.dir = filepath.Join(root, id)
+	id, dir, err := createCampaignDir(root, start, plan.Candidate)
+	if err != nil {
+		return nil, fmt.Errorf("campaign not started: %w", err)
+	}
+	c.dir = dir
 	c.h.Dir = c.dir
 	if *plan.Exclusive {
 		// One owner of production and of the accelerator at a time, taken
@@ -158,6 +172,7 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		h, err := lease.Acquire(opts.LeaseDir, &lease.Lease{Kind: lease.KindCampaign, Campaign: id, EvidenceDir: abs,
 			Config: cfg.Path, Production: prodName, Candidate: plan.Candidate}, keys...)
 		if err != nil {
+			os.Remove(c.dir)
 			return nil, fmt.Errorf("campaign %s not started: %w", id, err)
 		}
 		c.hold = h
@@ -172,6 +187,7 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		h, err := lease.Acquire(opts.LeaseDir, &lease.Lease{Kind: lease.KindCampaign, Campaign: id, EvidenceDir: abs,
 			Config: cfg.Path, Candidate: plan.Candidate, SharesAccelerator: true}, production.LeaseKeys(false, c.candidate)...)
 		if err != nil {
+			os.Remove(c.dir)
 			return nil, fmt.Errorf("campaign %s not started: %w", id, err)
 		}
 		c.hold = h
@@ -181,21 +197,17 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		a, err := lease.AcquireShared(opts.LeaseDir, lease.AcceleratorKey)
 		if err != nil {
 			c.hold.Release()
+			os.Remove(c.dir)
 			return nil, fmt.Errorf("campaign %s not started: %w", id, err)
 		}
 		c.accel = a
 		defer c.accel.Release()
 	}
-	if err := os.MkdirAll(c.dir, evidence.PrivateDirMode); err != nil {
-		c.hold.Release()
-		return nil, fmt.Errorf("creating the evidence directory: %w", err)
-	}
-	_ = os.Chmod(c.dir, evidence.PrivateDirMode)
 	registerSecrets(cfg, plan)
 	c.ev = c.newEvidence(id, start)
 	c.h.Fingerprints = &c.ev.Fingerprints
-	c.sv = newSaver(c.dir)
-	err := c.save()
+	c.sv = newSaver(c.dir, key)
+	err = c.save()
 	if err == nil {
 		err = c.sv.flush()
 	}
@@ -219,6 +231,38 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		aborted, abortReason = true, err.Error()
 	}
 	return c.finish(start, failedGate, inconclusive, aborted, abortReason)
+}
+
+// createCampaignDir makes the campaign's evidence folder under root and
+// returns its id and path. The id is the UTC start second, the
+// candidate's slug and a random suffix (unique by construction: two
+// campaigns of one candidate started in the same second get two
+// folders); the folder is made with mkdir (exclusive: an existing name,
+// a symbolic link included, is never reused or followed, another suffix
+// is drawn), 0700, and checked to be a folder of this user's. root
+// (evidence_dir) is created when missing.
+func createCampaignDir(root string, start time.Time, candidate string) (id, dir string, err error) {
+	if err := os.MkdirAll(root, evidence.PrivateDirMode); err != nil {
+		return "", "", fmt.Errorf("creating the evidence folder: %w", err)
+	}
+	stamp := start.UTC().Format("20060102T150405Z") + "-" + slug(candidate)
+	for try := 0; try < 16; try++ {
+		var b [3]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", "", err
+		}
+		id = stamp + "-" + hex.EncodeToString(b[:])
+		dir = filepath.Join(root, id)
+		err = os.Mkdir(dir, evidence.PrivateDirMode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("creating the evidence folder: %w", err)
+		}
+		return id, dir, private.CheckDir(dir, "campaign evidence folder")
+	}
+	return "", "", fmt.Errorf("creating the evidence folder in %s: 16 names taken in a row; look at what fills the folder", root)
 }
 
 func slug(s string) string {

@@ -11,7 +11,9 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/private"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/signing"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -156,6 +158,11 @@ func settleEvidence(l *Lease, deadPID int, rr *RestoreResult, prod *config.Profi
 	if l.EvidenceDir == "" {
 		return ""
 	}
+	// Only a campaign folder of this user's is written into: never one
+	// another user made, or a symbolic link planted in its place.
+	if err := private.CheckDir(l.EvidenceDir, "campaign evidence folder"); err != nil {
+		return ""
+	}
 	e, err := evidence.Load(filepath.Join(l.EvidenceDir, evidence.PrivateFile))
 	if err != nil {
 		return ""
@@ -200,7 +207,11 @@ func settleEvidence(l *Lease, deadPID int, rr *RestoreResult, prod *config.Profi
 		}
 	}
 	e.Report = buildReport(e, nil)
-	_ = evidence.WriteBoth(l.EvidenceDir, e)
+	// Signed with this user's key, like the dead campaign's own writes: a
+	// key that cannot be read leaves the settled evidence unsigned (it
+	// then cannot activate anything), never unwritten.
+	key, _ := signing.LoadOrCreate()
+	_ = evidence.WriteBoth(l.EvidenceDir, e, key)
 	_ = writeMarkdown(l.EvidenceDir, e)
 	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/signing"
 )
 
 // saver writes evidence snapshots from a goroutine of its own, so that
@@ -14,6 +15,9 @@ import (
 // complete one (each write is a rename of a fully written file).
 type saver struct {
 	dir string
+	// key signs every snapshot (package signing): a snapshot and its
+	// signature are one file, written atomically.
+	key *signing.Key
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -30,8 +34,8 @@ type snapshot struct {
 	private, pub []byte
 }
 
-func newSaver(dir string) *saver {
-	s := &saver{dir: dir, done: make(chan struct{})}
+func newSaver(dir string, key *signing.Key) *saver {
+	s := &saver{dir: dir, key: key, done: make(chan struct{})}
 	s.cond = sync.NewCond(&s.mu)
 	go s.loop()
 	return s
@@ -39,7 +43,7 @@ func newSaver(dir string) *saver {
 
 // save snapshots e for writing. Encoding errors are returned at once.
 func (s *saver) save(e *evidence.Evidence) error {
-	priv, pub, err := evidence.Encode(e)
+	priv, pub, err := evidence.Encode(e, s.key)
 	if err != nil {
 		return err
 	}

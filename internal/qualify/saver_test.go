@@ -9,7 +9,7 @@ import (
 
 func TestSaverWritesNewestSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	s := newSaver(dir)
+	s := newSaver(dir, nil)
 	e := &evidence.Evidence{Schema: evidence.SchemaID, Gates: []evidence.Gate{}}
 	for _, v := range []string{"running", "not_qualified", "qualified"} {
 		e.Verdict = v
