@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The demo: one hiro campaign with both backends real. It installs the
 # reference engine if needed, builds hiro, registers the project's models,
-# verifies the project's frozen corpus (corpora/hiro-mini), starts
+# verifies the project's frozen corpus (corpora/hiro-atlas), starts
 # production, runs every gate, writes the evidence and a journal entry, and
 # builds the journal site. Exit status 0 when the campaign reached a verdict
-# (qualified or not: the weaker candidate is expected to lose on the semantic
-# gate), else hiro qualify's status (2 bad plan, 3 aborted, 4 production down).
+# (qualified, not qualified or inconclusive: the weaker candidate is
+# expected to lose on the semantic gate), else hiro qualify's status (2 bad
+# plan, 3 aborted, 4 production down).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -17,7 +18,7 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 hiro="$root/.bin/hiro --config $here/hiro.toml"
 
 # The semantic gate's frozen corpus: the project's own, with gold claims.
-$hiro corpus verify corpora/hiro-mini || exit 2
+$hiro corpus verify corpora/hiro-atlas || exit 2
 
 $hiro backend stop prod >/dev/null 2>&1 || true
 $hiro backend start prod || exit 2
@@ -35,5 +36,6 @@ fi
 case $code in
   0) echo "demo: hiro qualify exited 0: the candidate is qualified" >&2; exit 0 ;;
   1) echo "demo: hiro qualify exited 1: the candidate is not qualified (expected: the weaker checkpoint loses to production)" >&2; exit 0 ;;
+  5) echo "demo: hiro qualify exited 5: inconclusive (the corpus could not tell the candidate from production; the report says how many documents would)" >&2; exit 0 ;;
   *) echo "demo: hiro qualify exited $code" >&2; exit $code ;;
 esac
