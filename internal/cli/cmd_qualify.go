@@ -47,8 +47,9 @@ func newQualifyCmd(g *Globals) *cobra.Command {
 		Long: `Run the campaign in PLAN (TOML): its gates in order (prereq, artifact, launch
 with its attempt ladder, ready_control, structured_control, sequential,
 concurrency, semantic), each only if every gate before it passed. When the candidate needs
-the accelerator exclusively, production is stopped first under a lease and
-restored and verified at the end whatever happens (gate failure, harness
+the accelerator exclusively, production is stopped under a lease just before
+the first launch attempt (the prereq and artifact gates run while it serves),
+and restored and verified at the end whatever happens (gate failure, harness
 error, Ctrl-C, SIGTERM, SIGHUP; after a SIGKILL the next hiro command restores it).
 Evidence (evidence.json public, evidence.private.json private) and report.md
 are written under the plan's evidence directory after every gate.

@@ -361,10 +361,24 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 	if !running && cr.OK {
 		return fmt.Errorf("production %s answers at %s but was not started by hiro (no running record in %s): hiro cannot stop it safely; stop it and start it with 'hiro backend start %s', then rerun", c.prod.Name, c.prod.BaseURL, c.cfg.StateDir, shellquote.Quote(c.prod.Name))
 	}
-	// Lease first: if hiro dies from here on, the next hiro restores.
 	if c.hold == nil {
 		return harnessErr("no lease on production %s: refusing to stop it", c.prod.Name)
 	}
+	// The prereq and artifact gates run while production serves: with a
+	// launch gate, production is stopped once, just before its first
+	// attempt that is launched (stopProduction).
+	if c.launchGate() != nil {
+		c.h.shared.stopProduction = func(ctx context.Context) error { return c.stopProduction(ctx, st, running) }
+		return c.save()
+	}
+	return c.stopProduction(ctx, st, running)
+}
+
+// stopProduction stops production for an exclusive candidate, lease
+// first; running says production runs under hiro's record st.
+func (c *campaign) stopProduction(ctx context.Context, st supervisor.RecordStatus, running bool) error {
+	p := &c.ev.Production
+	// Lease first: if hiro dies from here on, the next hiro restores.
 	if err := c.hold.Update(func(l *lease.Lease) { l.ProductionStopped = true }); err != nil {
 		return err
 	}

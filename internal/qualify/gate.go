@@ -167,6 +167,10 @@ type shared struct {
 	// predictions are the preflight's, by launch rung name (nil with
 	// --no-preflight or without a production guard).
 	predictions map[string]*evidence.Prediction
+	// stopProduction, when set, stops production for an exclusive
+	// candidate; the launch gate calls it once, just before the first
+	// attempt it launches.
+	stopProduction func(context.Context) error
 }
 
 // NewHandle returns a handle for running gates outside a campaign (tests,

@@ -173,6 +173,12 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 			_ = h.Save()
 			continue
 		}
+		if stop := h.shared.stopProduction; stop != nil {
+			h.shared.stopProduction = nil
+			if err := stop(ctx); err != nil {
+				return harnessErr("%v", err)
+			}
+		}
 		h.Logf("attempt %d/%d %s: %s", i+1, len(rungs), r.Name, r.Reason)
 		t0 := time.Now()
 		// Recorded from the start (the supervisor writes the record): if

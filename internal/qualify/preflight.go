@@ -14,12 +14,7 @@ import (
 // attempt may run (predicted to run, or not predictable: launched as
 // without a preflight). Without a launch gate it predicts nothing.
 func (c *campaign) predictLadder(ctx context.Context) (map[string]*evidence.Prediction, bool) {
-	var lg *LaunchGate
-	for _, g := range c.plan.Gates {
-		if l, ok := g.Gate.(*LaunchGate); ok && !g.Skip {
-			lg = l
-		}
-	}
+	lg := c.launchGate()
 	if lg == nil || c.candidate == nil {
 		return nil, true
 	}
@@ -49,6 +44,16 @@ func (c *campaign) predictLadder(ctx context.Context) (map[string]*evidence.Pred
 		}
 	}
 	return preds, any
+}
+
+// launchGate is the plan's launch gate, nil when it has none (or skips it).
+func (c *campaign) launchGate() *LaunchGate {
+	for _, g := range c.plan.Gates {
+		if l, ok := g.Gate.(*LaunchGate); ok && !g.Skip {
+			return l
+		}
+	}
+	return nil
 }
 
 func fitLine(pr *evidence.Prediction) string {

@@ -68,6 +68,11 @@ func TestPreflightPredictsTheSeedsFirstAttempt(t *testing.T) {
 	if p := ev.Production; !p.Stopped || p.Restored == nil || !p.Restored.OK {
 		t.Errorf("production %+v", p)
 	}
+	// Stopped once, inside the launch gate: the prereq gate ran while
+	// production served.
+	if p, g := ev.Production, launch; p.StoppedAt == nil || g.StartedAt == nil || p.StoppedAt.Before(*g.StartedAt) {
+		t.Errorf("production stopped at %v, the launch gate started at %v", p.StoppedAt, g.StartedAt)
+	}
 	b, err := os.ReadFile(filepath.Join(out.Dir, evidence.PublicFile))
 	must(t, err)
 	if err := evidence.Validate(b); err != nil {
@@ -121,5 +126,26 @@ func TestNoPreflightLaunchesAnyway(t *testing.T) {
 	a := ev.Gates[1].Attempts[0]
 	if a.Outcome != "" || a.Prediction != nil || a.Failure == nil || a.Failure.Class != failure.ClassHostCapability || a.LogPath == "" {
 		t.Errorf("base attempt %+v", a)
+	}
+}
+
+// A prereq gate that fails in an exclusive campaign never stops
+// production: the gates before the launch run while it serves.
+func TestExclusivePrereqFailureLeavesProductionServing(t *testing.T) {
+	e, plan := seedEnv(t)
+	b, err := os.ReadFile(plan)
+	must(t, err)
+	must(t, os.WriteFile(plan, []byte(strings.Replace(string(b), `version_pattern = "Linux"`, `version_pattern = "NoSuchKernel"`, 1)), 0o644))
+	e.startProduction()
+	out := runPlanWith(t, e, plan, qualify.Options{})
+	ev := out.Evidence
+	if out.ExitCode != qualify.ExitNotQualified || ev.Gates[0].Status != evidence.StatusFailed || ev.Gates[1].Status != evidence.StatusNotRun {
+		t.Fatalf("exit %d gates %s %s", out.ExitCode, ev.Gates[0].Status, ev.Gates[1].Status)
+	}
+	if p := ev.Production; p.Stopped || !p.WasRunning {
+		t.Errorf("production %+v", p)
+	}
+	if !e.productionReady() {
+		t.Error("production is not serving")
 	}
 }
