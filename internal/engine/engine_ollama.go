@@ -36,6 +36,7 @@ func init() {
 		signatures: joinLists([]Rule{
 			{Text: "timed out waiting for llama runner to start", Class: failure.ClassReadyTimeout},
 			{Text: "not found, try pulling it first", Class: failure.ClassModelLoadFailed},
+			{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(401|403|unauthorized|forbidden)`), Class: failure.ClassModelAccessDenied},
 			{Text: "pull model manifest", Class: failure.ClassModelLoadFailed},
 			{Text: "amdgpu is not supported", Class: failure.ClassGPUArchUnsupported},
 			{Text: "amdgpu too old", Class: failure.ClassGPUArchUnsupported},

@@ -141,6 +141,7 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "-capable device is detected", Pattern: regexp.MustCompile(`(?i)no \w+-capable device is detected`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "Found no NVIDIA driver on your system", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "Failed to infer device type", Class: failure.ClassAcceleratorUnavailable},
+	{Text: ".so", Pattern: regexp.MustCompile(`(?i)lib(cudart|cublas|cublasLt|nvrtc|cudnn|amdhip64|hipblas|rocblas)\S*\.so[.\d]*: cannot open shared object file`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "libcuda.so", Pattern: regexp.MustCompile(`(?i)libcuda\.so[.\d]*: cannot open shared object file`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "libnvidia-ml.so", Pattern: regexp.MustCompile(`(?i)(load library failed|cannot open shared object).{0,40}libnvidia-ml|libnvidia-ml.{0,60}(cannot open|not found)`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "could not select device driver", Class: failure.ClassAcceleratorUnavailable},
@@ -215,6 +216,7 @@ var metalFamily = family("metal", []Rule{
 var vulkanFamily = family("vulkan", []Rule{
 	{Text: "ErrorOutOfDeviceMemory", Class: failure.ClassGPUOOM},
 	{Text: "VK_ERROR_OUT_OF_DEVICE_MEMORY", Class: failure.ClassGPUOOM},
+	{Text: "Device memory allocation of size", Pattern: regexp.MustCompile(`(?i)ggml_vulkan: Device memory allocation of size \d+ failed`), Class: failure.ClassGPUOOM},
 	{Text: "ErrorIncompatibleDriver", Class: failure.ClassDriverMismatch},
 	{Text: "VK_ERROR_INCOMPATIBLE_DRIVER", Class: failure.ClassDriverMismatch},
 	{Text: "ggml_vulkan: No devices found", Class: failure.ClassAcceleratorUnavailable},

@@ -49,6 +49,7 @@ var osFamily = family("os", []Rule{
 	{Text: "UVA is not available", Class: failure.ClassHostCapability},
 	{Text: "No space left on device", Pattern: regexp.MustCompile(`(?i)/dev/shm|shm|shared memory`), Class: failure.ClassHostCapability},
 	{Text: "cannot assign requested address", Class: failure.ClassHostCapability},
+	{Text: "Too many open files", Class: failure.ClassHostCapability},
 })
 
 // processFamily: the engine's command could not be started.

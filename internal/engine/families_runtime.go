@@ -18,6 +18,9 @@ import (
 // that does not exist is model_load_failed.
 var hubFamily = family("hub", []Rule{
 	{Text: "Client Error", Pattern: regexp.MustCompile(`(?i)\b(401|403) Client Error.{0,160}(huggingface|hf\.co|hf-mirror|modelscope)`), Class: failure.ClassModelAccessDenied},
+	// Rust's hf-hub (TGI's router, mistral.rs): "HTTP status client error
+	// (401 Unauthorized) for url (https://huggingface.co/...)"
+	{Text: "huggingface", Pattern: regexp.MustCompile(`(?i)\b(401 Unauthorized|403 Forbidden)\b.{0,200}(huggingface|hf\.co)`), Class: failure.ClassModelAccessDenied},
 	{Text: "GatedRepoError", Class: failure.ClassModelAccessDenied},
 	{Text: "Cannot access gated repo", Class: failure.ClassModelAccessDenied},
 	{Text: "is gated", Pattern: regexp.MustCompile(`(?i)is gated\. You must be authenticated`), Class: failure.ClassModelAccessDenied},
@@ -27,6 +30,9 @@ var hubFamily = family("hub", []Rule{
 	{Text: "awaiting a review from the repo authors", Class: failure.ClassModelAccessDenied},
 	{Text: "Client Error", Pattern: regexp.MustCompile(`(?i)\b404 Client Error.{0,160}(huggingface|hf\.co|hf-mirror|modelscope)`), Class: failure.ClassModelLoadFailed},
 	{Text: "RepositoryNotFoundError", Class: failure.ClassModelLoadFailed},
+	// Ollama's registry
+	{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(401|403|unauthorized|forbidden)`), Class: failure.ClassModelAccessDenied},
+	{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(file does not exist|not found|404)`), Class: failure.ClassModelLoadFailed},
 	{Text: "Repository Not Found", Class: failure.ClassModelLoadFailed},
 })
 
@@ -74,6 +80,10 @@ var signalFamily = family("signal", []Rule{
 	{Text: "signal", Pattern: regexp.MustCompile(`(?i)\b(?:signal(?:ed)?|killed by)\b\D{0,40}?\bsignal:? (\d{1,2})\b`),
 		Lookup: func(m []string) (failure.Class, bool) { c, ok := signalNumbers[m[1]]; return c, ok }},
 	{Text: "SIGBUS", Class: failure.ClassHostCapability},
+	// a crash named by its signal says where, not why
+	{Text: "SIGSEGV", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "Segmentation fault", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "SIGABRT", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 })
 
 // rustFamily: the Rust runtime's own failure lines (mistral.rs, TGI's

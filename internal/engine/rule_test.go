@@ -96,3 +96,36 @@ func TestFirstMatch(t *testing.T) {
 		t.Errorf("FirstMatch matched %s on a line without its text", r.Name)
 	}
 }
+
+// TestSharedFamilies: the shared families give their class on every kind
+// (one line per family entry worth holding: a wording the field cases do
+// not carry).
+func TestSharedFamilies(t *testing.T) {
+	lines := []struct {
+		line  string
+		class failure.Class
+	}{
+		{"Error: HTTP status client error (401 Unauthorized) for url (https://huggingface.co/api/models/org/m)", failure.ClassModelAccessDenied},
+		{"Error: pull model manifest: 401: unauthorized", failure.ClassModelAccessDenied},
+		{"Error: pull model manifest: file does not exist", failure.ClassModelLoadFailed},
+		{"ImportError: libcudart.so.12: cannot open shared object file: No such file or directory", failure.ClassAcceleratorUnavailable},
+		{"ggml_vulkan: Device memory allocation of size 4294967296 failed.", failure.ClassGPUOOM},
+		{"OSError: [Errno 24] Too many open files", failure.ClassHostCapability},
+		{"OSError: [Errno 28] No space left on device: '/root/.cache/huggingface/hub/tmp'", failure.ClassDiskFull},
+		{"RuntimeError: HIP error: invalid device function", failure.ClassGPUArchUnsupported},
+		{"UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", failure.ClassGPUOOM},
+	}
+	for _, kind := range Kinds() {
+		for _, c := range lines {
+			if cls, _, ok := feed(t, kind, c.line).Signature(); !ok || cls != c.class {
+				t.Errorf("%s: %q: %s (ok %v), want %s", kind, c.line, cls, ok, c.class)
+			}
+		}
+	}
+	// a C program's warning explains only as a hint: the error after it wins
+	tr := feed(t, "llamafile", "link_cuda_dso: warning: libcublas.so.12: cannot open shared object file: No such file or directory",
+		"fatal error: support for --gpu nvidia was explicitly requested, but it wasn't available")
+	if _, line, _ := tr.Signature(); !strings.Contains(line, "fatal error") {
+		t.Errorf("root cause %q, want the fatal error after the warning", line)
+	}
+}

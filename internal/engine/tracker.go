@@ -939,6 +939,23 @@ func splitLine(line string) (msg, level string) {
 	return relayed(msg, slogLevel(msg))
 }
 
+// cLevel reads the level C programs write inside the message
+// ("link_cuda_dso: warning: ...", "warning: failed to mlock ...",
+// "main: error: ..."); empty when none.
+func cLevel(msg string) string {
+	head := msg
+	if len(head) > 80 {
+		head = head[:80]
+	}
+	switch {
+	case strings.HasPrefix(head, "warning: ") || strings.Contains(head, ": warning: "):
+		return "WARN"
+	case strings.HasPrefix(head, "error: ") || strings.Contains(head, ": error: "):
+		return "ERROR"
+	}
+	return ""
+}
+
 // relayed returns the child's own line when msg is a wrapper relaying a
 // child process's stderr or stdout (LocalAI's "GRPC(model-addr): stderr
 // message"): its level is the child's, unknown, not the wrapper's.
@@ -1097,7 +1114,7 @@ var pyLevels = map[string]string{"ERROR": "ERROR", "CRITICAL": "CRITICAL", "WARN
 func slogLevel(msg string) string {
 	i := strings.Index(msg, "level=")
 	if i < 0 {
-		return ""
+		return cLevel(msg)
 	}
 	rest := msg[i+len("level="):]
 	if j := strings.IndexByte(rest, ' '); j > 0 {
