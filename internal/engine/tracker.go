@@ -146,7 +146,7 @@ func (t *Tracker) feed(line string) {
 		t.noteClass(line, msg, level, frame)
 		return // the root cause is known; later lines cannot displace it
 	}
-	if nativeFrame.MatchString(msg) {
+	if strings.Contains(msg, "0x") && nativeFrame.MatchString(msg) {
 		t.nativeFrameHint(msg)
 		return
 	}
@@ -294,7 +294,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 // fallback root cause (the first one), a Rust panic's header leaves it to
 // the message line after it.
 func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
-	t.panicked = rustPanic.MatchString(msg)
+	t.panicked = strings.Contains(msg, "panicked at") && rustPanic.MatchString(msg)
 	switch {
 	case t.panicked:
 		t.prevErr = true // the message is on the next line
