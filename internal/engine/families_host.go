@@ -39,6 +39,7 @@ var cpuFamily = family("cpu", []Rule{
 	{Text: "does not support AVX", Class: failure.ClassHostCapability},
 	{Text: "0xc000001d", Class: failure.ClassHostCapability},  // Windows STATUS_ILLEGAL_INSTRUCTION
 	{Text: "-1073741795", Class: failure.ClassHostCapability}, // the same, as a signed exit status
+	{Text: "3221225501", Class: failure.ClassHostCapability},  // the same, unsigned
 	{Text: "CPU does not have", Pattern: regexp.MustCompile(`(?i)CPU does not have.{0,30}(AVX|SSE|FMA|F16C)`), Class: failure.ClassHostCapability},
 })
 

@@ -84,6 +84,12 @@ var signalFamily = family("signal", []Rule{
 	{Text: "SIGSEGV", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Segmentation fault", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "SIGABRT", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// Windows: STATUS_ACCESS_VIOLATION (0xC0000005, 3221225477 unsigned,
+	// -1073741819 signed) and STATUS_STACK_BUFFER_OVERRUN (0xC0000409)
+	{Text: "0xc0000005", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "3221225477", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "-1073741819", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "0xc0000409", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 })
 
 // rustFamily: the Rust runtime's own failure lines (mistral.rs, TGI's
