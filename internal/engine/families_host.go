@@ -46,7 +46,7 @@ var cpuFamily = family("cpu", []Rule{
 // osFamily: the operating system: shared memory, WSL2's missing UVA, an
 // address the host does not have.
 var osFamily = family("os", []Rule{
-	{Text: "Bus error", Class: failure.ClassHostCapability},
+	{Text: "Bus error", Class: failure.ClassHostCapability, Tier: TierHint}, // SIGBUS: see busSignal
 	{Text: "UVA is not available", Class: failure.ClassHostCapability},
 	{Text: "No space left on device", Pattern: regexp.MustCompile(`(?i)/dev/shm|shm|shared memory`), Class: failure.ClassHostCapability},
 	{Text: "cannot assign requested address", Class: failure.ClassHostCapability},

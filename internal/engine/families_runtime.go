@@ -71,15 +71,21 @@ var structuredFamily = family("structured", []Rule{
 // numbers say nothing by themselves.
 var signalNumbers = map[string]failure.Class{
 	"4": failure.ClassHostCapability, // SIGILL: an instruction the CPU lacks
-	"7": failure.ClassHostCapability, // SIGBUS: shared memory too small
 }
+
+// busSignal is SIGBUS's number: usually shared memory too small, but a
+// memory-mapped file on a full disk ends the same way, so it explains
+// only as a hint (a weak verdict).
+const busSignal = "7"
 
 // signalFamily: a signal named inside a log line by a wrapper that saw its
 // child end (TGI's launcher, a gRPC backend's supervisor).
 var signalFamily = family("signal", []Rule{
 	{Text: "signal", Pattern: regexp.MustCompile(`(?i)\b(?:signal(?:ed)?|killed by)\b\D{0,40}?\bsignal:? (\d{1,2})\b`),
 		Lookup: func(m []string) (failure.Class, bool) { c, ok := signalNumbers[m[1]]; return c, ok }},
-	{Text: "SIGBUS", Class: failure.ClassHostCapability},
+	{Name: "signal/sigbus-number", Text: "signal", Pattern: regexp.MustCompile(`(?i)\b(?:signal(?:ed)?|killed by)\b\D{0,40}?\bsignal:? ` + busSignal + `\b`),
+		Class: failure.ClassHostCapability, Tier: TierHint},
+	{Text: "SIGBUS", Class: failure.ClassHostCapability, Tier: TierHint},
 	// a crash named by its signal says where, not why
 	{Text: "SIGSEGV", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Segmentation fault", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},

@@ -72,7 +72,7 @@ var outcomeRules = []outcomeRule{
 var exitRules = family("exit", []Rule{
 	{Name: "exit/illegal-instruction", Signals: []string{"ILL"}, Class: failure.ClassHostCapability,
 		Explain: "%[1]s during %[2]s: illegal instruction, the CPU lacks an instruction set this engine build uses (e.g. AVX2, AVX-512)"},
-	{Name: "exit/bus-error", Signals: []string{"BUS"}, Class: failure.ClassHostCapability,
+	{Name: "exit/bus-error", Signals: []string{"BUS"}, Class: failure.ClassHostCapability, Tier: TierHint,
 		Explain: "%[1]s during %[2]s: bus error, typically shared memory (/dev/shm) too small in a container"},
 	{Name: "exit/stopped-from-outside", Signals: []string{"TERM", "INT", "HUP", "QUIT"}, BeforeReady: true, Class: failure.ClassReadyTimeout,
 		Explain: "stopped from outside (%[1]s) while still starting, in phase %[2]s: another supervisor's timeout or an operator ended it before ready"},
@@ -439,6 +439,9 @@ func giveExit(v *verdict) {
 	}
 	if r.BeforeReady {
 		v.detail["stopped_by"] = "outside"
+	}
+	if r.Tier == TierHint {
+		v.strength = failure.ConfidenceWeak // the signal has more than one usual cause
 	}
 }
 
