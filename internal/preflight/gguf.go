@@ -75,7 +75,7 @@ func estimateGGUF(path string, l Launch) (*evidence.MemoryEstimate, error) {
 	m := &evidence.MemoryEstimate{Format: "gguf", Architecture: a.Architecture, Layers: int(a.BlockCount),
 		KVHeads: kvHeads, HeadDim: headDim, ContextTokens: ctx, Parallel: par, Devices: 1,
 		KVBytesPerToken: uint64(a.BlockCount) * uint64(kvHeads*headDim) * 2 * cacheBytes(l.CacheType),
-		Policy: fmt.Sprintf("%s: a KV cache of %d tokens (context %d from %s × %d parallel slots), %s",
+		Policy: fmt.Sprintf("%s: a KV cache of %d tokens: a context of %d per slot (%s) × %d parallel slot(s); %s",
 			l.Engine, ctx*par, ctx, l.ContextFrom, par, layersText(l.GPULayers, int(a.BlockCount))),
 		Overhead: fmt.Sprintf("%d MiB for the CUDA context and cuBLAS (fitted on Ollama v0.6.5 runs, docs/qualify.md, Preflight); +%.0f %% on the compute buffers at the top of the range",
 			GGMLOverheadBytes>>20, ggmlComputeSlack*100)}
