@@ -286,3 +286,23 @@ func TestReportSaysProductionWasNotServing(t *testing.T) {
 		t.Errorf("report.md contradicts was_running false:\n%s", md)
 	}
 }
+
+// A typo in the candidate profile's artifact is reported at the key the
+// user wrote (backends.cand.artifact, in the configuration file), not at
+// the artifact gate's manifest key, which the plan never set.
+func TestArtifactTypoNamesTheProfileKey(t *testing.T) {
+	e := newEnv(t, []string{}, "", nil)
+	b, err := os.ReadFile(e.cfgPath)
+	must(t, err)
+	c := strings.Replace(string(b), "model = \"cand-model\"", "model = \"cand-model\"\nartifact = \"manifset.json\"", 1)
+	if c == string(b) {
+		t.Fatal("test setup: candidate model line not found in the configuration")
+	}
+	must(t, os.WriteFile(e.cfgPath, []byte(c), 0o644))
+	plan := e.writePlan("[[gates]]\nkind = \"artifact\"\n[[gates]]\nkind = \"launch\"\n")
+	_, _, err = qualify.LoadPlan(plan, e.cfgPath)
+	if err == nil || !strings.Contains(err.Error(), e.cfgPath+": backends.cand.artifact: manifest ") || !strings.Contains(err.Error(), "manifset.json not found") ||
+		strings.Contains(err.Error(), "gates[0].manifest") {
+		t.Fatalf("error %v, want one at backends.cand.artifact saying the manifest is not found", err)
+	}
+}

@@ -253,6 +253,17 @@ func (v *Validation) Errorf(key, format string, a ...any) {
 	v.errs = append(v.errs, &PlanError{File: v.Plan.Path, Key: k, Msg: fmt.Sprintf(format, a...)})
 }
 
+// ConfigErrorf records a problem at key of the configuration file (an
+// absolute key path, "backends.cand.artifact"): for a value the gate took
+// from a profile, so the message names the key the user wrote.
+func (v *Validation) ConfigErrorf(key, format string, a ...any) {
+	file := v.Plan.Path
+	if v.Config != nil && v.Config.Path != "" {
+		file = v.Config.Path
+	}
+	v.errs = append(v.errs, &PlanError{File: file, Key: key, Msg: fmt.Sprintf(format, a...)})
+}
+
 // Resolve makes a path relative to the plan's directory absolute.
 func (v *Validation) Resolve(path string) string { return v.Plan.resolve(path) }
 

@@ -45,7 +45,8 @@ func (g *ArtifactGate) Validate(v *Validation) {
 	if g.Dir != "" {
 		g.Dir, g.dirFrom = v.Resolve(g.Dir), "the gate's dir"
 	}
-	if g.Manifest == "" {
+	fromProfile := g.Manifest == ""
+	if fromProfile {
 		g.Manifest = cand.Artifact
 		if g.Dir == "" && cand.ArtifactDir != "" {
 			g.Dir, g.dirFrom = cand.ArtifactDir, "the profile's artifact_dir"
@@ -59,7 +60,12 @@ func (g *ArtifactGate) Validate(v *Validation) {
 	}
 	m, err := artifact.Load(g.Manifest)
 	if err != nil {
-		if !v.Spec.Skip {
+		switch {
+		case v.Spec.Skip:
+		case fromProfile:
+			// The user wrote the path in the profile, not in the plan.
+			v.ConfigErrorf("backends."+cand.Name+".artifact", "%v; pin the artifact first (hiro artifact pin) or fix the profile's artifact (the artifact gate checks it)", err)
+		default:
 			v.Errorf("manifest", "%v; pin the artifact first (hiro artifact pin) or point manifest at its manifest.json", err)
 		}
 		return
