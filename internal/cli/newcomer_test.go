@@ -69,6 +69,21 @@ func TestHelpTextsWrapped(t *testing.T) {
 		}
 	}
 	walk(NewRoot(&Globals{}))
+	// The flags' lines too, in the usage every --help prints.
+	for _, args := range [][]string{{"extract", "--help"}, {"qualify", "--help"}, {"serve", "--help"}} {
+		code, out, _ := runHiro(t, args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		for i, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "  hiro ") {
+				continue // the synopsis is one command line, not prose
+			}
+			if n := len([]rune(l)); n > helpWidth {
+				t.Errorf("hiro %s: line %d is %d columns: %q", strings.Join(args, " "), i+1, n, l)
+			}
+		}
+	}
 	if got := wrapText("aaa bbb ccc\n  dd ee ff gg", 9); got != "aaa bbb\nccc\n  dd ee\n  ff gg" {
 		t.Errorf("wrapText = %q", got)
 	}

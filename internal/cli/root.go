@@ -121,6 +121,12 @@ const helpWidth = 80
 // rule) reads like the rest.
 func wrapHelp(c *cobra.Command) {
 	c.Long = wrapText(c.Long, helpWidth)
+	if !c.HasParent() {
+		// The flags' descriptions too (pflag wraps them at words when told
+		// a width; cobra's default template does not tell it one).
+		c.SetUsageTemplate(strings.ReplaceAll(c.UsageTemplate(), "FlagUsages | trimTrailingWhitespaces",
+			fmt.Sprintf("FlagUsagesWrapped %d | trimTrailingWhitespaces", helpWidth)))
+	}
 	for _, sub := range c.Commands() {
 		wrapHelp(sub)
 	}
