@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"math"
 	"strconv"
 	"strings"
 
@@ -224,28 +225,54 @@ func forestColor(outcome string) color.Color {
 	return candidateColor
 }
 
-// latencyChart draws one box (quartiles, whiskers) and the samples of
-// end-to-end latency per request gate that kept its samples.
+// minBoxSamples is the fewest samples a gate's latency box is drawn for:
+// quartiles of fewer points say nothing a person cannot see in the dots.
+const minBoxSamples = 5
+
+// latencyChart draws the samples of end-to-end latency per request gate
+// that kept its samples, with a box (quartiles, whiskers) for a gate of
+// minBoxSamples or more, on a log axis (a 6 ms READY and a 2 s extraction
+// share one chart).
 func latencyChart(e *evidence.Evidence) (Chart, bool, error) {
-	p := plot.New()
+	p, labels, parts, _, err := latencyPlot(e)
+	if err != nil || len(labels) == 0 {
+		return Chart{}, false, err
+	}
+	svg, err := render(p, vg.Length(max(360, 150*len(labels))), 260)
+	if err != nil {
+		return Chart{}, false, err
+	}
+	return Chart{Title: "Serving: end-to-end latency per request", SVG: svg,
+		Caption: "Every request of the serving gates (client clock, request sent to last token received), one dot each, on a log scale; the box spans the quartiles (gates of " +
+			fmt.Sprint(minBoxSamples) + " requests or more). " + strings.Join(parts, "; ") + "."}, true, nil
+}
+
+// latencyPlot builds latencyChart's plot; boxes counts the gates drawn
+// with a box.
+func latencyPlot(e *evidence.Evidence) (p *plot.Plot, labels, parts []string, boxes int, err error) {
+	p = plot.New()
 	p.Title.Text = "End-to-end latency per request"
-	p.Y.Label.Text = "ms"
-	var labels []string
-	var parts []string
+	p.Y.Label.Text = "ms (log scale)"
+	lowest := math.Inf(1)
 	for i := range e.Gates {
 		g := &e.Gates[i]
 		if g.Requests == nil || len(g.Requests.LatenciesMS) == 0 {
 			continue
 		}
 		x := float64(len(labels))
-		vals := plotter.Values(g.Requests.LatenciesMS)
-		if len(vals) >= 2 {
+		vals := make(plotter.Values, len(g.Requests.LatenciesMS))
+		for k, v := range g.Requests.LatenciesMS {
+			vals[k] = math.Max(v, 0.01) // a log axis has no 0
+			lowest = math.Min(lowest, vals[k])
+		}
+		if len(vals) >= minBoxSamples {
 			b, err := plotter.NewBoxPlot(vg.Points(28), x, vals)
 			if err != nil {
-				return Chart{}, false, err
+				return nil, nil, nil, 0, err
 			}
 			b.FillColor = color.RGBA{R: 0xf3, G: 0xd9, B: 0xc4, A: 0xff}
 			p.Add(b)
+			boxes++
 		}
 		pts := make(plotter.XYs, len(vals))
 		for k, v := range vals {
@@ -253,26 +280,24 @@ func latencyChart(e *evidence.Evidence) (Chart, bool, error) {
 		}
 		s, err := plotter.NewScatter(pts)
 		if err != nil {
-			return Chart{}, false, err
+			return nil, nil, nil, 0, err
 		}
 		s.GlyphStyle.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = candidateColor, vg.Points(2), draw.CircleGlyph{}
 		p.Add(s)
-		labels = append(labels, truncate(gateTitle(g), 22))
+		// 150 points a column, Sans at 10 points: 20 characters fit
+		// without touching the next label.
+		labels = append(labels, truncate(gateTitle(g), 19)) // 19 and the ellipsis
 		parts = append(parts, fmt.Sprintf("%s: %s", gateTitle(g), Plural(len(vals), "request", "requests")))
 	}
 	if len(labels) == 0 {
-		return Chart{}, false, nil
+		return p, nil, nil, 0, nil
 	}
-	p.Y.Min = 0
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Y.Min = lowest / 1.5
 	p.Add(plotter.NewGrid())
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.6, float64(len(labels))-0.4
-	svg, err := render(p, vg.Length(max(360, 140*len(labels))), 260)
-	if err != nil {
-		return Chart{}, false, err
-	}
-	return Chart{Title: "Serving: end-to-end latency per request", SVG: svg,
-		Caption: "Every request of the serving gates (client clock, request sent to last token received), one dot each; the box spans the quartiles. " + strings.Join(parts, "; ") + "."}, true, nil
+	return p, labels, parts, boxes, nil
 }
 
 // render writes p as an SVG of w×h points without the XML prolog, its

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"gonum.org/v1/plot"
 )
 
 // A failed launch's next steps carry the last attempt's step itself (the
@@ -26,5 +27,41 @@ func TestLaunchNextStepsSayTheStep(t *testing.T) {
 	g.Attempts = append(g.Attempts, g.Attempts[0])
 	if got := strings.Join(nextSteps(e, g), "\n"); !strings.Contains(got, "All 2 declared attempts of the ladder were tried") {
 		t.Errorf("two attempts:\n%s", got)
+	}
+}
+
+// The latency chart is on a log axis and draws a box only for a gate of
+// minBoxSamples requests or more (three dots have no quartiles worth a box).
+func TestLatencyChartLogAxisAndBoxes(t *testing.T) {
+	lat := func(n int) *evidence.RequestStats {
+		r := &evidence.RequestStats{}
+		for i := 0; i < n; i++ {
+			r.LatenciesMS = append(r.LatenciesMS, float64(5+i*400))
+		}
+		return r
+	}
+	e := &evidence.Evidence{Gates: []evidence.Gate{
+		{ID: "ready", Kind: "ready_control", Requests: lat(1)},
+		{ID: "structured", Kind: "structured_control", Requests: lat(3)},
+		{ID: "sequential", Kind: "sequential", Requests: lat(20)},
+	}}
+	p, labels, _, boxes, err := latencyPlot(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(labels) != 3 || boxes != 1 {
+		t.Errorf("%d labels, %d boxes; want 3 and 1 (only the 20-request gate)", len(labels), boxes)
+	}
+	if _, ok := p.Y.Scale.(plot.LogScale); !ok || p.Y.Min <= 0 {
+		t.Errorf("y scale %T from %v: want a log scale above 0", p.Y.Scale, p.Y.Min)
+	}
+	for _, l := range labels {
+		if len([]rune(l)) > 20 {
+			t.Errorf("label %q is longer than a column holds", l)
+		}
+	}
+	c, ok, err := latencyChart(e)
+	if err != nil || !ok || !strings.Contains(c.Caption, "log scale") {
+		t.Errorf("chart %v %v, caption %q", ok, err, c.Caption)
 	}
 }
