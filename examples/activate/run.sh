@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The activation walk-through of docs/activation.md, run as written: a
+# campaign that qualifies (production's model on a second Ollama), then
+# 'hiro activate --check', 'hiro activate', the backends' state, and
+# 'hiro rollback'. It installs the reference engine if needed, builds hiro
+# and registers the project's models first, and says what it does at each
+# step. Exit 0 when every step did what the walk-through says.
+#
+# The switch writes its records to the private state folder (see
+# docs/reliability.md "Where hiro keeps its state"): set HIRO_STATE_HOME to
+# a folder of your own to keep this trial apart from a real production.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$root"
+./scripts/install-ollama.sh >&2 || exit 2
+export PATH="$(go env GOPATH)/bin:$PATH"
+./scripts/build.sh || exit 2
+./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 || exit 2
+hiro="$root/.bin/hiro --config $here/hiro.toml"
+step() { echo "activate-example: $*" >&2; }
+
+step "starting production (prod)"
+$hiro backend stop prod >/dev/null 2>&1 || true
+$hiro backend stop twin >/dev/null 2>&1 || true
+$hiro backend start prod || exit 2
+
+step "qualifying twin (every gate; a few minutes on 2 cores)"
+$hiro qualify "$here/plan.toml"
+code=$?
+if [ "$code" -ne 0 ]; then
+  step "hiro qualify exited $code: the campaign did not qualify, nothing to activate"
+  exit 1
+fi
+evidence="$(ls -td "$root"/.hiro/evidence/activate/*/ | head -n 1)"
+
+step "hiro activate ${evidence} --check (every check, nothing touched)"
+$hiro activate "$evidence" --check || exit 1
+step "hiro activate ${evidence} (twin becomes production)"
+$hiro activate "$evidence" || exit 1
+$hiro backend status
+step "hiro rollback (back to prod)"
+$hiro rollback || exit 1
+$hiro backend status
+
+step "stopping the backends"
+$hiro backend stop twin >/dev/null 2>&1 || true
+$hiro backend stop prod || true
+step "done: qualified, activated, rolled back"
