@@ -101,11 +101,18 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		}
 	}
 	if o.Check {
-		if !o.NoPreflight && !g.JSON {
-			printLadderPredictions(c.Context(), g, plan, cfg, facts)
+		var preds []attemptPrediction
+		if !o.NoPreflight {
+			preds = predictLadder(c.Context(), plan, cfg, facts)
 		}
 		if g.JSON {
-			return writeJSON(g, map[string]any{"ok": true, "plan": plan.Path, "config": cfg.Path, "candidate": plan.Candidate, "production": plan.Production, "gates": len(plan.Gates)})
+			return writeJSON(g, map[string]any{"ok": true, "plan": plan.Path, "config": cfg.Path, "candidate": plan.Candidate, "production": plan.Production, "gates": len(plan.Gates), "predictions": preds})
+		}
+		for _, p := range preds {
+			fmt.Fprintf(g.Stdout, "preflight %s: ", p.Attempt)
+			for _, l := range preflight.Describe(p.Prediction) {
+				fmt.Fprintln(g.Stdout, l)
+			}
 		}
 		fmt.Fprintf(g.Stdout, "plan %s is valid: candidate %s, production %s, %s, exclusive %v (config %s)\n",
 			plan.Path, plan.Candidate, orNone(plan.Production), account.Plural(len(plan.Gates), "gate", "gates"), *plan.Exclusive, cfg.Path)
@@ -164,14 +171,20 @@ func writeJSON(g *Globals, v any) error {
 	return err
 }
 
-// printLadderPredictions prints the preflight's prediction for every
-// attempt of the plan's launch gate (qualify --check), starting and
-// stopping nothing.
-func printLadderPredictions(ctx context.Context, g *Globals, plan *qualify.Plan, cfg *config.Config, facts *preflight.Host) {
+// attemptPrediction is one attempt's prediction in 'qualify --check --json'.
+type attemptPrediction struct {
+	Attempt string `json:"attempt"`
+	*evidence.Prediction
+}
+
+// predictLadder predicts every attempt of the plan's launch gate
+// (qualify --check), starting and stopping nothing.
+func predictLadder(ctx context.Context, plan *qualify.Plan, cfg *config.Config, facts *preflight.Host) []attemptPrediction {
 	cand, err := cfg.Backend(plan.Candidate)
 	if err != nil {
-		return
+		return nil
 	}
+	var out []attemptPrediction
 	for _, gt := range plan.Gates {
 		lg, ok := gt.Gate.(*qualify.LaunchGate)
 		if !ok || gt.Skip {
@@ -182,10 +195,8 @@ func printLadderPredictions(ctx context.Context, g *Globals, plan *qualify.Plan,
 			h = preflight.ForProduction(ctx, cfg.StateDir, plan.Production)
 		}
 		for _, r := range lg.Ladder(cand) {
-			fmt.Fprintf(g.Stdout, "preflight %s: ", r.Name)
-			for _, l := range preflight.Describe(preflight.Predict(r.Profile, h, *plan.Exclusive)) {
-				fmt.Fprintln(g.Stdout, l)
-			}
+			out = append(out, attemptPrediction{r.Name, preflight.Predict(r.Profile, h, *plan.Exclusive)})
 		}
 	}
+	return out
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,27 @@ func TestQualifyCheckPredictsTheLadder(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+	out.Reset()
+	code = Run(context.Background(), []string{"--config", filepath.Join(dir, "hiro.toml"), "qualify", filepath.Join(dir, "plan.toml"),
+		"--check", "--json", "--host-facts", filepath.Join(dir, "seed-host.json")}, &out, &errb)
+	var sum struct {
+		OK          bool `json:"ok"`
+		Predictions []struct {
+			Attempt       string `json:"attempt"`
+			Runs          bool   `json:"runs"`
+			Rule          string `json:"rule"`
+			CannotPredict string `json:"cannot_predict"`
+		} `json:"predictions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &sum); code != 0 || err != nil || !sum.OK || len(sum.Predictions) != 3 {
+		t.Fatalf("--json: exit %d, %v: %s", code, err, out.String())
+	}
+	if p := sum.Predictions[0]; p.Attempt != "base" || p.Runs || p.Rule != "vllm/v2-runner-needs-uva" {
+		t.Errorf("base %+v", p)
+	}
+	if p := sum.Predictions[1]; p.Attempt != "v1-runner" || p.CannotPredict == "" {
+		t.Errorf("v1-runner %+v", p)
 	}
 }
 
