@@ -17,6 +17,7 @@
 #   HIRO_BENCH_ROUNDS=9 HIRO_BENCH_SECONDS=3 bench/serve-proxy.sh
 #   HIRO_BENCH_ENV="GOMAXPROCS=1" bench/serve-proxy.sh             # runtime settings for hiro serve only
 #   HIRO_BENCH_LLAMA_SWAP=/path/to/llama-swap bench/serve-proxy.sh  # adds llama-swap (its defaults) to each round
+#   HIRO_BENCH_HIRO_BASE=/path/to/old/hiro bench/serve-proxy.sh     # adds an older hiro (before a change) as hiro-base
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go test ./internal/serve -run '^$' -bench 'RouterOverhead|RouterStreamingRSS' -benchtime 1x -timeout 30m "$@"

@@ -91,17 +91,10 @@ func startBenchProcess(b *testing.B, url string, env []string, bin string, args 
 	}
 }
 
-// benchSetup starts the fake engine (extra args), the plain proxy and
-// hiro serve in front of it, and returns the three targets.
-func benchSetup(b *testing.B, engineArgs ...string) []benchTarget {
-	b.Helper()
-	hiroBin := buildHiro(b)
-	ePort, pPort := freePort(b), freePort(b)
-	eURL := "http://127.0.0.1:" + itoa(ePort)
-	engine := startBenchProcess(b, eURL, nil, fakeEngine, append([]string{"--port", itoa(ePort), "--model", "fake-model"}, engineArgs...)...)
-	pURL := "http://127.0.0.1:" + itoa(pPort)
-	plain := startBenchProcess(b, pURL, nil, fakeEngine, "--port", itoa(pPort), "--proxy-to", eURL)
-
+// startBenchHiro starts `hiro serve` (the binary bin) with a private
+// state in front of the engine at eURL (unmanaged), and returns it as a
+// target named hiro.
+func startBenchHiro(b *testing.B, bin, eURL string) benchTarget {
 	dir := b.TempDir()
 	hPort := freePort(b)
 	cfgPath := filepath.Join(dir, "hiro.toml")
@@ -125,8 +118,30 @@ access_log = %q
 	// HIRO_BENCH_ENV (space-separated NAME=VALUE) goes to hiro serve only,
 	// e.g. HIRO_BENCH_ENV="GOMAXPROCS=1 GOGC=200" to try runtime settings.
 	env = append(env, strings.Fields(os.Getenv("HIRO_BENCH_ENV"))...)
-	hiro := startBenchProcess(b, hURL, env, hiroBin, "--config", cfgPath, "serve")
-	targets := []benchTarget{{"direct", eURL, engine.Process.Pid}, {"plain", pURL, plain.Process.Pid}, {"hiro", hURL, hiro.Process.Pid}}
+	cmd := startBenchProcess(b, hURL, env, bin, "--config", cfgPath, "serve")
+	return benchTarget{"hiro", hURL, cmd.Process.Pid}
+}
+
+// benchSetup starts the fake engine (extra args), the plain proxy and
+// hiro serve in front of it, and returns the three targets.
+func benchSetup(b *testing.B, engineArgs ...string) []benchTarget {
+	b.Helper()
+	hiroBin := buildHiro(b)
+	ePort, pPort := freePort(b), freePort(b)
+	eURL := "http://127.0.0.1:" + itoa(ePort)
+	engine := startBenchProcess(b, eURL, nil, fakeEngine, append([]string{"--port", itoa(ePort), "--model", "fake-model"}, engineArgs...)...)
+	pURL := "http://127.0.0.1:" + itoa(pPort)
+	plain := startBenchProcess(b, pURL, nil, fakeEngine, "--port", itoa(pPort), "--proxy-to", eURL)
+
+	hiro := startBenchHiro(b, hiroBin, eURL)
+	targets := []benchTarget{{"direct", eURL, engine.Process.Pid}, {"plain", pURL, plain.Process.Pid}, {"hiro", hiro.url, hiro.pid}}
+	// HIRO_BENCH_HIRO_BASE names another hiro binary (the code before a
+	// change) measured in the same rounds as "hiro-base": before and
+	// after under the same load.
+	if bin := os.Getenv("HIRO_BENCH_HIRO_BASE"); bin != "" {
+		base := startBenchHiro(b, bin, eURL)
+		targets = append(targets, benchTarget{"hiro-base", base.url, base.pid})
+	}
 	if bin := os.Getenv("HIRO_BENCH_LLAMA_SWAP"); bin != "" {
 		targets = append(targets, startLlamaSwap(b, bin, engineArgs))
 	}

@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/valyala/fasthttp"
@@ -11,11 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +22,6 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
-	"github.com/hiro-dev/hiro/internal/redact"
 )
 
 // Options tune a router. Config is required; the rest have defaults.
@@ -433,101 +429,6 @@ func listenAddr(configured string, bound net.Addr) string {
 // Addr returns the router's address (scheme://host:port) once it listens.
 func (s *Server) Addr() string { return s.addr }
 
-func (s *Server) openLogs() error {
-	s.events = s.opts.Events
-	if s.events == nil {
-		s.events = os.Stderr
-	}
-	dir := filepath.Join(s.cfg.StateDir, "serve")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("serve: creating %s: %w; check state_dir", dir, err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("serve: opening the event log: %w", err)
-	}
-	s.evFile = f
-	switch {
-	case s.opts.AccessLog != nil:
-		s.access = newAccessLog(s.opts.AccessLog, nil)
-	case s.sc.AccessLog == "off":
-	case s.sc.AccessLog == "-":
-		s.access = newAccessLog(os.Stderr, nil)
-	default:
-		af, err := os.OpenFile(s.sc.AccessLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			f.Close()
-			return fmt.Errorf("serve.access_log: %w", err)
-		}
-		s.access = newAccessLog(af, af)
-	}
-	return nil
-}
-
-// reopenLogs opens the access log (when [serve] access_log is a path)
-// and events.jsonl again by their paths, as log rotation needs (the old
-// files were moved away), and records a "reopened" event; a file that
-// cannot be opened keeps the one open before, and says so
-// ("reopen_failed").
-func (s *Server) reopenLogs() {
-	fields := map[string]any{}
-	if path := s.sc.AccessLog; s.opts.AccessLog == nil && path != "-" && path != "off" {
-		af, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			s.event("reopen_failed", map[string]any{"access_log": path, "error": err.Error(),
-				"what_to_do": "the access log goes on to the file open before; fix the folder or its permissions and send SIGHUP again"})
-		} else {
-			s.access.swap(af, af)
-			fields["access_log"] = path
-		}
-	}
-	evPath := filepath.Join(s.cfg.StateDir, "serve", "events.jsonl")
-	if f, err := os.OpenFile(evPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
-		s.event("reopen_failed", map[string]any{"event_log": evPath, "error": err.Error(),
-			"what_to_do": "events go on to the file open before; fix state_dir's permissions and send SIGHUP again"})
-	} else {
-		s.eventsMu.Lock()
-		old := s.evFile
-		s.evFile = f
-		s.eventsMu.Unlock()
-		if old != nil {
-			old.Close()
-		}
-		fields["event_log"] = evPath
-	}
-	s.event("reopened", fields)
-}
-
-func (s *Server) closeLogs() {
-	s.access.Close()
-	if s.evFile != nil {
-		s.evFile.Close()
-	}
-}
-
-// event writes one supervision event as a JSON line.
-func (s *Server) event(kind string, fields map[string]any) {
-	m := map[string]any{"time": time.Now().UTC(), "event": kind}
-	for k, v := range fields {
-		m[k] = v
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return
-	}
-	// Events quote engine logs and root causes: keys never reach stderr
-	// (journald under systemd) or events.jsonl.
-	b = append([]byte(redact.Secrets(string(b))), '\n')
-	s.eventsMu.Lock()
-	defer s.eventsMu.Unlock()
-	if s.events != nil {
-		s.events.Write(b)
-	}
-	if s.evFile != nil {
-		s.evFile.Write(b)
-	}
-}
-
 // upstreamError counts a proxied request's upstream failure and asks the
 // watcher to look at production now. Production (or a served backend)
 // refusing or dropping the connection (connect, reset) most likely died:
@@ -600,153 +501,3 @@ const (
 	retryAfterHandedOver = 30
 	retryAfterDown       = 60
 )
-
-// drain refuses new requests and waits up to timeout for in-flight ones.
-func (s *Server) drain(ctx context.Context, timeout time.Duration) control.DrainResult {
-	s.draining.Store(true)
-	start := time.Now()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for s.inFlight.Load() > 0 {
-		select {
-		case <-ctx.Done():
-		case <-deadline.C:
-		case <-tick.C:
-			continue
-		}
-		break
-	}
-	n := s.inFlight.Load()
-	return control.DrainResult{Drained: n == 0, InFlight: n, WaitedMS: time.Since(start).Milliseconds()}
-}
-
-// Status returns the router's status.
-func (s *Server) Status() control.Status {
-	st := control.Status{Schema: control.StatusSchema, PID: os.Getpid(), StartedAt: s.started, Config: s.cfg.Path, Listen: s.addr,
-		Alias: s.sc.Alias, InFlight: s.inFlight.Load(), Draining: s.draining.Load(), Models: s.modelNames()}
-	st.Production, st.Handover = s.prod.status()
-	for _, rt := range s.served {
-		state, since, msg, last := rt.watch.snapshot()
-		if state == "" {
-			state, since, msg = control.StateStarting, s.started, "served as is; not checked yet"
-		}
-		st.Served = append(st.Served, control.BackendStatus{Name: rt.name, Engine: rt.prof.Engine, BaseURL: rt.prof.BaseURL,
-			Model: rt.prof.Model, Managed: false, State: state, Since: since, Message: msg, LastHealth: last})
-	}
-	return st
-}
-
-// listenControl opens the control socket (0600 in a 0700 folder). A
-// socket left by a dead router is removed; a live one is an error.
-func (s *Server) listenControl() (net.Listener, error) {
-	if err := control.EnsureDir(s.ctlDir); err != nil {
-		return nil, err
-	}
-	path := control.SocketPath(s.ctlDir)
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("serve: another hiro serve answers on %s; stop it first (`hiro status` says which)", path)
-	}
-	os.Remove(path)
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("serve: control socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("serve: control socket %s: %w", path, err)
-	}
-	return ln, nil
-}
-
-func (s *Server) controlHandler() http.Handler {
-	mux := http.NewServeMux()
-	reply := func(w http.ResponseWriter, code int, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(v)
-	}
-	fail := func(w http.ResponseWriter, code int, format string, a ...any) {
-		reply(w, code, map[string]string{"error": fmt.Sprintf(format, a...)})
-	}
-	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
-		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-			fail(w, http.StatusBadRequest, "bad request body: %v", err)
-			return false
-		}
-		return true
-	}
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, s.Status()) })
-	mux.HandleFunc("POST /v1/drain", func(w http.ResponseWriter, r *http.Request) {
-		var req control.DrainRequest
-		if !decode(w, r, &req) {
-			return
-		}
-		d := time.Duration(req.TimeoutMS) * time.Millisecond
-		if d <= 0 {
-			d = s.sc.DrainTimeout.Duration
-		}
-		s.event("drain", map[string]any{"timeout": d.String()})
-		reply(w, 200, s.drain(r.Context(), d))
-	})
-	mux.HandleFunc("POST /v1/resume", func(w http.ResponseWriter, r *http.Request) {
-		if s.prod.handedOver() {
-			fail(w, http.StatusConflict, "production is handed over to a campaign; it resumes with take back")
-			return
-		}
-		s.draining.Store(false)
-		s.event("resume", nil)
-		reply(w, 200, s.Status())
-	})
-	mux.HandleFunc("POST /v1/handover", func(w http.ResponseWriter, r *http.Request) {
-		var req control.HandoverRequest
-		if !decode(w, r, &req) {
-			return
-		}
-		if strings.TrimSpace(req.Campaign) == "" || req.LeaseOwnerPID <= 0 {
-			fail(w, http.StatusBadRequest, "handover needs campaign and lease_owner_pid")
-			return
-		}
-		d := time.Duration(req.TimeoutMS) * time.Millisecond
-		if d <= 0 {
-			d = s.sc.DrainTimeout.Duration
-		}
-		res, code, err := s.prod.handOver(r.Context(), req.Campaign, req.LeaseOwnerPID, d)
-		if err != nil {
-			fail(w, code, "%v", err)
-			return
-		}
-		reply(w, 200, res)
-	})
-	mux.HandleFunc("POST /v1/takeback", func(w http.ResponseWriter, r *http.Request) {
-		var req control.TakebackRequest
-		if !decode(w, r, &req) {
-			return
-		}
-		v, code, err := s.prod.takeback(r.Context(), req.Campaign, false)
-		if err != nil {
-			fail(w, code, "%v", err)
-			return
-		}
-		reply(w, 200, v)
-	})
-	mux.HandleFunc("POST /v1/switch", func(w http.ResponseWriter, r *http.Request) {
-		var req control.SwitchRequest
-		if !decode(w, r, &req) {
-			return
-		}
-		res, code, err := s.prod.switchTo(r.Context(), req.Profile, req.Effective, req.Campaign)
-		if err != nil {
-			fail(w, code, "%v", err)
-			return
-		}
-		reply(w, 200, res)
-	})
-	return mux
-}

@@ -1,0 +1,133 @@
+package serve
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/engine"
+	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// canary launches the bounded canary completion when no real request
+// succeeded within the interval and none is in flight (a tick that finds
+// one in flight is skipped). Its requests run in probeCanary, beside the
+// owning goroutine; canaryResult acts on what it found.
+func (p *prodCtl) canary(ctx context.Context) {
+	if p.canaryCancel != nil || p.state() != control.StateReady {
+		return
+	}
+	rt := p.current()
+	if last := p.lastOK.Load(); last > 0 && time.Since(time.Unix(0, last)) < p.sc.CanaryInterval.Duration {
+		p.canarySkipped(rt, "a request succeeded within the canary interval")
+		return
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	p.canaryCancel = cancel
+	gen, t := p.canaryGen, p.tracker()
+	go func() { p.canaryDone <- probeCanary(cctx, rt, t, gen) }()
+}
+
+// canaryOutcome is what one canary found.
+type canaryOutcome struct {
+	gen     uint64        // the prodCtl's canaryGen at launch
+	rt      *route        // the route probed
+	start   time.Time     // when the completion was sent
+	took    time.Duration // how long it took
+	skipped string        // not empty: no completion was made, and why
+	rr      supervisor.ReadyResult
+	aborted bool // its context ended: nothing to judge
+}
+
+// probeCanary makes the canary completion on rt (t: the engine's log
+// tracker, for classifying a failure), and not when it would reload a
+// model its engine unloaded (Ollama's keep-alive). Off the owning
+// goroutine: it reads nothing of the prodCtl and decides nothing.
+func probeCanary(ctx context.Context, rt *route, t *engine.Tracker, gen uint64) canaryOutcome {
+	o := canaryOutcome{gen: gen, rt: rt, start: time.Now()}
+	var keepAlive time.Duration // > 0: the canary must not extend the model's stay
+	if rt.prof.Engine == "ollama" {
+		ps := ollamaPS(ctx, rt.hc, rt.prof.BaseURL, rt.eng, rt.prof.Model)
+		if ps.known && !ps.loaded {
+			o.skipped = "the model is not loaded (keep-alive expired); a canary would reload it"
+			return o
+		}
+		if ps.loaded && !ps.expires.IsZero() && time.Until(ps.expires) < 24*time.Hour {
+			if keepAlive = time.Until(ps.expires); keepAlive < time.Second {
+				o.skipped = "the model is about to be unloaded (keep-alive); a canary would keep it"
+				return o
+			}
+		}
+	}
+	o.start = time.Now()
+	if keepAlive > 0 {
+		o.rr = ollamaCanary(ctx, rt, keepAlive, t)
+	} else {
+		o.rr = supervisor.CheckReadyTracked(ctx, rt.prof, rt.hc, t)
+	}
+	o.took = time.Since(o.start)
+	o.aborted = ctx.Err() != nil
+	return o
+}
+
+// canarySkipped records a canary not made, and why.
+func (p *prodCtl) canarySkipped(rt *route, why string) {
+	p.mu.Lock()
+	p.lastCanary = &control.Check{At: time.Now(), OK: true, Skipped: why}
+	p.mu.Unlock()
+	p.s.metrics.canaries.WithLabelValues(rt.name, "skipped").Inc()
+}
+
+// canaryResult acts on a canary's outcome, on the owning goroutine: it is
+// recorded, and a failure is handled as any other (failed). An outcome
+// about a production that is no longer the one served, or no longer
+// ready, is dropped.
+func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) {
+	if o.aborted || ctx.Err() != nil || o.gen != p.canaryGen || o.rt != p.current() || p.state() != control.StateReady {
+		return
+	}
+	rt, rr := o.rt, o.rr
+	if o.skipped != "" {
+		p.canarySkipped(rt, o.skipped)
+		return
+	}
+	c := &control.Check{At: o.start, OK: rr.OK, DurationMS: float64(o.took.Microseconds()) / 1000, Reply: rr.Reply}
+	if rr.Failure != nil {
+		c.Error = rr.Failure.Error()
+	}
+	p.mu.Lock()
+	p.lastCanary = c
+	p.mu.Unlock()
+	if rr.OK {
+		p.s.metrics.canaries.WithLabelValues(rt.name, "ok").Inc()
+		return
+	}
+	p.s.metrics.canaries.WithLabelValues(rt.name, "failed").Inc()
+	if p.exitedMeanwhile() {
+		p.died(ctx, "canary: "+c.Error)
+		return
+	}
+	f := rr.Failure
+	if f == nil {
+		f = &failure.Failure{Class: failure.ClassEngineDied, Phase: failure.PhaseReady, RootCause: "canary failed"}
+	}
+	servingPhase(f)
+	if !p.prof().Unmanaged {
+		processFacts(f, int(p.pid.Load()), noAnswer(rr.Health) ||
+			(f.Class == failure.ClassProbeFailed && strings.HasPrefix(f.RootCause, "chat completion got no answer")))
+	}
+	p.failed(ctx, f, "canary")
+}
+
+// endCanary cancels a canary in flight and waits for its prober to
+// return, so nothing of it outlives run.
+func (p *prodCtl) endCanary() {
+	if p.canaryCancel == nil {
+		return
+	}
+	p.canaryCancel()
+	p.canaryCancel = nil
+	<-p.canaryDone
+}

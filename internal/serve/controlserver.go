@@ -1,0 +1,166 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/control"
+)
+
+// drain refuses new requests and waits up to timeout for in-flight ones.
+func (s *Server) drain(ctx context.Context, timeout time.Duration) control.DrainResult {
+	s.draining.Store(true)
+	start := time.Now()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for s.inFlight.Load() > 0 {
+		select {
+		case <-ctx.Done():
+		case <-deadline.C:
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	n := s.inFlight.Load()
+	return control.DrainResult{Drained: n == 0, InFlight: n, WaitedMS: time.Since(start).Milliseconds()}
+}
+
+// Status returns the router's status.
+func (s *Server) Status() control.Status {
+	st := control.Status{Schema: control.StatusSchema, PID: os.Getpid(), StartedAt: s.started, Config: s.cfg.Path, Listen: s.addr,
+		Alias: s.sc.Alias, InFlight: s.inFlight.Load(), Draining: s.draining.Load(), Models: s.modelNames()}
+	st.Production, st.Handover = s.prod.status()
+	for _, rt := range s.served {
+		state, since, msg, last := rt.watch.snapshot()
+		if state == "" {
+			state, since, msg = control.StateStarting, s.started, "served as is; not checked yet"
+		}
+		st.Served = append(st.Served, control.BackendStatus{Name: rt.name, Engine: rt.prof.Engine, BaseURL: rt.prof.BaseURL,
+			Model: rt.prof.Model, Managed: false, State: state, Since: since, Message: msg, LastHealth: last})
+	}
+	return st
+}
+
+// listenControl opens the control socket (0600 in a 0700 folder). A
+// socket left by a dead router is removed; a live one is an error.
+func (s *Server) listenControl() (net.Listener, error) {
+	if err := control.EnsureDir(s.ctlDir); err != nil {
+		return nil, err
+	}
+	path := control.SocketPath(s.ctlDir)
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("serve: another hiro serve answers on %s; stop it first (`hiro status` says which)", path)
+	}
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("serve: control socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("serve: control socket %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+func (s *Server) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+	}
+	fail := func(w http.ResponseWriter, code int, format string, a ...any) {
+		reply(w, code, map[string]string{"error": fmt.Sprintf(format, a...)})
+	}
+	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+			fail(w, http.StatusBadRequest, "bad request body: %v", err)
+			return false
+		}
+		return true
+	}
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, s.Status()) })
+	mux.HandleFunc("POST /v1/drain", func(w http.ResponseWriter, r *http.Request) {
+		var req control.DrainRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		d := time.Duration(req.TimeoutMS) * time.Millisecond
+		if d <= 0 {
+			d = s.sc.DrainTimeout.Duration
+		}
+		s.event("drain", map[string]any{"timeout": d.String()})
+		reply(w, 200, s.drain(r.Context(), d))
+	})
+	mux.HandleFunc("POST /v1/resume", func(w http.ResponseWriter, r *http.Request) {
+		if s.prod.handedOver() {
+			fail(w, http.StatusConflict, "production is handed over to a campaign; it resumes with take back")
+			return
+		}
+		s.draining.Store(false)
+		s.event("resume", nil)
+		reply(w, 200, s.Status())
+	})
+	mux.HandleFunc("POST /v1/handover", func(w http.ResponseWriter, r *http.Request) {
+		var req control.HandoverRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		if strings.TrimSpace(req.Campaign) == "" || req.LeaseOwnerPID <= 0 {
+			fail(w, http.StatusBadRequest, "handover needs campaign and lease_owner_pid")
+			return
+		}
+		d := time.Duration(req.TimeoutMS) * time.Millisecond
+		if d <= 0 {
+			d = s.sc.DrainTimeout.Duration
+		}
+		res, code, err := s.prod.handOver(r.Context(), req.Campaign, req.LeaseOwnerPID, d)
+		if err != nil {
+			fail(w, code, "%v", err)
+			return
+		}
+		reply(w, 200, res)
+	})
+	mux.HandleFunc("POST /v1/takeback", func(w http.ResponseWriter, r *http.Request) {
+		var req control.TakebackRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		v, code, err := s.prod.takeback(r.Context(), req.Campaign, false)
+		if err != nil {
+			fail(w, code, "%v", err)
+			return
+		}
+		reply(w, 200, v)
+	})
+	mux.HandleFunc("POST /v1/switch", func(w http.ResponseWriter, r *http.Request) {
+		var req control.SwitchRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		res, code, err := s.prod.switchTo(r.Context(), req.Profile, req.Effective, req.Campaign)
+		if err != nil {
+			fail(w, code, "%v", err)
+			return
+		}
+		reply(w, 200, res)
+	})
+	return mux
+}

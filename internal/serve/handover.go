@@ -1,0 +1,245 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/procfs"
+	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// campaign returns the live holder of production's lease, or nil. While
+// the router holds that lease itself (underLease) nobody else can.
+func (p *prodCtl) campaign() *control.HandoverInfo {
+	if p.own != nil {
+		return nil
+	}
+	if p.s.opts.CampaignHolding != nil {
+		return p.s.opts.CampaignHolding(p.prof())
+	}
+	return LeaseHolder(p.prof())
+}
+
+// LeaseHolder reports the live hiro (a campaign, or a command such as
+// 'hiro backend start') that holds the lease of prof's endpoint (package
+// lease), or nil when none does or the lease folder cannot be read.
+func LeaseHolder(prof *config.Profile) *control.HandoverInfo {
+	dir, err := lease.Dir()
+	if err != nil {
+		return nil
+	}
+	return holderInfo(lease.HeldBy(dir, lease.ProductionKey(prof.BaseURL)))
+}
+
+// holderInfo describes the hiro whose lease record l is (nil: nil).
+func holderInfo(l *lease.Lease) *control.HandoverInfo {
+	if l == nil {
+		return nil
+	}
+	who := l.Campaign
+	if who == "" {
+		who = l.Command
+	}
+	return &control.HandoverInfo{Campaign: who, OwnerPID: l.PID, Since: l.Created, Source: "lease"}
+}
+
+// underLease runs f, a start of production by the router itself (its
+// first start, a restart after a death, the start after a campaign's
+// lease was released), holding production's endpoint lease
+// (lease.ProductionKey) as 'hiro backend start' does: no campaign, switch
+// or 'hiro backend start|stop' can act on production between the
+// router's decision and the end of the start, and one that tries is
+// refused naming 'hiro serve'. When a live hiro holds the key, f does not
+// run: production is held for that hiro (holdFor) and false is returned.
+// A lease that cannot be taken for another reason (no lease folder, a
+// campaign that died with production in its care) does not keep
+// production down: f runs without it and an event says why.
+func (p *prodCtl) underLease(why string, f func()) bool {
+	prof := p.prof()
+	dir, err := lease.Dir()
+	var h *lease.Hold
+	if err == nil {
+		h, err = lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro serve (" + why + ")",
+			Config: p.s.cfg.Path, Production: prof.Name}, production.LeaseKeys(false, prof)...)
+	}
+	if err != nil {
+		var held *lease.HeldError
+		if errors.As(err, &held) {
+			hi := holderInfo(held.Holder)
+			if hi == nil {
+				hi = &control.HandoverInfo{Campaign: "another hiro (starting)", Source: "lease"}
+			}
+			p.s.event("start_refused", map[string]any{"backend": prof.Name, "what": why, "holder": hi.Campaign, "lease_owner_pid": hi.OwnerPID})
+			p.holdFor(hi)
+			return false
+		}
+		p.s.event("start_unleased", map[string]any{"backend": prof.Name, "what": why, "reason": err.Error()})
+		f()
+		return true
+	}
+	p.own = h
+	defer func() {
+		p.own = nil
+		if err := h.Release(); err != nil {
+			p.s.event("lease_release_failed", map[string]any{"backend": prof.Name, "reason": err.Error()})
+		}
+	}()
+	f()
+	return true
+}
+
+// holdFor marks production held by campaign h (a live lease).
+func (p *prodCtl) holdFor(h *control.HandoverInfo) {
+	p.mu.Lock()
+	p.handover = h
+	p.mu.Unlock()
+	p.setState(control.StateHandedOver, fmt.Sprintf("held by campaign %s (hiro pid %d); the router waits for it to end", h.Campaign, h.OwnerPID))
+}
+
+// handover drains, stops a managed production and holds it for campaign.
+func (p *prodCtl) handOver(ctx context.Context, campaign string, ownerPID int, drain time.Duration) (*control.HandoverResult, int, error) {
+	ticks, ok := procfs.StartTicks(ownerPID)
+	if !ok {
+		return nil, http.StatusBadRequest, fmt.Errorf("lease owner pid %d is not running", ownerPID)
+	}
+	var res *control.HandoverResult
+	code, err := 0, error(nil)
+	derr := p.do(ctx, func(ctx context.Context) {
+		p.mu.Lock()
+		h := p.handover
+		p.mu.Unlock()
+		if h != nil && h.Campaign != campaign {
+			code, err = http.StatusConflict, fmt.Errorf("production is already handed over to campaign %s (hiro pid %d)", h.Campaign, h.OwnerPID)
+			return
+		}
+		if p.prof().Unmanaged {
+			code, err = http.StatusConflict, fmt.Errorf("production %s is unmanaged: hiro cannot stop it for a campaign", p.name())
+			return
+		}
+		res = &control.HandoverResult{Production: p.name()}
+		res.Drain = p.s.drain(ctx, drain)
+		p.restart = nil
+		if sr := p.stopAny(ctx); sr != nil {
+			res.Stopped, res.Stop = true, sr
+		}
+		p.owner = ticks
+		p.mu.Lock()
+		p.handover = &control.HandoverInfo{Campaign: campaign, OwnerPID: ownerPID, Since: time.Now(), Source: "control"}
+		p.mu.Unlock()
+		p.setState(control.StateHandedOver, fmt.Sprintf("handed over to campaign %s (hiro pid %d)", campaign, ownerPID))
+		p.s.event("handover", map[string]any{"backend": p.name(), "campaign": campaign, "lease_owner_pid": ownerPID, "drain": res.Drain, "stopped": res.Stopped})
+	})
+	if derr != nil {
+		return nil, http.StatusServiceUnavailable, derr
+	}
+	return res, code, err
+}
+
+// checkOwner takes production back when a hand-over's owner died.
+func (p *prodCtl) checkOwner(ctx context.Context) {
+	p.mu.Lock()
+	h := p.handover
+	p.mu.Unlock()
+	if h == nil || h.Source != "control" {
+		return
+	}
+	if t, ok := procfs.StartTicks(h.OwnerPID); ok && t == p.owner {
+		return
+	}
+	p.apply(ctx, event{Kind: evOwnerGone, Now: time.Now()})
+}
+
+// takeback ends campaign's hand-over (auto: the owner died).
+func (p *prodCtl) takeback(ctx context.Context, campaign string, auto bool) (*control.Takeback, int, error) {
+	var v *control.Takeback
+	code, err := 0, error(nil)
+	derr := p.do(ctx, func(ctx context.Context) {
+		p.mu.Lock()
+		h := p.handover
+		p.mu.Unlock()
+		if h != nil && h.Campaign != campaign {
+			code, err = http.StatusConflict, fmt.Errorf("production is handed over to campaign %s, not %s", h.Campaign, campaign)
+			return
+		}
+		if h == nil && p.state() == control.StateReady {
+			v = p.verifyRunning(ctx)
+			return
+		}
+		v = p.takebackNow(ctx, campaign)
+	})
+	if derr != nil {
+		return nil, http.StatusServiceUnavailable, derr
+	}
+	return v, code, err
+}
+
+// takebackNow starts production, verifies it (readiness and a READY
+// completion) and resumes serving. On the owning goroutine.
+func (p *prodCtl) takebackNow(ctx context.Context, campaign string) *control.Takeback {
+	p.mu.Lock()
+	p.handover = nil
+	p.mu.Unlock()
+	p.owner = 0
+	prof := p.prof()
+	v := newTakeback(prof)
+	if prof.Unmanaged {
+		p.checkUnmanaged(ctx)
+	} else if p.proc == nil && p.adopted == nil {
+		res := p.start(ctx, "take back from campaign "+campaign)
+		v.PID, v.ReadyAfterMS = res.PID, res.ReadyAfterMS
+		if len(res.ModelIDs) > 0 {
+			v.Model = production.PickModel(prof, res.ModelIDs)
+		}
+		if res.State != supervisor.StateReady {
+			v.Error = res.Error
+			if res.Failure != nil {
+				v.Error = res.Failure.Error()
+			}
+			p.s.draining.Store(false)
+			p.s.event("takeback", map[string]any{"backend": prof.Name, "campaign": campaign, "ok": false})
+			return v
+		}
+	}
+	vv := p.verifyRunning(ctx)
+	vv.ReadyAfterMS = v.ReadyAfterMS
+	if vv.PID == 0 {
+		vv.PID = v.PID
+	}
+	p.s.draining.Store(false)
+	p.s.event("takeback", map[string]any{"backend": prof.Name, "campaign": campaign, "ok": vv.OK})
+	return vv
+}
+
+// verifyRunning checks production with the rules of readiness, the ready
+// probe included (its reply judged by supervisor.JudgeReply, the one rule
+// the supervisor, the restore and the switch use).
+func (p *prodCtl) verifyRunning(ctx context.Context) *control.Takeback {
+	prof := p.prof()
+	v := newTakeback(prof)
+	if p.proc != nil {
+		v.PID = p.proc.PID()
+	} else if p.adopted != nil {
+		v.PID = p.adopted.PID
+	}
+	rr := supervisor.CheckReadyTracked(ctx, prof, p.current().hc, p.tracker())
+	production.Fill(&v.Verification, prof, rr)
+	if !rr.OK {
+		p.failed(ctx, rr.Failure, "verify")
+		return v
+	}
+	p.setState(control.StateReady, "verified ready (health, identity, ready probe)")
+	return v
+}
+
+// newTakeback is a take-back answer for prof, one attempt made now.
+func newTakeback(prof *config.Profile) *control.Takeback {
+	now := time.Now().UTC()
+	return &control.Takeback{Production: prof.Name, Verification: production.Verification{Attempts: 1, At: &now}}
+}

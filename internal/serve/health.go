@@ -1,0 +1,137 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/engine"
+	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+func (p *prodCtl) setHealth(ok bool, msg string) {
+	p.mu.Lock()
+	p.lastHealth = &control.Check{At: time.Now(), OK: ok, Error: msg}
+	p.mu.Unlock()
+}
+
+// checkHealth runs on the health tick and on pokes.
+func (p *prodCtl) checkHealth(ctx context.Context) {
+	switch p.state() {
+	case control.StateReady:
+	case control.StateDown:
+		if p.prof().Unmanaged {
+			p.checkUnmanaged(ctx)
+		} else if p.foreign != nil {
+			p.checkForeign(ctx)
+		}
+		return
+	case control.StateHandedOver:
+		p.mu.Lock()
+		h := p.handover
+		p.mu.Unlock()
+		if h != nil && h.Source == "lease" && p.campaign() == nil {
+			p.mu.Lock()
+			p.handover = nil
+			p.mu.Unlock()
+			p.s.event("lease_released", map[string]any{"backend": p.name(), "campaign": h.Campaign})
+			p.bringUp(ctx)
+		}
+		return
+	default:
+		return
+	}
+	prof := p.prof()
+	if p.adopted != nil {
+		if st, err := supervisor.Status(p.stateDir(), prof.Name); err != nil || st.Status != supervisor.StatusRunning || st.PID != p.adopted.PID {
+			rec := p.adopted
+			if err == nil && st.Status == supervisor.StatusRunning {
+				// Another process is recorded under production's name:
+				// replaced, not dead (failed says so). The adopted one,
+				// if still alive, is no longer recorded: stopAny stops it.
+				p.failed(ctx, adoptedDeath(rec), "health")
+				return
+			}
+			p.adopted = nil
+			p.pid.Store(0)
+			p.failed(ctx, adoptedDeath(rec), "death")
+			return
+		}
+	}
+	start := time.Now()
+	hctx, cancel := context.WithTimeout(ctx, supervisor.DefaultHealthRequestTimeout)
+	h := p.current().eng.CheckHealth(hctx, p.current().hc, prof.BaseURL, prof.Model)
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	if h.State == engine.HealthReady {
+		p.mu.Lock()
+		p.lastHealth = &control.Check{At: start, OK: true, DurationMS: msSince(start)}
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Lock()
+	p.lastHealth = &control.Check{At: start, OK: false, DurationMS: msSince(start), Error: h.Message}
+	p.mu.Unlock()
+	if p.exitedMeanwhile() {
+		p.died(ctx, "health: "+h.Message)
+		return
+	}
+	f := p.tracker().Classify(engine.Outcome{Kind: engine.OutcomeHealthFailed, Health: &h, Message: h.Message, Elapsed: time.Since(p.since)})
+	servingPhase(f)
+	if !prof.Unmanaged {
+		processFacts(f, int(p.pid.Load()), noAnswer(h))
+	}
+	p.failed(ctx, f, "health")
+}
+
+// tracker returns the log tracker of the running engine (an empty one
+// when the router did not start it).
+func (p *prodCtl) tracker() *engine.Tracker {
+	if p.proc != nil {
+		return p.proc.Tracker()
+	}
+	return p.current().eng.NewTracker()
+}
+
+// adoptedDeath classifies the death of a process another hiro started,
+// from its log file.
+func adoptedDeath(rec *supervisor.Record) *failure.Failure {
+	var f *failure.Failure
+	if lf, err := os.Open(rec.LogPath); err == nil {
+		f, _ = engine.Diagnose(lf, rec.Engine, engine.ExitInfo{})
+		lf.Close()
+	}
+	if f == nil {
+		f = &failure.Failure{Class: failure.ClassEngineDied, RootCause: fmt.Sprintf("pid %d ended (exit status unknown: not this router's child)", rec.PID)}
+	}
+	if f.SecondsSinceStart <= 0 && !rec.StartedAt.IsZero() {
+		// The log alone does not say how long the process ran; its record does.
+		f.SecondsSinceStart = time.Since(rec.StartedAt).Seconds()
+	}
+	servingPhase(f)
+	return f
+}
+
+// checkUnmanaged checks an unmanaged production with the rules of
+// readiness; it becomes ready or stays down.
+func (p *prodCtl) checkUnmanaged(ctx context.Context) {
+	rr := supervisor.CheckReady(ctx, p.prof(), p.current().hc)
+	p.setHealth(rr.Health.State == engine.HealthReady, rr.Health.Message)
+	if rr.OK {
+		p.setState(control.StateReady, "unmanaged: answers ready")
+		return
+	}
+	if p.state() != control.StateDown && rr.Failure != nil {
+		p.recordFailure(rr.Failure, "check")
+	}
+	msg := "unmanaged: not ready"
+	if rr.Failure != nil {
+		msg = "unmanaged: " + rr.Failure.Error()
+	}
+	p.setState(control.StateDown, msg+"; not restarted by hiro, watched until it answers ready")
+}
