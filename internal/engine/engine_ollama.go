@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/hiro-dev/hiro/internal/failure"
 )
@@ -153,4 +156,109 @@ func ollamaHealth(ctx context.Context, e *Engine, client *http.Client, baseURL, 
 	r.ModelMissing, r.Listed = true, names
 	r.Message = fmt.Sprintf("model %q is not in /api/tags (listed: %s); create or pull it", model, quoteList(names))
 	return r
+}
+
+// Ollama unloads a model after its keep-alive without requests, and any
+// completion loads it again and restarts the keep-alive. A canary must
+// do neither: it is skipped while the model is unloaded, and while it is
+// loaded with a finite keep-alive it goes through Ollama's own
+// /api/generate with keep_alive set to the time left, so the model
+// leaves when it would have without the canary.
+
+// OllamaResidency is what Ollama's /api/ps says about one model.
+type OllamaResidency struct {
+	// Known is false when /api/ps could not tell (no answer, not 200,
+	// not its JSON).
+	Known bool
+	// Loaded is true when the model is in memory, until Expires (the end
+	// of its keep-alive; zero or far ahead: none).
+	Loaded  bool
+	Expires time.Time
+}
+
+// OllamaPS asks the Ollama server at base (through hc, bounded by ctx)
+// whether model is loaded and until when, comparing names as Ollama does
+// (with or without ":latest").
+func OllamaPS(ctx context.Context, hc *http.Client, base, model string) OllamaResidency {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/ps", nil)
+	if err != nil {
+		return OllamaResidency{}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return OllamaResidency{}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return OllamaResidency{}
+	}
+	var ps struct {
+		Models []struct {
+			Name      string    `json:"name"`
+			Model     string    `json:"model"`
+			ExpiresAt time.Time `json:"expires_at"`
+		} `json:"models"`
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&ps) != nil {
+		return OllamaResidency{}
+	}
+	e := registry["ollama"]
+	for _, m := range ps.Models {
+		if e.MatchModel(model, []string{m.Name, m.Model}) {
+			return OllamaResidency{Known: true, Loaded: true, Expires: m.ExpiresAt}
+		}
+	}
+	return OllamaResidency{Known: true}
+}
+
+// CanaryKeepAlive says how a canary may probe a model of residency r,
+// left as it is, at now: skip, when not empty, says why no canary is made
+// (unloaded, or about to be); keepAlive > 0 is the keep_alive its
+// /api/generate request must carry (OllamaGenerate); 0 with no skip: any
+// canary (no finite keep-alive, or residency unknown).
+func (r OllamaResidency) CanaryKeepAlive(now time.Time) (keepAlive time.Duration, skip string) {
+	if r.Known && !r.Loaded {
+		return 0, "the model is not loaded (keep-alive expired); a canary would reload it"
+	}
+	if r.Loaded && !r.Expires.IsZero() && r.Expires.Sub(now) < 24*time.Hour {
+		if keepAlive = r.Expires.Sub(now); keepAlive < time.Second {
+			return 0, "the model is about to be unloaded (keep-alive); a canary would keep it"
+		}
+	}
+	return keepAlive, ""
+}
+
+// OllamaGenerate sends prompt to model through Ollama's /api/generate at
+// base (not streamed, temperature 0, at most maxTokens, keep_alive
+// keepAlive in whole seconds). It returns the HTTP status and the trimmed
+// reply, or Ollama's error message (msg) for another status; err is a
+// request that got no answer.
+func OllamaGenerate(ctx context.Context, hc *http.Client, base, model, prompt string, maxTokens int, keepAlive time.Duration) (status int, reply, msg string, err error) {
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt, "stream": false,
+		"keep_alive": fmt.Sprintf("%ds", int(keepAlive.Seconds())),
+		"options":    map[string]any{"num_predict": maxTokens, "temperature": 0}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/generate", bytes.NewReader(body))
+	if err != nil {
+		return 0, "", "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var out struct {
+		Response string `json:"response"`
+		Error    string `json:"error"`
+	}
+	_ = json.Unmarshal(b, &out)
+	if resp.StatusCode != http.StatusOK {
+		msg = out.Error
+		if msg == "" {
+			msg = strings.TrimSpace(string(b))
+		}
+		return resp.StatusCode, "", msg, nil
+	}
+	return resp.StatusCode, strings.TrimSpace(out.Response), "", nil
 }

@@ -49,16 +49,11 @@ func probeCanary(ctx context.Context, rt *route, t *engine.Tracker, gen uint64) 
 	o := canaryOutcome{gen: gen, rt: rt, start: time.Now()}
 	var keepAlive time.Duration // > 0: the canary must not extend the model's stay
 	if rt.prof.Engine == "ollama" {
-		ps := ollamaPS(ctx, rt.hc, rt.prof.BaseURL, rt.eng, rt.prof.Model)
-		if ps.known && !ps.loaded {
-			o.skipped = "the model is not loaded (keep-alive expired); a canary would reload it"
+		pctx, cancel := context.WithTimeout(ctx, supervisor.DefaultHealthRequestTimeout)
+		ps := engine.OllamaPS(pctx, rt.hc, rt.prof.BaseURL, rt.prof.Model)
+		cancel()
+		if keepAlive, o.skipped = ps.CanaryKeepAlive(time.Now()); o.skipped != "" {
 			return o
-		}
-		if ps.loaded && !ps.expires.IsZero() && time.Until(ps.expires) < 24*time.Hour {
-			if keepAlive = time.Until(ps.expires); keepAlive < time.Second {
-				o.skipped = "the model is about to be unloaded (keep-alive); a canary would keep it"
-				return o
-			}
 		}
 	}
 	o.start = time.Now()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/ollamatest"
 )
 
@@ -131,7 +132,7 @@ func TestOllamaCanaryRespectsKeepAlive(t *testing.T) {
 	}
 	// Several canary intervals later the model is still not loaded.
 	time.Sleep(1500 * time.Millisecond)
-	if ps := ollamaPS(context.Background(), e.hc, prof.BaseURL, e.eng, prof.Model); !ps.known || ps.loaded {
+	if ps := engine.OllamaPS(context.Background(), e.hc, prof.BaseURL, prof.Model); !ps.Known || ps.Loaded {
 		t.Errorf("after skipped canaries: %+v; the canary reloaded the model", ps)
 	}
 	if st := r.waitState(t, control.StateReady, time.Second); st.Production.LastFailure != nil {
