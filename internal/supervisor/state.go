@@ -252,7 +252,8 @@ func removeRecordIfOurs(stateDir, name string, pid int) {
 // (*Process).Stop, watching the process through /proc (it is not this
 // hiro's child). grace <= 0 uses the recorded stop grace. A stale record
 // is not acted on: no signal is sent, the record is removed, and the
-// returned status says stale. The record is removed after a stop.
+// returned status says stale. The record is removed after a stop when it
+// still names the stopped process.
 func StopRecorded(ctx context.Context, stateDir, name string, grace time.Duration) (RecordStatus, StopResult, error) {
 	st, err := Status(stateDir, name)
 	if err != nil {
@@ -265,5 +266,8 @@ func StopRecorded(ctx context.Context, stateDir, name string, grace time.Duratio
 		grace = time.Duration(st.StopGraceMS) * time.Millisecond
 	}
 	res := stopGroup(ctx, st.PGID, st.Port, grace, st.StartedAt, nil)
-	return st, res, RemoveRecord(stateDir, name)
+	// Only the stopped process's record: a router that saw it gone may
+	// have started production again meanwhile and recorded that one.
+	removeRecordIfOurs(stateDir, name, st.PID)
+	return st, res, nil
 }
