@@ -98,52 +98,73 @@ func GroupMembers(pgid int) []Stat {
 // inode in /proc/net/tcp{,6} and the fd links in /proc/PID/fd. Processes
 // hiro may not inspect are skipped.
 func PortHolders(port int) []Stat {
+	hs, _ := owners(inodesOf(port, false))
+	return hs
+}
+
+// Listeners returns the live processes that hold a TCP socket listening
+// on port (state LISTEN, any address), found as PortHolders finds them,
+// and how many such sockets have no owner hiro can see (a process of
+// another user's, whose /proc/PID/fd hiro may not read).
+func Listeners(port int) (holders []Stat, unseen int) {
+	return owners(inodesOf(port, true))
+}
+
+// inodesOf returns the inodes of the sockets bound to port (listenOnly:
+// listening) in /proc/net/tcp and tcp6.
+func inodesOf(port int, listenOnly bool) map[string]bool {
 	inodes := map[string]bool{}
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		for _, ino := range socketInodes(f, port) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, ino := range parseSocketInodes(b, port, listenOnly) {
 			inodes[ino] = true
 		}
 	}
+	return inodes
+}
+
+// owners returns the live processes holding one of inodes, and how many
+// inodes no visible process holds.
+func owners(inodes map[string]bool) (out []Stat, unseen int) {
 	if len(inodes) == 0 {
-		return nil
+		return nil, 0
 	}
-	var out []Stat
+	seen := map[string]bool{}
 	for _, pid := range PIDs() {
 		dir := "/proc/" + strconv.Itoa(pid) + "/fd"
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			continue
 		}
+		holds := false
 		for _, e := range ents {
 			l, err := os.Readlink(filepath.Join(dir, e.Name()))
 			if err != nil || !strings.HasPrefix(l, "socket:[") {
 				continue
 			}
-			if inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] {
-				if s, err := ReadStat(pid); err == nil && s.Alive() {
-					out = append(out, s)
-				}
-				break
+			if ino := strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]"); inodes[ino] {
+				seen[ino], holds = true, true
+			}
+		}
+		if holds {
+			if s, err := ReadStat(pid); err == nil && s.Alive() {
+				out = append(out, s)
 			}
 		}
 	}
-	return out
+	return out, len(inodes) - len(seen)
 }
 
-// socketInodes returns the inodes of sockets in a /proc/net/tcp-style
-// file whose local port is port and that are listening (state 0A) or
-// otherwise bound (any state but TIME_WAIT, which has no owner).
-func socketInodes(path string, port int) []string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	return ParseSocketInodes(b, port)
-}
+// ParseSocketInodes returns the inodes of the sockets in b, the
+// contents of a /proc/net/tcp-style file, whose local port is port and
+// that are listening (state 0A) or otherwise bound (any state but
+// TIME_WAIT, which has no owner).
+func ParseSocketInodes(b []byte, port int) []string { return parseSocketInodes(b, port, false) }
 
-// ParseSocketInodes returns the socket inodes that socketInodes reads
-// from a /proc/net/tcp-style file's contents b.
-func ParseSocketInodes(b []byte, port int) []string {
+func parseSocketInodes(b []byte, port int, listenOnly bool) []string {
 	var out []string
 	want := fmt.Sprintf(":%04X", port)
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -159,6 +180,9 @@ func ParseSocketInodes(b []byte, port int) []string {
 			continue
 		}
 		if f[3] == "06" || f[9] == "0" { // TIME_WAIT, or no owner
+			continue
+		}
+		if listenOnly && f[3] != "0A" {
 			continue
 		}
 		out = append(out, f[9])

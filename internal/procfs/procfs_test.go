@@ -1,6 +1,8 @@
 package procfs
 
 import (
+	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -60,5 +62,23 @@ func TestParseSocketInodes(t *testing.T) {
 	got := ParseSocketInodes([]byte(tcp), 8080)
 	if len(got) != 1 || got[0] != "4242" {
 		t.Errorf("inodes %v, want [4242]", got)
+	}
+}
+
+// Listeners names the process listening on a port (this test), and
+// nothing once it stops listening.
+func TestListeners(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	hs, unseen := Listeners(port)
+	if len(hs) != 1 || hs[0].PID != os.Getpid() || unseen != 0 {
+		t.Errorf("listening on %d: %+v, %d unseen; want this process", port, hs, unseen)
+	}
+	ln.Close()
+	if hs, unseen := Listeners(port); len(hs) != 0 || unseen != 0 {
+		t.Errorf("after close: %+v, %d unseen", hs, unseen)
 	}
 }

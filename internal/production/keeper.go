@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -345,7 +348,65 @@ func (k Keeper) Verify(ctx context.Context, prof *config.Profile) *Verification 
 func (k Keeper) verify(ctx context.Context, prof *config.Profile, rr *Verification) (ok, answered bool) {
 	cr := supervisor.CheckReady(ctx, prof, k.HTTP)
 	Fill(rr, prof, cr)
+	if cr.OK {
+		if ok, why := k.Attribute(prof); !ok {
+			// An impostor's answer is settled: waiting changes nothing.
+			rr.OK, rr.Error = false, why
+			return false, true
+		}
+	}
 	return cr.OK, !cr.OK && cr.Answered
+}
+
+// Attribute says whether the server listening on prof's port (its base
+// URL's) is hiro's: a process in the process group of prof's state
+// record, whose pid, group and start time match (/proc, package procfs).
+// Otherwise why names what holds the port: a listener hiro cannot
+// attribute to the group it started is never counted as production,
+// whoever holds it. An unmanaged profile, or one whose base URL names no
+// port, is not checked.
+func (k Keeper) Attribute(prof *config.Profile) (ok bool, why string) {
+	port := urlPort(prof.BaseURL)
+	if prof.Unmanaged || port == 0 {
+		return true, ""
+	}
+	found, st := k.Look(prof)
+	hs, unseen := procfs.Listeners(port)
+	if found == FoundOwn || found == FoundForeign {
+		for _, h := range hs {
+			if h.PGID == st.PGID {
+				return true, ""
+			}
+		}
+	}
+	var who []string
+	for _, h := range hs {
+		who = append(who, fmt.Sprintf("pid %d (%s, process group %d)", h.PID, h.Comm, h.PGID))
+	}
+	if unseen > 0 || len(who) == 0 {
+		who = append(who, "a process hiro cannot inspect (another user's?)")
+	}
+	rec := "no live state record of hiro's names it"
+	if found == FoundOwn || found == FoundForeign {
+		rec = fmt.Sprintf("hiro started pid %d, process group %d", st.PID, st.PGID)
+	}
+	return false, fmt.Sprintf("production %s answers on port %d, but the listener is not in the process group hiro started (%s): it is held by %s; hiro does not count it as production: stop that process, then restore (hiro backend start %s)",
+		prof.Name, port, rec, strings.Join(who, ", "), prof.Name)
+}
+
+// urlPort returns the port of base URL u (80 or 443 by scheme when
+// absent), 0 when it names none.
+func urlPort(u string) int {
+	pu, err := url.Parse(u)
+	if err != nil || pu.Host == "" {
+		return 0
+	}
+	p := pu.Port()
+	if p == "" {
+		p = map[string]string{"http": "80", "https": "443"}[pu.Scheme]
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }
 
 // Fill sets v's OK, Health, Model (the reported id that is prof's model),

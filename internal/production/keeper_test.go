@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -214,4 +215,47 @@ func TestLeaseKeys(t *testing.T) {
 	if got := production.LeaseKeys(false, c); len(got) != 1 || got[0] == "accelerator" {
 		t.Errorf("LeaseKeys(shared, c) = %v", got)
 	}
+}
+
+// Restored means the process hiro started answers: hiro's production
+// died and another process (not started by hiro, no record) bound its
+// port and answers READY; the restore must not report production
+// restored, and says which process holds the port (issue 25).
+func TestRestoreRefusesAnImpostor(t *testing.T) {
+	cfg := keeperConfig(t, false, "READY")
+	prof := cfg.Backends["prod"]
+	k := production.Keeper{StateDir: cfg.StateDir}
+	res, err := k.StartDetached(context.Background(), prof, supervisor.Options{})
+	if err != nil || res.State != supervisor.StateReady {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	syscall.Kill(-res.PGID, syscall.SIGKILL)
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(res.PID) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	impostor := exec.Command(testsupport.FakeEngine(t), "--port", portOf(t, prof.BaseURL), "--model", "prod-model", "--reply", "READY")
+	if err := impostor.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { impostor.Process.Kill(); impostor.Wait() })
+	for time.Now().Before(deadline.Add(5*time.Second)) && !impostorAnswers(t, k, prof) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ok, _ := k.Attribute(prof); ok {
+		t.Fatal("the impostor's listener was attributed to hiro's process group")
+	}
+	v := k.Restore(context.Background(), prof, 1, nil)
+	if v.OK || !strings.Contains(v.Error, "not in the process group hiro started") || !strings.Contains(v.Error, "pid "+strconv.Itoa(impostor.Process.Pid)) {
+		t.Errorf("restore with an impostor on the port: %+v", v)
+	}
+	if v := k.Verify(context.Background(), prof); v.OK {
+		t.Errorf("verify with an impostor on the port: %+v", v)
+	}
+}
+
+// impostorAnswers reports whether something answers ready at prof's
+// endpoint (the health check and the probe only, not who holds the port).
+func impostorAnswers(t *testing.T, k production.Keeper, prof *config.Profile) bool {
+	return supervisor.CheckReady(context.Background(), prof, nil).OK
 }

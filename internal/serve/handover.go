@@ -9,6 +9,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/production"
@@ -234,7 +235,14 @@ func (p *prodCtl) verifyRunning(ctx context.Context) *control.Takeback {
 		p.failed(ctx, rr.Failure, "verify")
 		return v
 	}
-	p.setState(control.StateReady, "verified ready (health, identity, ready probe)")
+	if ok, why := p.keeper().Attribute(prof); !ok {
+		// Restored means the process hiro started answers: an impostor
+		// on production's port is never counted.
+		v.OK, v.Error = false, why
+		p.failed(ctx, &failure.Failure{Class: failure.ClassPortInUse, Phase: failure.PhaseReady, RootCause: why}, "verify")
+		return v
+	}
+	p.setState(control.StateReady, "verified ready (health, identity, ready probe, the listener in hiro's process group)")
 	return v
 }
 
