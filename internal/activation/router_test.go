@@ -17,6 +17,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -25,6 +26,7 @@ import (
 type serveProc struct {
 	cmd *exec.Cmd
 	out *strings.Builder
+	log *lockedWriter // out, read under its lock while hiro serve runs
 	ctl *control.Client
 	url string
 }
@@ -37,6 +39,7 @@ func startServe(t *testing.T, cfgPath, url, stateHome string, env []string, with
 	p.cmd = exec.Command(hiroBin, "--config", cfgPath, "serve")
 	p.cmd.Env = env
 	w := &lockedWriter{b: p.out}
+	p.log = w
 	p.cmd.Stdout, p.cmd.Stderr = w, w
 	must(t, p.cmd.Start())
 	t.Cleanup(func() {
@@ -371,6 +374,20 @@ func TestSIGKILLDuringHandoverProductionComesBack(t *testing.T) {
 	w.startProduction()
 	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
 	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	w.killCampaignDuringHandover(t, sp)
+
+	code, out := w.hiro("backend", "status")
+	if code != 0 {
+		t.Fatalf("next command: exit %d\n%s", code, out)
+	}
+	w.routerTookBack(t, sp, url, out, "campaign")
+}
+
+// killCampaignDuringHandover runs an exclusive campaign against the
+// router sp and SIGKILLs its hiro once the router holds production for
+// it and the candidate is starting.
+func (w *world) killCampaignDuringHandover(t *testing.T, sp *serveProc) {
+	t.Helper()
 	cmd := w.hiroCmd("qualify", w.exclusivePlan())
 	must(t, cmd.Start())
 	deadline := time.Now().Add(30 * time.Second)
@@ -388,12 +405,42 @@ func TestSIGKILLDuringHandoverProductionComesBack(t *testing.T) {
 	}
 	must(t, cmd.Process.Signal(syscall.SIGKILL))
 	cmd.Wait()
+}
 
-	code, out := w.hiro("backend", "status")
-	if code != 0 {
-		t.Fatalf("next command: exit %d\n%s", code, out)
+// A hand-over cut short (issue 25): SIGKILL of the campaign's hiro while
+// the router holds production for it and the exclusive candidate loads.
+// With no other hiro command, the router takes production back and also
+// stops the dead campaign's candidate and releases its leases, as 'hiro
+// recover' does: no candidate keeps running beside production.
+func TestHandoverCutShortRouterStopsTheCandidate(t *testing.T) {
+	w := newWorld(t, true, "--load-time", "30s")
+	w.startProduction()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	w.killCampaignDuringHandover(t, sp)
+	leases := filepath.Join(w.dir, "leases")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := sp.ctl.Status(context.Background())
+		_, candUp := w.running("cand")
+		var campaigns []string // the campaign's leases left (the router holds its own)
+		ls, _ := lease.List(leases)
+		for _, l := range ls {
+			if l.Kind == lease.KindCampaign {
+				campaigns = append(campaigns, l.Campaign)
+			}
+		}
+		if err == nil && st.Production.State == control.StateReady && st.Handover == nil && !candUp && len(campaigns) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the campaign's hiro died: status %+v, candidate running %v, campaign leases %v\nrouter:\n%s", st, candUp, campaigns, sp.log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	w.routerTookBack(t, sp, url, out, "campaign")
+	if !strings.Contains(sp.log.String(), `"event":"campaign_recovery"`) {
+		t.Errorf("no campaign_recovery event:\n%s", sp.log.String())
+	}
 }
 
 // SIGKILL of hiro in the middle of an exclusive activation through the

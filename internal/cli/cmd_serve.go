@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/serve"
 )
 
@@ -81,7 +82,8 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
-	s, err := serve.New(serve.Options{Config: cfg, Listen: o.listen, Events: g.Stderr, Reopen: hup, OwnsProcess: true})
+	s, err := serve.New(serve.Options{Config: cfg, Listen: o.listen, Events: g.Stderr, Reopen: hup, OwnsProcess: true,
+		RecoverCampaign: recoverCampaign})
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
@@ -89,4 +91,20 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 		return err
 	}
 	return nil
+}
+
+// recoverCampaign is the router's settling of a campaign whose hiro died
+// during a hand-over (serve.Options.RecoverCampaign): its leases in the
+// user's lease folder are recovered as 'hiro recover' does.
+func recoverCampaign(ctx context.Context, campaign string, progress func(string)) {
+	dir, err := qualify.LeaseDir()
+	if err != nil {
+		progress("no lease folder: " + err.Error())
+		return
+	}
+	for _, r := range qualify.RecoverCampaign(ctx, dir, campaign, progress) {
+		if r.Err != nil {
+			progress(r.Err.Error())
+		}
+	}
 }

@@ -91,6 +91,29 @@ func Recover(ctx context.Context, dir string, progress func(string)) []RecoverRe
 	return out
 }
 
+// RecoverCampaign is Recover for the leases of one campaign whose hiro
+// died (campaign: its id): the router calls it after it took production
+// back from that campaign's cut-short hand-over, so the candidate the
+// campaign left running is stopped and its leases are released at once,
+// as 'hiro recover' would (production, already back, is verified through
+// the router). Leases of other campaigns are left alone.
+func RecoverCampaign(ctx context.Context, dir, campaign string, progress func(string)) []RecoverResult {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	dead, _, err := lease.Scan(dir)
+	if err != nil {
+		return []RecoverResult{{Err: err}}
+	}
+	var out []RecoverResult
+	for _, l := range dead {
+		if l.Campaign == campaign {
+			out = append(out, recoverOne(ctx, l, progress))
+		}
+	}
+	return out
+}
+
 func recoverOne(ctx context.Context, l *Lease, progress func(string)) RecoverResult {
 	r := RecoverResult{Lease: l}
 	deadPID := l.PID

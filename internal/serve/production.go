@@ -52,6 +52,9 @@ type prodCtl struct {
 	// exited is the process whose exit the watch is deciding on (died),
 	// nil otherwise.
 	exited *supervisor.Process
+	// recovering counts the recoveries of dead campaigns in progress
+	// (recoverCampaign); run waits for them before it returns.
+	recovering sync.WaitGroup
 	// own is production's endpoint lease while the router itself starts
 	// production (underLease); nil otherwise.
 	own *lease.Hold
@@ -318,6 +321,7 @@ func (p *prodCtl) run(ctx context.Context) {
 	owner := time.NewTicker(ownerPoll)
 	defer owner.Stop()
 	defer p.endCanary()
+	defer p.recovering.Wait()
 	for {
 		var exited <-chan struct{}
 		if p.proc != nil {

@@ -39,6 +39,12 @@ type Options struct {
 	// lease, or nil; default LeaseHolder (package lease). The router never
 	// starts or restarts production while one does.
 	CampaignHolding func(prod *config.Profile) *control.HandoverInfo
+	// RecoverCampaign, when set, settles what a campaign whose hiro died
+	// left behind (its candidate, its leases: qualify.RecoverCampaign),
+	// called off the watch's goroutine once the router took production
+	// back from that campaign's hand-over; progress lines go to the
+	// event log.
+	RecoverCampaign func(ctx context.Context, campaign string, progress func(string))
 	// Events receives one JSON line per supervision event (deaths, failed
 	// canaries, restarts, hand-overs); default os.Stderr. Events are also
 	// appended to <state_dir>/serve/events.jsonl.

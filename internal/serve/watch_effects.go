@@ -115,6 +115,7 @@ func (p *prodCtl) perform(ctx context.Context, e event, effs []effect) (next eve
 		case effTakeBack:
 			p.s.event("lease_owner_died", map[string]any{"backend": p.name(), "campaign": ef.Holder.Campaign, "lease_owner_pid": ef.Holder.OwnerPID})
 			p.takebackNow(ctx, ef.Holder.Campaign)
+			p.recoverCampaign(ctx, ef.Holder.Campaign)
 		}
 	}
 	return event{}, false
@@ -148,4 +149,23 @@ func (p *prodCtl) restartNow(ctx context.Context, n int) {
 		// own to stop; production is that hiro's now.
 		p.stopAny(ctx)
 	}
+}
+
+// recoverCampaign settles, beside the watch, what the dead campaign left
+// behind once production is back: its candidate is stopped and its leases
+// released (Options.RecoverCampaign), as 'hiro recover' does, so that no
+// candidate keeps running beside production.
+func (p *prodCtl) recoverCampaign(ctx context.Context, campaign string) {
+	rc := p.s.opts.RecoverCampaign
+	if rc == nil {
+		return
+	}
+	p.recovering.Add(1)
+	go func() {
+		defer p.recovering.Done()
+		p.s.event("campaign_recovery", map[string]any{"backend": p.name(), "campaign": campaign, "message": "stopping its candidate and releasing its leases"})
+		rc(ctx, campaign, func(line string) {
+			p.s.event("campaign_recovery", map[string]any{"backend": p.name(), "campaign": campaign, "message": line})
+		})
+	}()
 }
