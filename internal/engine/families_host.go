@@ -34,8 +34,8 @@ var memoryFamily = family("memory", []Rule{
 
 // cpuFamily: the CPU lacks an instruction set the engine build uses.
 var cpuFamily = family("cpu", []Rule{
-	{Text: "Illegal instruction", Class: failure.ClassHostCapability},
-	{Text: "SIGILL", Class: failure.ClassHostCapability},
+	{Text: "Illegal instruction", Class: failure.ClassHostCapability, NextStep: sigillStep},
+	{Text: "SIGILL", Class: failure.ClassHostCapability, NextStep: sigillStep},
 	{Text: "does not support AVX", Class: failure.ClassHostCapability},
 	{Text: "0xc000001d", Class: failure.ClassHostCapability},  // Windows STATUS_ILLEGAL_INSTRUCTION
 	{Text: "-1073741795", Class: failure.ClassHostCapability}, // the same, as a signed exit status

@@ -73,6 +73,11 @@ var signalNumbers = map[string]failure.Class{
 	"4": failure.ClassHostCapability, // SIGILL: an instruction the CPU lacks
 }
 
+// sigillStep is the advice of an illegal instruction, whatever the engine.
+const sigillStep = "The CPU lacks an instruction set this engine build uses (SIGILL: AVX2, AVX-512, F16C...): use a build " +
+	"for this CPU (llama.cpp GGML_NATIVE=ON, KoboldCpp --noavx2, an engine image built without AVX-512), or run on a " +
+	"CPU that has it; the engine's log or lscpu shows which flags the CPU has."
+
 // busSignal is SIGBUS's number: usually shared memory too small, but a
 // memory-mapped file on a full disk ends the same way, so it explains
 // only as a hint (a weak verdict).
@@ -82,7 +87,7 @@ const busSignal = "7"
 // child end (TGI's launcher, a gRPC backend's supervisor).
 var signalFamily = family("signal", []Rule{
 	{Text: "signal", Pattern: regexp.MustCompile(`(?i)\b(?:signal(?:ed)?|killed by)\b\D{0,40}?\bsignal:? (\d{1,2})\b`),
-		Lookup: func(m []string) (failure.Class, bool) { c, ok := signalNumbers[m[1]]; return c, ok }},
+		Lookup: func(m []string) (failure.Class, bool) { c, ok := signalNumbers[m[1]]; return c, ok }, NextStep: sigillStep},
 	{Name: "signal/sigbus-number", Text: "signal", Pattern: regexp.MustCompile(`(?i)\b(?:signal(?:ed)?|killed by)\b\D{0,40}?\bsignal:? ` + busSignal + `\b`),
 		Class: failure.ClassHostCapability, Tier: TierHint},
 	{Text: "SIGBUS", Class: failure.ClassHostCapability, Tier: TierHint},
@@ -93,6 +98,7 @@ var signalFamily = family("signal", []Rule{
 	// Windows: STATUS_ACCESS_VIOLATION (0xC0000005, 3221225477 unsigned,
 	// -1073741819 signed) and STATUS_STACK_BUFFER_OVERRUN (0xC0000409)
 	{Text: "0xc0000005", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "access violation", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "3221225477", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "-1073741819", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "0xc0000409", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},

@@ -129,3 +129,17 @@ func TestSharedFamilies(t *testing.T) {
 		t.Errorf("root cause %q, want the fatal error after the warning", line)
 	}
 }
+
+// TestRuleNextStep: a rule's own next step is the verdict's advice when
+// that rule decides (an illegal instruction, whatever the engine; vLLM's
+// host_capability advice is about UVA under WSL2).
+func TestRuleNextStep(t *testing.T) {
+	tr := feed(t, "vllm", "INFO starting")
+	if f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Signaled("ILL")}); f.NextStep != sigillStep {
+		t.Errorf("SIGILL exit: next step %q", f.NextStep)
+	}
+	tr = feed(t, "tgi", "2024-03-06T17:53:31.052444Z ERROR shard-manager: text_generation_launcher: Shard process was signaled to shutdown with signal 4 rank=0")
+	if f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)}); f.Class != failure.ClassHostCapability || f.NextStep != sigillStep {
+		t.Errorf("signal 4 in a line: %s, next step %q", f.Class, f.NextStep)
+	}
+}

@@ -70,7 +70,7 @@ var outcomeRules = []outcomeRule{
 // exitRules say what an exit means when no log line explains it, first
 // match wins (Rule.Signals, Codes, BeforeReady, Explain).
 var exitRules = family("exit", []Rule{
-	{Name: "exit/illegal-instruction", Signals: []string{"ILL"}, Class: failure.ClassHostCapability,
+	{Name: "exit/illegal-instruction", Signals: []string{"ILL"}, Class: failure.ClassHostCapability, NextStep: sigillStep,
 		Explain: "%[1]s during %[2]s: illegal instruction, the CPU lacks an instruction set this engine build uses (e.g. AVX2, AVX-512)"},
 	{Name: "exit/bus-error", Signals: []string{"BUS"}, Class: failure.ClassHostCapability, Tier: TierHint,
 		Explain: "%[1]s during %[2]s: bus error, typically shared memory (/dev/shm) too small in a container"},
