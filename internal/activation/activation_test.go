@@ -580,3 +580,58 @@ func TestActivatePreflightRefusesBeforeStopping(t *testing.T) {
 		t.Fatalf("--no-preflight: %v %+v", err, out)
 	}
 }
+
+// TestActivationPolicyNamesEachMissingKind: under the default policy
+// (artifact, ready_control, structured_control, semantic) the test
+// campaign (launch and READY control only) is refused on
+// activation.require, naming each missing kind; a semantic gate of an
+// older schema (no intervals) satisfies the policy only when older
+// evidence is accepted, which the record keeps; a shadow gate stands in
+// for semantic.
+func TestActivationPolicyNamesEachMissingKind(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+	cfgText, _ := os.ReadFile(w.cfgPath)
+	setRequire := func(line string) {
+		t.Helper()
+		s := strings.Replace(string(cfgText), `require = ["launch", "ready_control"]`, line, 1)
+		must(t, os.WriteFile(w.cfgPath, []byte(s), 0o644))
+		w.load()
+	}
+	setRequire("")
+	_, err := activation.Check(context.Background(), w.cfg, evPath, time.Now(), activation.Accept{})
+	if !refusedOn(err, "activation.require") {
+		t.Fatalf("default policy: %v, want refused on activation.require", err)
+	}
+	for _, want := range []string{"artifact: the campaign has no artifact gate", "structured_control: the campaign has no structured_control gate", "semantic: the campaign has no semantic gate"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal lacks %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "ready_control:") {
+		t.Errorf("the passed READY control is named missing: %v", err)
+	}
+	// An older semantic gate, passed but without intervals.
+	setRequire(`require = ["ready_control", "semantic"]`)
+	var ev evidence.Evidence
+	b, _ := os.ReadFile(evPath)
+	must(t, json.Unmarshal(b, &ev))
+	ev.Gates = append(ev.Gates, evidence.Gate{ID: "semantic", Kind: "semantic", Status: evidence.StatusPassed, Semantic: &evidence.SemanticResult{Passed: true}})
+	older := filepath.Join(t.TempDir(), evidence.PrivateFile)
+	writeSigned(t, older, &ev)
+	if _, err := activation.Check(context.Background(), w.cfg, older, time.Now(), activation.Accept{}); !refusedOn(err, "activation.require") || !strings.Contains(err.Error(), "--accept-older-evidence") {
+		t.Fatalf("older semantic gate: %v, want refused naming --accept-older-evidence", err)
+	}
+	q, err := activation.Check(context.Background(), w.cfg, older, time.Now(), activation.Accept{OlderEvidence: true})
+	if err != nil || len(q.Accepted) != 1 || !strings.Contains(q.Accepted[0], "older evidence without intervals") {
+		t.Fatalf("accepted older evidence: %v, accepted %q", err, q.Accepted)
+	}
+	// A shadow gate satisfies semantic.
+	ev.Gates[len(ev.Gates)-1] = evidence.Gate{ID: "shadow", Kind: "shadow", Status: evidence.StatusPassed}
+	shadow := filepath.Join(t.TempDir(), evidence.PrivateFile)
+	writeSigned(t, shadow, &ev)
+	if _, err := activation.Check(context.Background(), w.cfg, shadow, time.Now(), activation.Accept{}); err != nil {
+		t.Fatalf("shadow in place of semantic: %v", err)
+	}
+}

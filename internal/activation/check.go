@@ -68,6 +68,10 @@ type Accept struct {
 	// gate failed, but a comparison with production could not decide
 	// (--accept-inconclusive).
 	Inconclusive bool
+	// OlderEvidence accepts a semantic gate of an older evidence schema
+	// (v1, v2: no intervals) as satisfying the activation policy
+	// (--accept-older-evidence); the record says so.
+	OlderEvidence bool
 	// Unsigned accepts evidence (or, for a rollback, an activation
 	// record) without a signature, written by a hiro older than signing
 	// (--trust-unsigned); the record's trust field says so. A changed or
@@ -132,6 +136,9 @@ func Check(ctx context.Context, cfg *config.Config, path string, now time.Time, 
 		return nil, refuse("verdict", "campaign %s is %q, not %q (%s); only a qualified campaign may change production", ev.ID, ev.Verdict, evidence.VerdictQualified, ev.TerminationReason)
 	}
 	if err := consistent(ev); err != nil {
+		return nil, err
+	}
+	if err := q.policy(cfg, acc); err != nil {
 		return nil, err
 	}
 	if ev.FinishedAt == nil {

@@ -112,6 +112,10 @@ ready_timeout = "15s"
 stall_timeout = "10s"
 stop_grace = "2s"
 
+# The test plan has a launch and a READY control gate only.
+[activation]
+require = ["launch", "ready_control"]
+
 [serve]
 listen = "127.0.0.1:%d"
 alias = "extraction"

@@ -29,7 +29,7 @@ func TestOllamaActivateServeRollback(t *testing.T) {
 		return ollamatest.ProfileTOML(name, bin, port, ollamatest.StrongModel, models, home,
 			map[string]string{"OLLAMA_NUM_PARALLEL": parallel, "OLLAMA_KEEP_ALIVE": "-1"})
 	}
-	toml := fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n\n%s\n%s\n[serve]\nlisten = \"127.0.0.1:%d\"\nalias = \"extraction\"\naccess_log = \"off\"\n",
+	toml := fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n\n%s\n%s\n[serve]\nlisten = \"127.0.0.1:%d\"\nalias = \"extraction\"\naccess_log = \"off\"\n[activation]\nrequire = [\"ready_control\"]\n",
 		profile("prod", w.prodPort, "1"), profile("cand", w.candPort, "2"), w.servePort)
 	must(t, os.WriteFile(w.cfgPath, []byte(toml), 0o644))
 	must(t, os.WriteFile(filepath.Join(w.dir, "plan.toml"), []byte(`title = "Ollama with two parallel slots"

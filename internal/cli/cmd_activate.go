@@ -25,8 +25,10 @@ func init() {
 type switchOpts struct {
 	Journal string
 	Check   bool
-	// AcceptInconclusive is activate's --accept-inconclusive.
+	// AcceptInconclusive is activate's --accept-inconclusive;
+	// AcceptOlder its --accept-older-evidence.
 	AcceptInconclusive bool
+	AcceptOlder        bool
 	// NoPreflight activates without predicting the new production first.
 	NoPreflight bool
 	// TrustUnsigned accepts evidence (or a record) without a signature.
@@ -82,7 +84,12 @@ plan, the prompts, the schema, the corpus and the artifact manifest (verified
 again). It is stale, and refused, when the production it was compared against
 is no longer the active one. An inconclusive campaign (no gate failed, but a
 comparison with production could not decide; qualify exit 5) is refused unless
---accept-inconclusive is given, which the activation record keeps. What runs is what qualified: if the launch gate
+--accept-inconclusive is given, which the activation record keeps. The
+configuration's [activation] require lists the gate kinds the evidence must
+hold, each passed (default artifact, ready_control, structured_control,
+semantic; a shadow gate stands in for semantic); --check names each one
+missing. A semantic gate of older evidence (no intervals) counts only with
+--accept-older-evidence, recorded. What runs is what qualified: if the launch gate
 passed on a fallback variant, that variant's environment and arguments.
 
 The switch starts the candidate (or, when either needs the accelerator
@@ -108,6 +115,7 @@ failure refuses the switch; --no-preflight switches anyway.
 	}
 	addSwitchFlags(cmd, g, o)
 	cmd.Flags().BoolVar(&o.AcceptInconclusive, "accept-inconclusive", false, "activate on an inconclusive campaign (no gate failed, a comparison could not decide); the activation record says so")
+	cmd.Flags().BoolVar(&o.AcceptOlder, "accept-older-evidence", false, "let a semantic gate of older evidence (no intervals) satisfy [activation] require; the activation record says so")
 	cmd.Flags().BoolVar(&o.NoPreflight, "no-preflight", false, "switch without predicting the new production's memory fit and host capabilities first")
 	return cmd
 }
@@ -143,7 +151,7 @@ func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) err
 		return UsageError(fmt.Errorf("activate: %w", err))
 	}
 	if o.Check {
-		q, err := activation.Check(ctx, cfg, path, time.Now(), activation.Accept{Inconclusive: o.AcceptInconclusive, Unsigned: o.TrustUnsigned})
+		q, err := activation.Check(ctx, cfg, path, time.Now(), activation.Accept{Inconclusive: o.AcceptInconclusive, OlderEvidence: o.AcceptOlder, Unsigned: o.TrustUnsigned})
 		if err != nil {
 			return switchError(g, "activate", err)
 		}
@@ -153,6 +161,7 @@ func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) err
 	}
 	so := switchOptions(ctx, g, o, cfg)
 	so.Accept.Inconclusive = o.AcceptInconclusive
+	so.Accept.OlderEvidence = o.AcceptOlder
 	out, err := activation.Activate(ctx, cfg, path, so)
 	if err != nil {
 		return switchError(g, "activate", err)

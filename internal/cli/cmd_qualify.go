@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -105,8 +106,11 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		if !o.NoPreflight {
 			preds = predictLadder(c.Context(), plan, cfg, facts)
 		}
+		never := plan.NeverActivates(cfg.Activation.Require)
+		small := plan.CorpusWarnings()
 		if g.JSON {
-			return writeJSON(g, map[string]any{"ok": true, "plan": plan.Path, "config": cfg.Path, "candidate": plan.Candidate, "production": plan.Production, "gates": len(plan.Gates), "predictions": preds})
+			return writeJSON(g, map[string]any{"ok": true, "plan": plan.Path, "config": cfg.Path, "candidate": plan.Candidate, "production": plan.Production, "gates": len(plan.Gates), "predictions": preds,
+				"never_activates": never, "corpus_warnings": small})
 		}
 		for _, p := range preds {
 			fmt.Fprintf(g.Stdout, "preflight %s: ", p.Attempt)
@@ -116,6 +120,12 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		}
 		fmt.Fprintf(g.Stdout, "plan %s is valid: candidate %s, production %s, %s, exclusive %v (config %s)\n",
 			plan.Path, plan.Candidate, orNone(plan.Production), account.Plural(len(plan.Gates), "gate", "gates"), *plan.Exclusive, cfg.Path)
+		if len(never) > 0 {
+			fmt.Fprintf(g.Stdout, "warning: this plan can never activate its candidate: %s ([activation] require = [%s] in %s)\n", strings.Join(never, "; "), strings.Join(cfg.Activation.Require, ", "), cfg.Path)
+		}
+		for _, w := range small {
+			fmt.Fprintf(g.Stdout, "warning: %s\n", w)
+		}
 		return nil
 	}
 	if _, err := qualify.LeaseDir(); err != nil && *plan.Exclusive {

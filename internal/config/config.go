@@ -251,6 +251,8 @@ type Config struct {
 	DiskPaths []string `toml:"disk_paths" json:"disk_paths,omitempty"`
 	// Serve is the router's section (`hiro serve`); optional, see Serve.
 	Serve Serve `toml:"serve" json:"serve"`
+	// Activation is the activation policy; optional, see Activation.
+	Activation Activation `toml:"activation" json:"activation"`
 }
 
 // Error is a configuration error: Key is the dotted path of the offending
@@ -338,6 +340,9 @@ func Parse(data []byte, path string) (*Config, error) {
 		}
 	}
 	c.fillDefaults()
+	if !md.IsDefined("activation", "require") {
+		c.Activation.Require = append([]string{}, DefaultActivationRequire...)
+	}
 	if es := c.validate(); len(es) > 0 {
 		return nil, es
 	}
@@ -613,6 +618,7 @@ func (c *Config) validate() Errors {
 		add("production.restore_attempts", "must be between 1 and 10, got %d", c.Production.RestoreAttempts)
 	}
 	es = append(es, c.ValidateServe()...)
+	es = append(es, c.validateActivation()...)
 	if c.Production.MaxEvidenceAge.Duration < 0 {
 		add("production.max_evidence_age", "must be positive, got %s; write it like \"168h\"", c.Production.MaxEvidenceAge.Duration)
 	}

@@ -1,0 +1,94 @@
+package qualify
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/evidence"
+)
+
+// NeverActivates lists, one sentence each, the kinds of the activation
+// policy require (config.Activation.Require) that no gate of p can
+// satisfy (none of that kind, or only ones the plan skips): a campaign of
+// p can never activate its candidate. Empty when p can.
+func (p *Plan) NeverActivates(require []string) []string {
+	var out []string
+	for _, req := range require {
+		found, skipped := false, false
+		for _, g := range p.Gates {
+			if !config.Satisfies(req, g.Kind) {
+				continue
+			}
+			if g.Skip {
+				skipped = true
+				continue
+			}
+			found = true
+		}
+		switch {
+		case found:
+		case skipped:
+			out = append(out, fmt.Sprintf("its %s gate is skipped", req))
+		default:
+			out = append(out, fmt.Sprintf("it has no %s gate", req))
+		}
+	}
+	return out
+}
+
+// CorpusWarnings are the plan's semantic gates whose corpus has fewer
+// documents than the latest campaign on that corpus (same digest, in the
+// plan's evidence folder) said a decision needs: one sentence each, with
+// the campaign's id.
+func (p *Plan) CorpusWarnings() []string {
+	var out []string
+	for _, spec := range p.Gates {
+		g, ok := spec.Gate.(*SemanticGate)
+		if !ok || spec.Skip || g.Corpus == "" {
+			continue
+		}
+		m, err := corpus.ReadManifest(g.Corpus)
+		if err != nil {
+			continue
+		}
+		id, need := lastNeed(p.EvidenceDir, m.Digest)
+		if need > m.Documents {
+			out = append(out, fmt.Sprintf("gate %s: corpus %s has %d documents, but campaign %s on it said about %d are needed to tell a drop of the tolerance; freeze a larger corpus or expect inconclusive", spec.ID, m.Name, m.Documents, id, need))
+		}
+	}
+	return out
+}
+
+// lastNeed reads the campaigns under dir (newest id first) and returns
+// the first one with a semantic gate on the corpus digest, with the most
+// documents any of its comparisons needs; need 0 when none says.
+func lastNeed(dir, digest string) (id string, need int) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", 0
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() > ents[j].Name() })
+	for _, d := range ents {
+		if !d.IsDir() {
+			continue
+		}
+		e, err := evidence.Load(filepath.Join(dir, d.Name(), evidence.PublicFile))
+		if err != nil {
+			continue
+		}
+		for _, g := range e.Gates {
+			if g.Semantic == nil || g.Semantic.CorpusDigest != digest || len(g.Semantic.Comparisons) == 0 {
+				continue
+			}
+			for _, c := range g.Semantic.Comparisons {
+				need = max(need, c.DocumentsNeeded)
+			}
+			return e.ID, need
+		}
+	}
+	return "", 0
+}
