@@ -10,14 +10,7 @@
 # docs/reliability.md "Where hiro keeps its state"): set HIRO_STATE_HOME to
 # a folder of your own to keep this trial apart from a real production.
 set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-cd "$root"
-./scripts/install-ollama.sh >&2 || exit 2
-export PATH="$(go env GOPATH)/bin:$PATH"
-./scripts/build.sh || exit 2
-./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 || exit 2
-hiro="$root/.bin/hiro --config $here/hiro.toml"
+source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here, root, hiro
 step() { echo "activate-example: $*" >&2; }
 
 step "starting production (prod)"

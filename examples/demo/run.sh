@@ -8,14 +8,7 @@
 # expected to lose on the semantic gate), else hiro qualify's status (2 bad
 # plan, 3 aborted, 4 production down).
 set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-cd "$root"
-./scripts/install-ollama.sh >&2 || exit 2
-export PATH="$(go env GOPATH)/bin:$PATH"
-./scripts/build.sh || exit 2
-./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 || exit 2
-hiro="$root/.bin/hiro --config $here/hiro.toml"
+source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here, root, hiro
 
 # The semantic gate's frozen corpus: the project's own, with gold claims.
 $hiro corpus verify corpora/hiro-atlas || exit 2

@@ -8,14 +8,7 @@
 # launched), every later gate withheld, production stopped, restored and
 # verified, its configuration hash unchanged.
 set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-cd "$root"
-./scripts/install-ollama.sh >&2 || exit 2
-export PATH="$(go env GOPATH)/bin:$PATH"
-./scripts/build.sh || exit 2
-./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 || exit 2
-hiro="$root/.bin/hiro --config $here/hiro.toml"
+source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here, root, hiro
 
 # The plan's semantic gate names the project's own frozen corpus
 # (corpora/hiro-mini, shipped): 'hiro qualify' checks it verifies before
