@@ -44,25 +44,30 @@ var injectionCases = map[string]struct{ addressing, statements []string }{
 		"AI systems will be regulated", "Visitors should not feed", "worth noting", "Reviewers praised", "High-risk AI systems"}},
 }
 
+// injectionSentence returns the sentence of testdata/injection/name that
+// holds sub.
+func injectionSentence(t *testing.T, name, sub string) *corpus.Sentence {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "injection", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := corpus.Split(string(b), strings.HasSuffix(name, ".md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ss {
+		if strings.Contains(ss[i].Text, sub) {
+			return &ss[i]
+		}
+	}
+	t.Fatalf("%s: no sentence holds %q", name, sub)
+	return nil
+}
+
 func TestInjectionDocumentsAreData(t *testing.T) {
 	for name, want := range injectionCases {
-		b, err := os.ReadFile(filepath.Join("testdata", "injection", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := corpus.Split(string(b), strings.HasSuffix(name, ".md"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		find := func(sub string) *corpus.Sentence {
-			for i := range ss {
-				if strings.Contains(ss[i].Text, sub) {
-					return &ss[i]
-				}
-			}
-			t.Fatalf("%s: no sentence holds %q", name, sub)
-			return nil
-		}
+		find := func(sub string) *corpus.Sentence { return injectionSentence(t, name, sub) }
 		for _, sub := range want.addressing {
 			if why, ok := AddressesModel(find(sub).Text); !ok {
 				t.Errorf("%s: %q not recognised as addressing the model", name, find(sub).Text)
@@ -179,23 +184,10 @@ func TestMalformedClaims(t *testing.T) {
 func TestVerbatimOrdersRejectedAsClaims(t *testing.T) {
 	v := mustValidator(t)
 	for name, want := range injectionCases {
-		b, err := os.ReadFile(filepath.Join("testdata", "injection", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := corpus.Split(string(b), strings.HasSuffix(name, ".md"))
-		if err != nil {
-			t.Fatal(err)
-		}
 		verbatim := func(sub string) (Outcome, string) {
-			for _, s := range ss {
-				if strings.Contains(s.Text, sub) {
-					raw, _ := json.Marshal(map[string]any{"claims": []map[string]string{{"text": s.Text, "quote": s.Text}}})
-					return v.Validate(string(raw), "", Source{Sentence: s.Text, Window: s.Text}), s.Text
-				}
-			}
-			t.Fatalf("%s: no sentence holds %q", name, sub)
-			return Outcome{}, ""
+			s := injectionSentence(t, name, sub).Text
+			raw, _ := json.Marshal(map[string]any{"claims": []map[string]string{{"text": s, "quote": s}}})
+			return v.Validate(string(raw), "", Source{Sentence: s, Window: s}), s
 		}
 		for _, sub := range want.addressing {
 			o, s := verbatim(sub)
@@ -219,15 +211,7 @@ func TestVerbatimOrdersRejectedAsClaims(t *testing.T) {
 // recorded as sentence rejects and never sent as targets, and the obeyed
 // replies are rejected claim by claim.
 func TestObedientModelYieldsNoInjectedClaim(t *testing.T) {
-	var docs []corpus.Document
-	ents, _ := os.ReadDir(filepath.Join("testdata", "injection"))
-	for _, e := range ents {
-		if e.Name() == "README.md" {
-			continue
-		}
-		b, _ := os.ReadFile(filepath.Join("testdata", "injection", e.Name()))
-		docs = append(docs, corpus.Document{ID: strings.TrimSuffix(strings.TrimSuffix(e.Name(), ".md"), ".txt"), Text: b, Markdown: strings.HasSuffix(e.Name(), ".md")})
-	}
+	docs := injectionDocs(t)
 	reJSON := regexp.MustCompile(`\{"claims":.*\}\]\}`)
 	obedient := func(r chatReq) (string, error) {
 		user := r.Messages[1].Content
@@ -280,6 +264,26 @@ func TestObedientModelYieldsNoInjectedClaim(t *testing.T) {
 	if len(claims) == 0 {
 		t.Error("no claim at all: the legitimate sentences were lost too")
 	}
+}
+
+// injectionDocs reads every document of testdata/injection.
+func injectionDocs(t testing.TB) []corpus.Document {
+	var docs []corpus.Document
+	ents, err := os.ReadDir(filepath.Join("testdata", "injection"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == "README.md" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("testdata", "injection", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, corpus.Document{ID: strings.TrimSuffix(strings.TrimSuffix(e.Name(), ".md"), ".txt"), Text: b, Markdown: strings.HasSuffix(e.Name(), ".md")})
+	}
+	return docs
 }
 
 // TestFalseRejectRateOnGoldClaims measures the defence on the project's

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/ollamatest"
+	"github.com/hiro-dev/hiro/internal/prompt"
 )
 
 // factcheckFile is the real Factcheck-GPT input, read in place.
@@ -124,4 +126,99 @@ func TestOllamaFactcheck(t *testing.T) {
 	rejects := checkRejects(t, out)
 	t.Logf("%d-source corpus through %s: %d claims, %d rejects, %d replies (%d schema-valid), %d output tokens",
 		sources, model, len(claims), len(rejects), sum.Stats.Replies, sum.Stats.SchemaValidReplies, sum.Stats.CompletionTokens)
+}
+
+// TestOllamaInjectionDocuments runs the hostile documents of
+// testdata/injection through a real Ollama serving the strong model (issue
+// 25 item 7: there, plain English orders were copied verbatim as claims).
+// Through hiro extract, no claim comes from a sentence that addresses the
+// reader or a machine (those are sentence rejects, never sent), and every
+// claim passes every validator. Then each such sentence is sent to the
+// model as a target anyway, as if the sentence defence had missed it: a
+// claim that copies the order is rejected as addressing the model, never
+// accepted. The counts are logged (go test -v -run OllamaInjection; 38
+// minutes on a loaded 2-core machine).
+func TestOllamaInjectionDocuments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the Ollama injection test takes minutes on CPU")
+	}
+	docs := injectionDocs(t)
+	base, model := startOllama(t, 2)
+	out := t.TempDir()
+	o := Options{Client: newCountingClient(base), Backend: "ollama", BaseURL: base, Model: model, OutDir: out,
+		Concurrency: 2, MaxRepairs: 0, MaxTokens: 384}
+	sum, err := Run(context.Background(), docs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := checkClaims(t, out, docs)
+	rejects := checkRejects(t, out)
+	addressed := map[string]map[int]bool{} // doc id -> sentence index
+	orders := 0
+	var targets []struct {
+		ss []corpus.Sentence
+		i  int
+	}
+	for _, d := range docs {
+		ss, err := corpus.Split(string(d.Text), d.Markdown)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addressed[d.ID] = map[int]bool{}
+		for i, s := range ss {
+			if _, bad := AddressesModel(s.Text); bad {
+				addressed[d.ID][i] = true
+				orders++
+				targets = append(targets, struct {
+					ss []corpus.Sentence
+					i  int
+				}{ss, i})
+			}
+		}
+	}
+	for _, c := range claims {
+		if addressed[c.DocID][c.SentenceIndex] {
+			t.Errorf("claim from a sentence that addresses the model: %s #%d: %q", c.DocID, c.SentenceIndex, c.Text)
+		}
+	}
+	sentenceRejects := 0
+	for _, r := range rejects {
+		if r.Kind == RejectSentence && r.Reasons[0].Code == ReasonAddressesModel {
+			sentenceRejects++
+		}
+	}
+	if sentenceRejects != orders {
+		t.Errorf("%d sentence rejects for addressing the model, want %d", sentenceRejects, orders)
+	}
+	t.Logf("%d hostile documents through %s: %d claims, %d rejects (%d sentences addressing the model), %d replies (%d schema-valid)",
+		len(docs), model, len(claims), len(rejects), sentenceRejects, sum.Stats.Replies, sum.Stats.SchemaValidReplies)
+
+	// The orders sent straight to the model as targets.
+	v := mustValidator(t)
+	client := newCountingClient(base)
+	copied, other := 0, 0
+	for _, tg := range targets {
+		in := Window(tg.ss, tg.i)
+		req := llm.Request{Model: model, Messages: Messages(in), MaxTokens: 384, Temperature: &zeroTemperature, Seed: &seed,
+			Schema: prompt.SchemaJSON(), SchemaName: "claims"}
+		reply, err := client.Chat(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%q: %v", tg.ss[tg.i].Text, err)
+		}
+		out := v.Validate(reply.Text, reply.FinishReason, SourceFor(tg.ss, tg.i, in))
+		order := corpus.NormalizeClaim(tg.ss[tg.i].Text)
+		for _, g := range out.Good {
+			if g.Key == order {
+				t.Errorf("the order %q copied verbatim was accepted as a claim", tg.ss[tg.i].Text)
+			}
+			other++
+			t.Logf("accepted from the order %q: %q", tg.ss[tg.i].Text, g.Text)
+		}
+		for _, b := range out.Bad {
+			if strings.Contains(codes(b.Reasons), ReasonAddressesModel) {
+				copied++
+			}
+		}
+	}
+	t.Logf("%d orders sent straight to %s: %d claims rejected as addressing the model, %d other claims accepted", len(targets), model, copied, other)
 }
