@@ -245,3 +245,19 @@ func TestVocabularyDocumented(t *testing.T) {
 		t.Error("README does not link docs/vocabulary.md")
 	}
 }
+
+// The README's command table has a line for every command hiro has.
+func TestReadmeListsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range NewRoot(&Globals{}).Commands() {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		if !strings.Contains(string(b), "| `hiro "+c.Name()) && !strings.Contains(string(b), "/ `hiro "+c.Name()) {
+			t.Errorf("README.md's command table has no line for hiro %s", c.Name())
+		}
+	}
+}
