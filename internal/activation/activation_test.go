@@ -635,3 +635,32 @@ func TestActivationPolicyNamesEachMissingKind(t *testing.T) {
 		t.Fatalf("shadow in place of semantic: %v", err)
 	}
 }
+
+// TestEnvironmentChangeRefusedNamingTheField: the campaign records the
+// engine's build and the accelerator stack; evidence of another engine
+// binary or another GPU driver is refused, naming the field.
+func TestEnvironmentChangeRefusedNamingTheField(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+	var ev evidence.Evidence
+	b, _ := os.ReadFile(evPath)
+	must(t, json.Unmarshal(b, &ev))
+	env := ev.Fingerprints.Environment
+	if env == nil || !strings.HasPrefix(env.EngineBuild, "sha256:") {
+		t.Fatalf("environment not recorded: %+v", env)
+	}
+	for field, edit := range map[string]func(*evidence.Environment){
+		"fingerprints.environment.engine_build": func(e *evidence.Environment) { e.EngineBuild = "sha256:0000" },
+		"fingerprints.environment.driver":       func(e *evidence.Environment) { e.Driver = "535.104.05" },
+	} {
+		changed := *env
+		edit(&changed)
+		ev.Fingerprints.Environment = &changed
+		p := filepath.Join(t.TempDir(), evidence.PrivateFile)
+		writeSigned(t, p, &ev)
+		if _, err := activation.Check(context.Background(), w.cfg, p, time.Now(), activation.Accept{}); !refusedOn(err, field) {
+			t.Errorf("changed %s: %v", field, err)
+		}
+	}
+}

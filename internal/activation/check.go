@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/artifact"
@@ -181,6 +182,9 @@ func Check(ctx context.Context, cfg *config.Config, path string, now time.Time, 
 			return nil, mismatch(f.field, f.what, f.was, f.is)
 		}
 	}
+	if err := checkEnvironment(ctx, fp.Environment, cand); err != nil {
+		return nil, err
+	}
 	if err := q.checkArtifact(ctx, cand); err != nil {
 		return nil, err
 	}
@@ -220,6 +224,28 @@ func consistent(ev *evidence.Evidence) error {
 	}
 	if p := ev.Production; p.Stopped && (p.Restored == nil || !p.Restored.OK) {
 		return refuse("production.restored.ok", "campaign %s stopped production and did not restore it: %s", ev.ID, hint)
+	}
+	return nil
+}
+
+// checkEnvironment refuses evidence whose environment (engine build,
+// GPU model, driver, CUDA) differs from what the candidate would run on
+// now, naming the field; evidence that recorded none (older) is not
+// compared.
+func checkEnvironment(ctx context.Context, was *evidence.Environment, cand *config.Profile) error {
+	if was == nil {
+		return nil
+	}
+	is := qualify.EnvironmentOf(ctx, cand)
+	for _, f := range []struct{ field, what, was, is string }{
+		{"fingerprints.environment.engine_build", "the engine executable of " + cand.Name + " (" + cand.Command + ")", was.EngineBuild, is.EngineBuild},
+		{"fingerprints.environment.gpu_model", "the GPU model", was.GPUModel, is.GPUModel},
+		{"fingerprints.environment.driver", "the GPU driver", was.Driver, is.Driver},
+		{"fingerprints.environment.cuda_runtime", "the CUDA version", was.CUDARuntime, is.CUDARuntime},
+	} {
+		if f.was != f.is {
+			return refuse(f.field, "%s changed since the campaign (recorded %q, now %q): the evidence is of another environment; run the campaign again here", f.what, short(strings.TrimPrefix(f.was, "sha256:")), short(strings.TrimPrefix(f.is, "sha256:")))
+		}
 	}
 	return nil
 }

@@ -340,8 +340,24 @@ type Fingerprints struct {
 	// ProductionConfigBefore/After repeat Production.ConfigHash*.
 	ProductionConfigBefore string `json:"production_config_before,omitempty"`
 	ProductionConfigAfter  string `json:"production_config_after,omitempty"`
+	// Environment (v3) is what the candidate ran on: engine build and
+	// accelerator stack; 'hiro activate' refuses when it differs now.
+	Environment *Environment `json:"environment,omitempty"`
 	// Files maps each hashed input file to its SHA-256 (private copy only).
 	Files map[string]string `json:"files,omitempty"`
+}
+
+// Environment is the environment a campaign's candidate ran in (package
+// qualify's EnvironmentOf). Empty fields are unknown (no GPU, an engine
+// not found on PATH).
+type Environment struct {
+	// EngineBuild is "sha256:<hex>" of the engine's executable.
+	EngineBuild string `json:"engine_build,omitempty"`
+	// GPUModel, Driver and CUDARuntime are the first GPU's name, driver
+	// version and CUDA version as nvidia-smi reports them.
+	GPUModel    string `json:"gpu_model,omitempty"`
+	Driver      string `json:"driver,omitempty"`
+	CUDARuntime string `json:"cuda_runtime,omitempty"`
 }
 
 // Report is the human account of the campaign, in the shape of the seed's

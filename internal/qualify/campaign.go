@@ -283,6 +283,7 @@ func (c *campaign) newEvidence(id string, start time.Time) *evidence.Evidence {
 		e.Gates = append(e.Gates, evidence.Gate{ID: g.ID, Kind: g.Kind, Title: g.DisplayTitle(), Status: evidence.StatusNotRun, Reason: "not reached", BoundMS: g.Bound(c.h).Milliseconds()})
 	}
 	e.Fingerprints = Fingerprints(c.plan, c.candidate)
+	e.Fingerprints.Environment = EnvironmentOf(context.Background(), c.candidate)
 	e.Intent = planIntent(c.plan)
 	e.Report = evidence.Report{Sections: []evidence.Section{}, Validation: []evidence.Validation{}}
 	return e
