@@ -14,9 +14,11 @@
 // SYCL, TPU, NCCL), families_host.go (memory, CPU, OS, process, network),
 // families_runtime.go (hub, file system, signals, Rust, Go) and
 // signatures.go (the Python and ggml stacks); a kind lists its own rules
-// and markers first, genericMarkers after. Another table (a preflight's
-// host-capability rules over host output) uses the same type through
-// Rule.Matches and FirstMatch.
+// and markers first, genericMarkers after. It is hiro's one rule format:
+// package preflight's host-capability rules embed a Rule (name, family,
+// class, next step, source) and add a host-fact predicate; RuleNames
+// lists the names they must not take. Matches and FirstMatch match a
+// line outside the tracker.
 //
 // A Tracker is fed the log one line at a time: phase markers, facts, the
 // serving device, Python traceback blocks, and the first root-cause line

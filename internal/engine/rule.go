@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -25,16 +26,19 @@ const (
 )
 
 // Rule is one named entry of an ordered classification table: what it
-// matches and what it concludes. The same type holds three kinds of
-// table, each walked by a short loop, first match wins:
+// matches and what it concludes (Name, Family, Class, Tier, NextStep,
+// Source: the one table format of hiro's rules). The same type holds
+// three kinds of table, each walked by a short loop, first match wins:
 //
 //   - log-line rules (an engine's signatures and the shared families):
 //     Text, Also, Pattern or Lookup, After and NotAfter match one line;
 //   - exit rules (exitRules): Signals or Codes match how the process
 //     ended, with BeforeReady limiting them to an attempt never ready;
-//   - host-capability rules (a preflight table): Text and Pattern match
-//     one line of host output (a /proc/cpuinfo flags line, nvidia-smi's
-//     answer), NotAfter the absence of a text in the lines before.
+//   - host-capability rules (package preflight's Rules): a preflight.Rule
+//     embeds a Rule for its name, family, class, next step and source and
+//     adds a predicate over host facts (Predict reads only that: its
+//     matching fields stay empty). Matches and FirstMatch match one line
+//     outside the tracker (host output, a /proc/cpuinfo flags line).
 //
 // A line matches when it contains Text, compared case-insensitively
 // (ASCII; empty matches every line), contains Also (any case) when set,
@@ -90,6 +94,9 @@ type Rule struct {
 	// NextStep, when set, is the advice when this rule decides (else the
 	// engine's or the class's).
 	NextStep string
+	// Source, when set, names the public document or code that states
+	// what the rule concludes (required in a host-capability table).
+	Source string
 
 	lower     []byte // Text lower-cased, set by register
 	also      []byte // Also lower-cased, set by register
@@ -172,6 +179,31 @@ func FirstMatch(rules []Rule, line string) (*Rule, failure.Class) {
 		}
 	}
 	return nil, ""
+}
+
+// RuleNames returns the name of every rule of the classifier's tables
+// (each kind's signatures and the shared families, the exit rules, the
+// outcome rules), sorted and each once: the names another table must not
+// take (a preflight's host-capability rules).
+func RuleNames() []string {
+	seen := map[string]bool{}
+	for _, e := range registry {
+		for i := range e.signatures {
+			seen[e.signatures[i].Name] = true
+		}
+	}
+	for i := range exitRules {
+		seen[exitRules[i].Name] = true
+	}
+	for i := range outcomeRules {
+		seen[outcomeRules[i].Name] = true
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // family names the rules of one family: Family and, unless set, Name

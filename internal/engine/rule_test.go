@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sort"
 	"strings"
 	"testing"
 
@@ -141,5 +142,24 @@ func TestRuleNextStep(t *testing.T) {
 	tr = feed(t, "tgi", "2024-03-06T17:53:31.052444Z ERROR shard-manager: text_generation_launcher: Shard process was signaled to shutdown with signal 4 rank=0")
 	if f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)}); f.Class != failure.ClassHostCapability || f.NextStep != sigillStep {
 		t.Errorf("signal 4 in a line: %s, next step %q", f.Class, f.NextStep)
+	}
+}
+
+// TestRuleNames: RuleNames lists the names of every classifier table,
+// sorted, each once.
+func TestRuleNames(t *testing.T) {
+	names := RuleNames()
+	if !sort.StringsAreSorted(names) {
+		t.Error("RuleNames is not sorted")
+	}
+	for i := 1; i < len(names); i++ {
+		if names[i] == names[i-1] {
+			t.Errorf("RuleNames has %q twice", names[i])
+		}
+	}
+	for _, want := range []string{"cuda/no-kernel-image-is-available", "exit/illegal-instruction", "fallback/engine-died", "outcome/port-in-use"} {
+		if i := sort.SearchStrings(names, want); i == len(names) || names[i] != want {
+			t.Errorf("RuleNames lacks %q", want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/fixture"
@@ -426,6 +427,27 @@ func TestRulesTable(t *testing.T) {
 		seen[r.Name] = true
 		if r.Source == "" || r.Needs == "" || r.NextStep == "" || r.Check == nil || !known[r.Class] {
 			t.Errorf("rule %s: source, needs, next step, check and a known class are required", r.Name)
+		}
+	}
+}
+
+// The capability table and the classifier's are one table format: no
+// capability rule takes a name the classifier's tables use, and none
+// sets the fields a log or exit rule matches with.
+func TestRuleNamesAcrossTables(t *testing.T) {
+	classifier := map[string]bool{}
+	for _, n := range engine.RuleNames() {
+		classifier[n] = true
+	}
+	if !classifier["cuda/no-kernel-image-is-available"] {
+		t.Fatal("engine.RuleNames lacks the classifier's rules")
+	}
+	for _, r := range Rules {
+		if classifier[r.Name] {
+			t.Errorf("capability rule %s takes a name of the classifier's tables", r.Name)
+		}
+		if r.Text != "" || r.Pattern != nil || len(r.Signals) > 0 || len(r.Codes) > 0 {
+			t.Errorf("capability rule %s sets a log or exit rule's matching fields (Predict reads only Check)", r.Name)
 		}
 	}
 }

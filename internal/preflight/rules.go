@@ -5,27 +5,24 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
 )
 
-// Rule is one host capability a runner or kernel needs, as data: named
-// like the classifier's rules (package engine: family/slug, the class it
-// concludes, the next step), with the public source that documents the
-// need. Where engine.Rule matches a log line, a capability rule checks
-// structured facts (a compute capability, a kernel release, model
-// shapes), so it carries a predicate instead of a pattern.
+// Rule is one host capability a runner or kernel needs, as data, in the
+// classifier's table format: the embedded engine.Rule carries what every
+// rule of hiro's tables has (Name, family/slug, unique across this table
+// and the classifier's: TestRuleNamesAcrossTables; Family; the Class a
+// launch without the capability ends in; NextStep; Source, the public
+// document or code that states the need). Where a log rule matches a
+// line, a capability rule checks structured facts (a compute capability,
+// a kernel release, model shapes), so it adds a predicate; its matching
+// fields (Text, Pattern, Signals...) stay empty. Family here is the
+// engine kind the rule applies to, or "" for every engine.
 type Rule struct {
-	// Name is Family "/" slug ("vllm/v2-runner-needs-uva"); Family the
-	// engine kind it applies to, or "" for every engine.
-	Name   string
-	Family string
-	// Needs says the capability in words; Class is the failure class a
-	// launch without it ends in; NextStep what to do.
-	Needs    string
-	Class    failure.Class
-	NextStep string
-	// Source names the public document or code that states the need.
-	Source string
+	engine.Rule
+	// Needs says the capability in words.
+	Needs string
 	// Check says whether the rule applies to the launch and, when it
 	// does, whether the host has the capability, with the figures.
 	Check func(c *Context) (applies, ok bool, detail string)
@@ -81,10 +78,10 @@ const (
 // Rules is the host capability table, walked in order by Predict.
 var Rules = []Rule{
 	{
-		Name: "vllm/v2-runner-needs-uva", Family: "vllm",
+		Rule: engine.Rule{Name: "vllm/v2-runner-needs-uva", Family: "vllm",
+			Class: failure.ClassHostCapability, NextStep: "set VLLM_USE_V2_MODEL_RUNNER=0 (the V1 runner needs no UVA) or run on a native Linux host",
+			Source: "vllm-project/vllm vllm/utils (is_pin_memory_available: pinned memory is off under WSL; is_uva_available requires it), and the seed campaign's log"},
 		Needs: "vLLM's V2 model runner maps host buffers with unified virtual addressing (UVA), which needs pinned memory; WSL2 offers neither",
-		Class: failure.ClassHostCapability, NextStep: "set VLLM_USE_V2_MODEL_RUNNER=0 (the V1 runner needs no UVA) or run on a native Linux host",
-		Source: "vllm-project/vllm vllm/utils (is_pin_memory_available: pinned memory is off under WSL; is_uva_available requires it), and the seed campaign's log",
 		Check: func(c *Context) (bool, bool, string) {
 			if v, set := c.Launch.Env["VLLM_USE_V2_MODEL_RUNNER"]; set && (v == "0" || strings.EqualFold(v, "false")) {
 				return false, true, ""
@@ -96,10 +93,10 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "vllm/marlin-min-compute-capability", Family: "vllm",
+		Rule: engine.Rule{Name: "vllm/marlin-min-compute-capability", Family: "vllm",
+			Class: failure.ClassGPUArchUnsupported, NextStep: "serve a non-quantised or FP16 model on this GPU, or use a GPU of compute capability 8.0+",
+			Source: "docs.vllm.ai features/quantization/supported_hardware (AWQ/GPTQ Marlin: Ampere and newer); vllm marlin_utils.py check_marlin_supported"},
 		Needs: "the Marlin kernels vLLM uses for AWQ/GPTQ 4- and 8-bit weights need compute capability 8.0 (Ampere) or newer",
-		Class: failure.ClassGPUArchUnsupported, NextStep: "serve a non-quantised or FP16 model on this GPU, or use a GPU of compute capability 8.0+",
-		Source: "docs.vllm.ai features/quantization/supported_hardware (AWQ/GPTQ Marlin: Ampere and newer); vllm marlin_utils.py check_marlin_supported",
 		Check: func(c *Context) (bool, bool, string) {
 			q := c.quant()
 			if !strings.Contains(q, "awq") && !strings.Contains(q, "gptq") && !strings.Contains(q, "marlin") {
@@ -113,10 +110,10 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "vllm/marlin-shape-divisible", Family: "vllm",
+		Rule: engine.Rule{Name: "vllm/marlin-shape-divisible", Family: "vllm",
+			Class: failure.ClassQuantKernelFailed, NextStep: "change --tensor-parallel-size so the layers split evenly, or use a quantisation without Marlin (--quantization awq for the Triton/CUDA AWQ kernels)",
+			Source: "vllm-project/vllm vllm/model_executor/layers/quantization/utils/marlin_utils.py (verify_marlin_supports_shape: min_thread_n 64, min_thread_k 128, group_size)"},
 		Needs: fmt.Sprintf("Marlin needs each linear layer's per-device output size divisible by %d and input size divisible by %d and by the quantisation group size", marlinMinN, marlinMinK),
-		Class: failure.ClassQuantKernelFailed, NextStep: "change --tensor-parallel-size so the layers split evenly, or use a quantisation without Marlin (--quantization awq for the Triton/CUDA AWQ kernels)",
-		Source: "vllm-project/vllm vllm/model_executor/layers/quantization/utils/marlin_utils.py (verify_marlin_supports_shape: min_thread_n 64, min_thread_k 128, group_size)",
 		Check: func(c *Context) (bool, bool, string) {
 			q := c.quant()
 			if c.Model == nil || (!strings.Contains(q, "awq") && !strings.Contains(q, "gptq") && !strings.Contains(q, "marlin")) {
@@ -126,10 +123,10 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "vllm/machete-needs-hopper", Family: "vllm",
+		Rule: engine.Rule{Name: "vllm/machete-needs-hopper", Family: "vllm",
+			Class: failure.ClassGPUArchUnsupported, NextStep: "leave the kernel choice to vLLM (it picks Marlin below Hopper) or use a Hopper GPU",
+			Source: "vllm-project/vllm vllm/model_executor/layers/quantization/kernels/mixed_precision/machete.py (can_implement: capability 90)"},
 		Needs: "the Machete mixed-precision kernel runs only on Hopper (compute capability 9.0)",
-		Class: failure.ClassGPUArchUnsupported, NextStep: "leave the kernel choice to vLLM (it picks Marlin below Hopper) or use a Hopper GPU",
-		Source: "vllm-project/vllm vllm/model_executor/layers/quantization/kernels/mixed_precision/machete.py (can_implement: capability 90)",
 		Check: func(c *Context) (bool, bool, string) {
 			if !strings.Contains(strings.ToLower(c.Launch.Quantization+" "+c.Launch.Env["VLLM_MIXED_PRECISION_KERNEL"]), "machete") {
 				return false, true, ""
@@ -142,10 +139,10 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "vllm/fp8-min-compute-capability", Family: "vllm",
+		Rule: engine.Rule{Name: "vllm/fp8-min-compute-capability", Family: "vllm",
+			Class: failure.ClassGPUArchUnsupported, NextStep: "serve a BF16/FP16 or AWQ model on this GPU",
+			Source: "docs.vllm.ai features/quantization/fp8 (hardware support) and supported_hardware"},
 		Needs: "FP8 weights need compute capability 8.0 or newer (8.9+ computes in FP8; 8.0–8.6 falls back to weight-only FP8 Marlin)",
-		Class: failure.ClassGPUArchUnsupported, NextStep: "serve a BF16/FP16 or AWQ model on this GPU",
-		Source: "docs.vllm.ai features/quantization/fp8 (hardware support) and supported_hardware",
 		Check: func(c *Context) (bool, bool, string) {
 			if !strings.Contains(c.quant(), "fp8") {
 				return false, true, ""
@@ -158,10 +155,10 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "cuda/driver-supports-runtime", Family: "",
+		Rule: engine.Rule{Name: "cuda/driver-supports-runtime", Family: "",
+			Class: failure.ClassDriverMismatch, NextStep: "update the NVIDIA driver (CUDA 12 needs driver 525 or newer) or use an engine build for the driver's CUDA",
+			Source: "NVIDIA CUDA Compatibility guide (minor version compatibility); Ollama v0.6 ships cuda_v12 runners; vLLM wheels are built with CUDA 12"},
 		Needs: "the engine's CUDA 12 runtime needs a driver that supports CUDA 12.0 or newer (minor version compatibility within 12.x)",
-		Class: failure.ClassDriverMismatch, NextStep: "update the NVIDIA driver (CUDA 12 needs driver 525 or newer) or use an engine build for the driver's CUDA",
-		Source: "NVIDIA CUDA Compatibility guide (minor version compatibility); Ollama v0.6 ships cuda_v12 runners; vLLM wheels are built with CUDA 12",
 		Check: func(c *Context) (bool, bool, string) {
 			if c.Launch.Engine == "openai" || c.Host.CUDA == "" || len(c.Devices) == 0 {
 				return false, true, ""
@@ -175,10 +172,10 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "llamacpp/cpu-avx2", Family: "llamacpp",
+		Rule: engine.Rule{Name: "llamacpp/cpu-avx2", Family: "llamacpp",
+			Class: failure.ClassHostCapability, NextStep: "build llama.cpp on this host (GGML_NATIVE=ON) or use a build without AVX2",
+			Source: "ggml-org/llama.cpp docs/build.md (CPU build options GGML_NATIVE, GGML_AVX2)"},
 		Needs: "llama.cpp's x86 release builds use AVX2 (GGML_AVX2) unless built with GGML_NATIVE on the host",
-		Class: failure.ClassHostCapability, NextStep: "build llama.cpp on this host (GGML_NATIVE=ON) or use a build without AVX2",
-		Source: "ggml-org/llama.cpp docs/build.md (CPU build options GGML_NATIVE, GGML_AVX2)",
 		Check: func(c *Context) (bool, bool, string) {
 			if c.Host.Arch != "amd64" || len(c.Host.CPUFlags) == 0 {
 				return false, true, ""
@@ -192,10 +189,10 @@ var Rules = []Rule{
 		},
 	},
 	{
-		Name: "cuda/visible-devices", Family: "",
+		Rule: engine.Rule{Name: "cuda/visible-devices", Family: "",
+			Class: failure.ClassAcceleratorUnavailable, NextStep: "set CUDA_VISIBLE_DEVICES to a GPU index or UUID that nvidia-smi lists, or unset it",
+			Source: "NVIDIA CUDA C Programming Guide, CUDA Environment Variables (CUDA_VISIBLE_DEVICES: an invalid index hides it and every later one)"},
 		Needs: "CUDA_VISIBLE_DEVICES must name at least one of the host's GPUs for a profile that needs the accelerator",
-		Class: failure.ClassAcceleratorUnavailable, NextStep: "set CUDA_VISIBLE_DEVICES to a GPU index or UUID that nvidia-smi lists, or unset it",
-		Source: "NVIDIA CUDA C Programming Guide, CUDA Environment Variables (CUDA_VISIBLE_DEVICES: an invalid index hides it and every later one)",
 		Check: func(c *Context) (bool, bool, string) {
 			if !c.Launch.HasVisibleDevices || len(c.Host.Devices) == 0 {
 				return false, true, ""
