@@ -189,6 +189,12 @@ type Profile struct {
 	// a service mesh that encrypts between pods). Loopback needs no such
 	// setting; https needs none.
 	AllowPlainHTTP bool `toml:"allow_plain_http" json:"allow_plain_http,omitempty"`
+	// ShadowRemote allows `hiro serve` to mirror production's live
+	// requests (users' prompts) to this profile when its BaseURL is not
+	// this machine (docs/shadow.md): off by default, so shadow traffic
+	// leaves the machine only for a profile that says so. Loopback
+	// candidates need no such setting.
+	ShadowRemote bool `toml:"shadow_remote" json:"shadow_remote,omitempty"`
 	// Overload is the retry policy for 429 and 503 answers.
 	Overload Overload `toml:"overload" json:"overload"`
 }

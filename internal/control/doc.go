@@ -16,6 +16,9 @@
 //	     (health, identity, READY completion), serving again; 409 likewise
 //	POST /v1/switch   SwitchRequest            → SwitchResult: production points at a
 //	     backend the caller started and verified; the caller stops the previous one
+//	POST /v1/shadow/start ShadowStartRequest → ShadowStatus: mirror a share of
+//	     production's requests to a running candidate (docs/shadow.md)
+//	POST /v1/shadow/stop, GET /v1/shadow/status → ShadowStatus: the run's account
 //
 // Package serve implements the server side; nothing here starts, stops
 // or watches a backend. It must not import serve, qualify or activation

@@ -153,6 +153,9 @@ type Gate struct {
 	Artifact *ArtifactResult `json:"artifact,omitempty"`
 	// Semantic is the semantic gate's comparison with production.
 	Semantic *SemanticResult `json:"semantic,omitempty"`
+	// Shadow (v3) is the shadow gate's account of live traffic mirrored
+	// to the candidate.
+	Shadow *ShadowResult `json:"shadow,omitempty"`
 	// Failure classifies a failed gate (e.g. structured_output_fail_open).
 	Failure *failure.Failure `json:"failure,omitempty"`
 }

@@ -304,6 +304,9 @@ func (e *Evidence) Public() *Evidence {
 		if g.Semantic != nil {
 			g.Semantic.Paths = nil
 		}
+		if g.Shadow != nil {
+			g.Shadow.PairRecords = nil // hashes of users' requests stay private
+		}
 	}
 	for i, s := range c.Report.Sections {
 		for j, it := range s.Items {

@@ -169,6 +169,7 @@ var importRules = []importRule{
 	{"internal/exitcode/doc.go", "imports nothing", importingOnly("internal/exitcode")},
 	{"internal/private/private.go", "imports no other hiro", importingOnly("internal/private", "internal/shellquote")},
 	{"internal/stats/doc.go", "imports no other hiro", importingOnly("internal/stats")},
+	{"internal/shadow/doc.go", "must not import the router", notImporting("internal/shadow", "internal/serve")},
 	{"internal/testsupport/doc.go", "imported by tests only", importedByTestsOnly("internal/testsupport", false)},
 	{"internal/tlstest/doc.go", "imported only by tests", importedByTestsOnly("internal/tlstest", false)},
 	{"internal/houserules/doc.go", "must not be imported by anything", importedByTestsOnly("internal/houserules", true)},

@@ -169,3 +169,49 @@ func SchemaHash() string {
 	s := sha256.Sum256(SchemaJSON())
 	return hex.EncodeToString(s[:])
 }
+
+// ParseUser reads an extraction user message back into its Input: the
+// inverse of User for a message in Layout's form. ok is false when user is
+// not such a message (another prompt, another schema, a changed layout):
+// the parsed Input, laid out again, must give user byte for byte. The
+// router's shadow traffic uses it to validate the replies to hiro's own
+// extraction requests against the sentence they were asked about.
+func ParseUser(user string) (in Input, ok bool) {
+	head := InstructionsText + "\n\nJSON Schema:\n" + ClaimsSchemaText + "\n\nHeading path: "
+	rest, found := strings.CutPrefix(user, head)
+	if !found {
+		return Input{}, false
+	}
+	heading, rest, found := strings.Cut(rest, "\nContext before:\n")
+	if !found {
+		return Input{}, false
+	}
+	before, rest, found := strings.Cut(rest, "\nTarget sentence:\n")
+	if !found {
+		return Input{}, false
+	}
+	i := strings.LastIndex(rest, "\nContext after:\n")
+	if i < 0 {
+		return Input{}, false
+	}
+	target, after := rest[:i], rest[i+len("\nContext after:\n"):]
+	lines := func(s, sep string) []string {
+		if s == "(none)" {
+			return nil
+		}
+		return strings.Split(s, sep)
+	}
+	in = Input{HeadingPath: lines(heading, " > "), Before: lines(before, "\n"), Target: target, After: lines(after, "\n")}
+	if Layout(in.HeadingPath, in.Before, in.Target, in.After) != user {
+		return Input{}, false
+	}
+	return in, true
+}
+
+// SystemHash returns the SHA-256 (hex) of the extraction system message
+// (SystemText): a chat request whose system message has this hash is
+// hiro's extraction request.
+func SystemHash() string {
+	s := sha256.Sum256([]byte(SystemText))
+	return hex.EncodeToString(s[:])
+}

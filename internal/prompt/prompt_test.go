@@ -61,3 +61,24 @@ func TestReadyPromptIsTheTrainedOne(t *testing.T) {
 		t.Fatalf("config.DefaultProbePrompt %q differs from the trained READY prompt %q", config.DefaultProbePrompt, ReadyText)
 	}
 }
+
+func TestParseUserInvertsUser(t *testing.T) {
+	for _, in := range []Input{
+		{HeadingPath: []string{"Intro", "Facts"}, Before: []string{"One.", "Two."}, Target: "The bridge opened in 1932.", After: []string{"Three."}},
+		{Target: "Alone."},
+	} {
+		got, ok := ParseUser(User(in))
+		if !ok {
+			t.Fatalf("ParseUser(User(%+v)) not recognised", in)
+		}
+		if User(got) != User(in) || got.Target != in.Target || len(got.Before) != len(in.Before) || len(got.HeadingPath) != len(in.HeadingPath) {
+			t.Errorf("ParseUser(User(%+v)) = %+v", in, got)
+		}
+	}
+	if _, ok := ParseUser("Summarise this text."); ok {
+		t.Error("a foreign user message was recognised as an extraction request")
+	}
+	if _, ok := ParseUser(strings.Replace(User(Input{Target: "x"}), "JSON Schema:", "Schema:", 1)); ok {
+		t.Error("a message with another schema heading was recognised")
+	}
+}

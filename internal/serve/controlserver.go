@@ -162,5 +162,6 @@ func (s *Server) controlHandler() http.Handler {
 		}
 		reply(w, 200, res)
 	})
+	s.shadowRoutes(mux, reply, fail, decode)
 	return mux
 }

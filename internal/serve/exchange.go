@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/hiro-dev/hiro/internal/redact"
+	"github.com/hiro-dev/hiro/internal/shadow"
 )
 
 // exchange is one request on a proxied route as the router records it:
@@ -43,6 +44,11 @@ type exchange struct {
 	cancel  context.CancelCauseFunc
 	watch   *clientWatch
 	done    bool
+
+	// mirror is the shadow run this production request was sampled for
+	// (nil: not mirrored); mirrorJob holds the request and the reply.
+	mirror    *shadow.Mirror
+	mirrorJob *shadow.Job
 }
 
 func (s *Server) newExchange(ctx *fasthttp.RequestCtx, route string) *exchange {
@@ -92,6 +98,9 @@ func (x *exchange) finish() {
 	}
 	m := s.metrics
 	m.observe(x.route, backend, x.status, ttfb, end)
+	if x.mirror != nil {
+		x.offerShadow()
+	}
 	if x.wantTail && x.status == http.StatusOK {
 		if p, c, ok := usageOf(x.tail); ok {
 			m.tokens.WithLabelValues(backend, "prompt").Add(float64(p))
@@ -236,6 +245,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	}
 	x.wantTail = true
 	x.proxied = true
+	if x.counted != nil {
+		if m := s.sampleShadow(x.route); m != nil {
+			x.mirror, x.mirrorJob = m, &shadow.Job{Route: x.route, Body: bytes.Clone(body), Stream: stream}
+		}
+	}
 	s.inFlight.Add(1)
 	s.metrics.inFlight.Inc()
 
@@ -547,6 +561,9 @@ func (b *upstreamBody) Read(p []byte) (int, error) {
 		}
 		x.bytes += int64(n)
 		x.tail = keepTail(x.tail, p[:n])
+		if x.mirrorJob != nil {
+			x.mirrorJob.Capture(p[:n])
+		}
 	}
 	if err != nil && err != io.EOF {
 		b.readErr = err

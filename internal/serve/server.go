@@ -87,6 +87,7 @@ type Server struct {
 	prod     *prodCtl
 	served   []*route
 	inFlight atomic.Int64
+	shadow   shadowState  // the shadow run mirroring production's requests (shadow.go)
 	procs    *procsPolicy // nil: the processors do not adapt
 	// reqBase is the parent of every proxied request's context; Run
 	// cancels it when the drain after a stop times out.

@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/shadow"
+)
+
+func init() { registerCommand(newShadowCmd) }
+
+func newShadowCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "shadow",
+		Short: "Mirror a share of production's live requests to a running candidate and score each pair",
+		Long: `Shadow traffic (docs/shadow.md): the running router (hiro serve) sends a sampled
+share of production's chat and completion requests, after production answered,
+to a candidate backend that is running (managed or not), with the candidate
+profile's own key. Clients only ever get production's answer, with no added
+wait: the mirror works from a bounded queue and drops (and counts) what does
+not fit. Each pair is scored: status, latency, usage; hiro's own extraction
+requests with the same validators and matching as 'hiro eval'.`,
+	}
+	cmd.AddCommand(newShadowStartCmd(g), newShadowStopCmd(g), newShadowStatusCmd(g))
+	return cmd
+}
+
+func newShadowStartCmd(g *Globals) *cobra.Command {
+	var cfg shadow.Config
+	var dur time.Duration
+	cmd := &cobra.Command{
+		Use:   "start CANDIDATE [--share 0.1] [--for 30m] [--max-pairs N]",
+		Short: "Start mirroring production's requests to the running backend CANDIDATE",
+		Long: `Start a shadow run to the backend profile CANDIDATE, which must be running.
+A candidate that is not on this machine receives users' prompts: its profile
+must say shadow_remote = true, and the start says so. A candidate that needs
+the accelerator alone cannot run beside production on one machine: use the
+frozen-corpus semantic gate, or a second endpoint.
+
+The run ends at --max-pairs scored pairs, after --for, or with 'hiro shadow stop'.`,
+		Args: needArgs(1, 1, "the name of one backend profile", "hiro shadow start cand --share 0.1 --for 30m"),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg.For = config.Duration{Duration: dur}
+			return runShadowStart(c.Context(), g, args[0], cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.Float64Var(&cfg.Share, "share", 0.1, "fraction of production's chat and completion requests to mirror, in (0, 1]")
+	f.DurationVar(&dur, "for", 0, "end the run after this long (0: only --max-pairs or a stop ends it)")
+	f.IntVar(&cfg.MaxPairs, "max-pairs", shadow.DefaultMaxPairs, "end the run once this many pairs are scored")
+	f.IntVar(&cfg.MinPairs, "min-pairs", 0, fmt.Sprintf("fewest pairs the outcome decides on (0: %d, or max-pairs if smaller)", shadow.DefaultMinPairs))
+	f.Float64Var(&cfg.Margin, "margin", shadow.DefaultMargin, "non-inferiority margin of the gated rates (a fraction)")
+	f.IntVar(&cfg.QueueSize, "queue", shadow.DefaultQueueSize, "requests waiting to be mirrored at most (a full queue drops, counted)")
+	f.IntVar(&cfg.Workers, "workers", shadow.DefaultWorkers, "mirrored requests in flight to the candidate at most")
+	f.BoolVar(&g.JSON, "json", false, "print the run's account as JSON")
+	return cmd
+}
+
+func newShadowStopCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "stop [--json]",
+		Short: "End the shadow run and print its account",
+		Long:  "End the active shadow run and print its account.\n\nExit status: 0 the candidate passed; 1 it failed, the run was inconclusive, or no router runs.",
+		Args:  needArgs(0, 0, "", ""),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runShadowCall(c.Context(), g, "stop", func(ctx context.Context, rc *control.Client) (*control.ShadowStatus, error) {
+				return rc.ShadowStop(ctx)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print the run's account as JSON")
+	return cmd
+}
+
+func newShadowStatusCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status [--json]",
+		Short: "Show the active (or last) shadow run's account",
+		Long:  "Show the active (or last) shadow run's account.\n\nExit status: 0 a run is active or its candidate passed; 1 otherwise.",
+		Args:  needArgs(0, 0, "", ""),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runShadowCall(c.Context(), g, "status", func(ctx context.Context, rc *control.Client) (*control.ShadowStatus, error) {
+				return rc.ShadowStatus(ctx)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print the run's account as JSON")
+	return cmd
+}
+
+func dialRouter(what string) (*control.Client, error) {
+	dir, err := control.Dir()
+	if err != nil {
+		return nil, FailedError(fmt.Errorf("shadow %s: %w", what, err))
+	}
+	rc, err := control.Dial(dir)
+	if err != nil {
+		return nil, FailedError(fmt.Errorf("shadow %s: %w", what, err))
+	}
+	return rc, nil
+}
+
+func runShadowStart(ctx context.Context, g *Globals, cand string, cfg shadow.Config) error {
+	rc, err := dialRouter("start")
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := rc.ShadowStart(ctx, control.ShadowStartRequest{Candidate: cand, Config: cfg})
+	if err != nil {
+		return FailedError(fmt.Errorf("shadow start: %w", err))
+	}
+	if g.JSON {
+		return backendPrintJSON(g, st)
+	}
+	r := st.Result
+	where := "on this machine"
+	if r.Remote {
+		where = "NOT on this machine: mirrored requests (users' prompts) leave it (shadow_remote = true in its profile)"
+	}
+	fmt.Fprintf(g.Stdout, "shadow      mirroring %s of production %s's chat and completion requests to %s (%s)\n", pct(r.Share), r.Production, r.Candidate, where)
+	bounds := fmt.Sprintf("%d pairs", r.MaxPairs)
+	if r.Duration != "" {
+		bounds += " or " + r.Duration
+	}
+	fmt.Fprintf(g.Stdout, "ends        at %s, or with hiro shadow stop; queue %d, %d in flight at most\n", bounds, r.QueueSize, r.Workers)
+	return nil
+}
+
+func runShadowCall(ctx context.Context, g *Globals, what string, call func(context.Context, *control.Client) (*control.ShadowStatus, error)) error {
+	rc, err := dialRouter(what)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	st, err := call(ctx, rc)
+	if err != nil {
+		return FailedError(fmt.Errorf("shadow %s: %w", what, err))
+	}
+	if g.JSON {
+		if err := backendPrintJSON(g, st); err != nil {
+			return err
+		}
+	} else if st.Result == nil {
+		fmt.Fprintln(g.Stdout, "shadow      no run since this router started")
+	} else {
+		printShadow(g.Stdout, st)
+	}
+	if st.Active || (st.Result != nil && st.Result.Outcome == "passed") {
+		return nil
+	}
+	return Silent(ExitFailed)
+}
+
+// printShadow renders a run's account for the terminal.
+func printShadow(w io.Writer, st *control.ShadowStatus) {
+	r := st.Result
+	state := "ended (" + r.Ended + ")"
+	if st.Active {
+		state = "active"
+	}
+	fmt.Fprintf(w, "shadow      %s → %s, %s of requests, %s since %s\n", r.Production, r.Candidate, pct(r.Share), state, r.StartedAt.Local().Format(time.TimeOnly))
+	fmt.Fprintf(w, "requests    %d seen, %d sampled, %d mirrored, %d pairs scored, %d dropped (queue full), %d too large\n", r.Seen, r.Sampled, r.Mirrored, r.Pairs, r.Dropped, r.TooLarge)
+	fmt.Fprintf(w, "errors      candidate %d, production %d\n", r.CandidateErrors, r.ProductionErrors)
+	if r.CandidateLatency != nil && r.ProductionLatency != nil {
+		fmt.Fprintf(w, "latency     p50 candidate %.1f ms, production %.1f ms", r.CandidateLatency.P50, r.ProductionLatency.P50)
+		if s := r.LatencyShift; s != nil {
+			fmt.Fprintf(w, "; shift %+.1f ms [%+.1f, %+.1f]", s.ShiftMS, s.LowerMS, s.UpperMS)
+		}
+		fmt.Fprintln(w)
+	}
+	if e := r.Extraction; e.Pairs > 0 {
+		fmt.Fprintf(w, "extraction  %d pairs: claims %d / %d (candidate / production), grounded %d / %d, accepted %d / %d, schema-valid %d / %d; agreement %.3f (reported, not gated)\n",
+			e.Pairs, e.CandidateClaims, e.ProductionClaims, e.CandidateGrounded, e.ProductionGrounded, e.CandidateAccepted, e.ProductionAccepted, e.CandidateSchemaValid, e.ProductionSchemaValid, e.Agreement)
+	}
+	if s := r.Structured; s.Pairs > 0 {
+		fmt.Fprintf(w, "structured  %d pairs: schema-valid %d / %d\n", s.Pairs, s.CandidateValid, s.ProductionValid)
+	}
+	if t := r.Text; t.Pairs > 0 {
+		fmt.Fprintf(w, "text        %d pairs: %d equal, %d equal once normalised (reported, not gated)\n", t.Pairs, t.Exact, t.Normalized)
+	}
+	for _, c := range r.Comparisons {
+		fmt.Fprintf(w, "  %-20s candidate %.3f, production %.3f, difference %+.3f [%+.3f, %+.3f], margin %.3f: %s\n", c.Measure, c.Candidate, c.Production, c.Difference, c.Lower, c.Upper, c.Margin, c.Outcome)
+	}
+	fmt.Fprintf(w, "outcome     %s", r.Outcome)
+	if len(r.Reasons) > 0 {
+		fmt.Fprintf(w, ": %s", strings.Join(r.Reasons, "; "))
+	}
+	fmt.Fprintln(w)
+}
+
+func pct(f float64) string { return fmt.Sprintf("%g %%", f*100) }

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestShadowCommands runs `hiro serve` in front of the fake engine with a
+// second fake as an unmanaged candidate, and drives a shadow run with
+// `hiro shadow start`, `status` and `stop`: the start says where the
+// mirror goes, the status counts the pairs, the stop prints the account
+// and exits 0 for a candidate that passed.
+func TestShadowCommands(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := serveTestState(t)
+	port, candPort, listen := cliFreePort(t), cliFreePort(t), cliFreePort(t)
+	cand := exec.Command(fake, "--port", strconv.Itoa(candPort), "--model", "cand-model")
+	if err := cand.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cand.Process.Kill(); cand.Wait() })
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`state_dir = "state"
+[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+command = %q
+args = ["--port", "%d"]
+port = %d
+model = "fake-model"
+ready_timeout = "20s"
+stall_timeout = "10s"
+stop_grace = "2s"
+[backends.cand]
+engine = "llamacpp"
+unmanaged = true
+base_url = "http://127.0.0.1:%d"
+model = "cand-model"
+[serve]
+listen = "127.0.0.1:%d"
+on_exit = "stop"
+access_log = "off"
+`, fake, port, port, candPort, listen)), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var serveErr bytes.Buffer
+	go func() { done <- Run(ctx, []string{"--config", cfg, "serve"}, &bytes.Buffer{}, &serveErr) }()
+	t.Cleanup(func() { cancel(); <-done })
+	hiro := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), append([]string{"--config", cfg}, args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if code, _, _ := hiro("status"); code == ExitOK {
+			break
+		}
+		select {
+		case code := <-done:
+			done <- code // for the cleanup
+			t.Fatalf("hiro serve exited %d: %s", code, serveErr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			_, out, errs := hiro("status")
+			t.Fatalf("hiro serve never ready: %s %s", out, errs)
+		}
+	}
+	if code, out, errs := hiro("shadow", "status"); code != ExitFailed || !strings.Contains(out, "no run since this router started") {
+		t.Errorf("status before a run: %d %q %q", code, out, errs)
+	}
+	code, out, errs := hiro("shadow", "start", "cand", "--share", "1", "--max-pairs", "6", "--min-pairs", "6")
+	if code != ExitOK || !strings.Contains(out, "mirroring 100 % of production prod's chat and completion requests to cand (on this machine)") {
+		t.Fatalf("start: %d %q %q", code, out, errs)
+	}
+	for i := range 6 {
+		resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", listen), "application/json",
+			strings.NewReader(`{"model":"fake-model","messages":[{"role":"user","content":"Reply with READY."}],"stream":`+strconv.FormatBool(i%2 == 0)+`}`))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("client request %d: %v %v", i, resp, err)
+		}
+		resp.Body.Close()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, out, _ = hiro("shadow", "status")
+		if strings.Contains(out, "ended (max_pairs)") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never ended:\n%s", out)
+		}
+	}
+	code, out, errs = hiro("shadow", "stop")
+	for _, want := range []string{"6 sampled, 6 mirrored, 6 pairs scored, 0 dropped", "text        6 pairs: 6 equal", "success_rate", "outcome     passed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stop lacks %q:\n%s", want, out)
+		}
+	}
+	if code != ExitOK {
+		t.Errorf("stop: exit %d %s", code, errs)
+	}
+	if code, _, errs := hiro("shadow", "start", "nosuch"); code != ExitFailed || !strings.Contains(errs, `no backend profile "nosuch"`) {
+		t.Errorf("start of an unknown profile: %d %q", code, errs)
+	}
+}

@@ -1,0 +1,192 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/shadow"
+)
+
+// Shadow traffic (docs/shadow.md): a sampled share of production's chat
+// and completion requests mirrored to a running candidate, scored by
+// package shadow. The front door's cost is an atomic load per request
+// while no run is active; a sampled request has its body copied and its
+// reply kept (up to shadow.MaxCapture) as it passes to the client, and is
+// offered to the mirror's bounded queue once production's answer is
+// complete: the client never waits on the candidate.
+
+// shadowState holds the active run (run: nil when none, read on every
+// request) and the last one's account for status.
+type shadowState struct {
+	run  atomic.Pointer[shadow.Mirror]
+	mu   sync.Mutex
+	last *shadow.Mirror
+}
+
+// sampleShadow returns the active run when this production request is
+// to be mirrored (chat and completions only).
+func (s *Server) sampleShadow(route string) *shadow.Mirror {
+	m := s.shadow.run.Load()
+	if m == nil || route == RouteEmbeddings || !m.Sample() {
+		return nil
+	}
+	return m
+}
+
+// offerShadow hands a finished exchange to its run: production's answer
+// is complete. A client that left (499) or a reply cut by the router's
+// stop is no pair.
+func (x *exchange) offerShadow() {
+	if x.status == 499 || x.errClass == "stopped" {
+		return
+	}
+	x.mirrorJob.Done(x.status, x.ttfb, time.Since(x.start))
+	x.mirror.Offer(x.mirrorJob)
+}
+
+// startShadow checks and starts a run (see control.ShadowStartRequest): the
+// candidate is not production, answers /v1/models, is on this machine or
+// opted in with shadow_remote, and does not need the accelerator alone
+// beside a production on this machine. One run at a time.
+func (s *Server) startShadow(ctx context.Context, req control.ShadowStartRequest) (*control.ShadowStatus, int, error) {
+	prof := req.Effective
+	if prof == nil {
+		prof = s.cfg.Backends[req.Candidate]
+	}
+	if prof == nil {
+		return nil, http.StatusNotFound, fmt.Errorf("no backend profile %q in %s; name one of its [backends]", req.Candidate, s.cfg.Path)
+	}
+	if prof.Name == "" {
+		prof.Name = req.Candidate
+	}
+	prod := s.prod.current()
+	if prof.Name == prod.name || strings.TrimSuffix(prof.BaseURL, "/") == strings.TrimSuffix(prod.prof.BaseURL, "/") {
+		return nil, http.StatusConflict, fmt.Errorf("backend %s is production: shadow traffic goes to another backend", prof.Name)
+	}
+	if shadow.Remote(prof) && !prof.ShadowRemote {
+		return nil, http.StatusConflict, fmt.Errorf("%w: backend %s (%s) is not on this machine and mirroring sends users' prompts to it; set shadow_remote = true in [backends.%s] to allow it", shadow.ErrRemoteNotAllowed, prof.Name, prof.BaseURL, prof.Name)
+	}
+	if prof.ExclusiveAccelerator && !shadow.Remote(prof) {
+		return nil, http.StatusConflict, fmt.Errorf("backend %s needs the accelerator alone (exclusive_accelerator): it cannot run beside production on this machine, so shadow traffic is impossible here; qualify it on the frozen corpus (a semantic gate), or serve it on a second machine and mirror to that endpoint (an unmanaged profile with shadow_remote = true)", prof.Name)
+	}
+	if err := s.candidateAnswers(ctx, prof); err != nil {
+		return nil, http.StatusConflict, err
+	}
+	s.shadow.mu.Lock()
+	defer s.shadow.mu.Unlock()
+	if cur := s.shadow.run.Load(); cur != nil {
+		select {
+		case <-cur.Done():
+		default:
+			return nil, http.StatusConflict, fmt.Errorf("a shadow run to %s is active; stop it first (hiro shadow stop)", cur.Candidate())
+		}
+	}
+	m, err := shadow.Start(req.Config, prof, prod.name)
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	s.shadow.last = m
+	s.shadow.run.Store(m)
+	detail := map[string]any{"candidate": prof.Name, "share": req.Share, "remote": m.Remote()}
+	if m.Remote() {
+		detail["base_url"] = prof.BaseURL
+	}
+	s.event("shadow_start", detail)
+	go func() {
+		<-m.Done()
+		s.shadow.run.CompareAndSwap(m, nil)
+		r := m.Result()
+		s.event("shadow_end", map[string]any{"candidate": r.Candidate, "ended": r.Ended, "pairs": r.Pairs, "dropped": r.Dropped, "outcome": r.Outcome})
+	}()
+	return &control.ShadowStatus{Active: true, Result: m.Result()}, 0, nil
+}
+
+// candidateAnswers checks that prof's server answers GET /v1/models (a
+// running backend, managed by hiro or not) within 5 s.
+func (s *Server) candidateAnswers(ctx context.Context, prof *config.Profile) error {
+	hc, err := llm.HTTPClient(prof)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(prof.BaseURL, "/")+RouteModels, nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("backend %s (%s) does not answer (%s): start it first (hiro backend start %s)", prof.Name, prof.BaseURL, upstreamErrorClass(ctx, err), prof.Name)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("backend %s answered GET %s with HTTP %d: it is not ready for shadow traffic", prof.Name, RouteModels, resp.StatusCode)
+	}
+	return nil
+}
+
+// shadowStatus is the active run's account, else the last run's.
+func (s *Server) shadowStatus() *control.ShadowStatus {
+	s.shadow.mu.Lock()
+	m := s.shadow.last
+	s.shadow.mu.Unlock()
+	if m == nil {
+		return &control.ShadowStatus{}
+	}
+	st := &control.ShadowStatus{Active: true}
+	select {
+	case <-m.Done():
+		st.Active = false
+	default:
+	}
+	st.Result = m.Result() // after the check: an ended run's account is whole
+	return st
+}
+
+// stopShadow ends the active run and returns its account; 404 when none
+// ran since the router started.
+func (s *Server) stopShadow() (*control.ShadowStatus, int, error) {
+	s.shadow.mu.Lock()
+	m := s.shadow.last
+	s.shadow.mu.Unlock()
+	if m == nil {
+		return nil, http.StatusNotFound, fmt.Errorf("no shadow run since this router started; start one with hiro shadow start CANDIDATE")
+	}
+	s.shadow.run.CompareAndSwap(m, nil)
+	return &control.ShadowStatus{Result: m.Stop()}, 0, nil
+}
+
+// shadowRoutes adds the control socket's shadow routes:
+//
+//	POST /v1/shadow/start control.ShadowStartRequest → ShadowStatus
+//	POST /v1/shadow/stop                     → ShadowStatus (the account)
+//	GET  /v1/shadow/status                   → ShadowStatus
+func (s *Server) shadowRoutes(mux *http.ServeMux, reply func(http.ResponseWriter, int, any),
+	fail func(http.ResponseWriter, int, string, ...any), decode func(http.ResponseWriter, *http.Request, any) bool) {
+	mux.HandleFunc("POST /v1/shadow/start", func(w http.ResponseWriter, r *http.Request) {
+		var req control.ShadowStartRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		st, code, err := s.startShadow(r.Context(), req)
+		if err != nil {
+			fail(w, code, "%v", err)
+			return
+		}
+		reply(w, 200, st)
+	})
+	mux.HandleFunc("POST /v1/shadow/stop", func(w http.ResponseWriter, r *http.Request) {
+		st, code, err := s.stopShadow()
+		if err != nil {
+			fail(w, code, "%v", err)
+			return
+		}
+		reply(w, 200, st)
+	})
+	mux.HandleFunc("GET /v1/shadow/status", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, s.shadowStatus()) })
+}

@@ -1,0 +1,413 @@
+package shadow
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/sjson"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/extract"
+	"github.com/hiro-dev/hiro/internal/llm"
+)
+
+// Defaults of Config.
+const (
+	// DefaultQueueSize bounds the requests waiting to be mirrored; a
+	// request that finds the queue full is dropped and counted.
+	DefaultQueueSize = 64
+	// DefaultWorkers bounds the mirrored requests in flight to the
+	// candidate at once.
+	DefaultWorkers = 4
+	// DefaultMaxPairs ends a run once this many pairs are scored.
+	DefaultMaxPairs = 1000
+	// MaxPairsLimit is the most pairs a run may keep.
+	MaxPairsLimit = 100000
+	// DefaultMinPairs is the fewest pairs a run decides on: with fewer
+	// its outcome is inconclusive.
+	DefaultMinPairs = 30
+	// DefaultMargin is the non-inferiority margin of the gated rates (a
+	// fraction: 0.02 is two percentage points).
+	DefaultMargin = 0.02
+	// DefaultRequestTimeout bounds one mirrored request.
+	DefaultRequestTimeout = 2 * time.Minute
+	// MaxCapture bounds the bytes of a reply kept for scoring (each side);
+	// a production reply over it is not mirrored (counted as too large),
+	// a candidate reply over it is scored as cut.
+	MaxCapture = 1 << 20
+)
+
+// Config is one shadow run's settings (the control command's body).
+type Config struct {
+	// Share is the fraction of production's chat and completion requests
+	// mirrored, in (0, 1].
+	Share float64 `json:"share"`
+	// MaxPairs ends the run once this many pairs are scored (0:
+	// DefaultMaxPairs); For ends it after this long (0: no time bound).
+	MaxPairs int             `json:"max_pairs,omitempty"`
+	For      config.Duration `json:"for,omitempty"`
+	// MinPairs and Margin decide the outcome (0: the defaults).
+	MinPairs int     `json:"min_pairs,omitempty"`
+	Margin   float64 `json:"margin,omitempty"`
+	// QueueSize and Workers bound what the mirror holds and sends (0:
+	// the defaults).
+	QueueSize int `json:"queue_size,omitempty"`
+	Workers   int `json:"workers,omitempty"`
+	// RequestTimeout bounds one mirrored request (0: the default).
+	RequestTimeout config.Duration `json:"request_timeout,omitempty"`
+}
+
+// Fill sets the defaults and checks the values; errors name the setting
+// and say what to use.
+func (c *Config) Fill() error {
+	if !(c.Share > 0 && c.Share <= 1) {
+		return fmt.Errorf("shadow share %v: use a fraction in (0, 1], e.g. 0.1 for 10 %% of production's requests", c.Share)
+	}
+	if c.MaxPairs == 0 {
+		c.MaxPairs = DefaultMaxPairs
+	}
+	if c.MaxPairs < 0 || c.MaxPairs > MaxPairsLimit {
+		return fmt.Errorf("shadow max_pairs %d: use 1 to %d", c.MaxPairs, MaxPairsLimit)
+	}
+	if c.MinPairs == 0 {
+		c.MinPairs = min(DefaultMinPairs, c.MaxPairs)
+	}
+	if c.MinPairs < 0 || c.MinPairs > c.MaxPairs {
+		return fmt.Errorf("shadow min_pairs %d: use 1 to max_pairs (%d)", c.MinPairs, c.MaxPairs)
+	}
+	if c.Margin == 0 {
+		c.Margin = DefaultMargin
+	}
+	if !(c.Margin > 0 && c.Margin < 1) {
+		return fmt.Errorf("shadow margin %v: use a fraction in (0, 1), e.g. 0.02", c.Margin)
+	}
+	if c.For.Duration < 0 {
+		return fmt.Errorf("shadow for %s: use a positive duration, or none", c.For.Duration)
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.QueueSize < 1 || c.QueueSize > 4096 || c.Workers < 1 || c.Workers > 64 {
+		return fmt.Errorf("shadow queue_size %d, workers %d: use 1 to 4096 and 1 to 64", c.QueueSize, c.Workers)
+	}
+	if c.RequestTimeout.Duration == 0 {
+		c.RequestTimeout.Duration = DefaultRequestTimeout
+	}
+	return nil
+}
+
+// Remote reports whether the profile's server is not on this machine:
+// mirroring to it sends users' prompts off the machine.
+func Remote(p *config.Profile) bool {
+	u, err := url.Parse(p.BaseURL)
+	return err != nil || !llm.IsLoopbackHost(u.Hostname())
+}
+
+// ErrRemoteNotAllowed is returned by Start for a remote candidate whose
+// profile did not opt in (shadow_remote).
+var ErrRemoteNotAllowed = errors.New("shadow traffic to a remote candidate is not allowed")
+
+// Job is one production request to mirror, with production's answer.
+// The router fills it: Body is a copy of the request as sent to
+// production; Capture appends production's reply as it passes; Done
+// records its end.
+type Job struct {
+	Route  string
+	Body   []byte
+	Stream bool
+
+	status   int
+	ttfb     time.Duration
+	latency  time.Duration
+	reply    []byte
+	tooLarge bool
+}
+
+// Capture appends b, a piece of production's reply, up to MaxCapture
+// bytes in all (beyond: the job is marked too large and keeps nothing).
+func (j *Job) Capture(b []byte) {
+	if j.tooLarge {
+		return
+	}
+	if len(j.reply)+len(b) > MaxCapture {
+		j.tooLarge, j.reply = true, nil
+		return
+	}
+	j.reply = append(j.reply, b...)
+}
+
+// Done records production's status, time to the first body byte and
+// end-to-end latency.
+func (j *Job) Done(status int, ttfb, latency time.Duration) {
+	j.status, j.ttfb, j.latency = status, ttfb, latency
+}
+
+// Mirror is one shadow run. Sample and Offer are the router's hot path:
+// an atomic load and a random draw, and a non-blocking channel send.
+type Mirror struct {
+	cfg        Config
+	cand       *config.Profile
+	production string
+	remote     bool
+	hc         *http.Client
+	base       *url.URL
+	validator  *extract.Validator
+	queue      chan *Job
+
+	active                                     atomic.Bool
+	seen, sampled, dropped, tooLarge, mirrored atomic.Int64
+
+	mu      sync.Mutex
+	pairs   []pair
+	started time.Time
+	endedAt time.Time
+	ended   string
+	timer   *time.Timer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan struct{}
+}
+
+// Start begins a run mirroring to cand (a running profile: managed by
+// hiro or not) for production (its profile name, for the account). A
+// remote candidate needs its profile's shadow_remote (else
+// ErrRemoteNotAllowed). The candidate's own key and CA are used
+// (llm.HTTPClient). Stop or Result after it; the run also ends by itself
+// at cfg.MaxPairs pairs or after cfg.For.
+func Start(cfg Config, cand *config.Profile, production string) (*Mirror, error) {
+	if err := cfg.Fill(); err != nil {
+		return nil, err
+	}
+	remote := Remote(cand)
+	if remote && !cand.ShadowRemote {
+		return nil, fmt.Errorf("%w: backend %s (%s) is not on this machine and mirroring sends users' prompts to it; set shadow_remote = true in [backends.%s] to allow it", ErrRemoteNotAllowed, cand.Name, cand.BaseURL, cand.Name)
+	}
+	base, err := url.Parse(cand.BaseURL)
+	if err != nil || base.Host == "" {
+		return nil, fmt.Errorf("backend %s: base_url %q is not a URL", cand.Name, cand.BaseURL)
+	}
+	hc, err := llm.HTTPClient(cand)
+	if err != nil {
+		return nil, err
+	}
+	v, err := extract.NewValidator()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Mirror{cfg: cfg, cand: cand, production: production, remote: remote, hc: hc, base: base, validator: v,
+		queue: make(chan *Job, cfg.QueueSize), started: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	m.active.Store(true)
+	for range cfg.Workers {
+		m.wg.Add(1)
+		go m.work()
+	}
+	if cfg.For.Duration > 0 {
+		m.timer = time.AfterFunc(cfg.For.Duration, func() { m.end("duration") })
+	}
+	return m, nil
+}
+
+// Candidate is the candidate profile's name.
+func (m *Mirror) Candidate() string { return m.cand.Name }
+
+// Remote reports whether the candidate is not on this machine.
+func (m *Mirror) Remote() bool { return m.remote }
+
+// Sample reports whether this production request is to be mirrored: the
+// run is active and a draw falls within the share.
+func (m *Mirror) Sample() bool {
+	if !m.active.Load() {
+		return false
+	}
+	m.seen.Add(1)
+	if m.cfg.Share < 1 && rand.Float64() >= m.cfg.Share {
+		return false
+	}
+	m.sampled.Add(1)
+	return true
+}
+
+// Offer queues j (production's answer complete) without waiting: a full
+// queue drops it (counted), as does a reply over MaxCapture. It never
+// blocks the caller.
+func (m *Mirror) Offer(j *Job) {
+	if !m.active.Load() {
+		return
+	}
+	if j.tooLarge {
+		m.tooLarge.Add(1)
+		return
+	}
+	select {
+	case m.queue <- j:
+	default:
+		m.dropped.Add(1)
+	}
+}
+
+// Done is closed when the run has ended.
+func (m *Mirror) Done() <-chan struct{} { return m.done }
+
+// Stop ends the run (reason "command" unless it ended already), waits
+// for the workers and returns the account.
+func (m *Mirror) Stop() *Result {
+	m.end("command")
+	m.wg.Wait()
+	return m.Result()
+}
+
+// end ends the run once: no more sampling, in-flight mirrors cancelled
+// (not scored), the queue abandoned.
+func (m *Mirror) end(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ended != "" {
+		return
+	}
+	m.ended, m.endedAt = reason, time.Now()
+	m.active.Store(false)
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	m.cancel()
+	close(m.done)
+}
+
+func (m *Mirror) work() {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case j := <-m.queue:
+			p, ok := m.mirror(j)
+			if !ok {
+				continue
+			}
+			m.mu.Lock()
+			if m.ended == "" {
+				m.pairs = append(m.pairs, p)
+				if len(m.pairs) >= m.cfg.MaxPairs {
+					m.mu.Unlock()
+					m.end("max_pairs")
+					continue
+				}
+			}
+			m.mu.Unlock()
+		}
+	}
+}
+
+// side is one side's answer as measured.
+type side struct {
+	status  int
+	ttfb    time.Duration
+	latency time.Duration
+	bytes   int
+	cut     bool
+	err     string
+	reply   reply
+}
+
+func (s *side) ok() bool { return s.status/100 == 2 && s.err == "" && !s.cut }
+
+// mirror sends j to the candidate and scores the pair; ok is false when
+// the run ended meanwhile (the pair is not counted).
+func (m *Mirror) mirror(j *Job) (pair, bool) {
+	m.mirrored.Add(1)
+	cand := m.send(j)
+	if m.ctx.Err() != nil {
+		return pair{}, false
+	}
+	prod := side{status: j.status, ttfb: j.ttfb, latency: j.latency, bytes: len(j.reply), reply: parseReply(j.reply, j.Stream)}
+	return m.score(j, prod, cand), true
+}
+
+// send posts j's body to the candidate: the route under its base URL, its
+// model in "model", only Content-Type and Accept as headers (the client's
+// headers, its key among them, are never sent); the profile's key is
+// attached by its transport.
+func (m *Mirror) send(j *Job) side {
+	var s side
+	body, err := sjson.SetBytes(j.Body, "model", m.cand.Model)
+	if err != nil {
+		s.err = "model field: " + err.Error()
+		return s
+	}
+	u := *m.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + j.Route
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout.Duration)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		s.err = err.Error()
+		return s
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if j.Stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	t0 := time.Now()
+	resp, err := m.hc.Do(req)
+	if err != nil {
+		s.err = errClass(err)
+		s.latency = time.Since(t0)
+		return s
+	}
+	defer resp.Body.Close()
+	s.status = resp.StatusCode
+	var buf bytes.Buffer
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(chunk)
+		if n > 0 {
+			if s.ttfb == 0 {
+				s.ttfb = time.Since(t0)
+			}
+			s.bytes += n
+			if buf.Len()+n <= MaxCapture {
+				buf.Write(chunk[:n])
+			} else {
+				s.cut = true
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			s.err = errClass(err)
+			break
+		}
+	}
+	s.latency = time.Since(t0)
+	s.reply = parseReply(buf.Bytes(), j.Stream)
+	return s
+}
+
+// errClass names a transport error without its text (which may hold
+// addresses): timeout, canceled, or connection.
+func errClass(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "connection error"
+}

@@ -1,0 +1,266 @@
+package shadow
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/stats"
+)
+
+// Result is a run's account (the evidence's shadow result).
+type Result = evidence.ShadowResult
+
+// Measures the run gates on (ShadowComparison.Measure).
+const (
+	MeasureSuccess     = "success_rate"
+	MeasureSchemaValid = "schema_valid_rate"
+	MeasureGrounding   = "grounding_rate"
+	MeasureAccepted    = "accepted_claim_rate"
+)
+
+// pair is one scored pair.
+type pair struct {
+	rec        evidence.ShadowPair
+	prod, cand side
+	// extraction pairs
+	pc, cc *claimScore
+	match  int
+	// structured pairs
+	prodValid, candValid bool
+	// text pairs
+	exact, norm bool
+}
+
+// score scores a pair (see the package doc).
+func (m *Mirror) score(j *Job, prod, cand side) pair {
+	sum := sha256.Sum256(j.Body)
+	p := pair{prod: prod, cand: cand, rec: evidence.ShadowPair{RequestSHA256: hex.EncodeToString(sum[:]), Route: j.Route, Stream: j.Stream,
+		RequestBytes: len(j.Body), ProductionStatus: prod.status, CandidateStatus: cand.status,
+		ProductionBytes: prod.bytes, CandidateBytes: cand.bytes,
+		ProductionTTFTMS: ms(prod.ttfb), CandidateTTFTMS: ms(cand.ttfb), ProductionMS: ms(prod.latency), CandidateMS: ms(cand.latency)}}
+	if cand.cut {
+		p.rec.CandidateError = fmt.Sprintf("reply over %d bytes", MaxCapture)
+	} else {
+		p.rec.CandidateError = cand.err
+	}
+	req := classify(j.Body)
+	p.rec.Kind = req.kind
+	switch req.kind {
+	case KindExtraction:
+		pc, cc := claimScore{}, claimScore{}
+		if prod.ok() {
+			pc = scoreClaims(m.validator, prod.reply, req.src)
+		}
+		if cand.ok() {
+			cc = scoreClaims(m.validator, cand.reply, req.src)
+		}
+		p.pc, p.cc = &pc, &cc
+		p.match = matched(cc.texts, pc.texts)
+	case KindStructured:
+		p.prodValid = prod.ok() && validJSON(req.schema, prod.reply.text)
+		p.candValid = cand.ok() && validJSON(req.schema, cand.reply.text)
+	default:
+		if prod.ok() && cand.ok() {
+			p.exact = prod.reply.text == cand.reply.text
+			p.norm = normalized(prod.reply.text) == normalized(cand.reply.text)
+			agree := p.norm
+			p.rec.Agree = &agree
+		}
+	}
+	return p
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
+
+// Result returns the run's account as it stands (a running run's too).
+func (m *Mirror) Result() *Result {
+	m.mu.Lock()
+	pairs := append([]pair(nil), m.pairs...)
+	r := &Result{Candidate: m.cand.Name, Production: m.production, Remote: m.remote, Share: m.cfg.Share, MaxPairs: m.cfg.MaxPairs,
+		StartedAt: m.started.UTC(), Ended: m.ended, QueueSize: m.cfg.QueueSize, Workers: m.cfg.Workers,
+		MinPairs: m.cfg.MinPairs, Margin: m.cfg.Margin, Resamples: stats.DefaultResamples, Confidence: stats.DefaultConfidence}
+	if m.ended != "" {
+		t := m.endedAt.UTC()
+		r.EndedAt = &t
+	}
+	m.mu.Unlock()
+	if m.cfg.For.Duration > 0 {
+		r.Duration = m.cfg.For.Duration.String()
+	}
+	r.Seen, r.Sampled, r.Dropped, r.TooLarge, r.Mirrored = m.seen.Load(), m.sampled.Load(), m.dropped.Load(), m.tooLarge.Load(), m.mirrored.Load()
+	summarize(r, pairs)
+	return r
+}
+
+// summarize fills r's totals, comparisons and outcome from the pairs.
+func summarize(r *Result, pairs []pair) {
+	r.Pairs = len(pairs)
+	var cLat, pLat, cTTFT, pTTFT []float64
+	var success, schema, ground, accepted [2][]stats.Ratio // [0] candidate, [1] production
+	one := func(b bool) stats.Ratio {
+		if b {
+			return stats.Ratio{Num: 1, Den: 1}
+		}
+		return stats.Ratio{Den: 1}
+	}
+	for _, p := range pairs {
+		r.PairRecords = append(r.PairRecords, p.rec)
+		co, po := p.cand.ok(), p.prod.ok()
+		if !co {
+			r.CandidateErrors++
+		} else {
+			cLat, cTTFT = append(cLat, ms(p.cand.latency)), append(cTTFT, ms(p.cand.ttfb))
+			r.CandidateUsage.PromptTokens += p.cand.reply.prompt
+			r.CandidateUsage.CompletionTokens += p.cand.reply.completion
+		}
+		if !po {
+			r.ProductionErrors++
+		} else {
+			pLat, pTTFT = append(pLat, ms(p.prod.latency)), append(pTTFT, ms(p.prod.ttfb))
+			r.ProductionUsage.PromptTokens += p.prod.reply.prompt
+			r.ProductionUsage.CompletionTokens += p.prod.reply.completion
+		}
+		success[0], success[1] = append(success[0], one(co)), append(success[1], one(po))
+		if !po {
+			continue // production's failure is no baseline for quality
+		}
+		switch p.rec.Kind {
+		case KindExtraction:
+			e := &r.Extraction
+			e.Pairs++
+			e.CandidateClaims += p.cc.claims
+			e.ProductionClaims += p.pc.claims
+			e.CandidateGrounded += p.cc.grounded
+			e.ProductionGrounded += p.pc.grounded
+			e.CandidateAccepted += p.cc.accepted
+			e.ProductionAccepted += p.pc.accepted
+			e.Matched += p.match
+			if p.cc.schemaValid {
+				e.CandidateSchemaValid++
+			}
+			if p.pc.schemaValid {
+				e.ProductionSchemaValid++
+			}
+			schema[0], schema[1] = append(schema[0], one(p.cc.schemaValid)), append(schema[1], one(p.pc.schemaValid))
+			ground[0] = append(ground[0], stats.Ratio{Num: float64(p.cc.grounded), Den: float64(p.cc.claims)})
+			ground[1] = append(ground[1], stats.Ratio{Num: float64(p.pc.grounded), Den: float64(p.pc.claims)})
+			accepted[0] = append(accepted[0], stats.Ratio{Num: float64(p.cc.accepted), Den: float64(p.cc.claims)})
+			accepted[1] = append(accepted[1], stats.Ratio{Num: float64(p.pc.accepted), Den: float64(p.pc.claims)})
+		case KindStructured:
+			s := &r.Structured
+			s.Pairs++
+			if p.candValid {
+				s.CandidateValid++
+			}
+			if p.prodValid {
+				s.ProductionValid++
+			}
+			schema[0], schema[1] = append(schema[0], one(p.candValid)), append(schema[1], one(p.prodValid))
+		default:
+			if co {
+				r.Text.Pairs++
+				if p.exact {
+					r.Text.Exact++
+				}
+				if p.norm {
+					r.Text.Normalized++
+				}
+			}
+		}
+	}
+	if d := r.Extraction.CandidateAccepted + r.Extraction.ProductionAccepted; d > 0 {
+		r.Extraction.Agreement = round6(2 * float64(r.Extraction.Matched) / float64(d))
+	}
+	r.CandidateTTFT, r.ProductionTTFT = percentiles(cTTFT), percentiles(pTTFT)
+	r.CandidateLatency, r.ProductionLatency = percentiles(cLat), percentiles(pLat)
+	if len(cLat) > 0 && len(pLat) > 0 {
+		if rt, err := stats.MannWhitney(cLat, pLat, stats.DefaultConfidence); err == nil {
+			r.LatencyShift = &evidence.LatencyShift{ShiftMS: round6(rt.Shift), LowerMS: round6(rt.Lower), UpperMS: round6(rt.Upper), P: round6(rt.P), Confidence: rt.Confidence}
+		}
+	}
+	r.Comparisons = nil
+	for _, c := range []struct {
+		measure string
+		sides   [2][]stats.Ratio
+	}{{MeasureSuccess, success}, {MeasureSchemaValid, schema}, {MeasureGrounding, ground}, {MeasureAccepted, accepted}} {
+		if denominators(c.sides) == 0 {
+			continue
+		}
+		seed := stats.SeedFrom("hiro.shadow", r.Candidate, r.Production, r.StartedAt.Format(time.RFC3339Nano), c.measure)
+		d, err := stats.PairedBootstrap(c.sides[0], c.sides[1], stats.Options{Seed: seed})
+		if err != nil {
+			continue
+		}
+		r.Comparisons = append(r.Comparisons, evidence.ShadowComparison{Measure: c.measure, Pairs: d.Documents,
+			Candidate: round6(d.Candidate), Production: round6(d.Production), Difference: round6(d.Estimate),
+			Lower: round6(d.Lower), Upper: round6(d.Upper), Margin: r.Margin, Outcome: string(stats.NonInferior(d, r.Margin)), Seed: seed.String()})
+	}
+	decide(r)
+}
+
+// denominators sums both sides' denominators (0: nothing to compare,
+// e.g. no claims at all).
+func denominators(s [2][]stats.Ratio) float64 {
+	var d float64
+	for _, side := range s {
+		for _, x := range side {
+			d += x.Den
+		}
+	}
+	return d
+}
+
+// decide sets the outcome: inconclusive below MinPairs; else failed when
+// a comparison failed, inconclusive when one could not decide, passed.
+func decide(r *Result) {
+	r.Reasons = []string{}
+	if r.Pairs < r.MinPairs {
+		r.Outcome = string(stats.Inconclusive)
+		r.Reasons = append(r.Reasons, fmt.Sprintf("%d pairs scored, fewer than the %d a decision needs", r.Pairs, r.MinPairs))
+	} else {
+		r.Outcome = string(stats.Passed)
+		for _, c := range r.Comparisons {
+			switch stats.Outcome(c.Outcome) {
+			case stats.Failed:
+				r.Outcome = string(stats.Failed)
+				r.Reasons = append(r.Reasons, fmt.Sprintf("%s: candidate %.3f against production %.3f, worse by more than %.3f (upper bound %+.3f)", c.Measure, c.Candidate, c.Production, c.Margin, c.Upper))
+			case stats.Inconclusive:
+				if r.Outcome == string(stats.Passed) {
+					r.Outcome = string(stats.Inconclusive)
+				}
+				r.Reasons = append(r.Reasons, fmt.Sprintf("%s: candidate %.3f against production %.3f, the %d pairs cannot tell a drop of %.3f (bounds %+.3f to %+.3f)", c.Measure, c.Candidate, c.Production, c.Pairs, c.Margin, c.Lower, c.Upper))
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d pairs of %d sampled (%d dropped, queue full)", r.Outcome, r.Pairs, r.Sampled, r.Dropped)
+	fmt.Fprintf(&b, "; candidate errors %d, production errors %d", r.CandidateErrors, r.ProductionErrors)
+	if r.Extraction.Pairs > 0 {
+		fmt.Fprintf(&b, "; extraction agreement with production %.3f", r.Extraction.Agreement)
+	}
+	if r.LatencyShift != nil {
+		fmt.Fprintf(&b, "; latency shift %+.1f ms", r.LatencyShift.ShiftMS)
+	}
+	r.Summary = b.String()
+}
+
+// percentiles are p50, p95, p99 and max of xs (ms), nil for none.
+func percentiles(xs []float64) *evidence.Percentiles {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	q := func(p float64) float64 { return round6(stat.Quantile(p, stat.Empirical, s, nil)) }
+	return &evidence.Percentiles{P50: q(0.50), P95: q(0.95), P99: q(0.99), Max: round6(s[len(s)-1])}
+}
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }

@@ -1,0 +1,141 @@
+package shadow
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/extract"
+	"github.com/hiro-dev/hiro/internal/prompt"
+)
+
+func TestParseReplyJSONAndStream(t *testing.T) {
+	r := parseReply([]byte(`{"choices":[{"message":{"content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`), false)
+	if r.text != "hello" || r.finish != "stop" || r.prompt != 3 || r.completion != 1 {
+		t.Errorf("JSON reply: %+v", r)
+	}
+	sse := "data: {\"choices\":[{\"delta\":{\"content\":\"hel\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"length\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"
+	r = parseReply([]byte(sse), true)
+	if r.text != "hello" || r.finish != "length" || r.prompt != 5 || r.completion != 2 {
+		t.Errorf("stream reply: %+v", r)
+	}
+	if r := parseReply([]byte(`{"choices":[{"text":"done"}]}`), false); r.text != "done" {
+		t.Errorf("completion reply: %+v", r)
+	}
+}
+
+func extractionRequest(target string) []byte {
+	var msgs []map[string]string
+	for _, m := range extract.Messages(prompt.Input{Target: target, Before: []string{"Before it."}}) {
+		msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
+	}
+	b, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs})
+	return b
+}
+
+func TestClassify(t *testing.T) {
+	req := classify(extractionRequest("The bridge opened in 1932."))
+	if req.kind != KindExtraction || req.src.Sentence != "The bridge opened in 1932." || !strings.Contains(req.src.Window, "Before it.") {
+		t.Errorf("extraction request: %+v", req)
+	}
+	// The same user message under another system message is not hiro's.
+	other := strings.Replace(string(extractionRequest("x y.")), prompt.SystemText[:20], "You are a pirate.", 1)
+	if req := classify([]byte(other)); req.kind == KindExtraction {
+		t.Error("a request with another system message was taken for an extraction request")
+	}
+	structured := `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","required":["a"]}}}}`
+	req = classify([]byte(structured))
+	if req.kind != KindStructured || !validJSON(req.schema, `{"a":1}`) || validJSON(req.schema, `{"b":1}`) || validJSON(req.schema, `not json`) {
+		t.Errorf("structured request: %+v", req)
+	}
+	if req := classify([]byte(`{"model":"m","prompt":"hi"}`)); req.kind != KindText {
+		t.Errorf("completion request: %+v", req)
+	}
+}
+
+// extractionPair scores one extraction pair whose replies are prod and
+// cand (JSON texts) through the real validators.
+func extractionPair(t *testing.T, m *Mirror, target, prod, cand string) pair {
+	t.Helper()
+	j := &Job{Route: "/v1/chat/completions", Body: extractionRequest(target)}
+	mk := func(text string) side {
+		b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": text}, "finish_reason": "stop"}}})
+		return side{status: 200, latency: time.Millisecond, bytes: len(b), reply: parseReply(b, false)}
+	}
+	return m.score(j, mk(prod), mk(cand))
+}
+
+func TestDecide(t *testing.T) {
+	v, err := extract.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Mirror{validator: v}
+	target := "The bridge opened in 1932 and carried trams."
+	good := `{"claims":[{"text":"The bridge opened in 1932.","quote":"The bridge opened in 1932"}]}`
+	ungrounded := `{"claims":[{"text":"The bridge opened in 1932.","quote":"a quote from nowhere at all"}]}`
+	result := func(n, bad int, candBad string) *Result {
+		r := &Result{MinPairs: 30, Margin: DefaultMargin, Candidate: "c", Production: "p"}
+		var ps []pair
+		for i := range n {
+			cand := good
+			if i < bad {
+				cand = candBad
+			}
+			ps = append(ps, extractionPair(t, m, target, good, cand))
+		}
+		summarize(r, ps)
+		return r
+	}
+	if r := result(10, 0, good); r.Outcome != "inconclusive" || !strings.Contains(r.Reasons[0], "fewer than the 30") {
+		t.Errorf("10 pairs: %s %v", r.Outcome, r.Reasons)
+	}
+	if r := result(40, 0, good); r.Outcome != "passed" || r.Extraction.Agreement != 1 || r.Extraction.CandidateGrounded != 40 {
+		t.Errorf("40 equal pairs: %s %v %+v", r.Outcome, r.Reasons, r.Extraction)
+	}
+	r := result(40, 20, ungrounded)
+	if r.Outcome != "failed" || r.Extraction.CandidateGrounded != 20 || !strings.Contains(strings.Join(r.Reasons, ";"), MeasureGrounding) {
+		t.Errorf("half ungrounded: %s %v %+v", r.Outcome, r.Reasons, r.Extraction)
+	}
+	// Agreement is reported, not gated: a candidate with other (grounded)
+	// claims passes.
+	other := `{"claims":[{"text":"The bridge carried trams.","quote":"carried trams"}]}`
+	if r := result(40, 40, other); r.Outcome != "passed" || r.Extraction.Agreement != 0 {
+		t.Errorf("grounded but different claims: %s %v agreement %v", r.Outcome, r.Reasons, r.Extraction.Agreement)
+	}
+	if r := result(40, 20, "not json"); r.Outcome != "failed" || !strings.Contains(strings.Join(r.Reasons, ";"), MeasureSchemaValid) {
+		t.Errorf("half not JSON: %s %v", r.Outcome, r.Reasons)
+	}
+}
+
+func TestPublicEvidenceHasNoPairRecords(t *testing.T) {
+	e := &evidence.Evidence{Gates: []evidence.Gate{{ID: "s", Kind: "shadow", Shadow: &Result{PairRecords: []evidence.ShadowPair{{RequestSHA256: "abc"}}}}}}
+	if p := e.Public(); p.Gates[0].Shadow == nil || len(p.Gates[0].Shadow.PairRecords) != 0 {
+		t.Errorf("public copy: %+v", p.Gates[0].Shadow)
+	}
+	if len(e.Gates[0].Shadow.PairRecords) != 1 {
+		t.Error("Public changed the private evidence")
+	}
+}
+
+func TestConfigFill(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Share: 0}, "use a fraction in (0, 1]"},
+		{Config{Share: 0.5, MaxPairs: 10, MinPairs: 20}, "min_pairs 20"},
+		{Config{Share: 0.5, Margin: 2}, "margin 2"},
+		{Config{Share: 0.5, QueueSize: 100000}, "queue_size 100000"},
+	} {
+		if err := c.cfg.Fill(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v; want %q", c.cfg, err, c.want)
+		}
+	}
+	c := Config{Share: 0.1}
+	if err := c.Fill(); err != nil || c.MaxPairs != DefaultMaxPairs || c.MinPairs != DefaultMinPairs || c.QueueSize != DefaultQueueSize {
+		t.Errorf("defaults: %+v %v", c, err)
+	}
+}
