@@ -308,6 +308,10 @@ func (s *Server) Run(ctx context.Context) error {
 		s.prod.run(pctx)
 	}()
 
+	// Set before the front door serves: every exchange reads it.
+	if s.opts.OwnsProcess {
+		s.procs = newProcsPolicy(s.sc.Procs, func(n int) { s.metrics.procs.Set(float64(n)) })
+	}
 	srv := s.newFront()
 	ctlSrv := &http.Server{Handler: s.controlHandler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
@@ -333,9 +337,6 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	if s.opts.OwnsProcess {
-		s.procs = newProcsPolicy(s.sc.Procs, func(n int) { s.metrics.procs.Set(float64(n)) })
-	}
 	s.metrics.procs.Set(float64(runtime.GOMAXPROCS(0)))
 	servedDone := make(chan struct{})
 	go func() {
