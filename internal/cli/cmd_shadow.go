@@ -170,7 +170,7 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 	if st.Active {
 		state = "active"
 	}
-	fmt.Fprintf(w, "shadow      %s → %s, %s of requests, %s since %s\n", r.Production, r.Candidate, pct(r.Share), state, r.StartedAt.Local().Format(time.TimeOnly))
+	fmt.Fprintf(w, "shadow      %s → %s, %s of requests, %s, started %s\n", r.Production, r.Candidate, pct(r.Share), state, r.StartedAt.Local().Format(time.TimeOnly))
 	fmt.Fprintf(w, "requests    %d seen, %d sampled, %d mirrored, %d pairs scored, %d dropped (queue full), %d too large\n", r.Seen, r.Sampled, r.Mirrored, r.Pairs, r.Dropped, r.TooLarge)
 	fmt.Fprintf(w, "errors      candidate %d, production %d\n", r.CandidateErrors, r.ProductionErrors)
 	if r.CandidateLatency != nil && r.ProductionLatency != nil {

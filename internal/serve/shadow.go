@@ -46,6 +46,7 @@ func (s *Server) sampleShadow(route string) *shadow.Mirror {
 // stop is no pair.
 func (x *exchange) offerShadow() {
 	if x.status == 499 || x.errClass == "stopped" {
+		x.mirror.Abandon(x.mirrorJob)
 		return
 	}
 	x.mirrorJob.Done(x.status, x.ttfb, time.Since(x.start))

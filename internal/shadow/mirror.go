@@ -132,21 +132,43 @@ type Job struct {
 	status   int
 	ttfb     time.Duration
 	latency  time.Duration
-	reply    []byte
+	size     int
+	reply    []byte // a JSON answer as it came; a stream's partial last line
+	streamed reply  // a stream's text, finish_reason and usage, read line by line
 	tooLarge bool
 }
 
-// Capture appends b, a piece of production's reply, up to MaxCapture
-// bytes in all (beyond: the job is marked too large and keeps nothing).
+// Capture takes b, the next piece of production's reply. A JSON answer
+// is kept as it comes; a stream (SSE) is read line by line as it passes
+// and only its text, finish_reason and usage are kept (an event is about
+// 50 times its text). Past MaxCapture bytes the job is marked too large
+// and keeps nothing.
 func (j *Job) Capture(b []byte) {
 	if j.tooLarge {
 		return
 	}
-	if len(j.reply)+len(b) > MaxCapture {
-		j.tooLarge, j.reply = true, nil
+	if j.size += len(b); j.size > MaxCapture {
+		j.tooLarge, j.reply, j.streamed = true, nil, reply{}
 		return
 	}
-	j.reply = append(j.reply, b...)
+	if !j.Stream {
+		j.reply = append(j.reply, b...)
+		return
+	}
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			j.reply = append(j.reply, b...)
+			return
+		}
+		line := b[:i]
+		if len(j.reply) > 0 {
+			line = append(j.reply, line...)
+			j.reply = j.reply[:0]
+		}
+		j.streamed.event(line)
+		b = b[i+1:]
+	}
 }
 
 // Done records production's status, time to the first body byte and
@@ -169,6 +191,9 @@ type Mirror struct {
 
 	active                                     atomic.Bool
 	seen, sampled, dropped, tooLarge, mirrored atomic.Int64
+	// outstanding counts the sampled requests not yet scored or dropped
+	// (their bodies and replies are held): at most QueueSize + Workers.
+	outstanding atomic.Int64
 
 	mu      sync.Mutex
 	pairs   []pair
@@ -230,7 +255,10 @@ func (m *Mirror) Candidate() string { return m.cand.Name }
 func (m *Mirror) Remote() bool { return m.remote }
 
 // Sample reports whether this production request is to be mirrored: the
-// run is active and a draw falls within the share.
+// run is active, a draw falls within the share, and fewer than
+// QueueSize + Workers sampled requests are held (else it is dropped and
+// counted: what the mirror holds is bounded, however many requests are
+// in flight). A sampled request is then either Offered or Abandoned.
 func (m *Mirror) Sample() bool {
 	if !m.active.Load() {
 		return false
@@ -240,24 +268,36 @@ func (m *Mirror) Sample() bool {
 		return false
 	}
 	m.sampled.Add(1)
+	if m.outstanding.Add(1) > int64(m.cfg.QueueSize+m.cfg.Workers) {
+		m.outstanding.Add(-1)
+		m.dropped.Add(1)
+		return false
+	}
 	return true
 }
+
+// Abandon releases a sampled request that will not be offered (its
+// client left, or the router's stop cut it).
+func (m *Mirror) Abandon(*Job) { m.outstanding.Add(-1) }
 
 // Offer queues j (production's answer complete) without waiting: a full
 // queue drops it (counted), as does a reply over MaxCapture. It never
 // blocks the caller.
 func (m *Mirror) Offer(j *Job) {
 	if !m.active.Load() {
+		m.outstanding.Add(-1)
 		return
 	}
 	if j.tooLarge {
 		m.tooLarge.Add(1)
+		m.outstanding.Add(-1)
 		return
 	}
 	select {
 	case m.queue <- j:
 	default:
 		m.dropped.Add(1)
+		m.outstanding.Add(-1)
 	}
 }
 
@@ -297,6 +337,7 @@ func (m *Mirror) work() {
 			return
 		case j := <-m.queue:
 			p, ok := m.mirror(j)
+			m.outstanding.Add(-1)
 			if !ok {
 				continue
 			}
@@ -335,7 +376,11 @@ func (m *Mirror) mirror(j *Job) (pair, bool) {
 	if m.ctx.Err() != nil {
 		return pair{}, false
 	}
-	prod := side{status: j.status, ttfb: j.ttfb, latency: j.latency, bytes: len(j.reply), reply: parseReply(j.reply, j.Stream)}
+	j.streamed.end()
+	prod := side{status: j.status, ttfb: j.ttfb, latency: j.latency, bytes: j.size, reply: j.streamed}
+	if !j.Stream {
+		prod.reply = parseReply(j.reply, false)
+	}
 	return m.score(j, prod, cand), true
 }
 

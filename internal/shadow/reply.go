@@ -16,6 +16,14 @@ type reply struct {
 	prompt     int64
 	completion int64
 	parsed     bool
+	buf        []byte // a stream's text so far (text is set from it by end)
+}
+
+// end sets r.text from a stream's events.
+func (r *reply) end() {
+	if r.buf != nil {
+		r.text, r.buf = string(r.buf), nil
+	}
 }
 
 // parseReply reads body, a JSON answer or an SSE stream ("data: {...}"
@@ -29,32 +37,36 @@ func parseReply(body []byte, stream bool) reply {
 		take(&r, gjson.ParseBytes(body), false)
 		return r
 	}
-	var text bytes.Buffer
 	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 64<<10), MaxCapture)
+	sc.Buffer(make([]byte, 4<<10), MaxCapture)
 	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		data, ok := bytes.CutPrefix(line, []byte("data:"))
-		if !ok {
-			continue
-		}
-		data = bytes.TrimSpace(data)
-		if string(data) == "[DONE]" || !gjson.ValidBytes(data) {
-			continue
-		}
-		var chunk reply
-		take(&chunk, gjson.ParseBytes(data), true)
-		text.WriteString(chunk.text)
-		if chunk.finish != "" {
-			r.finish = chunk.finish
-		}
-		if chunk.prompt != 0 || chunk.completion != 0 {
-			r.prompt, r.completion = chunk.prompt, chunk.completion
-		}
-		r.parsed = true
+		r.event(sc.Bytes())
 	}
-	r.text = text.String()
+	r.end()
 	return r
+}
+
+// event adds one line of an SSE stream to r: a "data:" event's text is
+// appended, its finish_reason and usage kept; other lines are skipped.
+func (r *reply) event(line []byte) {
+	data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:"))
+	if !ok {
+		return
+	}
+	data = bytes.TrimSpace(data)
+	if string(data) == "[DONE]" || !gjson.ValidBytes(data) {
+		return
+	}
+	var chunk reply
+	take(&chunk, gjson.ParseBytes(data), true)
+	r.buf = append(r.buf, chunk.text...)
+	if chunk.finish != "" {
+		r.finish = chunk.finish
+	}
+	if chunk.prompt != 0 || chunk.completion != 0 {
+		r.prompt, r.completion = chunk.prompt, chunk.completion
+	}
+	r.parsed = true
 }
 
 // take reads one JSON answer or stream chunk into r.

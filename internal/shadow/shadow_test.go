@@ -21,6 +21,15 @@ func TestParseReplyJSONAndStream(t *testing.T) {
 	if r.text != "hello" || r.finish != "length" || r.prompt != 5 || r.completion != 2 {
 		t.Errorf("stream reply: %+v", r)
 	}
+	// Captured in pieces cut anywhere, a stream is read line by line.
+	j := &Job{Stream: true}
+	for i := 0; i < len(sse); i += 7 {
+		j.Capture([]byte(sse[i:min(i+7, len(sse))]))
+	}
+	j.streamed.end()
+	if r := j.streamed; r.text != "hello" || r.finish != "length" || r.prompt != 5 || j.size != len(sse) {
+		t.Errorf("captured stream: %+v (size %d)", r, j.size)
+	}
 	if r := parseReply([]byte(`{"choices":[{"text":"done"}]}`), false); r.text != "done" {
 		t.Errorf("completion reply: %+v", r)
 	}
