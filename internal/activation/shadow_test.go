@@ -14,7 +14,10 @@ import (
 
 // shadowPlan writes a plan whose last gate qualifies the candidate on
 // the router's live traffic (30 pairs, all requests mirrored).
-func (w *world) shadowPlan() string {
+func (w *world) shadowPlan() string { return w.shadowPlanFor("2m") }
+
+// shadowPlanFor is shadowPlan with the gate's time bound.
+func (w *world) shadowPlanFor(bound string) string {
 	p := filepath.Join(w.dir, "plan-shadow.toml")
 	must(w.t, os.WriteFile(p, []byte(`title = "Candidate on live traffic"
 config = "hiro.toml"
@@ -39,7 +42,7 @@ kind = "shadow"
 share = 1.0
 max_pairs = 30
 min_pairs = 30
-for = "2m"
+for = "`+bound+`"
 `), 0o644))
 	return p
 }
@@ -139,5 +142,23 @@ func TestShadowGateRefusedForAnExclusiveCandidate(t *testing.T) {
 	code, out := w.hiro("qualify", "--check", w.shadowPlan())
 	if code != 2 || !strings.Contains(out, "shadow traffic is impossible on one machine") || !strings.Contains(out, "semantic gate") || !strings.Contains(out, "second machine") {
 		t.Fatalf("qualify --check: exit %d\n%s", code, out)
+	}
+}
+
+// With no client traffic the shadow run ends at its time bound with no
+// pairs: the gate is inconclusive (exit 5), not passed and not failed.
+func TestShadowCampaignWithoutTrafficIsInconclusive(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	code, out := w.hiro("qualify", w.shadowPlanFor("3s"))
+	if code != 5 {
+		t.Fatalf("qualify: exit %d, want 5 (inconclusive)\n%s", code, out)
+	}
+	_, ev := w.newestEvidence()
+	g := ev.Gates[len(ev.Gates)-1]
+	if g.Status != evidence.StatusInconclusive || ev.Verdict != evidence.VerdictInconclusive || g.Shadow == nil || g.Shadow.Pairs != 0 || g.Shadow.Ended != "duration" || !strings.Contains(g.Reason, "fewer than the 30") {
+		t.Fatalf("shadow gate: %s %q verdict %s %+v", g.Status, g.Reason, ev.Verdict, g.Shadow)
 	}
 }

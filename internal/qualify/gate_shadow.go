@@ -2,7 +2,6 @@ package qualify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,18 +29,26 @@ const DefaultShadowFor = 30 * time.Minute
 // scored or For has passed (package shadow; docs/shadow.md). The gate
 // passes when the paired comparisons of the candidate's success, schema
 // validity, grounding and accepted-claim rates are non-inferior to
-// production's by Margin on at least MinPairs pairs; with fewer pairs, or
-// a comparison that cannot decide, it does not pass. Agreement with
-// production is reported, not gated on. Its result is an
-// evidence.ShadowResult.
+// production's by Margin on at least MinPairs pairs; with fewer pairs,
+// or a comparison that cannot decide, it is inconclusive
+// (ErrInconclusive). Agreement with production is reported, not gated
+// on. Its result is an evidence.ShadowResult.
 type ShadowGate struct {
-	Share          float64         `toml:"share"`
-	For            config.Duration `toml:"for"`
-	MaxPairs       int             `toml:"max_pairs"`
-	MinPairs       int             `toml:"min_pairs"`
-	Margin         float64         `toml:"margin"`
-	QueueSize      int             `toml:"queue_size"`
-	Workers        int             `toml:"workers"`
+	// Share is the fraction of production's chat and completion requests mirrored, in (0, 1]; default 0.1.
+	Share float64 `toml:"share"`
+	// For ends the run after this long; default 30m when max_pairs is not set either.
+	For config.Duration `toml:"for"`
+	// MaxPairs ends the run once this many pairs are scored; default shadow.DefaultMaxPairs.
+	MaxPairs int `toml:"max_pairs"`
+	// MinPairs is the fewest pairs the gate decides on (fewer: inconclusive); default shadow.DefaultMinPairs.
+	MinPairs int `toml:"min_pairs"`
+	// Margin is the non-inferiority margin of the gated rates (a fraction); default shadow.DefaultMargin.
+	Margin float64 `toml:"margin"`
+	// QueueSize bounds the requests waiting to be mirrored (a full queue drops, counted).
+	QueueSize int `toml:"queue_size"`
+	// Workers bounds the mirrored requests in flight to the candidate.
+	Workers int `toml:"workers"`
+	// RequestTimeout bounds one mirrored request.
 	RequestTimeout config.Duration `toml:"request_timeout"`
 }
 
@@ -86,9 +93,6 @@ func (g *ShadowGate) Bound(_ *Handle, timeout time.Duration) time.Duration {
 	}
 	return DefaultGateTimeout
 }
-
-// errShadowInconclusive marks a shadow gate that could not decide.
-var errShadowInconclusive = errors.New("shadow traffic could not decide")
 
 // Run starts the run through the router's control socket, waits for its
 // end (pairs, time, or the gate's bound: then it is stopped) and records
@@ -149,7 +153,7 @@ func (g *ShadowGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 	case "passed":
 		return nil
 	case "inconclusive":
-		return fmt.Errorf("%w: %s", errShadowInconclusive, strings.Join(res.Reasons, "; "))
+		return fmt.Errorf("%w: shadow traffic could not decide: %s", ErrInconclusive, strings.Join(res.Reasons, "; "))
 	}
 	return fmt.Errorf("shadow traffic: %s", strings.Join(res.Reasons, "; "))
 }
