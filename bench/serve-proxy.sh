@@ -13,6 +13,13 @@
 # Goals: added p50 <= 100 µs, added p99 <= 0.5 ms, req/s >= 0.4 x direct,
 # added TTFB <= 100 µs, RSS <= 40 MB.
 #
+# Shadow traffic (issue 27, docs/shadow.md): the same router with a mirror
+# to a second fake engine, in paired interleaved rounds (off, on; then
+# on, off): the added p50 with its interval (Hodges-Lehmann shift), and
+# the peak RSS at 256 streams of a router with the mirror on against one
+# without. Goals: added p50 <= 10 µs, RSS within 10 MB.
+#   HIRO_BENCH_SHADOW_SHARE=0.1 bench/serve-proxy.sh   # mirror 10 % (default: every request)
+#
 #   bench/serve-proxy.sh                                   # 5 rounds of 2 s per measurement
 #   HIRO_BENCH_ROUNDS=9 HIRO_BENCH_SECONDS=3 bench/serve-proxy.sh
 #   HIRO_BENCH_ENV="GOMAXPROCS=1" bench/serve-proxy.sh             # runtime settings for hiro serve only
@@ -20,4 +27,4 @@
 #   HIRO_BENCH_HIRO_BASE=/path/to/old/hiro bench/serve-proxy.sh     # adds an older hiro (before a change) as hiro-base
 set -euo pipefail
 cd "$(dirname "$0")/.."
-go test ./internal/serve -run '^$' -bench 'RouterOverhead|RouterStreamingRSS' -benchtime 1x -timeout 30m "$@"
+go test ./internal/serve -run '^$' -bench 'RouterOverhead|RouterStreamingRSS|ShadowOverhead|ShadowStreamingRSS' -benchtime 1x -timeout 30m "$@"

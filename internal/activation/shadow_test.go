@@ -69,6 +69,16 @@ func (w *world) newestEvidence() (string, *evidence.Evidence) {
 // activate` accepts it, and no client request fails or waits for a 503.
 func TestShadowCampaignQualifiesOnLiveTrafficAndActivates(t *testing.T) {
 	w := newWorld(t, false)
+	// The policy asks for extraction quality against production: the
+	// shadow gate satisfies "semantic".
+	b, err := os.ReadFile(w.cfgPath)
+	must(t, err)
+	policy := strings.Replace(string(b), `require = ["launch", "ready_control"]`, `require = ["launch", "ready_control", "semantic"]`, 1)
+	if policy == string(b) {
+		t.Fatal("the world's configuration has no [activation] require line to extend")
+	}
+	must(t, os.WriteFile(w.cfgPath, []byte(policy), 0o644))
+	w.load()
 	w.startProduction()
 	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
 	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)

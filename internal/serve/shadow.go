@@ -69,7 +69,9 @@ func (s *Server) startShadow(ctx context.Context, req control.ShadowStartRequest
 		prof.Name = req.Candidate
 	}
 	prod := s.prod.current()
-	if prof.Name == prod.name || strings.TrimSuffix(prof.BaseURL, "/") == strings.TrimSuffix(prod.prof.BaseURL, "/") {
+	// One server may serve several models (Ollama): the same address with
+	// another model is another backend.
+	if prof.Name == prod.name || (strings.TrimSuffix(prof.BaseURL, "/") == strings.TrimSuffix(prod.prof.BaseURL, "/") && prof.Model == prod.prof.Model) {
 		return nil, http.StatusConflict, fmt.Errorf("backend %s is production: shadow traffic goes to another backend", prof.Name)
 	}
 	if shadow.Remote(prof) && !prof.ShadowRemote {

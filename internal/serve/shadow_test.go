@@ -224,6 +224,16 @@ model = "m"
 	if _, err := r.ctl.ShadowStart(context.Background(), control.ShadowStartRequest{Candidate: "up", Config: shadow.Config{Share: 2}}); err == nil || !strings.Contains(err.Error(), "use a fraction in (0, 1]") {
 		t.Errorf("share 2: %v", err)
 	}
+	// One server may serve several models (Ollama): production's address
+	// with another model is another backend.
+	other := *cfg.Backends["prod"]
+	other.Name, other.Model = "samehost", "other-model"
+	if _, err := r.ctl.ShadowStart(context.Background(), control.ShadowStartRequest{Candidate: "samehost", Effective: &other, Config: shadow.Config{Share: 0.5}}); err != nil {
+		t.Fatalf("production's address with another model: %v", err)
+	}
+	if _, err := r.ctl.ShadowStop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := r.ctl.ShadowStart(context.Background(), control.ShadowStartRequest{Candidate: "up", Config: shadow.Config{Share: 0.5}}); err != nil {
 		t.Fatal(err)
 	}
