@@ -197,33 +197,19 @@ func Check(ctx context.Context, cfg *config.Config, path string, now time.Time, 
 	return q, nil
 }
 
-// consistent refuses evidence whose verdict its own record contradicts
-// (a hand-edited file): a qualified campaign exits 0 (an inconclusive one
-// 5), every gate passed (or was inconclusive, for an inconclusive
-// campaign) or was skipped by the plan, a passed gate carries no
-// failure, and production, when the campaign stopped it, was restored.
+// consistent refuses evidence whose own facts contradict each other (a
+// hand-edited file: evidence.Consistent, the check every command that
+// publishes or acts on evidence shares), and evidence of a campaign that
+// stopped production and did not restore it.
 func consistent(ev *evidence.Evidence) error {
-	hint := "the evidence contradicts its verdict " + ev.Verdict + " (edited by hand?); run the campaign again"
-	code := qualify.ExitQualified
-	if ev.Verdict == evidence.VerdictInconclusive {
-		code = qualify.ExitInconclusive
-	}
-	if ev.ExitCode != code {
-		return refuse("exit_code", "campaign %s exited %d, not %d: %s", ev.ID, ev.ExitCode, code, hint)
-	}
-	for _, g := range ev.Gates {
-		f := "gates[" + g.ID + "]"
-		switch {
-		case g.Status == evidence.StatusNotRun && g.Reason == qualify.ReasonSkipped:
-		case g.Status == evidence.StatusInconclusive && ev.Verdict == evidence.VerdictInconclusive:
-		case g.Status != evidence.StatusPassed:
-			return refuse(f+".status", "gate %s is %q (%s): %s", g.ID, g.Status, g.Reason, hint)
-		case g.Failure != nil:
-			return refuse(f+".failure", "gate %s is passed but carries a failure (%s): %s", g.ID, g.Failure.Error(), hint)
-		}
+	var ie *evidence.InconsistentError
+	if err := ev.Consistent(); errors.As(err, &ie) {
+		return refuse(ie.Field, "campaign %s: %s", ev.ID, ie.Msg)
+	} else if err != nil {
+		return err
 	}
 	if p := ev.Production; p.Stopped && (p.Restored == nil || !p.Restored.OK) {
-		return refuse("production.restored.ok", "campaign %s stopped production and did not restore it: %s", ev.ID, hint)
+		return refuse("production.restored.ok", "campaign %s stopped production and did not restore it; run the campaign again", ev.ID)
 	}
 	return nil
 }

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/signing"
 )
 
@@ -29,8 +32,11 @@ signing breaks it. The document carries its signer's public key: anyone can
 verify it with this command alone, and the output says whether the key is in
 your trust list ('hiro trust').
 
+Evidence whose own facts contradict each other (its verdict, exit code, gate
+statuses and failures: a file edited by hand) is refused first, naming the field.
+
 Exit status: 0 the signature verifies (trusted or not: the output says); 1
-unsigned, or the signature does not verify; 2 bad usage (no such file).`,
+evidence that contradicts itself, unsigned, or the signature does not verify; 2 bad usage (no such file).`,
 		Args: needArgs(1, 1, "the evidence file", "hiro evidence verify .hiro/evidence/demo/<id>/evidence.json"),
 		RunE: func(c *cobra.Command, args []string) error { return runEvidenceVerify(g, args[0]) },
 	})
@@ -41,6 +47,9 @@ func runEvidenceVerify(g *Globals, path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return UsageError(fmt.Errorf("evidence verify: %w", err))
+	}
+	if err := evidenceConsistent(b); err != nil {
+		return FailedError(fmt.Errorf("evidence verify: %s: refused: %w", path, err))
 	}
 	sig, err := signing.Verify(b)
 	if errors.Is(err, signing.ErrUnsigned) {
@@ -58,3 +67,23 @@ func runEvidenceVerify(g *Globals, path string) error {
 	fmt.Fprintf(g.Stdout, "%s: signature verifies\nkey   %s\n      %s\n      %s\n", path, sig.KeyID, sig.PublicKey, trust)
 	return nil
 }
+
+// evidenceConsistent refuses evidence (a document whose schema is
+// hiro.evidence/*) whose own facts contradict each other
+// (evidence.Consistent); other documents (activation records) pass.
+func evidenceConsistent(b []byte) error {
+	var doc struct {
+		Schema string `json:"schema"`
+	}
+	if json.Unmarshal(b, &doc) != nil || !strings.HasPrefix(doc.Schema, evidenceSchemaPrefix) {
+		return nil
+	}
+	ev, err := evidence.Decode(b)
+	if err != nil {
+		return err
+	}
+	return ev.Consistent()
+}
+
+// evidenceSchemaPrefix starts every evidence schema id (evidence.SchemaID).
+const evidenceSchemaPrefix = "hiro.evidence/"

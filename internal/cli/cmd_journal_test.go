@@ -209,3 +209,55 @@ func TestJournalAddSaysNotEvidence(t *testing.T) {
 		}
 	}
 }
+
+// A new user's report: the shipped example evidence (unsigned, its
+// semantic gate failed) edited to read "qualified" was published by
+// 'journal add --trust-unsigned' as "Every gate passed" and 'journal
+// check' said OK. Now journal add and evidence verify refuse it naming
+// exit_code, and journal check flags a published entry whose evidence
+// copy was edited so.
+func TestJournalAndEvidenceVerifyRefuseContradictoryEvidence(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	site := filepath.Join(t.TempDir(), "site")
+	example, err := os.ReadFile(filepath.Join("..", "..", "examples", "gpu", "results", "campaign", "evidence.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(b []byte) []byte {
+		return bytes.Replace(b, []byte(`"verdict": "not_qualified"`), []byte(`"verdict": "qualified"`), 1)
+	}
+	if bytes.Equal(edit(example), example) {
+		t.Fatal(`the example evidence has no "verdict": "not_qualified" to edit`)
+	}
+	edited := filepath.Join(t.TempDir(), "e2.json")
+	os.WriteFile(edited, edit(example), 0o644)
+	code, _, errs := runHiro(t, "journal", "add", "--journal", dir, "--trust-unsigned", edited)
+	if code != ExitUsage || !strings.Contains(errs, "exit_code: 1 contradicts verdict \"qualified\"") {
+		t.Fatalf("journal add of contradictory evidence: exit %d, want %d naming exit_code\n%s", code, ExitUsage, errs)
+	}
+	if code, _, errs = runHiro(t, "evidence", "verify", edited); code != ExitFailed || !strings.Contains(errs, "exit_code") {
+		t.Fatalf("evidence verify of contradictory evidence: exit %d, want %d naming exit_code\n%s", code, ExitFailed, errs)
+	}
+
+	good := filepath.Join(t.TempDir(), "e1.json")
+	os.WriteFile(good, example, 0o644)
+	if code, out, errs := runHiro(t, "journal", "add", "--journal", dir, "--trust-unsigned", good); code != ExitOK {
+		t.Fatalf("journal add of the example: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runHiro(t, "journal", "build", "--journal", dir, "--out", site); code != ExitOK {
+		t.Fatalf("build: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, _ := runHiro(t, "journal", "check", "--journal", dir, "--out", site); code != ExitOK {
+		t.Fatalf("check of the consistent journal: exit %d\n%s", code, out)
+	}
+	copies, _ := filepath.Glob(filepath.Join(dir, "evidence", "*.json"))
+	if len(copies) != 1 {
+		t.Fatalf("journal evidence copies %q, want 1", copies)
+	}
+	b, _ := os.ReadFile(copies[0])
+	os.WriteFile(copies[0], edit(b), 0o644)
+	code, out, _ := runHiro(t, "journal", "check", "--journal", dir, "--out", site)
+	if code != ExitFailed || !strings.Contains(out, "evidence/"+filepath.Base(copies[0])+": exit_code: 1 contradicts") {
+		t.Fatalf("check with the published evidence edited: exit %d, want %d naming exit_code\n%s", code, ExitFailed, out)
+	}
+}

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -218,5 +219,27 @@ func TestPublicWithholdsEnvValuesInEverySentence(t *testing.T) {
 	b, _ := json.Marshal(p.Public())
 	if string(a) != string(b) {
 		t.Errorf("Public is not idempotent:\n%s\n%s", a, b)
+	}
+}
+
+// The evidence hiro wrote (v1 and v2 files kept in testdata) is consistent;
+// the same file edited to read qualified is not, naming exit_code, then
+// with exit_code 0 too, the first failed gate's status.
+func TestConsistent(t *testing.T) {
+	for _, f := range []string{"v1-seed-replay.json", "v2-sample.json"} {
+		e, err := Load(filepath.Join("testdata", f))
+		must(t, err)
+		if err := e.Consistent(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		var ie *InconsistentError
+		e.Verdict = VerdictQualified
+		if err := e.Consistent(); !errors.As(err, &ie) || ie.Field != "exit_code" {
+			t.Errorf("%s edited to qualified: %v, want exit_code", f, err)
+		}
+		e.ExitCode = 0
+		if err := e.Consistent(); !errors.As(err, &ie) || ie.Field != "gates[launch].status" || !strings.Contains(err.Error(), `contradicts verdict "qualified"`) {
+			t.Errorf("%s edited to qualified, exit 0: %v, want gates[launch].status", f, err)
+		}
 	}
 }

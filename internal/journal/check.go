@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
 )
 
 // Structural returns the problems that make a site impossible or wrong:
@@ -64,7 +66,8 @@ type Report struct {
 }
 
 // Check runs every journal check: Structural; published entries changed
-// without a revision note (published.json); and, in the site, that every
+// without a revision note (published.json); entries whose evidence copy in
+// the journal contradicts itself (evidence.Consistent); and, in the site, that every
 // entry and alias has its page and JSON, that each published JSON validates
 // against the entry schema, and that every internal link resolves (file and
 // #fragment). site is a built site to check; when empty,
@@ -112,6 +115,7 @@ func Check(j *Journal, site string) (*Report, error) {
 			return "site " + rel
 		}
 	}
+	r.Problems = append(r.Problems, inconsistentEvidence(j)...)
 	for _, e := range j.Entries {
 		for _, f := range []string{e.Slug + ".html", e.Slug + ".json"} {
 			if !isFile(filepath.Join(site, SiteEntriesDir, f)) {
@@ -138,6 +142,32 @@ func Check(j *Journal, site string) (*Report, error) {
 		r.Problems = append(r.Problems, Problem{where(p.Where), p.Msg})
 	}
 	return r, nil
+}
+
+// inconsistentEvidence returns a problem for each entry whose evidence, a
+// copy inside the journal, does not load or whose own facts contradict each
+// other (evidence.Consistent): a page would publish a verdict its evidence
+// refutes. Evidence behind a URL or missing is not read here (the link
+// check reports a missing file).
+func inconsistentEvidence(j *Journal) []Problem {
+	var probs []Problem
+	for _, e := range j.Entries {
+		if e.Evidence == "" || strings.Contains(e.Evidence, "://") {
+			continue
+		}
+		p := filepath.Join(j.Dir, filepath.FromSlash(e.Evidence))
+		if !isFile(p) {
+			continue
+		}
+		ev, err := evidence.Load(p)
+		if err == nil {
+			err = ev.Consistent()
+		}
+		if err != nil {
+			probs = append(probs, Problem{e.Path, "its evidence " + e.Evidence + ": " + oneLine(err.Error())})
+		}
+	}
+	return probs
 }
 
 func isFile(p string) bool {

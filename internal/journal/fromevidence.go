@@ -76,7 +76,9 @@ type AddOptions struct {
 // signature added without AddOptions.TrustUnsigned.
 var ErrUnsigned = errors.New("unsigned evidence")
 
-// AddFromEvidence reads the public evidence at path, verifies its
+// AddFromEvidence reads the public evidence at path, refuses it when its
+// own facts contradict each other (evidence.Consistent: an
+// *evidence.InconsistentError naming the field, signed or not), verifies its
 // signature (refused when it does not verify, or when it has none unless
 // o.TrustUnsigned; a key not in the trust list is published with a
 // warning: shipped example evidence is signed by a key of its own), records
@@ -100,6 +102,9 @@ func (j *Journal) AddFromEvidence(path string, o AddOptions) (string, error) {
 	ev, err := evidence.Load(path)
 	if err != nil {
 		return "", err
+	}
+	if err := ev.Consistent(); err != nil {
+		return "", fmt.Errorf("%s: refused: %w", path, err)
 	}
 	// Evidence written before check names passed the path step (v1, early
 	// v2) names local folders in its prereq checks ("disk /srv/hiro"): that

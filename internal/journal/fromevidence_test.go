@@ -285,3 +285,90 @@ func TestAddFromEvidenceVerifiesSignature(t *testing.T) {
 		t.Fatalf("entries %d, %d recorded unsigned; want 2, 1", len(j2.Entries), unsignedEntries)
 	}
 }
+
+// editJSON returns the evidence file at path as JSON with edit applied to
+// its decoded form, written to a new public evidence file.
+func editJSON(t *testing.T, path string, edit func(doc map[string]any)) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	edit(doc)
+	if b, err = json.MarshalIndent(doc, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), evidence.PublicFile)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// gateOf returns the gate id of doc's gates.
+func gateOf(doc map[string]any, id string) map[string]any {
+	for _, g := range doc["gates"].([]any) {
+		if g := g.(map[string]any); g["id"] == id {
+			return g
+		}
+	}
+	panic("no gate " + id)
+}
+
+// The shipped example evidence (unsigned, not qualified: its semantic
+// gate failed) is added with TrustUnsigned; each hand edit that makes its
+// facts contradict each other is refused, naming the field, with and
+// without TrustUnsigned and when signed again. Before, a verdict edited to
+// "qualified" over a failed gate was published as "Every gate passed".
+func TestAddRefusesEvidenceThatContradictsItself(t *testing.T) {
+	example := filepath.Join("..", "..", "examples", "gpu", "results", "campaign", "evidence.json")
+	dir := filepath.Join(t.TempDir(), "journal")
+	os.Mkdir(dir, 0o755)
+	j, _ := Load(dir)
+	unsigned := AddOptions{Trust: &signing.Trust{}, TrustUnsigned: true}
+	if _, err := j.AddFromEvidence(example, unsigned); err != nil {
+		t.Fatalf("the consistent example evidence is refused: %v", err)
+	}
+	for _, c := range []struct {
+		field, says string
+		edit        func(doc map[string]any)
+	}{
+		{"exit_code", `contradicts verdict "qualified"`, func(d map[string]any) { d["verdict"] = "qualified" }},
+		{"gates[semantic].status", `contradicts verdict "qualified"`, func(d map[string]any) { d["verdict"], d["exit_code"] = "qualified", 0 }},
+		{"gates[semantic].status", `contradicts verdict "inconclusive"`, func(d map[string]any) { d["verdict"], d["exit_code"] = "inconclusive", 5 }},
+		{"gates[launch].failure", "passed but carries a failure", func(d map[string]any) {
+			gateOf(d, "launch")["failure"] = map[string]any{"class": "engine_died", "phase": "launch", "root_cause": "engine process died", "seconds_since_start": 1}
+		}},
+		{"verdict", "none failed", func(d map[string]any) { gateOf(d, "semantic")["status"] = "passed" }},
+		{"exit_code", "contradicts production.restored.ok false", func(d map[string]any) {
+			d["production"] = map[string]any{"stopped": true, "was_running": true, "config_unchanged": true, "restored": map[string]any{"ok": false, "attempts": 3}}
+		}},
+	} {
+		path := editJSON(t, example, c.edit)
+		var ie *evidence.InconsistentError
+		for _, o := range []AddOptions{unsigned, {Trust: &signing.Trust{}}} {
+			_, err := j.AddFromEvidence(path, o)
+			if o.TrustUnsigned && (!errors.As(err, &ie) || ie.Field != c.field || !strings.Contains(err.Error(), c.says)) {
+				t.Errorf("%s, trusting unsigned: %v, want refused on %s saying %q", c.field, err, c.field, c.says)
+			}
+			if err == nil {
+				t.Errorf("%s: added without --trust-unsigned", c.field)
+			}
+		}
+		ev, err := evidence.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Schema = evidence.SchemaID // upgraded from v1, signed as this hiro writes it
+		if _, err := j.AddFromEvidence(writeEvidence(t, ev), addOpts); !errors.As(err, &ie) || ie.Field != c.field {
+			t.Errorf("%s, signed again: %v, want refused on the field", c.field, err)
+		}
+	}
+	if len(j.Entries) != 1 {
+		t.Errorf("the journal holds %d entries, want only the consistent one", len(j.Entries))
+	}
+}

@@ -42,9 +42,9 @@ const (
 	ExitInconclusive = exitcode.Inconclusive
 )
 
-// ReasonSkipped is the reason of a gate the plan skips (status not_run);
-// later gates still run and the campaign may still qualify.
-const ReasonSkipped = "skipped by plan"
+// ReasonSkipped is the reason of a gate the plan skips (status not_run):
+// package evidence's, whose consistency check reads it.
+const ReasonSkipped = evidence.ReasonSkipped
 
 // Options tune Run.
 type Options struct {
