@@ -14,6 +14,26 @@ import (
 // parent directory if needed. On error the target is untouched and no
 // temporary file is left.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, os.Rename)
+}
+
+// CreateExclusive writes data (mode perm) to path only when nothing is
+// there yet, atomically: a whole file appears or none. When path exists
+// (a file, a symbolic link, anything) the error wraps fs.ErrExist and the
+// existing one is untouched: two writers of one name never overwrite each
+// other (a fully written temporary file is hard-linked to path, which
+// fails when path exists, like O_EXCL).
+func CreateExclusive(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, func(tmp, path string) error {
+		err := os.Link(tmp, path)
+		os.Remove(tmp)
+		return err
+	})
+}
+
+// write writes data to a temporary file beside path, syncs it and puts it
+// in place with place(tmp, path).
+func write(path string, data []byte, perm os.FileMode, place func(tmp, path string) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -42,7 +62,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := place(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	ok = true

@@ -70,6 +70,9 @@ type Entry struct {
 	// path relative to the journal root (e.g. evidence/<file>.json, which
 	// build copies into the site).
 	Evidence string `json:"evidence,omitempty" jsonschema_description:"Public evidence: an http(s) URL or a path relative to the journal root (e.g. evidence/x.json)."`
+	// Campaign is the id of the campaign the entry was made from (journal
+	// add): the identity "already in the journal" is decided by.
+	Campaign string `json:"campaign,omitempty" jsonschema_description:"Id of the campaign whose evidence the entry was made from."`
 	// EvidenceSignature says who signed the evidence the entry was made
 	// from, as verified when it was added (journal add).
 	EvidenceSignature *EvidenceSignature `json:"evidence_signature,omitempty" jsonschema_description:"Who signed the evidence, as verified when the entry was added."`

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/account"
+	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/signing"
@@ -35,7 +38,9 @@ func FromEvidence(ev *evidence.Evidence, ref string) (*Entry, error) {
 	if ev.FinishedAt != nil && !ev.FinishedAt.IsZero() {
 		e.Timestamp = *ev.FinishedAt
 	}
-	e.Timestamp = e.Timestamp.Truncate(time.Second)
+	// Milliseconds kept: two campaigns finishing in the same second are
+	// two instants.
+	e.Timestamp = e.Timestamp.Truncate(time.Millisecond)
 	e.Slug = Slugify(e.Title)
 	if e.Slug == "" {
 		e.Slug = Slugify("campaign " + ev.ID)
@@ -145,29 +150,85 @@ func (j *Journal) AddFromEvidence(path string, o AddOptions) (string, error) {
 		return "", err
 	}
 	e.EvidenceSignature = signer
+	e.Campaign = ev.ID
+	// Two hiro adding at once each see the journal as it was: the entry
+	// and the evidence copy are created exclusively, and a name taken
+	// meanwhile makes this one look again and choose another.
+	base, ts := e.Slug, e.Timestamp
+	for try := 0; ; try++ {
+		e.Slug, e.Timestamp = base, ts
+		rel, err := j.addOnce(e, data)
+		if !errors.Is(err, errNameTaken) || try == 64 {
+			return rel, err
+		}
+		// The other writer may be between its evidence copy and its
+		// entry: let it finish before looking again.
+		time.Sleep(time.Duration(1+rand.IntN(10)) * time.Millisecond)
+		nj, lerr := Load(j.Dir)
+		if lerr != nil {
+			return "", lerr
+		}
+		j.Entries = nj.Entries
+	}
+}
+
+// errNameTaken: a file addOnce meant to create appeared meanwhile.
+var errNameTaken = errors.New("name taken meanwhile")
+
+// addOnce creates the entry of campaign e.Campaign and its evidence copy
+// (data), choosing a timestamp and slug no entry holds. The campaign
+// already in the journal is ErrExists; a name another writer took
+// meanwhile is errNameTaken.
+func (j *Journal) addOnce(e *Entry, data []byte) (string, error) {
+	base := e.Slug
 	for _, o := range j.Entries {
-		if o.Timestamp.Equal(e.Timestamp) {
-			return "", fmt.Errorf("campaign %s (finished %s): %w as %s", ev.ID, e.Timestamp.Format(time.RFC3339), ErrExists, o.Path)
+		// The campaign's id is its identity; entries made before it was
+		// recorded are matched by instant and title.
+		if (o.Campaign != "" && o.Campaign == e.Campaign) || (o.Campaign == "" && o.Timestamp.Equal(e.Timestamp) && o.Title == e.Title) {
+			return "", fmt.Errorf("campaign %s (finished %s): %w as %s", e.Campaign, e.Timestamp.Format(time.RFC3339), ErrExists, o.Path)
 		}
 	}
-	base := e.Slug
-	for _, s := range []string{base, base + "-" + e.Timestamp.UTC().Format("20060102"), base + "-" + e.Timestamp.UTC().Format("20060102-1504")} {
+	// Another campaign finished in the same instant: the next free
+	// millisecond (entries are identified by their timestamp).
+	for taken := true; taken; {
+		taken = false
+		for _, o := range j.Entries {
+			if o.Timestamp.Equal(e.Timestamp) {
+				e.Timestamp, taken = e.Timestamp.Add(time.Millisecond), true
+			}
+		}
+	}
+	candidates := []string{base, base + "-" + e.Timestamp.UTC().Format("20060102"), base + "-" + e.Timestamp.UTC().Format("20060102-1504"), base + "-" + e.Timestamp.UTC().Format("20060102-150405")}
+	for n := 2; n <= 9; n++ {
+		candidates = append(candidates, fmt.Sprintf("%s-%d", base, n))
+	}
+	e.Slug = ""
+	for _, s := range candidates {
 		if len(s) <= MaxSlugLen && j.Find(s) == nil {
 			e.Slug = s
 			break
 		}
 	}
-	e.Evidence = EvidenceDir + "/" + strings.TrimSuffix(e.FileName(), ".json") + ".json"
+	if e.Slug == "" {
+		return "", fmt.Errorf("campaign %s: %w: every slug of %q is taken; retitle the plan", e.Campaign, ErrExists, e.Title)
+	}
+	e.Evidence = EvidenceDir + "/" + e.FileName()
 	dst := filepath.Join(j.Dir, filepath.FromSlash(e.Evidence))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", fmt.Errorf("journal evidence folder: %w", err)
 	}
-	if err := writeFileAtomic(dst, data); err != nil {
+	if err := atomicfile.CreateExclusive(dst, data, 0o644); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", errNameTaken
+		}
 		return "", err
 	}
 	rel, err := j.Create(e)
 	if err != nil {
 		os.Remove(dst)
+		if errors.Is(err, fs.ErrExist) {
+			return "", errNameTaken
+		}
 		return "", err
 	}
 	return rel, nil

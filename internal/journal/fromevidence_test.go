@@ -3,9 +3,11 @@ package journal
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,6 +166,7 @@ func TestAddFromEvidence(t *testing.T) {
 
 	// Another campaign with the same title gets a dated slug.
 	ev := seedEvidence()
+	ev.ID += "-next-day"
 	later := ev.FinishedAt.Add(24 * time.Hour)
 	ev.FinishedAt = &later
 	rel2, err := j.AddFromEvidence(writeEvidence(t, ev), addOpts)
@@ -270,6 +273,7 @@ func TestAddFromEvidenceVerifiesSignature(t *testing.T) {
 	}
 	later := ev.FinishedAt.Add(time.Hour)
 	ev.FinishedAt = &later
+	ev.ID += "-later"
 	b, _ = json.MarshalIndent(ev, "", "  ")
 	os.WriteFile(unsigned, b, 0o644)
 	if _, err := j2.AddFromEvidence(unsigned, AddOptions{Trust: tr, TrustUnsigned: true}); err != nil {
@@ -370,5 +374,77 @@ func TestAddRefusesEvidenceThatContradictsItself(t *testing.T) {
 	}
 	if len(j.Entries) != 1 {
 		t.Errorf("the journal holds %d entries, want only the consistent one", len(j.Entries))
+	}
+}
+
+// Two campaigns finishing in the same second are two entries: before,
+// the entry's identity was the second alone and the second campaign was
+// refused as "already in the journal" under the other's entry. The same
+// campaign added again is refused naming its entry; eight hiro adding
+// eight such campaigns at once (each with the journal as it was) make
+// eight entries and eight evidence copies, none overwritten.
+func TestCampaignsFinishingInOneSecondAreTwoEntries(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	os.Mkdir(dir, 0o755)
+	j, _ := Load(dir)
+	first := seedEvidence()
+	second := seedEvidence()
+	second.ID = first.ID + "-b"
+	at := first.FinishedAt.Add(400 * time.Millisecond)
+	second.FinishedAt = &at
+	p1, p2 := writeEvidence(t, first), writeEvidence(t, second)
+	r1, err := j.AddFromEvidence(p1, addOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := j.AddFromEvidence(p2, addOpts)
+	if err != nil || r1 == r2 {
+		t.Fatalf("second campaign of the same second: %s, %v (first %s)", r2, err, r1)
+	}
+	if _, err := j.AddFromEvidence(p2, addOpts); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), second.ID) {
+		t.Fatalf("the same campaign again: %v", err)
+	}
+
+	race := filepath.Join(t.TempDir(), "journal")
+	os.Mkdir(race, 0o755)
+	var paths []string
+	for i := 0; i < 8; i++ {
+		ev := seedEvidence()
+		ev.ID = fmt.Sprintf("%s-%d", ev.ID, i)
+		paths = append(paths, writeEvidence(t, ev))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(paths))
+	for i, p := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rj, err := Load(race)
+			if err == nil {
+				_, err = rj.AddFromEvidence(p, addOpts)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("adder %d: %v", i, err)
+		}
+	}
+	rj, err := Load(race)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies, _ := os.ReadDir(filepath.Join(race, EvidenceDir))
+	campaigns := map[string]bool{}
+	for _, e := range rj.Entries {
+		campaigns[e.Campaign] = true
+	}
+	if len(rj.Entries) != 8 || len(campaigns) != 8 || len(copies) != 8 {
+		t.Fatalf("%d entries of %d campaigns, %d evidence copies; want 8 of each", len(rj.Entries), len(campaigns), len(copies))
+	}
+	if r, err := Check(rj, ""); err != nil || len(r.Problems) > 0 {
+		t.Fatalf("check: %v\n%s", err, problemText(r))
 	}
 }

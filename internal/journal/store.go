@@ -232,13 +232,15 @@ func (j *Journal) Create(e *Entry) (string, error) {
 	}
 	rel := EntriesDir + "/" + e.FileName()
 	path := filepath.Join(j.Dir, EntriesDir, e.FileName())
-	if _, err := os.Stat(path); err == nil {
-		return "", fmt.Errorf("%s: %w", path, ErrExists)
-	}
 	if err := os.MkdirAll(filepath.Join(j.Dir, EntriesDir), 0o755); err != nil {
 		return "", fmt.Errorf("create journal: %w", err)
 	}
-	if err := writeFileAtomic(path, data); err != nil {
+	// Created exclusively: an entry another hiro wrote meanwhile under
+	// this name is never replaced.
+	if err := atomicfile.CreateExclusive(path, data, 0o644); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("%s: %w (%w)", path, ErrExists, fs.ErrExist)
+		}
 		return "", err
 	}
 	j.Entries = append(j.Entries, &Stored{Entry: *e, Path: rel})
