@@ -251,7 +251,9 @@ func run(ctx context.Context, cfg *config.Config, rec *production.Record, old, n
 	defer hold.Release()
 	s.intent = &production.Intent{Config: cfg.Path, Kind: rec.Kind, From: rec.From, To: rec.To, Router: opts.Router != nil, PID: os.Getpid(), StartedAt: rec.StartedAt}
 	if opts.Router != nil && exclusive {
-		s.intent.Handover = fmt.Sprintf("%s-%d-%d", rec.Kind, os.Getpid(), rec.StartedAt.UnixMilli())
+		// The name clients are told (a 503's reason): the kind and when,
+		// never a pid (serve's clientReason names it an activation).
+		s.intent.Handover = rec.Kind + "-" + rec.StartedAt.UTC().Format("20060102T150405.000Z")
 	}
 	if err := production.WriteIntent(s.intent); err != nil {
 		return nil, err

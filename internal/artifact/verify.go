@@ -206,12 +206,12 @@ func Verify(ctx context.Context, manifestPath, dir string, opts VerifyOptions) (
 }
 
 // Summary returns one line describing the report, e.g.
-// "artifact ok: 4 files, 15.0 GiB, org/name@49ec31e…, sha256:…" or
+// "artifact ok in /models/x: 4 files, 15.0 GiB, org/name@49ec31e…, sha256:…" or
 // "artifact drift in /models/x: 1 missing, 2 changed, 0 extra" (the
 // directory quoted as a shell word when it needs quotes).
 func (r *Report) Summary() string {
 	if r.OK {
-		return fmt.Sprintf("artifact ok: %d files, %s, %s@%s, %s", r.Files, HumanBytes(r.Bytes), r.Repo, r.Revision, r.Digest)
+		return fmt.Sprintf("artifact ok in %s: %d files, %s, %s@%s, %s", shellquote.Quote(filepath.Clean(r.Dir)), r.Files, HumanBytes(r.Bytes), r.Repo, r.Revision, r.Digest)
 	}
 	return fmt.Sprintf("artifact drift in %s: %s", shellquote.Quote(filepath.Clean(r.Dir)), r.DriftCounts())
 }

@@ -239,8 +239,9 @@ func TestVerifyBadInput(t *testing.T) {
 }
 
 func TestSummary(t *testing.T) {
-	r := &Report{OK: true, Files: 4, Bytes: 15 << 30, Repo: testRepo, Revision: testRev, Digest: "sha256:ab"}
-	if got := r.Summary(); got != "artifact ok: 4 files, 15.0 GiB, acme/tiny-model@"+testRev+", sha256:ab" {
+	r := &Report{OK: true, Files: 4, Bytes: 15 << 30, Repo: testRepo, Revision: testRev, Digest: "sha256:ab", Dir: "/models/tiny model/"}
+	// The folder verified is named (quoted as a shell word).
+	if got := r.Summary(); got != "artifact ok in '/models/tiny model': 4 files, 15.0 GiB, acme/tiny-model@"+testRev+", sha256:ab" {
 		t.Errorf("summary = %q", got)
 	}
 	r = &Report{Dir: "/m", Missing: []string{"a"}, Changed: []Change{{}, {}}, Extra: []string{}}

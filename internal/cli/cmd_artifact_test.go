@@ -51,7 +51,7 @@ func TestArtifactPinAndVerifyExitCodes(t *testing.T) {
 	}
 
 	code, stdout, stderr = runArtifactCLI(t, "artifact", "verify", out)
-	if code != ExitOK || stderr != "" || !strings.Contains(stdout, "artifact ok: 3 files") || !strings.Contains(stdout, m.Digest) {
+	if code != ExitOK || stderr != "" || !strings.Contains(stdout, "artifact ok in ") || !strings.Contains(stdout, ": 3 files") || !strings.Contains(stdout, m.Digest) {
 		t.Fatalf("verify clean: %d %q %q", code, stdout, stderr)
 	}
 

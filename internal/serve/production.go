@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -275,9 +276,18 @@ func clientReason(name string, st control.State, last *failure.Failure, campaign
 	why := fmt.Sprintf("production %s is %s", name, st)
 	switch st {
 	case control.StateHandedOver:
-		why += " to a qualification campaign"
-		if campaign != "" {
-			why += " (" + campaign + ")"
+		// An activation or rollback hands production over under its
+		// kind and start time (package activation); anything else is a
+		// campaign's id.
+		switch {
+		case strings.HasPrefix(campaign, "activate-"):
+			why += " to an activation (started " + strings.TrimPrefix(campaign, "activate-") + ")"
+		case strings.HasPrefix(campaign, "rollback-"):
+			why += " to a rollback (started " + strings.TrimPrefix(campaign, "rollback-") + ")"
+		case campaign != "":
+			why += " to a qualification campaign (" + campaign + ")"
+		default:
+			why += " to a qualification campaign"
 		}
 	case control.StateRestarting, control.StateDown:
 		if last != nil && last.Class != "" {
