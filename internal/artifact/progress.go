@@ -3,7 +3,6 @@ package artifact
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -15,11 +14,12 @@ import (
 // nil otherwise, so that nothing extra is written to a pipe or a log file.
 // description prefixes the bar, e.g. "hashing".
 func TerminalProgress(w io.Writer, description string) Progress {
-	f, ok := w.(*os.File)
+	// A file, or a writer onto one (hiro's redacting stdout and stderr).
+	f, ok := w.(interface{ Fd() uintptr })
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return &barProgress{w: f, desc: description}
+	return &barProgress{w: w, desc: description}
 }
 
 // barProgress adapts github.com/schollz/progressbar/v3 to Progress. The bar

@@ -134,7 +134,7 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		return UsageError(fmt.Errorf("qualify: %w", err))
 	}
 	terminal := false
-	if f, ok := g.Stderr.(*os.File); ok {
+	if f, ok := g.Stderr.(interface{ Fd() uintptr }); ok {
 		terminal = term.IsTerminal(int(f.Fd()))
 	}
 	out, err := qualify.Run(c.Context(), plan, cfg, qualify.Options{Progress: g.Stderr, Terminal: terminal, EvidenceDir: o.Out, NoPreflight: o.NoPreflight, HostFacts: facts, Host: hostFingerprint(c.Context(), append([]string{cfg.StateDir}, cfg.DiskPaths...))})

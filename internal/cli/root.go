@@ -253,7 +253,16 @@ type InterruptError struct{ Signal string }
 func (e *InterruptError) Error() string { return "interrupted by " + e.Signal }
 
 // Run is Main with explicit context and writers, for tests.
+//
+// Everything the command prints passes through the one redaction
+// (redact.Writer: registered secrets, bearer keys, token shapes; paths
+// kept), so an engine's failure line or an error quoting a key never
+// reaches a terminal or a CI log in clear.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	rout, rerr := redact.NewWriter(stdout), redact.NewWriter(stderr)
+	defer rerr.Flush()
+	defer rout.Flush()
+	stdout, stderr = rout, rerr
 	g := &Globals{Stdout: stdout, Stderr: stderr}
 	// Endpoint warnings (a key over plain http, a key file others can
 	// read) go to this run's stderr, once each per run: a line, or under

@@ -2,7 +2,6 @@ package extract
 
 import (
 	"io"
-	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -13,11 +12,12 @@ import (
 // w when w is an *os.File open on a terminal, and nil otherwise, so that
 // nothing extra reaches a pipe or a log file.
 func TerminalProgress(w io.Writer) Progress {
-	f, ok := w.(*os.File)
+	// A file, or a writer onto one (hiro's redacting stdout and stderr).
+	f, ok := w.(interface{ Fd() uintptr })
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return &barProgress{w: f}
+	return &barProgress{w: w}
 }
 
 // barProgress adapts github.com/schollz/progressbar/v3; Add is safe for
