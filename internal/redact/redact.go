@@ -189,14 +189,18 @@ var (
 // PGPASSWORD, MYSQL_PWD), or two consecutive words are "api key", "access
 // key", "private key". HF_TOKEN, OPENAI_API_KEY, DB_PASS, PGPASSWORD,
 // MYSQL_PWD, --hf-token and 'api_key' are; --max-tokens, --tokenizer,
-// TOKENIZERS_PARALLELISM and the shell's working directory PWD (a path)
-// are not.
+// TOKENIZERS_PARALLELISM, a rate or size per token (kv_bytes_per_token:
+// the word after "per" is a unit) and the shell's working directory PWD (a
+// path) are not.
 func SecretName(name string) bool {
 	words := splitWords(name)
 	if len(words) == 1 && words[0] == "pwd" {
 		return false // the shell's working directory
 	}
 	for i, w := range words {
+		if i > 0 && words[i-1] == "per" {
+			continue // a rate or a size: kv_bytes_per_token, cost_per_token
+		}
 		if secretWords[w] {
 			return true
 		}

@@ -125,7 +125,7 @@ func TestSecretName(t *testing.T) {
 			t.Errorf("SecretName(%q) = false, want true", name)
 		}
 	}
-	for _, name := range []string{"PWD", "OLDPWD_DIR", "--max-tokens", "--tokenizer", "TOKENIZERS_PARALLELISM", "PASSTHROUGH",
+	for _, name := range []string{"PWD", "OLDPWD_DIR", "--max-tokens", "kv_bytes_per_token", "cost_per_token", "--tokenizer", "TOKENIZERS_PARALLELISM", "PASSTHROUGH",
 		"CUDA_VISIBLE_DEVICES", "USER", "BYPASS_CACHE"} {
 		if SecretName(name) {
 			t.Errorf("SecretName(%q) = true, want false", name)
