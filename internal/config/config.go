@@ -603,6 +603,9 @@ func (c *Config) validate() Errors {
 	if len(c.Backends) == 0 {
 		add("backends", "no backend profiles; add at least one [backends.NAME] table with engine, command, port and model")
 	}
+	// One rule per value type (durations, floats) over every key; each
+	// profile gets the same walk in its own validate.
+	CheckValues(c, "", add, "backends")
 	for _, name := range c.BackendNames() {
 		p := c.Backends[name]
 		k := "backends." + name
@@ -625,9 +628,6 @@ func (c *Config) validate() Errors {
 	}
 	es = append(es, c.ValidateServe()...)
 	es = append(es, c.validateActivation()...)
-	if c.Production.MaxEvidenceAge.Duration < 0 {
-		add("production.max_evidence_age", "must be positive, got %s; write it like \"168h\"", c.Production.MaxEvidenceAge.Duration)
-	}
 	// Two managed profiles on one port conflict only when run together;
 	// a campaign stops production first, so this is not an error here.
 	return es
@@ -661,6 +661,7 @@ func (p *Profile) validate(file, k string) Errors {
 	add := func(key, format string, a ...any) {
 		es = append(es, &Error{File: file, Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
+	CheckValues(p, k, add)
 	if p.Engine == "" {
 		add(k+".engine", "missing; set one of %s", strings.Join(EngineKinds(), ", "))
 	} else if !contains(EngineKinds(), p.Engine) {
@@ -711,9 +712,6 @@ func (p *Profile) validate(file, k string) Errors {
 			add(fmt.Sprintf("%s.inherit_env[%d]", k, i), "invalid environment variable name %q", name)
 		}
 	}
-	if p.ReadyTimeout.Duration < 0 || p.StallTimeout.Duration < 0 || p.StopGrace.Duration < 0 {
-		add(k, "timeouts must be positive")
-	}
 	if p.StallTimeout.Duration > p.ReadyTimeout.Duration {
 		add(k+".stall_timeout", "%s is longer than ready_timeout %s; the stall timeout must fit under the hard ready timeout", p.StallTimeout.Duration, p.ReadyTimeout.Duration)
 	}
@@ -732,9 +730,6 @@ func (p *Profile) validate(file, k string) Errors {
 	o := p.Overload
 	if o.MaxRetries < 0 || o.MaxRetries > 100 {
 		add(k+".overload.max_retries", "%d: use 0 (no retries) to 100", o.MaxRetries)
-	}
-	if o.InitialInterval.Duration < 0 || o.MaxInterval.Duration < 0 || o.MaxElapsed.Duration < 0 {
-		add(k+".overload", "intervals and max_elapsed must be positive")
 	}
 	if o.MaxInterval.Duration > 0 && o.InitialInterval.Duration > o.MaxInterval.Duration {
 		add(k+".overload.initial_interval", "%s is longer than max_interval %s", o.InitialInterval.Duration, o.MaxInterval.Duration)

@@ -88,8 +88,9 @@ type Serve struct {
 	TLSKey  string `toml:"tls_key" json:"tls_key,omitempty"`
 	// HealthInterval and CanaryInterval: see the defaults; 0 (or unset)
 	// means the default, not "never".
-	HealthInterval Duration `toml:"health_interval" json:"health_interval"`
-	CanaryInterval Duration `toml:"canary_interval" json:"canary_interval"`
+	// Each at least 100ms: a poll loop, not a spin (CheckValues).
+	HealthInterval Duration `toml:"health_interval" json:"health_interval" floor:"100ms"`
+	CanaryInterval Duration `toml:"canary_interval" json:"canary_interval" floor:"100ms"`
 	// RestartBudget restarts of production in RestartWindow at most;
 	// 0 (or unset) means the default (DefaultServeRestartBudget), as 0
 	// does for RestartWindow.

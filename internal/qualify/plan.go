@@ -205,6 +205,17 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 	add := func(key, format string, a ...any) {
 		es = append(es, &PlanError{File: p.Path, Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
+	// The configuration's one rule per value type, on every key of the
+	// plan and of each gate's section.
+	config.CheckValues(p, "", add)
+	for i, g := range p.Gates {
+		k := fmt.Sprintf("gates[%d]", i)
+		if g.ID != "" {
+			k = "gates[" + g.ID + "]"
+		}
+		config.CheckValues(g, k, add)
+		config.CheckValues(g.Gate, k, add)
+	}
 	if strings.TrimSpace(p.Title) == "" {
 		add("title", "missing; give the campaign a title (it heads the evidence and the report)")
 	}
