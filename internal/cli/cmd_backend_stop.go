@@ -88,7 +88,8 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 	rep := backendStopReport{Name: name, Record: &st}
 	if st.Status == supervisor.StatusStale {
 		rep.Stale = true
-	} else {
+	}
+	if !rep.Stale || sr.Leftovers > 0 {
 		rep.Stop = &sr
 	}
 	if g.JSON {
@@ -97,6 +98,22 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 		}
 	}
 	switch {
+	case rep.Stale && sr.Leftovers > 0:
+		if !g.JSON {
+			how := "gracefully (SIGTERM)"
+			if sr.Killed {
+				how = "with SIGKILL after the grace period"
+			}
+			fmt.Fprintf(g.Stdout, "%s: not running: stale record removed (%s); stopped %s of group %d %s\n",
+				name, st.Reason, leftoverWords(sr.Leftovers), st.PGID, how)
+			if sr.Leak != nil {
+				printFailure(g, name, sr.Leak)
+			}
+		}
+		if sr.Leak != nil {
+			return Silent(ExitFailed)
+		}
+		return nil
 	case rep.Stale:
 		if !g.JSON {
 			fmt.Fprintf(g.Stdout, "%s: not running: stale record removed (%s); nothing was signalled\n", name, st.Reason)
@@ -116,4 +133,12 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 		fmt.Fprintf(g.Stdout, "%s: stopped %s in %d ms (pid %d); port %d free, no process of group %d left\n", name, how, sr.DurationMS, st.PID, st.Port, st.PGID)
 	}
 	return nil
+}
+
+// leftoverWords says n leftover processes: "1 leftover process".
+func leftoverWords(n int) string {
+	if n == 1 {
+		return "1 leftover process"
+	}
+	return fmt.Sprintf("%d leftover processes", n)
 }

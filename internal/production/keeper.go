@@ -101,13 +101,16 @@ func (k Keeper) Look(prof *config.Profile) (Found, supervisor.RecordStatus) {
 }
 
 // DropStale removes prof's record when it is stale and returns it (ok
-// false when there was none to drop).
-func (k Keeper) DropStale(prof *config.Profile) (supervisor.RecordStatus, bool, error) {
+// false when there was none to drop), first stopping the members of its
+// group that outlived the dead leader and are provably hiro's
+// (supervisor.Leftovers); the stop's account is returned with it.
+func (k Keeper) DropStale(prof *config.Profile) (supervisor.RecordStatus, supervisor.StopResult, bool, error) {
 	f, st := k.Look(prof)
 	if f != FoundStale {
-		return st, false, nil
+		return st, supervisor.StopResult{}, false, nil
 	}
-	return st, true, supervisor.RemoveRecord(k.StateDir, prof.Name)
+	_, sr := supervisor.StopRecord(context.Background(), k.StateDir, st.Record, 0)
+	return st, sr, true, supervisor.RemoveRecord(k.StateDir, prof.Name)
 }
 
 // Adopt marks the recorded process st (FoundOwn, proven ready by the
@@ -145,20 +148,21 @@ func (k Keeper) StartDetached(ctx context.Context, prof *config.Profile, opts su
 }
 
 // Stop stops prof's recorded process; a profile with no running record
-// (or an unmanaged one) is already stopped. A stop that leaves processes
-// behind is an error naming the root cause.
+// (or an unmanaged one) is already stopped; a stale record's leftovers
+// (supervisor.Leftovers) are stopped. A stop that leaves processes behind
+// is an error naming the root cause.
 func (k Keeper) Stop(ctx context.Context, prof *config.Profile) error {
 	if prof.Unmanaged {
 		return nil
 	}
-	st, sr, err := supervisor.StopRecorded(ctx, k.StateDir, prof.Name, 0)
+	_, sr, err := supervisor.StopRecorded(ctx, k.StateDir, prof.Name, 0)
 	if err != nil {
 		if errors.Is(err, supervisor.ErrNoRecord) {
 			return nil
 		}
 		return err
 	}
-	if st.Status == supervisor.StatusRunning && sr.Leak != nil {
+	if sr.Leak != nil {
 		return fmt.Errorf("stopping %s left processes behind: %s", prof.Name, sr.Leak.RootCause)
 	}
 	return nil
@@ -171,7 +175,11 @@ func (k Keeper) Stop(ctx context.Context, prof *config.Profile) error {
 // process of hiro's is verified, never started twice). One already
 // running and recorded is not started again.
 func (k Keeper) StartVerified(ctx context.Context, prof *config.Profile, attempt string) *Verification {
-	if f, _ := k.Look(prof); f != FoundOwn && f != FoundForeign && f != FoundUnmanaged {
+	if f, st := k.Look(prof); f != FoundOwn && f != FoundForeign && f != FoundUnmanaged {
+		if f == FoundStale {
+			// What outlived its dead leader would keep the port (and VRAM).
+			supervisor.StopRecord(context.WithoutCancel(ctx), k.StateDir, st.Record, 0)
+		}
 		_ = supervisor.RemoveRecord(k.StateDir, prof.Name)
 		res, err := k.StartDetached(ctx, prof, supervisor.Options{Attempt: attempt})
 		if err != nil {

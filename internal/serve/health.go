@@ -55,8 +55,11 @@ func (p *prodCtl) checkHealth(ctx context.Context) {
 				p.failed(ctx, adoptedDeath(rec), "health")
 				return
 			}
-			p.adopted = nil
-			p.pid.Store(0)
+			// What outlived the dead leader (an engine's runner, holding
+			// the port and VRAM) is stopped before the restart.
+			if sr := p.stopAny(ctx); sr != nil && sr.Leftovers > 0 {
+				p.s.event("leftovers_stopped", map[string]any{"backend": p.name(), "pid": rec.PID, "stop": sr})
+			}
 			p.failed(ctx, adoptedDeath(rec), "death")
 			return
 		}

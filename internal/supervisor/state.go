@@ -36,6 +36,9 @@ type Record struct {
 	// StartTicks is the process start time from /proc/PID/stat (clock
 	// ticks since boot): a pid reused by another process has another.
 	StartTicks uint64 `json:"start_ticks"`
+	// SID is the leader's session id at start (0 in older records): the
+	// group's surviving members share it (see Leftovers).
+	SID int `json:"sid,omitempty"`
 	// Port and BaseURL the engine serves on.
 	Port    int    `json:"port"`
 	BaseURL string `json:"base_url"`
@@ -95,7 +98,7 @@ func (p *Process) Record() Record {
 		ProfileHash: p.profile.Hash(), StopGraceMS: p.profile.StopGrace.Milliseconds(), StartedAt: p.startedAt, ReadyAt: time.Now(),
 	}
 	if s, err := procfs.ReadStat(r.PID); err == nil {
-		r.StartTicks = s.StartTicks
+		r.StartTicks, r.SID = s.StartTicks, s.SID
 	}
 	return r
 }
@@ -206,6 +209,9 @@ func checkRecord(stateDir string, r Record) RecordStatus {
 	}
 	if st.Status == StatusRunning {
 		st.ProcessesInGroup = len(procfs.GroupMembers(r.PGID))
+	} else if n := len(Leftovers(r)); n > 0 {
+		st.ProcessesInGroup = n
+		st.Reason += fmt.Sprintf("; %s of its process group %d outlived it", ProcessCount(n), r.PGID)
 	}
 	return st
 }
@@ -224,16 +230,19 @@ func RemoveRecord(stateDir, name string) error {
 // start time, process group); the record file is removed only when it
 // still names r's pid, so a record another hiro wrote since (sharing
 // stateDir) is neither acted on nor removed. A process that is gone is
-// not signalled: the returned status says stale. grace <= 0 uses the
-// recorded stop grace.
+// not signalled: the returned status says stale, and the members of its
+// group that outlived it and are provably hiro's (Leftovers) are stopped
+// (StopResult.Leftovers counts them). grace <= 0 uses the recorded stop
+// grace.
 func StopRecord(ctx context.Context, stateDir string, r Record, grace time.Duration) (RecordStatus, StopResult) {
 	st := checkRecord(stateDir, r)
-	if st.Status != StatusRunning {
-		removeRecordIfOurs(stateDir, r.Name, r.PID)
-		return st, StopResult{}
-	}
 	if grace <= 0 {
 		grace = time.Duration(r.StopGraceMS) * time.Millisecond
+	}
+	if st.Status != StatusRunning {
+		res := stopLeftovers(ctx, r, grace)
+		removeRecordIfOurs(stateDir, r.Name, r.PID)
+		return st, res
 	}
 	res := stopGroup(ctx, r.PGID, r.Port, grace, r.StartedAt, nil)
 	removeRecordIfOurs(stateDir, r.Name, r.PID)
@@ -250,20 +259,23 @@ func removeRecordIfOurs(stateDir, name string, pid int) {
 // StopRecorded stops a backend an earlier hiro started and recorded:
 // the same SIGTERM, grace, SIGKILL sequence and the same proof as
 // (*Process).Stop, watching the process through /proc (it is not this
-// hiro's child). grace <= 0 uses the recorded stop grace. A stale record
-// is not acted on: no signal is sent, the record is removed, and the
-// returned status says stale. The record is removed after a stop when it
-// still names the stopped process.
+// hiro's child). grace <= 0 uses the recorded stop grace. A stale
+// record's process is not signalled: the record is removed, the returned
+// status says stale, and only the members of its group that outlived the
+// leader and are provably hiro's (Leftovers) are stopped, each by itself
+// (StopResult.Leftovers counts them). The record is removed after a stop
+// when it still names the stopped process.
 func StopRecorded(ctx context.Context, stateDir, name string, grace time.Duration) (RecordStatus, StopResult, error) {
 	st, err := Status(stateDir, name)
 	if err != nil {
 		return st, StopResult{}, err
 	}
-	if st.Status != StatusRunning {
-		return st, StopResult{}, RemoveRecord(stateDir, name)
-	}
 	if grace <= 0 {
 		grace = time.Duration(st.StopGraceMS) * time.Millisecond
+	}
+	if st.Status != StatusRunning {
+		res := stopLeftovers(ctx, st.Record, grace)
+		return st, res, RemoveRecord(stateDir, name)
 	}
 	res := stopGroup(ctx, st.PGID, st.Port, grace, st.StartedAt, nil)
 	// Only the stopped process's record: a router that saw it gone may

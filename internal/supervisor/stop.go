@@ -41,6 +41,10 @@ type StopResult struct {
 	// Leak is a shutdown_leak failure: processes of the group still alive
 	// or the port still held (Detail: "pids", "port", "port_holders").
 	Leak *failure.Failure `json:"leak,omitempty"`
+	// Leftovers counts the processes of a stale record's group that
+	// outlived its dead leader, proven hiro's (see Leftovers), which this
+	// stop signalled (AlreadyExited is then true: the leader was gone).
+	Leftovers int `json:"leftovers,omitempty"`
 	// Err is a harness error (e.g. permission denied signalling).
 	Err string `json:"error,omitempty"`
 }
@@ -122,8 +126,15 @@ func stopGroup(ctx context.Context, pgid, port int, grace time.Duration, started
 		tick.Stop()
 	}
 
-	// Proof: no process of the group, and the port is free.
-	left := procfs.GroupMembers(pgid)
+	proveStopped(&r, pgid, port, procfs.GroupMembers(pgid), startedAt)
+	r.DurationMS = time.Since(start).Milliseconds()
+	return r
+}
+
+// proveStopped checks what a stop must leave: no process of the group
+// (left: those still alive) and the port free (within portSettle), else
+// r.Leak is the shutdown_leak failure.
+func proveStopped(r *StopResult, pgid, port int, left []procfs.Stat, startedAt time.Time) {
 	var holders []procfs.Stat
 	if port > 0 {
 		settle := time.Now().Add(portSettle)
@@ -145,8 +156,6 @@ func stopGroup(ctx context.Context, pgid, port int, grace time.Duration, started
 	if len(left) > 0 || !r.PortFree {
 		r.Leak = leakFailure(pgid, port, left, holders, r.PortFree, time.Since(startedAt))
 	}
-	r.DurationMS = time.Since(start).Milliseconds()
-	return r
 }
 
 // leakFailure builds the shutdown_leak failure: the pids left in the
