@@ -100,12 +100,8 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 	switch {
 	case rep.Stale && sr.Leftovers > 0:
 		if !g.JSON {
-			how := "gracefully (SIGTERM)"
-			if sr.Killed {
-				how = "with SIGKILL after the grace period"
-			}
 			fmt.Fprintf(g.Stdout, "%s: not running: stale record removed (%s); stopped %s of group %d %s\n",
-				name, st.Reason, leftoverWords(sr.Leftovers), st.PGID, how)
+				name, st.Reason, leftoverWords(sr.Leftovers), st.PGID, stopHow(sr))
 			if sr.Leak != nil {
 				printFailure(g, name, sr.Leak)
 			}
@@ -126,10 +122,7 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 		return Silent(ExitFailed)
 	}
 	if !g.JSON {
-		how := "gracefully (SIGTERM)"
-		if sr.Killed {
-			how = "with SIGKILL after the grace period"
-		}
+		how := stopHow(sr)
 		fmt.Fprintf(g.Stdout, "%s: stopped %s in %d ms (pid %d); port %d free, no process of group %d left\n", name, how, sr.DurationMS, st.PID, st.Port, st.PGID)
 	}
 	return nil
@@ -141,4 +134,12 @@ func leftoverWords(n int) string {
 		return "1 leftover process"
 	}
 	return fmt.Sprintf("%d leftover processes", n)
+}
+
+// stopHow says how a stop ended its processes.
+func stopHow(sr supervisor.StopResult) string {
+	if sr.Killed {
+		return "with SIGKILL after the grace period"
+	}
+	return "gracefully (SIGTERM)"
 }
