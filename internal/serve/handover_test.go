@@ -66,8 +66,10 @@ func TestRestartHoldsLease(t *testing.T) {
 	}
 	r := startRouter(t, cfg, nil)
 	st := r.waitState(t, control.StateReady, 20*time.Second)
-	// The lease is the router's only while it starts production.
-	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key)
+	// The lease is the router's only while it starts production: the start
+	// publishes "ready" a moment before it releases the lease, so a
+	// refusal naming the start is retried until the start has ended.
+	h, err := acquireAfterStart(dir, key, 5*time.Second)
 	if err != nil {
 		t.Fatalf("the router holds production's lease while serving: %v", err)
 	}
@@ -241,5 +243,21 @@ access_log = "off"
 	r.waitState(t, control.StateReady, 20*time.Second)
 	if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
 		t.Errorf("after its owner started it again: %d %s", code, body)
+	}
+}
+
+// acquireAfterStart takes production's lease as 'hiro backend start'
+// would, retrying while the holder is the router's own start ('hiro serve
+// (start)'), for at most wait; any other refusal is returned at once.
+func acquireAfterStart(dir, key string, wait time.Duration) (*lease.Hold, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key)
+		var held *lease.HeldError
+		if err == nil || !errors.As(err, &held) || held.Holder == nil ||
+			held.Holder.Command != "hiro serve (start)" || time.Now().After(deadline) {
+			return h, err
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
