@@ -9,6 +9,7 @@ package private
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -44,6 +45,29 @@ func Check(path string, fi os.FileInfo) error {
 		return fmt.Errorf("%s may be written by others (mode %v): hiro does not act on it; chmod go-w %s", path, perm, shellquote.Quote(path))
 	}
 	return nil
+}
+
+// ReadFile reads the file at path after check (Check when nil) has
+// accepted what the open file is, so a file swapped between the check
+// and the read is never the one read. Errors: the open's, check's, the
+// read's.
+func ReadFile(path string, check func(path string, fi os.FileInfo) error) ([]byte, error) {
+	if check == nil {
+		check = Check
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := check(path, fi); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
 }
 
 // CheckPath is Check for a path (following symbolic links).

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -433,21 +432,7 @@ func Rewrite(r *Record) error {
 // readPrivate reads a record or intent that passes private.Check (owned by
 // this user, written by no one else): one planted by another user is
 // refused, never acted on.
-func readPrivate(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if err := private.Check(path, fi); err != nil {
-		return nil, err
-	}
-	return io.ReadAll(f)
-}
+func readPrivate(path string) ([]byte, error) { return private.ReadFile(path, nil) }
 
 func writePrivateJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

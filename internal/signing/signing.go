@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,19 +161,7 @@ func Load() (*Key, error) {
 }
 
 func load(path string) (*Key, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkKeyFile(path, fi); err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(f)
+	b, err := private.ReadFile(path, checkKeyFile)
 	if err != nil {
 		return nil, err
 	}
