@@ -52,9 +52,16 @@ type build struct {
 	err  error
 }
 
+// PrebuiltEnv names a folder of binaries built beforehand (`go build -o
+// DIR/hiro ./cmd/hiro`, ...): Build takes DIR/<base of pkg> from it instead
+// of compiling, so a compiled test binary (`go test -c`) runs on a machine
+// without Go (the benchmarks on a quiet machine).
+const PrebuiltEnv = "HIRO_TEST_PREBUILT"
+
 // Build compiles the command pkg (an import path) with `go build` once per
 // test binary and returns the binary's path, in a temporary folder that
-// Cleanup removes. Concurrent callers share the one build; a failed build
+// Cleanup removes; with PrebuiltEnv set it returns the binary found there
+// (an error when it is missing). Concurrent callers share the one build; a failed build
 // returns the same error (with go build's output) to every caller.
 func Build(pkg string) (string, error) {
 	mu.Lock()
@@ -74,6 +81,13 @@ func Build(pkg string) (string, error) {
 	d := dir
 	mu.Unlock()
 	b.once.Do(func() {
+		if pre := os.Getenv(PrebuiltEnv); pre != "" {
+			b.path = filepath.Join(pre, path.Base(pkg))
+			if _, err := os.Stat(b.path); err != nil {
+				b.err = fmt.Errorf("%s=%s names no %s: build it there with go build -o, or unset %s: %v", PrebuiltEnv, pre, path.Base(pkg), PrebuiltEnv, err)
+			}
+			return
+		}
 		b.path = filepath.Join(d, path.Base(pkg))
 		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("building %s: %v\n%s", pkg, err, out)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -68,5 +69,23 @@ func TestCaseSetDirsFindsTheRepositorysSets(t *testing.T) {
 		if !seen {
 			t.Errorf("CaseSetDirs %v misses %s", dirs, d)
 		}
+	}
+}
+
+// With HIRO_TEST_PREBUILT set, Build takes the binary from that folder and
+// compiles nothing (the import paths here do not exist: a go build fails);
+// a binary missing there is an error that names the variable.
+func TestBuildTakesPrebuilt(t *testing.T) {
+	pre := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pre, "hiro-prebuilt-tool"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(PrebuiltEnv, pre)
+	p, err := Build("example.invalid/none/hiro-prebuilt-tool")
+	if err != nil || p != filepath.Join(pre, "hiro-prebuilt-tool") {
+		t.Fatalf("Build = %q, %v; want the prebuilt binary", p, err)
+	}
+	if _, err := Build("example.invalid/none/hiro-prebuilt-missing"); err == nil || !strings.Contains(err.Error(), PrebuiltEnv) {
+		t.Fatalf("missing prebuilt binary: err %v, want one naming %s", err, PrebuiltEnv)
 	}
 }
