@@ -170,6 +170,7 @@ var importRules = []importRule{
 	{"internal/private/private.go", "imports no other hiro", importingOnly("internal/private", "internal/shellquote")},
 	{"internal/stats/doc.go", "imports no other hiro", importingOnly("internal/stats")},
 	{"internal/shadow/doc.go", "must not import the router", notImporting("internal/shadow", "internal/serve")},
+	{"internal/ramp/doc.go", "must not import the router", notImporting("internal/ramp", "internal/serve")},
 	{"internal/testsupport/doc.go", "imported by tests only", importedByTestsOnly("internal/testsupport", false)},
 	{"internal/tlstest/doc.go", "imported only by tests", importedByTestsOnly("internal/tlstest", false)},
 	{"internal/houserules/doc.go", "must not be imported by anything", importedByTestsOnly("internal/houserules", true)},

@@ -1,0 +1,108 @@
+package evidence
+
+import "time"
+
+// Ramp states (RampResult.State).
+const (
+	// RampRamping: a step is serving; the candidate gets Share of
+	// production's requests.
+	RampRamping = "ramping"
+	// RampCompleted: the last step (share 1) passed; the activation
+	// makes the candidate production.
+	RampCompleted = "completed"
+	// RampReversed: a step's comparison failed, the candidate went down,
+	// or the activation that owned the ramp is gone: the router sent
+	// every request back to production by itself.
+	RampReversed = "reversed"
+	// RampStopped: ended by command (hiro rollback, or the activation's
+	// own stop); production serves every request.
+	RampStopped = "stopped"
+)
+
+// Ramp decisions (RampStep.Decision).
+const (
+	RampAdvance  = "advance"
+	RampHold     = "hold"
+	RampReverse  = "reverse"
+	RampComplete = "complete"
+)
+
+// RampResult (v3) is a progressive activation's account (docs/shadow.md
+// "Progressive activation"): the shares of production's requests the
+// router sent to the candidate step by step, each step's live comparison
+// of the two backends, and how the ramp ended. The production record of
+// the activation keeps it (production.Record.Ramp); it holds counts and
+// rates, never request text.
+type RampResult struct {
+	// Candidate is the new backend, Production the one it replaces
+	// (production until the ramp completes and the activation switches).
+	Candidate  string `json:"candidate"`
+	Production string `json:"production"`
+	// Steps are the planned shares (fractions in (0, 1], the last 1);
+	// Soak the least time a step serves (Go duration text); MinRequests
+	// the fewest candidate requests a step advances on.
+	Steps       []float64 `json:"steps"`
+	Soak        string    `json:"soak"`
+	MinRequests int       `json:"min_requests"`
+	// State is one of the Ramp* states; Step the index in Steps of the
+	// step serving (or the last one served), Share the candidate's share
+	// now (0 once reversed or stopped).
+	State string  `json:"state"`
+	Step  int     `json:"step"`
+	Share float64 `json:"share"`
+	// Reason says why the ramp was reversed or stopped, in words.
+	Reason string `json:"reason,omitempty"`
+	// StartedAt and EndedAt bound the ramp (EndedAt nil while ramping).
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	// History is every step served, in order, the last one the current.
+	History []RampStep `json:"history"`
+}
+
+// RampStep is one step served: its share, both sides' live requests in
+// it, the comparison and what was decided on it.
+type RampStep struct {
+	Share     float64    `json:"share"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	// Candidate and Production are the requests each side answered in
+	// the step.
+	Candidate  RampSample `json:"candidate"`
+	Production RampSample `json:"production"`
+	// Decision is the last one taken on the step (a Ramp* decision) and
+	// Reason says why; Checks are the comparisons it rests on.
+	Decision string      `json:"decision"`
+	Reason   string      `json:"reason,omitempty"`
+	Checks   []RampCheck `json:"checks,omitempty"`
+}
+
+// RampSample is one side's requests in a step: how many it answered,
+// how many failed (5xx, no answer, cut), the successful ones' end-to-end
+// latency (ms), and of the replies that can be checked (extraction and
+// response_format requests) how many were checked and how many were
+// invalid (schema, or rejected by the extraction validators).
+type RampSample struct {
+	Requests int          `json:"requests"`
+	Errors   int          `json:"errors"`
+	Latency  *Percentiles `json:"latency_ms,omitempty"`
+	Checked  int          `json:"checked,omitempty"`
+	Invalid  int          `json:"invalid,omitempty"`
+}
+
+// RampCheck is one comparison of a step: the measure (error_rate,
+// latency, invalid_rate), the candidate's and production's figures
+// (rates, or median ms), the interval the decision read (for a rate the
+// candidate's one-sided Clopper-Pearson bounds; for latency the
+// Hodges-Lehmann shift candidate − production with its Moses interval,
+// ms), the limit it was held to (production's rate plus the margin, or
+// the latency floor) and its outcome: passed, failed or inconclusive.
+type RampCheck struct {
+	Measure    string  `json:"measure"`
+	Candidate  float64 `json:"candidate"`
+	Production float64 `json:"production"`
+	Shift      float64 `json:"shift,omitempty"`
+	Lower      float64 `json:"lower"`
+	Upper      float64 `json:"upper"`
+	Limit      float64 `json:"limit"`
+	Outcome    string  `json:"outcome"`
+}

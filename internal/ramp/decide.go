@@ -1,0 +1,247 @@
+package ramp
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/stats"
+)
+
+// Measures of a step's checks (evidence.RampCheck.Measure).
+const (
+	MeasureErrors  = "error_rate"
+	MeasureLatency = "latency"
+	MeasureInvalid = "invalid_rate"
+)
+
+// Outcomes of a check.
+const (
+	Passed       = "passed"
+	Failed       = "failed"
+	Inconclusive = "inconclusive"
+)
+
+// Sample is one side's live requests in a step. Not safe for concurrent
+// use: the router guards it.
+type Sample struct {
+	Requests, Errors int
+	// LatencyMS are the successful requests' end-to-end latencies: a
+	// uniform reservoir of at most MaxLatencySamples; Successes counts
+	// all of them.
+	LatencyMS []float64
+	Successes int
+	// Checked are the replies that could be checked (extraction and
+	// response_format requests), Invalid those that failed their check.
+	Checked, Invalid int
+}
+
+// Add counts one answered request: failed (5xx, no answer, cut) or not,
+// its latency, and whether its reply was checked and found invalid.
+func (s *Sample) Add(failed bool, latency time.Duration, checked, invalid bool) {
+	s.Requests++
+	if failed {
+		s.Errors++
+		return
+	}
+	if checked {
+		s.Checked++
+		if invalid {
+			s.Invalid++
+		}
+	}
+	ms := float64(latency.Microseconds()) / 1000
+	s.Successes++
+	if len(s.LatencyMS) < MaxLatencySamples {
+		s.LatencyMS = append(s.LatencyMS, ms)
+	} else if i := rand.IntN(s.Successes); i < MaxLatencySamples {
+		s.LatencyMS[i] = ms
+	}
+}
+
+// Merge returns s and o pooled (o's latencies appended up to the bound).
+func (s Sample) Merge(o Sample) Sample {
+	m := Sample{Requests: s.Requests + o.Requests, Errors: s.Errors + o.Errors, Successes: s.Successes + o.Successes,
+		Checked: s.Checked + o.Checked, Invalid: s.Invalid + o.Invalid}
+	m.LatencyMS = append(append([]float64(nil), s.LatencyMS...), o.LatencyMS...)
+	if len(m.LatencyMS) > MaxLatencySamples {
+		m.LatencyMS = m.LatencyMS[len(m.LatencyMS)-MaxLatencySamples:]
+	}
+	return m
+}
+
+// Evidence is the sample as the account keeps it: counts and latency
+// percentiles.
+func (s Sample) Evidence() evidence.RampSample {
+	r := evidence.RampSample{Requests: s.Requests, Errors: s.Errors, Checked: s.Checked, Invalid: s.Invalid}
+	if len(s.LatencyMS) > 0 {
+		xs := append([]float64(nil), s.LatencyMS...)
+		sort.Float64s(xs)
+		q := func(p float64) float64 { return xs[min(len(xs)-1, int(p*float64(len(xs))))] }
+		r.Latency = &evidence.Percentiles{P50: q(0.5), P95: q(0.95), P99: q(0.99), Max: xs[len(xs)-1]}
+	}
+	return r
+}
+
+// Input is what a step is decided on.
+type Input struct {
+	// Share is the step's share; Last is true for the last step.
+	Share float64
+	Last  bool
+	// Elapsed is how long the step has served.
+	Elapsed time.Duration
+	// Candidate and Production are the step's samples; Earlier is
+	// production's pooled from the earlier steps, the baseline when the
+	// step's own production sample has fewer than MinRequests (at share 1
+	// production gets none).
+	Candidate, Production, Earlier Sample
+	// Down, when not empty, says the candidate failed its watch (a
+	// health check, its process's exit, a refused connection): the ramp
+	// is reversed without waiting for a comparison.
+	Down string
+}
+
+// Decision is what to do with a step.
+type Decision struct {
+	// Action is evidence.RampAdvance, RampHold, RampReverse or
+	// RampComplete; Reason says why in words.
+	Action string
+	Reason string
+	Checks []evidence.RampCheck
+}
+
+// Decide is the ramp's decision on a step under policy p (filled): the
+// candidate is compared with production on the step's live requests.
+//
+//   - reverse: the candidate is down, or one check failed: its error or
+//     invalid rate's lower bound is above production's rate plus the
+//     margin, or its latency shift's lower bound is above the floor (a
+//     regression shown at the policy's confidence, however few requests);
+//     or the step is still inconclusive after StepTimeout;
+//   - hold: the step has served less than Soak, has fewer than
+//     MinRequests candidate requests, or a check is inconclusive;
+//   - advance (complete on the last step): every check passed: the
+//     candidate's rates' upper bounds are within production's plus the
+//     margin, and its latency shift's upper bound is within the floor.
+func Decide(p Policy, in Input) Decision {
+	if in.Down != "" {
+		return Decision{Action: evidence.RampReverse, Reason: "the candidate is down: " + in.Down}
+	}
+	base := in.Production
+	if base.Requests < p.MinRequests {
+		base = base.Merge(in.Earlier)
+	}
+	conf := 1 - 2*(1-DefaultConfidence) // one-sided bounds from a two-sided interval
+	d := Decision{}
+	d.Checks = append(d.Checks, rateCheck(MeasureErrors, in.Candidate.Errors, in.Candidate.Requests, base.Errors, base.Requests, p, conf))
+	d.Checks = append(d.Checks, latencyCheck(in.Candidate.LatencyMS, base.LatencyMS, p, conf))
+	if in.Candidate.Checked > 0 || base.Checked > 0 {
+		d.Checks = append(d.Checks, rateCheck(MeasureInvalid, in.Candidate.Invalid, in.Candidate.Checked, base.Invalid, base.Checked, p, conf))
+	}
+	var failed, open []string
+	for _, c := range d.Checks {
+		switch c.Outcome {
+		case Failed:
+			failed = append(failed, describe(c))
+		case Inconclusive:
+			open = append(open, c.Measure)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		d.Action, d.Reason = evidence.RampReverse, strings.Join(failed, "; ")
+	case in.Elapsed < p.Soak.Duration:
+		d.Action, d.Reason = evidence.RampHold, fmt.Sprintf("soaking: %s of %s served", in.Elapsed.Round(time.Second), p.Soak.Duration)
+	case in.Candidate.Requests < p.MinRequests:
+		d.Action, d.Reason = evidence.RampHold, fmt.Sprintf("%d of the %d candidate requests a step advances on", in.Candidate.Requests, p.MinRequests)
+	case len(open) > 0:
+		d.Action, d.Reason = evidence.RampHold, "inconclusive: "+strings.Join(open, ", ")
+	case in.Last:
+		d.Action, d.Reason = evidence.RampComplete, fmt.Sprintf("%d candidate requests at %s: every check passed", in.Candidate.Requests, Percent(in.Share))
+	default:
+		d.Action, d.Reason = evidence.RampAdvance, fmt.Sprintf("%d candidate requests at %s: every check passed", in.Candidate.Requests, Percent(in.Share))
+	}
+	if d.Action == evidence.RampHold && p.StepTimeout.Duration > 0 && in.Elapsed >= p.StepTimeout.Duration {
+		d.Action, d.Reason = evidence.RampReverse, fmt.Sprintf("still %s after the step timeout (%s)", d.Reason, p.StepTimeout.Duration)
+	}
+	return d
+}
+
+// rateCheck compares the candidate's rate k/n (errors, or invalid
+// replies) with production's pk/pn: the candidate's one-sided bounds at
+// conf against production's rate plus the margin.
+func rateCheck(measure string, k, n, pk, pn int, p Policy, conf float64) evidence.RampCheck {
+	c := evidence.RampCheck{Measure: measure, Outcome: Inconclusive, Upper: 1}
+	if pn > 0 {
+		c.Production = float64(pk) / float64(pn)
+	}
+	c.Limit = c.Production + p.Margin
+	if n == 0 {
+		return c
+	}
+	c.Candidate = float64(k) / float64(n)
+	lo, hi, err := stats.ClopperPearson(k, n, conf)
+	if err != nil {
+		return c
+	}
+	c.Lower, c.Upper = lo, hi
+	switch {
+	case lo > c.Limit:
+		c.Outcome = Failed
+	case hi <= c.Limit && pn > 0:
+		c.Outcome = Passed
+	}
+	return c
+}
+
+// latencyCheck tests the shift of the candidate's successful latencies
+// over production's (Hodges-Lehmann, Moses interval at conf) against the
+// floor: the larger of LatencyFloorMS and LatencyFloorShare of
+// production's median.
+func latencyCheck(cand, prod []float64, p Policy, conf float64) evidence.RampCheck {
+	c := evidence.RampCheck{Measure: MeasureLatency, Outcome: Inconclusive}
+	c.Candidate, c.Production = medianOf(cand), medianOf(prod)
+	c.Limit = max(p.LatencyFloorMS, p.LatencyFloorShare*c.Production)
+	if len(cand) < MinLatencySamples || len(prod) < MinLatencySamples {
+		return c
+	}
+	t, err := stats.MannWhitney(cand, prod, conf)
+	if err != nil {
+		return c
+	}
+	c.Shift, c.Lower, c.Upper = t.Shift, t.Lower, t.Upper
+	switch {
+	case t.Lower > c.Limit:
+		c.Outcome = Failed
+	case t.Upper <= c.Limit:
+		c.Outcome = Passed
+	}
+	return c
+}
+
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+}
+
+// describe says why a check failed, in words.
+func describe(c evidence.RampCheck) string {
+	if c.Measure == MeasureLatency {
+		return fmt.Sprintf("latency: candidate median %.1f ms against production %.1f ms, slower by %.1f ms (at least %.1f), above the floor of %.1f ms",
+			c.Candidate, c.Production, c.Shift, c.Lower, c.Limit)
+	}
+	return fmt.Sprintf("%s: candidate %.3f against production %.3f, at least %.3f, above the limit %.3f (production + margin)",
+		c.Measure, c.Candidate, c.Production, c.Lower, c.Limit)
+}
+
+// Percent writes a share as a percentage ("25 %", "0.5 %").
+func Percent(share float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", share*100), "0"), ".") + " %"
+}

@@ -1,0 +1,132 @@
+package ramp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+)
+
+// Sides of a request.
+const (
+	SideProduction = 0
+	SideCandidate  = 1
+)
+
+// Ramp is one progressive activation's state: the step serving, its two
+// samples, production's from the earlier steps and the account. Tick
+// decides (Decide) and applies the decision; it contacts nothing. Not
+// safe for concurrent use: the router guards it.
+type Ramp struct {
+	pol       Policy
+	salt      string
+	step      int
+	stepStart time.Time
+	cur       [2]Sample
+	earlier   Sample
+	res       evidence.RampResult
+}
+
+// New starts a ramp from production to candidate under pol (filled) at
+// now, at its first step.
+func New(pol Policy, candidate, production string, now time.Time) *Ramp {
+	r := &Ramp{pol: pol, salt: now.UTC().Format(time.RFC3339Nano), stepStart: now}
+	r.res = evidence.RampResult{Candidate: candidate, Production: production, Steps: append([]float64(nil), pol.Steps...),
+		Soak: pol.Soak.Duration.String(), MinRequests: pol.MinRequests, State: evidence.RampRamping,
+		Share: pol.Steps[0], StartedAt: now.UTC()}
+	r.res.History = []evidence.RampStep{{Share: pol.Steps[0], StartedAt: now.UTC(), Decision: evidence.RampHold, Reason: "started"}}
+	return r
+}
+
+// Salt is the ramp's salt of Bucket.
+func (r *Ramp) Salt() string { return r.salt }
+
+// Share is the candidate's share now (0 once reversed or stopped).
+func (r *Ramp) Share() float64 { return r.res.Share }
+
+// Active reports whether the ramp still routes (ramping or completed,
+// until the activation switches or stops it).
+func (r *Ramp) Active() bool {
+	return r.res.State == evidence.RampRamping || r.res.State == evidence.RampCompleted
+}
+
+// Observe counts one answered request of side (SideProduction or
+// SideCandidate) in the current step.
+func (r *Ramp) Observe(side int, failed bool, latency time.Duration, checked, invalid bool) {
+	if r.res.State != evidence.RampRamping {
+		return
+	}
+	r.cur[side].Add(failed, latency, checked, invalid)
+}
+
+// Tick decides the current step at now (down: see Input.Down) and
+// applies the decision: advance starts the next step with fresh samples,
+// complete ends the ramp with the candidate at share 1, reverse ends it
+// with share 0. A ramp no longer ramping is not decided again.
+func (r *Ramp) Tick(now time.Time, down string) Decision {
+	if r.res.State != evidence.RampRamping {
+		return Decision{Action: r.res.State}
+	}
+	in := Input{Share: r.res.Share, Last: r.step == len(r.pol.Steps)-1, Elapsed: now.Sub(r.stepStart),
+		Candidate: r.cur[SideCandidate], Production: r.cur[SideProduction], Earlier: r.earlier, Down: down}
+	d := Decide(r.pol, in)
+	h := &r.res.History[len(r.res.History)-1]
+	h.Candidate, h.Production = r.cur[SideCandidate].Evidence(), r.cur[SideProduction].Evidence()
+	h.Decision, h.Reason, h.Checks = d.Action, d.Reason, d.Checks
+	switch d.Action {
+	case evidence.RampAdvance:
+		r.endStep(now)
+		r.earlier = r.earlier.Merge(r.cur[SideProduction])
+		r.cur = [2]Sample{}
+		r.step++
+		r.stepStart = now
+		r.res.Step, r.res.Share = r.step, r.pol.Steps[r.step]
+		r.res.History = append(r.res.History, evidence.RampStep{Share: r.res.Share, StartedAt: now.UTC(), Decision: evidence.RampHold, Reason: "started"})
+	case evidence.RampComplete:
+		r.endStep(now)
+		r.end(now, evidence.RampCompleted, "")
+	case evidence.RampReverse:
+		r.endStep(now)
+		r.end(now, evidence.RampReversed, fmt.Sprintf("reversed at %s: %s", Percent(r.res.Share), d.Reason))
+		r.res.Share = 0
+	}
+	return d
+}
+
+// Stop ends a ramp by command at now with reason: share 0, production
+// serves every request. A ramp that already ended keeps its end.
+func (r *Ramp) Stop(now time.Time, reason string) {
+	if r.res.State != evidence.RampRamping && r.res.State != evidence.RampCompleted {
+		return
+	}
+	if r.res.State == evidence.RampRamping {
+		h := &r.res.History[len(r.res.History)-1]
+		h.Candidate, h.Production = r.cur[SideCandidate].Evidence(), r.cur[SideProduction].Evidence()
+		h.Decision, h.Reason = evidence.RampReverse, "stopped: "+reason
+		r.endStep(now)
+	}
+	r.end(now, evidence.RampStopped, reason)
+	r.res.Share = 0
+}
+
+func (r *Ramp) endStep(now time.Time) {
+	t := now.UTC()
+	r.res.History[len(r.res.History)-1].EndedAt = &t
+}
+
+func (r *Ramp) end(now time.Time, state, reason string) {
+	t := now.UTC()
+	r.res.State, r.res.Reason, r.res.EndedAt = state, reason, &t
+}
+
+// Result is the account now, the current step's samples included.
+func (r *Ramp) Result() evidence.RampResult {
+	res := r.res
+	res.Steps = append([]float64(nil), r.res.Steps...)
+	res.History = append([]evidence.RampStep(nil), r.res.History...)
+	if r.res.State == evidence.RampRamping {
+		h := &res.History[len(res.History)-1]
+		h.Candidate, h.Production = r.cur[SideCandidate].Evidence(), r.cur[SideProduction].Evidence()
+	}
+	return res
+}

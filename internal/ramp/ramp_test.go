@@ -1,0 +1,224 @@
+package ramp
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/evidence"
+)
+
+// sample builds a side's sample: n requests, errs of them failed, the
+// others answered in ms (cycling), checked of them checked and invalid
+// of those invalid.
+func sample(n, errs int, ms []float64, checked, invalid int) Sample {
+	var s Sample
+	for i := range n {
+		failed := i < errs
+		c := !failed && i-errs < checked
+		s.Add(failed, time.Duration(ms[i%len(ms)]*float64(time.Millisecond)), c, c && i-errs < invalid)
+	}
+	return s
+}
+
+func policy(t *testing.T, min int, soak time.Duration) Policy {
+	t.Helper()
+	p := Policy{Steps: []float64{0.1, 0.25, 1}, MinRequests: min, Soak: config.Duration{Duration: soak}}
+	if err := p.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var fast = []float64{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}
+
+// TestDecide: the ramp's decisions, one row each.
+func TestDecide(t *testing.T) {
+	p := policy(t, 150, time.Minute)
+	slow := []float64{210, 211, 212, 213, 214, 215, 216, 217, 218, 219}
+	prod := sample(600, 0, fast, 0, 0)
+	for _, c := range []struct {
+		name   string
+		in     Input
+		action string
+		reason string
+	}{
+		{"a clean step after its soak advances", Input{Share: 0.1, Elapsed: 2 * time.Minute, Candidate: sample(150, 0, fast, 0, 0), Production: prod},
+			evidence.RampAdvance, "every check passed"},
+		{"the last step completes", Input{Share: 1, Last: true, Elapsed: 2 * time.Minute, Candidate: sample(150, 0, fast, 0, 0), Earlier: prod},
+			evidence.RampComplete, "every check passed"},
+		{"soak is a minimum time", Input{Share: 0.1, Elapsed: 30 * time.Second, Candidate: sample(500, 0, fast, 0, 0), Production: prod},
+			evidence.RampHold, "soaking"},
+		{"soak is no licence to advance on few requests", Input{Share: 0.1, Elapsed: time.Hour, Candidate: sample(3, 0, fast, 0, 0), Production: prod},
+			evidence.RampHold, "3 of the 150 candidate requests"},
+		{"errors shown above the margin reverse at once", Input{Share: 0.25, Elapsed: time.Second, Candidate: sample(8, 4, fast, 0, 0), Production: prod},
+			evidence.RampReverse, "error_rate: candidate 0.500"},
+		{"one error in 150 is within the margin's reach but not conclusive", Input{Share: 0.1, Elapsed: time.Hour, Candidate: sample(150, 1, fast, 0, 0), Production: prod},
+			evidence.RampHold, "inconclusive: error_rate"},
+		{"a slower candidate above the floor reverses", Input{Share: 0.25, Elapsed: time.Second, Candidate: sample(20, 0, slow, 0, 0), Production: prod},
+			evidence.RampReverse, "latency: candidate median 214.5 ms"},
+		{"slower by less than the floor is no regression", Input{Share: 0.1, Elapsed: time.Hour, Candidate: sample(150, 0, []float64{40, 41, 42, 43, 44, 45, 46, 47, 48, 49}, 0, 0), Production: prod},
+			evidence.RampAdvance, ""},
+		{"invalid replies reverse", Input{Share: 0.25, Elapsed: time.Second, Candidate: sample(20, 0, fast, 20, 10), Production: sample(600, 0, fast, 600, 0)},
+			evidence.RampReverse, "invalid_rate: candidate 0.500"},
+		{"a candidate that is down reverses without a comparison", Input{Share: 0.05, Down: "connection refused"},
+			evidence.RampReverse, "the candidate is down: connection refused"},
+		{"at share 1 without a production baseline nothing is conclusive", Input{Share: 1, Last: true, Elapsed: time.Hour, Candidate: sample(200, 0, fast, 0, 0)},
+			evidence.RampHold, "inconclusive: error_rate, latency"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := Decide(p, c.in)
+			if d.Action != c.action || !strings.Contains(d.Reason, c.reason) {
+				t.Errorf("Decide: %s (%s); want %s (%q). Checks: %+v", d.Action, d.Reason, c.action, c.reason, d.Checks)
+			}
+		})
+	}
+	// StepTimeout turns a hold into a reversal.
+	p.StepTimeout = config.Duration{Duration: 10 * time.Minute}
+	if d := Decide(p, Input{Share: 0.1, Elapsed: time.Hour, Candidate: sample(3, 0, fast, 0, 0), Production: prod}); d.Action != evidence.RampReverse || !strings.Contains(d.Reason, "step timeout") {
+		t.Errorf("after the step timeout: %s (%s)", d.Action, d.Reason)
+	}
+}
+
+// TestRampWalk: a ramp advances through its steps with fresh samples,
+// pools production's for the last step, and completes; a reversal sets
+// the share to 0 and keeps its reason; Stop ends it by command.
+func TestRampWalk(t *testing.T) {
+	p := policy(t, 150, time.Minute)
+	t0 := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	r := New(p, "cand", "prod", t0)
+	feed := func(side, n int, ms float64, failed bool) {
+		for range n {
+			r.Observe(side, failed, time.Duration(ms*float64(time.Millisecond)), false, false)
+		}
+	}
+	now := t0
+	for i, share := range []float64{0.1, 0.25} {
+		if r.Share() != share {
+			t.Fatalf("step %d: share %v, want %v", i, r.Share(), share)
+		}
+		feed(SideProduction, 600, 12, false)
+		feed(SideCandidate, 150, 12, false)
+		if d := r.Tick(now.Add(30*time.Second), ""); d.Action != evidence.RampHold {
+			t.Fatalf("step %d during its soak: %s", i, d.Action)
+		}
+		now = now.Add(2 * time.Minute)
+		if d := r.Tick(now, ""); d.Action != evidence.RampAdvance {
+			t.Fatalf("step %d: %s (%s)", i, d.Action, d.Reason)
+		}
+	}
+	feed(SideCandidate, 150, 12, false)
+	now = now.Add(2 * time.Minute)
+	if d := r.Tick(now, ""); d.Action != evidence.RampComplete {
+		t.Fatalf("last step: %s (%s)", d.Action, d.Reason)
+	}
+	res := r.Result()
+	if res.State != evidence.RampCompleted || res.Share != 1 || len(res.History) != 3 || !r.Active() {
+		t.Fatalf("completed ramp: %+v", res)
+	}
+	if h := res.History[1]; h.Share != 0.25 || h.Candidate.Requests != 150 || h.Production.Requests != 600 || h.Decision != evidence.RampAdvance || h.EndedAt == nil {
+		t.Errorf("step 2 of the account: %+v", h)
+	}
+
+	r = New(p, "cand", "prod", t0)
+	feed(SideProduction, 100, 12, false)
+	feed(SideCandidate, 5, 12, true)
+	if d := r.Tick(t0.Add(time.Second), ""); d.Action != evidence.RampReverse {
+		t.Fatalf("failing candidate: %s", d.Action)
+	}
+	res = r.Result()
+	if res.State != evidence.RampReversed || res.Share != 0 || !strings.HasPrefix(res.Reason, "reversed at 10 %: error_rate") || r.Active() {
+		t.Errorf("reversed ramp: %+v", res)
+	}
+	feed(SideCandidate, 5, 12, true) // after the end: not counted
+	if r.Result().History[0].Candidate.Requests != 5 {
+		t.Errorf("requests counted after the reversal: %+v", r.Result().History[0])
+	}
+
+	r = New(p, "cand", "prod", t0)
+	r.Stop(t0.Add(time.Second), "hiro rollback")
+	if res := r.Result(); res.State != evidence.RampStopped || res.Share != 0 || res.Reason != "hiro rollback" {
+		t.Errorf("stopped ramp: %+v", res)
+	}
+}
+
+// TestStickiness: a client key's side is a function of the key and the
+// ramp's salt; once on the candidate it stays there at every larger
+// share; the shares of keys moved are near the step's share.
+func TestStickiness(t *testing.T) {
+	steps := []float64{0.01, 0.05, 0.25, 0.5, 1}
+	moved := make([]int, len(steps))
+	for i := range 20000 {
+		key := fmt.Sprintf("user-%d", i)
+		was := false
+		for j, s := range steps {
+			now := ToCandidate("salt", key, s)
+			if was && !now {
+				t.Fatalf("%s moved back to production at share %v", key, s)
+			}
+			if now != ToCandidate("salt", key, s) {
+				t.Fatalf("%s: not deterministic", key)
+			}
+			if now {
+				moved[j]++
+			}
+			was = now
+		}
+	}
+	for j, s := range steps {
+		got := float64(moved[j]) / 20000
+		if d := got - s; d > 0.01 || d < -0.01 {
+			t.Errorf("share %v: %.4f of the keys moved", s, got)
+		}
+	}
+	same := 0
+	for i := range 1000 {
+		key := fmt.Sprintf("user-%d", i)
+		if ToCandidate("a", key, 0.5) == ToCandidate("b", key, 0.5) {
+			same++
+		}
+	}
+	if same > 600 {
+		t.Errorf("another salt moves the same clients: %d of 1000 agree", same)
+	}
+}
+
+// TestPolicyRefusals: bad steps and settings are refused with what to use.
+func TestPolicyRefusals(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"1,5,25", "the last step is 100 %"},
+		{"5,1,100", "increasing shares"},
+		{"1,x,100", `"x" is not a percentage`},
+		{"0,100", "increasing shares"},
+	} {
+		if _, err := ParseSteps(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseSteps(%q): %v; want %q", c.in, err, c.want)
+		}
+	}
+	got, err := ParseSteps("1, 5%,25,100")
+	if err != nil || len(got) != 4 || got[0] != 0.01 || got[3] != 1 {
+		t.Errorf("ParseSteps: %v %v", got, err)
+	}
+	p := Policy{Margin: 2}
+	if err := p.Fill(); err == nil || !strings.Contains(err.Error(), "ramp margin 2") {
+		t.Errorf("margin 2: %v", err)
+	}
+	var d Policy
+	if err := d.Fill(); err != nil || len(d.Steps) != 5 || d.MinRequests != DefaultMinRequests || d.Soak.Duration != DefaultSoak {
+		t.Errorf("defaults: %+v %v", d, err)
+	}
+}
+
+// TestSampleReservoirIsBounded: a step's latencies stay at most
+// MaxLatencySamples however many requests it counts.
+func TestSampleReservoirIsBounded(t *testing.T) {
+	var s Sample
+	for i := range 5 * MaxLatencySamples {
+		s.Add(false, time.Duration(i)*time.Microsecond, false, false)
+	}
+	if len(s.LatencyMS) != MaxLatencySamples || s.Successes != 5*MaxLatencySamples || s.Requests != 5*MaxLatencySamples {
+		t.Errorf("reservoir: %d kept, %d successes", len(s.LatencyMS), s.Successes)
+	}
+}
