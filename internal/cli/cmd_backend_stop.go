@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -78,7 +79,7 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 		return UsageErrorf("backend stop: --grace %s: must be positive", o.Grace)
 	}
 	// A stop must finish even when interrupted: the group is killed then.
-	st, sr, err := supervisor.StopRecorded(ctx, cfg.StateDir, name, o.Grace)
+	st, sr, err := production.Keeper{StateDir: cfg.StateDir}.StopRecorded(ctx, name, o.Grace)
 	if errors.Is(err, supervisor.ErrNoRecord) {
 		return FailedError(fmt.Errorf("backend stop: %s is not running: %w", name, err))
 	}

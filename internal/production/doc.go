@@ -14,10 +14,12 @@
 // The keeper (Keeper): LeaseKeys, the one lease-key policy; Look, what a
 // profile's state record says (none, stale, own, foreign, unmanaged);
 // Start (recorded from launch: the one caller of supervisor.Start outside
-// tests), StartDetached, StartVerified, Stop, Adopt, DropStale; Restore
-// with attempts, resuming a restore cut short; Verify and the one
-// Verification record (its JSON is the evidence's). The campaign's guard,
-// the activation switch, the router and 'hiro backend start|stop' call it.
+// tests), StartDetached, StartVerified, Stop, Adopt, DropStale;
+// StopRecorded and StopRecord (the one stop of a recorded process outside
+// tests); Restore with attempts, resuming a restore cut short; Verify and
+// the one Verification record (its JSON is the evidence's). The campaign
+// and its guard, the activation switch, the router and 'hiro backend
+// start|stop' call it.
 //
 // It must not decide when to restart or hand production over (the
 // router and the campaign do), drive a switch (package activation), or

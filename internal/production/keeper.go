@@ -147,6 +147,28 @@ func (k Keeper) StartDetached(ctx context.Context, prof *config.Profile, opts su
 	return res, nil
 }
 
+// StopRecorded stops the process recorded under name in StateDir
+// (production, a candidate, any backend hiro recorded): SIGTERM to its
+// group, grace (<= 0: the recorded stop grace), SIGKILL, and the proof
+// that nothing of the group is left (supervisor.StopRecorded). A stale
+// record's process is not signalled; the members of its group that
+// outlived it and are provably hiro's are stopped and the record removed.
+// The error is supervisor.ErrNoRecord when nothing is recorded. Outside
+// this package, the one way a recorded process is stopped by name
+// (TestOnlyTheKeeperStopsRecordedProcesses); the caller holds the lease keys
+// (LeaseKeys) of what it stops.
+func (k Keeper) StopRecorded(ctx context.Context, name string, grace time.Duration) (supervisor.RecordStatus, supervisor.StopResult, error) {
+	return supervisor.StopRecorded(ctx, k.StateDir, name, grace)
+}
+
+// StopRecord stops exactly the process rec describes (one the caller
+// adopted), never whatever the record of rec.Name names now: another hiro
+// sharing StateDir may have replaced it (supervisor.StopRecord). grace
+// <= 0 uses the recorded stop grace.
+func (k Keeper) StopRecord(ctx context.Context, rec supervisor.Record, grace time.Duration) (supervisor.RecordStatus, supervisor.StopResult) {
+	return supervisor.StopRecord(ctx, k.StateDir, rec, grace)
+}
+
 // Stop stops prof's recorded process; a profile with no running record
 // (or an unmanaged one) is already stopped; a stale record's leftovers
 // (supervisor.Leftovers) are stopped. A stop that leaves processes behind
@@ -155,7 +177,7 @@ func (k Keeper) Stop(ctx context.Context, prof *config.Profile) error {
 	if prof.Unmanaged {
 		return nil
 	}
-	_, sr, err := supervisor.StopRecorded(ctx, k.StateDir, prof.Name, 0)
+	_, sr, err := k.StopRecorded(ctx, prof.Name, 0)
 	if err != nil {
 		if errors.Is(err, supervisor.ErrNoRecord) {
 			return nil

@@ -392,7 +392,7 @@ func (c *campaign) stopProduction(ctx context.Context, st supervisor.RecordStatu
 	if running {
 		c.out.line("stopping production %s (pid %d): the candidate needs the accelerator exclusively", c.prod.Name, st.PID)
 		t0 := time.Now()
-		_, sr, err := supervisor.StopRecorded(ctx, c.cfg.StateDir, c.prod.Name, 0)
+		_, sr, err := production.Keeper{StateDir: c.cfg.StateDir}.StopRecorded(ctx, c.prod.Name, 0)
 		c.waited(t0)
 		now := time.Now().UTC()
 		p.Stopped, p.StoppedAt = true, &now

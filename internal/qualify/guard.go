@@ -151,7 +151,7 @@ func recoverOne(ctx context.Context, l *Lease, progress func(string)) RecoverRes
 		if st, err := supervisor.Status(cfg.StateDir, l.Candidate); err == nil && st.Status == supervisor.StatusRunning {
 			progress(fmt.Sprintf("stopping candidate %s (pid %d) left running by campaign %s", l.Candidate, st.PID, l.Campaign))
 		}
-		_, sr, err := supervisor.StopRecorded(ctx, cfg.StateDir, l.Candidate, 0)
+		_, sr, err := production.Keeper{StateDir: cfg.StateDir}.StopRecorded(ctx, l.Candidate, 0)
 		if err == nil && sr.Leak != nil {
 			progress("stopping the candidate left processes behind: " + sr.Leak.RootCause)
 		}

@@ -45,7 +45,7 @@ func (p *prodCtl) recorded(ctx context.Context, what string) bool {
 	} else if rr.Failure != nil {
 		p.s.event("adopt_refused", map[string]any{"backend": prof.Name, "pid": st.PID, "failure": rr.Failure})
 	}
-	_, sr, _ := supervisor.StopRecorded(ctx, p.stateDir(), prof.Name, 0)
+	_, sr, _ := p.keeper().StopRecorded(ctx, prof.Name, 0)
 	p.s.event("stopped_recorded", map[string]any{"backend": prof.Name, "pid": st.PID, "stop": sr})
 	return false
 }

@@ -86,14 +86,26 @@ func (p *prodCtl) underLease(why string, f func()) bool {
 		return true
 	}
 	p.own = h
-	defer func() {
-		p.own = nil
-		if err := h.Release(); err != nil {
-			p.s.event("lease_release_failed", map[string]any{"backend": prof.Name, "reason": err.Error()})
-		}
-	}()
+	defer p.releaseOwn()
 	f()
 	return true
+}
+
+// releaseOwn releases production's endpoint lease the router holds for
+// its own start (underLease), if it still does. setState calls it before
+// it publishes "ready", and underLease when its start ends otherwise: the
+// start has ended once production is ready, so whoever sees the router
+// say ready (hiro status, a campaign, 'hiro backend start') can take the
+// lease at once, never refused by a start that is over.
+func (p *prodCtl) releaseOwn() {
+	h := p.own
+	if h == nil {
+		return
+	}
+	p.own = nil
+	if err := h.Release(); err != nil {
+		p.s.event("lease_release_failed", map[string]any{"backend": p.name(), "reason": err.Error()})
+	}
 }
 
 // holdFor marks production held by campaign h (a live lease).

@@ -66,12 +66,12 @@ func TestRestartHoldsLease(t *testing.T) {
 	}
 	r := startRouter(t, cfg, nil)
 	st := r.waitState(t, control.StateReady, 20*time.Second)
-	// The lease is the router's only while it starts production: the start
-	// publishes "ready" a moment before it releases the lease, so a
-	// refusal naming the start is retried until the start has ended.
-	h, err := acquireAfterStart(dir, key, 5*time.Second)
+	// The lease is the router's only while it starts production: the
+	// start releases it before it says ready, so whoever sees "ready" can
+	// take it at once.
+	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key)
 	if err != nil {
-		t.Fatalf("the router holds production's lease while serving: %v", err)
+		t.Fatalf("the router said ready and still holds production's lease: %v", err)
 	}
 	h.Release()
 
@@ -246,18 +246,35 @@ access_log = "off"
 	}
 }
 
-// acquireAfterStart takes production's lease as 'hiro backend start'
-// would, retrying while the holder is the router's own start ('hiro serve
-// (start)'), for at most wait; any other refusal is returned at once.
-func acquireAfterStart(dir, key string, wait time.Duration) (*lease.Hold, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key)
-		var held *lease.HeldError
-		if err == nil || !errors.As(err, &held) || held.Holder == nil ||
-			held.Holder.Command != "hiro serve (start)" || time.Now().After(deadline) {
-			return h, err
+// TestReadyReleasesTheStartsLease: the router's own start gives
+// production's lease back before it publishes "ready" (setState), not
+// after the start returns, so the moment the state is ready the lease
+// can be taken. No process: the start is a function that says ready.
+func TestReadyReleasesTheStartsLease(t *testing.T) {
+	cfg := fakeConfig(t, nil, "")
+	s, err := New(Options{Config: cfg, ControlDir: shortDir(t), Events: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := lease.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := lease.ProductionKey(cfg.Backends["prod"].BaseURL)
+	p := s.prod
+	ran := p.underLease("start", func() {
+		if _, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key); err == nil {
+			t.Error("the lease was free while the router started production")
 		}
-		time.Sleep(10 * time.Millisecond)
+		p.setState(control.StateReady, "started")
+		h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key)
+		if err != nil {
+			t.Errorf("the router said ready (%s) and still holds production's lease: %v", p.state(), err)
+			return
+		}
+		h.Release()
+	})
+	if !ran || p.own != nil {
+		t.Errorf("underLease ran %v, lease still held %v", ran, p.own != nil)
 	}
 }

@@ -167,10 +167,16 @@ func (p *prodCtl) poke() {
 	}
 }
 
-// setState changes the state; ready opens the gate. On the owning
+// setState changes the state; ready releases the start's lease
+// (releaseOwn) and then opens the gate. On the owning
 // goroutine (or after run returned): it also ends the generation of a
 // canary in flight, which probed what production was until now.
 func (p *prodCtl) setState(st control.State, msg string) {
+	if st == control.StateReady {
+		// Ready ends the router's own start: its lease goes first, so
+		// that nobody who sees "ready" is refused by it.
+		p.releaseOwn()
+	}
 	p.mu.Lock()
 	changed := p.st != st
 	if changed {

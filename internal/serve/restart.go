@@ -201,7 +201,7 @@ func (p *prodCtl) stopAny(ctx context.Context) *supervisor.StopResult {
 		p.pid.Store(0)
 		// The adopted process itself, never whatever the record names
 		// now (another hiro sharing state_dir may have replaced it).
-		_, sr := supervisor.StopRecord(ctx, p.stateDir(), rec, 0)
+		_, sr := p.keeper().StopRecord(ctx, rec, 0)
 		return &sr
 	}
 	return nil
