@@ -256,6 +256,22 @@ func (e *Engine) NextStep(c failure.Class) string {
 	return NextStep(c)
 }
 
+// withoutHints returns hints without those whose text is one of texts
+// (a kind whose own code a shared hint would name as a component).
+func withoutHints(hints []FrameHint, texts ...string) []FrameHint {
+	var out []FrameHint
+	for _, h := range hints {
+		keep := true
+		for _, t := range texts {
+			keep = keep && h.Text != t
+		}
+		if keep {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // joinLists concatenates signature or parser lists for kinds that share
 // them (Ollama embeds llama.cpp).
 func joinLists[T any](lists ...[]T) []T {

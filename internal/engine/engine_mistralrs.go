@@ -20,6 +20,10 @@ func init() {
 		HealthPath: "/health",
 		health:     statusHealth,
 		markers: joinLists([]Marker{
+			// a request received, and the engine's step of one
+			{Text: "Request at ", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: "prompt step", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: "completion step", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Server listening on http", Phase: failure.PhaseReadyWait},
 			{Text: "Serving on http", Phase: failure.PhaseReadyWait},
 			{Text: "Warmup complete", Phase: failure.PhaseReadyWait},

@@ -27,9 +27,14 @@ func init() {
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "Insufficient VRAM", Class: failure.ClassGPUOOM},
+			// exllamav2's dynamic generator: a job needs more cache pages
+			// than the cache has (prompt plus max_tokens beyond cache_size)
+			{Text: "cannot be enqueued", Pattern: regexp.MustCompile(`requires \d+ pages \(only \d+ available\)`), Class: failure.ClassContextExceedsKV},
 			{Text: "exllamav2", Also: "version", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 		}, pythonSignatures, hostFamilies),
-		frameHints:  pythonFrameHints,
+		// ExLlamaV2/V3 is this engine, not a quant kernel beneath it: its
+		// frames name no component
+		frameHints:  withoutHints(pythonFrameHints, "exllama"),
 		framePhases: pythonFramePhases,
 		wrappers:    pythonWrappers,
 		facts:       shardFacts,

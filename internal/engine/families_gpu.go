@@ -23,21 +23,27 @@ var cudaErrors = []struct {
 	names string // enum names, runtime and driver API, for a regexp alternation
 	text  string // the runtime's message for the code (cudaGetErrorString)
 	class failure.Class
+	// tier is TierHint for an error whose meaning depends on the call
+	// that raised it (an invalid device is a missing GPU for a device
+	// query, a refused CUDA IPC handle when all-reduce opens another
+	// GPU's memory): the traceback's frames name the call (frameHints).
+	tier Tier
 }{
-	{"2", "cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", "out of memory", failure.ClassGPUOOM},
-	{"3", "cudaErrorInitializationError|CUDA_ERROR_NOT_INITIALIZED", "initialization error", failure.ClassAcceleratorUnavailable},
-	{"35", "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version", failure.ClassDriverMismatch},
-	{"46", "cudaErrorDevicesUnavailable", "CUDA-capable device(s) is/are busy or unavailable", failure.ClassAcceleratorBusy},
-	{"100", "cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected", failure.ClassAcceleratorUnavailable},
-	{"101", "cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal", failure.ClassAcceleratorUnavailable},
-	{"209", "cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device", failure.ClassGPUArchUnsupported},
-	{"218", "cudaErrorInvalidPtx|CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed", failure.ClassDriverMismatch},
-	{"222", "cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain", failure.ClassDriverMismatch},
-	{"801", "cudaErrorNotSupported|CUDA_ERROR_NOT_SUPPORTED", "operation not supported", failure.ClassHostCapability},
-	{"802", "cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized", failure.ClassAcceleratorUnavailable},
-	{"803", "cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination", failure.ClassDriverMismatch},
-	{"804", "cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW", failure.ClassDriverMismatch},
-	{"999", "cudaErrorUnknown|CUDA_ERROR_UNKNOWN", "", failure.ClassAcceleratorUnavailable},
+	{"2", "cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", "out of memory", failure.ClassGPUOOM, 0},
+	{"3", "cudaErrorInitializationError|CUDA_ERROR_NOT_INITIALIZED", "initialization error", failure.ClassAcceleratorUnavailable, 0},
+	{"35", "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version", failure.ClassDriverMismatch, 0},
+	{"46", "cudaErrorDevicesUnavailable", "CUDA-capable device(s) is/are busy or unavailable", failure.ClassAcceleratorBusy, 0},
+	{"100", "cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected", failure.ClassAcceleratorUnavailable, 0},
+	{"101", "cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal", failure.ClassAcceleratorUnavailable, TierHint},
+	{"209", "cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device", failure.ClassGPUArchUnsupported, 0},
+	{"218", "cudaErrorInvalidPtx|CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed", failure.ClassDriverMismatch, 0},
+	{"500", "cudaErrorSymbolNotFound|CUDA_ERROR_NOT_FOUND|hipErrorNotFound", "named symbol not found", failure.ClassGPUArchUnsupported, 0},
+	{"222", "cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain", failure.ClassDriverMismatch, 0},
+	{"801", "cudaErrorNotSupported|CUDA_ERROR_NOT_SUPPORTED", "operation not supported", failure.ClassHostCapability, 0},
+	{"802", "cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized", failure.ClassAcceleratorUnavailable, 0},
+	{"803", "cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination", failure.ClassDriverMismatch, 0},
+	{"804", "cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW", failure.ClassDriverMismatch, 0},
+	{"999", "cudaErrorUnknown|CUDA_ERROR_UNKNOWN", "", failure.ClassAcceleratorUnavailable, 0},
 }
 
 // CUDAError says what a CUDA runtime error number means: its enum name,
@@ -94,9 +100,17 @@ func cudaErrorSignatures() []Rule {
 	for _, c := range cudaErrors {
 		switch {
 		case len(c.text) >= 22:
-			out = append(out, Rule{Text: c.text, Class: c.class})
+			out = append(out, Rule{Text: c.text, Class: c.class, Tier: c.tier})
 		case c.text != "":
-			out = append(out, Rule{Text: c.text, Pattern: regexp.MustCompile(`(?i)(cuda|cu\w+|hip|rocm)\w*.{0,60}` + regexp.QuoteMeta(c.text)), Class: c.class})
+			out = append(out, Rule{Text: c.text, Pattern: regexp.MustCompile(`(?i)(cuda|cu\w+|hip|rocm)\w*.{0,60}` + regexp.QuoteMeta(c.text)), Class: c.class, Tier: c.tier})
+		}
+		if c.tier == TierHint {
+			for _, n := range strings.Split(c.names, "|") {
+				out = append(out, Rule{Text: n, Class: c.class, Tier: c.tier})
+			}
+			out = append(out, Rule{Text: "error", Also: "cuda", Pattern: regexp.MustCompile(`(?i)cuda.{0,40}?(?:error|err|code|status|failure)\s*(?:=|:|\(|#|\s)\s*` + c.code + `\b`),
+				Class: c.class, Tier: c.tier})
+			continue
 		}
 		for _, n := range strings.Split(c.names, "|") {
 			byName[n] = c.class
@@ -127,6 +141,7 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "please update your driver to a newer version", Class: failure.ClassDriverMismatch},
 	// gpu_arch_unsupported
 	{Text: "no kernel image is available", Class: failure.ClassGPUArchUnsupported},
+	{Text: "compiled without support for the current GPU architecture", Class: failure.ClassGPUArchUnsupported},
 	{Text: "is not compatible with the current PyTorch installation", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
 	{Text: "compute capability", Pattern: regexp.MustCompile(`(?i)(only supported|requires?|need|at least|minimum|not supported|unsupported).{0,60}compute capability|compute capability.{0,60}(not supported|unsupported|is required|or higher|or newer|at least)`), Class: failure.ClassGPUArchUnsupported},
 	{Text: "Unsupported gpu architecture", Class: failure.ClassGPUArchUnsupported},
@@ -171,6 +186,7 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 var gpuFamily = family("gpu", []Rule{
 	{Text: "discovery", Pattern: regexp.MustCompile(`(?i)(fail\w*|error)\W.{0,30}GPU discovery|GPU discovery.{0,30}(failed|error)`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
+	{Text: "memory", Pattern: regexp.MustCompile(`(?i)(insufficient|not enough) (gpu|device|vram|cuda) memory`), Class: failure.ClassGPUOOM},
 })
 
 // rocmFamily: AMD's HIP runtime, rocBLAS/Tensile and the HSA runtime.
@@ -201,6 +217,12 @@ var metalFamily = family("metal", []Rule{
 	{Text: "MPS backend out of memory", Class: failure.ClassGPUOOM},
 	{Text: "command buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*: command buffer \d+ failed with status`), Class: failure.ClassGPUOOM, Tier: TierHint},
 	{Text: "failed to allocate buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*:.{0,40}failed to allocate buffer`), Class: failure.ClassGPUOOM},
+	// ggml-metal's warning before an allocation beyond what macOS lets the
+	// GPU hold: the abort that follows is its consequence.
+	{Text: "greater than the recommended max working set size", Class: failure.ClassGPUOOM, Tier: TierHint},
+	// candle's Metal kernels (mistral.rs): a kernel this GPU's Metal
+	// cannot load (a bfloat16 kernel on a GPU without bf16).
+	{Text: "Error while loading function", Class: failure.ClassGPUArchUnsupported},
 	{Text: "MTLCreateSystemDefaultDevice", Class: failure.ClassAcceleratorUnavailable},
 	// A Metal shader library that does not compile for this GPU or OS:
 	// the compiler's own error after ggml's Metal init began.
@@ -256,6 +278,13 @@ var nativeFrameHints = []FrameHint{
 	{"mtlcreatesystemdefaultdevice", failure.ClassAcceleratorUnavailable},
 }
 
+// collectiveTimeoutStep is the advice of a collective operation that timed
+// out between the GPUs of a multi-GPU run.
+const collectiveTimeoutStep = "A collective operation (all-reduce, all-gather) between the GPUs never completed: one rank " +
+	"stalled or its peer died. Run with NCCL_DEBUG=INFO to see which rank and link; try without the custom all-reduce " +
+	"(vLLM/SGLang --disable-custom-all-reduce), check P2P and the interconnect (nvidia-smi topo -m, InfiniBand), and " +
+	"raise the distributed timeout only when the step is legitimately slow."
+
 // ncclFamily: NCCL and RCCL, custom all-reduce and CUDA IPC between the
 // GPUs of a multi-GPU run: the host's interconnect, shared memory or
 // peer access is what fails.
@@ -267,7 +296,9 @@ var ncclFamily = family("nccl", []Rule{
 	{Text: "ncclInternalError", Class: failure.ClassHostCapability},
 	{Text: "ncclRemoteError", Class: failure.ClassHostCapability},
 	{Text: "peer access is not supported between these two devices", Class: failure.ClassHostCapability},
-	{Text: "Watchdog caught collective operation timeout", Class: failure.ClassHostCapability},
+	// a collective that never completed: one rank stalled (a hang, a
+	// crashed peer, a link that stopped), not a missing host feature
+	{Text: "Watchdog caught collective operation timeout", Class: failure.ClassEngineDied, NextStep: collectiveTimeoutStep},
 	{Text: "cudaIpcOpenMemHandle", Pattern: regexp.MustCompile(`(?i)cudaIpcOpenMemHandle.{0,80}(fail|error|invalid)|(fail|error).{0,80}cudaIpcOpenMemHandle`), Class: failure.ClassHostCapability},
 	{Text: "ipc open mem handle", Class: failure.ClassHostCapability},
 	{Text: "custom_all_reduce", Pattern: regexp.MustCompile(`(?i)(error|fail|assert).{0,120}custom_all_reduce|custom_all_reduce.{0,120}(error|fail|assert)`), Class: failure.ClassHostCapability},

@@ -40,6 +40,13 @@ var cpuFamily = family("cpu", []Rule{
 	{Text: "0xc000001d", Class: failure.ClassHostCapability},  // Windows STATUS_ILLEGAL_INSTRUCTION
 	{Text: "-1073741795", Class: failure.ClassHostCapability}, // the same, as a signed exit status
 	{Text: "3221225501", Class: failure.ClassHostCapability},  // the same, unsigned
+	// Cosmopolitan's check of the CPU a binary was built for (llamafile)
+	{Text: "was required at build time but isn't available", Class: failure.ClassHostCapability, NextStep: sigillStep},
+	// Windows ERROR_DLL_INIT_FAILED (its text is in the system's language):
+	// a backend library whose start-up code runs instructions the CPU
+	// lacks is its usual cause, a missing runtime another
+	{Text: "WinError 1114", Class: failure.ClassHostCapability, Tier: TierHint},
+	{Text: "dynamic link library (DLL) initialization routine failed", Class: failure.ClassHostCapability, Tier: TierHint},
 	{Text: "CPU does not have", Pattern: regexp.MustCompile(`(?i)CPU does not have.{0,30}(AVX|SSE|FMA|F16C)`), Class: failure.ClassHostCapability},
 })
 
@@ -80,4 +87,5 @@ var netFamily = family("net", []Rule{
 // hostFamilies are every shared family an engine on a GPU host can hit,
 // after the engine's own rules and its stack's (python, ggml).
 var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, ncclFamily,
-	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, signalFamily, rustFamily, goFamily, structuredFamily)
+	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, modelFamily, signalFamily, rustFamily, goFamily,
+	structuredFamily)

@@ -21,6 +21,9 @@ var hubFamily = family("hub", []Rule{
 	// Rust's hf-hub (TGI's router, mistral.rs): "HTTP status client error
 	// (401 Unauthorized) for url (https://huggingface.co/...)"
 	{Text: "huggingface", Pattern: regexp.MustCompile(`(?i)\b(401 Unauthorized|403 Forbidden)\b.{0,200}(huggingface|hf\.co)`), Class: failure.ClassModelAccessDenied},
+	// Rust's hf-hub through ureq (mistral.rs, candle): "RequestError(Status(403,
+	// Response[status: 403, status_text: Forbidden, url: https://huggingface.co/...])"
+	{Text: "Status(", Pattern: regexp.MustCompile(`(?i)\bStatus\((401|403),.{0,200}(huggingface|hf\.co)`), Class: failure.ClassModelAccessDenied},
 	{Text: "GatedRepoError", Class: failure.ClassModelAccessDenied},
 	{Text: "Cannot access gated repo", Class: failure.ClassModelAccessDenied},
 	{Text: "is gated", Pattern: regexp.MustCompile(`(?i)is gated\. You must be authenticated`), Class: failure.ClassModelAccessDenied},
@@ -34,6 +37,22 @@ var hubFamily = family("hub", []Rule{
 	{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(401|403|unauthorized|forbidden)`), Class: failure.ClassModelAccessDenied},
 	{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(file does not exist|not found|404)`), Class: failure.ClassModelLoadFailed},
 	{Text: "Repository Not Found", Class: failure.ClassModelLoadFailed},
+})
+
+// modelFamily: the model's own files, whatever the engine: a config,
+// tokenizer or weights file that is missing, a field or a weight the
+// loader needs that is not in them. After fsFamily: a file that cannot be
+// read for want of permission or space is that.
+var modelFamily = family("model", []Rule{
+	{Text: ".json", Pattern: regexp.MustCompile(`(?i)\b(config|tokenizer|tokenizer_config|generation_config|preprocessor_config|params)\.json\b.{0,80}\b(not found|no such file|does not exist|is missing|cannot be found|could not be found)|\b(not found|no such file or directory|does not exist|missing in|could not find|cannot find)\b.{0,120}\b(config|tokenizer|tokenizer_config|generation_config|preprocessor_config|params)\.json\b`), Class: failure.ClassModelLoadFailed},
+	{Text: "found", Pattern: regexp.MustCompile(`(?i)\bno (safetensors|\.safetensors|weights?|model weights|gguf|model) (files? )?(were )?found\b`), Class: failure.ClassModelLoadFailed},
+	{Text: "missing ", Pattern: regexp.MustCompile(`(?i)\bmissing (weight|tensor)s?\b`), Class: failure.ClassModelLoadFailed},
+	// serde's error for a config file without a field the loader needs
+	// (Rust engines: "missing field `vocab_size` at line 46 column 1")
+	{Text: "missing field `", Class: failure.ClassModelLoadFailed},
+	// a loader's own summary: the line before it, when a rule knows it,
+	// says more
+	{Text: "model load failed", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 })
 
 // fsFamily: the file system: a full disk or quota (disk_full), a path the
@@ -60,6 +79,8 @@ var fsFamily = family("fs", []Rule{
 // JSON Schema response_format, a grammar) in its own words, whatever the
 // engine: the request failed, so these are raised in inference.
 var structuredFamily = family("structured", []Rule{
+	// the engine says it dropped the grammar and generated anyway
+	{Text: "ignor", Pattern: regexp.MustCompile(`(?i)\bignor(ed|ing)\b.{0,30}\b(grammar|json.?schema|response_format|schema)\b`), Class: failure.ClassStructuredOutputFailOpen, Phase: failure.PhaseInference},
 	{Text: "response_format", Pattern: regexp.MustCompile(`(?i)response_format.{0,60}(must be|not supported|unsupported|invalid|is not allowed)|(invalid|unsupported).{0,30}response_format`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
 	{Text: "invalid format: expected", Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
 	{Text: "json schema", Pattern: regexp.MustCompile(`(?i)invalid json schema|json schema.{0,40}(is invalid|not supported|unsupported|failed to (parse|convert|compile))`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},

@@ -22,6 +22,12 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "CUDA out of memory", Class: failure.ClassGPUOOM},
 	{Text: "OutOfMemoryError", Class: failure.ClassGPUOOM},
 	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(on device|gpu \d|allocation on device).{0,60}out of memory`), Class: failure.ClassGPUOOM},
+	// a broken install: a module or name the engine imports is missing
+	// (packages out of step). A crash, so that context refines it (a
+	// grammar backend's module while serving), but the frames do not:
+	// where the import was made says nothing of why it failed.
+	{Text: "No module named", Class: failure.ClassEngineDied, Crash: true, NextStep: brokenInstallStep},
+	{Text: "cannot import name", Class: failure.ClassEngineDied, Crash: true, NextStep: brokenInstallStep},
 	// tokenizer_template
 	{Text: "Template error", Class: failure.ClassTokenizerTemplate},
 	{Text: "default chat template is no longer allowed", Class: failure.ClassTokenizerTemplate},
@@ -51,7 +57,9 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "are not supported for now", Pattern: regexp.MustCompile(`Model architectures? .* (is|are) not supported`), Class: failure.ClassModelLoadFailed},
 	{Text: "does not recognize this architecture", Class: failure.ClassModelLoadFailed},
 	{Text: "does not appear to have a file named", Class: failure.ClassModelLoadFailed},
-	{Text: "SafetensorError", Class: failure.ClassModelLoadFailed},
+	// the library's error type, whatever it wraps (a short header, an
+	// OS error: the errno later in the line names that)
+	{Text: "SafetensorError", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 	{Text: "Error(s) in loading state_dict", Class: failure.ClassModelLoadFailed},
 	{Text: "HFValidationError", Class: failure.ClassModelLoadFailed},
 	{Text: "Unrecognized model in", Class: failure.ClassModelLoadFailed},
@@ -64,8 +72,10 @@ var pythonSignatures = family("python", []Rule{
 	// Xinference: every GPU is taken by other models.
 	{Text: "No available slot found for the model", Class: failure.ClassAcceleratorBusy, Phase: failure.PhaseLaunch},
 	{Text: "No model weights found", Class: failure.ClassModelLoadFailed},
-	{Text: "Error in inspecting model architecture", Class: failure.ClassModelLoadFailed},
-	{Text: "failed to be inspected", Class: failure.ClassModelLoadFailed},
+	// vLLM inspects the architecture in a subprocess and relays its
+	// traceback after this header: the subprocess's exception says why
+	{Text: "Error in inspecting model architecture", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+	{Text: "failed to be inspected", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 	{Text: "must be divisible by", Pattern: regexp.MustCompile(`(?i)(heads|num_heads|attention heads|hidden.size|vocab).{0,80}must be divisible by`), Class: failure.ClassModelLoadFailed},
 	{Text: "could not load model", Pattern: regexp.MustCompile(`(?i)no such file or directory|not found`), Class: failure.ClassModelLoadFailed},
 	// LocalAI: the gRPC backend process died before answering (its own
@@ -103,9 +113,18 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "Method Decode encountered an error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 })
 
+// brokenInstallStep is the advice of an import that failed.
+const brokenInstallStep = "The engine's installation is broken: a module or a name it imports is missing, usually " +
+	"packages out of step (a kernel library such as aiter, flash-attn or a grammar backend built for another version). " +
+	"Reinstall the engine with the versions it pins (its requirements or its container image), or install the missing package."
+
 // pythonFrameHints name the component of a traceback frame (file paths
 // and function names).
 var pythonFrameHints = []FrameHint{
+	// CUDA IPC between the GPUs of one run (custom all-reduce workspaces)
+	{"cudaipcopenmemhandle", failure.ClassHostCapability},
+	{"_ipc_utils", failure.ClassHostCapability},
+	{"custom_all_reduce", failure.ClassHostCapability},
 	{"marlin", failure.ClassQuantKernelFailed},
 	{"/quantization/", failure.ClassQuantKernelFailed},
 	{"awq", failure.ClassQuantKernelFailed},

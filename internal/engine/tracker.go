@@ -350,8 +350,40 @@ func (t *Tracker) lower(line string) []byte {
 }
 
 // match returns the first signature line matches (lower is the line
-// lower-cased), with the class it gives, or nil.
+// lower-cased), with the class it gives, or nil. A specific rule (error
+// tier, not a crash) beats an earlier generic one on the same line: a
+// wrapper's words ("Model failed with error", "Download encountered an
+// error") name no cause, the error they wrap, later in the line, does.
+// When both give the same class the generic rule stands (its line is a
+// low-level hint: ggml's "cudaMalloc failed: out of memory").
 func (t *Tracker) match(line string, lower []byte) (*Rule, failure.Class) {
+	sigs := t.e.signatures
+	first := t.scanSignatures(lower)
+	var weak *Rule
+	var weakCls failure.Class
+	for i := first; i < len(sigs); i++ {
+		if !t.hits[i] {
+			continue
+		}
+		r := &sigs[i]
+		if !t.precedes(r.afterID, true) || t.precedes(r.notAfterI, false) {
+			continue
+		}
+		c, ok := r.classOf(line, lower)
+		switch {
+		case !ok:
+		case r.tier() == TierError && !r.Crash && (weak == nil || c != weakCls):
+			return r, c
+		case weak == nil:
+			weak, weakCls = r, c
+		}
+	}
+	return weak, weakCls
+}
+
+// scanSignatures marks in t.hits the signatures whose text lower holds
+// and returns the first one's index (len of the table when none).
+func (t *Tracker) scanSignatures(lower []byte) int {
 	sigs := t.e.signatures
 	if len(t.hits) != len(sigs) {
 		t.hits = make([]bool, len(sigs))
@@ -367,26 +399,11 @@ func (t *Tracker) match(line string, lower []byte) (*Rule, failure.Class) {
 			t.touched = append(t.touched, id)
 		}
 	})
-	if len(t.touched) == 0 {
-		return nil, ""
-	}
 	first := len(sigs)
 	for _, id := range t.touched {
 		first = min(first, int(id))
 	}
-	for i := first; i < len(sigs); i++ {
-		if !t.hits[i] {
-			continue
-		}
-		r := &sigs[i]
-		if !t.precedes(r.afterID, true) || t.precedes(r.notAfterI, false) {
-			continue
-		}
-		if c, ok := r.classOf(line, lower); ok {
-			return r, c
-		}
-	}
-	return nil, ""
+	return first
 }
 
 // offer makes line the root-cause candidate when its tier beats the one
@@ -777,11 +794,9 @@ func (t *Tracker) closeBlock(line, stored string) {
 		root = t.chainCause // the innermost exception of a raise ... from chain
 	}
 	if s, cls := t.match(line, t.lower(line)); s != nil {
-		rule := s.Name
-		if s.Crash && tb.hint != "" {
-			cls, rule = tb.hint, tb.hintRule
-		}
-		t.offer(rule, root, cls, tb.blockPhase(s.Phase), s.tier(), s.Crash && tb.hint == "")
+		t.offerException(&tb, s, cls, root)
+	} else if tb.hint != "" && t.cand.tier == TierHint && t.cand.class == tb.hint && !t.cand.crash {
+		t.cand.tier = TierError // the frames confirm what a generic line before the block said
 	} else if tb.hint != "" {
 		t.offer(tb.hintRule, root, tb.hint, tb.blockPhase(""), TierError, false)
 	} else if hs != nil && hs.Crash {
@@ -799,6 +814,22 @@ func (t *Tracker) closeBlock(line, stored string) {
 	}
 	t.lastExc = stored
 	t.tb.frames = nil
+}
+
+// offerException offers a block's exception line that rule s matched
+// (class cls; root is the line or the innermost of its chain). A generic
+// exception (a crash, an error whose meaning depends on the call) takes
+// the class of the component the block's frames name: a crash stays a
+// hint, an error the frames place is specific.
+func (t *Tracker) offerException(tb *traceback, s *Rule, cls failure.Class, root string) {
+	rule, tier := s.Name, s.tier()
+	if tier == TierHint && tb.hint != "" {
+		cls, rule = tb.hint, tb.hintRule
+		if !s.Crash {
+			tier = TierError
+		}
+	}
+	t.offer(rule, root, cls, tb.blockPhase(s.Phase), tier, s.Crash && tb.hint == "")
 }
 
 // cutBlock ends a block that stopped before its exception line: the
