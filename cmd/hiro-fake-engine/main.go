@@ -84,6 +84,7 @@ type options struct {
 	overloadStatus, overloadFirst, overloadEvery, retryAfter                int
 	chunkTokens                                                             int
 	overloadN                                                               *atomic.Int64
+	chatFailWhen                                                            string
 }
 
 var (
@@ -155,6 +156,7 @@ func main() {
 	flag.IntVar(&o.overloadStatus, "overload-status", 0, "answer chat requests picked by --overload-first/--overload-every with this status (429 or 503)")
 	flag.IntVar(&o.overloadFirst, "overload-first", 0, "the first N chat requests get --overload-status")
 	flag.IntVar(&o.overloadEvery, "overload-every", 0, "every N-th chat request gets --overload-status")
+	flag.StringVar(&o.chatFailWhen, "chat-fail-when", "", "answer chat requests 500 while this file exists (a model that starts failing mid-way, when a test says so)")
 	flag.IntVar(&o.retryAfter, "retry-after", -1, "Retry-After seconds sent with overload answers (-1: none)")
 	flag.IntVar(&o.chunkTokens, "chunk-tokens", 1, "pseudo-tokens per streamed chunk (1: one chunk per token, as engines stream)")
 	flag.StringVar(&o.proxyTo, "proxy-to", "", "benchmark baseline: serve --port as a plain standard-library reverse proxy (tuned transport) to this URL, nothing else")
@@ -553,6 +555,10 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 	case "hang":
 		<-r.Context().Done()
 		notef("fake: client went away while its request hung")
+		return
+	}
+	if _, err := os.Stat(o.chatFailWhen); o.chatFailWhen != "" && err == nil {
+		writeJSON(w, 500, map[string]any{"error": map[string]any{"code": 500, "type": "server_error", "message": "llama_decode: failed to decode, ret = -1"}})
 		return
 	}
 	if overloaded(o) {

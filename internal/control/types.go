@@ -124,6 +124,11 @@ type Status struct {
 	Draining bool `json:"draining"`
 	// Handover is set while a campaign holds production.
 	Handover *HandoverInfo `json:"handover,omitempty"`
+	// Ramp is the progressive activation's account since this router
+	// started (the active one, else the last); nil when none ran.
+	// Production stays the one above until the ramp completes and the
+	// activation switches.
+	Ramp *RampStatus `json:"ramp,omitempty"`
 }
 
 // DrainResult is the answer of Drain.

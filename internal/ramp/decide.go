@@ -137,9 +137,13 @@ func Decide(p Policy, in Input) Decision {
 	conf := 1 - 2*(1-DefaultConfidence) // one-sided bounds from a two-sided interval
 	d := Decision{}
 	d.Checks = append(d.Checks, rateCheck(MeasureErrors, in.Candidate.Errors, in.Candidate.Requests, base.Errors, base.Requests, p, conf))
-	d.Checks = append(d.Checks, latencyCheck(in.Candidate.LatencyMS, base.LatencyMS, p, conf))
 	if in.Candidate.Checked > 0 || base.Checked > 0 {
 		d.Checks = append(d.Checks, rateCheck(MeasureInvalid, in.Candidate.Invalid, in.Candidate.Checked, base.Invalid, base.Checked, p, conf))
+	}
+	// The rank test is the costly one (its pairwise differences): a rate
+	// that failed already decides.
+	if d.Checks[0].Outcome != Failed && d.Checks[len(d.Checks)-1].Outcome != Failed {
+		d.Checks = append(d.Checks, latencyCheck(in.Candidate.LatencyMS, base.LatencyMS, p, conf))
 	}
 	var failed, open []string
 	for _, c := range d.Checks {

@@ -36,7 +36,7 @@ const (
 	// MaxLatencySamples bounds the latencies kept per side and step (a
 	// uniform reservoir): the rank test's pairwise differences stay at
 	// most MaxLatencySamples² values.
-	MaxLatencySamples = 1000
+	MaxLatencySamples = 500
 )
 
 // DefaultSteps are the shares of `hiro activate --progressive` without a

@@ -50,10 +50,15 @@ func (r *Ramp) Active() bool {
 	return r.res.State == evidence.RampRamping || r.res.State == evidence.RampCompleted
 }
 
+// Step is the index of the step serving (in the policy's steps).
+func (r *Ramp) Step() int { return r.step }
+
 // Observe counts one answered request of side (SideProduction or
-// SideCandidate) in the current step.
-func (r *Ramp) Observe(side int, failed bool, latency time.Duration, checked, invalid bool) {
-	if r.res.State != evidence.RampRamping {
+// SideCandidate) routed during step (Step when it was routed): a request
+// of an earlier step, answered after its step ended, is not counted in
+// the next one.
+func (r *Ramp) Observe(step, side int, failed bool, latency time.Duration, checked, invalid bool) {
+	if r.res.State != evidence.RampRamping || step != r.step {
 		return
 	}
 	r.cur[side].Add(failed, latency, checked, invalid)
@@ -93,19 +98,20 @@ func (r *Ramp) Tick(now time.Time, down string) Decision {
 	return d
 }
 
-// Stop ends a ramp by command at now with reason: share 0, production
-// serves every request. A ramp that already ended keeps its end.
-func (r *Ramp) Stop(now time.Time, reason string) {
-	if r.res.State != evidence.RampRamping && r.res.State != evidence.RampCompleted {
+// Stop ends a ramp that is ramping at now, as state (evidence.RampStopped
+// by command, RampReversed when the router reverses it for a reason of
+// its own: the activation that owned it is gone) with reason: share 0,
+// production serves every request. A ramp that ended (completed
+// included: the activation switches) keeps its end.
+func (r *Ramp) Stop(now time.Time, state, reason string) {
+	if r.res.State != evidence.RampRamping {
 		return
 	}
-	if r.res.State == evidence.RampRamping {
-		h := &r.res.History[len(r.res.History)-1]
-		h.Candidate, h.Production = r.cur[SideCandidate].Evidence(), r.cur[SideProduction].Evidence()
-		h.Decision, h.Reason = evidence.RampReverse, "stopped: "+reason
-		r.endStep(now)
-	}
-	r.end(now, evidence.RampStopped, reason)
+	h := &r.res.History[len(r.res.History)-1]
+	h.Candidate, h.Production = r.cur[SideCandidate].Evidence(), r.cur[SideProduction].Evidence()
+	h.Decision, h.Reason = evidence.RampReverse, reason
+	r.endStep(now)
+	r.end(now, state, reason)
 	r.res.Share = 0
 }
 

@@ -91,7 +91,7 @@ func TestRampWalk(t *testing.T) {
 	r := New(p, "cand", "prod", t0)
 	feed := func(side, n int, ms float64, failed bool) {
 		for range n {
-			r.Observe(side, failed, time.Duration(ms*float64(time.Millisecond)), false, false)
+			r.Observe(r.Step(), side, failed, time.Duration(ms*float64(time.Millisecond)), false, false)
 		}
 	}
 	now := t0
@@ -109,6 +109,7 @@ func TestRampWalk(t *testing.T) {
 			t.Fatalf("step %d: %s (%s)", i, d.Action, d.Reason)
 		}
 	}
+	r.Observe(0, SideCandidate, true, time.Millisecond, false, false) // routed in step 1, answered now
 	feed(SideCandidate, 150, 12, false)
 	now = now.Add(2 * time.Minute)
 	if d := r.Tick(now, ""); d.Action != evidence.RampComplete {
@@ -138,9 +139,13 @@ func TestRampWalk(t *testing.T) {
 	}
 
 	r = New(p, "cand", "prod", t0)
-	r.Stop(t0.Add(time.Second), "hiro rollback")
-	if res := r.Result(); res.State != evidence.RampStopped || res.Share != 0 || res.Reason != "hiro rollback" {
+	r.Stop(t0.Add(time.Second), evidence.RampStopped, "hiro rollback")
+	if res := r.Result(); res.State != evidence.RampStopped || res.Share != 0 || res.Reason != "hiro rollback" || r.Active() {
 		t.Errorf("stopped ramp: %+v", res)
+	}
+	r.Stop(t0.Add(2*time.Second), evidence.RampReversed, "again")
+	if res := r.Result(); res.State != evidence.RampStopped || res.Reason != "hiro rollback" {
+		t.Errorf("a second stop changed the end: %+v", res)
 	}
 }
 

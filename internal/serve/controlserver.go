@@ -41,6 +41,7 @@ func (s *Server) Status() control.Status {
 	st := control.Status{Schema: control.StatusSchema, PID: os.Getpid(), StartedAt: s.started, Config: s.cfg.Path, Listen: s.addr,
 		Alias: s.sc.Alias, InFlight: s.inFlight.Load(), Draining: s.draining.Load(), Models: s.modelNames()}
 	st.Production, st.Handover = s.prod.status()
+	st.Ramp = s.rampStatus()
 	for _, rt := range s.served {
 		state, since, msg, last := rt.watch.snapshot()
 		if state == "" {
@@ -163,5 +164,6 @@ func (s *Server) controlHandler() http.Handler {
 		reply(w, 200, res)
 	})
 	s.shadowRoutes(mux, reply, fail, decode)
+	s.rampRoutes(mux, reply, fail, decode)
 	return mux
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 
+	"github.com/hiro-dev/hiro/internal/ramp"
 	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/shadow"
 )
@@ -49,6 +50,14 @@ type exchange struct {
 	// (nil: not mirrored); mirrorJob holds the request and the reply.
 	mirror    *shadow.Mirror
 	mirrorJob *shadow.Job
+
+	// ramp is the progressive ramp this production request was routed
+	// by (nil: none), rampSide the side it went to and rampJob its reply
+	// kept for the check (nil: not a checkable request); ramp.go.
+	ramp     *rampCtl
+	rampSide int
+	rampStep int
+	rampJob  *shadow.Job
 }
 
 func (s *Server) newExchange(ctx *fasthttp.RequestCtx, route string) *exchange {
@@ -100,6 +109,9 @@ func (x *exchange) finish() {
 	m.observe(x.route, backend, x.status, ttfb, end)
 	if x.mirror != nil {
 		x.offerShadow()
+	}
+	if x.ramp != nil {
+		x.rampObserve(end)
 	}
 	if x.wantTail && x.status == http.StatusOK {
 		if p, c, ok := usageOf(x.tail); ok {
@@ -235,6 +247,9 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 			rt = cur
 		}
 		x.rt, x.counted = rt, rt
+		if rc := s.ramp.run.Load(); rc != nil {
+			rt = s.rampRoute(ctx, x, rc, body, stream, rt)
+		}
 	}
 	if model != rt.prof.Model {
 		var err error
@@ -245,7 +260,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	}
 	x.wantTail = true
 	x.proxied = true
-	if x.counted != nil {
+	if x.counted != nil && x.rampSide != ramp.SideCandidate {
 		if m := s.sampleShadow(x.route); m != nil {
 			x.mirror, x.mirrorJob = m, &shadow.Job{Route: x.route, Body: bytes.Clone(body), Stream: stream}
 		}
@@ -262,6 +277,13 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 		// the watch saw it die, and was ready again within
 		// wait_for_ready: sent once more.
 		resp, err = rt.tr.RoundTrip(rt.outgoing(ctx, rctx, x.route, body))
+	}
+	if err != nil && x.rampSide == ramp.SideCandidate && upstreamErrorClass(rctx, err) == "connect" {
+		// The ramp's candidate refused the connection (nothing was
+		// sent): the request goes to production, the ramp is told.
+		if rt, body, err = s.rampFallback(x, body); err == nil {
+			resp, err = rt.tr.RoundTrip(rt.outgoing(ctx, rctx, x.route, body))
+		}
 	}
 	expire.Stop()
 	if err != nil {
@@ -563,6 +585,9 @@ func (b *upstreamBody) Read(p []byte) (int, error) {
 		x.tail = keepTail(x.tail, p[:n])
 		if x.mirrorJob != nil {
 			x.mirrorJob.Capture(p[:n])
+		}
+		if x.rampJob != nil {
+			x.rampJob.Capture(p[:n])
 		}
 	}
 	if err != nil && err != io.EOF {

@@ -88,6 +88,7 @@ type Server struct {
 	served   []*route
 	inFlight atomic.Int64
 	shadow   shadowState  // the shadow run mirroring production's requests (shadow.go)
+	ramp     rampState    // the progressive ramp to a candidate (ramp.go)
 	procs    *procsPolicy // nil: the processors do not adapt
 	// reqBase is the parent of every proxied request's context; Run
 	// cancels it when the drain after a stop times out.
@@ -387,6 +388,9 @@ func (s *Server) Run(ctx context.Context) error {
 	finishBy.Stop()
 	<-procsDone
 	<-servedDone
+	if s.ramp.run.Load() != nil {
+		s.stopRamp(context.Background(), "hiro serve stopped")
+	}
 	s.prod.shutdown(s.sc.OnExit)
 	// The drained requests' lines come before "stopped" (both may go to
 	// stderr).

@@ -1,0 +1,397 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/ramp"
+)
+
+// rampCandidate adds an unmanaged profile NAME for a fake engine it
+// starts on a free port (model other-model) with args, and returns the
+// profile's TOML and the process.
+func rampCandidate(t *testing.T, name string, args ...string) (string, *exec.Cmd) {
+	t.Helper()
+	port := freePort(t)
+	cmd := startOther(t, port, args...)
+	return `[backends.` + name + `]
+engine = "llamacpp"
+unmanaged = true
+base_url = "http://127.0.0.1:` + itoa(port) + `"
+model = "other-model"
+`, cmd
+}
+
+// rampTestPolicy is a ramp policy fast enough for a test: a step advances
+// on 20 clean candidate requests (the one-sided 95 % upper bound of 0
+// errors in 20 is 0.139, within the margin 0.15) after 300 ms.
+func rampTestPolicy(steps ...float64) ramp.Policy {
+	return ramp.Policy{Steps: steps, Soak: config.Duration{Duration: 300 * time.Millisecond}, MinRequests: 20, Margin: 0.15}
+}
+
+// answer is one client request of the load: when it was sent, its
+// status and which backend's model answered.
+type answer struct {
+	at    time.Time // sent
+	done  time.Time // answered
+	code  int
+	model string
+}
+
+// load sends extraction requests from workers until stop is closed,
+// each with its own OpenAI "user" (a new client each time), and keeps
+// every answer.
+type load struct {
+	mu      sync.Mutex
+	answers []answer
+	wg      sync.WaitGroup
+	stop    chan struct{}
+}
+
+func startLoad(t *testing.T, r *router, workers int) *load {
+	l := &load{stop: make(chan struct{})}
+	for w := range workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				var m map[string]any
+				_ = json.Unmarshal([]byte(extractionBody("extraction", i, false)), &m)
+				m["user"] = "client-" + itoa(w) + "-" + itoa(i)
+				b, _ := json.Marshal(m)
+				t0 := time.Now()
+				code, _, body := post(t, r.url, RouteChat, string(b))
+				l.mu.Lock()
+				l.answers = append(l.answers, answer{at: t0, done: time.Now(), code: code, model: answeredBy(body)})
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+func (l *load) end() []answer {
+	close(l.stop)
+	l.wg.Wait()
+	return l.answers
+}
+
+// answeredBy is the model field of an answer ("" for an error).
+func answeredBy(body string) string {
+	var v struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal([]byte(body), &v)
+	return v.Model
+}
+
+// waitRamp polls the ramp's account until ok says so.
+func waitRamp(t *testing.T, r *router, within time.Duration, what string, ok func(*evidence.RampResult) bool) *evidence.RampResult {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, err := r.ctl.RampStatus(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Result != nil && ok(st.Result) {
+			return st.Result
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ramp not %s after %s: %+v", what, within, st.Result)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRampGoodCandidateReachesFullShare: a candidate as good as
+// production is ramped 10 → 50 → 100 % on live extraction requests, each
+// step advancing on its own comparison; no client request fails; once
+// complete every request is the candidate's, and hiro status shows the
+// ramp; a stop after it keeps it completed.
+func TestRampGoodCandidateReachesFullShare(t *testing.T) {
+	cand, _ := rampCandidate(t, "cand", "--chat", "claims")
+	cfg := fakeConfig(t, []string{"--chat", "claims"}, cand)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	st, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: rampTestPolicy(0.1, 0.5, 1)})
+	if err != nil || !st.Active || st.Result.Share != 0.1 {
+		t.Fatalf("start: %+v %v", st, err)
+	}
+	l := startLoad(t, r, 4)
+	res := waitRamp(t, r, 60*time.Second, "completed", func(r *evidence.RampResult) bool { return r.State != evidence.RampRamping })
+	answers := l.end()
+	if res.State != evidence.RampCompleted || res.Share != 1 || len(res.History) != 3 {
+		t.Fatalf("ramp: %s share %v, %d steps, reason %q", res.State, res.Share, len(res.History), res.Reason)
+	}
+	for i, h := range res.History {
+		want := evidence.RampAdvance
+		if i == 2 {
+			want = evidence.RampComplete
+		}
+		if h.Decision != want || h.Candidate.Requests < 20 || h.Candidate.Errors != 0 || h.Candidate.Checked == 0 || h.Candidate.Invalid != 0 {
+			t.Errorf("step %d (%v): %s (%s), candidate %+v", i, h.Share, h.Decision, h.Reason, h.Candidate)
+		}
+		if i == 0 && h.Production.Requests < 3*h.Candidate.Requests {
+			// At 10 % production answers about 9 in 10.
+			t.Errorf("step %d (%v): production answered %d, the candidate %d", i, h.Share, h.Production.Requests, h.Candidate.Requests)
+		}
+	}
+	failed := 0
+	for _, a := range answers {
+		if a.code != 200 {
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d client requests failed during a clean ramp", failed, len(answers))
+	}
+	for i := range 10 {
+		if code, _, body := post(t, r.url, RouteChat, extractionBody("extraction", i, false)); code != 200 || answeredBy(body) != "other-model" {
+			t.Fatalf("after completion: %d %s", code, answeredBy(body))
+		}
+	}
+	status, err := r.ctl.Status(context.Background())
+	if err != nil || status.Ramp == nil || status.Ramp.Result.State != evidence.RampCompleted || status.Production.Name != "prod" {
+		t.Fatalf("status: %+v %v", status.Ramp, err)
+	}
+	stopped, err := r.ctl.RampStop(context.Background(), "switched")
+	if err != nil || stopped.Active || stopped.Result.State != evidence.RampCompleted {
+		t.Fatalf("stop after completion: %+v %v", stopped, err)
+	}
+	if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 || answeredBy(body) != "fake-model" {
+		t.Errorf("after the ramp's end, production answers: %d %s", code, answeredBy(body))
+	}
+	for _, ev := range []string{`"event":"ramp_start"`, `"event":"ramp_step"`, `"event":"ramp_complete"`} {
+		if !strings.Contains(r.events.String(), ev) {
+			t.Errorf("no %s event", ev)
+		}
+	}
+}
+
+// TestRampReversesACandidateThatStartsFailing: the candidate starts
+// answering 500 once the ramp is at 25 %: the router reverses the ramp
+// by itself, every request is production's after that, and the client
+// requests that failed are the candidate's share of those sent while it
+// failed, never after the reversal.
+func TestRampReversesACandidateThatStartsFailing(t *testing.T) {
+	flagFile := filepath.Join(t.TempDir(), "fail")
+	cand, _ := rampCandidate(t, "cand", "--chat", "claims", "--chat-fail-when", flagFile)
+	cfg := fakeConfig(t, []string{"--chat", "claims"}, cand)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	p := rampTestPolicy(0.1, 0.25, 1)
+	// Each step serves 2 s at least: the 25 % step is still serving when
+	// the candidate starts failing (a failure does not wait for the soak).
+	p.Soak = config.Duration{Duration: 2 * time.Second}
+	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	l := startLoad(t, r, 4)
+	waitRamp(t, r, 60*time.Second, "at 25 %", func(r *evidence.RampResult) bool { return r.Share == 0.25 || r.State != evidence.RampRamping })
+	failFrom := time.Now()
+	if err := os.WriteFile(flagFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := waitRamp(t, r, 20*time.Second, "reversed", func(r *evidence.RampResult) bool { return r.State != evidence.RampRamping })
+	reversedAt := time.Now()
+	time.Sleep(300 * time.Millisecond) // production alone serves meanwhile
+	answers := l.end()
+	if res.State != evidence.RampReversed || res.Share != 0 || !strings.HasPrefix(res.Reason, "reversed at 25 %: error_rate") {
+		b, _ := json.MarshalIndent(res, "", " ")
+		t.Fatalf("ramp: %s share %v, reason %q\n%s", res.State, res.Share, res.Reason, b)
+	}
+	last := res.History[len(res.History)-1]
+	if last.Share != 0.25 || last.Decision != evidence.RampReverse || last.Candidate.Errors == 0 {
+		t.Errorf("reversed step: %+v", last)
+	}
+	var failed, during, after, afterCand int
+	for _, a := range answers {
+		switch {
+		case a.at.After(reversedAt):
+			after++
+			if a.code != 200 {
+				t.Errorf("a request sent after the reversal failed: %d", a.code)
+			}
+			if a.model != "fake-model" {
+				afterCand++
+			}
+		case a.done.After(failFrom):
+			during++
+			if a.code != 200 {
+				failed++
+			}
+		case a.code != 200:
+			t.Errorf("a request failed before the candidate did: %d", a.code)
+		}
+	}
+	t.Logf("while the candidate failed: %d of %d client requests failed; %d after the reversal, all production's; %s", failed, during, after, res.Reason)
+	if after == 0 || afterCand > 0 {
+		t.Errorf("after the reversal: %d requests, %d not production's", after, afterCand)
+	}
+	if failed == 0 || failed*2 > during {
+		// The candidate got 25 % of the requests; the failed ones are
+		// its share, not production's.
+		t.Errorf("while the candidate failed: %d of %d client requests failed", failed, during)
+	}
+	if !strings.Contains(r.events.String(), `"event":"ramp_reversed"`) {
+		t.Errorf("no ramp_reversed event:\n%s", r.events.String())
+	}
+}
+
+// TestRampCrashedCandidateReverses: the candidate's process is killed
+// mid-ramp: the refused connections go to production (nothing was sent),
+// the ramp reverses at once, naming the candidate down, and no request
+// after that fails.
+func TestRampCrashedCandidateReverses(t *testing.T) {
+	cand, proc := rampCandidate(t, "cand", "--chat", "claims")
+	cfg := fakeConfig(t, []string{"--chat", "claims"}, cand)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	p := rampTestPolicy(0.5, 1)
+	p.Soak = config.Duration{Duration: time.Hour} // holds at 50 %
+	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	l := startLoad(t, r, 2)
+	waitRamp(t, r, 20*time.Second, "serving the candidate", func(r *evidence.RampResult) bool { return r.History[0].Candidate.Requests >= 10 })
+	killedAt := time.Now()
+	proc.Process.Kill()
+	proc.Wait()
+	res := waitRamp(t, r, 10*time.Second, "reversed", func(r *evidence.RampResult) bool { return r.State != evidence.RampRamping })
+	reversedAt := time.Now()
+	time.Sleep(200 * time.Millisecond)
+	answers := l.end()
+	if res.State != evidence.RampReversed || !strings.Contains(res.Reason, "the candidate is down") {
+		t.Fatalf("ramp: %s, reason %q", res.State, res.Reason)
+	}
+	if d := reversedAt.Sub(killedAt); d > time.Second {
+		t.Errorf("reversed %s after the kill; the health interval is 200 ms", d)
+	}
+	failed := 0
+	for _, a := range answers {
+		if a.code != 200 {
+			failed++
+			if a.at.After(reversedAt) {
+				t.Errorf("a request sent after the reversal failed: %d", a.code)
+			}
+		}
+	}
+	t.Logf("%d of %d client requests failed; reversed %s after the kill: %s", failed, len(answers), reversedAt.Sub(killedAt).Round(time.Millisecond), res.Reason)
+	if failed > 2 {
+		// At most the requests in flight on the candidate when it died
+		// (two workers).
+		t.Errorf("%d client requests failed; at most those in flight at the kill may", failed)
+	}
+}
+
+// TestRampIsStickyPerClient: at 50 % a client named by the OpenAI
+// "user" field, or by the X-Hiro-Session header, is answered by one
+// backend every time; different clients land on both.
+func TestRampIsStickyPerClient(t *testing.T) {
+	cand, _ := rampCandidate(t, "cand")
+	cfg := fakeConfig(t, nil, cand)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	p := rampTestPolicy(0.5, 1)
+	p.Soak = config.Duration{Duration: time.Hour}
+	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	sides := map[string]bool{}
+	for c := range 16 {
+		user := "user-" + itoa(c)
+		var m map[string]any
+		_ = json.Unmarshal([]byte(chatBody("extraction", false)), &m)
+		m["user"] = user
+		b, _ := json.Marshal(m)
+		first := ""
+		for i := range 8 {
+			var model string
+			if c%2 == 0 {
+				_, _, body := post(t, r.url, RouteChat, string(b))
+				model = answeredBy(body)
+			} else {
+				_, _, body := post(t, r.url, RouteChat, chatBody("extraction", false), SessionHeader, user)
+				model = answeredBy(body)
+			}
+			if i == 0 {
+				first = model
+			} else if model != first {
+				t.Fatalf("%s was answered by %s, then by %s", user, first, model)
+			}
+		}
+		sides[first] = true
+	}
+	if !sides["fake-model"] || !sides["other-model"] {
+		t.Errorf("16 clients at 50 %% all on one side: %v", sides)
+	}
+	st, err := r.ctl.RampStop(context.Background(), "hiro rollback")
+	if err != nil || st.Active || st.Result.State != evidence.RampStopped || st.Result.Reason != "hiro rollback" {
+		t.Fatalf("stop: %+v %v", st, err)
+	}
+	if _, _, body := post(t, r.url, RouteChat, chatBody("extraction", false), SessionHeader, "user-1"); answeredBy(body) != "fake-model" {
+		t.Errorf("after the stop: %s", answeredBy(body))
+	}
+}
+
+// TestRampRefusals: production itself, an exclusive candidate on this
+// machine (naming what works), a candidate that is not running, bad
+// steps, and a second ramp are refused with what to do.
+func TestRampRefusals(t *testing.T) {
+	free := freePort(t)
+	up, _ := rampCandidate(t, "up")
+	cfg := fakeConfig(t, nil, `[backends.exclusive]
+engine = "llamacpp"
+unmanaged = true
+base_url = "http://127.0.0.1:`+itoa(free)+`"
+model = "m"
+exclusive_accelerator = true
+[backends.down]
+engine = "llamacpp"
+unmanaged = true
+base_url = "http://127.0.0.1:`+itoa(free)+`"
+model = "m"
+`+up)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	for _, c := range []struct {
+		cand  string
+		steps []float64
+		want  string
+	}{
+		{"prod", nil, "is production"},
+		{"exclusive", nil, "a progressive ramp is impossible here; activate it at once"},
+		{"down", nil, "does not answer"},
+		{"up", []float64{0.1, 0.5}, "the last step is 100 %"},
+	} {
+		_, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: c.cand, Policy: ramp.Policy{Steps: c.steps}})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("start %s: %v; want %q", c.cand, err, c.want)
+		}
+	}
+	if _, err := r.ctl.RampStop(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "no ramp since this router started") {
+		t.Errorf("stop without a ramp: %v", err)
+	}
+	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "up"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "up"}); err == nil || !strings.Contains(err.Error(), "stop it first") {
+		t.Errorf("second ramp: %v", err)
+	}
+}
