@@ -21,6 +21,10 @@ $hiro backend start prod || exit 2
 step "qualifying twin (every gate; a few minutes on 2 cores)"
 $hiro qualify "$here/plan.toml"
 code=$?
+if [ "$code" -eq 6 ]; then
+  step "hiro qualify exited 6: another hiro holds production or the accelerator (named above); run this again when it is done"
+  exit 6
+fi
 if [ "$code" -ne 0 ]; then
   step "hiro qualify exited $code: the campaign did not qualify, nothing to activate"
   exit 1

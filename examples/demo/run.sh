@@ -18,6 +18,10 @@ $hiro backend start prod || exit 2
 
 $hiro qualify "$here/plan.toml"
 code=$?
+if [ "$code" -eq 6 ]; then
+  echo "demo: hiro qualify exited 6: another hiro holds production or the accelerator (named above); nothing was started: run the demo again when it is done" >&2
+  exit 6
+fi
 latest="$(ls -td "$root"/.hiro/evidence/demo/*/ | head -n 1)"
 cat "${latest}report.md"
 $hiro journal add "${latest}evidence.json" --journal "$root/.hiro/journal" &&

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/activation"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/exitcode"
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/preflight"
@@ -317,7 +318,7 @@ func TestTwoActivationsAtOnceOneRefused(t *testing.T) {
 		switch {
 		case r.code == 0:
 			ok++
-		case r.code == 1 && strings.Contains(r.out, "production is held by hiro pid"):
+		case r.code == exitcode.Busy && strings.Contains(r.out, "production is held by hiro pid"):
 			refused++
 		}
 	}
@@ -497,8 +498,8 @@ func TestSwitchRecoveryHoldsProductionLease(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	code, out := w.hiro("backend", "start", "prod")
-	if code != 1 || !strings.Contains(out, "is held by") {
-		t.Errorf("backend start prod during the recovery: exit %d, want 1 naming the holder\n%s", code, out)
+	if code != exitcode.Busy || !strings.Contains(out, "is held by") {
+		t.Errorf("backend start prod during the recovery: exit %d, want %d (busy) naming the holder\n%s", code, exitcode.Busy, out)
 	}
 	if err := rec.Wait(); err != nil {
 		t.Fatalf("recovery: %v\n%s", err, recOut.String())

@@ -24,7 +24,13 @@ import (
 type RefusedError struct {
 	Field string
 	Msg   string
+	// Err is the cause when the refusal has one (a *lease.HeldError:
+	// another hiro holds a lease the switch needs).
+	Err error
 }
+
+// Unwrap returns the cause (nil for most refusals).
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 func (e *RefusedError) Error() string {
 	if e.Field == "" {

@@ -191,7 +191,7 @@ func holdResources(dir string, rec *production.Record, old, next *config.Profile
 	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro " + rec.Kind, Config: rec.Config, Production: old.Name, Candidate: next.Name}, keys...)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {
-			return nil, refuse("", "%v", err)
+			return nil, &RefusedError{Msg: err.Error(), Err: err}
 		}
 		return nil, err
 	}

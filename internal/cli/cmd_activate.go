@@ -12,6 +12,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/activation"
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/journal"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 )
@@ -67,7 +68,9 @@ const switchExitText = `Exit status: 0 switched (the new production verified rea
 (nothing started or stopped; the message names the field that decided it) or
 the switch failed and the old production is back and verified; 2 bad usage or
 configuration; 3 interrupted, the old production back and verified; 4 the
-old production could not be put back (critical).`
+old production could not be put back (critical); 6 busy: another hiro holds
+the switch lock or a lease the switch needs (named; nothing started or
+stopped).`
 
 func newActivateCmd(g *Globals) *cobra.Command {
 	o := &switchOpts{}
@@ -176,21 +179,30 @@ func activeName(a *production.Active) string {
 	return a.Name
 }
 
-// switchError maps a refusal to exit 1 (with the field in --json).
+// switchError maps a refusal to exit 1 (with the field in --json), and a
+// refusal because another hiro holds the switch lock or a lease to exit 6
+// (ExitBusy: nothing was started or stopped; run it again later).
 func switchError(g *Globals, what string, err error) error {
 	var re *activation.RefusedError
 	var be *production.BusyError
-	refused := errors.As(err, &re) || errors.As(err, &be)
+	busy := errors.As(err, &be) || errors.Is(err, lease.ErrHeld)
+	refused := errors.As(err, &re) || busy
 	if g.JSON {
 		sum := switchSummary{Outcome: "refused", ExitCode: ExitFailed, Error: what + ": " + err.Error()}
 		if re != nil {
 			sum.Field = re.Field
+		}
+		if busy {
+			sum.ExitCode = ExitBusy
 		}
 		if !refused {
 			sum.Outcome, sum.ExitCode = "error", ExitUsage
 		}
 		_ = writeJSON(g, sum)
 		return Silent(sum.ExitCode)
+	}
+	if busy {
+		return BusyError(fmt.Errorf("%s: %w", what, err))
 	}
 	if refused {
 		return FailedError(fmt.Errorf("%s: %w", what, err))

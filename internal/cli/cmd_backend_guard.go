@@ -14,7 +14,7 @@ import (
 // accelerator when it needs it exclusively), so that no campaign stops or
 // restores production meanwhile and no command starts production beside a
 // campaign's exclusive candidate. A key held by a live campaign refuses
-// the command (exit 1) naming the campaign.
+// the command (exit 6, ExitBusy) naming the campaign.
 func backendHold(prof *config.Profile, command string) (*lease.Hold, error) {
 	if prof.Unmanaged {
 		return nil, nil
@@ -27,7 +27,7 @@ func backendHold(prof *config.Profile, command string) (*lease.Hold, error) {
 	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro " + command}, keys...)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {
-			return nil, FailedError(fmt.Errorf("%s refused: %w", command, err))
+			return nil, BusyError(fmt.Errorf("%s refused: %w", command, err))
 		}
 		return nil, FailedError(fmt.Errorf("%s: %w", command, err))
 	}
@@ -37,6 +37,9 @@ func backendHold(prof *config.Profile, command string) (*lease.Hold, error) {
 		sh, err := lease.AcquireShared(dir, lease.AcceleratorKey)
 		if err != nil {
 			h.Release()
+			if errors.Is(err, lease.ErrHeld) {
+				return nil, BusyError(fmt.Errorf("%s refused: %w", command, err))
+			}
 			return nil, FailedError(fmt.Errorf("%s refused: %w", command, err))
 		}
 		sh.Release() // the check is the point: the engine outlives this command

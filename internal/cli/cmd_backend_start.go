@@ -57,7 +57,8 @@ refused: stop it first.
 Exit status: 0 ready (or already running and ready); 1 failed (or already
 running and not ready); 2 bad usage or configuration, or already running
 with another profile (nothing started); 3 interrupted (the engine was
-stopped).`,
+stopped); 6 busy: a campaign or another command holds its lease (named;
+nothing started).`,
 		Args: needArgs(1, 1, "the name of one backend profile", "hiro backend start prod"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runBackendStart(c.Context(), g, args[0])

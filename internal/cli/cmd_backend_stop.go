@@ -33,7 +33,8 @@ A backend that a running 'hiro serve' serves as production is not stopped
 (the router would start it again at once): stop the router instead.
 
 Exit status: 0 stopped; 1 not running (no record, or a stale one), served by
-a router, or a shutdown leak; 2 bad usage or configuration.`,
+a router, or a shutdown leak; 2 bad usage or configuration; 6 busy: a
+campaign or another command holds its lease (named; nothing stopped).`,
 		Args: needArgs(1, 1, "the name of one backend profile", "hiro backend stop prod"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runBackendStop(c.Context(), g, o, args[0])

@@ -73,7 +73,10 @@ it prints the preflight's prediction for every attempt.
 
 Exit status: 0 qualified; 1 not qualified (a gate failed); 2 bad usage,
 configuration or plan (nothing started or stopped); 3 aborted (harness error
-or interrupt) with production restored; 4 production could not be restored.`,
+or interrupt) with production restored; 4 production could not be restored;
+5 inconclusive (no gate failed, a comparison could not decide); 6 busy:
+another hiro holds production or the accelerator (named; nothing started,
+no evidence written): run it again when it is done.`,
 		Args: needArgs(1, 1, "the path of one campaign plan, a TOML file", "hiro qualify examples/demo/plan.toml --check"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runQualify(c, g, o, args[0])
@@ -140,8 +143,8 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 	out, err := qualify.Run(c.Context(), plan, cfg, qualify.Options{Progress: g.Stderr, Terminal: terminal, EvidenceDir: o.Out, NoPreflight: o.NoPreflight, HostFacts: facts, Host: hostFingerprint(c.Context(), append([]string{cfg.StateDir}, cfg.DiskPaths...))})
 	if errors.Is(err, lease.ErrHeld) {
 		// Another campaign or command owns production: nothing was
-		// started or stopped.
-		return FailedError(err)
+		// started or stopped. Its own exit status, not "not qualified".
+		return BusyError(err)
 	}
 	if err != nil {
 		return AbortedError(err)

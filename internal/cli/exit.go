@@ -19,10 +19,13 @@ const (
 	// ExitInconclusive is qualify's: no gate failed, a comparison could
 	// not decide.
 	ExitInconclusive = exitcode.Inconclusive
+	// ExitBusy: another hiro holds what the command needs; nothing was
+	// started or stopped.
+	ExitBusy = exitcode.Busy
 )
 
 // ExitError carries an exit status with its cause. Use the constructors
-// UsageError, FailedError, AbortedError and CriticalError.
+// UsageError, FailedError, AbortedError, CriticalError and BusyError.
 type ExitError struct {
 	Code int
 	Err  error
@@ -53,6 +56,11 @@ func AbortedError(err error) error { return &ExitError{Code: ExitAborted, Err: e
 
 // CriticalError marks err as production not restored (exit 4).
 func CriticalError(err error) error { return &ExitError{Code: ExitCritical, Err: err} }
+
+// BusyError marks err as refused because another hiro holds what the
+// command needs (exit 6): a lease or the switch lock. Nothing was started
+// or stopped.
+func BusyError(err error) error { return &ExitError{Code: ExitBusy, Err: err} }
 
 // Silent returns an ExitError that sets the status without printing a
 // message: the command already reported its outcome (e.g. a --json object).

@@ -18,4 +18,10 @@ const (
 	// the candidate from production within the margin); activation refuses
 	// it unless told --accept-inconclusive.
 	Inconclusive = 5
+	// Busy: refused because another hiro holds what the command needs
+	// (a lease on production's endpoint, the candidate's or the
+	// accelerator; the switch lock). Nothing was started or stopped;
+	// the message names the holder: run the command again once it is
+	// done.
+	Busy = 6
 )

@@ -125,8 +125,15 @@ func (e *HeldError) Error() string {
 	if e.Holder == nil {
 		return fmt.Sprintf("%s is in use by another hiro (starting, or using it beside others); retry when it is done", what)
 	}
-	return fmt.Sprintf("%s is held by %s since %s; wait for it to finish, or stop that hiro (its lease is released when it exits)",
-		what, e.Holder.Holder(), e.Holder.Created.Format(time.RFC3339))
+	stop := "stop that hiro"
+	if e.Holder.PID > 0 {
+		stop = fmt.Sprintf("stop it with kill -TERM %d", e.Holder.PID)
+		if e.Holder.Kind == KindCampaign {
+			stop += " (a campaign restores production before it exits)"
+		}
+	}
+	return fmt.Sprintf("%s is held by %s since %s; nothing was started or stopped: wait for it to finish, or %s, then run this again (its lease is released when it exits)",
+		what, e.Holder.Holder(), e.Holder.Created.Format(time.RFC3339), stop)
 }
 
 // ErrHeld is matched by errors.Is for every *HeldError.

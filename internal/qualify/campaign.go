@@ -40,6 +40,9 @@ const (
 	ExitAborted      = exitcode.Aborted
 	ExitCritical     = exitcode.Critical
 	ExitInconclusive = exitcode.Inconclusive
+	// ExitBusy: not started, another hiro holds production's, the
+	// candidate's or the accelerator's lease (Run's lease.ErrHeld).
+	ExitBusy = exitcode.Busy
 )
 
 // ReasonSkipped is the reason of a gate the plan skips (status not_run):

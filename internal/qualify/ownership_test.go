@@ -26,8 +26,8 @@ const raceProcesses = 8
 // qualify' processes at once, each with its own configuration file in its
 // own folder, naming the same production server (as 127.0.0.1 or as
 // localhost) and exclusive candidates: one campaign at a time may take
-// production (windows never overlap); every other one is refused with exit 1
-// naming the holder, and starts or stops nothing (no evidence folder).
+// production (windows never overlap); every other one is refused with exit 6
+// (busy) naming the holder, and starts or stops nothing (no evidence folder).
 func TestOneOwnerOfProductionUnderRace(t *testing.T) {
 	e := newEnv(t, []string{"--load-time", "1500ms"}, "", nil)
 	e.startProduction()
@@ -97,7 +97,7 @@ func TestOneOwnerOfProductionUnderRace(t *testing.T) {
 				t.Fatalf("process %d: evidence %s unreadable or unfinished: %v", i, ev[0], err)
 			}
 			winners = append(winners, window{doc.StartedAt, *doc.FinishedAt})
-		case codes[i] == 1 && len(ev) == 0 && (strings.Contains(out, "is held by campaign") || strings.Contains(out, "in use by another hiro")):
+		case codes[i] == qualify.ExitBusy && len(ev) == 0 && (strings.Contains(out, "is held by campaign") || strings.Contains(out, "in use by another hiro")):
 			refused++
 		default:
 			t.Errorf("process %d: exit %d, %d evidence files:\n%s", i, codes[i], len(ev), out)
@@ -141,8 +141,8 @@ func TestBackendStartRefusedDuringCampaign(t *testing.T) {
 	}
 	for _, verb := range []string{"start", "stop"} {
 		code, stdout, stderr := runHiro(t, e, "backend", verb, "prod")
-		if code != 1 || !strings.Contains(stderr, "held by campaign "+ls[0].Campaign) {
-			t.Errorf("backend %s prod during the campaign: exit %d, want 1 naming campaign %s\n%s%s", verb, code, ls[0].Campaign, stdout, stderr)
+		if code != qualify.ExitBusy || !strings.Contains(stderr, "held by campaign "+ls[0].Campaign) {
+			t.Errorf("backend %s prod during the campaign: exit %d, want 6 (busy) naming campaign %s\n%s%s", verb, code, ls[0].Campaign, stdout, stderr)
 		}
 	}
 	if e.productionReady() {
@@ -290,8 +290,8 @@ func TestCandidateOwnedByCampaign(t *testing.T) {
 					c.Env = append(os.Environ(), "HIRO_LEASE_DIR="+e.leaseDir)
 					out, _ := c.CombinedOutput()
 					code := c.ProcessState.ExitCode()
-					if code != 1 || !strings.Contains(string(out), "held by campaign "+ls[0].Campaign) || strings.Contains(string(out), "hiro backend stop cand") {
-						t.Errorf("backend %s cand (%s) during the campaign: exit %d, want 1 naming campaign %s and no advice to stop it\n%s", verb, cfgPath, code, ls[0].Campaign, out)
+					if code != qualify.ExitBusy || !strings.Contains(string(out), "held by campaign "+ls[0].Campaign) || strings.Contains(string(out), "hiro backend stop cand") {
+						t.Errorf("backend %s cand (%s) during the campaign: exit %d, want 6 (busy) naming campaign %s and no advice to stop it\n%s", verb, cfgPath, code, ls[0].Campaign, out)
 					}
 				}
 			}
@@ -302,8 +302,8 @@ func TestCandidateOwnedByCampaign(t *testing.T) {
 				c := exec.Command(hiroBin, "--config", otherCfg, "qualify", p2)
 				c.Env = append(os.Environ(), "HIRO_LEASE_DIR="+e.leaseDir)
 				out, _ := c.CombinedOutput()
-				if c.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "held by campaign "+ls[0].Campaign) {
-					t.Errorf("an exclusive campaign beside a running one: exit %d, want 1 naming campaign %s:\n%s", c.ProcessState.ExitCode(), ls[0].Campaign, out)
+				if c.ProcessState.ExitCode() != qualify.ExitBusy || !strings.Contains(string(out), "held by campaign "+ls[0].Campaign) {
+					t.Errorf("an exclusive campaign beside a running one: exit %d, want 6 (busy) naming campaign %s:\n%s", c.ProcessState.ExitCode(), ls[0].Campaign, out)
 				}
 			}
 			if code := exitCode(t, cmd, lines, &seen); code != 0 {

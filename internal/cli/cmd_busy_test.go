@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/lease"
+)
+
+// A campaign, a backend start and an activation refused because another
+// hiro holds a lease exit 6 (ExitBusy), not 1 ("not qualified", "failed"):
+// a script can tell "try again later" from a verdict. The message names
+// the holder and says what to do; nothing is started and no evidence
+// folder is made.
+func TestRefusedByAHeldLeaseExitsBusy(t *testing.T) {
+	if ExitBusy == ExitFailed || ExitBusy == ExitInconclusive || ExitBusy == ExitCritical || ExitBusy == ExitAborted || ExitBusy == ExitUsage {
+		t.Fatalf("ExitBusy %d shares another status", ExitBusy)
+	}
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	pp, cp := cliFreePort(t), cliFreePort(t)
+	cfg := filepath.Join(dir, "hiro.toml")
+	must(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+command = %[1]q
+args = ["--port", "%[2]d"]
+port = %[2]d
+model = "fake-model"
+exclusive_accelerator = true
+[backends.cand]
+engine = "llamacpp"
+command = %[1]q
+args = ["--port", "%[3]d"]
+port = %[3]d
+model = "fake-model"
+`, fake, pp, cp)), 0o644))
+	plan := filepath.Join(dir, "plan.toml")
+	must(t, os.WriteFile(plan, []byte("title = \"busy\"\ncandidate = \"cand\"\nexclusive = true\nevidence_dir = \"evidence\"\n[[gates]]\nid = \"launch\"\nkind = \"launch\"\n"), 0o644))
+
+	ld, err := lease.Dir()
+	must(t, err)
+	h, err := lease.Acquire(ld, &lease.Lease{Kind: lease.KindCampaign, Campaign: "20261201T000000Z-other-abc123",
+		Config: "/elsewhere/hiro.toml", Candidate: "other"}, lease.AcceleratorKey)
+	must(t, err)
+	defer h.Release()
+	holder := fmt.Sprintf("kill -TERM %d", os.Getpid())
+
+	code, out, errs := runHiro(t, "--config", cfg, "qualify", plan)
+	if code != ExitBusy {
+		t.Errorf("qualify with the accelerator held: exit %d, want %d (busy)\n%s%s", code, ExitBusy, out, errs)
+	}
+	for _, want := range []string{"campaign 20261201T000000Z-other-abc123", "/elsewhere/hiro.toml", holder, "nothing was started or stopped", "run this again"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("qualify's refusal lacks %q:\n%s", want, errs)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "evidence")); len(ents) != 0 {
+		t.Errorf("a refused campaign left %d evidence folders", len(ents))
+	}
+
+	code, out, errs = runHiro(t, "--config", cfg, "backend", "start", "prod")
+	if code != ExitBusy || !strings.Contains(errs, holder) {
+		t.Errorf("backend start of an exclusive profile with the accelerator held: exit %d, want %d naming the holder\n%s%s", code, ExitBusy, out, errs)
+	}
+}
