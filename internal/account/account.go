@@ -75,6 +75,11 @@ func Build(e *evidence.Evidence) *Account {
 		}
 		a.Subtitle += ": " + r
 	}
+	if len(e.NotJudged) > 0 && e.Verdict != evidence.VerdictRunning {
+		// A verdict says what it did not judge ("Qualified: all gates
+		// passed; not judged: semantic").
+		a.Subtitle += "; not judged: " + strings.Join(e.NotJudged, ", ")
+	}
 	failed := firstFailed(e)
 	a.Summary = summary(e, failed)
 	for i := range e.Gates {
@@ -173,6 +178,9 @@ func summary(e *evidence.Evidence, failed *evidence.Gate) string {
 	switch e.Verdict {
 	case evidence.VerdictQualified:
 		s = append(s, fmt.Sprintf("Every gate passed: backend %s is qualified in this configuration.", e.Candidate))
+		if nj := notJudged(e); nj != "" {
+			s = append(s, nj)
+		}
 	case evidence.VerdictNotQualified:
 		if failed != nil {
 			s = append(s, fmt.Sprintf("It is not qualified: the gate %q failed.", gateTitle(failed)))
@@ -464,6 +472,25 @@ func currentState(e *evidence.Evidence) string {
 	return fmt.Sprintf("Backend %s is not qualified in this configuration. %s", e.Candidate, productionSentence(e))
 }
 
+// notJudged is the sentence that names what the verdict did not judge
+// (evidence.Evidence.NotJudged): kinds the activation policy needs that
+// the plan has no gate of, so that "qualified" is not read as more than
+// it is. Empty when the plan covered the policy.
+func notJudged(e *evidence.Evidence) string {
+	if len(e.NotJudged) == 0 {
+		return ""
+	}
+	var what []string
+	for _, k := range e.NotJudged {
+		if w := kindTests[k]; w != "" {
+			what = append(what, w+" ("+k+")")
+		} else {
+			what = append(what, k)
+		}
+	}
+	return fmt.Sprintf("It was not judged on %s: the plan has no such gate (or skips it), and the activation policy ([activation] require) needs one, so hiro activate refuses this evidence.", joinAnd(what))
+}
+
 func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
 	var out []string
 	if productionDown(e) {
@@ -495,7 +522,9 @@ func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
 	}
 	switch e.Verdict {
 	case evidence.VerdictQualified:
-		if !productionDown(e) {
+		if len(e.NotJudged) > 0 {
+			out = append(out, fmt.Sprintf("Before activating, add a gate of each kind not judged (%s; docs/plan.md) and run the campaign again.", strings.Join(e.NotJudged, ", ")))
+		} else if !productionDown(e) {
 			out = append(out, "Review this evidence; to switch production, run hiro activate with the campaign's evidence.json (it refuses if anything it fingerprints changed).")
 		}
 	case evidence.VerdictAborted:

@@ -77,6 +77,32 @@ func TestAbortedSubtitleSaysItOnce(t *testing.T) {
 	}
 }
 
+// A qualified verdict of a plan that lacks a kind the activation policy
+// needs (no semantic gate: extraction was not judged) says so in the
+// subtitle (the terminal's verdict line), the summary and the next steps,
+// instead of "qualified" and nothing more.
+func TestQualifiedSaysWhatWasNotJudged(t *testing.T) {
+	e := &evidence.Evidence{Candidate: "cand", Verdict: evidence.VerdictQualified, TerminationReason: "all gates passed",
+		NotJudged: []string{"semantic"}, Gates: []evidence.Gate{{ID: "launch", Kind: "launch", Status: evidence.StatusPassed}}}
+	a := Build(e)
+	if a.Subtitle != "Qualified: all gates passed; not judged: semantic" {
+		t.Errorf("subtitle %q", a.Subtitle)
+	}
+	if !strings.Contains(a.Summary, "It was not judged on extraction quality against production on a frozen corpus (semantic)") || !strings.Contains(a.Summary, "hiro activate refuses this evidence") {
+		t.Errorf("summary %q", a.Summary)
+	}
+	if steps := strings.Join(a.NextSteps, " "); !strings.Contains(steps, "add a gate of each kind not judged (semantic") || strings.Contains(steps, "to switch production, run hiro activate") {
+		t.Errorf("next steps %q", steps)
+	}
+	if term := Terminal(e); !strings.Contains(term, "not judged: semantic") {
+		t.Errorf("terminal:\n%s", term)
+	}
+	e.NotJudged = nil
+	if a := Build(e); strings.Contains(a.Subtitle+a.Summary, "not judged") {
+		t.Errorf("a plan that covers the policy: %q %q", a.Subtitle, a.Summary)
+	}
+}
+
 // TestRateChartTicksStopAtOne: a rate chart leaves room above 1 for its
 // legend, but no tick reads more than 1; its text is sans-serif.
 func TestRateChartTicksStopAtOne(t *testing.T) {

@@ -35,9 +35,12 @@ type qualifySummary struct {
 	Verdict           string `json:"verdict"`
 	ExitCode          int    `json:"exit_code"`
 	TerminationReason string `json:"termination_reason"`
-	Evidence          string `json:"evidence"`
-	PrivateEvidence   string `json:"private_evidence"`
-	Report            string `json:"report"`
+	// NotJudged are the kinds the activation policy needs that the plan
+	// has no gate of (evidence.Evidence.NotJudged).
+	NotJudged       []string `json:"not_judged,omitempty"`
+	Evidence        string   `json:"evidence"`
+	PrivateEvidence string   `json:"private_evidence"`
+	Report          string   `json:"report"`
 }
 
 func newQualifyCmd(g *Globals) *cobra.Command {
@@ -150,7 +153,7 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		return AbortedError(err)
 	}
 	e := out.Evidence
-	sum := qualifySummary{Verdict: e.Verdict, ExitCode: out.ExitCode, TerminationReason: e.TerminationReason,
+	sum := qualifySummary{Verdict: e.Verdict, ExitCode: out.ExitCode, TerminationReason: e.TerminationReason, NotJudged: e.NotJudged,
 		Evidence: filepath.Join(out.Dir, evidence.PublicFile), PrivateEvidence: filepath.Join(out.Dir, evidence.PrivateFile),
 		Report: filepath.Join(out.Dir, evidence.ReportFile)}
 	if g.JSON {
@@ -159,7 +162,11 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		}
 	} else {
 		// The campaign's account, as report.md and the journal tell it.
-		fmt.Fprintf(g.Stdout, "verdict: %s (exit %d)\n%s\nevidence: %s\nreport:   %s\n", sum.Verdict, sum.ExitCode, account.Terminal(e.Public()), sum.Evidence, sum.Report)
+		verdict := sum.Verdict
+		if len(e.NotJudged) > 0 {
+			verdict += "; not judged: " + strings.Join(e.NotJudged, ", ")
+		}
+		fmt.Fprintf(g.Stdout, "verdict: %s (exit %d)\n%s\nevidence: %s\nreport:   %s\n", verdict, sum.ExitCode, account.Terminal(e.Public()), sum.Evidence, sum.Report)
 		if out.ExitCode == qualify.ExitCritical {
 			fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Fix what keeps it from starting, then run: hiro --config %s recover (any hiro command, e.g. hiro backend start %s, restores it first from the campaign's lease); check it with hiro backend status %s\n", shellquote.Quote(cfg.Path), shellquote.Quote(plan.Production), shellquote.Quote(plan.Production))
 		}

@@ -78,6 +78,12 @@ type Evidence struct {
 	// ExitCode is the documented exit status hiro returned (0-5,
 	// package exitcode).
 	ExitCode int `json:"exit_code"`
+	// NotJudged are the gate kinds the configuration's activation policy
+	// ([activation] require) needs that the plan has no gate of, or
+	// skips: the verdict says nothing of them, and 'hiro activate'
+	// refuses the evidence ("semantic": extraction quality was not
+	// judged). Empty when the plan covers the policy. v3.
+	NotJudged []string `json:"not_judged,omitempty"`
 	// TerminationReason says in one sentence why the campaign ended
 	// ("all gates passed", "gate launch failed", "interrupted by SIGTERM").
 	TerminationReason string `json:"termination_reason"`

@@ -281,6 +281,7 @@ func (c *campaign) newEvidence(id string, start time.Time) *evidence.Evidence {
 		CandidateEngine: c.candidate.Engine,
 		Verdict:         evidence.VerdictRunning, TerminationReason: "campaign in progress",
 		StartedAt: start.UTC(), Host: c.opts.Host, Methods: methods,
+		NotJudged: c.plan.NotJudged(c.cfg.Activation.Require),
 	}
 	for _, g := range c.plan.Gates {
 		e.Gates = append(e.Gates, evidence.Gate{ID: g.ID, Kind: g.Kind, Title: g.DisplayTitle(), Status: evidence.StatusNotRun, Reason: "not reached", BoundMS: g.Bound(c.h).Milliseconds()})

@@ -186,6 +186,17 @@ requests = 5
 	if !ev.Production.Restored.OK || !e.productionReady() {
 		t.Error("production not back")
 	}
+	// No artifact and no semantic gate, which the default activation
+	// policy needs: the verdict names them rather than say "qualified"
+	// and nothing more.
+	if got := strings.Join(ev.NotJudged, ","); got != "artifact,semantic" {
+		t.Errorf("not_judged %q, want artifact,semantic", got)
+	}
+	md, err := os.ReadFile(filepath.Join(out.Dir, evidence.ReportFile))
+	must(t, err)
+	if !strings.Contains(string(md), "not judged: artifact, semantic") || !strings.Contains(string(md), "extraction quality against production") {
+		t.Errorf("report.md does not name what was not judged:\n%s", md)
+	}
 }
 
 func TestStructuredFailOpenFailsGate(t *testing.T) {

@@ -17,6 +17,29 @@ import (
 // p can never activate its candidate. Empty when p can.
 func (p *Plan) NeverActivates(require []string) []string {
 	var out []string
+	missing, skipped := p.uncovered(require)
+	for _, req := range missing {
+		if skipped[req] {
+			out = append(out, fmt.Sprintf("its %s gate is skipped", req))
+		} else {
+			out = append(out, fmt.Sprintf("it has no %s gate", req))
+		}
+	}
+	return out
+}
+
+// NotJudged are the kinds of require (the activation policy) that the
+// plan has no gate of, or only skipped ones: what a verdict of this plan
+// does not judge (evidence.Evidence.NotJudged), in require's order.
+func (p *Plan) NotJudged(require []string) []string {
+	missing, _ := p.uncovered(require)
+	return missing
+}
+
+// uncovered returns the kinds of require no unskipped gate of the plan
+// satisfies (config.Satisfies), and which of them only skipped gates do.
+func (p *Plan) uncovered(require []string) (missing []string, onlySkipped map[string]bool) {
+	onlySkipped = map[string]bool{}
 	for _, req := range require {
 		found, skipped := false, false
 		for _, g := range p.Gates {
@@ -29,15 +52,12 @@ func (p *Plan) NeverActivates(require []string) []string {
 			}
 			found = true
 		}
-		switch {
-		case found:
-		case skipped:
-			out = append(out, fmt.Sprintf("its %s gate is skipped", req))
-		default:
-			out = append(out, fmt.Sprintf("it has no %s gate", req))
+		if !found {
+			missing = append(missing, req)
+			onlySkipped[req] = skipped
 		}
 	}
-	return out
+	return missing, onlySkipped
 }
 
 // CorpusWarnings are the plan's semantic gates whose corpus has fewer
