@@ -61,6 +61,11 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 			return
 		}
 		ph := p.tracker.Phase()
+		if step == "failed" && res.Failure != nil && res.Failure.Phase != "" {
+			// One phase: the verdict's (the log's last marker can be
+			// behind it, e.g. launch for a failure in ready_wait).
+			ph = res.Failure.Phase
+		}
 		if !force && ph == lastPhase && time.Since(lastReport) < time.Second {
 			return
 		}

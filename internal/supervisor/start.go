@@ -96,7 +96,8 @@ type Progress struct {
 	// Step is what the supervisor is doing: "launch", "health",
 	// "identity", "probe", "ready" or "failed".
 	Step string
-	// Phase is the engine's phase from its log (last marker seen).
+	// Phase is the engine's phase from its log (last marker seen); in the
+	// "failed" report, the verdict's (Result.Failure.Phase).
 	Phase failure.Phase
 	// Health is the last health state ("down", "loading", "ready"); empty
 	// before the first check.
