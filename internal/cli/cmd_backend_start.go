@@ -11,6 +11,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/preflight"
 	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/shellquote"
@@ -19,6 +20,7 @@ import (
 )
 
 func newBackendStartCmd(g *Globals) *cobra.Command {
+	noPreflight := false
 	cmd := &cobra.Command{
 		Use:   "start NAME [--json]",
 		Short: "Start a backend, wait until it is ready, and leave it running",
@@ -54,6 +56,11 @@ the same profile and ready now (health, model id, probe), that is success
 started with another profile (the configuration changed since), it is
 refused: stop it first.
 
+A profile with requires_accelerator is first checked against the host
+capability rules (docs/qualify.md, Preflight): a launch they predict to fail
+(no GPU on the host) is refused before anything starts; --no-preflight
+launches it anyway.
+
 Exit status: 0 ready (or already running and ready); 1 failed (or already
 running and not ready); 2 bad usage or configuration, or already running
 with another profile (nothing started); 3 interrupted (the engine was
@@ -61,15 +68,16 @@ stopped); 6 busy: a campaign or another command holds its lease (named;
 nothing started).`,
 		Args: needArgs(1, 1, "the name of one backend profile", "hiro backend start prod"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runBackendStart(c.Context(), g, args[0])
+			return runBackendStart(c.Context(), g, args[0], noPreflight)
 		},
 	}
 	cmd.Flags().BoolVar(&g.JSON, "json", false, "print one JSON object (errors too)")
+	cmd.Flags().BoolVar(&noPreflight, "no-preflight", false, "launch a requires_accelerator profile even when the host capability rules predict it fails")
 	return cmd
 }
 
 // runBackendStart starts backend name and reports the verdict.
-func runBackendStart(ctx context.Context, g *Globals, name string) error {
+func runBackendStart(ctx context.Context, g *Globals, name string, noPreflight bool) error {
 	cfg, err := backendLoadConfig(g, "backend start")
 	if err != nil {
 		return err
@@ -85,6 +93,23 @@ func runBackendStart(ctx context.Context, g *Globals, name string) error {
 	}
 	if a, _ := production.Resolve(cfg); a != nil && a.Name == name && a.Seq > 0 && !g.JSON {
 		fmt.Fprintf(g.Stderr, "hiro: %s is the active production (%s): starting its recorded configuration\n", name, activeOrigin(a.Source, a.Variant))
+	}
+	if prof.RequiresAccelerator && !noPreflight {
+		// A launch the host capability rules say fails (no GPU for a
+		// profile that needs one) is refused before anything starts.
+		pr := preflight.Predict(prof, preflight.ForProduction(ctx, cfg.StateDir, ""), prof.ExclusiveAccelerator)
+		if f := preflight.AsFailure(pr); f != nil && pr.Rule != preflight.RuleMemoryFit {
+			res := &supervisor.Result{State: supervisor.StateFailed, Name: name, Engine: prof.Engine, ExpectedModel: prof.Model, Failure: f}
+			if g.JSON {
+				if err := backendPrintJSON(g, res); err != nil {
+					return err
+				}
+			} else {
+				printStartResult(g, res)
+				fmt.Fprintf(g.Stdout, "nothing was started (hiro backend start %s --no-preflight launches it anyway)\n", shellquote.Quote(name))
+			}
+			return Silent(ExitFailed)
+		}
 	}
 	hold, err := backendHold(prof, "backend start "+name)
 	if err != nil {

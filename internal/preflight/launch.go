@@ -49,6 +49,9 @@ type Launch struct {
 	ModelPath string
 	// Env is the profile's environment (the rules read variables).
 	Env map[string]string
+	// RequiresAccelerator is the profile's requires_accelerator, for a
+	// server hiro launches on this host (not an unmanaged or remote one).
+	RequiresAccelerator bool
 }
 
 // Devices is how many accelerators the engine spreads the model over.
@@ -60,6 +63,7 @@ func (l Launch) Devices() int { return max(1, l.TensorParallel) * max(1, l.Pipel
 func LaunchOf(p *config.Profile, modelfile string) Launch {
 	l := Launch{Engine: p.Engine, Env: p.Env, Parallel: 1, GPULayers: -1, TensorParallel: 1, PipelineParallel: 1}
 	l.VisibleDevices, l.HasVisibleDevices = p.Env["CUDA_VISIBLE_DEVICES"]
+	l.RequiresAccelerator = p.RequiresAccelerator && !p.Unmanaged && p.Engine != "openai"
 	a := argMap(p.Args)
 	switch p.Engine {
 	case "ollama":

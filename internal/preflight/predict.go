@@ -99,6 +99,18 @@ func Predict(p *config.Profile, h *Host, exclusive bool) *evidence.Prediction {
 	return pr
 }
 
+// AsFailure is a predicted failure (pr.Class set) as the failure record
+// of a launch that was not made: phase prereq (nothing started), the
+// rule and its reason as the root cause, strong confidence. nil when pr
+// predicts no failure.
+func AsFailure(pr *evidence.Prediction) *failure.Failure {
+	if pr == nil || pr.Class == "" {
+		return nil
+	}
+	return &failure.Failure{Class: pr.Class, Phase: failure.PhasePrereq, RootCause: "predicted before launch: " + pr.Reason,
+		Rule: pr.Rule, Confidence: failure.ConfidenceStrong}
+}
+
 func classIf(b bool, c failure.Class) failure.Class {
 	if b {
 		return c

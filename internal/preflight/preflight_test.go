@@ -472,3 +472,29 @@ func TestHostRules(t *testing.T) {
 		t.Errorf("llama-server defaults: %+v", pr)
 	}
 }
+
+// A profile that requires the accelerator, on a host that shows no GPU,
+// is predicted to fail (accelerator_unavailable) before anything is
+// launched, whatever its artifact; without requires_accelerator, or
+// unmanaged, or on a host with a GPU, the rule does not apply.
+func TestRequiresAcceleratorWithoutAGPU(t *testing.T) {
+	const rule = "host/requires-accelerator-none-present"
+	p := &config.Profile{Name: "gpu", Engine: "ollama", RequiresAccelerator: true}
+	bare := &Host{Source: "this host", DeviceNote: "nvidia-smi not found"}
+	pr := Predict(p, bare, true)
+	if pr.Runs || pr.Rule != rule || pr.Class != failure.ClassAcceleratorUnavailable || !strings.Contains(pr.Reason, "nvidia-smi not found") || !strings.Contains(pr.Reason, "remove requires_accelerator") {
+		t.Fatalf("requires_accelerator, no GPU: %+v", pr)
+	}
+	p.RequiresAccelerator = false
+	if pr := Predict(p, bare, true); pr.Rule == rule {
+		t.Errorf("without requires_accelerator: %+v", pr)
+	}
+	p.RequiresAccelerator, p.Unmanaged = true, true
+	if pr := Predict(p, bare, true); pr.Rule == rule {
+		t.Errorf("an unmanaged profile (not launched here): %+v", pr)
+	}
+	p.Unmanaged = false
+	if pr := Predict(p, h200(100, 0), true); pr.Rule == rule {
+		t.Errorf("a host with a GPU: %+v", pr)
+	}
+}

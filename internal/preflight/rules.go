@@ -189,6 +189,22 @@ var Rules = []Rule{
 		},
 	},
 	{
+		Rule: engine.Rule{Name: "host/requires-accelerator-none-present", Family: "",
+			Class: failure.ClassAcceleratorUnavailable, NextStep: "run it on a host with a GPU (nvidia-smi must list it; in a container, pass the GPUs through, e.g. docker run --gpus all), or remove requires_accelerator from the profile to let it serve from the CPU",
+			Source: "hiro's requires_accelerator (docs/failure-classes.md, accelerator_unavailable: CPU serving fails the start); Ollama docs/gpu.md and llama.cpp fall back to the CPU when no GPU is found; vLLM fails with \"No CUDA GPUs are available\""},
+		Needs: "a profile with requires_accelerator must find a GPU on the host (nvidia-smi lists one); without one the engine serves from the CPU or fails",
+		Check: func(c *Context) (bool, bool, string) {
+			if !c.Launch.RequiresAccelerator || len(c.Host.Devices) > 0 {
+				return false, true, ""
+			}
+			note := c.Host.DeviceNote
+			if note == "" {
+				note = "nvidia-smi lists none"
+			}
+			return true, false, "the profile has requires_accelerator and the host shows no GPU (" + note + ")"
+		},
+	},
+	{
 		Rule: engine.Rule{Name: "cuda/visible-devices", Family: "",
 			Class: failure.ClassAcceleratorUnavailable, NextStep: "set CUDA_VISIBLE_DEVICES to a GPU index or UUID that nvidia-smi lists, or unset it",
 			Source: "NVIDIA CUDA C Programming Guide, CUDA Environment Variables (CUDA_VISIBLE_DEVICES: an invalid index hides it and every later one)"},

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
-	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/preflight"
 )
 
@@ -68,6 +67,5 @@ func fitLine(pr *evidence.Prediction) string {
 // failure (phase prereq: nothing started).
 func predictedFailure(r *Rung, pr *evidence.Prediction) evidence.Attempt {
 	return evidence.Attempt{Name: r.Name, Reason: r.Reason, Changes: r.Changes, Outcome: evidence.OutcomePredictedFailure, Prediction: pr,
-		Failure: &failure.Failure{Class: pr.Class, Phase: failure.PhasePrereq, RootCause: "predicted before launch: " + pr.Reason,
-			Rule: pr.Rule, Confidence: failure.ConfidenceStrong}}
+		Failure: preflight.AsFailure(pr)}
 }
