@@ -371,13 +371,10 @@ func echoModel(ctx *fasthttp.RequestCtx, model string) string {
 // request sent with "Expect: 100-continue" is refused before it is told
 // to send its body.
 func (s *Server) refuseBeforeBody(ctx *fasthttp.RequestCtx, x *exchange) bool {
-	if auth := ctx.Request.Header.Peek("Authorization"); !s.keys.check(auth) {
-		if ctx.Request.Header.ContentLength() != 0 {
-			// Its body is not read (headerReceived): the connection
-			// cannot carry another request.
-			ctx.SetConnectionClose()
-		}
-		x.unauthorized(ctx, len(auth) > 0)
+	if !s.keyed(ctx, s.keys) {
+		// keyed closes the connection after the answer (its body, if
+		// any, is not read: headerReceived).
+		x.unauthorized(ctx, len(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)) > 0)
 		return true
 	}
 	if !ctx.IsPost() {

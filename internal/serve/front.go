@@ -31,7 +31,8 @@ import (
 // request, and the limits below.
 const (
 	// headerTimeout bounds the arrival of a request's headers (from the
-	// connection's opening, or from a kept-alive connection's first byte).
+	// connection's opening, or from a kept-alive connection's first byte):
+	// the default of Options.HeaderTimeout.
 	headerTimeout = 10 * time.Second
 	// idleTimeout closes a kept-alive connection with no request.
 	idleTimeout = 2 * time.Minute
@@ -55,9 +56,12 @@ func (s *Server) newFront() *fasthttp.Server {
 		ExpectHandler: s.expectContinue,
 		// Bodies are read by the handler, after the key check, as they
 		// arrive: a Content-Length alone reserves no memory.
-		StreamRequestBody:            true,
-		Concurrency:                  s.maxConns,
-		ReadTimeout:                  headerTimeout,
+		StreamRequestBody: true,
+		// The connections are counted by the listener's gate
+		// (conns.go); fasthttp's own bound leaves room for those the
+		// gate closed whose goroutines have not returned yet.
+		Concurrency:                  s.maxConns + s.conns.maxUnauth,
+		ReadTimeout:                  s.headerTimeout,
 		IdleTimeout:                  idleTimeout,
 		ReadBufferSize:               maxHeaderBytes,
 		MaxRequestBodySize:           int(s.sc.MaxBodyBytes),
@@ -80,6 +84,7 @@ func (discardLogger) Printf(string, ...any) {}
 // handle is the router's front door.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	s.bodyPending.Delete(&ctx.Request.Header)
+	defer s.settleConn(ctx)
 	defer func() {
 		// net/http recovers a handler's panic and closes the connection; so
 		// does the router, and says so, rather than stop serving.
@@ -103,14 +108,14 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.proxyRequest(ctx, RouteEmbeddings)
 	case RouteModels:
 		s.answerLocally(ctx, RouteModels, func() {
-			if !s.keys.check(ctx.Request.Header.Peek("Authorization")) {
+			if !s.keyed(ctx, s.keys) {
 				s.unauthorized(ctx)
 				return
 			}
 			s.models(ctx)
 		})
 	case "/metrics":
-		if !s.metKeys.check(ctx.Request.Header.Peek("Authorization")) {
+		if !s.keyed(ctx, s.metKeys) {
 			s.answerLocally(ctx, "/metrics", func() { s.unauthorized(ctx) })
 			return
 		}
@@ -128,7 +133,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	default:
 		s.answerLocally(ctx, RouteOther, func() {
 			// A client without a key learns nothing of the routes.
-			if !s.keys.check(ctx.Request.Header.Peek("Authorization")) {
+			if !s.keyed(ctx, s.keys) {
 				s.unauthorized(ctx)
 				return
 			}
@@ -136,6 +141,37 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 				boundQuoted(string(ctx.Method())), boundQuoted(redact.Secrets(string(ctx.Path()))), RouteChat, RouteCompletions, RouteEmbeddings, RouteModels), 0)
 		})
 	}
+}
+
+// keyed reports whether the request's "Authorization" passes ks, and
+// settles its connection: one whose request passes is authenticated
+// (conns.go); one whose request is refused is closed after the answer,
+// so a client retrying keys opens a connection per try.
+func (s *Server) keyed(ctx *fasthttp.RequestCtx, ks *keySet) bool {
+	if !ks.check(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)) {
+		ctx.SetConnectionClose()
+		return false
+	}
+	if c := connOf(ctx.Conn()); c != nil && c.gate != nil {
+		c.gate.authenticate(c)
+	}
+	return true
+}
+
+// settleConn closes, after its answer, a connection still
+// unauthenticated once its request was handled (/health's, a refusal):
+// an unauthenticated connection carries one request. With no API key
+// configured every request authenticates its connection.
+func (s *Server) settleConn(ctx *fasthttp.RequestCtx) {
+	c := connOf(ctx.Conn())
+	if c == nil || c.gate == nil || c.authed.Load() {
+		return
+	}
+	if s.keys.empty() {
+		c.gate.authenticate(c)
+		return
+	}
+	ctx.SetConnectionClose()
 }
 
 // refuseVersion answers 505 to a request whose version is neither
@@ -189,7 +225,7 @@ func (s *Server) onReadError(ctx *fasthttp.RequestCtx, err error) {
 		s.refuseSlowBody(ctx, x)
 	case errors.As(err, &ne) && ne.Timeout():
 		x.fail(ctx, fasthttp.StatusRequestTimeout, "invalid_request_error",
-			fmt.Sprintf("the request's line and headers did not arrive within %s; send them at once, each line ending in CRLF and the headers in an empty line (a bare LF does not end a line here)", headerTimeout), 0)
+			fmt.Sprintf("the request's line and headers did not arrive within %s; send them at once, each line ending in CRLF and the headers in an empty line (a bare LF does not end a line here)", s.headerTimeout), 0)
 	case errors.As(err, new(*fasthttp.ErrSmallBuffer)) || strings.Contains(err.Error(), "small read buffer"):
 		x.fail(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "invalid_request_error",
 			fmt.Sprintf("the request's line and headers are larger than %d bytes; send fewer or shorter headers", maxHeaderBytes), 0)
@@ -428,24 +464,15 @@ func (s *Server) newMetricsHandler() fasthttp.RequestHandler {
 	return fasthttpadaptor.NewFastHTTPHandler(s.metrics.handler())
 }
 
-// clientListener hands the front door its connections as clientConns.
-type clientListener struct{ net.Listener }
-
-func (l clientListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &clientConn{Conn: c, raw: newRawIO(c)}, nil
-}
-
-// clientConn is a client's connection to the front door. While a request
+// clientConn is a client's connection to the front door (accepted by
+// clientListener, counted by its gate: conns.go). While a request
 // waits on its backend a clientWatch may read it; what it read (the
 // client's next request, sent early) is returned first by Read.
 type clientConn struct {
 	net.Conn
 	raw   *rawIO // nil for TLS
 	early []byte
+	gateState
 }
 
 func (c *clientConn) Read(p []byte) (int, error) {

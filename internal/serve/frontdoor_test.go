@@ -463,23 +463,28 @@ func TestRefusedOnItsHeaders(t *testing.T) {
 	}
 }
 
-// TestConnectionCap: past MaxConnections open client connections, one
-// more is answered 503 and closed, and the ones open still serve.
+// TestConnectionCap: past MaxConnections open client connections, all
+// authenticated (with no key configured, by a request), one more is
+// answered 503 and closed, and the ones open still serve.
 func TestConnectionCap(t *testing.T) {
 	cfg := fakeConfig(t, nil, "")
 	r := startRouter(t, cfg, func(o *Options) { o.MaxConnections = 3 })
 	r.waitState(t, control.StateReady, 20*time.Second)
+	body := chatBody("extraction", false)
 	var held []*rawConn
 	for i := 0; i < 3; i++ {
-		held = append(held, dialRaw(t, r))
+		rc := dialRaw(t, r)
+		rc.send(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", RouteChat, len(body), body))
+		if resp, b := rc.read(); resp.StatusCode != 200 {
+			t.Fatalf("connection %d: %d %s", i, resp.StatusCode, b)
+		}
+		held = append(held, rc)
 	}
-	time.Sleep(100 * time.Millisecond) // the server has accepted them
 	extra := dialRaw(t, r)
 	extra.send(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", RouteChat))
 	if resp, b := extra.read(); resp.StatusCode != 503 {
 		t.Errorf("a connection past the cap: %d %s; want 503", resp.StatusCode, b)
 	}
-	body := chatBody("extraction", false)
 	held[0].send(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", RouteChat, len(body), body))
 	if resp, b := held[0].read(); resp.StatusCode != 200 {
 		t.Errorf("a connection within the cap: %d %s", resp.StatusCode, b)

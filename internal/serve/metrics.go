@@ -26,6 +26,7 @@ type metrics struct {
 	active   *prometheus.GaugeVec     // backend, engine, model, state
 	inFlight prometheus.Gauge
 	procs    prometheus.Gauge
+	connsCut *prometheus.CounterVec // reason (conns.go's connCut*)
 	// series caches the per-request series by route and backend, so a
 	// request costs no label hashing (see observe).
 	series sync.Map // seriesKey → *requestSeries
@@ -91,9 +92,27 @@ func newMetrics() *metrics {
 		Help: "Proxied requests in progress."})
 	m.procs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hiro_serve_procs",
 		Help: "Processors (GOMAXPROCS) the router runs on now; [serve] procs = 0 adapts it to the load."})
-	m.reg.MustRegister(m.requests, m.ttfb, m.duration, m.tokens, m.upErrors, m.restarts, m.canaries, m.active, m.inFlight, m.procs,
+	m.connsCut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hiro_serve_connections_cut_total",
+		Help: "Client connections the router closed or refused to make room, by reason: unauthenticated_per_address and unauthenticated (the oldest connection without a valid key closed for a new one), refused (a new one answered 503: every open connection was authenticated)."},
+		[]string{"reason"})
+	m.reg.MustRegister(m.connsCut, m.requests, m.ttfb, m.duration, m.tokens, m.upErrors, m.restarts, m.canaries, m.active, m.inFlight, m.procs,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
+}
+
+// registerConns adds the gauges of g's open connections.
+func (m *metrics) registerConns(g *connGate) {
+	for _, kind := range []string{"authenticated", "unauthenticated"} {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hiro_serve_connections",
+			Help:        "Client connections open, by kind: authenticated once a request on it passed the key check, unauthenticated before.",
+			ConstLabels: prometheus.Labels{"kind": kind}}, func() float64 {
+			open, unauth := g.counts()
+			if kind == "unauthenticated" {
+				return float64(unauth)
+			}
+			return float64(open - unauth)
+		}))
+	}
 }
 
 // setActive makes backend the only active series.

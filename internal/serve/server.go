@@ -62,6 +62,17 @@ type Options struct {
 	// MaxConnections bounds the client connections open at once; default
 	// DefaultMaxConnections.
 	MaxConnections int
+	// MaxUnauthenticated bounds the connections open at once on which
+	// no request passed the key check yet (conns.go); default
+	// DefaultMaxUnauthenticated, at most MaxConnections.
+	MaxUnauthenticated int
+	// MaxUnauthenticatedPerAddress bounds those of one client address
+	// (an IPv6 /64); default DefaultMaxUnauthenticatedPerAddress.
+	MaxUnauthenticatedPerAddress int
+	// HeaderTimeout bounds the arrival of a request's line and headers,
+	// from the connection's opening (or a kept-alive connection's next
+	// first byte); default 10 s.
+	HeaderTimeout time.Duration
 	// Reopen, when set, delivers the requests to reopen the log files
 	// (`hiro serve` passes SIGHUP, so that log rotation never kills the
 	// router): the access log when [serve] access_log is a path, and
@@ -103,10 +114,14 @@ type Server struct {
 	bodyTimeout time.Duration
 	// maxConns is Options.MaxConnections or its default.
 	maxConns int
-	draining atomic.Bool
-	started  time.Time
-	addr     string // scheme://host:port once listening
-	ctlDir   string
+	// conns admits and counts the client connections (conns.go).
+	conns *connGate
+	// headerTimeout is Options.HeaderTimeout or its default.
+	headerTimeout time.Duration
+	draining      atomic.Bool
+	started       time.Time
+	addr          string // scheme://host:port once listening
+	ctlDir        string
 	// tlsPair is [serve] tls_cert and tls_key, read and checked by New;
 	// nil without TLS.
 	tlsPair *tls.Certificate
@@ -154,6 +169,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.maxConns = opts.MaxConnections; s.maxConns <= 0 {
 		s.maxConns = DefaultMaxConnections
+	}
+	s.conns = newConnGate(s.maxConns, orDefault(opts.MaxUnauthenticated, DefaultMaxUnauthenticated),
+		orDefault(opts.MaxUnauthenticatedPerAddress, DefaultMaxUnauthenticatedPerAddress), s.metrics.connsCut)
+	s.metrics.registerConns(s.conns)
+	if s.headerTimeout = opts.HeaderTimeout; s.headerTimeout <= 0 {
+		s.headerTimeout = headerTimeout
 	}
 	if opts.Listen != "" {
 		s.sc.Listen = opts.Listen
@@ -316,7 +337,7 @@ func (s *Server) Run(ctx context.Context) error {
 	srv := s.newFront()
 	ctlSrv := &http.Server{Handler: s.controlHandler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(clientListener{ln}) }()
+	go func() { errc <- srv.Serve(&clientListener{Listener: ln, gate: s.conns}) }()
 	go func() { errc <- ctlSrv.Serve(ctl) }()
 	s.event("listening", map[string]any{"listen": s.addr, "control_socket": control.SocketPath(s.ctlDir), "production": s.prod.name()})
 	if s.opts.Ready != nil {
@@ -501,6 +522,14 @@ func (s *Server) lookup(model string) *route {
 // connection holds about 20 KiB (its 16 KiB read buffer, a goroutine):
 // 4096 of them about 90 MB, whatever clients do with them.
 const DefaultMaxConnections = 4096
+
+// orDefault returns n, or def when n is not positive.
+func orDefault(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
 
 // DefaultBodyReadTimeout bounds the reading of a request body (8 MiB,
 // the default bound, at 100 KB/s takes 80 s).
