@@ -179,6 +179,10 @@ var (
 		"apikey": true, "bearer": true, "cookie": true}
 	secretPairs = map[string]bool{"api key": true, "access key": true, "private key": true, "secret key": true, "client secret": true}
 	secretStems = []string{"password", "passwd", "secret", "credential", "apikey"}
+	// placeWords end a name that says where a credential is kept, not the
+	// credential: its value is a variable's name or a path
+	// (api_key_env, api_key_file, HF_TOKEN_PATH, metrics_key_file).
+	placeWords = map[string]bool{"env": true, "file": true, "path": true, "dir": true}
 )
 
 // SecretName reports whether an environment variable or a key's name says
@@ -188,7 +192,9 @@ var (
 // apikey (PGPASSWORD, the convention of PostgreSQL's and MySQL's clients:
 // PGPASSWORD, MYSQL_PWD), or two consecutive words are "api key", "access
 // key", "private key". HF_TOKEN, OPENAI_API_KEY, DB_PASS, PGPASSWORD,
-// MYSQL_PWD, --hf-token and 'api_key' are; --max-tokens, --tokenizer,
+// MYSQL_PWD, --hf-token and 'api_key' are; a name ending in env, file,
+// path or dir (api_key_env, api_key_file: where the credential is kept),
+// --max-tokens, --tokenizer,
 // TOKENIZERS_PARALLELISM, a rate or size per token (kv_bytes_per_token:
 // the word after "per" is a unit) and the shell's working directory PWD (a
 // path) are not.
@@ -196,6 +202,9 @@ func SecretName(name string) bool {
 	words := splitWords(name)
 	if len(words) == 1 && words[0] == "pwd" {
 		return false // the shell's working directory
+	}
+	if n := len(words); n > 1 && placeWords[words[n-1]] {
+		return false // where a credential is kept: api_key_env, api_key_file
 	}
 	for i, w := range words {
 		if i > 0 && words[i-1] == "per" {

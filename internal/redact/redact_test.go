@@ -30,6 +30,10 @@ func TestStringShapes(t *testing.T) {
 		{"serve --api-key sk-123 --port 1", "serve --api-key <redacted> --port 1"},
 		{"serve --api-key=abc", "serve --api-key=<redacted>"},
 		{"serve --api-key hunter2.", "serve --api-key <redacted>"},
+		// A configuration error about where a key is kept keeps its words.
+		{"hiro.toml: backends.cand.api_key_env: environment variable K is not set", "hiro.toml: backends.cand.api_key_env: environment variable K is not set"},
+		{"backends.prod.api_key_file: cannot read the API key", "backends.prod.api_key_file: cannot read the API key"},
+		{"api_key: hunter2-value", "api_key: <redacted>"},
 	}
 	for _, c := range cases {
 		if got := r.String(c.in); got != c.want {
@@ -126,7 +130,7 @@ func TestSecretName(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"PWD", "OLDPWD_DIR", "--max-tokens", "kv_bytes_per_token", "cost_per_token", "--tokenizer", "TOKENIZERS_PARALLELISM", "PASSTHROUGH",
-		"CUDA_VISIBLE_DEVICES", "USER", "BYPASS_CACHE"} {
+		"CUDA_VISIBLE_DEVICES", "USER", "BYPASS_CACHE", "api_key_env", "backends.cand.api_key_file", "HF_TOKEN_PATH", "--api-key-file", "metrics_key_env"} {
 		if SecretName(name) {
 			t.Errorf("SecretName(%q) = true, want false", name)
 		}
