@@ -101,6 +101,12 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		}
 		return UsageError(err)
 	}
+	// What the run would trip on that this machine decides now (a key
+	// variable unset, the candidate's port held): refused before
+	// anything is started or stopped, by --check and the run alike.
+	if es := plan.CheckRun(cfg); len(es) > 0 {
+		return UsageError(es)
+	}
 	var facts *preflight.Host
 	if o.HostFacts != "" {
 		if facts, err = preflight.LoadHost(o.HostFacts); err != nil {

@@ -131,6 +131,9 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		}
 		opts.LeaseDir = d
 	}
+	if es := plan.CheckRun(cfg); len(es) > 0 {
+		return nil, es
+	}
 	start := opts.Now()
 	c := &campaign{plan: plan, cfg: cfg, opts: opts, out: newProgress(opts.Progress, opts.Terminal)}
 	c.candidate, _ = cfg.Backend(plan.Candidate)
@@ -383,6 +386,13 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 // first; running says production runs under hiro's record st.
 func (c *campaign) stopProduction(ctx context.Context, st supervisor.RecordStatus, running bool) error {
 	p := &c.ev.Production
+	// The candidate's port, taken since the plan was checked: production
+	// is not stopped for a launch that would fail port_in_use.
+	if c.candidate != nil && !c.candidate.Unmanaged {
+		if err := candidatePortHeld(c.cfg, c.candidate, c.prod, true); err != nil {
+			return fmt.Errorf("production %s was not stopped: %s", c.prod.Name, strings.TrimSuffix(err.Error(), " (nothing was started or stopped)"))
+		}
+	}
 	// Lease first: if hiro dies from here on, the next hiro restores.
 	if err := c.hold.Update(func(l *lease.Lease) { l.ProductionStopped = true }); err != nil {
 		return err

@@ -64,6 +64,11 @@ var reEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Validate checks the ladder: named, reasoned, effective variants with
 // valid environment names, and a max_attempts within the ladder.
 func (g *LaunchGate) Validate(v *Validation) {
+	if c := v.CandidateProfile(); c != nil && c.Unmanaged {
+		// Start refuses an unmanaged profile: for an exclusive plan,
+		// after production was stopped for it.
+		v.ConfigErrorf("backends."+c.Name+".unmanaged", "candidate %s is unmanaged: hiro never starts it, so the plan's launch gate (%s) cannot launch it; give the profile a command and port (and remove unmanaged) so hiro can launch it, or qualify it where hiro runs it (nothing was stopped)", c.Name, v.key)
+	}
 	names := map[string]bool{"base": true}
 	for i, vr := range g.Variants {
 		vk := fmt.Sprintf("variants[%d]", i)

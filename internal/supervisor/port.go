@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/procfs"
 )
 
 // listenAddr returns the host:port a managed profile listens on: Host and
@@ -53,4 +54,34 @@ func portBusy(addr string) (bool, string) {
 		return true, "something already accepts connections there"
 	}
 	return false, ""
+}
+
+// PortUse is what PortInUse found at a profile's listen address.
+type PortUse struct {
+	// Addr is the host:port the profile listens on; Port its port.
+	Addr string
+	Port int
+	// Busy says the address is taken; Why how (bind refused, or
+	// something accepts there).
+	Busy bool
+	Why  string
+	// Holders are the processes /proc shows holding the port (none when
+	// they are another user's).
+	Holders []procfs.Stat
+}
+
+// PortInUse looks at the address a managed profile listens on as Start's
+// check before a launch does, so that a caller can refuse before it stops
+// anything for the launch. A profile whose port cannot be told is not
+// busy.
+func PortInUse(prof *config.Profile) PortUse {
+	addr, port, ok := listenAddr(prof)
+	if !ok {
+		return PortUse{}
+	}
+	u := PortUse{Addr: addr, Port: port}
+	if u.Busy, u.Why = portBusy(addr); u.Busy {
+		u.Holders = procfs.PortHolders(port)
+	}
+	return u
 }

@@ -1,0 +1,106 @@
+package qualify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// CheckRun refuses what a run of the plan would trip on that depends on
+// this machine now rather than on the files LoadPlan checked, before
+// anything is started or stopped: the API key of the candidate or of
+// production that cannot be read (api_key_env unset or empty,
+// api_key_file unreadable: the candidate's launch, or production's
+// readiness checks, would fail on it, for an exclusive plan after
+// production was stopped), and the candidate's port already held by a
+// process other than production's (its launch would fail port_in_use).
+// `hiro qualify --check` and the run call it; Run calls it first. Each
+// error names the configuration's key, what was found and what to do.
+func (p *Plan) CheckRun(cfg *config.Config) config.Errors {
+	var es config.Errors
+	cand := cfg.Backends[p.Candidate]
+	var prod *config.Profile
+	if p.Production != "" {
+		prod, _ = production.ProfileFor(cfg, p.Production)
+	}
+	for _, role := range []struct {
+		what string
+		prof *config.Profile
+	}{{"candidate", cand}, {"production", prod}} {
+		if role.prof == nil {
+			continue
+		}
+		if _, err := role.prof.APIKey(nil); err != nil {
+			e, ok := err.(*config.Error)
+			if !ok {
+				e = &config.Error{Key: "backends." + role.prof.Name, Msg: err.Error()}
+			}
+			es = append(es, &PlanError{File: cfg.Path, Key: e.Key, Msg: fmt.Sprintf("%s, before running the campaign: without it hiro cannot reach %s %s (nothing was started or stopped)",
+				strings.TrimSuffix(e.Msg, "."), role.what, role.prof.Name)})
+		}
+	}
+	if cand != nil && !cand.Unmanaged && p.launches() {
+		if err := candidatePortHeld(cfg, cand, prod, *p.Exclusive); err != nil {
+			es = append(es, err)
+		}
+	}
+	return es
+}
+
+// launches reports whether the plan has a launch gate that runs.
+func (p *Plan) launches() bool {
+	for _, g := range p.Gates {
+		if g != nil && g.Gate != nil && !g.Skip {
+			if k, _ := LookupKind(g.Kind); k.Launches {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// candidatePortHeld returns an error naming the candidate's port and
+// what holds it when the candidate could not listen there now; nil when
+// it is free, held by a candidate process hiro recorded (refused
+// elsewhere, naming its owner), or held by production's own process
+// group and the plan (exclusive) stops production first, which frees it.
+func candidatePortHeld(cfg *config.Config, cand, prod *config.Profile, exclusive bool) *config.Error {
+	u := supervisor.PortInUse(cand)
+	if !u.Busy {
+		return nil
+	}
+	key := "backends." + cand.Name + ".port"
+	if cand.Port == 0 {
+		key = "backends." + cand.Name + ".base_url"
+	}
+	if st, err := supervisor.Status(cfg.StateDir, cand.Name); err == nil && st.Status == supervisor.StatusRunning {
+		// hiro's own candidate process: a live campaign's (its lease
+		// refuses this one, naming it) or an earlier hiro's leftover (the
+		// launch gate refuses it, before production is stopped).
+		return nil
+	}
+	if exclusive && prod != nil && !prod.Unmanaged && len(u.Holders) > 0 {
+		if st, err := supervisor.Status(cfg.StateDir, prod.Name); err == nil && st.Status == supervisor.StatusRunning {
+			own := true
+			for _, h := range u.Holders {
+				own = own && h.PGID == st.PGID
+			}
+			if own {
+				return nil
+			}
+		}
+	}
+	who := "a process hiro cannot inspect (another user's?)"
+	if len(u.Holders) > 0 {
+		parts := make([]string, len(u.Holders))
+		for i, h := range u.Holders {
+			parts[i] = fmt.Sprintf("pid %d (%s)", h.PID, h.Comm)
+		}
+		who = strings.Join(parts, ", ")
+	}
+	return &PlanError{File: cfg.Path, Key: key, Msg: fmt.Sprintf("candidate %s's address %s is already in use (%s), held by %s: its launch would fail (port_in_use); stop that process or give the candidate another port, then rerun (nothing was started or stopped)",
+		cand.Name, u.Addr, u.Why, who)}
+}
