@@ -286,7 +286,7 @@ func Acquire(dir string, l *Lease, keys ...string) (*Hold, error) {
 			f.Close()
 			h.files, h.paths = h.files[:len(h.files)-1], h.paths[:len(h.paths)-1]
 			h.Release()
-			return nil, fmt.Errorf("%s was left by %s, which died before putting production back; run 'hiro recover' first", describeKey(k), old.Holder())
+			return nil, fmt.Errorf("%s was left by %s, which died before putting production back; run 'hiro recover' first", describeKey(k), old.Left())
 		}
 		// The record goes in at once: a racer refused this key names us.
 		if err := writeRecord(f, path, l); err != nil {

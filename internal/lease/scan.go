@@ -137,7 +137,14 @@ func Claim(l *Lease) (*Hold, error) {
 	}
 	prev := *l
 	l.Self()
-	l.RecoveredFrom = &Previous{PID: prev.PID, PIDStart: prev.PIDStart, Created: prev.Created}
+	// The holder that died first (the campaign's hiro) stays named after
+	// a recovery that failed: a second recoverer takes the lease over
+	// from the first, not from the campaign.
+	if l.RecoveredFrom = prev.RecoveredFrom; l.RecoveredFrom == nil {
+		l.RecoveredFrom = &Previous{PID: prev.PID, PIDStart: prev.PIDStart, Created: prev.Created}
+	} else {
+		l.RecoveredFrom.FailedRecoveries = append(l.RecoveredFrom.FailedRecoveries, prev.PID)
+	}
 	l.Paths = h.paths
 	if err := h.write(); err != nil {
 		h.Abandon()
@@ -146,11 +153,59 @@ func Claim(l *Lease) (*Hold, error) {
 	return h, nil
 }
 
-// Previous identifies the holder a recovery took a lease over from.
+// Previous identifies the holder a recovery took a lease over from: the
+// first one that died with it (the campaign's hiro), however many
+// recoveries failed since.
 type Previous struct {
 	PID      int       `json:"pid"`
 	PIDStart uint64    `json:"pid_start"`
 	Created  time.Time `json:"created"`
+	// FailedRecoveries are the pids of the hiro commands whose recovery
+	// of the lease failed (production could not be restored), in order.
+	FailedRecoveries []int `json:"failed_recoveries,omitempty"`
+}
+
+// OriginalPID is the pid of the hiro that took the lease first (the
+// campaign's), whichever hiro holds it now.
+func (l *Lease) OriginalPID() int {
+	if l.RecoveredFrom != nil {
+		return l.RecoveredFrom.PID
+	}
+	return l.PID
+}
+
+// Left describes, for a person, the holder that died with the lease:
+// the campaign (its id, its hiro's pid, where its evidence is) and the
+// recoveries that failed since, by the pid of the hiro that tried.
+func (l *Lease) Left() string {
+	if l.Kind != KindCampaign || l.Campaign == "" {
+		return l.Holder()
+	}
+	s := fmt.Sprintf("campaign %s (hiro pid %d, candidate %s, configuration %s", l.Campaign, l.OriginalPID(), l.Candidate, l.Config)
+	if l.EvidenceDir != "" {
+		s += "; evidence in " + l.EvidenceDir
+	}
+	if l.RecoveredFrom != nil {
+		// The holder now is the last recoverer, whose restore failed.
+		tried := append(append([]int(nil), l.RecoveredFrom.FailedRecoveries...), l.PID)
+		s += fmt.Sprintf("; %s failed: %s", plural(len(tried), "a recovery", "recoveries"), pids(tried))
+	}
+	return s + ")"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func pids(ps []int) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = fmt.Sprintf("hiro pid %d", p)
+	}
+	return strings.Join(out, ", ")
 }
 
 // List returns the records of the lease files in dir, one per holder

@@ -116,7 +116,9 @@ func RecoverCampaign(ctx context.Context, dir, campaign string, progress func(st
 
 func recoverOne(ctx context.Context, l *Lease, progress func(string)) RecoverResult {
 	r := RecoverResult{Lease: l}
-	deadPID := l.PID
+	// The campaign's hiro, not a recoverer that failed before this one.
+	deadPID := l.OriginalPID()
+	left := l.Left()
 	h, err := lease.Claim(l)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {
@@ -157,10 +159,14 @@ func recoverOne(ctx context.Context, l *Lease, progress func(string)) RecoverRes
 		}
 	}
 	if l.ProductionStopped && prod != nil {
-		progress(fmt.Sprintf("production %s was left stopped by campaign %s (hiro pid %d is gone): restoring it first", l.Production, l.Campaign, deadPID))
+		progress(fmt.Sprintf("production %s was left stopped by %s, whose hiro is gone: restoring it first", l.Production, left))
 		r.Restored = restoreAfterDeath(ctx, cfg, prod, l.Campaign, progress)
 		if !r.Restored.OK {
-			return fail(fmt.Errorf("production %s could not be restored: %s", l.Production, r.Restored.Error))
+			ev := ""
+			if l.EvidenceDir != "" {
+				ev = fmt.Sprintf(" (its evidence: %s)", l.EvidenceDir)
+			}
+			return fail(fmt.Errorf("production %s, left stopped by campaign %s%s, could not be restored: %s", l.Production, l.Campaign, ev, r.Restored.Error))
 		}
 	}
 	r.Event = settleEvidence(l, deadPID, r.Restored, prod)

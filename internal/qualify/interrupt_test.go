@@ -209,15 +209,14 @@ func TestClosedStderrPipeDoesNotEndTheCampaign(t *testing.T) {
 	}
 }
 
-func TestSIGKILLedHiroIsRecoveredByNextCommand(t *testing.T) {
-	e := newEnv(t, slowCandidate, "", nil)
-	const summary = "Tests that the slow candidate launches beside production's model"
-	plan := e.writePlan("summary = \"" + summary + "\"\n[[gates]]\nkind = \"launch\"\n")
-	e.startProduction()
+// killMidLaunch starts 'hiro qualify plan', SIGKILLs it once its launch
+// gate's candidate attempt runs and is recorded (and after), and returns
+// the killed hiro's pid.
+func killMidLaunch(t *testing.T, e *env, plan string, after time.Duration) int {
+	t.Helper()
 	cmd, lines := startHiro(t, e, plan)
 	var seen []string
 	waitLine(t, lines, "[launch] attempt 1/1 base", &seen)
-	// Kill hiro only once its candidate attempt runs and is recorded.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if st, err := supervisor.Status(e.cfg.StateDir, "cand"); err == nil && st.Status == supervisor.StatusRunning {
@@ -225,9 +224,18 @@ func TestSIGKILLedHiroIsRecoveredByNextCommand(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond) // a duration that shows
+	time.Sleep(after)
 	must(t, cmd.Process.Signal(syscall.SIGKILL))
 	cmd.Wait()
+	return cmd.Process.Pid
+}
+
+func TestSIGKILLedHiroIsRecoveredByNextCommand(t *testing.T) {
+	e := newEnv(t, slowCandidate, "", nil)
+	const summary = "Tests that the slow candidate launches beside production's model"
+	plan := e.writePlan("summary = \"" + summary + "\"\n[[gates]]\nkind = \"launch\"\n")
+	e.startProduction()
+	killMidLaunch(t, e, plan, 300*time.Millisecond) // a duration that shows
 	// The killed campaign's candidate attempt is still running, recorded.
 	if st, err := supervisor.Status(e.cfg.StateDir, "cand"); err != nil || st.Status != supervisor.StatusRunning {
 		t.Fatalf("candidate attempt not recorded as running after hiro's SIGKILL: %+v %v", st, err)
