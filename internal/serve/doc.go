@@ -4,7 +4,8 @@
 //
 // It owns, one concern a file: the front door (front.go on fasthttp,
 // exchange.go, rawio.go: routing by "model", bounds, streaming, a
-// client's disconnect), the upstream transport (transport.go, proxy.go),
+// client's disconnect; conns.go: connections without a valid key capped
+// apart and per address), the upstream transport (transport.go, proxy.go),
 // the served profiles (served.go), keys and TLS (auth.go, tlspair.go),
 // metrics and the access and event logs (metrics.go, accesslog.go,
 // logs.go), processors (procs.go), the control socket's server side
