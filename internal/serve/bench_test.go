@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +37,37 @@ import (
 // the rounds with its spread (min–max), and the per-round differences and
 // ratios to direct. HIRO_BENCH_ROUNDS (default 5) and HIRO_BENCH_SECONDS
 // (default 2, per measurement) tune it.
+//
+// HIRO_BENCH_KEYED=1 gives every hiro target an API key and every client
+// request the key (direct and plain ignore it): the keyed path, key check
+// included. HIRO_BENCH_FLOOD=N (with keys) first opens N connections per
+// hiro target that each send one request without a key, as the attack of
+// issue 25 did, and keeps those the router leaves open for the whole run;
+// the report says how many each router left open and how many keyed
+// requests failed (a router that keeps them open runs out of
+// connections: keyed requests get 503).
+
+// benchKey is the API key of the hiro targets and their clients when
+// HIRO_BENCH_KEYED is set; "" otherwise.
+var benchKey = func() string {
+	if os.Getenv("HIRO_BENCH_KEYED") != "" || os.Getenv("HIRO_BENCH_FLOOD") != "" {
+		return "sk-bench-key-0123456789abcdef"
+	}
+	return ""
+}()
+
+// benchPost posts body to url's chat route with the bench's key.
+func benchPost(hc *http.Client, url, body string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, url+RouteChat, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if benchKey != "" {
+		req.Header.Set("Authorization", "Bearer "+benchKey)
+	}
+	return hc.Do(req)
+}
 
 // benchTarget is one server under measurement.
 type benchTarget struct {
@@ -76,7 +108,7 @@ func startBenchProcess(b *testing.B, url string, env []string, bin string, args 
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Post(url+RouteChat, "application/json", strings.NewReader(chatBody("fake-model", false)))
+		resp, err := benchPost(http.DefaultClient, url, chatBody("fake-model", false))
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -118,6 +150,9 @@ access_log = %q
 	// HIRO_BENCH_ENV (space-separated NAME=VALUE) goes to hiro serve only,
 	// e.g. HIRO_BENCH_ENV="GOMAXPROCS=1 GOGC=200" to try runtime settings.
 	env = append(env, strings.Fields(os.Getenv("HIRO_BENCH_ENV"))...)
+	if benchKey != "" {
+		env = append(env, "HIRO_SERVE_API_KEYS="+benchKey)
+	}
 	cmd := startBenchProcess(b, hURL, env, bin, "--config", cfgPath, "serve")
 	return benchTarget{"hiro", hURL, cmd.Process.Pid}
 }
@@ -196,7 +231,7 @@ func runLoad(hc *http.Client, url, body string, clients int, d time.Duration, st
 			local := make([]time.Duration, 0, 1<<14)
 			for time.Now().Before(stop) {
 				start := time.Now()
-				resp, err := hc.Post(url+RouteChat, "application/json", strings.NewReader(body))
+				resp, err := benchPost(hc, url, body)
 				if err != nil {
 					failed.Add(1)
 					continue
@@ -269,6 +304,15 @@ func BenchmarkRouterOverhead(b *testing.B) {
 	rounds := benchEnvInt("HIRO_BENCH_ROUNDS", 5)
 	secs := time.Duration(benchEnvInt("HIRO_BENCH_SECONDS", 2)) * time.Second
 	targets := benchSetup(b)
+	flood := map[string]string{}
+	if n := benchEnvInt("HIRO_BENCH_FLOOD", 0); n > 0 {
+		for _, t := range targets {
+			if strings.HasPrefix(t.name, "hiro") {
+				flood[t.name] = floodWithoutKey(b, t.url, n)
+			}
+		}
+	}
+	failures := map[string]int64{}
 	hc := benchClient()
 	plainBody := chatBody("fake-model", false)
 	streamBody := chatBody("fake-model", true)
@@ -286,9 +330,7 @@ func BenchmarkRouterOverhead(b *testing.B) {
 			_, n, e2 := runLoad(hc, t.url, plainBody, 8, secs, false)
 			tt, _, e3 := runLoad(hc, t.url, streamBody, 1, secs/2, true)
 			sort.Slice(tt, func(i, j int) bool { return tt[i] < tt[j] })
-			if e1+e2+e3 > 0 {
-				b.Errorf("%s: %d failed requests", t.name, e1+e2+e3)
-			}
+			failures[t.name] += e1 + e2 + e3
 			f := fig[t.name]
 			if f == nil {
 				f = &figures{}
@@ -321,6 +363,22 @@ func BenchmarkRouterOverhead(b *testing.B) {
 		fmt.Fprintf(w, "%-10s %-26s %-26s %-26s %-26s\n", name, medSpread(added50[name], "%.0f"), medSpread(added99[name], "%.0f"), medSpread(ratio[name], "%.2f"), medSpread(addedTTFB[name], "%.0f"))
 	}
 	fmt.Fprintln(w, "goals: hiro added p50 <= 100 µs, added p99 <= 500 µs, req/s ratio >= 0.40, added TTFB <= 100 µs")
+	if benchKey != "" {
+		fmt.Fprintln(w, "keyed: every request to hiro carried an API key (checked by the router)")
+	}
+	for _, t := range targets {
+		if f, ok := flood[t.name]; ok {
+			fmt.Fprintf(w, "%-10s flood without a key: %s\n", t.name, f)
+		}
+		if n := failures[t.name]; n > 0 {
+			fmt.Fprintf(w, "%-10s %d requests failed\n", t.name, n)
+		}
+	}
+	// hiro must serve every request; an older build (hiro-base) or
+	// another proxy that fails some is reported above.
+	if failures["hiro"] > 0 || failures["direct"] > 0 || failures["plain"] > 0 {
+		b.Errorf("failed requests: hiro %d, direct %d, plain %d", failures["hiro"], failures["direct"], failures["plain"])
+	}
 	b.ReportMetric(added50["hiro"].median(), "hiro-added-p50-µs")
 	b.ReportMetric(added99["hiro"].median(), "hiro-added-p99-µs")
 	b.ReportMetric(ratio["hiro"].median(), "hiro/direct-rps")
@@ -330,6 +388,59 @@ func BenchmarkRouterOverhead(b *testing.B) {
 		b.ReportMetric(added50["llama-swap"].median(), "llama-swap-added-p50-µs")
 		b.ReportMetric(r.median(), "llama-swap/direct-rps")
 	}
+}
+
+// floodWithoutKey opens n connections to url that each send one request
+// without a key, as issue 25's attack did, keeps those the router leaves
+// open until the benchmark ends, and says what happened.
+func floodWithoutKey(b *testing.B, url string, n int) string {
+	addr := strings.TrimPrefix(url, "http://")
+	req := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", RouteChat)
+	type answered struct {
+		c  net.Conn
+		br *bufio.Reader
+	}
+	var open []answered
+	statuses := map[int]int{}
+	dialErrs := 0
+	for i := 0; i < n; i++ {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			dialErrs++
+			continue
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(c)
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			c.Close()
+			statuses[0]++
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		statuses[resp.StatusCode]++
+		open = append(open, answered{c, br})
+	}
+	// Open unless the router closed it: then a read sees EOF at once.
+	time.Sleep(200 * time.Millisecond)
+	var held []net.Conn
+	for _, a := range open {
+		a.c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		if _, err := a.br.ReadByte(); err != nil && isTimeout(err) {
+			a.c.SetDeadline(time.Time{})
+			held = append(held, a.c)
+		} else {
+			a.c.Close()
+		}
+	}
+	b.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return fmt.Sprintf("%d connections, answers %v, %d dials failed, %d left open by the router", n, statuses, dialErrs, len(held))
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
@@ -361,7 +472,7 @@ func BenchmarkRouterStreamingRSS(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				resp, err := hc.Post(t.url+RouteChat, "application/json", strings.NewReader(body))
+				resp, err := benchPost(hc, t.url, body)
 				if err != nil {
 					bad.Add(1)
 					return
