@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/shellquote"
@@ -33,6 +34,9 @@ func Headline(r *production.Record) string {
 	case production.OutcomeRecovered:
 		return fmt.Sprintf("A switch from %s to %s%s was cut short and settled by a later hiro", from, to, why)
 	case production.OutcomeFailed:
+		if r.Ramp != nil && r.Ramp.State != evidence.RampCompleted {
+			return fmt.Sprintf("Production stays %s: the progressive activation of %s%s was %s and %s serves every request", from, to, why, r.Ramp.State, from)
+		}
 		return fmt.Sprintf("Production stays %s: the switch to %s%s failed and %s is back and verified", from, to, why, from)
 	default:
 		return fmt.Sprintf("PRODUCTION DOWN: the switch from %s to %s%s failed and %s could not be put back", from, to, why, from)
@@ -86,6 +90,11 @@ func (s *switcher) journal() string {
 		status = "Failed"
 	}
 	e.Sections = []journal.Section{{Title: "Switch", Status: status, Items: items}}
+	if r.Ramp != nil {
+		sec, row := rampJournal(r.Ramp)
+		e.Sections = append(e.Sections, sec)
+		e.Validation = append(e.Validation, row)
+	}
 	if r.Kind == production.KindActivate {
 		row := journal.ValidationRow{Check: "Evidence of campaign " + r.Campaign, Status: journal.StatusPassed,
 			Result: "qualified, recent enough; candidate profile, plan, prompts, schema, corpus and artifact fingerprints match; compared against the active production"}

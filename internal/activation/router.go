@@ -11,6 +11,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/ramp"
 )
 
 // Router is a running router's control, as far as a switch needs it.
@@ -28,6 +29,11 @@ type Router interface {
 	Release(ctx context.Context) *evidence.Restored
 	// Held says whether a Hold is in force.
 	Held() bool
+	// Ramp ramps production's requests to prof (started and verified)
+	// step by step under pol and follows it to its end (ramp.go);
+	// StopRamp ends it, every request back on production.
+	Ramp(ctx context.Context, prof *config.Profile, pol ramp.Policy, progress func(string)) (*evidence.RampResult, error)
+	StopRamp(ctx context.Context, reason string) (*evidence.RampResult, error)
 }
 
 // RouterFor returns the running router of cfg's production (its control

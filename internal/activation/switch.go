@@ -13,6 +13,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/preflight"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/ramp"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -51,6 +52,11 @@ type Options struct {
 	// the host predicted against instead of this one.
 	NoPreflight bool
 	HostFacts   *preflight.Host
+	// Progressive, when not nil, ramps production's requests to the new
+	// production step by step through the router (ramp.go) instead of
+	// switching them at once; it needs a running router and a candidate
+	// that can serve beside production.
+	Progressive *ramp.Policy
 }
 
 func (o *Options) fill() {
@@ -92,6 +98,11 @@ func Activate(ctx context.Context, cfg *config.Config, path string, opts Options
 	}
 	if q.Active == nil {
 		return nil, refuse("production.backend", "%s names no production: there is nothing to switch from; set [production] backend", cfg.Path)
+	}
+	if opts.Progressive != nil {
+		if err := canRamp(q.Active.Profile, q.Profile, opts.Router); err != nil {
+			return nil, err
+		}
 	}
 	rec := &production.Record{Kind: production.KindActivate, Config: cfg.Path, From: &q.Active.Snapshot,
 		To:       production.Snap(q.Profile, q.Variant, ""),
@@ -293,6 +304,9 @@ func run(ctx context.Context, cfg *config.Config, rec *production.Record, old, n
 			s.step("start and verify "+next.Name, t0, false, vr.Error)
 		}
 	}
+	if failed == "" && opts.Router != nil && opts.Progressive != nil {
+		failed = s.progressive(ctx)
+	}
 	if failed == "" && opts.Router != nil {
 		t0 := time.Now()
 		err := opts.Router.Switch(ctx, next)
@@ -300,6 +314,13 @@ func run(ctx context.Context, cfg *config.Config, rec *production.Record, old, n
 		s.step("router: point at "+next.Name, t0, err == nil, errText(err))
 		if err != nil {
 			failed = "the router did not switch: " + err.Error()
+		}
+		if rec.Ramp != nil {
+			// The completed ramp routed every request to next; the
+			// switch made it production: the ramp ends.
+			if out, err := opts.Router.StopRamp(context.WithoutCancel(ctx), "switched: "+next.Name+" is production"); err == nil && out != nil {
+				rec.Ramp = out
+			}
 		}
 	}
 	if failed == "" && ctx.Err() != nil {

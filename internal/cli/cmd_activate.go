@@ -14,6 +14,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/ramp"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
@@ -32,6 +33,12 @@ type switchOpts struct {
 	AcceptOlder        bool
 	// NoPreflight activates without predicting the new production first.
 	NoPreflight bool
+	// Progressive is activate's --progressive (percentages, "" for a
+	// switch at once), Soak its --soak and MinRequests its
+	// --min-requests.
+	Progressive string
+	Soak        time.Duration
+	MinRequests int
 	// TrustUnsigned accepts evidence (or a record) without a signature.
 	TrustUnsigned bool
 	// journalSet is whether --journal was given; without it the entry
@@ -75,7 +82,7 @@ stopped).`
 func newActivateCmd(g *Globals) *cobra.Command {
 	o := &switchOpts{}
 	cmd := &cobra.Command{
-		Use:   "activate EVIDENCE [--check] [--accept-inconclusive] [--trust-unsigned] [--journal DIR] [--json]",
+		Use:   "activate EVIDENCE [--check] [--progressive 1,5,25,100 [--soak 5m] [--min-requests 150]] [--accept-inconclusive] [--trust-unsigned] [--journal DIR] [--json]",
 		Short: "Switch production to a qualified campaign's candidate",
 		Long: `Switch production to the candidate of a campaign (EVIDENCE: its evidence folder
 or evidence file; the private copy is read, it records what ran). Refused
@@ -108,6 +115,20 @@ Before anything is stopped the new production is predicted on this host
 (memory fit and host capability rules, as 'hiro fit' prints them): a predicted
 failure refuses the switch; --no-preflight switches anyway.
 
+--progressive 1,5,25,100 (needs a running 'hiro serve') moves production's
+requests to the new production by degrees instead of at once: once it is
+started and verified beside the old one, the router sends it that share of
+the requests step by step, sticky per client (the OpenAI "user" field, else
+the X-Hiro-Session header), and compares the two on each step's live
+requests: error rate, latency (rank test above a floor) and the replies'
+schema and validator checks. A step advances after --soak and at least
+--min-requests candidate requests when every comparison is conclusive; a
+regression reverses the ramp at once, the router alone sending every request
+back to the old production, and the activation is recorded as failed with
+the ramp and its reason. Until the last step completes, production is the old
+one for every command; 'hiro status' shows the step; 'hiro rollback' stops the
+ramp at any step.
+
 --check runs every check and touches nothing.
 
 ` + switchExitText,
@@ -120,6 +141,9 @@ failure refuses the switch; --no-preflight switches anyway.
 	cmd.Flags().BoolVar(&o.AcceptInconclusive, "accept-inconclusive", false, "activate on an inconclusive campaign (no gate failed, a comparison could not decide); the activation record says so")
 	cmd.Flags().BoolVar(&o.AcceptOlder, "accept-older-evidence", false, "let a semantic gate of older evidence (no intervals) satisfy [activation] require; the activation record says so")
 	cmd.Flags().BoolVar(&o.NoPreflight, "no-preflight", false, "switch without predicting the new production's memory fit and host capabilities first")
+	cmd.Flags().StringVar(&o.Progressive, "progressive", "", "ramp production's requests to the new production by these increasing percentages, ending at 100, through hiro serve, e.g. 1,5,25,50,100")
+	cmd.Flags().DurationVar(&o.Soak, "soak", ramp.DefaultSoak, "with --progressive: the least time each step serves")
+	cmd.Flags().IntVar(&o.MinRequests, "min-requests", ramp.DefaultMinRequests, "with --progressive: the fewest candidate requests a step advances on")
 	return cmd
 }
 
@@ -165,6 +189,17 @@ func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) err
 	so := switchOptions(ctx, g, o, cfg)
 	so.Accept.Inconclusive = o.AcceptInconclusive
 	so.Accept.OlderEvidence = o.AcceptOlder
+	if o.Progressive != "" {
+		steps, err := ramp.ParseSteps(o.Progressive)
+		if err != nil {
+			return UsageError(fmt.Errorf("activate: %w", err))
+		}
+		pol := &ramp.Policy{Steps: steps, Soak: config.Duration{Duration: o.Soak}, MinRequests: o.MinRequests}
+		if err := pol.Fill(); err != nil {
+			return UsageError(fmt.Errorf("activate: %w", err))
+		}
+		so.Progressive = pol
+	}
 	out, err := activation.Activate(ctx, cfg, path, so)
 	if err != nil {
 		return switchError(g, "activate", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/activation"
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/ramp"
 )
 
 func init() { registerCommand(newRollbackCmd) }
@@ -33,6 +34,11 @@ $HIRO_LEASE_DIR, else $XDG_STATE_HOME/hiro, else ~/.local/state/hiro), one
 folder per configuration file. The latest
 switched record names production; before any, the configuration's
 [production] does.
+
+During a progressive activation ('hiro activate --progressive') rollback
+stops the ramp at its step: the router sends every request back to the
+production that never stopped serving, and the activation stops the new
+one and records the ramp as stopped.
 
 --check runs the checks only and touches nothing.
 
@@ -67,6 +73,14 @@ func runRollback(ctx context.Context, g *Globals, o *switchOpts) error {
 			return switchError(g, "rollback", &activation.RefusedError{Msg: err.Error()})
 		}
 		return printSwitch(g, switchSummary{Outcome: "would_switch", Headline: fmt.Sprintf("rollback would switch production from %s back to %s (%s)", a.Name, t.Name, t.Source), From: a.Name, To: t.Name, Variant: t.Variant})
+	}
+	if res, err := activation.StopRamp(ctx, cfg, "hiro rollback"); err != nil {
+		return switchError(g, "rollback", err)
+	} else if res != nil {
+		sum := switchSummary{Outcome: "ramp_stopped", From: res.Candidate, To: res.Production,
+			Headline: fmt.Sprintf("The progressive activation of %s was stopped at step %d of %d (%s): every request is production %s's again; the activation stops %s and records it",
+				res.Candidate, res.Step+1, len(res.Steps), ramp.Percent(res.History[len(res.History)-1].Share), res.Production, res.Candidate)}
+		return printSwitch(g, sum)
 	}
 	out, err := activation.Rollback(ctx, cfg, switchOptions(ctx, g, o, cfg))
 	if err != nil {

@@ -183,6 +183,11 @@ type Record struct {
 	// READY completion); Restored the old one's when it was put back.
 	Verified *evidence.Restored `json:"verified,omitempty"`
 	Restored *evidence.Restored `json:"restored,omitempty"`
+	// Ramp is a progressive activation's account (evidence v3): the
+	// shares the router moved to the new production step by step, each
+	// step's live comparison, and how it ended (completed, or reversed
+	// by the router with its reason); nil for a switch at once.
+	Ramp *evidence.RampResult `json:"ramp,omitempty"`
 	// Error says why the switch failed.
 	Error string `json:"error,omitempty"`
 	// Signature is hiro's signature of the record (package signing), over

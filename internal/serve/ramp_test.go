@@ -395,3 +395,38 @@ model = "m"
 		t.Errorf("second ramp: %v", err)
 	}
 }
+
+// TestRampOwnerGoneReverses: the activation that owns a ramp dies (a
+// real process, killed): the router reverses by itself within a health
+// interval or two, production serves every request.
+func TestRampOwnerGoneReverses(t *testing.T) {
+	cand, _ := rampCandidate(t, "cand")
+	cfg := fakeConfig(t, nil, cand)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	owner := exec.Command("sleep", "60")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	p := rampTestPolicy(0.5, 1)
+	p.Soak = config.Duration{Duration: time.Hour}
+	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p, OwnerPID: owner.Process.Pid}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if st, _ := r.ctl.RampStatus(context.Background()); !st.Active || st.Result.State != evidence.RampRamping {
+		t.Fatalf("the ramp ended while its owner lives: %+v", st.Result)
+	}
+	owner.Process.Kill()
+	owner.Wait()
+	res := waitRamp(t, r, 5*time.Second, "reversed", func(r *evidence.RampResult) bool { return r.State != evidence.RampRamping })
+	if res.State != evidence.RampReversed || res.Share != 0 || !strings.Contains(res.Reason, "the activation that owned the ramp (pid "+itoa(owner.Process.Pid)+") is gone") {
+		t.Fatalf("ramp: %s share %v, reason %q", res.State, res.Share, res.Reason)
+	}
+	for i := range 10 {
+		if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false), SessionHeader, "user-"+itoa(i)); code != 200 || answeredBy(body) != "fake-model" {
+			t.Fatalf("after the reversal: %d %s", code, answeredBy(body))
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package activation_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/journal"
+	"github.com/hiro-dev/hiro/internal/production"
+)
+
+// lastRecord is the newest production record of w's configuration.
+func (w *world) lastRecord() *production.Record {
+	w.t.Helper()
+	hist, err := production.History(w.cfgPath)
+	must(w.t, err)
+	if len(hist) == 0 {
+		w.t.Fatal("no production record")
+	}
+	return hist[len(hist)-1]
+}
+
+// waitRampShare waits until the router's ramp serves share (or ended).
+func waitRampShare(t *testing.T, sp *serveProc, share float64, within time.Duration) *evidence.RampResult {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if st, err := sp.ctl.RampStatus(context.Background()); err == nil && st.Result != nil &&
+			(st.Result.Share == share || st.Result.State != evidence.RampRamping) {
+			return st.Result
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ramp did not reach %v within %s", share, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// hiroBackground starts hiro with args and returns a function that waits
+// for its end (exit status, output).
+func (w *world) hiroBackground(args ...string) func() (int, string) {
+	cmd := w.hiroCmd(args...)
+	var out strings.Builder
+	lw := &lockedWriter{b: &out}
+	cmd.Stdout, cmd.Stderr = lw, lw
+	must(w.t, cmd.Start())
+	return func() (int, string) {
+		err := cmd.Wait()
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			w.t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), lw.String()
+	}
+}
+
+// A progressive activation under load: the router ramps production's
+// requests to the candidate 10 → 50 → 100 %, each step advancing on its
+// own live comparison (150 clean candidate requests make 2 % conclusive);
+// then the switch commits with the ramp in the record, the journal entry
+// shows the steps, and no client request failed.
+func TestProgressiveActivationRampsThenSwitches(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	l := startLoad(url, 4, 4)
+	l.waitMore(t, 20)
+	code, out := w.hiro("activate", evPath, "--progressive", "10,50,100", "--soak", "300ms", "--min-requests", "150", "--journal", w.journal)
+	l.waitMore(t, 20)
+	l.finish()
+	if code != 0 || !strings.Contains(out, "ramp: step 1 of 3: 10 % of production's requests to cand") || !strings.Contains(out, "ramp: step 3 of 3: 100 %") {
+		t.Fatalf("activate: exit %d\n%s", code, out)
+	}
+	t.Logf("activate:\n%s", out)
+	if p := sp.production(t); p != "cand" {
+		t.Fatalf("the router serves %s after the ramp", p)
+	}
+	rec := w.lastRecord()
+	if rec.Outcome != production.OutcomeSwitched || rec.Ramp == nil || rec.Ramp.State != evidence.RampCompleted || len(rec.Ramp.History) != 3 {
+		t.Fatalf("record: %s, ramp %+v", rec.Outcome, rec.Ramp)
+	}
+	for _, h := range rec.Ramp.History {
+		if h.Candidate.Requests < 150 || h.Candidate.Errors != 0 || (h.Decision != evidence.RampAdvance && h.Decision != evidence.RampComplete) {
+			t.Errorf("step %v: %s (%s) candidate %+v", h.Share, h.Decision, h.Reason, h.Candidate)
+		}
+	}
+	j, err := journal.Load(w.journal)
+	must(t, err)
+	found := false
+	for _, e := range j.Entries {
+		for _, sec := range e.Sections {
+			found = found || (sec.Title == "Progressive ramp" && len(sec.Items) == 3 && strings.HasPrefix(sec.Items[0], "10 % of production's requests to cand"))
+		}
+	}
+	if !found {
+		t.Errorf("no journal entry shows the ramp (%d entries)", len(j.Entries))
+	}
+	t.Logf("requests through the router: %s", l)
+	if len(l.failed) > 0 || len(l.retry503) > 0 {
+		t.Fatalf("client requests failed during a clean ramp: %s", l)
+	}
+	if l.ok["cand-model"] == 0 || l.ok["prod-model"] == 0 {
+		t.Errorf("both backends should have answered: %s", l)
+	}
+}
+
+// The candidate starts answering 500 at the 50 % step: the router
+// reverses the ramp by itself, the activation stops the candidate and
+// records a failed activation with the ramp and its reason; production
+// never stopped; the failed client requests are a few of the candidate's
+// share, none after the reversal.
+func TestProgressiveActivationReversesOnARegression(t *testing.T) {
+	flagFile := filepath.Join(t.TempDir(), "fail")
+	w := newWorld(t, false, "--chat-fail-when", flagFile)
+	w.startProduction()
+	evPath := w.qualify()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	l := startLoad(url, 4, 4)
+	l.waitMore(t, 20)
+	wait := w.hiroBackground("activate", evPath, "--progressive", "10,50,100", "--soak", "3s", "--min-requests", "150", "--journal", w.journal)
+	if r := waitRampShare(t, sp, 0.5, 60*time.Second); r.State != evidence.RampRamping {
+		l.finish()
+		code, out := wait()
+		t.Fatalf("the ramp ended before 50 %%: %s %s; activate exit %d\n%s", r.State, r.Reason, code, out)
+	}
+	must(t, os.WriteFile(flagFile, nil, 0o644))
+	code, out := wait()
+	t.Logf("activate:\n%s", out)
+	reversed := time.Now()
+	failedBefore := len(l.failed)
+	l.waitMore(t, 50)
+	l.finish()
+	if code != 1 || !strings.Contains(out, "reversed at 50 %: error_rate") {
+		t.Fatalf("activate: exit %d, want 1\n%s", code, out)
+	}
+	if p := sp.production(t); p != "prod" {
+		t.Fatalf("the router serves %s after the reversal", p)
+	}
+	rec := w.lastRecord()
+	if rec.Outcome != production.OutcomeFailed || rec.Ramp == nil || rec.Ramp.State != evidence.RampReversed || !strings.Contains(rec.Error, "error_rate") {
+		t.Fatalf("record: %s %q, ramp %+v", rec.Outcome, rec.Error, rec.Ramp)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Error("the candidate still runs after the reversal")
+	}
+	t.Logf("requests through the router: %s (reversed at %s)", l, reversed.Format(time.TimeOnly))
+	if len(l.failed) != failedBefore {
+		t.Errorf("%d client requests failed after the activation ended", len(l.failed)-failedBefore)
+	}
+	if len(l.failed) == 0 || len(l.failed) > 20 || len(l.retry503) > 0 {
+		t.Errorf("while the candidate failed: %d failed, %d 503; want a few of the candidate's share", len(l.failed), len(l.retry503))
+	}
+}
+
+// hiro rollback in the middle of a ramp stops it at its step: every
+// request back on production, the activation records the ramp as
+// stopped by the rollback.
+func TestRollbackStopsARamp(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	l := startLoad(url, 2, 4)
+	wait := w.hiroBackground("activate", evPath, "--progressive", "25,100", "--soak", "1h", "--journal", "")
+	waitRampShare(t, sp, 0.25, 30*time.Second)
+	l.waitMore(t, 20)
+	// Mid-ramp, production is the old one for every command; the
+	// router's status shows the ramp.
+	code, out := w.hiro("status")
+	t.Logf("status:\n%s", out)
+	if !strings.Contains(out, "production  prod") || !strings.Contains(out, "ramp        prod → cand, ramping: step 1 of 2, 25 % of production's requests to cand") {
+		l.finish()
+		t.Fatalf("status mid-ramp: exit %d\n%s", code, out)
+	}
+	code, out = w.hiro("rollback")
+	t.Logf("rollback:\n%s", out)
+	if code != 0 || !strings.Contains(out, "The progressive activation of cand was stopped at step 1 of 2 (25 %)") {
+		l.finish()
+		t.Fatalf("rollback: exit %d\n%s", code, out)
+	}
+	acode, aout := wait()
+	l.finish()
+	if acode != 1 {
+		t.Fatalf("activate: exit %d, want 1\n%s", acode, aout)
+	}
+	rec := w.lastRecord()
+	if rec.Ramp == nil || rec.Ramp.State != evidence.RampStopped || rec.Ramp.Reason != "hiro rollback" || sp.production(t) != "prod" {
+		t.Fatalf("record: %s, ramp %+v", rec.Outcome, rec.Ramp)
+	}
+	if len(l.failed) > 0 || len(l.retry503) > 0 {
+		t.Fatalf("client requests failed: %s", l)
+	}
+}
+
+// A candidate that needs the accelerator alone cannot ramp beside
+// production: refused before anything starts, naming what works.
+func TestProgressiveRefusedForAnExclusiveCandidate(t *testing.T) {
+	w := newWorld(t, true)
+	w.startProduction()
+	evPath := w.qualify()
+	code, out := w.hiro("activate", evPath, "--progressive", "1,100", "--journal", "")
+	if code != 1 || !strings.Contains(out, "a progressive activation is impossible here; activate at once") || !strings.Contains(out, "second machine") {
+		t.Fatalf("activate: exit %d\n%s", code, out)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Error("the candidate was started")
+	}
+}

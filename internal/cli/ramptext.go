@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/ramp"
+)
+
+// printRamp writes a progressive ramp's lines of `hiro status`: the step
+// and share, each step's live comparison so far, and how it ended.
+// Production stays the router's production until the ramp completes and
+// the activation switches.
+func printRamp(w io.Writer, st *control.RampStatus) {
+	if st == nil || st.Result == nil {
+		return
+	}
+	r := st.Result
+	fmt.Fprintf(w, "ramp        %s → %s, %s: step %d of %d, %s of production's requests to %s, since %s\n",
+		r.Production, r.Candidate, r.State, r.Step+1, len(r.Steps), ramp.Percent(r.Share), r.Candidate, r.StartedAt.Local().Format(time.TimeOnly))
+	for _, h := range r.History {
+		fmt.Fprintf(w, "  %-7s   candidate %s; production %s: %s", ramp.Percent(h.Share), sampleText(h.Candidate), sampleText(h.Production), h.Decision)
+		if h.Reason != "" {
+			fmt.Fprintf(w, " (%s)", h.Reason)
+		}
+		fmt.Fprintln(w)
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(w, "            %s\n", r.Reason)
+	}
+}
+
+// sampleText is one side's requests of a step in words.
+func sampleText(s evidence.RampSample) string {
+	parts := []string{fmt.Sprintf("%d requests, %d failed", s.Requests, s.Errors)}
+	if s.Checked > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d checked invalid", s.Invalid, s.Checked))
+	}
+	if s.Latency != nil {
+		parts = append(parts, fmt.Sprintf("p50 %.1f ms", s.Latency.P50))
+	}
+	return strings.Join(parts, ", ")
+}

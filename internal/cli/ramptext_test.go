@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/evidence"
+)
+
+// `hiro status` shows a ramp's step and share, each step's live
+// comparison and, once it ended, why.
+func TestStatusShowsTheRamp(t *testing.T) {
+	var b strings.Builder
+	printRamp(&b, nil)
+	if b.Len() != 0 {
+		t.Fatalf("no ramp printed %q", b.String())
+	}
+	res := &evidence.RampResult{Candidate: "cand", Production: "prod", Steps: []float64{0.01, 0.25, 1}, State: evidence.RampRamping, Step: 1, Share: 0.25, StartedAt: time.Now(),
+		History: []evidence.RampStep{
+			{Share: 0.01, Decision: evidence.RampAdvance, Reason: "150 candidate requests at 1 %: every check passed", Candidate: evidence.RampSample{Requests: 150}, Production: evidence.RampSample{Requests: 14850, Latency: &evidence.Percentiles{P50: 1.25}}},
+			{Share: 0.25, Decision: evidence.RampHold, Reason: "soaking: 10s of 5m0s served", Candidate: evidence.RampSample{Requests: 40, Errors: 1, Checked: 39, Invalid: 2}},
+		}}
+	printRamp(&b, &control.RampStatus{Active: true, Result: res})
+	out := b.String()
+	for _, want := range []string{
+		"ramp        prod → cand, ramping: step 2 of 3, 25 % of production's requests to cand",
+		"  1 %       candidate 150 requests, 0 failed; production 14850 requests, 0 failed, p50 1.2 ms: advance (150 candidate requests at 1 %: every check passed)",
+		"  25 %      candidate 40 requests, 1 failed, 2 of 39 checked invalid; production 0 requests, 0 failed: hold (soaking",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	res.State, res.Share, res.Reason = evidence.RampReversed, 0, "reversed at 25 %: error_rate: candidate 0.500"
+	b.Reset()
+	printRamp(&b, &control.RampStatus{Result: res})
+	if !strings.Contains(b.String(), "reversed: step 2 of 3, 0 % of production's requests") || !strings.Contains(b.String(), "            reversed at 25 %: error_rate") {
+		t.Errorf("reversed ramp:\n%s", b.String())
+	}
+}
