@@ -60,6 +60,9 @@ func (r *DeviceRule) read(line string, d *ServingDevice) bool {
 		}
 		return false
 	}
+	if softwareDevice(d.Name) && kind != DeviceCPU {
+		return false // the listed GPU is the rasteriser: still the CPU
+	}
 	d.Kind = kind
 	if name != "" {
 		d.Name = name
@@ -81,7 +84,7 @@ func (r *DeviceRule) readOffload(m []string, d *ServingDevice) bool {
 	}
 	d.GPULayers, d.TotalLayers = n, total
 	switch {
-	case n == 0:
+	case n == 0 || softwareDevice(d.Name):
 		d.Kind = DeviceCPU
 	case n < total:
 		d.Kind = DevicePartial
@@ -91,8 +94,16 @@ func (r *DeviceRule) readOffload(m []string, d *ServingDevice) bool {
 	return true
 }
 
+// softwareDevice reports a device name of a software rasteriser, which
+// computes on the CPU.
+func softwareDevice(name string) bool { return name == "llvmpipe" || name == "SwiftShader" }
+
 // ggmlDevices: llama.cpp (and Ollama's runner).
 var ggmlDevices = []DeviceRule{
+	// Mesa's llvmpipe (and Google's SwiftShader) are Vulkan devices that
+	// run on the CPU: layers "offloaded" to them are on the CPU
+	{Text: "llvmpipe", Pattern: regexp.MustCompile(`\b(llvmpipe)\b`), Kind: DeviceCPU},
+	{Text: "SwiftShader", Pattern: regexp.MustCompile(`\b(SwiftShader)\b`), Kind: DeviceCPU},
 	{Text: "layers to GPU", Pattern: regexp.MustCompile(`offloaded (\d+)/(\d+) layers to GPU`)},
 	{Text: "using device", Pattern: regexp.MustCompile(`using device \S+ \((.+?)\)`), Kind: DeviceGPU},
 	{Text: "no usable GPU found", Pattern: regexp.MustCompile(`no usable GPU found`), Kind: DeviceCPU},
@@ -119,4 +130,6 @@ var pythonDevices = []DeviceRule{
 	{Text: "No platform detected", Pattern: regexp.MustCompile(`No platform detected`), Kind: DeviceCPU},
 	{Text: "device_config=", Pattern: regexp.MustCompile(`device_config=(\w+)`), Kind: DeviceGPU},
 	{Text: "device=", Pattern: regexp.MustCompile(`\bdevice='(\w+)'`), Kind: DeviceGPU},
+	// LMDeploy's engine config: device_type='cuda' (or ascend, maca...)
+	{Text: "device_type=", Pattern: regexp.MustCompile(`\bdevice_type='(\w+)'`), Kind: DeviceGPU},
 }

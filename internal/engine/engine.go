@@ -110,6 +110,8 @@ type Marker struct {
 type FrameHint struct {
 	Text  string
 	Class failure.Class
+	// NextStep, when set, is the advice when this hint decides.
+	NextStep string
 }
 
 // FramePhase names the phase of a traceback frame: a frame whose line
@@ -190,7 +192,7 @@ func prepare(e *Engine) {
 	e.acTrig = trig
 	hints := make([]FrameHint, len(e.frameHints))
 	for i, h := range e.frameHints {
-		hints[i] = FrameHint{Text: strings.ToLower(h.Text), Class: h.Class}
+		hints[i] = FrameHint{Text: strings.ToLower(h.Text), Class: h.Class, NextStep: h.NextStep}
 	}
 	e.frameHints = hints
 }

@@ -58,7 +58,7 @@ func init() {
 			{Text: "Not enough memory to handle", Class: failure.ClassGPUOOM},
 			{Text: "max_batch_prefill_tokens", Pattern: regexp.MustCompile(`(?i)(lower|too (large|high|small)|not enough)`), Class: failure.ClassContextExceedsKV},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
-		}, pythonSignatures, ggmlSignatures, hostFamilies),
+		}, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{

@@ -30,6 +30,9 @@ func init() {
 			{Text: "max_total_num_tokens", Pattern: regexp.MustCompile(`(?i)(too small|<=? 0|is 0|must be)`), Class: failure.ClassContextExceedsKV},
 			{Text: "is longer than the model's context length", Class: failure.ClassContextExceedsKV},
 			{Text: "alloc_req_slots runs out of memory", Class: failure.ClassGPUOOM},
+			// the scheduler's watchdog: a forward step that never finished
+			// (a hung collective, a stuck kernel); where it hung says more
+			{Text: "Scheduler watchdog timeout", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 		}, pythonSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,

@@ -63,6 +63,9 @@ func init() {
 		}),
 		devices: pythonDevices,
 		nextSteps: map[failure.Class]string{
+			failure.ClassHostCapability: "TGI's shards need shared memory and NCCL between the GPUs: run the container with " +
+				"--shm-size 1g (or more); where that is not possible, NCCL_SHM_DISABLE=1; with --num-shard over GPUs without " +
+				"peer-to-peer access, NCCL_P2P_DISABLE=1; --disable-custom-kernels avoids TGI's own CUDA kernels.",
 			failure.ClassGPUOOM: "GPU memory ran out: lower TGI's --max-batch-prefill-tokens, --max-batch-total-tokens or " +
 				"--max-total-tokens, use a quantized model (--quantize), or more GPUs (--num-shard).",
 			failure.ClassContextExceedsKV: "The batch or the request does not fit: lower --max-batch-prefill-tokens / --max-input-tokens.",

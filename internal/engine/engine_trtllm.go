@@ -17,6 +17,14 @@ import (
 // "CUDA graph warmup", "[MemUsageChange] Allocated ... for max tokens in
 // paged KV cache", "Failed to initialize executor on rank N" (a worker's
 // error, relayed), "Executor worker returned error" (the proxy's wrapper).
+// trtllmRuntime are the TensorRT-LLM C++ runtime's errors, whichever
+// server hosts it (trtllm-serve, Triton's tensorrtllm backend, served as
+// the openai kind): cpp/tensorrt_llm/batch_manager's check that the paged
+// KV cache holds one sequence of the configured length.
+var trtllmRuntime = family("trtllm", []Rule{
+	{Text: "maxTokensInPagedKvCache", Pattern: regexp.MustCompile(`maxTokensInPagedKvCache.{0,40}must be large enough`), Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
+})
+
 func init() {
 	register(&Engine{
 		Kind:       "trtllm",
@@ -31,8 +39,8 @@ func init() {
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "undefined symbol", Pattern: regexp.MustCompile(`(?i)(ImportError|OSError).{0,200}undefined symbol`), Class: failure.ClassEngineDied},
-		}, pythonSignatures, hostFamilies),
-		frameHints:  joinLists([]FrameHint{{"blockscalemoe", failure.ClassQuantKernelFailed}, {"fp4", failure.ClassQuantKernelFailed}}, pythonFrameHints),
+		}, trtllmRuntime, pythonSignatures, hostFamilies),
+		frameHints:  joinLists([]FrameHint{{Text: "blockscalemoe", Class: failure.ClassQuantKernelFailed}, {Text: "fp4", Class: failure.ClassQuantKernelFailed}}, pythonFrameHints),
 		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{
 			"Executor worker returned error",

@@ -270,12 +270,12 @@ var tpuFamily = family("tpu", []Rule{
 // stack frame printed after a crash ("3  libmlx.dylib  0x...
 // _ZN3mlx4core5metal6DeviceC2Ev"): the crash happened there.
 var nativeFrameHints = []FrameHint{
-	{"blockscalemoe", failure.ClassQuantKernelFailed},
-	{"marlin", failure.ClassQuantKernelFailed},
-	{"machete", failure.ClassQuantKernelFailed},
-	{"metal6device", failure.ClassAcceleratorUnavailable},
-	{"metal::device", failure.ClassAcceleratorUnavailable},
-	{"mtlcreatesystemdefaultdevice", failure.ClassAcceleratorUnavailable},
+	{Text: "blockscalemoe", Class: failure.ClassQuantKernelFailed},
+	{Text: "marlin", Class: failure.ClassQuantKernelFailed},
+	{Text: "machete", Class: failure.ClassQuantKernelFailed},
+	{Text: "metal6device", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "metal::device", Class: failure.ClassAcceleratorUnavailable},
+	{Text: "mtlcreatesystemdefaultdevice", Class: failure.ClassAcceleratorUnavailable},
 }
 
 // collectiveTimeoutStep is the advice of a collective operation that timed
@@ -285,24 +285,39 @@ const collectiveTimeoutStep = "A collective operation (all-reduce, all-gather) b
 	"(vLLM/SGLang --disable-custom-all-reduce), check P2P and the interconnect (nvidia-smi topo -m, InfiniBand), and " +
 	"raise the distributed timeout only when the step is legitimately slow."
 
+// ncclStep is the advice of NCCL/RCCL failing between the GPUs or nodes
+// of a run, whatever the engine (the remedies are NCCL's and the
+// container's).
+const ncclStep = "NCCL (RCCL on AMD) failed between the GPUs or nodes: rerun with NCCL_DEBUG=INFO to see which " +
+	"transport fails; in a container give it shared memory and IPC (--ipc=host, or --shm-size=16g); where the GPUs " +
+	"have no peer-to-peer path try NCCL_P2P_DISABLE=1; across nodes check the interface (NCCL_SOCKET_IFNAME) and " +
+	"InfiniBand (NCCL_IB_DISABLE=1 to test without it)."
+
+// peerAccessStep is the advice when GPUs cannot map each other's memory
+// (peer access, CUDA IPC), which custom all-reduce kernels need.
+const peerAccessStep = "The GPUs cannot map each other's memory (peer access or CUDA IPC), which the engine's custom " +
+	"all-reduce needs: turn it off and let NCCL do the all-reduce (vLLM and SGLang --disable-custom-all-reduce, " +
+	"TensorRT-LLM allreduce_strategy: NCCL), keep tensor-parallel ranks on one node, check nvidia-smi topo -m; in a " +
+	"container use --ipc=host."
+
 // ncclFamily: NCCL and RCCL, custom all-reduce and CUDA IPC between the
 // GPUs of a multi-GPU run: the host's interconnect, shared memory or
 // peer access is what fails.
 var ncclFamily = family("nccl", []Rule{
-	{Text: "unhandled system error", Pattern: regexp.MustCompile(`(?i)nccl`), Class: failure.ClassHostCapability},
-	{Text: "NCCL error", Pattern: regexp.MustCompile(`(?i)nccl error.{0,80}(unhandled cuda error|internal error|invalid usage|remote process exited|network error)`), Class: failure.ClassHostCapability},
-	{Text: "ncclSystemError", Class: failure.ClassHostCapability},
-	{Text: "ncclUnhandledCudaError", Class: failure.ClassHostCapability},
-	{Text: "ncclInternalError", Class: failure.ClassHostCapability},
-	{Text: "ncclRemoteError", Class: failure.ClassHostCapability},
-	{Text: "peer access is not supported between these two devices", Class: failure.ClassHostCapability},
+	{Text: "unhandled system error", Pattern: regexp.MustCompile(`(?i)nccl`), Class: failure.ClassHostCapability, NextStep: ncclStep},
+	{Text: "NCCL error", Pattern: regexp.MustCompile(`(?i)nccl error.{0,80}(unhandled cuda error|internal error|invalid usage|remote process exited|network error)`), Class: failure.ClassHostCapability, NextStep: ncclStep},
+	{Text: "ncclSystemError", Class: failure.ClassHostCapability, NextStep: ncclStep},
+	{Text: "ncclUnhandledCudaError", Class: failure.ClassHostCapability, NextStep: ncclStep},
+	{Text: "ncclInternalError", Class: failure.ClassHostCapability, NextStep: ncclStep},
+	{Text: "ncclRemoteError", Class: failure.ClassHostCapability, NextStep: ncclStep},
+	{Text: "peer access is not supported between these two devices", Class: failure.ClassHostCapability, NextStep: peerAccessStep},
 	// a collective that never completed: one rank stalled (a hang, a
 	// crashed peer, a link that stopped), not a missing host feature
 	{Text: "Watchdog caught collective operation timeout", Class: failure.ClassEngineDied, NextStep: collectiveTimeoutStep},
-	{Text: "cudaIpcOpenMemHandle", Pattern: regexp.MustCompile(`(?i)cudaIpcOpenMemHandle.{0,80}(fail|error|invalid)|(fail|error).{0,80}cudaIpcOpenMemHandle`), Class: failure.ClassHostCapability},
-	{Text: "ipc open mem handle", Class: failure.ClassHostCapability},
-	{Text: "custom_all_reduce", Pattern: regexp.MustCompile(`(?i)(error|fail|assert).{0,120}custom_all_reduce|custom_all_reduce.{0,120}(error|fail|assert)`), Class: failure.ClassHostCapability},
-	{Text: "rcclSystemError", Class: failure.ClassHostCapability},
-	{Text: "rcclUnhandledCudaError", Class: failure.ClassHostCapability},
-	{Text: "DistBackendError", Pattern: regexp.MustCompile(`(?i)DistBackendError.{0,40}(nccl|rccl)`), Class: failure.ClassHostCapability},
+	{Text: "cudaIpcOpenMemHandle", Pattern: regexp.MustCompile(`(?i)cudaIpcOpenMemHandle.{0,80}(fail|error|invalid)|(fail|error).{0,80}cudaIpcOpenMemHandle`), Class: failure.ClassHostCapability, NextStep: peerAccessStep},
+	{Text: "ipc open mem handle", Class: failure.ClassHostCapability, NextStep: peerAccessStep},
+	{Text: "custom_all_reduce", Pattern: regexp.MustCompile(`(?i)(error|fail|assert).{0,120}custom_all_reduce|custom_all_reduce.{0,120}(error|fail|assert)`), Class: failure.ClassHostCapability, NextStep: peerAccessStep},
+	{Text: "rcclSystemError", Class: failure.ClassHostCapability, NextStep: ncclStep},
+	{Text: "rcclUnhandledCudaError", Class: failure.ClassHostCapability, NextStep: ncclStep},
+	{Text: "DistBackendError", Pattern: regexp.MustCompile(`(?i)DistBackendError.{0,40}(nccl|rccl)`), Class: failure.ClassHostCapability, NextStep: ncclStep},
 })

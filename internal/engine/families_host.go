@@ -50,12 +50,18 @@ var cpuFamily = family("cpu", []Rule{
 	{Text: "CPU does not have", Pattern: regexp.MustCompile(`(?i)CPU does not have.{0,30}(AVX|SSE|FMA|F16C)`), Class: failure.ClassHostCapability},
 })
 
+// shmStep is the advice of shared memory too small (a container's
+// /dev/shm is 64 MB unless told otherwise), whatever the engine.
+const shmStep = "Shared memory (/dev/shm) is too small, a container's default is 64 MB: run it with --shm-size=16g " +
+	"(or --ipc=host; in Kubernetes an emptyDir with medium: Memory mounted at /dev/shm); NCCL_SHM_DISABLE=1 keeps NCCL " +
+	"off shared memory at some speed. A bus error can also be a memory-mapped file on a full disk: check df -h."
+
 // osFamily: the operating system: shared memory, WSL2's missing UVA, an
 // address the host does not have.
 var osFamily = family("os", []Rule{
-	{Text: "Bus error", Class: failure.ClassHostCapability, Tier: TierHint}, // SIGBUS: see busSignal
+	{Text: "Bus error", Class: failure.ClassHostCapability, Tier: TierHint, NextStep: shmStep}, // SIGBUS: see busSignal
 	{Text: "UVA is not available", Class: failure.ClassHostCapability},
-	{Text: "No space left on device", Pattern: regexp.MustCompile(`(?i)/dev/shm|shm|shared memory`), Class: failure.ClassHostCapability},
+	{Text: "No space left on device", Pattern: regexp.MustCompile(`(?i)/dev/shm|shm|shared memory`), Class: failure.ClassHostCapability, NextStep: shmStep},
 	{Text: "cannot assign requested address", Class: failure.ClassHostCapability},
 	{Text: "Too many open files", Class: failure.ClassHostCapability},
 })

@@ -110,8 +110,8 @@ var signalFamily = family("signal", []Rule{
 	{Text: "signal", Pattern: regexp.MustCompile(`(?i)\b(?:signal(?:ed)?|killed by)\b\D{0,40}?\bsignal:? (\d{1,2})\b`),
 		Lookup: func(m []string) (failure.Class, bool) { c, ok := signalNumbers[m[1]]; return c, ok }, NextStep: sigillStep},
 	{Name: "signal/sigbus-number", Text: "signal", Pattern: regexp.MustCompile(`(?i)\b(?:signal(?:ed)?|killed by)\b\D{0,40}?\bsignal:? ` + busSignal + `\b`),
-		Class: failure.ClassHostCapability, Tier: TierHint},
-	{Text: "SIGBUS", Class: failure.ClassHostCapability, Tier: TierHint},
+		Class: failure.ClassHostCapability, Tier: TierHint, NextStep: shmStep},
+	{Text: "SIGBUS", Class: failure.ClassHostCapability, Tier: TierHint, NextStep: shmStep},
 	// a crash named by its signal says where, not why
 	{Text: "SIGSEGV", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Segmentation fault", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},

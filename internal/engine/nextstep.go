@@ -6,9 +6,9 @@ import "github.com/hiro-dev/hiro/internal/failure"
 var nextSteps = map[failure.Class]string{
 	failure.ClassDriverMismatch: "The NVIDIA driver is older than the CUDA runtime the engine was built with: " +
 		"update the driver (nvidia-smi shows the highest CUDA version it supports), or use an engine build for that CUDA version.",
-	failure.ClassHostCapability: "The host lacks a capability the engine needs (under WSL2: UVA / pinned memory; " +
-		"or a CPU instruction set): use a documented fallback that avoids it, e.g. VLLM_USE_V2_MODEL_RUNNER=0 " +
-		"for vLLM's V1 runner under WSL2, or a build for this CPU.",
+	failure.ClassHostCapability: "The host lacks a capability the engine needs (the root cause names it): shared memory " +
+		"or IPC in a container (--shm-size, --ipc=host), peer access between the GPUs (NCCL_P2P_DISABLE=1, the engine's " +
+		"custom all-reduce off), pinned memory or UVA under WSL2, or a CPU instruction set (a build for this CPU).",
 	failure.ClassGPUArchUnsupported: "The engine or its PyTorch has no kernels for this GPU architecture: " +
 		"install a build that targets it (e.g. a CUDA 12.8+ wheel for sm_120 / RTX 50xx), or use another engine.",
 	failure.ClassPortInUse: "Another process holds the port: stop it (ss -ltnp shows who) or give the profile another port.",

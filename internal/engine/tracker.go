@@ -198,7 +198,10 @@ func (t *Tracker) chainLine(line, stored, msg string, frame bool) bool {
 	m := strings.TrimSpace(msg)
 	switch {
 	case strings.HasPrefix(m, "The above exception was the direct cause of the following exception"):
-		if t.chainCause == "" {
+		if t.chainCause == "" && !strings.Contains(t.lastExc, "CalledProcessError") {
+			// (a subprocess's failure says only that the child failed:
+			// the child's own exception, relayed in what follows, is the
+			// cause, not it)
 			t.chainCause = t.lastExc
 		}
 		t.chained = true
@@ -712,6 +715,9 @@ func clip(s string) string {
 func (t *Tracker) frame(msg string) {
 	m := strings.TrimSpace(msg)
 	if !strings.HasPrefix(m, "File ") {
+		// a frame's source line that handles a grammar or schema
+		// (response_format['json_schema']) shows structured output in use
+		t.grammar = t.grammar || containsAny(m, grammarWords)
 		return
 	}
 	if len(t.tb.frames) < maxFrames {
@@ -795,13 +801,12 @@ func (t *Tracker) closeBlock(line, stored string) {
 	}
 	if s, cls := t.match(line, t.lower(line)); s != nil {
 		t.offerException(&tb, s, cls, root)
-	} else if tb.hint != "" && t.cand.tier == TierHint && t.cand.class == tb.hint && !t.cand.crash {
-		t.cand.tier = TierError // the frames confirm what a generic line before the block said
-	} else if tb.hint != "" {
-		t.offer(tb.hintRule, root, tb.hint, tb.blockPhase(""), TierError, false)
-	} else if hs != nil && hs.Crash {
-		t.offer(hs.Name, stored, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), true)
-	} else if hs != nil {
+	} else {
+		t.offerUnmatched(&tb, root, stored)
+	}
+	if hs != nil && !hs.Crash {
+		// a header that names its cause (a JSON line holding the whole
+		// traceback) beats an exception line that only hints
 		t.offer(hs.Name, tb.header, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), false)
 	}
 	if t.cand.tier == TierError {
@@ -816,14 +821,32 @@ func (t *Tracker) closeBlock(line, stored string) {
 	t.tb.frames = nil
 }
 
+// offerUnmatched offers a block whose exception line (stored; root is it
+// or the innermost of its chain) no rule matched: the class its frames
+// name, else a crash header's with the exception line as root cause.
+func (t *Tracker) offerUnmatched(tb *traceback, root, stored string) {
+	hs := tb.headerSig
+	switch {
+	case tb.hint != "" && t.cand.tier == TierHint && t.cand.class == tb.hint && !t.cand.crash:
+		// the frames only repeat what the line before the block said
+		// (vLLM's inspection header over its subprocess runner): that
+		// line stays, a hint, and a later block may still name the cause
+	case tb.hint != "":
+		t.offer(tb.hintRule, root, tb.hint, tb.blockPhase(""), TierError, false)
+	case hs != nil && hs.Crash:
+		t.offer(hs.Name, stored, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), true)
+	}
+}
+
 // offerException offers a block's exception line that rule s matched
 // (class cls; root is the line or the innermost of its chain). A generic
 // exception (a crash, an error whose meaning depends on the call) takes
 // the class of the component the block's frames name: a crash stays a
-// hint, an error the frames place is specific.
+// hint, an error the frames place elsewhere is specific (frames that
+// only repeat its class add nothing).
 func (t *Tracker) offerException(tb *traceback, s *Rule, cls failure.Class, root string) {
 	rule, tier := s.Name, s.tier()
-	if tier == TierHint && tb.hint != "" {
+	if tier == TierHint && tb.hint != "" && (s.Crash || tb.hint != cls) {
 		cls, rule = tb.hint, tb.hintRule
 		if !s.Crash {
 			tier = TierError

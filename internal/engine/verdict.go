@@ -72,7 +72,7 @@ var outcomeRules = []outcomeRule{
 var exitRules = family("exit", []Rule{
 	{Name: "exit/illegal-instruction", Signals: []string{"ILL"}, Class: failure.ClassHostCapability, NextStep: sigillStep,
 		Explain: "%[1]s during %[2]s: illegal instruction, the CPU lacks an instruction set this engine build uses (e.g. AVX2, AVX-512)"},
-	{Name: "exit/bus-error", Signals: []string{"BUS"}, Class: failure.ClassHostCapability, Tier: TierHint,
+	{Name: "exit/bus-error", Signals: []string{"BUS"}, Class: failure.ClassHostCapability, Tier: TierHint, NextStep: shmStep,
 		Explain: "%[1]s during %[2]s: bus error, typically shared memory (/dev/shm) too small in a container"},
 	{Name: "exit/stopped-from-outside", Signals: []string{"TERM", "INT", "HUP", "QUIT"}, BeforeReady: true, Class: failure.ClassReadyTimeout,
 		Explain: "stopped from outside (%[1]s) while still starting, in phase %[2]s: another supervisor's timeout or an operator ended it before ready"},
@@ -182,11 +182,17 @@ func (v *verdict) finish() *failure.Failure {
 	return f
 }
 
-// ruleStep returns the NextStep of the engine's rule named name, or "".
+// ruleStep returns the NextStep of the engine's rule named name (a
+// signature or a traceback frame hint), or "".
 func (e *Engine) ruleStep(name string) string {
 	for i := range e.signatures {
 		if e.signatures[i].Name == name {
 			return e.signatures[i].NextStep
+		}
+	}
+	for _, h := range e.frameHints {
+		if h.NextStep != "" && "python-frame/"+slug(h.Text) == name {
+			return h.NextStep
 		}
 	}
 	return ""
@@ -264,10 +270,8 @@ func giveLine(v *verdict) {
 		v.strength = failure.ConfidenceWeak
 	}
 	f.Class = v.structuredRefine(f.Class)
-	if f.Class == failure.ClassEngineDied && c.crash && v.stayedUp && c.phase.Index() >= failure.PhaseReadyWait.Index() {
-		// a crash in a request's handling the server outlived: the
-		// request failed, the engine did not die
-		f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseInference
+	if f.Class == failure.ClassEngineDied && c.crash {
+		v.crashRefine()
 	}
 	// The engine outlived the line and went on: the failure shows where
 	// it stopped (a CPU fallback found at ready, a supervisor's stop
@@ -281,6 +285,21 @@ func giveLine(v *verdict) {
 		v.detail["traceback_frames"] = v.frames
 	}
 	v.outcomeDetail()
+}
+
+// crashRefine gives a crash line that names no class the one its moment
+// shows: a crash while the engine runs its first steps (graph capture,
+// its own warmup request) is the warmup failing; a crash in a request's
+// handling the server outlived is the request failing (the engine did
+// not die).
+func (v *verdict) crashRefine() {
+	f, c := v.f, v.cand
+	switch {
+	case !v.served && c.phase == failure.PhaseWarmup:
+		f.Class = failure.ClassWarmupFailed
+	case v.stayedUp && c.phase.Index() >= failure.PhaseReadyWait.Index():
+		f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseInference
+	}
 }
 
 // structuredRefine turns a crash or grammar line's class into the
@@ -322,11 +341,17 @@ func servedThenFailed(v *verdict) bool {
 }
 
 // giveServedThenFailed: what failed is a request (an error line no rule
-// explains) or, with no error line, the reply itself (the probe's
-// expected answer did not come back).
+// explains; structured_output_rejected when structured output was in
+// use) or, with no error line, the reply itself (the probe's expected
+// answer did not come back).
 func giveServedThenFailed(v *verdict) {
 	v.f.Class = failure.ClassProbeFailed
 	if v.fallback != "" {
+		if v.grammar {
+			// a request failed in code that handles its grammar or schema:
+			// the server refused the structured request
+			v.f.Class = failure.ClassStructuredOutputRejected
+		}
 		v.f.RootCause = v.fallback
 		if len(v.frames) > 0 {
 			v.detail["traceback_frames"] = v.frames
