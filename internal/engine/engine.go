@@ -101,6 +101,10 @@ type Marker struct {
 	// progress is at least After (batch lines before ready are the
 	// engine's own warmup, not served requests).
 	After failure.Phase
+	// Reload marks a model load that a server already up may start on
+	// demand (LM Studio, oMLX, TabbyAPI's inline load): seen once the
+	// server listens, it moves the phase back to Phase.
+	Reload bool
 }
 
 // FrameHint names the component a Python traceback frame belongs to: a

@@ -37,7 +37,10 @@ func init() {
 		facts: joinLists(shardFacts, []FactParser{
 			{Trigger: "max_block_count", Pattern: regexp.MustCompile(`\[BlockManager\] max_block_count = (\d+)`), Names: []string{"kv_cache_blocks"}},
 		}),
-		devices: pythonDevices,
+		// TurboMind runs on CUDA GPUs only
+		devices: joinLists([]DeviceRule{
+			{Text: "backend=turbomind", Pattern: regexp.MustCompile(`backend=turbomind`), Kind: DeviceGPU},
+		}, pythonDevices),
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower --cache-max-entry-count (the KV cache's share), --session-len " +
 				"or --max-batch-size, or use a quantized model (--model-format awq) or more GPUs (--tp).",

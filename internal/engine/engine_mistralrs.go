@@ -32,6 +32,8 @@ func init() {
 			{Text: "Model loaded", Phase: failure.PhaseKernelSetup},
 			{Text: "Loading model", Phase: failure.PhaseLoad},
 			{Text: "Model kind is", Phase: failure.PhaseLoad},
+			// reads the model's config.json to choose the loader
+			{Text: "Auto-detecting model type", Phase: failure.PhaseLoad},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "does not fit on the devices", Pattern: regexp.MustCompile(`(?i)\(avail: 0MB\)`), Class: failure.ClassAcceleratorUnavailable},

@@ -43,10 +43,9 @@ func init() {
 			{Text: "Setting max batch total tokens", Phase: failure.PhaseWarmup},
 			{Text: "Shard ready", Phase: failure.PhaseKernelSetup},
 			{Text: "Starting shard", Phase: failure.PhaseLoad},
-			{Text: "Starting download", Phase: failure.PhaseLoad},
 			{Text: "checkpoint shards", Phase: failure.PhaseLoad},
-			{Text: "Loading model", Phase: failure.PhaseLoad},
-			{Text: "loading model", Phase: failure.PhaseLoad},
+			{Text: "Loading model", Phase: failure.PhaseLoad, Reload: true},
+			{Text: "loading model", Phase: failure.PhaseLoad, Reload: true},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
 			// TensorRT-LLM under Triton, MLC LLM
 			{Text: "for max tokens in paged KV cache", Phase: failure.PhaseKVInit},

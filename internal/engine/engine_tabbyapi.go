@@ -23,7 +23,8 @@ func init() {
 			{Text: "Starting OAI API", Phase: failure.PhaseReadyWait},
 			{Text: "cache_size", Phase: failure.PhaseLoad},
 			{Text: "Loading with", Phase: failure.PhaseLoad},
-			{Text: "Loading model:", Phase: failure.PhaseLoad},
+			// also inline, on a request naming another model
+			{Text: "Loading model:", Phase: failure.PhaseLoad, Reload: true},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "Insufficient VRAM", Class: failure.ClassGPUOOM},

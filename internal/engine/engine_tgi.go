@@ -34,9 +34,9 @@ func init() {
 			{Text: "Shard ready in", Phase: failure.PhaseKernelSetup},
 			{Text: "Waiting for shard to be ready", Phase: failure.PhaseLoad},
 			{Text: "Starting shard", Phase: failure.PhaseLoad},
+			// the launcher's download step comes before any shard starts:
+			// it is still launch (a hub refusal is no load failure)
 			{Text: "Successfully downloaded weights", Phase: failure.PhaseLoad},
-			{Text: "Starting download process", Phase: failure.PhaseLoad},
-			{Text: "Starting check and download process", Phase: failure.PhaseLoad},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			// the shards' own assertion when --num-shard exceeds the GPUs visible

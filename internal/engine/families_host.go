@@ -62,6 +62,10 @@ var osFamily = family("os", []Rule{
 	{Text: "Bus error", Class: failure.ClassHostCapability, Tier: TierHint, NextStep: shmStep}, // SIGBUS: see busSignal
 	{Text: "UVA is not available", Class: failure.ClassHostCapability},
 	{Text: "No space left on device", Pattern: regexp.MustCompile(`(?i)/dev/shm|shm|shared memory`), Class: failure.ClassHostCapability, NextStep: shmStep},
+	// inotify's ENOSPC is its watch limit, not a full disk
+	{Text: "inotify", Also: "No space left on device", Class: failure.ClassHostCapability,
+		NextStep: "The kernel's inotify watch limit is reached (ENOSPC from inotify_add_watch is not a full disk): raise it " +
+			"(sysctl fs.inotify.max_user_watches=524288) or stop what holds the watches."},
 	{Text: "cannot assign requested address", Class: failure.ClassHostCapability},
 	{Text: "Too many open files", Class: failure.ClassHostCapability},
 })

@@ -52,7 +52,7 @@ var modelFamily = family("model", []Rule{
 	{Text: "missing field `", Class: failure.ClassModelLoadFailed},
 	// a loader's own summary: the line before it, when a rule knows it,
 	// says more
-	{Text: "model load failed", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+	{Text: "model load failed", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 })
 
 // fsFamily: the file system: a full disk or quota (disk_full), a path the

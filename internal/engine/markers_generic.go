@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/hiro-dev/hiro/internal/failure"
+import (
+	"regexp"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
 
 // genericMarkers are the phase lines most servers print in some form,
 // used after a kind's own markers (and alone for the openai kind's
@@ -8,7 +12,8 @@ import "github.com/hiro-dev/hiro/internal/failure"
 // tensors is load; KV cache or block allocation is kv_init; CUDA graph
 // capture, warmup and profiling runs are warmup; a listening HTTP server
 // is ready_wait (readiness still checks health, the model id and a real
-// completion). Texts are case-sensitive literals, so each common
+// completion). A model loading once the server listens is a load on
+// demand (Marker.Reload): the phase is load again. Texts are case-sensitive literals, so each common
 // capitalisation is listed.
 var genericMarkers = []Marker{
 	{Text: "Uvicorn running on", Phase: failure.PhaseReadyWait},
@@ -35,8 +40,12 @@ var genericMarkers = []Marker{
 	{Text: "Loading checkpoint", Phase: failure.PhaseLoad},
 	{Text: "Loading weights", Phase: failure.PhaseLoad},
 	{Text: "loading weights", Phase: failure.PhaseLoad},
-	{Text: "Loading model", Phase: failure.PhaseLoad},
-	{Text: "loading model", Phase: failure.PhaseLoad},
+	{Text: "Loading model", Phase: failure.PhaseLoad, Reload: true},
+	{Text: "Loading Model", Phase: failure.PhaseLoad},
+	{Text: "Loading engine", Phase: failure.PhaseLoad},
+	// per-tensor progress ("loading blk.0.attn_norm.weight to cuda:0")
+	{Text: ".weight", Pattern: regexp.MustCompile(`(?i)\bload(ing|ed)? \S+\.weight\b`), Phase: failure.PhaseLoad},
+	{Text: "loading model", Phase: failure.PhaseLoad, Reload: true},
 	{Text: "Loading tensors", Phase: failure.PhaseLoad},
 	{Text: "load_tensors", Phase: failure.PhaseLoad},
 	{Text: "safetensors", Phase: failure.PhaseLoad},

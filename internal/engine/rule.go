@@ -91,6 +91,10 @@ type Rule struct {
 	// classifier refines it from context: structured_output_crash when a
 	// grammar backend was in use and requests were being served.
 	Crash bool
+	// Summary marks a wrapper's summary that names no cause ("Failed to
+	// load model."): it gives the class, and the first error line logged
+	// before it (the child's own, relayed) is the root cause.
+	Summary bool
 	// NextStep, when set, is the advice when this rule decides (else the
 	// engine's or the class's).
 	NextStep string

@@ -81,11 +81,11 @@ var pythonSignatures = family("python", []Rule{
 	// LocalAI: the gRPC backend process died before answering (its own
 	// stderr, relayed, says why when it said anything)
 	{Text: "could not load model", Pattern: regexp.MustCompile(`rpc error: code = Unavailable desc = error reading from server: EOF`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "could not load model", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+	{Text: "could not load model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 	{Text: "is greater than the derived max_model_len", Class: failure.ClassContextExceedsKV},
 	{Text: "Unrecognized configuration class", Class: failure.ClassModelLoadFailed},
 	{Text: "does not exist", Pattern: regexp.MustCompile(`(?i)weight \S+ does not exist`), Class: failure.ClassModelLoadFailed},
-	{Text: "failed loading model", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+	{Text: "failed loading model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 	{Text: "DownloadError", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 	{Text: "trust_remote_code", Pattern: regexp.MustCompile(`(?i)(requires|set the option|execute the configuration).{0,80}trust_remote_code`), Class: failure.ClassModelLoadFailed},
 	// gpu_oom raised by the Python stacks
@@ -205,8 +205,12 @@ var ggmlSignatures = family("ggml", []Rule{
 	{Text: "failed to find free space in the KV cache", Class: failure.ClassContextExceedsKV},
 	{Text: "chat template", Pattern: regexp.MustCompile(`(?i)(failed to|unable to|error).{0,30}(parse|apply|render|format).{0,20}chat template|chat template.{0,40}(error|failed|not supported|unsupported)`), Class: failure.ClassTokenizerTemplate},
 	{Text: "this instruction set", Class: failure.ClassHostCapability},
+	// a summary that ends in its own restatement ("Error loading model X:
+	// Failed to load model.", LM Studio) names no cause
+	{Name: "ggml/summary-failed-to-load-model", Text: "failed to load model", Pattern: regexp.MustCompile(`(?i)failed to load model\.?\s*$`),
+		Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 	{Text: "error loading model", Class: failure.ClassModelLoadFailed},
-	{Text: "failed to load model", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+	{Text: "failed to load model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 })
 
 // ggmlWrappers restate a llama.cpp failure explained by an earlier line.

@@ -72,6 +72,37 @@ func TestRootCauseByStructure(t *testing.T) {
 			"[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x5a1b2c]",
 			"goroutine 1 [running]:",
 		}, Exited(2), failure.ClassEngineDied, "panic: runtime error"},
+		{"a wrapper's words yield to the cause it quotes", "mistralrs", []string{
+			"Serving on http://0.0.0.0:1234.",
+			"Model failed with error `DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")`. Please raise an issue.",
+		}, Exited(0), failure.ClassGPUOOM, "CUDA_ERROR_OUT_OF_MEMORY"},
+		{"frames place a generic CUDA error", "trtllm", []string{
+			"Traceback (most recent call last):",
+			`  File "/x/tensorrt_llm/_ipc_utils.py", line 95, in open_ipc_memory`,
+			"    _raise_if_error(cudart.cudaIpcOpenMemHandle(handle, flags)[0])",
+			"RuntimeError: CUDA Runtime API error: <cudaError_t.cudaErrorInvalidDevice: 101>",
+		}, Exited(1), failure.ClassHostCapability, "cudaErrorInvalidDevice"},
+		{"a broken install is not the model", "sglang", []string{
+			"Traceback (most recent call last):",
+			`  File "/x/sglang/srt/models/deepseek_v2.py", line 3, in <module>`,
+			"ImportError: cannot import name 'fused_x' from 'aiter.ops'",
+		}, Signaled("KILL"), failure.ClassEngineDied, "cannot import name"},
+		{"a subprocess's failure is not the innermost cause", "vllm", []string{
+			"ERROR 01-01 00:00:00 [registry.py:1] Error in inspecting model architecture 'LlamaForCausalLM'",
+			"ERROR 01-01 00:00:00 [registry.py:1] Traceback (most recent call last):",
+			`ERROR 01-01 00:00:00 [registry.py:1]   File "/x/vllm/model_executor/models/registry.py", line 1, in _run_in_subprocess`,
+			"ERROR 01-01 00:00:00 [registry.py:1] subprocess.CalledProcessError: Command '['python3']' returned non-zero exit status 1.",
+			"ERROR 01-01 00:00:00 [registry.py:1] The above exception was the direct cause of the following exception:",
+			"ERROR 01-01 00:00:00 [registry.py:1] Traceback (most recent call last):",
+			`ERROR 01-01 00:00:00 [registry.py:1]   File "/x/vllm/model_executor/layers/rotary_embedding.py", line 1, in f`,
+			"ERROR 01-01 00:00:00 [registry.py:1] RuntimeError: HIP error: invalid device function",
+		}, Exited(1), failure.ClassGPUArchUnsupported, "HIP error: invalid device function"},
+		{"a summary's cause is the child's line before it", "openai", []string{
+			"2026-05-07 16:42:48 [DEBUG]",
+			" KeyError: 'model_type'",
+			"2026-05-07 16:42:48 [ERROR]",
+			" [LM STUDIO SERVER] Error loading model m: Failed to load model.",
+		}, Exited(0), failure.ClassModelLoadFailed, "KeyError: 'model_type'"},
 	} {
 		tr := mustLookup(t, c.kind).NewTracker()
 		for _, l := range c.lines {
@@ -80,6 +111,29 @@ func TestRootCauseByStructure(t *testing.T) {
 		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: c.exit})
 		if f.Class != c.class || !strings.Contains(f.RootCause, c.root) {
 			t.Errorf("%s: %s %q (rule %s), want %s with %q", c.name, f.Class, f.RootCause, f.Rule, c.class, c.root)
+		}
+	}
+}
+
+// TestAdviceFitsTheCause: the next step of a shared family's rule fits
+// its cause whatever the engine kind (a bus error in TGI's download is
+// shared memory, not vLLM's WSL2 fallback).
+func TestAdviceFitsTheCause(t *testing.T) {
+	for _, c := range []struct {
+		kind, line    string
+		exit          ExitInfo
+		want, wantNot string
+	}{
+		{"tgi", "2023-06-13T12:05:44.921433Z ERROR text_generation_launcher: Download process was signaled to shutdown with signal 7:", Exited(1), "--shm-size", "VLLM_"},
+		{"vllm", "ERROR 01-01 00:00:00 [x.py:1] RuntimeError: NCCL error: unhandled system error", Exited(1), "NCCL_DEBUG=INFO", "VLLM_USE_V2"},
+		{"sglang", "[2025-01-01 00:00:00 TP0] RuntimeError: CUDA error: peer access is not supported between these two devices", Exited(1), "--disable-custom-all-reduce", "WSL2"},
+		{"lmdeploy", "[1721216845.6] [h:849 :f] vfs_fuse.c:281 UCX ERROR inotify_add_watch(/tmp) failed: No space left on device", Exited(1), "max_user_watches", "HF_HOME"},
+	} {
+		tr := mustLookup(t, c.kind).NewTracker()
+		tr.Feed(c.line)
+		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: c.exit})
+		if !strings.Contains(f.NextStep, c.want) || strings.Contains(f.NextStep, c.wantNot) {
+			t.Errorf("%s %q: %s (rule %s) advises %q, want %q and not %q", c.kind, c.line, f.Class, f.Rule, f.NextStep, c.want, c.wantNot)
 		}
 	}
 }

@@ -60,6 +60,7 @@ type Tracker struct {
 	ttouched []int32
 	logged   []bool // the rules' After/NotAfter texts logged so far (Engine.precede)
 	panicked bool   // the previous line was a Rust panic's header
+	header   string // the level of a header line alone (headed), "" after any other
 	// lastExc is the exception line of the last block that gave no root
 	// cause; chainCause the innermost exception of the raise ... from
 	// chain in progress (chained: its link line was the last seen).
@@ -90,10 +91,12 @@ type candidate struct {
 	class     failure.Class
 	phase     failure.Phase // the phase when it was seen, or the signature's pinned phase
 	tier      Tier
-	crash     bool // an engine crash line; class refined from context
-	fromCause bool // from a "Caused by:" list entry
-	pinned    bool // the phase is the rule's pinned one
-	warn      bool // from a warning-level line
+	crash     bool   // an engine crash line; class refined from context
+	fromCause bool   // from a "Caused by:" list entry
+	pinned    bool   // the phase is the rule's pinned one
+	warn      bool   // from a warning-level line
+	summary   bool   // the rule is a wrapper's summary (Rule.Summary)
+	prior     string // the first unexplained error line before it
 }
 
 // NewTracker returns a Tracker for one attempt of this engine, in phase
@@ -132,7 +135,7 @@ func (t *Tracker) feed(line string) {
 	t.tail[t.next] = stored
 	t.next = (t.next + 1) % len(t.tail)
 
-	msg, level := splitLine(line)
+	msg, level := t.headed(splitLine(line))
 	frame := isFrame(msg) || strings.TrimSpace(msg) == ""
 	if !frame {
 		t.request(line)
@@ -162,6 +165,22 @@ func (t *Tracker) feed(line string) {
 	}
 	t.plainLine(line, stored, msg, level)
 	t.prev = stored
+}
+
+// headed reads a message logged on the line after a header that holds
+// only its time and level (LM Studio: "2026-05-07 16:42:48 [ERROR]", then
+// " [LM STUDIO SERVER] Error loading model ..." indented by one space):
+// that line is the message, at the header's level, not a frame.
+func (t *Tracker) headed(msg, level string) (string, string) {
+	if strings.TrimSpace(msg) == "" {
+		t.header = level
+		return msg, level
+	}
+	if t.header != "" && strings.HasPrefix(msg, " ") && !strings.HasPrefix(msg, "  ") {
+		msg, level = msg[1:], t.header
+	}
+	t.header = ""
+	return msg, level
 }
 
 // blockLine takes a line while a traceback block is open: a frame, the
@@ -284,8 +303,9 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 			tier = TierHint // a warning explains only when no error line does
 		}
 		t.offer(s.Name, stored, cls, s.Phase, tier, s.Crash)
-		if tier != s.tier() && t.cand.line == stored {
-			t.cand.warn = true
+		if t.cand.line == stored {
+			t.cand.warn = tier != s.tier()
+			t.cand.summary = s.Summary
 		}
 		t.prevErr = true
 		return
@@ -419,7 +439,7 @@ func (t *Tracker) offer(rule, line string, class failure.Class, pinned failure.P
 	if ph == "" {
 		ph = t.phase
 	}
-	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != ""}
+	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != "", prior: t.fallback}
 	t.errAfter, t.okAfter = false, false
 	if t.tb.open || len(t.tb.frames) > 0 {
 		t.frames = append([]string(nil), t.tb.frames...)
@@ -590,7 +610,7 @@ func (t *Tracker) mark(line string) {
 		if m.Pattern != nil && !m.Pattern.MatchString(line) {
 			continue
 		}
-		if m.Phase.Index() >= t.phase.Index() {
+		if m.Phase.Index() >= t.phase.Index() || m.Reload && t.phase.Index() >= failure.PhaseReadyWait.Index() {
 			t.phase = m.Phase
 			t.marker = m.Text
 		}
@@ -1145,10 +1165,16 @@ func timestampLevel(msg string) (rest, level string, ok bool) {
 	s := msg[11:]
 	for n := 0; n < 5; n++ {
 		i := strings.IndexByte(s, ' ')
+		if i < 0 && strings.HasPrefix(s, "[") {
+			i = len(s) // LM Studio's "2026-05-07 16:42:48 [ERROR]": the message is on the next line
+		}
 		if i <= 0 {
 			return msg, "", false
 		}
 		tok := strings.TrimRight(s[:i], ":")
+		if lv, ok := pyLevels[strings.Trim(tok, "[]")]; ok && tok[0] == '[' {
+			return strings.TrimSpace(s[i:]), lv, true
+		}
 		if lv, ok := pyLevels[tok]; ok {
 			after := s[len(tok):]
 			if strings.HasPrefix(after, ":") {
@@ -1280,7 +1306,8 @@ func isErrorLine(msg, level string) bool {
 	case "ERROR", "CRITICAL", "FATAL":
 		return strings.TrimSpace(msg) != ""
 	case "INFO", "DEBUG", "WARNING", "WARN":
-		return false
+		// a child's exception a wrapper relays at its own level
+		return isExceptionLine(msg) && !strings.Contains(msg, "Warning")
 	}
 	for _, w := range [...]string{"rror", "RROR", "xception", "atal", "ATAL", "panic", "Abort", "abort"} {
 		if strings.Contains(msg, w) {

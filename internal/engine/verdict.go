@@ -264,7 +264,7 @@ func lineExplains(v *verdict) bool {
 // stopped when it outlived the line).
 func giveLine(v *verdict) {
 	f, c := v.f, v.cand
-	f.Class, f.Phase, f.RootCause = c.class, c.phase, c.line
+	v.lineCause()
 	v.rule, v.step = c.rule, v.e.ruleStep(c.rule)
 	if c.tier == TierHint || c.warn {
 		v.strength = failure.ConfidenceWeak
@@ -285,6 +285,21 @@ func giveLine(v *verdict) {
 		v.detail["traceback_frames"] = v.frames
 	}
 	v.outcomeDetail()
+}
+
+// lineCause takes the root-cause line's class, phase and line: for a
+// wrapper's summary the child's own line relayed before it; a GPU out of
+// memory is never before load (nothing takes GPU memory before the
+// model loads).
+func (v *verdict) lineCause() {
+	f, c := v.f, v.cand
+	f.Class, f.Phase, f.RootCause = c.class, c.phase, c.line
+	if c.summary && c.prior != "" {
+		f.RootCause = c.prior
+	}
+	if c.class == failure.ClassGPUOOM && f.Phase.Index() < failure.PhaseLoad.Index() {
+		f.Phase = failure.PhaseLoad
+	}
 }
 
 // crashRefine gives a crash line that names no class the one its moment
