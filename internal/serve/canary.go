@@ -11,19 +11,12 @@ import (
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
-// canary launches the bounded canary completion when no real request
-// succeeded within the interval and none is in flight (a tick that finds
-// one in flight is skipped). Its requests run in probeCanary, beside the
-// owning goroutine; canaryResult acts on what it found.
-func (p *prodCtl) canary(ctx context.Context) {
-	if p.canaryCancel != nil || p.state() != control.StateReady {
-		return
-	}
+// launchCanary sends the bounded canary completion (the watch's
+// effCanaryLaunch: a ready production, no canary in flight, no request
+// succeeded within the interval). Its requests run in probeCanary, beside
+// the owning goroutine; its outcome comes back as evCanaryDone.
+func (p *prodCtl) launchCanary(ctx context.Context) {
 	rt := p.current()
-	if last := p.lastOK.Load(); last > 0 && time.Since(time.Unix(0, last)) < p.sc.CanaryInterval.Duration {
-		p.canarySkipped(rt, "a request succeeded within the canary interval")
-		return
-	}
 	cctx, cancel := context.WithCancel(ctx)
 	p.canaryCancel = cancel
 	gen, t := p.canaryGen, p.tracker()
@@ -75,18 +68,15 @@ func (p *prodCtl) canarySkipped(rt *route, why string) {
 	p.s.metrics.canaries.WithLabelValues(rt.name, "skipped").Inc()
 }
 
-// canaryResult acts on a canary's outcome, on the owning goroutine: it is
-// recorded, and a failure is handled as any other (failed). An outcome
-// about a production that is no longer the one served, or no longer
-// ready, is dropped.
-func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) {
-	if o.aborted || ctx.Err() != nil || o.gen != p.canaryGen || o.rt != p.current() || p.state() != control.StateReady {
-		return
-	}
+// canaryResult records a canary's outcome, on the owning goroutine (the
+// watch's effCanaryJudge: step dropped an outcome about a production no
+// longer served or no longer ready); a failure comes back as the event
+// to decide on (evFailure, or evExited when the process died meanwhile).
+func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) (event, bool) {
 	rt, rr := o.rt, o.rr
 	if o.skipped != "" {
 		p.canarySkipped(rt, o.skipped)
-		return
+		return event{}, false
 	}
 	c := &control.Check{At: o.start, OK: rr.OK, DurationMS: float64(o.took.Microseconds()) / 1000, Reply: rr.Reply}
 	if rr.Failure != nil {
@@ -97,12 +87,11 @@ func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) {
 	p.mu.Unlock()
 	if rr.OK {
 		p.s.metrics.canaries.WithLabelValues(rt.name, "ok").Inc()
-		return
+		return event{}, false
 	}
 	p.s.metrics.canaries.WithLabelValues(rt.name, "failed").Inc()
 	if p.exitedMeanwhile() {
-		p.died(ctx, "canary: "+c.Error)
-		return
+		return p.died(ctx, "canary: "+c.Error), true
 	}
 	f := rr.Failure
 	if f == nil {
@@ -113,7 +102,7 @@ func (p *prodCtl) canaryResult(ctx context.Context, o canaryOutcome) {
 		processFacts(f, int(p.pid.Load()), noAnswer(rr.Health) ||
 			(f.Class == failure.ClassProbeFailed && strings.HasPrefix(f.RootCause, "chat completion got no answer")))
 	}
-	p.failed(ctx, f, "canary")
+	return p.sense(evFailure, f, "canary"), true
 }
 
 // endCanary cancels a canary in flight and waits for its prober to

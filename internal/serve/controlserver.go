@@ -144,7 +144,7 @@ func (s *Server) controlHandler() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		v, code, err := s.prod.takeback(r.Context(), req.Campaign, false)
+		v, code, err := s.prod.takeback(r.Context(), req.Campaign)
 		if err != nil {
 			fail(w, code, "%v", err)
 			return

@@ -86,8 +86,8 @@ func CheckRecordedProduction(cfg *config.Config, prof *config.Profile) error {
 // "restart", "health", "canary", "death"): it is not stopped, the router
 // starts nothing over it, and the state (down) and the event
 // production_replaced say so and what to do. The health tick looks
-// again (checkForeign): once that process is gone, the router starts
-// production.
+// again (foreignGone): once that process is gone, the router starts
+// production (evForeignGone).
 func (p *prodCtl) leaveToForeign(ctx context.Context, st supervisor.RecordStatus, what string) {
 	p.foreign = &st
 	p.restart = nil
@@ -103,17 +103,15 @@ func (p *prodCtl) leaveToForeign(ctx context.Context, st supervisor.RecordStatus
 		name, st.PID, st.BaseURL, st.StartedAt.Local().Format(time.RFC3339), p.stateDir(), shellquote.Quote(name)))
 }
 
-// checkForeign looks again at the process production was left to; once
-// it is gone, production is started.
-func (p *prodCtl) checkForeign(ctx context.Context) {
+// foreignGone looks again at the process production was left to (the
+// watch's effCheckForeign): gone is true, with its pid, once its record no
+// longer names it running.
+func (p *prodCtl) foreignGone() (pid int, gone bool) {
 	st, err := supervisor.Status(p.stateDir(), p.name())
 	if err == nil && st.Status == supervisor.StatusRunning && st.PID == p.foreign.PID && st.StartTicks == p.foreign.StartTicks {
-		return
+		return 0, false
 	}
-	gone := p.foreign
-	p.foreign = nil
-	p.s.event("foreign_gone", map[string]any{"backend": p.name(), "pid": gone.PID})
-	p.bringUp(ctx)
+	return p.foreign.PID, true
 }
 
 // otherRecord returns production's record when it names a running

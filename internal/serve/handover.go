@@ -57,12 +57,13 @@ func holderInfo(l *lease.Lease) *control.HandoverInfo {
 // (lease.ProductionKey) as 'hiro backend start' does: no campaign, switch
 // or 'hiro backend start|stop' can act on production between the
 // router's decision and the end of the start, and one that tries is
-// refused naming 'hiro serve'. When a live hiro holds the key, f does not
-// run: production is held for that hiro (holdFor) and false is returned.
-// A lease that cannot be taken for another reason (no lease folder, a
-// campaign that died with production in its care) does not keep
-// production down: f runs without it and an event says why.
-func (p *prodCtl) underLease(why string, f func()) bool {
+// refused naming 'hiro serve'. The lease goes before production is said
+// ready (setState). When a live hiro holds the key, f does not run and
+// that hiro is returned (the watch's evLeaseHeld: production is held for
+// it); nil otherwise. A lease that cannot be taken for another reason (no
+// lease folder, a campaign that died with production in its care) does
+// not keep production down: f runs without it and an event says why.
+func (p *prodCtl) underLease(why string, f func()) *control.HandoverInfo {
 	prof := p.prof()
 	dir, err := lease.Dir()
 	var h *lease.Hold
@@ -73,22 +74,19 @@ func (p *prodCtl) underLease(why string, f func()) bool {
 	if err != nil {
 		var held *lease.HeldError
 		if errors.As(err, &held) {
-			hi := holderInfo(held.Holder)
-			if hi == nil {
-				hi = &control.HandoverInfo{Campaign: "another hiro (starting)", Source: "lease"}
+			if hi := holderInfo(held.Holder); hi != nil {
+				return hi
 			}
-			p.s.event("start_refused", map[string]any{"backend": prof.Name, "what": why, "holder": hi.Campaign, "lease_owner_pid": hi.OwnerPID})
-			p.holdFor(hi)
-			return false
+			return &control.HandoverInfo{Campaign: "another hiro (starting)", Source: "lease"}
 		}
 		p.s.event("start_unleased", map[string]any{"backend": prof.Name, "what": why, "reason": err.Error()})
 		f()
-		return true
+		return nil
 	}
 	p.own = h
 	defer p.releaseOwn()
 	f()
-	return true
+	return nil
 }
 
 // releaseOwn releases production's endpoint lease the router holds for
@@ -116,90 +114,33 @@ func (p *prodCtl) holdFor(h *control.HandoverInfo) {
 	p.setState(control.StateHandedOver, fmt.Sprintf("held by campaign %s (hiro pid %d); the router waits for it to end", h.Campaign, h.OwnerPID))
 }
 
-// handover drains, stops a managed production and holds it for campaign.
+// handOver hands production over to campaign, whose hiro is ownerPID
+// (the watch's evHandover: drain, stop a managed production, hold it).
 func (p *prodCtl) handOver(ctx context.Context, campaign string, ownerPID int, drain time.Duration) (*control.HandoverResult, int, error) {
 	ticks, ok := procfs.StartTicks(ownerPID)
 	if !ok {
 		return nil, http.StatusBadRequest, fmt.Errorf("lease owner pid %d is not running", ownerPID)
 	}
-	var res *control.HandoverResult
-	code, err := 0, error(nil)
-	derr := p.do(ctx, func(ctx context.Context) {
-		p.mu.Lock()
-		h := p.handover
-		p.mu.Unlock()
-		if h != nil && h.Campaign != campaign {
-			code, err = http.StatusConflict, fmt.Errorf("production is already handed over to campaign %s (hiro pid %d)", h.Campaign, h.OwnerPID)
-			return
-		}
-		if p.prof().Unmanaged {
-			code, err = http.StatusConflict, fmt.Errorf("production %s is unmanaged: hiro cannot stop it for a campaign", p.name())
-			return
-		}
-		res = &control.HandoverResult{Production: p.name()}
-		res.Drain = p.s.drain(ctx, drain)
-		p.restart = nil
-		if sr := p.stopAny(ctx); sr != nil {
-			res.Stopped, res.Stop = true, sr
-		}
-		p.owner = ticks
-		p.mu.Lock()
-		p.handover = &control.HandoverInfo{Campaign: campaign, OwnerPID: ownerPID, Since: time.Now(), Source: "control"}
-		p.mu.Unlock()
-		p.setState(control.StateHandedOver, fmt.Sprintf("handed over to campaign %s (hiro pid %d)", campaign, ownerPID))
-		p.s.event("handover", map[string]any{"backend": p.name(), "campaign": campaign, "lease_owner_pid": ownerPID, "drain": res.Drain, "stopped": res.Stopped})
-	})
-	if derr != nil {
-		return nil, http.StatusServiceUnavailable, derr
+	c := &command{Campaign: campaign, OwnerPID: ownerPID, OwnerTicks: ticks, Drain: drain}
+	if err := p.send(ctx, evHandover, c); err != nil {
+		return nil, http.StatusServiceUnavailable, err
 	}
-	return res, code, err
+	return c.handover, c.code, c.err
 }
 
-// checkOwner takes production back when a hand-over's owner died.
-func (p *prodCtl) checkOwner(ctx context.Context) {
-	p.mu.Lock()
-	h := p.handover
-	p.mu.Unlock()
-	if h == nil || h.Source != "control" {
-		return
+// takeback ends campaign's hand-over (the watch's evTakeback).
+func (p *prodCtl) takeback(ctx context.Context, campaign string) (*control.Takeback, int, error) {
+	c := &command{Campaign: campaign}
+	if err := p.send(ctx, evTakeback, c); err != nil {
+		return nil, http.StatusServiceUnavailable, err
 	}
-	if t, ok := procfs.StartTicks(h.OwnerPID); ok && t == p.owner {
-		return
-	}
-	p.apply(ctx, event{Kind: evOwnerGone, Now: time.Now()})
-}
-
-// takeback ends campaign's hand-over (auto: the owner died).
-func (p *prodCtl) takeback(ctx context.Context, campaign string, auto bool) (*control.Takeback, int, error) {
-	var v *control.Takeback
-	code, err := 0, error(nil)
-	derr := p.do(ctx, func(ctx context.Context) {
-		p.mu.Lock()
-		h := p.handover
-		p.mu.Unlock()
-		if h != nil && h.Campaign != campaign {
-			code, err = http.StatusConflict, fmt.Errorf("production is handed over to campaign %s, not %s", h.Campaign, campaign)
-			return
-		}
-		if h == nil && p.state() == control.StateReady {
-			v = p.verifyRunning(ctx)
-			return
-		}
-		v = p.takebackNow(ctx, campaign)
-	})
-	if derr != nil {
-		return nil, http.StatusServiceUnavailable, derr
-	}
-	return v, code, err
+	return c.takeback, c.code, c.err
 }
 
 // takebackNow starts production, verifies it (readiness and a READY
-// completion) and resumes serving. On the owning goroutine.
+// completion) and resumes serving; step ended the hand-over. On the
+// owning goroutine.
 func (p *prodCtl) takebackNow(ctx context.Context, campaign string) *control.Takeback {
-	p.mu.Lock()
-	p.handover = nil
-	p.mu.Unlock()
-	p.owner = 0
 	prof := p.prof()
 	v := newTakeback(prof)
 	if prof.Unmanaged {

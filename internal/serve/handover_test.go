@@ -262,7 +262,9 @@ func TestReadyReleasesTheStartsLease(t *testing.T) {
 	}
 	key := lease.ProductionKey(cfg.Backends["prod"].BaseURL)
 	p := s.prod
-	ran := p.underLease("start", func() {
+	ran := false
+	held := p.underLease("start", func() {
+		ran = true
 		if _, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "test"}, key); err == nil {
 			t.Error("the lease was free while the router started production")
 		}
@@ -274,7 +276,7 @@ func TestReadyReleasesTheStartsLease(t *testing.T) {
 		}
 		h.Release()
 	})
-	if !ran || p.own != nil {
-		t.Errorf("underLease ran %v, lease still held %v", ran, p.own != nil)
+	if !ran || held != nil || p.own != nil {
+		t.Errorf("underLease ran %v (held by %v), lease still held %v", ran, held, p.own != nil)
 	}
 }

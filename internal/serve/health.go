@@ -18,32 +18,11 @@ func (p *prodCtl) setHealth(ok bool, msg string) {
 	p.mu.Unlock()
 }
 
-// checkHealth runs on the health tick and on pokes.
-func (p *prodCtl) checkHealth(ctx context.Context) {
-	switch p.state() {
-	case control.StateReady:
-	case control.StateDown:
-		if p.prof().Unmanaged {
-			p.checkUnmanaged(ctx)
-		} else if p.foreign != nil {
-			p.checkForeign(ctx)
-		}
-		return
-	case control.StateHandedOver:
-		p.mu.Lock()
-		h := p.handover
-		p.mu.Unlock()
-		if h != nil && h.Source == "lease" && p.campaign() == nil {
-			p.mu.Lock()
-			p.handover = nil
-			p.mu.Unlock()
-			p.s.event("lease_released", map[string]any{"backend": p.name(), "campaign": h.Campaign})
-			p.bringUp(ctx)
-		}
-		return
-	default:
-		return
-	}
+// checkHealth checks a ready production (the watch's effCheckHealth): an
+// adopted process no longer recorded, or a failed health check, comes
+// back as the event to decide on (evFailure, or evExited when the
+// process died meanwhile); a healthy one as nothing.
+func (p *prodCtl) checkHealth(ctx context.Context) (event, bool) {
 	prof := p.prof()
 	if p.adopted != nil {
 		if st, err := supervisor.Status(p.stateDir(), prof.Name); err != nil || st.Status != supervisor.StatusRunning || st.PID != p.adopted.PID {
@@ -52,16 +31,14 @@ func (p *prodCtl) checkHealth(ctx context.Context) {
 				// Another process is recorded under production's name:
 				// replaced, not dead (failed says so). The adopted one,
 				// if still alive, is no longer recorded: stopAny stops it.
-				p.failed(ctx, adoptedDeath(rec), "health")
-				return
+				return p.sense(evFailure, adoptedDeath(rec), "health"), true
 			}
 			// What outlived the dead leader (an engine's runner, holding
 			// the port and VRAM) is stopped before the restart.
 			if sr := p.stopAny(ctx); sr != nil && sr.Leftovers > 0 {
 				p.s.event("leftovers_stopped", map[string]any{"backend": p.name(), "pid": rec.PID, "stop": sr})
 			}
-			p.failed(ctx, adoptedDeath(rec), "death")
-			return
+			return p.sense(evFailure, adoptedDeath(rec), "death"), true
 		}
 	}
 	start := time.Now()
@@ -69,27 +46,26 @@ func (p *prodCtl) checkHealth(ctx context.Context) {
 	h := p.current().eng.CheckHealth(hctx, p.current().hc, prof.BaseURL, prof.Model)
 	cancel()
 	if ctx.Err() != nil {
-		return
+		return event{}, false
 	}
 	if h.State == engine.HealthReady {
 		p.mu.Lock()
 		p.lastHealth = &control.Check{At: start, OK: true, DurationMS: msSince(start)}
 		p.mu.Unlock()
-		return
+		return event{}, false
 	}
 	p.mu.Lock()
 	p.lastHealth = &control.Check{At: start, OK: false, DurationMS: msSince(start), Error: h.Message}
 	p.mu.Unlock()
 	if p.exitedMeanwhile() {
-		p.died(ctx, "health: "+h.Message)
-		return
+		return p.died(ctx, "health: "+h.Message), true
 	}
 	f := p.tracker().Classify(engine.Outcome{Kind: engine.OutcomeHealthFailed, Health: &h, Message: h.Message, Elapsed: time.Since(p.since)})
 	servingPhase(f)
 	if !prof.Unmanaged {
 		processFacts(f, int(p.pid.Load()), noAnswer(h))
 	}
-	p.failed(ctx, f, "health")
+	return p.sense(evFailure, f, "health"), true
 }
 
 // tracker returns the log tracker of the running engine (an empty one

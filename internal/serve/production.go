@@ -28,7 +28,7 @@ const ownerPoll = 250 * time.Millisecond
 type prodCtl struct {
 	s   *Server
 	sc  config.Serve
-	cmd chan func(ctx context.Context)
+	cmd chan event // the control socket's commands (send)
 
 	rt      atomic.Pointer[route]
 	ready   atomic.Bool
@@ -50,9 +50,6 @@ type prodCtl struct {
 	// sharing state_dir may have rewritten).
 	pid   atomic.Int64
 	owner uint64 // hand-over owner's start ticks
-	// exited is the process whose exit the watch is deciding on (died),
-	// nil otherwise.
-	exited *supervisor.Process
 	// recovering counts the recoveries of dead campaigns in progress
 	// (recoverCampaign); run waits for them before it returns.
 	recovering sync.WaitGroup
@@ -101,7 +98,7 @@ func newProdCtl(s *Server, prof *config.Profile) (*prodCtl, error) {
 		return nil, err
 	}
 	p := &prodCtl{s: s, sc: s.sc,
-		cmd: make(chan func(context.Context)), kick: make(chan struct{}, 1), canaryDone: make(chan canaryOutcome, 1), checked: make(chan struct{}), st: control.StateStarting, since: time.Now(), readyCh: make(chan struct{})}
+		cmd: make(chan event), kick: make(chan struct{}, 1), canaryDone: make(chan canaryOutcome, 1), checked: make(chan struct{}), st: control.StateStarting, since: time.Now(), readyCh: make(chan struct{})}
 	p.rt.Store(rt)
 	return p, nil
 }
@@ -309,27 +306,11 @@ func clientReason(name string, st control.State, last *failure.Failure, campaign
 	return fmt.Sprintf("%s; retry in %d s", why, retry)
 }
 
-// do runs f on the owning goroutine and waits for it.
-func (p *prodCtl) do(ctx context.Context, f func(ctx context.Context)) error {
-	done := make(chan struct{})
-	select {
-	case p.cmd <- func(c context.Context) { defer close(done); f(c) }:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		// f still runs to its end on the owning goroutine.
-		return ctx.Err()
-	}
-}
-
-// run is the owning goroutine: bring production up, then watch it until
-// ctx ends.
+// run is the owning goroutine: it brings production up, then watches it
+// until ctx ends. It only receives events (with the facts sensed with
+// them), applies step and performs the effects (apply).
 func (p *prodCtl) run(ctx context.Context) {
-	p.bringUp(ctx)
+	p.apply(ctx, p.senseBringUp())
 	health := time.NewTicker(p.sc.HealthInterval.Duration)
 	defer health.Stop()
 	canary := time.NewTicker(p.sc.CanaryInterval.Duration)
@@ -346,28 +327,27 @@ func (p *prodCtl) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case f := <-p.cmd:
-			f(ctx)
+		case e := <-p.cmd:
+			p.apply(ctx, p.senseCommand(e))
+			close(e.Cmd.done)
 		case <-exited:
-			p.died(ctx, "")
+			p.apply(ctx, p.died(ctx, ""))
 			p.lookedAt()
 		case <-health.C:
-			p.checkHealth(ctx)
+			p.apply(ctx, event{Kind: evHealthTick, What: "tick", Now: time.Now()})
 			p.lookedAt()
 		case <-p.kick:
-			p.checkHealth(ctx)
+			p.apply(ctx, event{Kind: evHealthTick, What: "poke", Now: time.Now()})
 			p.lookedAt()
 		case <-canary.C:
-			p.canary(ctx)
+			p.apply(ctx, p.senseCanaryTick())
 		case o := <-p.canaryDone:
-			p.canaryCancel()
-			p.canaryCancel = nil
-			p.canaryResult(ctx, o)
+			p.apply(ctx, p.senseCanaryDone(ctx, o))
 		case <-owner.C:
-			p.checkOwner(ctx)
+			p.apply(ctx, p.senseOwner())
 		case <-p.restart:
 			p.restart = nil
-			p.doRestart(ctx)
+			p.apply(ctx, event{Kind: evRestartDue, Now: time.Now()})
 		}
 	}
 }

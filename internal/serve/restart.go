@@ -13,29 +13,6 @@ import (
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
-// bringUp adopts a recorded production that answers ready, or starts
-// it, holding production's lease (underLease); an unmanaged one is only
-// checked.
-func (p *prodCtl) bringUp(ctx context.Context) {
-	prof := p.prof()
-	if h := p.campaign(); h != nil {
-		p.holdFor(h)
-		return
-	}
-	if prof.Unmanaged {
-		p.checkUnmanaged(ctx)
-		return
-	}
-	p.underLease("start", func() { p.bringUpManaged(ctx) })
-}
-
-func (p *prodCtl) bringUpManaged(ctx context.Context) {
-	if p.recorded(ctx, "start") {
-		return
-	}
-	p.start(ctx, "starting")
-}
-
 // start launches production through the supervisor and waits for ready.
 func (p *prodCtl) start(ctx context.Context, why string) *supervisor.Result {
 	prof := p.prof()
@@ -82,14 +59,15 @@ func (p *prodCtl) start(ctx context.Context, why string) *supervisor.Result {
 	return res
 }
 
-// died handles the exit of the process this router started. symptom,
-// when not empty, is what a check saw of the same death before the exit
-// was known (a refused connection): kept as the failure's detail, not
-// recorded as a failure of its own. An exit after a failure of that
-// process was already recorded (a hung engine that ends during the
-// restart's backoff) is the same failure: the event engine_exited says
-// so, and no second failure is recorded or restart scheduled.
-func (p *prodCtl) died(ctx context.Context, symptom string) {
+// died reaps the process this router started, which exited, and returns
+// its death for the watch to decide on (evExited). symptom, when not
+// empty, is what a check saw of the same death before the exit was known
+// (a refused connection): kept as the failure's detail, not recorded as
+// a failure of its own. An exit after a failure of that process was
+// already recorded (a hung engine that ends during the restart's
+// backoff) is the same failure: step notes it (engine_exited), and no
+// second failure is recorded or restart scheduled.
+func (p *prodCtl) died(ctx context.Context, symptom string) event {
 	proc := p.proc
 	p.proc = nil
 	t := proc.Tracker()
@@ -103,9 +81,9 @@ func (p *prodCtl) died(ctx context.Context, symptom string) {
 		}
 		f.Detail["seen_first"] = symptom
 	}
-	p.exited = proc
-	p.apply(ctx, p.sense(evExited, f, "death"))
-	p.exited = nil
+	e := p.sense(evExited, f, "death")
+	e.ExitPID, e.Exit = proc.PID(), proc.ExitInfo().String()
+	return e
 }
 
 // exitedMeanwhile reports whether the process this router started is
@@ -205,8 +183,4 @@ func (p *prodCtl) stopAny(ctx context.Context) *supervisor.StopResult {
 		return &sr
 	}
 	return nil
-}
-
-func (p *prodCtl) doRestart(ctx context.Context) {
-	p.apply(ctx, event{Kind: evRestartDue, Now: time.Now()})
 }

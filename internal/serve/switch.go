@@ -2,19 +2,16 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
-	"github.com/hiro-dev/hiro/internal/shellquote"
-	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // switchTo makes name (effective, when given) the production the router
-// serves: the caller started and verified it.
+// serves: the caller started and verified it (the watch's evSwitch).
 // campaign, when production is handed over to it, ends that hand-over.
 func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.Profile, campaign string) (*control.SwitchResult, int, error) {
 	prof := effective
@@ -37,73 +34,42 @@ func (p *prodCtl) switchTo(ctx context.Context, name string, effective *config.P
 	if err != nil {
 		return nil, http.StatusBadRequest, err
 	}
-	var res *control.SwitchResult
-	var prev *route
-	code, serr := 0, error(nil)
-	derr := p.do(ctx, func(ctx context.Context) {
-		endHandover := false
-		if p.handedOver() {
-			p.mu.Lock()
-			h := p.handover
-			p.mu.Unlock()
-			if campaign == "" || h == nil || h.Campaign != campaign {
-				code, serr = http.StatusConflict, errors.New("production is handed over to a campaign; take it back first")
-				return
-			}
-			endHandover = true
-		}
-		var adopted *supervisor.Record
-		if !prof.Unmanaged {
-			st, err := supervisor.Status(p.stateDir(), prof.Name)
-			if err != nil || st.Status != supervisor.StatusRunning {
-				code, serr = http.StatusConflict, fmt.Errorf("backend %s is not running as a recorded backend (start it with `hiro backend start %s` or through activation first)", prof.Name, shellquote.Quote(prof.Name))
-				return
-			}
-			rec := st.Record
-			adopted = &rec
-		}
-		old := p.current()
-		prev = old
-		res = &control.SwitchResult{Previous: old.name, Active: prof.Name}
-		if p.proc != nil {
-			res.PreviousPID = p.proc.PID()
-			// The previous engine keeps running (the caller stops it);
-			// its record stays so it can be stopped by name.
-			_, _ = p.proc.Detach()
-		} else if p.adopted != nil {
-			res.PreviousPID = p.adopted.PID
-		}
-		p.proc, p.adopted, p.restart, p.foreign = nil, adopted, nil, nil
-		p.pid.Store(0)
-		if adopted != nil {
-			p.pid.Store(int64(adopted.PID))
-		}
-		p.mu.Lock()
-		// A new production: its own restarts, failures and canaries, and
-		// "ready since" the switch.
-		p.window, p.lastFailure, p.lastCanary = nil, nil, nil
-		p.since = time.Now()
-		p.mu.Unlock()
-		p.rt.Store(rt)
-		if endHandover {
-			p.mu.Lock()
-			p.handover = nil
-			p.mu.Unlock()
-			p.owner = 0
-			p.s.draining.Store(false)
-		}
-		p.setState(control.StateReady, "switched from "+old.name)
-		p.s.event("switch", map[string]any{"from": old.name, "to": prof.Name})
-	})
-	if derr != nil {
-		return nil, http.StatusServiceUnavailable, derr
+	c := &command{Campaign: campaign, Prof: prof, Route: rt}
+	if err := p.send(ctx, evSwitch, c); err != nil {
+		return nil, http.StatusServiceUnavailable, err
 	}
-	if serr == nil && res != nil && prev != nil && prev != rt {
+	if c.err == nil && c.switched != nil && c.prev != nil && c.prev != rt {
 		// Requests already on the previous production finish there
 		// before the caller stops it.
-		res.PreviousInFlight = waitIdle(ctx, prev, p.s.sc.DrainTimeout.Duration)
+		c.switched.PreviousInFlight = waitIdle(ctx, c.prev, p.s.sc.DrainTimeout.Duration)
 	}
-	return res, code, serr
+	return c.switched, c.code, c.err
+}
+
+// switchNow serves c's profile from now on (the watch's effSwitch): the
+// previous engine keeps running, detached with its record (the caller
+// stops it by name); the new one's record is adopted; its restarts,
+// failures and canaries start afresh. On the owning goroutine.
+func (p *prodCtl) switchNow(c *command) {
+	old := p.current()
+	c.prev = old
+	c.switched = &control.SwitchResult{Previous: old.name, Active: c.Prof.Name}
+	if p.proc != nil {
+		c.switched.PreviousPID = p.proc.PID()
+		_, _ = p.proc.Detach()
+	} else if p.adopted != nil {
+		c.switched.PreviousPID = p.adopted.PID
+	}
+	p.proc, p.adopted, p.restart, p.foreign = nil, c.Record, nil, nil
+	p.pid.Store(0)
+	if c.Record != nil {
+		p.pid.Store(int64(c.Record.PID))
+	}
+	p.mu.Lock()
+	p.lastFailure, p.lastCanary = nil, nil
+	p.since = time.Now()
+	p.mu.Unlock()
+	p.rt.Store(c.Route)
 }
 
 // waitIdle waits up to bound for rt's in-flight requests to end and
