@@ -133,10 +133,17 @@ restart_window = "1m"`)
 		strings.Contains(msg, "restart budget") || strings.Contains(msg, "pid") || strings.Contains(msg, "exit") {
 		t.Errorf("request while down: %d %v %s", code, h, body)
 	}
-	// It stays down: no further restart.
-	time.Sleep(time.Second)
+	// It stays down: no further restart, none pending, however often the
+	// watch looks (step's rule: TestWatchRestartBudgetHolds).
+	r.waitLooks(t, 3, 10*time.Second)
 	if st, _ := r.ctl.Status(context.Background()); st.Production.Restarts != 2 || st.Production.State != control.StateDown {
 		t.Errorf("restarted past the budget: %+v", st.Production)
+	}
+	r.s.prod.mu.Lock()
+	due := r.s.prod.restartAt
+	r.s.prod.mu.Unlock()
+	if due.After(time.Now()) {
+		t.Errorf("a restart past the budget is due at %s", due)
 	}
 }
 
@@ -282,16 +289,9 @@ func TestWaitForReady(t *testing.T) {
 	st := r.waitState(t, control.StateReady, 20*time.Second)
 	killPID(st.Production.PID)
 	// Wait until the router has seen the death.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, _ = r.ctl.Status(context.Background())
-		if st.Production.State != control.StateReady {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the death was not noticed")
-		}
-		time.Sleep(5 * time.Millisecond)
+	notReady := func(st *control.Status) bool { return st.Production.State != control.StateReady }
+	if st = r.waitStatus(t, 10*time.Second, notReady); !notReady(st) {
+		t.Fatal("the death was not noticed")
 	}
 	code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false))
 	if code != 200 || !strings.Contains(body, "READY") {
@@ -347,17 +347,8 @@ func TestSecretsStayOutOfLogs(t *testing.T) {
 		}
 	}
 	syscall.Kill(st.Production.PID, syscall.SIGKILL)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s, err := r.ctl.Status(context.Background())
-		if err == nil && s.Production.LastFailure != nil {
-			st = s
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the death was not recorded")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if st = r.waitStatus(t, 20*time.Second, recordedFailure); !recordedFailure(st) {
+		t.Fatal("the death was not recorded")
 	}
 	status, _ := json.Marshal(st)
 	r.stop(t) // flushes the access log

@@ -12,18 +12,19 @@
 // (controlserver.go; the protocol and its client are package control's)
 // and production's watch.
 //
-// The watch (production.go: prodCtl, its run goroutine) senses health
-// (health.go), canaries (canary.go), a death, a hand-over's owner
-// (handover.go), a foreign record (foreign.go) and restarts coming due
-// (restart.go), turns each into an event and applies the pure decision
-// step (watch.go: (state, event) → (state, effects)); the effects are
-// performed through the keeper (watch_effects.go, package production).
-// switch.go points production at another backend (activation).
+// The watch (production.go: prodCtl, its run goroutine) only receives
+// events: the bring-up, ticks, a death, a canary's outcome, a restart
+// coming due and the control commands (hand-over, take-back, switch). It
+// applies the pure decision step (watch.go: (state, event) → (state,
+// effects)) and performs the effects through the keeper
+// (watch_effects.go, package production): health (health.go), canaries
+// (canary.go), hand-over (handover.go), a foreign record (foreign.go),
+// starts and restarts (restart.go), the switch (switch.go).
 //
 // API: New(Options) → *Server, Run, Addr, Status; ProductionProfile;
 // CheckRecordedProduction and *ForeignProductionError; LeaseHolder.
 //
-// It must not parse configuration files (config does), start processes
-// other than through production.Keeper, stop them other than through
-// the supervisor, or classify failures other than through engine.
+// It must not parse configuration files (config does), start or stop a
+// recorded process other than through production.Keeper, or classify
+// failures other than through engine.
 package serve

@@ -159,16 +159,11 @@ func TestSwitch(t *testing.T) {
 	if err := killPID(res.PID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st, _ = r.ctl.Status(context.Background())
-		if st.Production.Restarts == 1 && st.Production.State == control.StateReady {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the switched-to production's death was not handled: %+v", st.Production)
-		}
-		time.Sleep(50 * time.Millisecond)
+	restarted := func(st *control.Status) bool {
+		return st.Production.Restarts == 1 && st.Production.State == control.StateReady
+	}
+	if st = r.waitStatus(t, 20*time.Second, restarted); !restarted(st) {
+		t.Fatalf("the switched-to production's death was not handled: %+v", st.Production)
 	}
 	resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", false)))
 	if err == nil {

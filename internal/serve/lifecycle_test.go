@@ -18,6 +18,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // killEngines kills, at the end of the test, every fake engine on the
@@ -182,7 +183,9 @@ func TestRestartLeavesAnotherConfigurationsProduction(t *testing.T) {
 	if !strings.Contains(r.events.String(), `"event":"production_replaced"`) {
 		t.Errorf("no production_replaced event:\n%s", r.events.String())
 	}
-	time.Sleep(500 * time.Millisecond)
+	// The watch looks again and again (step's rule:
+	// TestWatchForeignRecheck) and neither stops nor starts anything.
+	r.waitLooks(t, 3, 10*time.Second)
 	if !alive(b) {
 		t.Fatalf("router A stopped the other configuration's production (pid %d)", b)
 	}
@@ -290,7 +293,7 @@ health_interval = "10s"`)
 		t.Fatalf("not adopted: %+v", st.Production)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
-	time.Sleep(200 * time.Millisecond)
+	waitGone(t, pid, 5*time.Second)
 	r2.stop(t)
 	if l := eventsOf(r2, "production_left_running"); len(l) != 0 {
 		t.Errorf("a dead adopted pid %d is said left running: %v", pid, l)
@@ -304,9 +307,7 @@ health_interval = "10s"`)
 		syscall.Kill(own, syscall.SIGKILL)
 		// Dead by the stop (a signal is delivered when the process next
 		// runs): what is said then must be true.
-		for i := 0; i < 100 && alive(own); i++ {
-			time.Sleep(time.Millisecond)
-		}
+		testsupport.WaitFor(100*time.Millisecond, func() bool { return !alive(own) })
 		r3.stop(t)
 		for _, l := range eventsOf(r3, "production_left_running") {
 			if p := int(l["pid"].(float64)); p == own || !alive(p) {
@@ -328,19 +329,9 @@ func TestHungEngineRestartSaysStopping(t *testing.T) {
 	r := startRouter(t, cfg, nil)
 	pid := r.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	syscall.Kill(pid, syscall.SIGSTOP)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		st, err := r.ctl.Status(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(st.Production.Message, "stopping the old process (pid "+itoa(pid)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the status never said the hung engine was being stopped:\n%s", r.events.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	stopping := "stopping the old process (pid " + itoa(pid)
+	if st := r.waitStatus(t, 15*time.Second, func(st *control.Status) bool { return strings.Contains(st.Production.Message, stopping) }); !strings.Contains(st.Production.Message, stopping) {
+		t.Fatalf("the status never said the hung engine was being stopped:\n%s", r.events.String())
 	}
 	r.waitRestarts(t, 1, 15*time.Second)
 }
@@ -398,7 +389,7 @@ wait_for_ready = "20s"`)
 		t.Fatalf("not adopted: %+v", st.Production)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
-	time.Sleep(100 * time.Millisecond)
+	waitGone(t, pid, 5*time.Second)
 	code, _, body := post(t, r2.url, RouteChat, chatBody("extraction", false))
 	if code != 200 {
 		t.Fatalf("the first request after an unseen death: %d %s, want 200 after the restart (wait_for_ready = 20s)", code, body)

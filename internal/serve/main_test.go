@@ -188,39 +188,71 @@ func (r *router) stop(t testing.TB) error {
 // waitState waits until production is in state want.
 func (r *router) waitState(t testing.TB, want control.State, within time.Duration) *control.Status {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		st, err := r.ctl.Status(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Production.State == want && (want != control.StateReady || !st.Draining) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("production is %s (%s), not %s, after %s", st.Production.State, st.Production.Message, want, within)
-		}
-		time.Sleep(20 * time.Millisecond)
+	st := r.waitStatus(t, within, func(st *control.Status) bool {
+		return st.Production.State == want && (want != control.StateReady || !st.Draining)
+	})
+	if st.Production.State != want || (want == control.StateReady && st.Draining) {
+		t.Fatalf("production is %s (%s), not %s, after %s", st.Production.State, st.Production.Message, want, within)
 	}
+	return st
 }
 
 // waitRestarts waits until production has been restarted at least n
 // times and returns that status.
 func (r *router) waitRestarts(t testing.TB, n int, within time.Duration) *control.Status {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		st, err := r.ctl.Status(context.Background())
-		if err != nil {
+	st := r.waitStatus(t, within, func(st *control.Status) bool { return st.Production.Restarts >= n })
+	if st.Production.Restarts < n {
+		t.Fatalf("not restarted %d times within %s: %+v", n, within, st.Production)
+	}
+	return st
+}
+
+// waitStatus asks the router's status until ok says it is the one
+// waited for, for at most within, and returns the last one.
+func (r *router) waitStatus(t testing.TB, within time.Duration, ok func(*control.Status) bool) *control.Status {
+	t.Helper()
+	var st *control.Status
+	testsupport.WaitFor(within, func() bool {
+		var err error
+		if st, err = r.ctl.Status(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if st.Production.Restarts >= n {
-			return st
+		return ok(st)
+	})
+	return st
+}
+
+// recordedFailure says a status has production's last failure.
+func recordedFailure(st *control.Status) bool { return st.Production.LastFailure != nil }
+
+// waitLooks waits until the watch has looked at production n more times
+// (health ticks, deaths: prodCtl.lookedAt), so that a test asserting
+// that something does not happen gives the watch its chances to do it,
+// not a span of time.
+func (r *router) waitLooks(t testing.TB, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for i := 0; i < n; i++ {
+		p := r.s.prod
+		p.mu.Lock()
+		looked := p.checked
+		p.mu.Unlock()
+		select {
+		case <-looked:
+		case <-deadline.C:
+			t.Fatalf("the watch looked at production %d times within %s, not %d", i, within, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not restarted %d times within %s: %+v", n, within, st.Production)
-		}
-		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitGone waits until pid is no longer a running process (gone or a
+// zombie) and fails t after within.
+func waitGone(t testing.TB, pid int, within time.Duration) {
+	t.Helper()
+	if !testsupport.WaitFor(within, func() bool { return !aliveProcess(pid) }) {
+		t.Fatalf("pid %d still runs after %s", pid, within)
 	}
 }
 

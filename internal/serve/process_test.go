@@ -189,20 +189,10 @@ func TestAdoptedProduction(t *testing.T) {
 	r3.waitState(t, control.StateReady, 20*time.Second)
 	time.Sleep(300 * time.Millisecond)
 	syscall.Kill(pid, syscall.SIGKILL)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st, err := r3.ctl.Status(context.Background())
-		if err == nil && st.Production.LastFailure != nil {
-			f := st.Production.LastFailure
-			if f.SecondsSinceStart < 0.3 {
-				t.Errorf("the adopted engine ran over 0.3 s; the failure says %v s", f.SecondsSinceStart)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the adopted engine's death was not recorded: %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if st := r3.waitStatus(t, 20*time.Second, recordedFailure); !recordedFailure(st) {
+		t.Fatalf("the adopted engine's death was not recorded: %+v", st)
+	} else if f := st.Production.LastFailure; f.SecondsSinceStart < 0.3 {
+		t.Errorf("the adopted engine ran over 0.3 s; the failure says %v s", f.SecondsSinceStart)
 	}
 	// The failure is recorded a moment before the state leaves ready:
 	// wait for the restart itself, then for its readiness.

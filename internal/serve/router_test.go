@@ -234,14 +234,8 @@ func TestDeathAfterReadyRestarts(t *testing.T) {
 	}
 	// The first 503 may come from the request that found production dead
 	// before the watcher did: wait for the restart itself.
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		st = r.waitState(t, control.StateReady, 20*time.Second)
-		if st.Production.Restarts > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	r.waitRestarts(t, 1, 20*time.Second)
+	st = r.waitState(t, control.StateReady, 20*time.Second)
 	p := st.Production
 	if p.Restarts != 1 || p.PID == pid || p.PID == 0 {
 		t.Errorf("restarts %d pid %d (was %d)", p.Restarts, p.PID, pid)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestFreePortIsBindableAndBelowEphemeral(t *testing.T) {
@@ -87,5 +88,23 @@ func TestBuildTakesPrebuilt(t *testing.T) {
 	}
 	if _, err := Build("example.invalid/none/hiro-prebuilt-missing"); err == nil || !strings.Contains(err.Error(), PrebuiltEnv) {
 		t.Fatalf("missing prebuilt binary: err %v, want one naming %s", err, PrebuiltEnv)
+	}
+}
+
+// TestWaitFor: the condition is asked until it holds (true, after the
+// polls it took) and no longer than within (false, with the condition
+// still asked at least once).
+func TestWaitFor(t *testing.T) {
+	n := 0
+	if !WaitFor(5*time.Second, func() bool { n++; return n == 3 }) || n != 3 {
+		t.Errorf("a condition true at the third ask: asked %d times", n)
+	}
+	n = 0
+	start := time.Now()
+	if WaitFor(50*time.Millisecond, func() bool { n++; return false }) {
+		t.Error("a condition never true was reported true")
+	}
+	if took := time.Since(start); n < 2 || took < 50*time.Millisecond || took > 5*time.Second {
+		t.Errorf("never true: asked %d times in %s, want several within about 50ms", n, took)
 	}
 }
