@@ -119,19 +119,23 @@ func TestOllamaCanaryRespectsKeepAlive(t *testing.T) {
 	r.waitState(t, control.StateReady, 2*time.Minute)
 	prof := cfg.Backends["ollama"]
 	e := r.s.prod.current()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := r.waitState(t, control.StateReady, time.Second)
-		if c := st.Production.LastCanary; c != nil && strings.Contains(c.Skipped, "not loaded") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the canary never said the model is unloaded: %+v", st.Production.LastCanary)
-		}
-		time.Sleep(100 * time.Millisecond)
+	skipped := func(st *control.Status) bool {
+		c := st.Production.LastCanary
+		return st.Production.State == control.StateReady && c != nil && strings.Contains(c.Skipped, "not loaded")
 	}
-	// Several canary intervals later the model is still not loaded.
-	time.Sleep(1500 * time.Millisecond)
+	st := r.waitStatus(t, 30*time.Second, skipped)
+	if !skipped(st) {
+		t.Fatalf("the canary never said the model is unloaded: %+v", st.Production.LastCanary)
+	}
+	// Several canaries later (each skipped anew) the model is still not
+	// loaded.
+	for i := 0; i < 4; i++ {
+		last := st.Production.LastCanary.At
+		later := func(st *control.Status) bool { return skipped(st) && st.Production.LastCanary.At.After(last) }
+		if st = r.waitStatus(t, 10*time.Second, later); !later(st) {
+			t.Fatalf("canary %d after the unload: %+v (%s)", i+1, st.Production.LastCanary, st.Production.State)
+		}
+	}
 	if ps := engine.OllamaPS(context.Background(), e.hc, prof.BaseURL, prof.Model); !ps.Known || ps.Loaded {
 		t.Errorf("after skipped canaries: %+v; the canary reloaded the model", ps)
 	}
