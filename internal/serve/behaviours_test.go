@@ -16,6 +16,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/procfs"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // TestCanaryCatchesDeadEngine: the engine stops answering completions
@@ -192,27 +193,19 @@ func TestSlowStreamAndClientDisconnect(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	logs, _ := filepath.Glob(filepath.Join(cfg.StateDir, "logs", "prod-*.log"))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var all string
+	var all string
+	if !testsupport.WaitFor(5*time.Second, func() bool {
+		all = ""
 		for _, l := range logs {
 			b, _ := os.ReadFile(l)
 			all += string(b)
 		}
-		if strings.Contains(all, "client went away mid-stream") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the engine did not see the client leave; logs %v:\n%s", logs, all)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return strings.Contains(all, "client went away mid-stream")
+	}) {
+		t.Fatalf("the engine did not see the client leave; logs %v:\n%s", logs, all)
 	}
-	deadline = time.Now().Add(2 * time.Second)
-	for r.s.inFlight.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests still in flight", r.s.inFlight.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testsupport.WaitFor(2*time.Second, func() bool { return r.s.inFlight.Load() == 0 }) {
+		t.Fatalf("%d requests still in flight", r.s.inFlight.Load())
 	}
 	st, _ := r.ctl.Status(context.Background())
 	if st.Production.State != control.StateReady || st.Production.Restarts != 0 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 	"github.com/hiro-dev/hiro/internal/tlstest"
 )
 
@@ -176,11 +177,7 @@ func TestRequestsTheServerRefuses(t *testing.T) {
 		t.Errorf("after the refusals: %d", code)
 	}
 	// The access log is flushed every flushEvery: wait for it.
-	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(r.access.String(), `"status":413`); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no access log line for the 413:\n%s", r.access.String())
-		}
-	}
+	waitAccess(t, r, `"status":413`)
 }
 
 // TestResponseTimeout: a backend that takes the request and never
@@ -219,16 +216,12 @@ access_log = "-"
 // "--chat hang --notes notes" has seen its hung request end.
 func waitUpstreamCancelled(t *testing.T, notes string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, _ := os.ReadFile(notes)
-		if strings.Contains(string(b), "client went away while its request hung") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the backend's request was not cancelled within 5 s; engine notes:\n%s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var b []byte
+	if !testsupport.WaitFor(5*time.Second, func() bool {
+		b, _ = os.ReadFile(notes)
+		return strings.Contains(string(b), "client went away while its request hung")
+	}) {
+		t.Fatalf("the backend's request was not cancelled within 5 s; engine notes:\n%s", b)
 	}
 }
 
@@ -248,13 +241,7 @@ func TestClientLeavingCancelsUpstream(t *testing.T) {
 		t.Fatalf("a hanging backend answered %d", resp.StatusCode)
 	}
 	waitUpstreamCancelled(t, notes)
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(r.access.String(), `"status":499`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no 499 in the access log:\n%s", r.access.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitAccess(t, r, `"status":499`)
 	if code, _, _ := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
 		t.Errorf("production after a client left: %d", code)
 	}

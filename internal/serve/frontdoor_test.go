@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // rawConn is a plain TCP connection to a router, for requests an HTTP
@@ -99,10 +100,8 @@ func metricsText(t *testing.T, r *router) string {
 // accessFlushEvery).
 func waitAccess(t *testing.T, r *router, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(r.access.String(), want); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the access log lacks %s:\n%s", want, r.access.String())
-		}
+	if !testsupport.WaitFor(5*time.Second, func() bool { return strings.Contains(r.access.String(), want) }) {
+		t.Fatalf("the access log lacks %s:\n%s", want, r.access.String())
 	}
 }
 

@@ -49,19 +49,16 @@ func TestOllamaBehindRouter(t *testing.T) {
 		t.Errorf("stream: %d chunks, last %q", chunks, last)
 	}
 	// Wait for a canary: no request for a second, the model is loaded.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := r.waitState(t, control.StateReady, time.Second)
-		if c := st.Production.LastCanary; c != nil && c.Skipped == "" {
-			if !c.OK {
-				t.Errorf("canary on Ollama failed: %+v", c)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no canary made: %+v", st.Production.LastCanary)
-		}
-		time.Sleep(200 * time.Millisecond)
+	made := func(st *control.Status) bool {
+		c := st.Production.LastCanary
+		return st.Production.State == control.StateReady && c != nil && c.Skipped == ""
+	}
+	st := r.waitStatus(t, 30*time.Second, made)
+	if !made(st) {
+		t.Fatalf("no canary made: %+v", st.Production.LastCanary)
+	}
+	if c := st.Production.LastCanary; !c.OK {
+		t.Errorf("canary on Ollama failed: %+v", c)
 	}
 	mr, err := http.Get(r.url + "/metrics")
 	if err != nil {

@@ -49,20 +49,19 @@ func startHiroServe(t *testing.T, bin string, cfg *config.Config, stateHome stri
 // waitReady dials the router's socket until production is ready.
 func waitRouterReady(t *testing.T, dir string, within time.Duration) *control.Status {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if c, err := control.Dial(dir); err == nil {
-			st, err := c.Status(context.Background())
-			c.Close()
-			if err == nil && st.Production.State == control.StateReady {
-				return st
-			}
+	var st *control.Status
+	if !testsupport.WaitFor(within, func() bool {
+		c, err := control.Dial(dir)
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the router did not report production ready within %s", within)
-		}
-		time.Sleep(50 * time.Millisecond)
+		defer c.Close()
+		st, err = c.Status(context.Background())
+		return err == nil && st.Production.State == control.StateReady
+	}) {
+		t.Fatalf("the router did not report production ready within %s", within)
 	}
+	return st
 }
 
 // enginePIDs lists live processes running the fake engine on port.
@@ -109,16 +108,14 @@ func TestSIGKILLWhileRestarting(t *testing.T) {
 	first := st.Production.PID
 	syscall.Kill(first, syscall.SIGKILL)
 	// Wait until the restart has launched a new engine (still loading).
-	deadline := time.Now().Add(20 * time.Second)
 	var second int
-	for second == 0 {
+	if !testsupport.WaitFor(20*time.Second, func() bool {
 		if r, err := supervisor.ReadRecord(cfg.StateDir, "prod"); err == nil && r.PID != first {
 			second = r.PID
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no restart was recorded; router stderr:\n%s", h.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+		return second != 0
+	}) {
+		t.Fatalf("no restart was recorded; router stderr:\n%s", h.stderr.String())
 	}
 	h.cmd.Process.Signal(syscall.SIGKILL)
 	<-h.done
@@ -224,15 +221,20 @@ func TestSIGHUPReopensLogs(t *testing.T) {
 		}
 	}
 	h.cmd.Process.Signal(syscall.SIGHUP)
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(h.stderr.String(), `"event":"reopened"`); time.Sleep(20 * time.Millisecond) {
+	ended := false
+	if !testsupport.WaitFor(10*time.Second, func() bool {
 		select {
 		case <-h.done:
-			t.Fatalf("hiro serve ended on SIGHUP (%v):\n%s", h.cmd.ProcessState, h.stderr.String())
+			ended = true
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no reopened event within 10s:\n%s", h.stderr.String())
+		return strings.Contains(h.stderr.String(), `"event":"reopened"`)
+	}) || ended {
+		if ended {
+			t.Fatalf("hiro serve ended on SIGHUP (%v):\n%s", h.cmd.ProcessState, h.stderr.String())
 		}
+		t.Fatalf("no reopened event within 10s:\n%s", h.stderr.String())
 	}
 	resp, err := http.Get(st.Listen + RouteModels)
 	if err != nil || resp.StatusCode != 200 {

@@ -19,6 +19,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // TestProxyRoutesAndRefusesBadInput: the alias and the model id reach the
@@ -81,9 +82,7 @@ func TestProxyRoutesAndRefusesBadInput(t *testing.T) {
 	// ... and has its access log line (flushed within 200 ms), with the
 	// bytes it sent.
 	wantLine := fmt.Sprintf(`"method":"GET","path":"/v1/models","status":200,"bytes":%d,`, mresp.ContentLength)
-	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(r.access.String(), wantLine) && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testsupport.WaitFor(3*time.Second, func() bool { return strings.Contains(r.access.String(), wantLine) })
 	if mresp.ContentLength <= 0 || !strings.Contains(r.access.String(), wantLine) {
 		t.Errorf("no access line for GET /v1/models:\n%s", r.access.String())
 	}
@@ -360,17 +359,11 @@ model = "cand-model"
 		return st.Served[0]
 	}
 	waitServed := func(want control.State) control.BackendStatus {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			b := servedState()
-			if b.State == want {
-				return b
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("served backend: %+v, want %s", b, want)
-			}
-			time.Sleep(50 * time.Millisecond)
+		var b control.BackendStatus
+		if !testsupport.WaitFor(10*time.Second, func() bool { b = servedState(); return b.State == want }) {
+			t.Fatalf("served backend: %+v, want %s", b, want)
 		}
+		return b
 	}
 	if b := waitServed(control.StateReady); b.LastHealth == nil || !b.LastHealth.OK {
 		t.Errorf("served backend while up: %+v", b)
@@ -495,26 +488,22 @@ func TestServedProfileNamesTheKeySetting(t *testing.T) {
 	cfg := fakeConfig(t, nil, servedOther(port))
 	r := startRouter(t, cfg, nil)
 	r.waitState(t, control.StateReady, 20*time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := r.ctl.Status(context.Background())
-		if err != nil || len(st.Served) != 1 {
-			t.Fatalf("status: %+v %v", st, err)
+	down401 := func(st *control.Status) bool {
+		if len(st.Served) != 1 {
+			t.Fatalf("status: %+v", st)
 		}
-		b := st.Served[0]
-		if b.State == control.StateDown && strings.Contains(b.Message, "401") {
-			if !strings.Contains(b.Message, "api_key_env") || !strings.Contains(b.Message, "backends.other") {
-				t.Errorf("the served backend's status does not name the key setting: %q", b.Message)
-			}
-			if strings.Contains(b.Message, "sk-served-only-1234") {
-				t.Errorf("the status holds the server's key: %q", b.Message)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("served backend never down with 401: %+v", b)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return st.Served[0].State == control.StateDown && strings.Contains(st.Served[0].Message, "401")
+	}
+	st := r.waitStatus(t, 10*time.Second, down401)
+	b := st.Served[0]
+	if !down401(st) {
+		t.Fatalf("served backend never down with 401: %+v", b)
+	}
+	if !strings.Contains(b.Message, "api_key_env") || !strings.Contains(b.Message, "backends.other") {
+		t.Errorf("the served backend's status does not name the key setting: %q", b.Message)
+	}
+	if strings.Contains(b.Message, "sk-served-only-1234") {
+		t.Errorf("the status holds the server's key: %q", b.Message)
 	}
 }
 

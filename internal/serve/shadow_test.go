@@ -12,6 +12,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/extract"
 	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/shadow"
+	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
 // extractionBody is a chat request as `hiro extract` sends it (the
@@ -47,20 +48,17 @@ api_key_env = "` + keyEnv + `"
 
 func waitShadowEnd(t *testing.T, r *router, within time.Duration) *shadow.Result {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		st, err := r.ctl.ShadowStatus(context.Background())
-		if err != nil {
+	var st *control.ShadowStatus
+	if !testsupport.WaitFor(within, func() bool {
+		var err error
+		if st, err = r.ctl.ShadowStatus(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if !st.Active && st.Result != nil {
-			return st.Result
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("shadow run still active after %s: %+v", within, st.Result)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return !st.Active && st.Result != nil
+	}) {
+		t.Fatalf("shadow run still active after %s: %+v", within, st.Result)
 	}
+	return st.Result
 }
 
 // TestShadowMirrorsAndScores: with a run at share 1, every extraction
