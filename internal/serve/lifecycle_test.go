@@ -230,9 +230,13 @@ drain_timeout = "15s"`)
 	r := startRouter(t, cfg, nil)
 	first := r.waitState(t, control.StateReady, 20*time.Second).Production.PID
 	syscall.Kill(first, syscall.SIGKILL)
-	r.waitRestarts(t, 1, 10*time.Second)
-	if st, _ := r.ctl.Status(context.Background()); st.Production.State != control.StateStarting {
-		t.Fatalf("production is %s, want starting", st.Production.State)
+	// The restart is counted a moment before its start says starting:
+	// wait for both.
+	restarting := func(st *control.Status) bool {
+		return st.Production.Restarts >= 1 && st.Production.State == control.StateStarting
+	}
+	if st := r.waitStatus(t, 10*time.Second, restarting); !restarting(st) {
+		t.Fatalf("production is %s after %d restarts, want starting", st.Production.State, st.Production.Restarts)
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
