@@ -158,14 +158,20 @@ health_interval = "200ms"
 	done := make(chan int, 1)
 	var serveErr bytes.Buffer
 	go func() { done <- Run(ctx, []string{"--config", cfg, "serve"}, &bytes.Buffer{}, &serveErr) }()
-	defer func() {
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
 			t.Error("serve did not stop")
 		}
-	}()
+	}
+	defer stop()
 	want := "next step   the server refused the request (HTTP 401: no valid key): the API key profile prod sends comes from the environment variable HIRO_TEST_SERVE_KEY (backends.prod.api_key_env) and may be wrong or missing"
 	deadline := time.Now().Add(20 * time.Second)
 	var out, errb bytes.Buffer
@@ -181,6 +187,9 @@ health_interval = "200ms"
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The router writes its events to serveErr until it stops: read it
+	// after.
+	stop()
 	if s := out.String() + errb.String() + serveErr.String(); strings.Contains(s, "sk-not-the-engines-key-1234") || strings.Contains(s, remoteKey) {
 		t.Fatalf("a key was printed:\n%s", s)
 	}
