@@ -76,6 +76,31 @@ func (s *Server) listenControl() (net.Listener, error) {
 	return ln, nil
 }
 
+// controlFuncs are the control socket's reply, error and body decoding
+// (controlHandler defines them).
+type controlFuncs struct {
+	reply  func(http.ResponseWriter, int, any)
+	fail   func(http.ResponseWriter, int, string, ...any)
+	decode func(http.ResponseWriter, *http.Request, any) bool
+}
+
+// jsonRoute is a control route whose body decodes into a Req: it answers
+// f's value, or f's error with f's status code.
+func jsonRoute[Req, Resp any](c controlFuncs, f func(ctx context.Context, req Req) (Resp, int, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if !c.decode(w, r, &req) {
+			return
+		}
+		v, code, err := f(r.Context(), req)
+		if err != nil {
+			c.fail(w, code, "%v", err)
+			return
+		}
+		c.reply(w, 200, v)
+	}
+}
+
 func (s *Server) controlHandler() http.Handler {
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, code int, v any) {
@@ -163,7 +188,8 @@ func (s *Server) controlHandler() http.Handler {
 		}
 		reply(w, 200, res)
 	})
-	s.shadowRoutes(mux, reply, fail, decode)
-	s.rampRoutes(mux, reply, fail, decode)
+	c := controlFuncs{reply: reply, fail: fail, decode: decode}
+	s.shadowRoutes(mux, c)
+	s.rampRoutes(mux, c)
 	return mux
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,20 +188,11 @@ func (rc *rampCtl) observe(o rampObs) {
 
 // startRamp checks and starts a ramp (see control.RampStartRequest).
 func (s *Server) startRamp(ctx context.Context, req control.RampStartRequest) (*control.RampStatus, int, error) {
-	prof := req.Effective
-	if prof == nil {
-		prof = s.cfg.Backends[req.Candidate]
-	}
-	if prof == nil {
-		return nil, http.StatusNotFound, fmt.Errorf("no backend profile %q in %s; name one of its [backends]", req.Candidate, s.cfg.Path)
-	}
-	if prof.Name == "" {
-		prof.Name = req.Candidate
+	prof, code, err := s.besideProduction(req.Candidate, req.Effective, "a ramp moves production's requests to another backend")
+	if err != nil {
+		return nil, code, err
 	}
 	prod := s.prod.current()
-	if prof.Name == prod.name || (strings.TrimSuffix(prof.BaseURL, "/") == strings.TrimSuffix(prod.prof.BaseURL, "/") && prof.Model == prod.prof.Model) {
-		return nil, http.StatusConflict, fmt.Errorf("backend %s is production: a ramp moves production's requests to another backend", prof.Name)
-	}
 	if prof.ExclusiveAccelerator && !shadow.Remote(prof) {
 		return nil, http.StatusConflict, fmt.Errorf("backend %s needs the accelerator alone (exclusive_accelerator): it cannot serve beside production on this machine, so a progressive ramp is impossible here; activate it at once (hiro activate without --progressive) after a frozen-corpus semantic gate, or serve it on a second machine and ramp to that endpoint", prof.Name)
 	}
@@ -412,37 +402,16 @@ func (s *Server) stopRamp(ctx context.Context, reason string) (*control.RampStat
 //	POST /v1/ramp/start control.RampStartRequest → RampStatus
 //	POST /v1/ramp/stop  control.RampStopRequest  → RampStatus (the account)
 //	GET  /v1/ramp/status                         → RampStatus
-func (s *Server) rampRoutes(mux *http.ServeMux, reply func(http.ResponseWriter, int, any),
-	fail func(http.ResponseWriter, int, string, ...any), decode func(http.ResponseWriter, *http.Request, any) bool) {
-	mux.HandleFunc("POST /v1/ramp/start", func(w http.ResponseWriter, r *http.Request) {
-		var req control.RampStartRequest
-		if !decode(w, r, &req) {
-			return
-		}
-		st, code, err := s.startRamp(r.Context(), req)
-		if err != nil {
-			fail(w, code, "%v", err)
-			return
-		}
-		reply(w, 200, st)
-	})
-	mux.HandleFunc("POST /v1/ramp/stop", func(w http.ResponseWriter, r *http.Request) {
-		var req control.RampStopRequest
-		if !decode(w, r, &req) {
-			return
-		}
-		st, code, err := s.stopRamp(r.Context(), req.Reason)
-		if err != nil {
-			fail(w, code, "%v", err)
-			return
-		}
-		reply(w, 200, st)
-	})
+func (s *Server) rampRoutes(mux *http.ServeMux, c controlFuncs) {
+	mux.HandleFunc("POST /v1/ramp/start", jsonRoute(c, s.startRamp))
+	mux.HandleFunc("POST /v1/ramp/stop", jsonRoute(c, func(ctx context.Context, req control.RampStopRequest) (*control.RampStatus, int, error) {
+		return s.stopRamp(ctx, req.Reason)
+	}))
 	mux.HandleFunc("GET /v1/ramp/status", func(w http.ResponseWriter, r *http.Request) {
 		st := s.rampStatus()
 		if st == nil {
 			st = &control.RampStatus{}
 		}
-		reply(w, 200, st)
+		c.reply(w, 200, st)
 	})
 }

@@ -58,22 +58,11 @@ func (x *exchange) offerShadow() {
 // opted in with shadow_remote, and does not need the accelerator alone
 // beside a production on this machine. One run at a time.
 func (s *Server) startShadow(ctx context.Context, req control.ShadowStartRequest) (*control.ShadowStatus, int, error) {
-	prof := req.Effective
-	if prof == nil {
-		prof = s.cfg.Backends[req.Candidate]
-	}
-	if prof == nil {
-		return nil, http.StatusNotFound, fmt.Errorf("no backend profile %q in %s; name one of its [backends]", req.Candidate, s.cfg.Path)
-	}
-	if prof.Name == "" {
-		prof.Name = req.Candidate
+	prof, code, err := s.besideProduction(req.Candidate, req.Effective, "shadow traffic goes to another backend")
+	if err != nil {
+		return nil, code, err
 	}
 	prod := s.prod.current()
-	// One server may serve several models (Ollama): the same address with
-	// another model is another backend.
-	if prof.Name == prod.name || (strings.TrimSuffix(prof.BaseURL, "/") == strings.TrimSuffix(prod.prof.BaseURL, "/") && prof.Model == prod.prof.Model) {
-		return nil, http.StatusConflict, fmt.Errorf("backend %s is production: shadow traffic goes to another backend", prof.Name)
-	}
 	if shadow.Remote(prof) && !prof.ShadowRemote {
 		return nil, http.StatusConflict, fmt.Errorf("%w: backend %s (%s) is not on this machine and mirroring sends users' prompts to it; set shadow_remote = true in [backends.%s] to allow it", shadow.ErrRemoteNotAllowed, prof.Name, prof.BaseURL, prof.Name)
 	}
@@ -110,6 +99,30 @@ func (s *Server) startShadow(ctx context.Context, req control.ShadowStartRequest
 		s.event("shadow_end", map[string]any{"candidate": r.Candidate, "ended": r.Ended, "pairs": r.Pairs, "dropped": r.Dropped, "outcome": r.Outcome})
 	}()
 	return &control.ShadowStatus{Active: true, Result: m.Result()}, 0, nil
+}
+
+// besideProduction resolves the backend a shadow run or a ramp sends
+// production's requests to: effective when given (a campaign's
+// candidate with its variant), else the configuration's profile name;
+// production itself is refused (why says what goes elsewhere).
+func (s *Server) besideProduction(name string, effective *config.Profile, why string) (*config.Profile, int, error) {
+	prof := effective
+	if prof == nil {
+		prof = s.cfg.Backends[name]
+	}
+	if prof == nil {
+		return nil, http.StatusNotFound, fmt.Errorf("no backend profile %q in %s; name one of its [backends]", name, s.cfg.Path)
+	}
+	if prof.Name == "" {
+		prof.Name = name
+	}
+	prod := s.prod.current()
+	// One server may serve several models (Ollama): the same address with
+	// another model is another backend.
+	if prof.Name == prod.name || (strings.TrimSuffix(prof.BaseURL, "/") == strings.TrimSuffix(prod.prof.BaseURL, "/") && prof.Model == prod.prof.Model) {
+		return nil, http.StatusConflict, fmt.Errorf("backend %s is production: %s", prof.Name, why)
+	}
+	return prof, 0, nil
 }
 
 // candidateAnswers checks that prof's server answers GET /v1/models (a
@@ -169,27 +182,8 @@ func (s *Server) stopShadow() (*control.ShadowStatus, int, error) {
 //	POST /v1/shadow/start control.ShadowStartRequest → ShadowStatus
 //	POST /v1/shadow/stop                     → ShadowStatus (the account)
 //	GET  /v1/shadow/status                   → ShadowStatus
-func (s *Server) shadowRoutes(mux *http.ServeMux, reply func(http.ResponseWriter, int, any),
-	fail func(http.ResponseWriter, int, string, ...any), decode func(http.ResponseWriter, *http.Request, any) bool) {
-	mux.HandleFunc("POST /v1/shadow/start", func(w http.ResponseWriter, r *http.Request) {
-		var req control.ShadowStartRequest
-		if !decode(w, r, &req) {
-			return
-		}
-		st, code, err := s.startShadow(r.Context(), req)
-		if err != nil {
-			fail(w, code, "%v", err)
-			return
-		}
-		reply(w, 200, st)
-	})
-	mux.HandleFunc("POST /v1/shadow/stop", func(w http.ResponseWriter, r *http.Request) {
-		st, code, err := s.stopShadow()
-		if err != nil {
-			fail(w, code, "%v", err)
-			return
-		}
-		reply(w, 200, st)
-	})
-	mux.HandleFunc("GET /v1/shadow/status", func(w http.ResponseWriter, r *http.Request) { reply(w, 200, s.shadowStatus()) })
+func (s *Server) shadowRoutes(mux *http.ServeMux, c controlFuncs) {
+	mux.HandleFunc("POST /v1/shadow/start", jsonRoute(c, s.startShadow))
+	mux.HandleFunc("POST /v1/shadow/stop", jsonRoute(c, func(context.Context, struct{}) (*control.ShadowStatus, int, error) { return s.stopShadow() }))
+	mux.HandleFunc("GET /v1/shadow/status", func(w http.ResponseWriter, r *http.Request) { c.reply(w, 200, s.shadowStatus()) })
 }
