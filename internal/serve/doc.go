@@ -5,12 +5,12 @@
 // It owns, one concern a file: the front door (front.go on fasthttp,
 // exchange.go, rawio.go: routing by "model", bounds, streaming, a
 // client's disconnect; conns.go: connections without a valid key capped
-// apart and per address), the upstream transport (transport.go, proxy.go),
-// the served profiles (served.go), keys and TLS (auth.go, tlspair.go),
-// metrics and the access and event logs (metrics.go, accesslog.go,
-// logs.go), processors (procs.go), the control socket's server side
-// (controlserver.go; the protocol and its client are package control's)
-// and production's watch.
+// apart and per address), the upstream transport (transport.go, proxy.go,
+// outgoing.go: the request a backend gets), the served profiles
+// (served.go), keys and TLS (auth.go, tlspair.go), metrics and the access
+// and event logs (metrics.go, accesslog.go, logs.go), processors
+// (procs.go), the control socket's server side (controlserver.go; the
+// protocol and its client are package control's) and production's watch.
 //
 // The watch (production.go: prodCtl, its run goroutine) only receives
 // events: the bring-up, ticks, a death, a canary's outcome, a restart
