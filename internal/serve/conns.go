@@ -24,15 +24,23 @@ import (
 // headers arrive it is bounded by the header timeout (headerTimeout from
 // the opening). Unauthenticated connections are capped apart from
 // authenticated ones, per client address (MaxUnauthenticatedPerAddress;
-// an IPv6 address by its /64) and in all (MaxUnauthenticated); past
+// an IPv6 address by its /64) and in all (MaxUnauthenticated): past
 // either cap, or when the connections in all (MaxConnections) are used
-// up, the oldest unauthenticated connection (of the same address, for
-// the per-address cap) is closed to make room for the new one. Only when
-// every open connection is authenticated is a new one refused (503). So
-// clients that cannot authenticate, however many and from wherever,
+// up, the oldest idle unauthenticated connection (of the same address,
+// for the per-address cap) is closed to make room for the new one. Idle
+// means open for more than unauthGrace with nothing of a request waiting
+// unread in its socket: a client that connected a moment ago, or whose
+// request is about to be read, is not cut (a burst of keyed clients from
+// one address, or a reverse proxy's, stays served); when the connections
+// in all are used up, the grace does not apply. So the two caps are
+// passed (never MaxConnections) only by connections younger than the
+// grace or with a request waiting, which are served or closed within the
+// header timeout. Only when no open
+// connection is an idle unauthenticated one is a new one refused (503).
+// So clients that cannot authenticate, however many and from wherever,
 // never use up the connections keyed clients need: a keyed client's new
-// connection is admitted, and it is cut only if that many newer
-// unauthenticated connections open before its request's headers arrive.
+// connection is admitted, and it is cut only if it sends nothing while
+// the router is full.
 const (
 	// DefaultMaxUnauthenticated bounds the unauthenticated connections
 	// open at once, a quarter of DefaultMaxConnections.
@@ -40,9 +48,16 @@ const (
 	// DefaultMaxUnauthenticatedPerAddress bounds the unauthenticated
 	// connections of one client address (an IPv6 /64). A keyed client is
 	// unauthenticated for the moment between its connection's opening and
-	// its first request's headers, so even a reverse proxy that opens many
-	// connections at once for its clients stays under it.
+	// its first request's headers.
 	DefaultMaxUnauthenticatedPerAddress = 64
+	// unauthGrace is how long a new connection is not cut for the caps
+	// while it sends nothing: a client that connects and has not written
+	// its request yet (on a loaded machine, a burst of 256 clients from
+	// one address took longer than the moment an accept takes).
+	unauthGrace = 2 * time.Second
+	// maxScan bounds the oldest connections looked at for an idle one
+	// (a system call each) when a cap is reached.
+	maxScan = 16
 )
 
 // connGate admits and counts the front door's connections (see above).
@@ -94,21 +109,32 @@ func addrKey(a net.Addr) netip.Prefix {
 // make room for it. It returns false when c must be refused (every open
 // connection is authenticated).
 func (g *connGate) admit(c *clientConn) bool {
+	now := time.Now()
+	c.opened = now
 	var evict []*clientConn
 	g.mu.Lock()
-	al := g.byAddr[c.addr]
-	if al != nil && al.Len() >= g.maxPerAddr {
-		evict = append(evict, g.dropLocked(al.Front().Value.(*clientConn), connCutAddress))
+	if al := g.byAddr[c.addr]; al != nil && al.Len() >= g.maxPerAddr {
+		if v := idleIn(al, now, false); v != nil {
+			evict = append(evict, g.dropLocked(v, connCutAddress))
+		}
 	}
-	for g.unauth.Len() > 0 && (g.unauth.Len() >= g.maxUnauth || g.open >= g.max) {
-		evict = append(evict, g.dropLocked(g.unauth.Front().Value.(*clientConn), connCutUnauth))
+	if g.unauth.Len() >= g.maxUnauth {
+		if v := idleIn(&g.unauth, now, false); v != nil {
+			evict = append(evict, g.dropLocked(v, connCutUnauth))
+		}
+	}
+	if g.open >= g.max {
+		if v := idleIn(&g.unauth, now, true); v != nil {
+			evict = append(evict, g.dropLocked(v, connCutUnauth))
+		}
 	}
 	ok := g.open < g.max
 	if ok {
 		g.open++
 		c.counted = true
 		c.elem = g.unauth.PushBack(c)
-		if al = g.byAddr[c.addr]; al == nil {
+		al := g.byAddr[c.addr]
+		if al == nil {
 			al = list.New()
 			g.byAddr[c.addr] = al
 		}
@@ -122,6 +148,23 @@ func (g *connGate) admit(c *clientConn) bool {
 		g.cut.WithLabelValues(connCutRefused).Inc()
 	}
 	return ok
+}
+
+// idleIn returns the oldest idle connection among the first maxScan of
+// l (oldest first): nothing waiting unread in its socket and, unless
+// anyAge, open longer than unauthGrace; nil when none.
+func idleIn(l *list.List, now time.Time, anyAge bool) *clientConn {
+	n := 0
+	for e := l.Front(); e != nil && n < maxScan; e, n = e.Next(), n+1 {
+		c := e.Value.(*clientConn)
+		if !anyAge && now.Sub(c.opened) < unauthGrace {
+			return nil // the later ones are younger
+		}
+		if pendingBytes(c.Conn) == 0 {
+			return c
+		}
+	}
+	return nil
 }
 
 // dropLocked removes c from the counts because the gate closes it
@@ -194,7 +237,7 @@ type clientListener struct {
 // refusedAnswer is what a connection past the cap reads: a 503 in the
 // OpenAI error shape, and the connection closes.
 var refusedAnswer = func() []byte {
-	body := `{"error":{"message":"hiro serve has no connection free (every open one is a keyed client's); retry","type":"unavailable"}}` + "\n"
+	body := `{"error":{"message":"hiro serve has no connection free (every open one is in use); retry","type":"unavailable"}}` + "\n"
 	return []byte(fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\nRetry-After: 1\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
 }()
 
@@ -249,6 +292,7 @@ type gateState struct {
 	authed   atomic.Bool
 	closed   atomic.Bool
 	counted  bool
+	opened   time.Time // admitted at
 	elem     *list.Element
 	addrElem *list.Element
 }

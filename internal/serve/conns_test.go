@@ -114,7 +114,8 @@ func TestRefusedKeyClosesTheConnection(t *testing.T) {
 // connections without a key from 70 addresses, half sending one
 // request (401, closed) and half sending nothing and held open, while a
 // keyed client, on its kept-alive connection and on new ones, is served
-// every time. The connections without a key never exceed their cap.
+// every time. The connections refused for their key are closed, and the
+// router never runs out of connections.
 func TestUnauthenticatedFloodLeavesKeyedClientsServed(t *testing.T) {
 	r := keyedRouter(t, nil)
 	keyed := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
@@ -217,10 +218,10 @@ func TestUnauthenticatedFloodLeavesKeyedClientsServed(t *testing.T) {
 	if n := keptOpen.Load(); n > 0 {
 		t.Errorf("%d connections refused for their key were kept open", n)
 	}
-	if m := maxUnauth.Load(); m > DefaultMaxUnauthenticated {
-		t.Errorf("%d unauthenticated connections were open at once; the cap is %d", m, DefaultMaxUnauthenticated)
+	if m := maxUnauth.Load(); m >= DefaultMaxConnections {
+		t.Errorf("%d unauthenticated connections were open at once: the router was full", m)
 	}
-	if open, unauth := r.s.conns.counts(); unauth > DefaultMaxUnauthenticated || open-unauth > 4 {
+	if open, unauth := r.s.conns.counts(); open >= DefaultMaxConnections || open-unauth > 4 {
 		t.Errorf("after the flood: %d connections open, %d unauthenticated", open, unauth)
 	}
 	if code, body := keyedPost(fresh); code != 200 {
@@ -232,9 +233,12 @@ func TestUnauthenticatedFloodLeavesKeyedClientsServed(t *testing.T) {
 
 // TestUnauthenticatedConnectionCaps: past MaxUnauthenticatedPerAddress
 // connections without a request from one address, a new one from it
-// closes that address's oldest, and another address's stay; past
-// MaxUnauthenticated in all, a new one closes the oldest of any address.
-// A connection a key authenticated is never closed for them.
+// closes that address's oldest idle one (open past the grace, nothing
+// sent), and another address's stay; past MaxUnauthenticated in all, a
+// new one closes the oldest idle one of any address. A connection a key
+// authenticated is never closed for them, nor are connections younger
+// than the grace: a burst of keyed clients from one address, four times
+// its cap, is served whole.
 func TestUnauthenticatedConnectionCaps(t *testing.T) {
 	r := keyedRouter(t, func(o *Options) {
 		o.MaxUnauthenticated, o.MaxUnauthenticatedPerAddress = 5, 3
@@ -267,10 +271,27 @@ func TestUnauthenticatedConnectionCaps(t *testing.T) {
 		t.Fatalf("keyed request: %d %s", resp.StatusCode, b)
 	}
 	waitCounts(1, 0)
+	// A burst from one address: connections opened at once, each sending
+	// its keyed request only once all are open.
+	var burst []*rawConn
+	for i := 0; i < 12; i++ {
+		burst = append(burst, dial("127.0.0.7"))
+	}
+	for i, rc := range burst {
+		rc.send(chatRequest("Bearer " + connsKey))
+		if resp, body := rc.read(); resp.StatusCode != 200 {
+			t.Fatalf("burst connection %d of 12 (cap 3 per address): %d %s", i, resp.StatusCode, body)
+		}
+	}
+	for _, rc := range burst {
+		rc.c.Close()
+	}
+	waitCounts(1, 0)
 	a := []*rawConn{dial("127.0.0.2"), dial("127.0.0.2"), dial("127.0.0.2")}
 	b := dial("127.0.0.3")
 	waitCounts(5, 4)
-	a = append(a, dial("127.0.0.2")) // the 4th of 127.0.0.2: its 1st goes
+	time.Sleep(unauthGrace + 200*time.Millisecond) // idle past the grace
+	a = append(a, dial("127.0.0.2"))               // the 4th of 127.0.0.2: its 1st goes
 	if !a[0].closedByPeer(5 * time.Second) {
 		t.Error("past the per-address cap, the address's oldest connection stayed open")
 	}
@@ -325,5 +346,40 @@ func TestSlowUnauthenticatedClientIsCut(t *testing.T) {
 	}
 	if !idle.drainedBy(5*time.Second) || time.Since(start) > 6*time.Second {
 		t.Error("a connection that sent nothing stayed open past the header timeout")
+	}
+}
+
+// TestFullRouterCutsAnIdleConnectionForANewOne: with every connection
+// open, the keyed ones serving and one connection without a request
+// (however young), a new connection closes the idle one and is served.
+func TestFullRouterCutsAnIdleConnectionForANewOne(t *testing.T) {
+	r := keyedRouter(t, func(o *Options) { o.MaxConnections = 3 })
+	var keyed []*rawConn
+	for i := 0; i < 2; i++ {
+		rc := dialRaw(t, r)
+		rc.send(chatRequest("Bearer " + connsKey))
+		if resp, b := rc.read(); resp.StatusCode != 200 {
+			t.Fatalf("keyed connection %d: %d %s", i, resp.StatusCode, b)
+		}
+		keyed = append(keyed, rc)
+	}
+	idle := dialRaw(t, r)
+	deadline := time.Now().Add(5 * time.Second)
+	for open, _ := r.s.conns.counts(); open < 3 && time.Now().Before(deadline); open, _ = r.s.conns.counts() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	fresh := dialRaw(t, r)
+	fresh.send(chatRequest("Bearer " + connsKey))
+	if resp, b := fresh.read(); resp.StatusCode != 200 {
+		t.Errorf("a new keyed connection to a full router: %d %s; want it served in the idle one's place", resp.StatusCode, b)
+	}
+	if !idle.closedByPeer(5 * time.Second) {
+		t.Error("the idle connection stayed open")
+	}
+	for i, rc := range keyed {
+		rc.send(chatRequest("Bearer " + connsKey))
+		if resp, b := rc.read(); resp.StatusCode != 200 {
+			t.Errorf("keyed connection %d after: %d %s", i, resp.StatusCode, b)
+		}
 	}
 }

@@ -93,7 +93,7 @@ func newMetrics() *metrics {
 	m.procs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "hiro_serve_procs",
 		Help: "Processors (GOMAXPROCS) the router runs on now; [serve] procs = 0 adapts it to the load."})
 	m.connsCut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hiro_serve_connections_cut_total",
-		Help: "Client connections the router closed or refused to make room, by reason: unauthenticated_per_address and unauthenticated (the oldest connection without a valid key closed for a new one), refused (a new one answered 503: every open connection was authenticated)."},
+		Help: "Client connections the router closed or refused to make room, by reason: unauthenticated_per_address and unauthenticated (the oldest connection without a valid key closed for a new one), refused (a new one answered 503: no idle unauthenticated connection to close)."},
 		[]string{"reason"})
 	m.reg.MustRegister(m.connsCut, m.requests, m.ttfb, m.duration, m.tokens, m.upErrors, m.restarts, m.canaries, m.active, m.inFlight, m.procs,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))

@@ -8,6 +8,8 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // rawIO reads and writes a TCP connection's socket with raw system calls
@@ -127,4 +129,28 @@ func unwrapRaw(r *rawIO, op string, err error) error {
 		return r.opError(op, oe.Err)
 	}
 	return r.opError(op, err)
+}
+
+// pendingBytes returns how many bytes wait unread in c's socket (SIOCINQ:
+// what the client sent that the server has not read yet), 0 when it
+// cannot tell (a closed socket).
+func pendingBytes(c net.Conn) int {
+	if tc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = tc.NetConn() // a TLS connection's socket
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return 0
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	rc.Control(func(fd uintptr) {
+		if v, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ); err == nil {
+			n = v
+		}
+	})
+	return n
 }
