@@ -1,7 +1,8 @@
 # Sourced by examples/*/run.sh (not run by itself): from the example's
 # folder, go to the repository root, install the reference engine if
-# needed, build hiro, register the project's models, and set $here, $root
-# and $hiro (.bin/hiro with the example's hiro.toml). Each step says what
+# needed, build hiro, register the project's models, set $here and $root,
+# and define the function hiro (.bin/hiro with the example's hiro.toml; a
+# function, not a string in a variable, so a path with spaces holds). Each step says what
 # it builds while it builds; a failed step exits 2.
 here="$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -10,4 +11,4 @@ cd "$root" || exit 2
 export PATH="$(go env GOPATH)/bin:$PATH"
 ./scripts/build.sh || exit 2
 ./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 || exit 2
-hiro="$root/.bin/hiro --config $here/hiro.toml"
+hiro() { "$root/.bin/hiro" --config "$here/hiro.toml" "$@"; }

@@ -10,16 +10,16 @@
 # docs/reliability.md "Where hiro keeps its state"): set HIRO_STATE_HOME to
 # a folder of your own to keep this trial apart from a real production.
 set -uo pipefail
-source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here, root, hiro
+source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here and root, defines hiro
 step() { echo "activate-example: $*" >&2; }
 
 step "starting production (prod)"
-$hiro backend stop prod >/dev/null 2>&1 || true
-$hiro backend stop twin >/dev/null 2>&1 || true
-$hiro backend start prod || exit 2
+hiro backend stop prod >/dev/null 2>&1 || true
+hiro backend stop twin >/dev/null 2>&1 || true
+hiro backend start prod || exit 2
 
 step "qualifying twin (every gate; a few minutes on 2 cores)"
-$hiro qualify "$here/plan.toml"
+hiro qualify "$here/plan.toml"
 code=$?
 if [ "$code" -eq 6 ]; then
   step "hiro qualify exited 6: another hiro holds production or the accelerator (named above); run this again when it is done"
@@ -32,15 +32,15 @@ fi
 evidence="$(ls -td "$root"/.hiro/evidence/activate/*/ | head -n 1)"
 
 step "hiro activate ${evidence} --check (every check, nothing touched)"
-$hiro activate "$evidence" --check || exit 1
+hiro activate "$evidence" --check || exit 1
 step "hiro activate ${evidence} (twin becomes production)"
-$hiro activate "$evidence" || exit 1
-$hiro backend status
+hiro activate "$evidence" || exit 1
+hiro backend status
 step "hiro rollback (back to prod)"
-$hiro rollback || exit 1
-$hiro backend status
+hiro rollback || exit 1
+hiro backend status
 
 step "stopping the backends"
-$hiro backend stop twin >/dev/null 2>&1 || true
-$hiro backend stop prod || true
+hiro backend stop twin >/dev/null 2>&1 || true
+hiro backend stop prod || true
 step "done: qualified, activated, rolled back"

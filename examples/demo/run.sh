@@ -8,27 +8,37 @@
 # expected to lose on the semantic gate), else hiro qualify's status (2 bad
 # plan, 3 aborted, 4 production down).
 set -uo pipefail
-source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here, root, hiro
+source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here and root, defines hiro
 
 # The semantic gate's frozen corpus: the project's own, with gold claims.
-$hiro corpus verify corpora/hiro-atlas || exit 2
+hiro corpus verify corpora/hiro-atlas || exit 2
 
-$hiro backend stop prod >/dev/null 2>&1 || true
-$hiro backend start prod || exit 2
+hiro backend stop prod >/dev/null 2>&1 || true
+hiro backend start prod || exit 2
 
-$hiro qualify "$here/plan.toml"
+# Ctrl-C: hiro qualify puts production back and exits 3; the demo then
+# publishes nothing (a journal entry, once published, stays) and stops.
+interrupted=0
+trap 'interrupted=1' INT
+hiro qualify "$here/plan.toml"
 code=$?
+trap - INT
+if [ "$interrupted" = 1 ]; then
+  echo "demo: interrupted: hiro qualify exited $code; nothing was added to the journal (the evidence folder stays under .hiro/evidence/demo)" >&2
+  if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then hiro backend stop prod; fi
+  exit 130
+fi
 if [ "$code" -eq 6 ]; then
   echo "demo: hiro qualify exited 6: another hiro holds production or the accelerator (named above); nothing was started: run the demo again when it is done" >&2
   exit 6
 fi
 latest="$(ls -td "$root"/.hiro/evidence/demo/*/ | head -n 1)"
 cat "${latest}report.md"
-$hiro journal add "${latest}evidence.json" --journal "$root/.hiro/journal" &&
-  $hiro journal build --journal "$root/.hiro/journal" --out "$root/.hiro/journal-site" &&
+hiro journal add "${latest}evidence.json" --journal "$root/.hiro/journal" &&
+  hiro journal build --journal "$root/.hiro/journal" --out "$root/.hiro/journal-site" &&
   echo "journal: $root/.hiro/journal-site/index.html" >&2
 if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then
-  $hiro backend stop prod
+  hiro backend stop prod
 fi
 case $code in
   0) echo "demo: hiro qualify exited 0: the candidate is qualified" >&2; exit 0 ;;

@@ -8,28 +8,28 @@
 # launched), every later gate withheld, production stopped, restored and
 # verified, its configuration hash unchanged.
 set -uo pipefail
-source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here, root, hiro
+source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here and root, defines hiro
 
 # The plan's semantic gate names the project's own frozen corpus
 # (corpora/hiro-mini, shipped): 'hiro qualify' checks it verifies before
 # anything is stopped.
 
 # Production must be up before the campaign, as it would be on a real box.
-$hiro backend stop prod >/dev/null 2>&1 || true
-$hiro backend start prod || exit 2
+hiro backend stop prod >/dev/null 2>&1 || true
+hiro backend start prod || exit 2
 
 # The preflight predicts each attempt against the seed host's recorded
 # facts (WSL2 kernel, RTX 5090, driver 576.88), not this machine's: the
 # first attempt (the V2 runner, which needs UVA) is predicted to fail and
 # is not launched; production is stopped only for the attempts that could run.
-$hiro qualify "$here/plan.toml" --host-facts "$here/seed-host.json"
+hiro qualify "$here/plan.toml" --host-facts "$here/seed-host.json"
 code=$?
 echo "hiro qualify exited $code (1 = not qualified, as in the seed)" >&2
 latest="$(ls -td "$root"/.hiro/evidence/seed-replay/*/ | head -n 1)"
 echo "--- report: ${latest}report.md" >&2
 cat "${latest}report.md"
-$hiro backend status prod
+hiro backend status prod
 if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then
-  $hiro backend stop prod
+  hiro backend stop prod
 fi
 exit $code
