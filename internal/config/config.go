@@ -161,6 +161,9 @@ type Profile struct {
 	// StallTimeout ends a start when the server neither logs nor gets
 	// closer to ready for this long; it resets on every log line.
 	StallTimeout Duration `toml:"stall_timeout" json:"stall_timeout"`
+	// stallDefaulted says StallTimeout is DefaultStallTimeout because the
+	// profile set none (for the message when it exceeds ready_timeout).
+	stallDefaulted bool
 	// StopGrace is how long stop waits after SIGTERM before SIGKILL.
 	StopGrace Duration `toml:"stop_grace" json:"stop_grace"`
 	// ReadyProbe is the bounded real completion of readiness.
@@ -522,7 +525,7 @@ func (c *Config) fillDefaults() {
 			p.ReadyTimeout.Duration = DefaultReadyTimeout
 		}
 		if p.StallTimeout.Duration == 0 {
-			p.StallTimeout.Duration = DefaultStallTimeout
+			p.StallTimeout.Duration, p.stallDefaulted = DefaultStallTimeout, true
 		}
 		if p.StopGrace.Duration == 0 {
 			p.StopGrace.Duration = DefaultStopGrace
@@ -713,7 +716,11 @@ func (p *Profile) validate(file, k string) Errors {
 		}
 	}
 	if p.StallTimeout.Duration > p.ReadyTimeout.Duration {
-		add(k+".stall_timeout", "%s is longer than ready_timeout %s; the stall timeout must fit under the hard ready timeout", p.StallTimeout.Duration, p.ReadyTimeout.Duration)
+		set := ""
+		if p.stallDefaulted {
+			set = " (the default: this profile sets none)"
+		}
+		add(k+".stall_timeout", "%s%s is longer than ready_timeout %s; the stall timeout must fit under the hard ready timeout: set stall_timeout below it or raise ready_timeout", p.StallTimeout.Duration, set, p.ReadyTimeout.Duration)
 	}
 	if p.ReadyProbe.MaxTokens < 0 {
 		add(k+".ready_probe.max_tokens", "must be positive")

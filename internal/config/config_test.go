@@ -85,6 +85,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"backoff over its max", good + "\n[serve]\nrestart_backoff = \"1m\"\nrestart_backoff_max = \"10s\"\n", "serve.restart_backoff", "larger than restart_backoff_max (10s)"},
 		{"backoff over the default max", good + "\n[serve]\nrestart_backoff = \"1m\"\n", "serve.restart_backoff", "larger than restart_backoff_max (30s)"},
 		{"stall over ready", strings.Replace(good, `"30s"`, `"5m"`, 1), "backends.prod.stall_timeout", "longer than ready_timeout"},
+		{"default stall over ready", strings.Replace(strings.Replace(good, `stall_timeout = "30s"`, "", 1), `"90s"`, `"30s"`, 1), "backends.prod.stall_timeout", "2m0s (the default: this profile sets none) is longer than ready_timeout 30s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
