@@ -33,6 +33,7 @@ func TestCheckRefusesBeforeProductionIsStopped(t *testing.T) {
 	huge := "# " + strings.Repeat("x", 4<<20) + "\n"
 	cases := map[string]struct{ plan, want string }{
 		"tolerance nan":          {semantic("tolerance = nan"), "gates[1].tolerance: NaN"},
+		"tolerance left out":     {semantic(""), "gates[1].tolerance: missing or 0"},
 		"min_f1 inf":             {semantic("min_f1 = inf"), "gates[1].min_f1"},
 		"missing corpus":         {launch + "[[gates]]\nkind = \"semantic\"\ncorpus = \"no-such-corpus\"\n", "gates[1].corpus"},
 		"corpus at /etc":         {launch + "[[gates]]\nkind = \"semantic\"\ncorpus = \"/etc\"\n", "/etc is not a frozen corpus"},
@@ -118,7 +119,7 @@ func TestPanicInGateAbortsAndRestoresProduction(t *testing.T) {
 	e := newEnv(t, nil, "", nil)
 	e.startProduction()
 	mini, _ := filepath.Abs("../../corpora/hiro-mini")
-	out := runPlan(t, e, e.writePlan("exclusive = true\n[[gates]]\nkind = \"launch\"\n[[gates]]\nid = \"bug\"\nkind = \"test_panic\"\n[[gates]]\nkind = \"semantic\"\ncorpus = \""+mini+"\"\n"))
+	out := runPlan(t, e, e.writePlan("exclusive = true\n[[gates]]\nkind = \"launch\"\n[[gates]]\nid = \"bug\"\nkind = \"test_panic\"\n[[gates]]\nkind = \"semantic\"\ncorpus = \""+mini+"\"\ntolerance = 0.05\n"))
 	ev := out.Evidence
 	if out.ExitCode != qualify.ExitAborted || ev.Verdict != evidence.VerdictAborted {
 		t.Fatalf("exit %d verdict %s (%s), want 3 aborted", out.ExitCode, ev.Verdict, ev.TerminationReason)

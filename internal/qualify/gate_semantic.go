@@ -63,8 +63,9 @@ type SemanticGate struct {
 	MinGrounding   float64 `toml:"min_grounding"`
 	MinSchemaValid float64 `toml:"min_schema_valid"`
 	// Tolerance: the candidate may be worse than production by at most
-	// this much on each rate (absolute, in [0, 1]): the margin of each
-	// measure's non-inferiority test.
+	// this much on each rate (absolute, in (0, 1]): the margin of each
+	// measure's non-inferiority test. Required: a margin of 0 can never
+	// be shown for a candidate equal to production.
 	Tolerance float64 `toml:"tolerance"`
 	// Confidence is each bound's one-sided confidence (default
 	// stats.DefaultConfidence, 0.95); Resamples the paired bootstrap's
@@ -100,6 +101,9 @@ func (g *SemanticGate) Validate(v *Validation) {
 		if math.IsNaN(f.x) || f.x < 0 || f.x > 1 {
 			v.Errorf(f.key, "%v: use a fraction between 0 and 1", f.x)
 		}
+	}
+	if g.Tolerance == 0 && !v.Spec.Skip {
+		v.Errorf("tolerance", "missing or 0: it is the margin of the non-inferiority test against production, and a margin of 0 can never be shown for a candidate as good as production; set the largest drop you accept on each rate, e.g. tolerance = 0.05")
 	}
 	switch {
 	case g.Confidence == 0:
