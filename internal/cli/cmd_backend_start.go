@@ -208,24 +208,24 @@ func backendAlreadyRunning(ctx context.Context, g *Globals, prof *config.Profile
 		if rr.Failure != nil {
 			printFailure(g, name, rr.Failure)
 		}
-		fmt.Fprintf(g.Stdout, "log: %s\nsee it with: hiro backend logs %s; %s\n", st.LogPath, shellquote.Quote(name), stopHint(prof, name))
+		fmt.Fprintf(g.Stdout, "log: %s\nsee it with: %s backend logs %s; %s\n", st.LogPath, g.self(), shellquote.Quote(name), stopHint(g, prof, name))
 		return Silent(ExitFailed)
 	}
 	fmt.Fprintf(g.Stdout, "%s: already running and ready (pid %d, %s, model %s, started %s); nothing started\n", name, st.PID, st.BaseURL, prof.Model, since)
-	fmt.Fprintf(g.Stdout, "log: %s\n%s\n", st.LogPath, stopHint(prof, name))
+	fmt.Fprintf(g.Stdout, "log: %s\n%s\n", st.LogPath, stopHint(g, prof, name))
 	return nil
 }
 
 // stopHint says how to stop the running backend name: 'hiro backend
 // stop', or, while a hiro serve router serves it (its router lease is
 // held), the router, since 'backend stop' is then refused.
-func stopHint(prof *config.Profile, name string) string {
+func stopHint(g *Globals, prof *config.Profile, name string) string {
 	if dir, err := lease.Dir(); err == nil {
 		if l := lease.HeldBy(dir, lease.RouterKey(prof.BaseURL)); l != nil {
 			return fmt.Sprintf("hiro serve (pid %d) serves it: stop the router to stop it (SIGTERM, with [serve] on_exit = \"stop\")", l.PID)
 		}
 	}
-	return "stop it with: hiro backend stop " + shellquote.Quote(name)
+	return "stop it with: " + g.self() + " backend stop " + shellquote.Quote(name)
 }
 
 // printStartResult writes the verdict for a person.
@@ -239,7 +239,7 @@ func printStartResult(g *Globals, r *supervisor.Result) {
 		} else {
 			fmt.Fprintf(w, "serving on: unknown (the log does not name the device)\n")
 		}
-		fmt.Fprintf(w, "log: %s\nstop it with: hiro backend stop %s\n", r.LogPath, shellquote.Quote(r.Name))
+		fmt.Fprintf(w, "log: %s\nstop it with: %s backend stop %s\n", r.LogPath, g.self(), shellquote.Quote(r.Name))
 	case supervisor.StateFailed:
 		printFailure(g, r.Name, r.Failure)
 		if r.LogPath != "" {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
@@ -74,6 +75,11 @@ ready_probe = { expect = "READY" }
 	code, out, errs = runHiro(t, "--config", cfg, "backend", "start", "fake")
 	if code != ExitOK || !strings.HasPrefix(out, fmt.Sprintf("fake: already running and ready (pid %d, ", res.PID)) || !strings.Contains(out, "nothing started") {
 		t.Errorf("second start: exit %d, stdout %q, stderr %q; want exit 0 saying it already runs, with its pid", code, out, errs)
+	}
+	// The hint reaches this configuration again: a bare 'hiro backend
+	// stop' would read ./hiro.toml.
+	if want := "stop it with: hiro --config " + shellquote.Quote(cfg) + " backend stop fake"; !strings.Contains(out, want) {
+		t.Errorf("second start's stop hint: %q, want %q", out, want)
 	}
 	code, out, _ = runHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
 	var again struct {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/redact"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/version"
 )
 
@@ -31,6 +33,25 @@ type Globals struct {
 	// Stdout and Stderr are where the command writes; tests replace them.
 	Stdout io.Writer
 	Stderr io.Writer
+}
+
+// defaultConfigPath is the configuration read when neither --config nor
+// $HIRO_CONFIG names one (relative to the working folder).
+const defaultConfigPath = "hiro.toml"
+
+// self is the command line a user types to reach this configuration again,
+// for hints ("stop it with: ..."): plain "hiro" when the configuration is
+// the default or comes from $HIRO_CONFIG, else "hiro --config PATH" with the
+// path made absolute and quoted for a POSIX shell.
+func (g *Globals) self() string {
+	if g.ConfigPath == "" || g.ConfigPath == defaultConfigPath || g.ConfigPath == os.Getenv("HIRO_CONFIG") {
+		return "hiro"
+	}
+	p, err := filepath.Abs(g.ConfigPath)
+	if err != nil {
+		p = g.ConfigPath
+	}
+	return "hiro --config " + shellquote.Quote(p)
 }
 
 // commandFactories is filled by each cmd_*.go file's init function through
@@ -62,7 +83,7 @@ func NewRoot(g *Globals) *cobra.Command {
 	root.SetErr(g.Stderr)
 	defCfg := os.Getenv("HIRO_CONFIG")
 	if defCfg == "" {
-		defCfg = "hiro.toml"
+		defCfg = defaultConfigPath
 	}
 	root.PersistentFlags().StringVar(&g.ConfigPath, "config", defCfg, "hiro configuration file (TOML); also $HIRO_CONFIG")
 	root.SetFlagErrorFunc(flagError)
@@ -287,6 +308,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		if code == ExitFailed && !errors.As(err, &ee) && isCobraUsage(err) {
 			code = ExitUsage
+		}
+		if errors.Is(err, syscall.EPIPE) {
+			// The reader of the output went away ('hiro ... | head'):
+			// what it did not read is not an error worth a message.
+			return code
 		}
 		if f := root.PersistentFlags().Lookup("config"); f != nil && !f.Changed {
 			err = explainConfigFromEnv(err, g.ConfigPath)
