@@ -73,7 +73,8 @@ func newDiagnoseCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diagnose LOGFILE --engine KIND [--exit CODE | --signal NAME] [--json]\n  hiro diagnose --coverage CASEDIR... [--json]",
 		Short: "Classify an engine's startup failure from its log, after the fact",
-		Long: `Read an engine log (one a user pasted, or an attempt's log file) and say why
+		Long: `Read an engine log (one a user pasted, or an attempt's log file; - reads it
+from standard input) and say why
 the engine failed, as 'hiro backend start' would have: the failure class, the
 phase it was in, the root-cause line (not the wrapper line), the facts parsed
 from the log (weights load seconds, shards, KV cache sizes, ...) and the next
@@ -104,7 +105,7 @@ case answered wrong; 2 bad usage (no such file, unknown engine kind, both
 			if len(args) != 1 {
 				return UsageErrorf("diagnose: give one engine log file (got %s; several arguments are case-set directories, with --coverage), e.g. hiro diagnose examples/diagnose/vllm.log --engine vllm --exit 1", countArgs(args))
 			}
-			return runDiagnose(c.Context(), g, o, args)
+			return runDiagnose(c.Context(), g, o, args, c.InOrStdin())
 		},
 	}
 	f := cmd.Flags()
@@ -117,8 +118,9 @@ case answered wrong; 2 bad usage (no such file, unknown engine kind, both
 	return cmd
 }
 
-// runDiagnose classifies the log args[0] and prints the failure.
-func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string) error {
+// runDiagnose classifies the log args[0] ("-": stdin) and prints the
+// failure.
+func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string, stdin io.Reader) error {
 	if o.Engine == "" {
 		return UsageErrorf("diagnose: --engine is required: the kind of engine that wrote the log, one of %s", strings.Join(engine.Kinds(), ", "))
 	}
@@ -147,12 +149,16 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string) 
 	}
 
 	path := args[0]
-	fh, err := os.Open(path)
-	if err != nil {
-		return UsageErrorf("diagnose: cannot read the log %s: %w: give the path of the engine's log file", path, errors.Unwrap(err))
+	in := stdin
+	if path != "-" {
+		fh, err := os.Open(path)
+		if err != nil {
+			return UsageErrorf("diagnose: cannot read the log %s: %w: give the path of the engine's log file, or - to read it from standard input", path, errors.Unwrap(err))
+		}
+		defer fh.Close()
+		in = fh
 	}
-	defer fh.Close()
-	d, err := engine.DiagnoseLog(fh, o.Engine, engine.DiagnoseOptions{Exit: exit, RequiresAccelerator: o.RequiresAccelerator})
+	d, err := engine.DiagnoseLog(in, o.Engine, engine.DiagnoseOptions{Exit: exit, RequiresAccelerator: o.RequiresAccelerator})
 	if err != nil {
 		return UsageErrorf("diagnose: %s: %w", path, err)
 	}

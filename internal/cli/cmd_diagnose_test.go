@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,6 +145,36 @@ func TestDiagnoseHuman(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// "-" reads the log from standard input (a log pasted into a terminal or
+// piped from journalctl): the same verdict as from the file.
+func TestDiagnoseStdin(t *testing.T) {
+	bin := testsupport.Hiro(t)
+	log, err := os.ReadFile(filepath.Join("..", "..", "examples", "diagnose", "vllm.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdict := func(args ...string) string {
+		cmd := exec.Command(bin, append([]string{"diagnose"}, args...)...)
+		cmd.Stdin = bytes.NewReader(log)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("hiro diagnose %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	fromStdin := verdict("-", "--engine", "vllm", "--exit", "1", "--json")
+	fromFile := verdict(filepath.Join("..", "..", "examples", "diagnose", "vllm.log"), "--engine", "vllm", "--exit", "1", "--json")
+	var a, b map[string]any
+	if json.Unmarshal([]byte(fromStdin), &a) != nil || json.Unmarshal([]byte(fromFile), &b) != nil || a["log"] != "-" {
+		t.Fatalf("from stdin:\n%s\nfrom the file:\n%s", fromStdin, fromFile)
+	}
+	delete(a, "log")
+	delete(b, "log")
+	if a["failure"] == nil || !reflect.DeepEqual(a, b) {
+		t.Errorf("from stdin:\n%s\nfrom the file:\n%s", fromStdin, fromFile)
 	}
 }
 
