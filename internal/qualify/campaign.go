@@ -461,7 +461,7 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, inconclusiv
 			g.Reason = fmt.Sprintf("%s after %s: no result", reason, time.Duration(g.DurationMS)*time.Millisecond)
 		case err != nil && errors.Is(err, ErrHarness):
 			aborted, reason = true, err.Error()
-			g.Status, g.Reason = evidence.StatusFailed, "harness error: "+err.Error()
+			g.Status, g.Reason = evidence.StatusFailed, err.Error() // "harness error: ..." (ErrHarness wraps it)
 		case err != nil && errors.Is(err, ErrInconclusive):
 			inconclusive = append(inconclusive, spec.ID)
 			g.Status, g.Reason = evidence.StatusInconclusive, err.Error()
