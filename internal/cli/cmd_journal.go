@@ -246,7 +246,9 @@ Without --out, DIR is journal-site/ beside the journal directory
 	return cmd
 }
 
-// runJournalBuild builds the site, then records the published entries.
+// runJournalBuild builds the site, then records the published entries;
+// it refuses (exit 1, nothing built) when a published entry is gone or
+// changed without a revision note.
 func runJournalBuild(_ context.Context, g *Globals, jo *journalOpts, o *journalBuildOpts) error {
 	if err := jo.resolve(g); err != nil {
 		return err
@@ -261,6 +263,16 @@ func runJournalBuild(_ context.Context, g *Globals, jo *journalOpts, o *journalB
 	if err != nil {
 		return UsageErrorf("journal build: %w", err)
 	}
+	// A published entry gone or changed without a revision note is what
+	// 'journal check' fails on: the site is not built over it (it was, with
+	// a warning, and the entry's page silently vanished or changed).
+	pub, err := journal.ReadPublished(jo.Dir)
+	if err != nil {
+		return fmt.Errorf("journal build: %w", err)
+	}
+	if probs := pub.Unrevised(j.Entries); len(probs) > 0 {
+		return FailedError(fmt.Errorf("journal build: %w\nnothing was built; fix these and run again", &journal.ProblemsError{Problems: probs}))
+	}
 	start := time.Now()
 	res, err := journal.Build(j, o.Out, journal.BuildOptions{Title: o.Title, BaseURL: o.BaseURL})
 	var pe *journal.ProblemsError
@@ -273,13 +285,6 @@ func runJournalBuild(_ context.Context, g *Globals, jo *journalOpts, o *journalB
 		return fmt.Errorf("journal build: %w", err)
 	}
 	elapsed := time.Since(start)
-	pub, err := journal.ReadPublished(jo.Dir)
-	if err != nil {
-		return fmt.Errorf("journal build: site built, but: %w", err)
-	}
-	for _, p := range pub.Unrevised(j.Entries) {
-		fmt.Fprintf(g.Stderr, "warning: %s\n", p)
-	}
 	if pub.Record(j.Entries) {
 		if err := journal.WritePublished(jo.Dir, pub); err != nil {
 			return fmt.Errorf("journal build: site built, but: %w", err)

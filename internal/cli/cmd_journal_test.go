@@ -89,6 +89,21 @@ func TestJournalCommands(t *testing.T) {
 	if code != ExitFailed || !strings.Contains(out, "published entry changed without a revision note") {
 		t.Fatalf("check after an unrevised change: %d %q", code, out)
 	}
+	// build refuses it too, and builds nothing (it built, with a warning).
+	before, _ := os.ReadFile(filepath.Join(site, "entries", "moving-the-drive.html"))
+	code, _, errs = runHiro(t, "journal", "build", "--journal", dir, "--out", site)
+	after, _ := os.ReadFile(filepath.Join(site, "entries", "moving-the-drive.html"))
+	if code != ExitFailed || !strings.Contains(errs, "published entry changed without a revision note") || !strings.Contains(errs, "nothing was built") || !bytes.Equal(before, after) {
+		t.Fatalf("build after an unrevised change: %d %q (page changed: %v)", code, errs, !bytes.Equal(before, after))
+	}
+	// A published entry removed: build refuses and keeps the entry's page.
+	os.WriteFile(p, data, 0o644)
+	os.Rename(p, p+".away")
+	code, _, errs = runHiro(t, "journal", "build", "--journal", dir, "--out", site)
+	if _, err := os.Stat(filepath.Join(site, "entries", "moving-the-drive.html")); code != ExitFailed || !strings.Contains(errs, "is gone") || err != nil {
+		t.Fatalf("build after a published entry was removed: %d %q (page: %v)", code, errs, err)
+	}
+	os.Rename(p+".away", p)
 
 	if code, _, errs = runHiro(t, "journal", "build", "--journal", dir, "--out", t.TempDir()+"/x", "--base-url", "example.org"); code != ExitUsage {
 		t.Errorf("build with a relative base URL: %d %q", code, errs)
