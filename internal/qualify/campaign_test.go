@@ -253,6 +253,9 @@ func TestBadPlansStartNothing(t *testing.T) {
 		"zero requests":         {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"structured_control\"\nrequests = 0\n", "gates[1].requests: 0: use 1 to"},
 		"evidence in /proc":     {"evidence_dir = \"/proc/nope\"\n[[gates]]\nkind = \"launch\"\n", "evidence_dir: /proc/nope: cannot create a folder in /proc"},
 		"another kind's key":    {"[[gates]]\nkind = \"launch\"\nrequests = 3\n[[gates]]\nkind = \"sequential\"\nrequests = 3\n", "gates[0].requests: unknown key for a launch gate"},
+		"gate key misspelt":     {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequets = 3\n", "gates[1].requets: unknown key for a sequential gate; did you mean requests?"},
+		"plan key misspelt":     {"exlusive = true\n[[gates]]\nkind = \"launch\"\n", "exlusive: unknown key; did you mean exclusive?"},
+		"plan key unknown":      {"colour = \"red\"\n[[gates]]\nkind = \"launch\"\n", "colour: unknown key; docs/plan.md lists every key"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -145,7 +146,11 @@ func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 		if len(k) > 0 && k[0] == "gates" {
 			continue // decoded per gate below
 		}
-		es = append(es, &PlanError{File: path, Key: k.String(), Msg: "unknown key; see examples/*/plan.toml for the plan format"})
+		var known []string
+		if len(k) == 1 {
+			known = tomlKeys(reflect.TypeOf(p))
+		}
+		es = append(es, &PlanError{File: path, Key: k.String(), Msg: unknownPlanKey(k[len(k)-1], known)})
 	}
 	var raw struct {
 		Gates []map[string]any `toml:"gates"`
@@ -368,7 +373,11 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 	}
 	for _, key := range md1.Undecoded() {
 		if undec2[key.String()] {
-			es = append(es, &PlanError{File: file, Key: k + "." + key.String(), Msg: fmt.Sprintf("unknown key for a %s gate; see examples/*/plan.toml for the plan format", g.Kind)})
+			var known []string
+			if len(key) == 1 {
+				known = append(tomlKeys(reflect.TypeOf(*g)), tomlKeys(reflect.TypeOf(g.Gate))...)
+			}
+			es = append(es, &PlanError{File: file, Key: k + "." + key.String(), Msg: "unknown key for a " + g.Kind + " gate" + strings.TrimPrefix(unknownPlanKey(key[len(key)-1], known), "unknown key")})
 		}
 	}
 	return g, es
@@ -486,4 +495,37 @@ func checkNesting(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// unknownPlanKey is the message for an unknown plan key: the known key
+// nearest in spelling when one is near (config.Suggest), and where every
+// key is listed.
+func unknownPlanKey(word string, known []string) string {
+	if s := config.Suggest(word, known); s != "" {
+		return fmt.Sprintf("unknown key; did you mean %s? (docs/plan.md lists every key)", s)
+	}
+	return "unknown key; docs/plan.md lists every key of the plan, and examples/*/plan.toml are complete plans"
+}
+
+// tomlKeys lists the TOML keys of struct type t (through pointers and
+// embedded structs): the names in its fields' toml tags.
+func tomlKeys(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		switch {
+		case f.Anonymous && name == "":
+			keys = append(keys, tomlKeys(f.Type)...)
+		case name != "" && name != "-":
+			keys = append(keys, name)
+		}
+	}
+	return keys
 }
