@@ -80,6 +80,10 @@ func runFit(ctx context.Context, g *Globals, name, hostFacts string) error {
 		for _, l := range preflight.Describe(pr) {
 			fmt.Fprintln(g.Stdout, l)
 		}
+		if pr.CannotPredict != "" {
+			// Where the profile is, for what the reason says to add.
+			fmt.Fprintf(g.Stdout, "profile: [backends.%s] in %s\n", name, cfg.Path)
+		}
 	}
 	if !pr.Runs {
 		return Silent(1)

@@ -87,3 +87,28 @@ func TestFitCommand(t *testing.T) {
 		t.Errorf("unknown profile: exit %d", code)
 	}
 }
+
+// 'hiro fit prod' on the shipped examples/hiro.toml predicts from the
+// artifact the example names (with a GPU host's recorded facts: it fits,
+// exit 0). A profile that names no artifact gets "cannot predict" with
+// what to add (artifact or artifact_dir), under which table of which
+// file; exit 1, as documented, and no crash.
+func TestFitOnTheExampleAndWithoutAnArtifact(t *testing.T) {
+	t.Setenv("HIRO_STATE_HOME", t.TempDir())
+	code, out, errs := runHiro(t, "--config", filepath.Join("..", "..", "examples", "hiro.toml"), "fit", "prod",
+		"--host-facts", filepath.Join("..", "..", "examples", "seed-replay", "seed-host.json"))
+	if code != ExitOK || !strings.Contains(out, "prod: predicted to run") || !strings.Contains(out, "gguf, llama") {
+		t.Errorf("fit prod on examples/hiro.toml: exit %d\n%s%s", code, out, errs)
+	}
+	cfg := filepath.Join(t.TempDir(), "hiro.toml")
+	must(t, os.WriteFile(cfg, []byte("[backends.prod]\nengine = \"ollama\"\ncommand = \"ollama\"\nport = 11998\nmodel = \"x\"\n[backends.prod.env]\nOLLAMA_HOST = \"127.0.0.1:11998\"\n"), 0o644))
+	code, out, errs = runHiro(t, "--config", cfg, "fit", "prod")
+	for _, want := range []string{"cannot predict: profile prod names no artifact", `add artifact = "path/to/manifest.json"`, `artifact_dir = "path/to/model"`, "under [backends.prod]", "profile: [backends.prod] in " + cfg} {
+		if !strings.Contains(out, want) {
+			t.Errorf("fit without an artifact lacks %q:\n%s%s", want, out, errs)
+		}
+	}
+	if code != ExitFailed {
+		t.Errorf("fit without an artifact: exit %d, want %d (no prediction)", code, ExitFailed)
+	}
+}

@@ -139,7 +139,7 @@ func locate(p *config.Profile) (dir, gguf, modelfile string, err error) {
 		}
 	}
 	if dir == "" {
-		return "", "", "", fmt.Errorf("profile %s names no artifact (artifact or artifact_dir): the model's shape is unknown", p.Name)
+		return "", "", "", fmt.Errorf("profile %s names no artifact, so the model's shape is unknown: add artifact = \"path/to/manifest.json\" (a manifest hiro artifact pin writes) or artifact_dir = \"path/to/model\" (the model's folder) under [backends.%s]", p.Name, p.Name)
 	}
 	if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
 		return "", "", "", fmt.Errorf("artifact directory %s is missing", dir)
