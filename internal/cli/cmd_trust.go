@@ -15,7 +15,7 @@ func init() { registerCommand(newTrustCmd) }
 
 func newTrustCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "trust [add KEY|FILE [--name NAME] | remove KEY-ID | key]",
+		Use:   "trust [list | add KEY|FILE [--name NAME] | remove KEY-ID | key]",
 		Short: "List, add or remove the keys whose signed evidence hiro acts on",
 		Long: `hiro signs every evidence document and activation record it writes with your
 Ed25519 key (created on first use in your private state folder, keys/signing.key,
@@ -24,7 +24,7 @@ trusted key signed: your own key always, and the keys listed here (another
 machine's or a CI runner's hiro). 'hiro journal add' publishes evidence
 signed by any key, recording which, and warns when it is not trusted.
 
-With no subcommand, list the trusted keys. 'add' takes a public key
+With no subcommand, or 'list', list the trusted keys. 'add' takes a public key
 (ed25519:BASE64, as 'hiro trust key' or a signature's public_key prints it) or
 a signed evidence file, whose signer's key is added after its signature
 verifies. 'remove' takes a key's fingerprint (SHA256:...) or its text.
@@ -63,7 +63,13 @@ a list another user owns or others may write is refused.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(add, remove, key)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the trusted keys (what 'hiro trust' alone prints)",
+		Args:  needArgs(0, 0, "", ""),
+		RunE:  func(c *cobra.Command, _ []string) error { return runTrustList(g) },
+	}
+	cmd.AddCommand(list, add, remove, key)
 	return cmd
 }
 
