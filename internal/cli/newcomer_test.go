@@ -92,8 +92,19 @@ func TestHelpTextsWrapped(t *testing.T) {
 // hiro eval on a missing corpus exits 2, as its help says.
 func TestEvalMissingCorpusIsUsage(t *testing.T) {
 	code, _, errs := runHiro(t, "eval", "--corpus", filepath.Join(t.TempDir(), "nothing"), "--claims", "claims.jsonl")
-	if code != ExitUsage || !strings.Contains(errs, "not a frozen corpus") {
+	if code != ExitUsage || !strings.Contains(errs, "not a frozen corpus") || !strings.Contains(errs, "hiro corpus freeze") {
 		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	// A folder laid out as a corpus but not frozen yet: the next step is
+	// freeze, not import.
+	dir := filepath.Join(t.TempDir(), "mine")
+	must(t, os.MkdirAll(filepath.Join(dir, "docs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "docs", "a.txt"), []byte("A."), 0o644))
+	for _, args := range [][]string{{"eval", "--corpus", dir, "--claims", "claims.jsonl"}, {"--config", filepath.Join("..", "..", "examples", "hiro.toml"), "extract", "--corpus", dir, "--out", t.TempDir()}} {
+		_, _, errs := runHiro(t, args...)
+		if !strings.Contains(errs, "freeze it with 'hiro corpus freeze "+dir+"'") || strings.Contains(errs, "corpus import") {
+			t.Errorf("%v on an unfrozen folder: %q, want the freeze command", args, errs)
+		}
 	}
 	code, long, _ := runHiro(t, "eval", "--help")
 	if code != ExitOK || !strings.Contains(long, "2 bad usage (a missing file") {

@@ -1,6 +1,8 @@
 package corpus
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,5 +122,32 @@ func TestPathIDsAreCorpusIDs(t *testing.T) {
 	one, err := LoadPaths([]string{c.Docs[0].Path})
 	if err != nil || one[0].ID != c.Docs[0].ID {
 		t.Errorf("one file: %v %v, want id %q", one, err, c.Docs[0].ID)
+	}
+}
+
+// Freeze names every bad gold line with its line number, not only the
+// first; past FreezeShown it lists the first ones and counts the rest.
+func TestFreezeNamesEveryBadLine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c")
+	writeTree(t, dir, map[string]string{"docs/a.txt": "A.", "gold.jsonl": `{"doc_id":"a","sentence_index":0,"text":"A."}` + "\n" +
+		`{"doc_id":"zz","sentence_index":0,"text":"x"}` + "\nnot json\n" + `{"doc_id":"a","sentence_index":-2,"text":"x"}` + "\n"})
+	_, _, err := Freeze(dir, "")
+	var fe *FreezeError
+	if !errors.As(err, &fe) || len(fe.Problems) != 3 {
+		t.Fatalf("err %v, want a FreezeError with 3 problems", err)
+	}
+	for _, w := range []string{"3 problems, nothing written", `gold.jsonl:2: doc_id "zz"`, "gold.jsonl:3: not a gold claim", "gold.jsonl:4: sentence_index -2"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q lacks %q", err, w)
+		}
+	}
+	var many strings.Builder
+	for i := 0; i < FreezeShown+5; i++ {
+		many.WriteString(`{"doc_id":"zz","sentence_index":0,"text":"x"}` + "\n")
+	}
+	writeTree(t, dir, map[string]string{"gold.jsonl": many.String()})
+	_, _, err = Freeze(dir, "")
+	if err == nil || !strings.Contains(err.Error(), "... and 5 more") || !strings.Contains(err.Error(), fmt.Sprintf("gold.jsonl:%d:", FreezeShown)) || strings.Contains(err.Error(), fmt.Sprintf("gold.jsonl:%d:", FreezeShown+1)) {
+		t.Errorf("%d bad lines: %v", FreezeShown+5, err)
 	}
 }

@@ -170,7 +170,11 @@ func ReadManifest(dir string) (*Manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no %s: not a frozen corpus (import one with 'hiro corpus import'): %w", dir, ManifestFile, fs.ErrNotExist)
+			how := fmt.Sprintf("lay it out as %s/ (one document per file) and an optional %s, then freeze it with 'hiro corpus freeze %s' (docs/corpus.md), or import one with 'hiro corpus import'", DocsDir, GoldFile, dir)
+			if st, err := os.Stat(filepath.Join(dir, DocsDir)); err == nil && st.IsDir() {
+				how = fmt.Sprintf("freeze it with 'hiro corpus freeze %s'", dir)
+			}
+			return nil, fmt.Errorf("%s: no %s: not a frozen corpus; %s: %w", dir, ManifestFile, how, fs.ErrNotExist)
 		}
 		return nil, err
 	}
@@ -317,6 +321,77 @@ func readGold(path string) ([]GoldClaim, error) {
 	return out, sc.Err()
 }
 
+// checkGold checks every line of the gold claims file at path (absent:
+// none) against the corpus's document ids: strict JSON, a doc_id that is
+// a document, a sentence_index of 0 or more, a text. It returns one
+// problem per bad line, each with its line number (gold.jsonl:N), so that
+// a person fixes them all in one pass.
+func checkGold(path string, ids map[string]string) []string {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer f.Close()
+	var problems []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		where := fmt.Sprintf("%s:%d", GoldFile, n)
+		var g GoldClaim
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		switch err := dec.Decode(&g); {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%s: not a gold claim: %v (a line is {\"doc_id\":...,\"sentence_index\":N,\"text\":...})", where, err))
+		case ids[g.DocID] == "":
+			problems = append(problems, fmt.Sprintf("%s: doc_id %q is no document (ids are the paths under %s/ without their extension)", where, g.DocID, DocsDir))
+		case g.SentenceIndex < 0:
+			problems = append(problems, fmt.Sprintf("%s: sentence_index %d is negative", where, g.SentenceIndex))
+		case strings.TrimSpace(g.Text) == "":
+			problems = append(problems, fmt.Sprintf("%s: text is empty", where))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		problems = append(problems, fmt.Sprintf("%s: %v", GoldFile, err))
+	}
+	return problems
+}
+
+// FreezeShown is how many problems a FreezeError's message lists; the
+// rest are counted.
+const FreezeShown = 20
+
+// FreezeError is Freeze's refusal: every problem found (a line each,
+// gold claims with their line numbers); nothing was written.
+type FreezeError struct {
+	Dir      string
+	Problems []string
+}
+
+func (e *FreezeError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "freeze corpus %s: %d problem", e.Dir, len(e.Problems))
+	if len(e.Problems) != 1 {
+		b.WriteString("s")
+	}
+	b.WriteString(", nothing written:")
+	for i, p := range e.Problems {
+		if i == FreezeShown {
+			fmt.Fprintf(&b, "\n  ... and %d more", len(e.Problems)-FreezeShown)
+			break
+		}
+		b.WriteString("\n  " + p)
+	}
+	return b.String()
+}
+
 // WriteFileAtomic writes data to path through a temporary file in the same
 // directory, fsynced and renamed over path.
 func WriteFileAtomic(path string, data []byte) error {
@@ -362,23 +437,9 @@ func Freeze(dir, name string) (m *Manifest, previous string, err error) {
 	if len(ids) == 0 {
 		problems = append(problems, fmt.Sprintf("%s/ holds no document", DocsDir))
 	}
-	gold, err := readGold(filepath.Join(dir, GoldFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		problems = append(problems, err.Error())
-	}
-	for i, g := range gold {
-		where := fmt.Sprintf("%s: claim %d", GoldFile, i+1)
-		switch {
-		case ids[g.DocID] == "":
-			problems = append(problems, fmt.Sprintf("%s: doc_id %q is no document (ids are the paths under %s/ without their extension)", where, g.DocID, DocsDir))
-		case g.SentenceIndex < 0:
-			problems = append(problems, fmt.Sprintf("%s: sentence_index %d is negative", where, g.SentenceIndex))
-		case strings.TrimSpace(g.Text) == "":
-			problems = append(problems, fmt.Sprintf("%s: text is empty", where))
-		}
-	}
+	problems = append(problems, checkGold(filepath.Join(dir, GoldFile), ids)...)
 	if len(problems) > 0 {
-		return nil, "", fmt.Errorf("freeze corpus %s: %s", dir, strings.Join(problems, "; "))
+		return nil, "", &FreezeError{Dir: dir, Problems: problems}
 	}
 	if old, err := ReadManifest(dir); err == nil {
 		previous = old.Digest
