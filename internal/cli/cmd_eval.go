@@ -134,7 +134,7 @@ func runEval(_ context.Context, g *Globals, o *evalOpts) error {
 // mistyped path is named as such rather than failing as unreadable claims.
 func evalPathKinds(o *evalOpts) error {
 	if st, err := os.Stat(o.Corpus); err == nil && !st.IsDir() {
-		return UsageErrorf("eval: --corpus %s is a file, not a directory: give the frozen corpus folder (the one with manifest.json, made by 'hiro corpus import')", o.Corpus)
+		return UsageErrorf("eval: --corpus %s is a file, not a directory: give the frozen corpus folder (the one with manifest.json, made by 'hiro corpus freeze' or 'hiro corpus import')", o.Corpus)
 	}
 	st, err := os.Stat(o.Claims)
 	switch {

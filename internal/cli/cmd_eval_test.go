@@ -221,3 +221,17 @@ func TestEvalLeavesUncommittedClaimsOut(t *testing.T) {
 		t.Errorf("claims shorter than the checkpoint: exit %d\n%s", code, stderr)
 	}
 }
+
+// 'hiro eval --claims rejects.jsonl' (the other file extract writes) is
+// named as the wrong file, with the claims file to give instead, not
+// scored or reported as claims of an unknown document.
+func TestEvalGivenTheRejectsFile(t *testing.T) {
+	dir := t.TempDir()
+	rej := filepath.Join(dir, "rejects.jsonl")
+	must(t, os.WriteFile(rej, []byte(`{"kind":"claim","doc_id":"library","sentence_index":0,"attempt":1,"reasons":[{"code":"not_grounded"}],"text":"The library","model":"m","backend":"b","prompt_hash":"h"}`+"\n"), 0o644))
+	code, out, errs := runHiro(t, "eval", "--corpus", filepath.Join("..", "..", "corpora", "hiro-mini"), "--claims", rej)
+	want := rej + ":1 is a reject record"
+	if code == ExitOK || !strings.Contains(errs, want) || !strings.Contains(errs, filepath.Join(dir, "claims.jsonl")) || strings.Contains(errs, "corpus hiro-mini does not have") {
+		t.Errorf("eval of rejects.jsonl: exit %d, stdout %q, stderr %q; want %q and the claims file beside it", code, out, errs, want)
+	}
+}

@@ -486,6 +486,10 @@ func countLines(b []byte) int {
 	return n
 }
 
+// errRejectLine is parseClaimLine's answer to a line of rejects.jsonl
+// (kind and reasons): the wrong file, not a malformed claim.
+var errRejectLine = errors.New("a reject record, not a claim")
+
 // ClaimLineShape says what parseClaims requires of each claims.jsonl line.
 const ClaimLineShape = `one JSON object, as 'hiro extract' writes it: "doc_id" and "text" non-empty strings; "quote" a string; "sentence_index" an integer >= 0; "sentence_span" two integers [start, end], 0 <= start <= end (the last three optional)`
 
@@ -503,6 +507,10 @@ func parseClaims(raw []byte, path string) ([]PredictedClaim, error) {
 			continue
 		}
 		p, err := parseClaimLine(line)
+		if errors.Is(err, errRejectLine) {
+			beside := filepath.Join(filepath.Dir(path), "claims.jsonl")
+			return nil, fmt.Errorf("%s:%d is a reject record (it has \"kind\" and \"reasons\", as 'hiro extract' writes rejects.jsonl), not a claim: give --claims the claims file of the same run, %s (hiro eval scores claims; a reject is what extraction refused)", path, n, beside)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: not a claim: %s; expected %s", path, n, err, ClaimLineShape)
 		}
@@ -529,6 +537,11 @@ func parseClaimLine(line []byte) (PredictedClaim, error) {
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(line, &f); err != nil {
 		return p, err
+	}
+	if _, kind := f["kind"]; kind {
+		if _, reasons := f["reasons"]; reasons {
+			return p, errRejectLine
+		}
 	}
 	str := func(name string, required bool) (string, error) {
 		v, ok := f[name]
