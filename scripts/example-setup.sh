@@ -11,4 +11,8 @@ cd "$root" || exit 2
 export PATH="$(go env GOPATH)/bin:$PATH"
 ./scripts/build.sh || exit 2
 ./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 || exit 2
-hiro() { "$root/.bin/hiro" --config "$here/hiro.toml" "$@"; }
+hiro_config="$here/hiro.toml"
+hiro() { "$root/.bin/hiro" --config "$hiro_config" "$@"; }
+
+# example_ports PORT...: replace ports other programs hold (example-ports.sh).
+source "$root/scripts/example-ports.sh"

@@ -14,13 +14,16 @@ source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here and root, de
 hiro corpus verify corpora/hiro-atlas || exit 2
 
 hiro backend stop prod >/dev/null 2>&1 || true
+# Production on 11536, the candidate on 11537; a port another program
+# holds is replaced by a free one (said on stderr).
+example_ports 11536 11537
 hiro backend start prod || exit 2
 
 # Ctrl-C: hiro qualify puts production back and exits 3; the demo then
 # publishes nothing (a journal entry, once published, stays) and stops.
 interrupted=0
 trap 'interrupted=1' INT
-hiro qualify "$here/plan.toml"
+hiro qualify "$plan"
 code=$?
 trap - INT
 if [ "$interrupted" = 1 ]; then
