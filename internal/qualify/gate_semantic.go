@@ -270,16 +270,22 @@ func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *
 
 // runSide extracts the corpus through t into dir and scores it; a
 // progress line per finished document goes to h (a corpus through a
-// model on a CPU takes minutes).
+// model on a CPU takes minutes), and a heartbeat line with the sentences
+// done when no line was written for sideHeartbeatEvery.
 func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semanticTarget, dir string, h *Handle) (*semanticSide, error) {
 	total := len(c.Docs)
-	var done atomic.Int64
+	hb := &sideProgress{backend: t.Backend, docsTotal: total, start: time.Now()}
+	hb.noteLine(hb.start)
 	onCommit := func(dp extract.DocProgress) {
-		h.Logf("%s", docProgressLine(t.Backend, int(done.Add(1)), total, dp))
+		h.Logf("%s", docProgressLine(t.Backend, int(hb.docsDone.Add(1)), total, dp))
+		hb.noteLine(time.Now())
 	}
+	stop := make(chan struct{})
+	go hb.beat(stop, sideHeartbeatEvery, func(s string) { h.Logf("%s", s) })
+	defer close(stop)
 	sum, err := extract.Run(ctx, c.Docs, extract.Options{Client: profileClient(t.profile), Backend: t.Backend, BaseURL: t.BaseURL, Model: t.Model,
 		OutDir: dir, Concurrency: g.Concurrency, MaxRepairs: g.repairs(), MaxTokens: g.MaxTokens, RequestTimeout: g.RequestTimeout.Duration,
-		OnCommit: onCommit})
+		OnCommit: onCommit, Progress: hb})
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +302,55 @@ func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semantic
 		replies[id] = [2]int{p.Replies, p.SchemaValid}
 	}
 	return &semanticSide{Schema: SemanticSideSchema, Target: t, OutDir: dir, Stats: sum.Stats, Report: rep, Replies: replies}, nil
+}
+
+// sideHeartbeatEvery is how long a side's extraction may go without a
+// progress line before it says how far it is: one document through a
+// model on a loaded CPU takes a minute or more, and a silent minute
+// reads as a hang.
+var sideHeartbeatEvery = 15 * time.Second
+
+// sideProgress counts one side's extracted sentences (it is the run's
+// extract.Progress) and finished documents, for the heartbeat line.
+type sideProgress struct {
+	backend         string
+	docsTotal       int
+	start           time.Time
+	docsDone        atomic.Int64
+	sentences, done atomic.Int64
+	lastLine        atomic.Int64 // unix nanoseconds of the last line written
+}
+
+func (p *sideProgress) Start(total int) { p.sentences.Store(int64(total)) }
+func (p *sideProgress) Add(n int)       { p.done.Add(int64(n)) }
+func (p *sideProgress) Finish()         {}
+
+// noteLine records that a progress line was written at now.
+func (p *sideProgress) noteLine(now time.Time) { p.lastLine.Store(now.UnixNano()) }
+
+// line is the heartbeat: "prod: 12 of 48 sentences extracted (2 of 5
+// documents done), 1m10s so far".
+func (p *sideProgress) line(now time.Time) string {
+	return fmt.Sprintf("%s: %d of %d sentences extracted (%d of %d documents done), %s so far", p.backend,
+		p.done.Load(), p.sentences.Load(), p.docsDone.Load(), p.docsTotal, now.Sub(p.start).Round(time.Second))
+}
+
+// beat writes the heartbeat line through logf whenever no line was
+// written for every, until stop is closed.
+func (p *sideProgress) beat(stop <-chan struct{}, every time.Duration, logf func(string)) {
+	t := time.NewTicker(every / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			if now.Sub(time.Unix(0, p.lastLine.Load())) >= every {
+				logf(p.line(now))
+				p.noteLine(now)
+			}
+		}
+	}
 }
 
 // docProgressLine is the progress line of one finished document of a

@@ -1,7 +1,9 @@
 package qualify
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hiro-dev/hiro/internal/extract"
 )
@@ -21,5 +23,42 @@ func TestDocProgressLineAgreesInNumber(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// A side's extraction is never silent for longer than the heartbeat: with
+// no document finished, a line says how many sentences are done; a line
+// written meanwhile (a finished document) puts the heartbeat off.
+func TestSideHeartbeat(t *testing.T) {
+	p := &sideProgress{backend: "prod", docsTotal: 5, start: time.Now()}
+	p.noteLine(p.start)
+	p.Start(48)
+	p.Add(12)
+	p.docsDone.Add(2)
+	lines := make(chan string, 100)
+	stop := make(chan struct{})
+	go p.beat(stop, 40*time.Millisecond, func(s string) { lines <- s })
+	select {
+	case l := <-lines:
+		if !strings.HasPrefix(l, "prod: 12 of 48 sentences extracted (2 of 5 documents done), ") || !strings.HasSuffix(l, " so far") {
+			t.Errorf("heartbeat %q", l)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no heartbeat")
+	}
+	close(stop)
+	// Lines written all the time: no heartbeat between them.
+	quiet := make(chan string, 100)
+	stop = make(chan struct{})
+	p.noteLine(time.Now())
+	go p.beat(stop, time.Second, func(s string) { quiet <- s })
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		p.noteLine(time.Now())
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	if n := len(quiet); n != 0 {
+		t.Errorf("%d heartbeats while other lines kept coming", n)
 	}
 }
