@@ -69,3 +69,39 @@ model = "fake-model"
 		t.Errorf("backend start of an exclusive profile with the accelerator held: exit %d, want %d naming the holder\n%s%s", code, ExitBusy, out, errs)
 	}
 }
+
+// Two configurations in two folders, each with its own state_dir and a
+// production profile named prod on its own port, do not collide: a lease
+// is the server's (host and port, lease.ProductionKey), not the profile
+// name's nor the user's. The same server named from a third folder,
+// under another name, is the same lease and is refused (exit 6, the
+// holder named).
+func TestLeasesAreTheServersNotTheProfileNames(t *testing.T) {
+	fake := buildFakeEngine(t)
+	pa, pb := cliFreePort(t), cliFreePort(t)
+	write := func(name string, port int) string {
+		dir := filepath.Join(t.TempDir(), "team")
+		must(t, os.MkdirAll(dir, 0o755))
+		cfg := filepath.Join(dir, "hiro.toml")
+		must(t, os.WriteFile(cfg, []byte(fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = %q\n[backends.%s]\nengine = \"llamacpp\"\ncommand = %q\nargs = [\"--port\", \"%d\"]\nport = %d\nmodel = \"fake-model\"\n",
+			name, name, fake, port, port)), 0o644))
+		return cfg
+	}
+	a, b, c := write("prod", pa), write("prod", pb), write("main", pa)
+	ld, err := lease.Dir()
+	must(t, err)
+	h, err := lease.Acquire(ld, &lease.Lease{Kind: lease.KindCampaign, Campaign: "20261201T000000Z-cand-aaaaaa", Config: a, Production: "prod", Candidate: "cand"},
+		lease.ProductionKey(fmt.Sprintf("http://127.0.0.1:%d", pa)))
+	must(t, err)
+	defer h.Release()
+
+	code, out, errs := runHiro(t, "--config", b, "backend", "start", "prod")
+	t.Cleanup(func() { runHiro(t, "--config", b, "backend", "stop", "prod") })
+	if code != ExitOK {
+		t.Errorf("prod of another configuration on its own port: exit %d, want 0 (no collision)\n%s%s", code, out, errs)
+	}
+	code, out, errs = runHiro(t, "--config", c, "backend", "start", "main")
+	if code != ExitBusy || !strings.Contains(errs, "campaign 20261201T000000Z-cand-aaaaaa") {
+		t.Errorf("the held server under another name: exit %d, want %d naming the campaign\n%s%s", code, ExitBusy, out, errs)
+	}
+}

@@ -129,6 +129,23 @@ served = ["side"]
 	if code := Run(context.Background(), []string{"--config", cfg, "status"}, &out, &errb); code != ExitOK || !strings.Contains(out.String(), "state       ready") {
 		t.Errorf("after the refused stop: exit %d\n%s", code, out.String())
 	}
+	// Another configuration, in another folder, whose production is also
+	// named prod (on another port): the router's status is not its
+	// status, and a second router is refused naming the running one.
+	other := filepath.Join(t.TempDir(), "hiro.toml")
+	op := cliFreePort(t)
+	must(t, os.WriteFile(other, []byte(fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n[backends.prod]\nengine = \"llamacpp\"\ncommand = %q\nargs = [\"--port\", \"%d\"]\nport = %d\nmodel = \"fake-model\"\n[serve]\nlisten = \"127.0.0.1:%d\"\naccess_log = \"off\"\n", fake, op, op, cliFreePort(t))), 0o644))
+	out.Reset()
+	errb.Reset()
+	if code := Run(context.Background(), []string{"--config", other, "status"}, &out, &errb); code != ExitFailed ||
+		!strings.Contains(errb.String(), "no hiro serve runs for "+other) || !strings.Contains(errb.String(), "serves "+cfg) || out.Len() != 0 {
+		t.Errorf("status of another configuration: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	errb.Reset()
+	if code := Run(context.Background(), []string{"--config", other, "serve"}, &bytes.Buffer{}, &errb); code == ExitOK ||
+		!strings.Contains(errb.String(), "hiro serve pid "+strconv.Itoa(os.Getpid())+" (configuration "+cfg) || !strings.Contains(errb.String(), "one router runs per user") {
+		t.Errorf("a second router for another configuration: exit %d\n%s", code, errb.String())
+	}
 	cancel()
 	select {
 	case code := <-done:

@@ -8,7 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/redact"
 )
 
@@ -51,6 +54,12 @@ func runStatus(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return FailedError(fmt.Errorf("status: %w", err))
 	}
+	if cfg, err := config.Load(g.ConfigPath); err == nil && st.Config != cfg.Path && !servesProductionOf(st, cfg) {
+		// The one router of this user serves another configuration and
+		// another production: its status is not this configuration's.
+		return FailedError(fmt.Errorf("status: no hiro serve runs for %s: the running one (pid %d, %s) serves %s, production %s at %s; one router runs per user at a time (its control socket is %s)",
+			cfg.Path, st.PID, st.Listen, st.Config, st.Production.Name, st.Production.BaseURL, control.SocketPath(dir)))
+	}
 	if g.JSON {
 		if err := backendPrintJSON(g, st); err != nil {
 			return err
@@ -62,6 +71,16 @@ func runStatus(ctx context.Context, g *Globals) error {
 		return Silent(ExitFailed)
 	}
 	return nil
+}
+
+// servesProductionOf reports whether the router st serves cfg's active
+// production's endpoint (another file naming the same server).
+func servesProductionOf(st *control.Status, cfg *config.Config) bool {
+	a, err := production.Resolve(cfg)
+	if err != nil || a == nil || a.Profile == nil {
+		return false
+	}
+	return lease.ProductionKey(a.Profile.BaseURL) == lease.ProductionKey(st.Production.BaseURL)
 }
 
 func printServeStatus(g *Globals, st *control.Status) {

@@ -62,7 +62,7 @@ func (s *Server) listenControl() (net.Listener, error) {
 	path := control.SocketPath(s.ctlDir)
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
-		return nil, fmt.Errorf("serve: another hiro serve answers on %s; stop it first (`hiro status` says which)", path)
+		return nil, fmt.Errorf("serve: %s answers on %s: one router runs per user at a time; stop it first", otherRouter(s.ctlDir), path)
 	}
 	os.Remove(path)
 	ln, err := net.Listen("unix", path)
@@ -99,6 +99,24 @@ func jsonRoute[Req, Resp any](c controlFuncs, f func(ctx context.Context, req Re
 		}
 		c.reply(w, 200, v)
 	}
+}
+
+// otherRouter names the router answering on dir's control socket: its
+// pid, configuration and production, or "another hiro serve" when it does
+// not say.
+func otherRouter(dir string) string {
+	c, err := control.Dial(dir)
+	if err != nil {
+		return "another hiro serve"
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return "another hiro serve"
+	}
+	return fmt.Sprintf("hiro serve pid %d (configuration %s, production %s at %s)", st.PID, st.Config, st.Production.Name, st.Production.BaseURL)
 }
 
 func (s *Server) controlHandler() http.Handler {
