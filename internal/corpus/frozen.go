@@ -297,12 +297,30 @@ func Load(dir string) (*Corpus, error) {
 
 // readGold reads a gold.jsonl file; unknown fields are errors.
 func readGold(path string) ([]GoldClaim, error) {
-	f, err := os.Open(path)
+	var out []GoldClaim
+	err := eachGold(path, func(n int, g GoldClaim, err error) error {
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		out = append(out, g)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// eachGold decodes each non-blank line of the gold claims file at path
+// strictly (unknown fields are errors) and calls fn with its line number
+// and the claim or the decoding error; an error fn returns stops it and
+// is returned, as is a file that cannot be opened or read.
+func eachGold(path string, fn func(n int, g GoldClaim, err error) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
 	defer f.Close()
-	var out []GoldClaim
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	for n := 1; sc.Scan(); n++ {
@@ -313,12 +331,12 @@ func readGold(path string) ([]GoldClaim, error) {
 		var g GoldClaim
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&g); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		derr := dec.Decode(&g)
+		if err := fn(n, g, derr); err != nil {
+			return err
 		}
-		out = append(out, g)
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 // checkGold checks every line of the gold claims file at path (absent:
@@ -327,27 +345,10 @@ func readGold(path string) ([]GoldClaim, error) {
 // problem per bad line, each with its line number (gold.jsonl:N), so that
 // a person fixes them all in one pass.
 func checkGold(path string, ids map[string]string) []string {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return []string{err.Error()}
-	}
-	defer f.Close()
 	var problems []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	err := eachGold(path, func(n int, g GoldClaim, err error) error {
 		where := fmt.Sprintf("%s:%d", GoldFile, n)
-		var g GoldClaim
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		switch err := dec.Decode(&g); {
+		switch {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("%s: not a gold claim: %v (a line is {\"doc_id\":...,\"sentence_index\":N,\"text\":...})", where, err))
 		case ids[g.DocID] == "":
@@ -357,8 +358,9 @@ func checkGold(path string, ids map[string]string) []string {
 		case strings.TrimSpace(g.Text) == "":
 			problems = append(problems, fmt.Sprintf("%s: text is empty", where))
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		problems = append(problems, fmt.Sprintf("%s: %v", GoldFile, err))
 	}
 	return problems
