@@ -188,9 +188,15 @@ type Comparison struct {
 	Production float64 `json:"production"`
 	Difference float64 `json:"difference"`
 	// Lower and Upper are the one-sided bounds of the difference at the
-	// method's confidence (percentile bootstrap over documents).
+	// method's confidence (bootstrap over documents: the Level and
+	// 1−Level quantiles of the resampled differences).
 	Lower float64 `json:"lower"`
 	Upper float64 `json:"upper"`
+	// Level (v3) is the tail share each bound leaves out of the resampled
+	// differences: the expanded percentile's Φ(−sqrt(n/(n−1))·t_{n−1}),
+	// a little below 1 − confidence (stats.ExpandedLevel). Absent from
+	// evidence whose bounds are the plain 1 − confidence quantiles.
+	Level float64 `json:"level,omitempty"`
 	// StandardError is the bootstrap standard error of the difference.
 	StandardError float64 `json:"standard_error"`
 	// Margin is the plan's tolerance: the drop that is still acceptable.

@@ -466,7 +466,7 @@ func seedParts(fp *evidence.Fingerprints) []string {
 const semanticSeeding = "each measure's seed is the first 16 bytes of SHA-256(\"hiro.stats/seed\", then the fingerprints plan, prompts, schemas, corpus, artifact_manifest, candidate_profile, production_config_before and the measure's name, each followed by a zero byte); PCG generator"
 
 // semanticTest is StatMethod.Test's text.
-const semanticTest = "paired percentile bootstrap over documents of the micro-averaged difference (candidate − production); one-sided non-inferiority with the tolerance as margin: passed when the lower bound is above −margin, failed when the upper bound is below it, else inconclusive"
+const semanticTest = "paired bootstrap over documents of the micro-averaged difference (candidate − production), expanded percentile bounds (each the level quantile, level = Φ(−sqrt(n/(n−1))·t_{n−1}(confidence)), Hesterberg 2015); one-sided non-inferiority with the tolerance as margin: passed when the lower bound is above −margin, failed when the upper bound is below it, else inconclusive"
 
 // compare decides: every rate (F1, grounding, schema-valid) must reach
 // its floor, the candidate must finish every document, and each rate is
@@ -583,7 +583,7 @@ func (g *SemanticGate) compareMeasure(measure string, cand, prod []stats.Ratio, 
 	out := stats.NonInferior(d, g.Tolerance)
 	return evidence.Comparison{
 		Measure: measure, Candidate: round6(d.Candidate), Production: round6(d.Production), Difference: round6(d.Estimate),
-		Lower: round6(d.Lower), Upper: round6(d.Upper), StandardError: round6(d.SE), Margin: g.Tolerance,
+		Lower: round6(d.Lower), Upper: round6(d.Upper), Level: round6(d.Level), StandardError: round6(d.SE), Margin: g.Tolerance,
 		Outcome: string(out), Decision: decisionWords(d, g.Tolerance, out), Seed: sd.String(),
 		DocumentsNeeded: stats.DocumentsNeeded(d.PerDocumentSD(), g.Tolerance, d.Confidence, stats.DefaultPower),
 		DetectableDrop:  round6(stats.DetectableDrop(d.PerDocumentSD(), d.Documents, d.Confidence, stats.DefaultPower)),

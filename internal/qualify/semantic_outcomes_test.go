@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,11 @@ func TestSemanticOutcomes(t *testing.T) {
 			t.Logf("f1 %+.3f [%+.3f, %+.3f], need %d: %s", f1.Difference, f1.Lower, f1.Upper, f1.DocumentsNeeded, f1.SampleSize)
 			if f1.Measure != "f1" || f1.Seed == "" || f1.SampleSize == "" || !(f1.Lower <= f1.Difference && f1.Difference <= f1.Upper) {
 				t.Errorf("f1 comparison %+v", f1)
+			}
+			// The expanded percentile's tail share at 5 documents and 95 %:
+			// Φ(−sqrt(5/4)·t_4(0.95)) = Φ(−2.3835) = 0.008575.
+			if math.Abs(f1.Level-0.008575) > 2e-6 || !strings.Contains(s.Method.Test, "expanded percentile") {
+				t.Errorf("level %v, test %q: want the expanded percentile's 0.008575 at 5 documents", f1.Level, s.Method.Test)
 			}
 			d := s.Differences[0]
 			if d.CandidateCounts == nil || d.ProductionCounts == nil || d.ProductionCounts.Gold == 0 || d.ProductionCounts.Replies == 0 {
