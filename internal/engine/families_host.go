@@ -75,6 +75,9 @@ var processFamily = family("process", []Rule{
 	{Text: "executable file not found in $PATH", Class: failure.ClassEngineDied},
 	{Text: "command not found", Class: failure.ClassEngineDied},
 	{Text: "exec format error", Class: failure.ClassEngineDied},
+	// a program of the engine's install whose library is missing (the
+	// accelerators' own libraries are cudaFamily's, matched before)
+	{Text: "error while loading shared libraries", Class: failure.ClassEngineDied, NextStep: brokenInstallStep},
 })
 
 // netFamily: port_in_use, every platform's wording: Linux EADDRINUSE

@@ -314,10 +314,11 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 }
 
 // unexplained takes a line no rule explains: an error line is the
-// fallback root cause (the first one), a Rust panic's header leaves it to
-// the message line after it.
+// fallback root cause (the first one), a Rust panic's header (or gin's
+// "panic recovered:") leaves it to the message line after it.
 func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
-	t.panicked = strings.Contains(msg, "panicked at") && rustPanic.MatchString(msg)
+	t.panicked = strings.Contains(msg, "panicked at") && rustPanic.MatchString(msg) ||
+		strings.HasSuffix(msg, "panic recovered:") // Go's gin: the panic's value is on the next line
 	switch {
 	case t.panicked:
 		t.prevErr = true // the message is on the next line
