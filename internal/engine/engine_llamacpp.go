@@ -51,6 +51,8 @@ var ggmlMarkers = []Marker{
 	{Text: "llama server listening", Phase: failure.PhaseReadyWait},
 	{Text: `"HTTP server listening"`, Phase: failure.PhaseReadyWait},
 	{Text: "warming up the model", Phase: failure.PhaseWarmup},
+	// the compute buffers are the last allocation: the graph runs next
+	{Text: "compute buffer size", Phase: failure.PhaseWarmup},
 	{Text: "llama_context: constructing llama_context", Phase: failure.PhaseKVInit},
 	{Text: "llama_new_context_with_model", Phase: failure.PhaseKVInit},
 	{Text: "llama_kv_cache", Phase: failure.PhaseKVInit},

@@ -167,8 +167,10 @@ var pythonFrameHints = []FrameHint{
 // exception raised below such a frame happened in that phase (when it is
 // later than the last marker's).
 var pythonFramePhases = []FramePhase{
+	// snapshot_download fetches the weights (load); a single
+	// hf_hub_download is as often the config fetched while the arguments
+	// are checked (launch), so it names no phase
 	{"from_pretrained", failure.PhaseLoad},
-	{"hf_hub_download", failure.PhaseLoad},
 	{"snapshot_download", failure.PhaseLoad},
 	{"init_memory_pool", failure.PhaseKVInit},
 	{"initialize_kv_cache", failure.PhaseKVInit},
