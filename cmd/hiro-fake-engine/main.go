@@ -67,7 +67,8 @@ import (
 type options struct {
 	// dropClaims is the share of --chat claims answers' claims left out,
 	// picked by a hash of dropSeed and the claim's text (the same claims
-	// every run with the same seed).
+	// every run with the same seed), and of the request's seed when it
+	// asks for temperature > 0 (sampling: another seed, another pick).
 	dropClaims                                                              float64
 	dropSeed                                                                string
 	host, model, replay, notes, signal, chat, reply, jsonReply, healthStyle string
@@ -85,6 +86,13 @@ type options struct {
 	chunkTokens                                                             int
 	overloadN                                                               *atomic.Int64
 	chatFailWhen                                                            string
+	// replyDelay is waited before each chat reply's first token;
+	// slowEvery > 0 makes every slowEvery-th chat request wait slowDelay
+	// more (a server whose latency jumps: a noisy candidate). chatN
+	// counts the chat requests.
+	replyDelay, slowDelay time.Duration
+	slowEvery             int
+	chatN                 *atomic.Int64
 }
 
 var (
@@ -150,6 +158,9 @@ func main() {
 	flag.StringVar(&o.chat, "chat", "ok", "chat completions: ok, claims (extraction replies quoting the target sentence), 400 (template error), 500, hang")
 	flag.DurationVar(&o.chatHangAfter, "chat-hang-after", 0, "after this long from start, chat completions hang while /health still answers 200 (a dead engine behind a live HTTP server)")
 	flag.DurationVar(&o.tokenDelay, "token-delay", 0, "delay before each streamed token (a slow stream)")
+	flag.DurationVar(&o.replyDelay, "reply-delay", 0, "delay before each chat reply's first token (a slower server)")
+	flag.IntVar(&o.slowEvery, "slow-every", 0, "every N-th chat request waits --slow-delay more (a server whose latency jumps)")
+	flag.DurationVar(&o.slowDelay, "slow-delay", 0, "the extra delay of --slow-every's requests")
 	flag.BoolVar(&o.requireKey, "require-api-key", false, "require \"Authorization: Bearer KEY\" (KEY: --api-key) on every request, 401 otherwise, as vLLM and llama-server do with their key flag")
 	flag.StringVar(&o.tlsCert, "tls-cert", "", "serve https with this PEM certificate (with --tls-key)")
 	flag.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
@@ -161,7 +172,7 @@ func main() {
 	flag.IntVar(&o.chunkTokens, "chunk-tokens", 1, "pseudo-tokens per streamed chunk (1: one chunk per token, as engines stream)")
 	flag.StringVar(&o.proxyTo, "proxy-to", "", "benchmark baseline: serve --port as a plain standard-library reverse proxy (tuned transport) to this URL, nothing else")
 	flag.StringVar(&o.reply, "reply", "READY", "chat reply text")
-	flag.Float64Var(&o.dropClaims, "drop-claims", 0, "with --chat claims, leave out this share (0 to 1) of the claims, picked by a hash of --drop-seed and each claim's text: a weaker model with a known drop")
+	flag.Float64Var(&o.dropClaims, "drop-claims", 0, "with --chat claims, leave out this share (0 to 1) of the claims, picked by a hash of --drop-seed and each claim's text (and the request's seed when it asks for temperature > 0): a weaker model with a known drop")
 	flag.StringVar(&o.dropSeed, "drop-seed", "", "seed of --drop-claims' pick (another seed drops other claims)")
 	flag.StringVar(&o.jsonReply, "json-reply", `{"claims":[]}`, "reply to requests with response_format")
 	flag.BoolVar(&o.schemaFailOpen, "schema-fail-open", false, "log 'failed to parse grammar' and answer structured requests with invalid JSON")
@@ -176,6 +187,7 @@ func main() {
 	flag.DurationVar(&o.holdFor, "hold-for", 2*time.Minute, "internal: how long a helper holds the port before it exits")
 	flag.Parse()
 	o.overloadN = new(atomic.Int64)
+	o.chatN = new(atomic.Int64)
 	setNotes(o.notes, o.replay)
 
 	if o.holdFD > 0 {
@@ -442,13 +454,14 @@ func overloaded(o options) bool {
 // word before 300 bytes, and its first half), the way a good model
 // answers, so that the client's validators do their full work.
 func claimsReply(req chatRequest, o options) string {
-	target := ""
+	target, where := "", ""
 	for _, m := range req.Messages {
 		s, _ := m.Content.(string)
 		i := strings.Index(s, "\nTarget sentence:\n")
 		if i < 0 {
 			continue
 		}
+		where = s
 		s = s[i+len("\nTarget sentence:\n"):]
 		if j := strings.Index(s, "\nContext after:\n"); j >= 0 {
 			s = s[:j]
@@ -478,7 +491,7 @@ func claimsReply(req chatRequest, o options) string {
 	}
 	kept := []map[string]string{}
 	for _, c := range claims {
-		if !dropped(o, c["text"]) {
+		if !dropped(o, samplingSeed(req), where, c["text"]) {
 			kept = append(kept, c)
 		}
 	}
@@ -486,14 +499,36 @@ func claimsReply(req chatRequest, o options) string {
 	return string(b)
 }
 
+// samplingSeed is what a sampling engine's output depends on besides
+// the prompt: the request's seed when it asks for temperature > 0, else
+// "" (greedy decoding: the seed changes nothing).
+func samplingSeed(req chatRequest) string {
+	if req.Temperature <= 0 || req.Seed == nil {
+		return ""
+	}
+	return strconv.FormatInt(*req.Seed, 10)
+}
+
 // dropped says whether --drop-claims leaves the claim out: the FNV-1a
-// hash of the seed and the text, as a fraction of 2^64, below the share.
-func dropped(o options, text string) bool {
+// hash of --drop-seed, the sampling seed (samplingSeed), the request's
+// message holding the target (where: the sentence in its context) and
+// the claim's text, as a fraction of 2^64, below the share. The context
+// keeps the picks of documents apart: a templated corpus repeats a
+// claim's text ("The museum is") in several documents, and a pick by the
+// text alone would drop it in all of them at once, a spread common to a
+// whole run that no model's sampling has.
+func dropped(o options, sampling, where, text string) bool {
 	if o.dropClaims <= 0 {
 		return false
 	}
 	h := fnv.New64a()
 	h.Write([]byte(o.dropSeed))
+	h.Write([]byte{0})
+	if sampling != "" {
+		h.Write([]byte(sampling))
+		h.Write([]byte{0})
+	}
+	h.Write([]byte(where))
 	h.Write([]byte{0})
 	h.Write([]byte(text))
 	return float64(h.Sum64())/float64(^uint64(0)) < o.dropClaims
@@ -533,6 +568,8 @@ type chatRequest struct {
 	MaxCompletion  *int            `json:"max_completion_tokens"`
 	Stream         bool            `json:"stream"`
 	ResponseFormat json.RawMessage `json:"response_format"`
+	Temperature    float64         `json:"temperature"`
+	Seed           *int64          `json:"seed"`
 	Messages       []struct {
 		Content any `json:"content"`
 	} `json:"messages"`
@@ -571,6 +608,14 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 		}
 		writeJSON(w, o.overloadStatus, map[string]any{"error": map[string]any{"code": o.overloadStatus, "type": "server_busy", "message": msg}})
 		return
+	}
+	if d := replyWait(o); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			notef("fake: client went away before the reply")
+			return
+		}
 	}
 	text := o.reply
 	structured := len(req.ResponseFormat) > 0 && string(req.ResponseFormat) != "null"
@@ -651,6 +696,17 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 	if fl != nil {
 		fl.Flush()
 	}
+}
+
+// replyWait is this chat request's wait before its reply: --reply-delay,
+// and --slow-delay more on every --slow-every-th request.
+func replyWait(o options) time.Duration {
+	n := o.chatN.Add(1)
+	d := o.replyDelay
+	if o.slowEvery > 0 && n%int64(o.slowEvery) == 0 {
+		d += o.slowDelay
+	}
+	return d
 }
 
 // tokens splits s into pseudo-tokens of at most 4 bytes (about one BPE

@@ -40,6 +40,10 @@ func gateSection(e *evidence.Evidence, g *evidence.Gate) Section {
 	}
 	if rq := g.Requests; rq != nil {
 		s.Items = append(s.Items, servingItems(e, rq, firstRequestGate(e) == g)...)
+		if pc := rq.Comparison; pc != nil {
+			s.Items = append(s.Items, PerformanceItems(pc)...)
+			s.Markdown = PerformanceMarkdown(pc)
+		}
 	}
 	if g.Failure != nil && len(g.Attempts) == 0 {
 		s.Items = append(s.Items, "The server failed: "+FailureSentence(g.Failure))
@@ -513,4 +517,71 @@ func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
 // cellText keeps text from breaking a Markdown table or becoming markup.
 func cellText(s string) string {
 	return md(strings.NewReplacer("|", "\\|", "\n", " ").Replace(s))
+}
+
+// PerformanceItems are a request gate's comparison with production in
+// prose: how the requests alternated, each measure's figures, bounds,
+// limit and decision, and the outcome.
+func PerformanceItems(pc *evidence.PerformanceComparison) []string {
+	if pc.Skipped != "" {
+		return []string{"No comparison with production: " + sentence(pc.Skipped)}
+	}
+	out := []string{fmt.Sprintf("Compared with production (%s) on the same requests, %s; production answered %s with %s.",
+		pc.Production, pc.Interleaving, Plural(pc.Requests, "request", "requests"), Plural(pc.Errors, "error", "errors"))}
+	conf := fmt.Sprintf("%.0f %% one-sided", 100*pc.Confidence)
+	for _, m := range pc.Measures {
+		out = append(out, upperFirst(perfMeasureSentence(m, conf))+".")
+	}
+	switch pc.Outcome {
+	case evidence.StatusPassed:
+		out = append(out, "At the stated confidence the candidate is no slower than production by more than the margins.")
+	case evidence.StatusFailed:
+		out = append(out, "Failed against production: "+joinSemi(pc.Reasons)+".")
+	case evidence.StatusInconclusive:
+		out = append(out, "No measure failed, but not every comparison could decide: "+joinSemi(pc.Reasons)+".")
+	}
+	return out
+}
+
+// perfMeasureSentence is one performance measure in words.
+func perfMeasureSentence(m evidence.PerformanceMeasure, conf string) string {
+	if m.Test == "ratio-bootstrap" {
+		return fmt.Sprintf("%s: candidate %.1f, production %.1f (means), ratio %.3f (%s bounds %.3f to %.3f), limit %.2f: %s",
+			perfMeasureTitle(m.Measure), m.Candidate, m.Production, m.Estimate, conf, m.Lower, m.Upper, m.Limit, m.Decision)
+	}
+	return fmt.Sprintf("%s: candidate %s, production %s (medians), shift %+.1f ms (Hodges-Lehmann; %s bounds %+.1f to %+.1f ms, Mann-Whitney p = %.3g), margin %s: %s",
+		perfMeasureTitle(m.Measure), msText(m.Candidate), msText(m.Production), m.Estimate, conf, m.Lower, m.Upper, m.P, msText(m.Limit), m.Decision)
+}
+
+var perfMeasureTitles = map[string]string{"latency_ms": "end-to-end latency", "ttft_ms": "time to first token", "output_tokens_per_second": "output tokens/s per request"}
+
+// perfMeasureTitle is a performance measure's name in prose.
+func perfMeasureTitle(key string) string {
+	if n := perfMeasureTitles[key]; n != "" {
+		return n
+	}
+	return key
+}
+
+// PerformanceMarkdown is the comparison's table: one row per measure
+// with both sides, the estimate with its bounds, the limit, the test and
+// the decision.
+func PerformanceMarkdown(pc *evidence.PerformanceComparison) string {
+	if pc.Skipped != "" || len(pc.Measures) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| Measure | Candidate | Production | Difference | Bounds (%.0f %% one-sided) | Limit | Test | Decision |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n", 100*pc.Confidence)
+	for _, m := range pc.Measures {
+		res := m.Outcome
+		if res != evidence.StatusPassed {
+			res = "**" + res + "**"
+		}
+		if m.Test == "ratio-bootstrap" {
+			fmt.Fprintf(&b, "| %s | %.1f | %.1f | ratio %.3f | %.3f to %.3f | ≥ %.2f | ratio of means, bootstrap | %s |\n", upperFirst(perfMeasureTitle(m.Measure)), m.Candidate, m.Production, m.Estimate, m.Lower, m.Upper, m.Limit, res)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %+.1f ms | %+.1f to %+.1f ms | ≤ %+.1f ms | Mann-Whitney, Hodges-Lehmann shift | %s |\n", upperFirst(perfMeasureTitle(m.Measure)), msText(m.Candidate), msText(m.Production), m.Estimate, m.Lower, m.Upper, m.Limit, res)
+	}
+	return b.String()
 }

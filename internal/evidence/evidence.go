@@ -273,6 +273,10 @@ type RequestStats struct {
 	// succeeded after retries counts as a success (not in Errors); one that
 	// reached the bound is an error. Absent when there was none.
 	Overload *OverloadStats `json:"overload,omitempty"`
+	// Comparison (v3) is the gate's comparison with production on the
+	// same requests (compare_with_production); absent when the plan did
+	// not ask for one.
+	Comparison *PerformanceComparison `json:"comparison,omitempty"`
 }
 
 // OverloadStats count busy answers and their retries (package llm's

@@ -230,6 +230,11 @@ type StatMethod struct {
 	Power      float64 `json:"power"`
 	// Seeding says what each measure's seed is derived from.
 	Seeding string `json:"seeding"`
+	// Replicates (v3) is how many times each side extracted the corpus,
+	// the documents' shares pooled over them (absent: once); Temperature
+	// (v3) the extraction's sampling temperature (absent: 0, greedy).
+	Replicates  int     `json:"replicates,omitempty"`
+	Temperature float64 `json:"temperature,omitempty"`
 }
 
 // RejectReason is one reject reason code with how often it occurred and
@@ -244,4 +249,77 @@ type RejectReason struct {
 type SemanticPaths struct {
 	Candidate  string `json:"candidate"`
 	Production string `json:"production"`
+}
+
+// PerformanceComparison (v3) is a request gate's comparison of the
+// candidate with production on the same requests, interleaved (see
+// Interleaving), each side's samples recorded so that a reader can
+// recompute every measure.
+type PerformanceComparison struct {
+	// Production is production's profile name.
+	Production string `json:"production"`
+	// Skipped says why no comparison was made (production stopped for
+	// an exclusive candidate); the rest is then empty.
+	Skipped string `json:"skipped,omitempty"`
+	// Interleaving says how the requests alternated between the sides.
+	Interleaving string `json:"interleaving,omitempty"`
+	// Requests is the requests sent to production (the candidate's are
+	// the gate's Count); Errors production's failed ones.
+	Requests int `json:"requests"`
+	Errors   int `json:"errors"`
+	// LatenciesMS and TTFTsMS are production's successful requests'
+	// end-to-end latency and time to first token (ms), in request order.
+	LatenciesMS []float64 `json:"latencies_ms,omitempty"`
+	TTFTsMS     []float64 `json:"ttfts_ms,omitempty"`
+	// CandidateTokensPerSecond and ProductionTokensPerSecond are each
+	// successful request's completion tokens (server usage) over its
+	// end-to-end latency, in request order.
+	CandidateTokensPerSecond  []float64 `json:"candidate_tokens_per_second,omitempty"`
+	ProductionTokensPerSecond []float64 `json:"production_tokens_per_second,omitempty"`
+	// Confidence is each bound's one-sided confidence; LatencyMargin the
+	// slowdown still accepted, as a share of production's median;
+	// ThroughputMargin the drop in per-request throughput still accepted,
+	// as a share of production's mean; Resamples the ratio bootstrap's.
+	Confidence       float64 `json:"confidence,omitempty"`
+	LatencyMargin    float64 `json:"latency_margin,omitempty"`
+	ThroughputMargin float64 `json:"throughput_margin,omitempty"`
+	Resamples        int     `json:"resamples,omitempty"`
+	// Measures are the compared measures (latency_ms, ttft_ms,
+	// output_tokens_per_second).
+	Measures []PerformanceMeasure `json:"measures,omitempty"`
+	// Outcome is failed when a measure failed, inconclusive when none
+	// failed and one could not decide (or production's requests failed),
+	// else passed; Reasons say why it is not passed.
+	Outcome string   `json:"outcome,omitempty"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// PerformanceMeasure is one measure's comparison. For a latency the
+// estimate is the Hodges-Lehmann shift candidate − production (ms) with
+// Moses' bounds (Mann-Whitney), and the limit the margin in ms: passed
+// when Upper < Limit, failed when Lower > Limit. For throughput the
+// estimate is the ratio of means candidate/production with bootstrap
+// bounds, and the limit 1 − margin: passed when Lower > Limit, failed
+// when Upper < Limit. Otherwise inconclusive.
+type PerformanceMeasure struct {
+	Measure string `json:"measure"`
+	// Test is "mann-whitney" or "ratio-bootstrap".
+	Test string `json:"test"`
+	// Candidate and Production are the sides' medians (latency, ms) or
+	// means (throughput, tokens/s).
+	Candidate  float64 `json:"candidate"`
+	Production float64 `json:"production"`
+	// Estimate, Lower and Upper: the shift (ms) or ratio and its
+	// one-sided bounds at the comparison's confidence.
+	Estimate float64 `json:"estimate"`
+	Lower    float64 `json:"lower"`
+	Upper    float64 `json:"upper"`
+	// Limit is the margin in the estimate's unit.
+	Limit float64 `json:"limit"`
+	// P is the Mann-Whitney test's two-sided p-value (latencies only).
+	P float64 `json:"p,omitempty"`
+	// Seed is the ratio bootstrap's seed (hex; throughput only).
+	Seed     string `json:"seed,omitempty"`
+	Outcome  string `json:"outcome"`
+	Decision string `json:"decision"`
 }

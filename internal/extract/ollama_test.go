@@ -197,6 +197,7 @@ func TestOllamaInjectionDocuments(t *testing.T) {
 	v := mustValidator(t)
 	client := newCountingClient(base)
 	copied, other := 0, 0
+	zeroTemperature, seed := 0.0, int64(Seed)
 	for _, tg := range targets {
 		in := Window(tg.ss, tg.i)
 		req := llm.Request{Model: model, Messages: Messages(in), MaxTokens: 384, Temperature: &zeroTemperature, Seed: &seed,

@@ -297,6 +297,29 @@ type Stats struct {
 	OverloadRetries int `json:"overload_retries"`
 }
 
+// Add sums o's counts into s (runs of the same documents, e.g. the
+// semantic gate's replicates) and recomputes SchemaValidRate.
+func (s *Stats) Add(o Stats) {
+	s.DocumentsDone += o.DocumentsDone
+	s.DocumentsFailed += o.DocumentsFailed
+	s.Sentences += o.Sentences
+	s.Claims += o.Claims
+	s.Rejects += o.Rejects
+	s.SupersededRejects += o.SupersededRejects
+	s.AddressesModel += o.AddressesModel
+	s.Requests += o.Requests
+	s.Replies += o.Replies
+	s.SchemaValidReplies += o.SchemaValidReplies
+	s.CleanReplies += o.CleanReplies
+	s.PromptTokens += o.PromptTokens
+	s.CompletionTokens += o.CompletionTokens
+	s.OverloadRetries += o.OverloadRetries
+	s.SchemaValidRate = 0
+	if s.Replies > 0 {
+		s.SchemaValidRate = float64(s.SchemaValidReplies) / float64(s.Replies)
+	}
+}
+
 // StatsFileContent is what stats.json holds: the Stats, and what they
 // were computed from.
 type StatsFileContent struct {

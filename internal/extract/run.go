@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +33,9 @@ const (
 	DefaultMaxRequestBytes = 16 << 10
 	// DefaultRequestTimeout bounds one chat completion.
 	DefaultRequestTimeout = 2 * time.Minute
-	// Seed is sent with every request, and temperature 0, so that an
-	// engine that honours them gives the same claims every run.
+	// Seed is sent with every request, and temperature 0 (unless
+	// Options says otherwise), so that an engine that honours them gives
+	// the same claims every run.
 	Seed = 42
 )
 
@@ -91,6 +93,13 @@ type Options struct {
 	// OnCommit, when non-nil, is called after each document's checkpoint
 	// (tests interrupt a run with it).
 	OnCommit func(DocProgress)
+	// Temperature is the sampling temperature sent with every request
+	// (0, the default: greedy, the same claims every run); Seed the seed
+	// sent with it (0: the package's Seed, 42). A caller that samples on
+	// purpose (the semantic gate's replicates) sets both; run.json records
+	// them and a resumed run must have the same.
+	Temperature float64
+	Seed        int64
 }
 
 func (o *Options) fill() error {
@@ -105,6 +114,12 @@ func (o *Options) fill() error {
 	}
 	if o.MaxRepairs < 0 {
 		return fmt.Errorf("extract: max repairs %d: must be 0 or more", o.MaxRepairs)
+	}
+	if math.IsNaN(o.Temperature) || o.Temperature < 0 || o.Temperature > 2 {
+		return fmt.Errorf("extract: temperature %v: use 0 to 2", o.Temperature)
+	}
+	if o.Seed == 0 {
+		o.Seed = Seed
 	}
 	if o.Concurrency < 0 || o.MaxTokens < 0 || o.MaxDocBytes < 0 || o.MaxRequestBytes < 0 || o.RequestTimeout < 0 {
 		return errors.New("extract: concurrency, max tokens, byte bounds and timeout must not be negative")
@@ -214,7 +229,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 	}
 	info := RunInfo{Schema: RunSchema, SpanUnit: SpanUnit, Backend: opts.Backend, BaseURL: opts.BaseURL, Model: opts.Model,
 		PromptVersion: prompt.Version, PromptHash: prompt.Hash(), SchemaHash: prompt.SchemaHash(),
-		Temperature: zeroTemperature, Seed: seed,
+		Temperature: opts.Temperature, Seed: opts.Seed,
 		MaxTokens: opts.MaxTokens, MaxRepairs: opts.MaxRepairs, MaxDocBytes: opts.MaxDocBytes, MaxRequestBytes: opts.MaxRequestBytes,
 		Input: opts.Input}
 	// index is each document's position in the whole input: a shard's
@@ -515,9 +530,6 @@ type worker struct {
 	info RunInfo
 }
 
-var zeroTemperature = 0.0
-var seed int64 = Seed
-
 // sentence runs the request and repair loop for sentence i of d.
 func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
 	var r sentResult
@@ -540,7 +552,7 @@ func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
 			break // a repair that would not fit is not sent
 		}
 		req := llm.Request{Model: w.opts.Model, Messages: msgs, MaxTokens: w.opts.MaxTokens,
-			Temperature: &zeroTemperature, Seed: &seed, Schema: prompt.SchemaJSON(), SchemaName: "claims", Timeout: w.opts.RequestTimeout}
+			Temperature: &w.opts.Temperature, Seed: &w.opts.Seed, Schema: prompt.SchemaJSON(), SchemaName: "claims", Timeout: w.opts.RequestTimeout}
 		reply, err := w.opts.Client.Chat(ctx, req)
 		r.requests++
 		if reply != nil {

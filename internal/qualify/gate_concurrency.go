@@ -32,6 +32,7 @@ func init() {
 type ConcurrencyGate struct {
 	plainBound
 	RequestParams
+	PerfCompare
 	// Concurrency is how many requests are in flight at once; default
 	// DefaultConcurrency.
 	Concurrency int `toml:"concurrency"`
@@ -46,6 +47,7 @@ type ConcurrencyGate struct {
 // Validate checks the counts and fills the defaults.
 func (g *ConcurrencyGate) Validate(v *Validation) {
 	g.RequestParams.validate(v, DefaultRequestMaxTokens)
+	g.PerfCompare.validate(v)
 	validateCount(v, "concurrency", &g.Concurrency, DefaultConcurrency, MaxConcurrency)
 	validateCount(v, "requests", &g.Requests, max(DefaultConcurrencyRequests, g.Concurrency), MaxGateRequests)
 	if g.Requests < g.Concurrency && g.Requests > 0 {
@@ -53,21 +55,17 @@ func (g *ConcurrencyGate) Validate(v *Validation) {
 	}
 }
 
-// Run sends the requests from Concurrency workers; any error fails it.
-func (g *ConcurrencyGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) error {
-	cl, model, err := h.Client()
-	if err != nil {
-		return err
-	}
-	var schema []byte
-	if g.Prompt == "" {
-		schema = prompt.SchemaJSON()
-	}
-	type result struct {
-		reply *llm.Reply
-		err   error
-	}
-	results := make([]result, g.Requests)
+// concurrencyResult is one request's reply or error.
+type concurrencyResult struct {
+	reply *llm.Reply
+	err   error
+}
+
+// phase sends requests idx (indices into the gate's request list, so
+// that both sides get the same prompts) from Concurrency workers through
+// cl into results, and returns how many it sent and its wall time. It
+// stops feeding when ctx ends.
+func (g *ConcurrencyGate) phase(ctx context.Context, cl *llm.Client, model string, schema []byte, idx []int, results []concurrencyResult) (int, time.Duration) {
 	next := make(chan int)
 	var wg sync.WaitGroup
 	zero := 0.0
@@ -79,22 +77,64 @@ func (g *ConcurrencyGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate)
 			for i := range next {
 				reply, err := cl.Chat(ctx, llm.Request{Model: model, Messages: requestMessages(g.Prompt, i), MaxTokens: g.MaxTokens,
 					Temperature: &zero, Schema: schema, SchemaName: "claims", Timeout: g.RequestTimeout.Duration})
-				results[i] = result{reply, err}
+				results[i] = concurrencyResult{reply, err}
 			}
 		}()
 	}
 	sent := 0
 feed:
-	for ; sent < g.Requests; sent++ {
+	for _, i := range idx {
 		select {
-		case next <- sent:
+		case next <- i:
+			sent++
 		case <-ctx.Done():
 			break feed
 		}
 	}
 	close(next)
 	wg.Wait()
-	wall := time.Since(start)
+	return sent, time.Since(start)
+}
+
+// Run sends the requests from Concurrency workers; any error fails it.
+// With compare_with_production production gets the same requests, and
+// the phases alternate ABBA (the candidate's first half, production's
+// first half, production's second half, the candidate's second half), so
+// that a drift of the machine during the gate falls on both sides alike;
+// the candidate's wall time is its two phases'.
+func (g *ConcurrencyGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) error {
+	cl, model, err := h.Client()
+	if err != nil {
+		return err
+	}
+	pcl, pmodel, skipped, err := g.productionClient(h)
+	if err != nil {
+		return err
+	}
+	var schema []byte
+	if g.Prompt == "" {
+		schema = prompt.SchemaJSON()
+	}
+	all := make([]int, g.Requests)
+	for i := range all {
+		all[i] = i
+	}
+	results := make([]concurrencyResult, g.Requests)
+	presults := make([]concurrencyResult, g.Requests)
+	start := time.Now()
+	var sent int
+	var wall time.Duration
+	if pcl == nil {
+		sent, wall = g.phase(ctx, cl, model, schema, all, results)
+	} else {
+		half := (g.Requests + 1) / 2
+		a, b := all[:half], all[half:]
+		n1, w1 := g.phase(ctx, cl, model, schema, a, results)
+		g.phase(ctx, pcl, pmodel, schema, a, presults)
+		g.phase(ctx, pcl, pmodel, schema, b, presults)
+		n2, w2 := g.phase(ctx, cl, model, schema, b, results)
+		sent, wall = n1+n2, w1+w2
+	}
 	h.Waited(start)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -106,7 +146,9 @@ feed:
 	var tokens int
 	var sumLatency time.Duration
 	var firstErr error
+	var cand, prod perfSample
 	for i, r := range results[:sent] {
+		cand.add(r.reply, r.err)
 		if r.err != nil {
 			stats.Errors++
 			addDistinct(&stats.ErrorMessages, r.err.Error())
@@ -138,9 +180,15 @@ feed:
 		stats.OutputTokensPerSecond = round3(float64(tokens) / sumLatency.Seconds())
 	}
 	stats.TPOTMS = round3(mean(tpot))
+	if pcl != nil {
+		for _, r := range presults {
+			prod.add(r.reply, r.err)
+		}
+	}
+	stats.Comparison = g.comparison(h, pcl != nil, skipped, &cand, &prod, fmt.Sprintf("ABBA phases of %d at a time: the candidate's first half, production's first half, production's second half, the candidate's second half (the same prompts on both sides)", g.Concurrency))
 	if stats.Errors > 0 {
 		eg.Failure = requestFailure(h, firstErr, false)
 		return fmt.Errorf("%d of %d concurrent requests (%d at a time) failed: %s", stats.Errors, stats.Count, g.Concurrency, stats.ErrorMessages[0])
 	}
-	return nil
+	return perfVerdict(stats.Comparison)
 }

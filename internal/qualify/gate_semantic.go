@@ -82,6 +82,17 @@ type SemanticGate struct {
 	MaxTokens int `toml:"max_tokens"`
 	// RequestTimeout bounds each request; default DefaultRequestTimeout.
 	RequestTimeout config.Duration `toml:"request_timeout"`
+	// Temperature is the extraction's sampling temperature on both sides,
+	// 0 to 2 (0, the default: greedy, as hiro extract).
+	Temperature float64 `toml:"temperature"`
+	// Replicates is how many times each side extracts the corpus
+	// (default 1, at most MaxSemanticReplicates), replicate k sending seed
+	// extract.Seed+k−1; more than one needs a temperature above 0 (greedy
+	// replies repeat). A document's shares are pooled over its replicates
+	// and the bootstrap still resamples documents: replicates shrink the
+	// part of the per-document spread that is sampling noise, which only
+	// more documents would shrink otherwise.
+	Replicates int `toml:"replicates"`
 
 	// baseline is production's side computed before production stopped
 	// (an error when it could not be had); nil: computed when reached.
@@ -122,6 +133,16 @@ func (g *SemanticGate) Validate(v *Validation) {
 		g.Concurrency = 1
 	case g.Concurrency < 1 || g.Concurrency > MaxConcurrency:
 		v.Errorf("concurrency", "%d: use 1 to %d parallel requests", g.Concurrency, MaxConcurrency)
+	}
+	switch {
+	case math.IsNaN(g.Temperature) || g.Temperature < 0 || g.Temperature > 2:
+		v.Errorf("temperature", "%v: use 0 (greedy, the default) to 2", g.Temperature)
+	case g.Replicates == 0:
+		g.Replicates = 1
+	case g.Replicates < 1 || g.Replicates > MaxSemanticReplicates:
+		v.Errorf("replicates", "%d: use 1 to %d extractions of the corpus per side", g.Replicates, MaxSemanticReplicates)
+	case g.Replicates > 1 && g.Temperature == 0:
+		v.Errorf("replicates", "%d replicates at temperature 0 repeat the same greedy replies; set temperature (e.g. 0.7) to sample, or leave replicates out", g.Replicates)
 	}
 	if g.MaxRepairs != nil && (*g.MaxRepairs < 0 || *g.MaxRepairs > 5) {
 		v.Errorf("max_repairs", "%d: use 0 to 5", *g.MaxRepairs)
@@ -172,6 +193,10 @@ const SemanticSideSchema = "hiro.semantic-side/v2"
 // accepts.
 const MinSemanticResamples = 10000
 
+// MaxSemanticReplicates is the most extractions of the corpus per side a
+// semantic gate accepts (replicates).
+const MaxSemanticReplicates = 10
+
 // semanticTarget is one server the gate extracts through.
 type semanticTarget struct {
 	Backend string `json:"backend"`
@@ -203,6 +228,10 @@ type semanticSide struct {
 	OutDir      string         `json:"out_dir"`
 	Stats       extract.Stats  `json:"stats"`
 	Report      *eval.Report   `json:"report"`
+	// ReplicateDirs are the replicates' extraction directories (under
+	// OutDir) when there is more than one; Report, Stats and Replies are
+	// then pooled over them.
+	ReplicateDirs []string `json:"replicate_dirs,omitempty"`
 	// Replies are each document's replies and schema-valid replies (its
 	// latest checkpoint), by document id: the schema-valid rate's shares.
 	Replies map[string][2]int `json:"replies"`
@@ -222,8 +251,7 @@ func (g *SemanticGate) baselineKey(c *corpus.Corpus, h *Handle) baselineKey {
 	k := baselineKey{
 		PromptHash: prompt.Hash(), SchemaHash: prompt.SchemaHash(), CorpusDigest: c.Manifest.Digest,
 		Production: h.ProductionFingerprint, ProductionModel: h.Production.Model,
-		Settings: strings.Join([]string{"repairs=" + strconv.Itoa(g.repairs()), "max_tokens=" + strconv.Itoa(g.MaxTokens),
-			"threshold=" + strconv.FormatFloat(eval.DefaultThreshold, 'g', -1, 64)}, ","),
+		Settings: strings.Join(g.settings(), ","),
 	}
 	sum := sha256.New()
 	for _, s := range []string{k.PromptHash, k.SchemaHash, k.CorpusDigest, k.Production, k.ProductionModel, k.Settings} {
@@ -232,6 +260,18 @@ func (g *SemanticGate) baselineKey(c *corpus.Corpus, h *Handle) baselineKey {
 	}
 	k.Key = hex.EncodeToString(sum.Sum(nil))
 	return k
+}
+
+// settings are the extraction and scoring settings production's cached
+// side depends on (sampling only when not the default, so that keys of
+// greedy single runs stay as they were).
+func (g *SemanticGate) settings() []string {
+	s := []string{"repairs=" + strconv.Itoa(g.repairs()), "max_tokens=" + strconv.Itoa(g.MaxTokens),
+		"threshold=" + strconv.FormatFloat(eval.DefaultThreshold, 'g', -1, 64)}
+	if g.Temperature != 0 || g.Replicates > 1 {
+		s = append(s, "temperature="+strconv.FormatFloat(g.Temperature, 'g', -1, 64), "replicates="+strconv.Itoa(g.Replicates))
+	}
+	return s
 }
 
 // errProductionIncomplete means production could not extract every
@@ -268,16 +308,48 @@ func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *
 	return side, false, nil
 }
 
-// runSide extracts the corpus through t into dir and scores it; a
-// progress line per finished document goes to h (a corpus through a
-// model on a CPU takes minutes), and a heartbeat line with the sentences
-// done when no line was written for sideHeartbeatEvery.
+// runSide extracts the corpus through t into dir (each replicate into
+// dir/replicate-K when there are several) and scores it, pooling the
+// replicates (eval.Pool); a progress line per finished document goes to
+// h (a corpus through a model on a CPU takes minutes), and a heartbeat
+// line with the sentences done when no line was written for
+// sideHeartbeatEvery.
 func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semanticTarget, dir string, h *Handle) (*semanticSide, error) {
+	if g.Replicates <= 1 {
+		return g.runReplicate(ctx, c, t, dir, h, extract.Seed, t.Backend)
+	}
+	out := &semanticSide{Schema: SemanticSideSchema, Target: t, OutDir: dir, Replies: map[string][2]int{}}
+	var reports []*eval.Report
+	for k := range g.Replicates {
+		sub := filepath.Join(dir, fmt.Sprintf("replicate-%d", k+1))
+		r, err := g.runReplicate(ctx, c, t, sub, h, extract.Seed+int64(k), fmt.Sprintf("%s (replicate %d/%d)", t.Backend, k+1, g.Replicates))
+		if err != nil {
+			return nil, err
+		}
+		out.ReplicateDirs = append(out.ReplicateDirs, sub)
+		out.Stats.Add(r.Stats)
+		for id, n := range r.Replies {
+			p := out.Replies[id]
+			out.Replies[id] = [2]int{p[0] + n[0], p[1] + n[1]}
+		}
+		reports = append(reports, r.Report)
+	}
+	var err error
+	if out.Report, err = eval.Pool(reports...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// runReplicate is one extraction of the corpus through t into dir with
+// the gate's temperature and the given seed, scored; label names it in
+// the progress lines.
+func (g *SemanticGate) runReplicate(ctx context.Context, c *corpus.Corpus, t semanticTarget, dir string, h *Handle, seed int64, label string) (*semanticSide, error) {
 	total := len(c.Docs)
 	hb := &sideProgress{backend: t.Backend, docsTotal: total, start: time.Now()}
 	hb.noteLine(hb.start)
 	onCommit := func(dp extract.DocProgress) {
-		h.Logf("%s", docProgressLine(t.Backend, int(hb.docsDone.Add(1)), total, dp))
+		h.Logf("%s", docProgressLine(label, int(hb.docsDone.Add(1)), total, dp))
 		hb.noteLine(time.Now())
 	}
 	stop := make(chan struct{})
@@ -285,7 +357,7 @@ func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semantic
 	defer close(stop)
 	sum, err := extract.Run(ctx, c.Docs, extract.Options{Client: profileClient(t.profile), Backend: t.Backend, BaseURL: t.BaseURL, Model: t.Model,
 		OutDir: dir, Concurrency: g.Concurrency, MaxRepairs: g.repairs(), MaxTokens: g.MaxTokens, RequestTimeout: g.RequestTimeout.Duration,
-		OnCommit: onCommit, Progress: hb})
+		OnCommit: onCommit, Progress: hb, Temperature: g.Temperature, Seed: seed})
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +555,11 @@ func (g *SemanticGate) compare(c *corpus.Corpus, cand, prod *semanticSide, cache
 		CandidateStats: evidence.ExtractionStats(cand.Stats), ProductionStats: evidence.ExtractionStats(prod.Stats),
 		Paths:   &evidence.SemanticPaths{Candidate: cand.OutDir, Production: prod.OutDir},
 		Reasons: []string{}, Checks: []evidence.SemanticCheck{}, Differences: []evidence.DocDiff{},
-		Method: &evidence.StatMethod{Test: semanticTest, Resamples: g.Resamples, Confidence: g.Confidence, Power: stats.DefaultPower, Seeding: semanticSeeding},
+		Method: &evidence.StatMethod{Test: semanticTest, Resamples: g.Resamples, Confidence: g.Confidence, Power: stats.DefaultPower, Seeding: semanticSeeding,
+			Temperature: g.Temperature},
+	}
+	if g.Replicates > 1 {
+		r.Method.Replicates = g.Replicates
 	}
 	sv := func(rep *eval.Report) float64 {
 		if rep.SchemaValidRate == nil {
@@ -556,8 +632,8 @@ func (g *SemanticGate) compare(c *corpus.Corpus, cand, prod *semanticSide, cache
 		r.Outcome = evidence.StatusPassed
 	}
 	r.Passed = r.Outcome == evidence.StatusPassed
-	r.CandidateRejects = topRejects(cand.OutDir)
-	r.ProductionRejects = topRejects(prod.OutDir)
+	r.CandidateRejects = topRejects(cand.extractionDirs()...)
+	r.ProductionRejects = topRejects(prod.extractionDirs()...)
 	r.Summary = fmt.Sprintf("Corpus %s (%d documents): candidate F1 %.3f, grounding %.3f; production F1 %.3f, grounding %.3f (tolerance %.2f%s).",
 		r.CorpusName, len(r.Differences), cs.F1, cs.GroundingRate, ps.F1, ps.GroundingRate, r.Tolerance, cachedNote(cached))
 	return r, nil
@@ -627,20 +703,33 @@ func cachedNote(cached bool) string {
 	return ""
 }
 
+// extractionDirs are the side's extraction directories: its replicates'
+// else OutDir.
+func (s *semanticSide) extractionDirs() []string {
+	if len(s.ReplicateDirs) > 0 {
+		return s.ReplicateDirs
+	}
+	return []string{s.OutDir}
+}
+
 // maxRejectReasons is how many reject reasons the evidence keeps per side.
 const maxRejectReasons = 5
 
-// topRejects counts the reason codes of the current rejects in an
-// extraction directory (superseded ones left out), most frequent first,
-// each with its first example; nil when there are none or they cannot be
-// read.
-func topRejects(dir string) []evidence.RejectReason {
-	if dir == "" {
-		return nil
-	}
-	rs, err := extract.ReadCurrentRejects(dir)
-	if err != nil {
-		return nil
+// topRejects counts the reason codes of the current rejects in
+// extraction directories (superseded ones left out), most frequent
+// first, each with its first example; nil when there are none or they
+// cannot be read.
+func topRejects(dirs ...string) []evidence.RejectReason {
+	var rs []extract.Reject
+	for _, dir := range dirs {
+		if dir == "" {
+			return nil
+		}
+		r, err := extract.ReadCurrentRejects(dir)
+		if err != nil {
+			return nil
+		}
+		rs = append(rs, r...)
 	}
 	idx := map[string]int{}
 	var out []evidence.RejectReason

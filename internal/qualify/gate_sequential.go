@@ -27,6 +27,7 @@ func init() {
 type SequentialGate struct {
 	plainBound
 	RequestParams
+	PerfCompare
 	// Requests is how many to send; default DefaultSequentialRequests.
 	Requests int `toml:"requests"`
 	// Prompt is the user message; default the extraction prompt on the
@@ -40,6 +41,7 @@ type SequentialGate struct {
 // Validate checks the counts and fills the defaults.
 func (g *SequentialGate) Validate(v *Validation) {
 	g.RequestParams.validate(v, DefaultRequestMaxTokens)
+	g.PerfCompare.validate(v)
 	validateCount(v, "requests", &g.Requests, DefaultSequentialRequests, MaxGateRequests)
 }
 
@@ -51,12 +53,22 @@ func (g *SequentialGate) schema() json.RawMessage {
 	return nil
 }
 
-// Run sends the requests in turn; any error fails the gate.
+// Run sends the requests in turn; any error fails the gate. With
+// compare_with_production each request goes to production too, the
+// order alternating (candidate first on even requests, production first
+// on odd ones), and the comparison decides the gate when every
+// candidate request succeeded.
 func (g *SequentialGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) error {
 	cl, model, err := h.Client()
 	if err != nil {
 		return err
 	}
+	pcl, pmodel, skipped, err := g.productionClient(h)
+	if err != nil {
+		return err
+	}
+	var cand, prod perfSample
+	var candTime time.Duration
 	raw := g.schema()
 	stats := &evidence.RequestStats{Concurrency: 1}
 	eg.Requests = stats
@@ -72,11 +84,23 @@ func (g *SequentialGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) 
 			return ctx.Err()
 		}
 		h.Statusf("request %d/%d", i+1, g.Requests)
+		send := func(c *llm.Client, m string) (*llm.Reply, error) {
+			t0 := time.Now()
+			defer h.Waited(t0)
+			return c.Chat(ctx, llm.Request{Model: m, Messages: requestMessages(g.Prompt, i), MaxTokens: g.MaxTokens,
+				Temperature: &zero, Schema: raw, SchemaName: "claims", Timeout: g.RequestTimeout.Duration})
+		}
+		if pcl != nil && i%2 == 1 {
+			prod.add(send(pcl, pmodel))
+		}
 		stats.Count++
 		t0 := time.Now()
-		reply, err := cl.Chat(ctx, llm.Request{Model: model, Messages: requestMessages(g.Prompt, i), MaxTokens: g.MaxTokens,
-			Temperature: &zero, Schema: raw, SchemaName: "claims", Timeout: g.RequestTimeout.Duration})
-		h.Waited(t0)
+		reply, err := send(cl, model)
+		candTime += time.Since(t0)
+		cand.add(reply, err)
+		if pcl != nil && i%2 == 0 {
+			prod.add(send(pcl, pmodel))
+		}
 		if err != nil {
 			stats.Errors++
 			addDistinct(&stats.ErrorMessages, err.Error())
@@ -102,6 +126,9 @@ func (g *SequentialGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) 
 		}
 	}
 	wall := time.Since(start)
+	if pcl != nil {
+		wall = candTime // the candidate's own time, production's requests left out
+	}
 	stats.TTFT, stats.Latency = percentiles(ttft), percentiles(lat)
 	stats.TTFTsMS, stats.LatenciesMS = rounded(ttft), rounded(lat)
 	stats.WallMS = wall.Milliseconds()
@@ -113,9 +140,10 @@ func (g *SequentialGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) 
 		stats.OutputTokensPerSecond = round3(float64(tokens) / sumLatency.Seconds())
 	}
 	stats.TPOTMS = round3(mean(tpot))
+	stats.Comparison = g.comparison(h, pcl != nil, skipped, &cand, &prod, "alternating: each request sent to both sides, the candidate first on even requests and production first on odd ones")
 	if stats.Errors > 0 {
 		eg.Failure = requestFailure(h, firstErr, false)
 		return fmt.Errorf("%d of %d sequential requests failed: %s", stats.Errors, stats.Count, stats.ErrorMessages[0])
 	}
-	return nil
+	return perfVerdict(stats.Comparison)
 }

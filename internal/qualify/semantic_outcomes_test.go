@@ -155,3 +155,59 @@ func TestInconclusiveCampaignRunsLaterGates(t *testing.T) {
 		t.Errorf("inconclusive evidence does not validate: %v", err)
 	}
 }
+
+// TestSemanticReplicatesPool: with temperature 0.7 and replicates = 2
+// each side extracts the corpus twice, replicate k with seed 42+k−1 (the
+// fake engine's pick of dropped claims follows a sampling request's
+// seed, so the candidate's two replicates differ); the documents' counts
+// are the replicates' sums (twice the corpus's gold claims) and the
+// method records both settings.
+func TestSemanticReplicatesPool(t *testing.T) {
+	e := claimsEnv(t, 0.25, "replicates")
+	e.startProduction()
+	g, err := gateAlone(t, e, semanticGate(0.05)+"temperature = 0.7\nreplicates = 2\n", true)
+	s := g.Semantic
+	if s == nil {
+		t.Fatalf("no semantic result: %v", err)
+	}
+	if s.Method.Replicates != 2 || s.Method.Temperature != 0.7 {
+		t.Fatalf("method %+v", s.Method)
+	}
+	gold := 0
+	for _, d := range s.Differences {
+		gold += d.ProductionCounts.Gold
+	}
+	if gold != s.ProductionScores.Gold || s.ProductionScores.Gold != 2*32 {
+		t.Errorf("pooled gold %d (overall %d), want twice hiro-mini's 32", gold, s.ProductionScores.Gold)
+	}
+	var claims [2]string
+	for k := range 2 {
+		dir := filepath.Join(s.Paths.Candidate, fmt.Sprintf("replicate-%d", k+1))
+		var run struct {
+			Temperature float64 `json:"temperature"`
+			Seed        int64   `json:"seed"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+		must(t, err)
+		must(t, json.Unmarshal(b, &run))
+		if run.Temperature != 0.7 || run.Seed != int64(42+k) {
+			t.Errorf("replicate %d: run.json temperature %v seed %d", k+1, run.Temperature, run.Seed)
+		}
+		c, err := os.ReadFile(filepath.Join(dir, "claims.jsonl"))
+		must(t, err)
+		claims[k] = string(c)
+	}
+	if claims[0] == claims[1] {
+		t.Error("the candidate's two replicates dropped the same claims: the sampling seed is not used")
+	}
+}
+
+// TestSemanticReplicatesNeedSampling: more than one replicate at
+// temperature 0 is refused, naming the key and what to do.
+func TestSemanticReplicatesNeedSampling(t *testing.T) {
+	e := claimsEnv(t, 0, "")
+	_, _, err := qualify.LoadPlan(e.writePlan(semanticGate(0.05)+"replicates = 3\n"), e.cfgPath)
+	if err == nil || !strings.Contains(err.Error(), "replicates") || !strings.Contains(err.Error(), "set temperature") {
+		t.Errorf("replicates at temperature 0: %v", err)
+	}
+}
