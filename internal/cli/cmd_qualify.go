@@ -107,6 +107,13 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 	if es := plan.CheckRun(cfg); len(es) > 0 {
 		return UsageError(es)
 	}
+	if o.Out != "" {
+		// The evidence folder is made after production may have been
+		// stopped: a path that cannot be one is refused now (exit 2).
+		if st, err := os.Stat(o.Out); err == nil && !st.IsDir() {
+			return UsageErrorf("qualify: --out %s is a file, not a folder: give a folder for the campaign's evidence (it is made if missing), or leave --out out for the plan's evidence_dir", o.Out)
+		}
+	}
 	var facts *preflight.Host
 	if o.HostFacts != "" {
 		if facts, err = preflight.LoadHost(o.HostFacts); err != nil {

@@ -3,9 +3,12 @@ package qualify
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -16,7 +19,10 @@ import (
 // api_key_file unreadable: the candidate's launch, or production's
 // readiness checks, would fail on it, for an exclusive plan after
 // production was stopped), and the candidate's port already held by a
-// process other than production's (its launch would fail port_in_use).
+// process other than production's (its launch would fail port_in_use),
+// or the candidate already running from 'hiro backend start' or an
+// earlier hiro (the launch gate would refuse it after the evidence
+// folder was made: exit 3 where nothing needed to start).
 // `hiro qualify --check` and the run call it; Run calls it first. Each
 // error names the configuration's key, what was found and what to do.
 func (p *Plan) CheckRun(cfg *config.Config) config.Errors {
@@ -43,11 +49,32 @@ func (p *Plan) CheckRun(cfg *config.Config) config.Errors {
 		}
 	}
 	if cand != nil && !cand.Unmanaged && p.launches() {
-		if err := candidatePortHeld(cfg, cand, prod, *p.Exclusive); err != nil {
+		if err := candidateRunning(cfg, cand); err != nil {
+			es = append(es, err)
+		} else if err := candidatePortHeld(cfg, cand, prod, *p.Exclusive); err != nil {
 			es = append(es, err)
 		}
 	}
 	return es
+}
+
+// candidateRunning returns an error when hiro's state record says the
+// candidate runs now and no live hiro holds its lease (a live campaign's
+// candidate is refused by that lease instead, exit 6, naming it).
+func candidateRunning(cfg *config.Config, cand *config.Profile) *config.Error {
+	st, err := supervisor.Status(cfg.StateDir, cand.Name)
+	if err != nil || st.Status != supervisor.StatusRunning {
+		return nil
+	}
+	if dir, err := lease.Dir(); err == nil {
+		for _, k := range production.LeaseKeys(false, cand) {
+			if lease.HeldBy(dir, k) != nil {
+				return nil
+			}
+		}
+	}
+	return &PlanError{File: cfg.Path, Key: "backends." + cand.Name, Msg: fmt.Sprintf("candidate %s is already running (pid %d, started %s by 'hiro backend start' or an earlier hiro): a campaign launches its candidate itself; stop it with 'hiro backend stop %s' and rerun (nothing was started or stopped)",
+		cand.Name, st.PID, st.StartedAt.Format(time.RFC3339), shellquote.Quote(cand.Name))}
 }
 
 // launches reports whether the plan has a launch gate that runs.

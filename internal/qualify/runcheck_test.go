@@ -39,6 +39,7 @@ func TestRunCheckRefusesBeforeProductionIsStopped(t *testing.T) {
 		{"production key file absent", prodSection, prodSection + "api_key_file = \"absent.key\"\n",
 			"backends.prod.api_key_file: cannot read the API key"},
 		{"candidate port held", "", "", "backends.cand.port: candidate cand's address 127.0.0.1:" + strconv.Itoa(e.candPort) + " is already in use"},
+		{"candidate already running", "", "", "backends.cand: candidate cand is already running (pid "},
 	}
 	prodPID := func() int {
 		t.Helper()
@@ -67,6 +68,15 @@ func TestRunCheckRefusesBeforeProductionIsStopped(t *testing.T) {
 				must(t, err)
 				defer l.Close()
 			}
+			if tc.name == "candidate already running" {
+				// Started by hand, as a user trying it first would: the
+				// launch gate refused it only after the evidence folder
+				// was made (exit 3).
+				if code, out, errs := runHiro(t, e, "backend", "start", "cand"); code != 0 {
+					t.Fatalf("backend start cand: exit %d\n%s%s", code, out, errs)
+				}
+				defer runHiro(t, e, "backend", "stop", "cand")
+			}
 			for _, args := range [][]string{{"qualify", "--check", plan}, {"qualify", plan}} {
 				code, _, stderr := runHiro(t, e, args...)
 				if code != 2 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, cfg) {
@@ -80,6 +90,18 @@ func TestRunCheckRefusesBeforeProductionIsStopped(t *testing.T) {
 				t.Fatalf("production runs as pid %d, was %d: it was stopped for a refused plan", p, pid)
 			}
 		})
+	}
+	// --out naming a file: refused before anything starts (it was exit 3,
+	// "aborted", from mkdir after production was stopped).
+	notDir := filepath.Join(e.dir, "afile")
+	must(t, os.WriteFile(notDir, []byte("x"), 0o644))
+	plan := filepath.Join(e.dir, "plan-out.toml")
+	must(t, os.WriteFile(plan, []byte("title = \"Out\"\nconfig = \""+filepath.Base(e.cfgPath)+"\"\ncandidate = \"cand\"\nexclusive = true\n[[gates]]\nkind = \"launch\"\n"), 0o644))
+	if code, _, stderr := runHiro(t, e, "qualify", "--out", notDir, plan); code != 2 || !strings.Contains(stderr, "--out "+notDir+" is a file") {
+		t.Errorf("qualify --out FILE: exit %d, stderr %.400q; want exit 2 saying it is a file", code, stderr)
+	}
+	if p := prodPID(); p != pid {
+		t.Fatalf("production runs as pid %d, was %d: it was stopped for --out FILE", p, pid)
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "evidence")); !os.IsNotExist(err) {
 		t.Errorf("a refused plan wrote evidence")
