@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/tidwall/sjson"
 	"golang.org/x/sys/unix"
 
 	"github.com/hiro-dev/hiro/internal/account"
@@ -61,11 +62,26 @@ type diagnoseReport struct {
 	Log    string `json:"log"`
 	Engine string `json:"engine"`
 	// Failure holds the deciding rule's name, the confidence and the
-	// other classes the log points at (rule, confidence, classes).
-	Failure *failure.Failure `json:"failure"`
+	// other classes the log points at (rule, confidence, classes). It has
+	// no seconds_since_start: a log read after the fact does not say when
+	// the engine started, and an absent fact is absent, not 0.
+	Failure untimedFailure `json:"failure"`
 	// Device is where the log shows the model served; absent when it
 	// does not say.
 	Device *engine.ServingDevice `json:"device,omitempty"`
+}
+
+// untimedFailure is a failure whose start time is unknown: its JSON is
+// the failure object less seconds_since_start.
+type untimedFailure struct{ *failure.Failure }
+
+// MarshalJSON writes the failure object without seconds_since_start.
+func (u untimedFailure) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(u.Failure)
+	if err != nil || u.Failure == nil {
+		return b, err
+	}
+	return sjson.DeleteBytes(b, "seconds_since_start")
 }
 
 func newDiagnoseCmd(g *Globals) *cobra.Command {
@@ -169,7 +185,7 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string, 
 	if g.JSON {
 		enc := json.NewEncoder(g.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: d.Failure, Device: dev})
+		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: untimedFailure{d.Failure}, Device: dev})
 	}
 	printDiagnosis(g.Stdout, d.Failure)
 	if dev != nil {

@@ -281,3 +281,29 @@ func TestDiagnoseSaysConfidence(t *testing.T) {
 		t.Errorf("rule %q confidence %q (%v), want a python/ rule, strong", rep.Failure.Rule, rep.Failure.Confidence, err)
 	}
 }
+
+// A log read after the fact does not say when the engine started:
+// 'diagnose --json' leaves seconds_since_start out rather than print 0
+// (issue 26: "--signal 9 --json" reported seconds_since_start 0).
+func TestDiagnoseJSONLeavesStartTimeOut(t *testing.T) {
+	log := filepath.Join("..", "..", "examples", "diagnose", "vllm.log")
+	for _, exit := range [][]string{{"--signal", "9"}, {"--exit", "1"}, nil} {
+		var out, errb bytes.Buffer
+		args := append([]string{"diagnose", log, "--engine", "vllm", "--json"}, exit...)
+		if code := Run(context.Background(), args, &out, &errb); code != ExitOK {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errb.String())
+		}
+		var rep struct {
+			Failure map[string]any `json:"failure"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Failure == nil {
+			t.Fatalf("%v: not JSON: %v\n%s", args, err, out.String())
+		}
+		if v, ok := rep.Failure["seconds_since_start"]; ok {
+			t.Errorf("%v: seconds_since_start %v printed for a log without a start time", exit, v)
+		}
+		if rep.Failure["class"] == nil || rep.Failure["root_cause"] == nil {
+			t.Errorf("%v: the failure object lost its fields: %s", exit, out.String())
+		}
+	}
+}
