@@ -27,12 +27,21 @@ state directory; 'stop', 'status' and 'logs' act on that record later.`,
 	return cmd
 }
 
-// backendLoadConfig loads g.ConfigPath; a bad configuration is a usage error
-// (exit 2) whose message names the key.
-func backendLoadConfig(g *Globals, what string) (*config.Config, error) {
-	cfg, err := config.Load(g.ConfigPath)
+// backendLoadConfig loads g.ConfigPath for a command about profile name
+// ("" for every recorded backend); a bad configuration is a usage error
+// (exit 2) whose message names the key. A half-written other profile does
+// not block the command: it is left out and named on stderr with its
+// errors (config.LoadAbout).
+func backendLoadConfig(g *Globals, what, name string) (*config.Config, error) {
+	cfg, skipped, err := config.LoadAbout(g.ConfigPath, name)
 	if err != nil {
 		return nil, UsageError(fmt.Errorf("%s: %w", what, err))
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(g.Stderr, "%s: warning: profile %s left out, its configuration does not load (fix it before you use it):\n", what, s.Name)
+		for _, e := range s.Errors {
+			fmt.Fprintf(g.Stderr, "  %s\n", e)
+		}
 	}
 	return cfg, nil
 }

@@ -55,7 +55,7 @@ func runBackendLogs(g *Globals, o *backendLogsOpts, name string) error {
 	if o.Tail < 0 {
 		return UsageErrorf("backend logs: --tail %d: must be 0 (all) or more", o.Tail)
 	}
-	cfg, err := backendLoadConfig(g, "backend logs")
+	cfg, err := backendLoadConfig(g, "backend logs", name)
 	if err != nil {
 		return err
 	}

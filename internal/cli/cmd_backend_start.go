@@ -78,7 +78,7 @@ nothing started).`,
 
 // runBackendStart starts backend name and reports the verdict.
 func runBackendStart(ctx context.Context, g *Globals, name string, noPreflight bool) error {
-	cfg, err := backendLoadConfig(g, "backend start")
+	cfg, err := backendLoadConfig(g, "backend start", name)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ Exit status: 0 listed (with NAME: it is running); 1 NAME is not running
 }
 
 func runBackendStatus(g *Globals, name string) error {
-	cfg, err := backendLoadConfig(g, "backend status")
+	cfg, err := backendLoadConfig(g, "backend status", name)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ type backendStopReport struct {
 }
 
 func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name string) error {
-	cfg, err := backendLoadConfig(g, "backend stop")
+	cfg, err := backendLoadConfig(g, "backend stop", name)
 	if err != nil {
 		return err
 	}

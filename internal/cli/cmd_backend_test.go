@@ -324,3 +324,48 @@ func TestBackendLogsEscapesUnlessRaw(t *testing.T) {
 		t.Fatalf("logs --raw --tail 1: exit %d, stdout %q", code, out)
 	}
 }
+
+// A half-written new profile in the configuration does not block the
+// commands about a running, valid one (issue 26, a new user's finding:
+// 'backend stop' of the running profile refused to load the file): they
+// act on the good profile and name the bad one with its errors; a command
+// about the bad profile itself is refused with those errors.
+func TestHalfWrittenProfileDoesNotBlockOthers(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	port := cliFreePort(t)
+	cfg := filepath.Join(dir, "hiro.toml")
+	good := fmt.Sprintf(`
+[backends.fake]
+engine = "llamacpp"
+command = %q
+args = ["--port", "%d", "--load-time", "100ms"]
+port = %d
+model = "fake-model"
+`, fake, port, port)
+	os.WriteFile(cfg, []byte(good), 0o644)
+	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
+	var res struct {
+		PID int `json:"pid"`
+	}
+	if code != ExitOK || json.Unmarshal([]byte(out), &res) != nil || res.PID == 0 {
+		t.Fatalf("start: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Cleanup(func() { syscall.Kill(-res.PID, syscall.SIGKILL) })
+
+	os.WriteFile(cfg, []byte(good+"\n[backends.next]\nengine = \"vllm\"\nmodle = \"x\"\n"), 0o644)
+	if code, _, errs = runHiro(t, "--config", cfg, "backend", "start", "next"); code != ExitUsage || !strings.Contains(errs, "backends.next") {
+		t.Errorf("start of the half-written profile: exit %d, stderr %q; want 2 naming backends.next", code, errs)
+	}
+	code, out, errs = runHiro(t, "--config", cfg, "backend", "status", "fake", "--json")
+	if code != ExitOK || !strings.Contains(out, `"running"`) || !strings.Contains(errs, "profile next left out") {
+		t.Errorf("status of the good profile: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = runHiro(t, "--config", cfg, "backend", "stop", "fake")
+	if code != ExitOK || !strings.Contains(out, "port "+strconv.Itoa(port)+" free") {
+		t.Fatalf("stop of the good profile beside a half-written one: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if !strings.Contains(errs, "profile next left out") || !strings.Contains(errs, "backends.next.modle") {
+		t.Errorf("stop's stderr does not name the half-written profile and its error: %q", errs)
+	}
+}

@@ -47,7 +47,7 @@ could be made (the reason is printed); 2 bad usage or configuration.`,
 
 // runFit prints the preflight's prediction for profile name.
 func runFit(ctx context.Context, g *Globals, name, hostFacts string) error {
-	cfg, err := backendLoadConfig(g, "fit")
+	cfg, err := backendLoadConfig(g, "fit", name)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,9 @@ func registerConfigSecrets(g *Globals, c *cobra.Command) error {
 	if _, err := os.Stat(g.ConfigPath); err != nil {
 		return nil
 	}
-	if cfg, err := config.Load(g.ConfigPath); err == nil {
+	// LoadAbout: a half-written profile must not cost the others' secrets
+	// their redaction (its own values are not read).
+	if cfg, _, err := config.LoadAbout(g.ConfigPath, ""); err == nil {
 		qualify.RegisterSecrets(cfg)
 	}
 	return nil

@@ -327,6 +327,12 @@ func Load(path string) (*Config, error) {
 // Parse is Load for bytes already read; path is used to resolve relative
 // paths and in messages.
 func Parse(data []byte, path string) (*Config, error) {
+	return parse(data, path, nil)
+}
+
+// parse is Parse with the profiles named in skip left out before the
+// checks: their unknown keys and invalid values are not reported.
+func parse(data []byte, path string, skip map[string]bool) (*Config, error) {
 	if err := checkUTF8(path, data); err != nil {
 		return nil, err
 	}
@@ -338,8 +344,13 @@ func Parse(data []byte, path string) (*Config, error) {
 	if err := checkMapTables(path, data, md); err != nil {
 		return nil, err
 	}
+	for name := range skip {
+		delete(c.Backends, name)
+	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return nil, unknownKeyErrors(path, data, md, und)
+		if es := othersThan(unknownKeyErrors(path, data, md, und), skip); len(es) > 0 {
+			return nil, es
+		}
 	}
 	c.Path = path
 	c.Dir = filepath.Dir(path)

@@ -5,7 +5,8 @@
 // key and saying what to do. An unknown key names its line and the known
 // key nearest in spelling (did you mean); an unknown table is one error,
 // not one per key inside it. A configuration that fails to load starts and
-// stops nothing.
+// stops nothing, except that LoadAbout, for a command about one profile,
+// leaves out other profiles that do not validate and names them.
 //
 // It must not start processes or make network calls; paths are resolved
 // relative to the configuration file's directory but never checked for
