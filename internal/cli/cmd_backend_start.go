@@ -9,6 +9,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/preflight"
@@ -172,10 +173,17 @@ func runBackendStart(ctx context.Context, g *Globals, name string, noPreflight b
 	}
 }
 
+// stateLoading is the state 'backend start --json' reports for a backend
+// already running that is still loading its model (health "loading"):
+// not ready yet, not failed.
+const stateLoading = "loading"
+
 // backendAlreadyRunning answers 'backend start NAME' when hiro's record
 // says NAME runs. Started with the same profile and ready (checked now:
 // health, model id, probe), what was asked is already so: exit 0, nothing
-// started. Running but not ready is the failed verdict (exit 1). Started
+// started. Running and still loading is state "loading", no failure
+// (exit 1: not ready yet). Running but not ready is the failed verdict
+// (exit 1). Started
 // with another profile (the configuration changed since) is refused as a
 // usage error (exit 2): nothing is started or stopped, stop it first.
 func backendAlreadyRunning(ctx context.Context, g *Globals, prof *config.Profile, st *supervisor.RecordStatus) error {
@@ -188,20 +196,40 @@ func backendAlreadyRunning(ctx context.Context, g *Globals, prof *config.Profile
 	rr := supervisor.CheckReady(ctx, prof, nil)
 	res := &supervisor.Result{State: supervisor.StateReady, Name: name, Engine: st.Engine, PID: st.PID, PGID: st.PGID, Port: st.Port,
 		BaseURL: st.BaseURL, LogPath: st.LogPath, StartedAt: st.StartedAt, ExpectedModel: prof.Model, ModelIDs: rr.ModelIDs, ProbeReply: rr.Reply}
-	if !rr.OK {
+	// Still loading (an interrupted 'backend start' left it, or another
+	// one is waiting for it) is not a failure: no class, no advice about
+	// crashes; it says what runs and how to wait for it or stop it.
+	loading := !rr.OK && rr.Health.State == engine.HealthLoading
+	switch {
+	case loading:
+		res.State = stateLoading
+	case !rr.OK:
 		res.State, res.Failure = supervisor.StateFailed, rr.Failure
 	}
 	if g.JSON {
 		if err := backendPrintJSON(g, struct {
 			*supervisor.Result
-			AlreadyRunning bool `json:"already_running"`
-		}{res, true}); err != nil {
+			AlreadyRunning bool   `json:"already_running"`
+			Health         string `json:"health,omitempty"`
+		}{res, true, rr.Health.Message}); err != nil {
 			return err
 		}
 		if !rr.OK {
 			return Silent(ExitFailed)
 		}
 		return nil
+	}
+	if loading {
+		age := time.Since(st.StartedAt).Round(time.Second)
+		fmt.Fprintf(g.Stdout, "%s: already running and still loading (pid %d, %s, started %s, %s ago; health: %s); nothing started\n",
+			name, st.PID, st.BaseURL, since, age, rr.Health.Message)
+		if prof.ReadyTimeout.Duration > 0 && age > prof.ReadyTimeout.Duration {
+			fmt.Fprintf(g.Stdout, "it has loaded for longer than the profile's ready_timeout (%s): read its log for where it stopped\n", prof.ReadyTimeout.Duration)
+		}
+		fmt.Fprintf(g.Stdout, "this is not a crash: an earlier 'backend start' (interrupted, or still waiting) launched it; it becomes ready by itself\n")
+		fmt.Fprintf(g.Stdout, "wait for it: %s backend status %s, then run this again; log: %s\nsee it with: %s backend logs %s; %s\n",
+			g.self(), shellquote.Quote(name), st.LogPath, g.self(), shellquote.Quote(name), stopHint(g, prof, name))
+		return Silent(ExitFailed)
 	}
 	if !rr.OK {
 		fmt.Fprintf(g.Stdout, "%s: already running (pid %d, %s, started %s) but not ready; nothing started\n", name, st.PID, st.BaseURL, since)

@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/testsupport"
@@ -367,5 +370,56 @@ model = "fake-model"
 	}
 	if !strings.Contains(errs, "profile next left out") || !strings.Contains(errs, "backends.next.modle") {
 		t.Errorf("stop's stderr does not name the half-written profile and its error: %q", errs)
+	}
+}
+
+// A 'backend start' killed while the engine loads leaves the engine
+// loading; starting it again says so (what runs, how to wait for it or
+// stop it), with no failure class and no crash advice (issue 26: the
+// re-run printed engine_died with "dmesg: OOM killer").
+func TestStartAgainAfterKilledStartSaysStillLoading(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	port := cliFreePort(t)
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[backends.fake]
+engine = "llamacpp"
+command = %q
+args = ["--port", "%d", "--load-time", "2m"]
+port = %d
+model = "fake-model"
+`, fake, port, port)), 0o644)
+	first := exec.Command(testsupport.Hiro(t), "--config", cfg, "backend", "start", "fake")
+	stderr, err := first.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "health loading") {
+	}
+	first.Process.Kill() // kill -9 of hiro; the engine, in its own group, loads on
+	first.Wait()
+	t.Cleanup(func() { runHiro(t, "--config", cfg, "backend", "stop", "fake", "--grace", "1s") })
+
+	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "fake")
+	if code != ExitFailed || !strings.Contains(out, "already running and still loading") || !strings.Contains(out, "backend stop fake") {
+		t.Errorf("start again: exit %d\nstdout %s\nstderr %s\nwant exit 1 saying it is still loading and how to stop it", code, out, errs)
+	}
+	if strings.Contains(out, "FAILED") || strings.Contains(out, "dmesg") || strings.Contains(out, string(failure.ClassEngineDied)) {
+		t.Errorf("a loading engine reported as a failure:\n%s", out)
+	}
+	code, out, _ = runHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
+	var res struct {
+		State          string `json:"state"`
+		PID            int    `json:"pid"`
+		Failure        any    `json:"failure"`
+		AlreadyRunning bool   `json:"already_running"`
+	}
+	if code != ExitFailed || json.Unmarshal([]byte(out), &res) != nil || res.State != "loading" || res.Failure != nil || !res.AlreadyRunning || res.PID == 0 {
+		t.Errorf("start again --json: exit %d %s; want state loading, no failure", code, out)
 	}
 }
