@@ -264,6 +264,15 @@ func extractProfile(g *Globals, name string) (*config.Profile, error) {
 	return p, nil
 }
 
+// isAre is the verb for n things.
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+// printExtractSummary writes what an extraction run did for a person.
 func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 	fmt.Fprintf(g.Stdout, "backend %s (%s, model %s)\n", p.Name, p.BaseURL, p.Model)
 	fmt.Fprintf(g.Stdout, "%s: %d done now, %d failed now, %d finished earlier\n", account.Plural(s.Documents, "document", "documents"), s.Done, s.Failed, s.Skipped)
@@ -287,6 +296,16 @@ func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 		fmt.Fprintf(g.Stdout, "no reply from %s: is the backend running, and are its URL, model and key (api_key_env / api_key_file) right? See %s/rejects.jsonl for the errors; rerun the same command to retry the failed documents\n", redact.String(p.BaseURL), s.OutDir)
 	}
 	if s.Interrupted {
+		// The "this run" line counts committed documents only: say what
+		// was sent for the documents cut short too, and what is kept.
+		kept := s.Done + s.Failed
+		fmt.Fprintf(g.Stdout, "interrupted: this run sent %s and had %s in all; the %s it finished %s kept in %s",
+			account.Plural(s.RequestsSent, "request", "requests"), account.Plural(s.RepliesReceived, "reply", "replies"),
+			account.Plural(kept, "document", "documents"), isAre(kept), s.OutDir)
+		if s.Unfinished > 0 {
+			fmt.Fprintf(g.Stdout, "; %s started and not finished %s not kept and will be redone", account.Plural(s.Unfinished, "document", "documents"), isAre(s.Unfinished))
+		}
+		fmt.Fprintln(g.Stdout)
 		fmt.Fprintln(g.Stdout, "interrupted: rerun the same command to resume")
 	} else if st.Rejects-st.AddressesModel > 0 || st.DocumentsFailed > 0 {
 		fmt.Fprintf(g.Stdout, "something was rejected: see %s/rejects.jsonl\n", s.OutDir)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -173,6 +174,14 @@ type Summary struct {
 	// Interrupted is true when ctx ended the run before every document
 	// was committed; rerunning resumes.
 	Interrupted bool `json:"interrupted"`
+	// RequestsSent and RepliesReceived count every request this run sent
+	// and every reply it had, the documents it did not finish included
+	// (Requests and Replies count the committed documents only); on an
+	// interrupted run Unfinished is the documents it started but did not
+	// commit: their work is not kept and a rerun redoes them.
+	RequestsSent    int `json:"requests_sent"`
+	RepliesReceived int `json:"replies_received"`
+	Unfinished      int `json:"unfinished_documents,omitempty"`
 	// Stats totals the whole directory (every run).
 	Stats Stats `json:"stats"`
 }
@@ -188,6 +197,8 @@ type docState struct {
 	pending   int
 	mu        sync.Mutex
 	done      chan struct{}
+	// committed is set by the committer once the document is written.
+	committed bool
 }
 
 // attempt is one request and the validation of its reply.
@@ -388,6 +399,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 			break
 		}
 		for i := range batch {
+			group[i].committed = true
 			p := batch[i].p
 			if p.Status == StatusDone {
 				sum.Done++
@@ -411,6 +423,12 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 	}
 	wg.Wait()
 	sum.WallSeconds = time.Since(start).Seconds()
+	sum.RequestsSent, sum.RepliesReceived = int(w.sent.Load()), int(w.replied.Load())
+	for _, d := range todo {
+		if !d.committed && d.started() {
+			sum.Unfinished++
+		}
+	}
 	if sc, ok := opts.Client.(interface{ Stats() llm.Stats }); ok {
 		st := sc.Stats()
 		sum.Client = &st
@@ -512,6 +530,18 @@ func (d *docState) finish(i int, r sentResult) {
 	}
 }
 
+// started reports whether a request was sent for any sentence of d.
+func (d *docState) started() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.results {
+		if r.requests > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *docState) cancelled() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -523,11 +553,13 @@ func (d *docState) cancelled() bool {
 	return d.pending > 0
 }
 
-// worker holds what every request needs.
+// worker holds what every request needs, and counts what the run sent.
 type worker struct {
 	v    *Validator
 	opts *Options
 	info RunInfo
+	// sent and replied count every request and reply of the run.
+	sent, replied atomic.Int64
 }
 
 // sentence runs the request and repair loop for sentence i of d.
@@ -555,6 +587,10 @@ func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
 			Temperature: &w.opts.Temperature, Seed: &w.opts.Seed, Schema: prompt.SchemaJSON(), SchemaName: "claims", Timeout: w.opts.RequestTimeout}
 		reply, err := w.opts.Client.Chat(ctx, req)
 		r.requests++
+		w.sent.Add(1)
+		if err == nil {
+			w.replied.Add(1)
+		}
 		if reply != nil {
 			r.retries += reply.Retries
 		}

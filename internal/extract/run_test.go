@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/prompt"
 )
 
@@ -456,5 +458,71 @@ func TestManyBadClaimsRecordTheReplyOnce(t *testing.T) {
 	// Each reply whole once (one per sentence), each other reject small.
 	if whole == 0 || clipped < 100 || st.Size() > int64(whole*len(reply)+clipped*(1<<10)) {
 		t.Errorf("%d rejects: %d whole, %d clipped; rejects file %d bytes for a %d-byte reply", len(rs), whole, clipped, st.Size(), len(reply))
+	}
+}
+
+// repliesCounted is a Chatter that counts the replies its client returned.
+type repliesCounted struct {
+	Chatter
+	replies atomic.Int64
+}
+
+func (c *repliesCounted) Chat(ctx context.Context, r llm.Request) (*llm.Reply, error) {
+	reply, err := c.Chatter.Chat(ctx, r)
+	if err == nil {
+		c.replies.Add(1)
+	}
+	return reply, err
+}
+
+// A run interrupted before its first document is committed says what it
+// sent (issue 26: 'hiro extract' stopped with SIGTERM reported 0
+// requests): every request and reply counts, the document cut short is
+// named as not kept, the output stays resumable and a rerun finishes.
+func TestInterruptedRunCountsWhatItSent(t *testing.T) {
+	docs := miniDocs(t)
+	if ss, _ := corpus.Split(string(docs[0].Text), docs[0].Markdown); len(ss) < 3 {
+		t.Fatalf("the test needs a first document of 3 sentences or more; %s has %d", docs[0].ID, len(ss))
+	}
+	release := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen atomic.Int32
+	f := newFake(t, func(r chatReq) (string, error) {
+		if seen.Add(1) <= 2 {
+			return echoAnswer(r)
+		}
+		cancel() // as SIGTERM: the third request is in flight
+		<-release
+		return echoAnswer(r)
+	})
+	t.Cleanup(func() { close(release) })
+	out := t.TempDir()
+	o := opts(f, out)
+	client := &repliesCounted{Chatter: o.Client}
+	o.Client = client
+	sum, err := Run(ctx, docs, o)
+	if !errors.Is(err, context.Canceled) || !sum.Interrupted {
+		t.Fatalf("interrupted run: err %v summary %+v", err, sum)
+	}
+	if sum.Requests != 0 || sum.Done != 0 {
+		t.Fatalf("a document was committed (%+v): the test must interrupt before the first commit", sum)
+	}
+	// A worker that passed its check of ctx just before the cancel may
+	// start a request the server never sees: sent counts it, at most one
+	// per worker.
+	if sum.RequestsSent < f.count() || sum.RequestsSent > f.count()+o.Concurrency || f.count() < 3 ||
+		sum.RepliesReceived != int(client.replies.Load()) || sum.Unfinished < 1 {
+		t.Errorf("interrupted run says %d requests sent, %d replies, %d unfinished documents; the server had %d requests, the client %d replies",
+			sum.RequestsSent, sum.RepliesReceived, sum.Unfinished, f.count(), client.replies.Load())
+	}
+	for _, name := range []string{RunFile, ClaimsFile, ProgressFile, StatsFile} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Errorf("interrupted run left no %s: %v", name, err)
+		}
+	}
+	sum2, err := Run(context.Background(), docs, opts(newFake(t, echoAnswer), out))
+	if err != nil || sum2.Done != len(docs) || sum2.Interrupted || sum2.Unfinished != 0 || sum2.RequestsSent != sum2.Requests {
+		t.Errorf("rerun: %v %+v", err, sum2)
 	}
 }
