@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -319,4 +320,112 @@ func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 		out = out[i:]
 	}
 	return out, nil
+}
+
+// RampChart draws a progressive activation over time (from the ramp's
+// Series): the candidate's share of production's requests as a step
+// line, and each side's error rate per look as dots, all on one 0–1
+// axis against minutes since the ramp started. ok is false when the
+// record holds no series (written before it existed).
+func RampChart(r *evidence.RampResult) (c Chart, ok bool, err error) {
+	if r == nil || len(r.Series) == 0 {
+		return Chart{}, false, nil
+	}
+	p := plot.New()
+	p.Title.Text = "Progressive ramp: share and error rate"
+	p.X.Label.Text = "minutes since the ramp started"
+	p.Y.Label.Text = "fraction (square-root scale)"
+	minutes := func(at time.Time) float64 { return at.Sub(r.StartedAt).Minutes() }
+	first := 0.0
+	if len(r.Steps) > 0 {
+		first = r.Steps[0]
+	}
+	share := plotter.XYs{{X: 0, Y: first}}
+	var cand, prod plotter.XYs
+	worst := 0.0
+	for _, q := range r.Series {
+		x := minutes(q.At)
+		// The share held until this look, then the share it set.
+		share = append(share, plotter.XY{X: x, Y: share[len(share)-1].Y}, plotter.XY{X: x, Y: q.Share})
+		if v, ok := q.ErrorRate(true); ok {
+			cand = append(cand, plotter.XY{X: x, Y: v})
+			worst = max(worst, v)
+		}
+		if v, ok := q.ErrorRate(false); ok {
+			prod = append(prod, plotter.XY{X: x, Y: v})
+		}
+	}
+	sl, err := plotter.NewLine(share)
+	if err != nil {
+		return Chart{}, false, err
+	}
+	sl.LineStyle.Width, sl.LineStyle.Color = vg.Points(2), color.Gray{Y: 0x30}
+	p.Add(plotter.NewGrid(), sl)
+	p.Legend.Add("candidate's share", sl)
+	// Production's dots are rings drawn over the candidate's, so both
+	// show where they meet (at 0, most looks).
+	for _, s := range []struct {
+		pts   plotter.XYs
+		col   color.Color
+		shape draw.GlyphDrawer
+		r     vg.Length
+		label string
+	}{{cand, candidateColor, draw.CircleGlyph{}, 2.5, "candidate error rate"}, {prod, productionColor, draw.RingGlyph{}, 3.5, "production error rate"}} {
+		if len(s.pts) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(s.pts)
+		if err != nil {
+			return Chart{}, false, err
+		}
+		sc.GlyphStyle.Color, sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = s.col, vg.Points(float64(s.r)), s.shape
+		p.Add(sc)
+		p.Legend.Add(s.label, sc)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	// A square-root axis: a 1 % step and a 5 % one stand apart from 0
+	// and from each other; ticks at the planned shares.
+	p.Y.Scale = sqrtScale{}
+	p.Y.Min, p.Y.Max = 0, 1.6 // room above 1 for the legend
+	ticks := []float64{0, 1}
+	for _, v := range r.Steps {
+		ticks = append(ticks, v)
+	}
+	p.Y.Tick.Marker = plot.TickerFunc(func(_, _ float64) []plot.Tick {
+		var ts []plot.Tick
+		for _, v := range ticks {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)})
+		}
+		return ts
+	})
+	p.X.Min = 0
+	svg, err := render(p, 520, 280)
+	if err != nil {
+		return Chart{}, false, err
+	}
+	end := "is ramping"
+	if r.State != evidence.RampRamping {
+		end = r.State
+		if r.Reason != "" {
+			end += " (" + r.Reason + ")"
+		}
+	}
+	span := minutes(r.Series[len(r.Series)-1].At)
+	return Chart{Title: "Progressive ramp: share and error rate over time", SVG: svg,
+		Caption: fmt.Sprintf("The share of production's requests sent to %s (dark line) at each of its %s, and each side's error rate among the requests answered between two looks (%s orange dots, %s blue rings), on a square-root scale with ticks at the planned shares, over %.1f minutes; the ramp %s. The worst look's candidate error rate was %.3f.",
+			r.Candidate, Plural(len(r.Series), "look", "looks"), r.Candidate, r.Production, span, end, worst)}, true, nil
+}
+
+// sqrtScale is a square-root axis (plot.Normalizer): small fractions
+// (a 1 % share, a 2 % error rate) get room without a log axis's trouble
+// with 0.
+type sqrtScale struct{}
+
+// Normalize maps x in [min, max] to [0, 1] on a square-root scale.
+func (sqrtScale) Normalize(min, max, x float64) float64 {
+	lo, hi := math.Sqrt(math.Max(min, 0)), math.Sqrt(math.Max(max, 0))
+	if hi == lo {
+		return 0
+	}
+	return (math.Sqrt(math.Max(x, 0)) - lo) / (hi - lo)
 }

@@ -91,6 +91,7 @@ func (s *switcher) journal() string {
 	}
 	e.Sections = []journal.Section{{Title: "Switch", Status: status, Items: items}}
 	if r.Ramp != nil {
+		e.Ramp = r.Ramp
 		sec, row := rampJournal(r.Ramp)
 		e.Sections = append(e.Sections, sec)
 		e.Validation = append(e.Validation, row)

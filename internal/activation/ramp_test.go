@@ -98,6 +98,12 @@ func TestProgressiveActivationRampsThenSwitches(t *testing.T) {
 		for _, sec := range e.Sections {
 			found = found || (sec.Title == "Progressive ramp" && len(sec.Items) == 3 && strings.HasPrefix(sec.Items[0], "10 % of production's requests to cand"))
 		}
+		if found && e.Ramp == nil {
+			t.Error("the ramp's journal entry holds no ramp to draw")
+		}
+		if e.Ramp != nil && len(e.Ramp.Series) < 3 {
+			t.Errorf("the entry's ramp holds %d points over time, want one a look (at least one per step)", len(e.Ramp.Series))
+		}
 	}
 	if !found {
 		t.Errorf("no journal entry shows the ramp (%d entries)", len(j.Entries))

@@ -57,6 +57,42 @@ type RampResult struct {
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
 	// History is every step served, in order, the last one the current.
 	History []RampStep `json:"history"`
+	// Series is the ramp over time, one point per look (each health
+	// interval, and each decision taken at once), oldest first: what the
+	// journal's ramp chart draws. At most MaxRampPoints: a longer ramp
+	// pools neighbouring points pairwise. Empty in records written before
+	// it existed.
+	Series []RampPoint `json:"series,omitempty"`
+}
+
+// MaxRampPoints bounds RampResult.Series: a 30-minute ramp at the default
+// health interval fits without pooling, and a record stays small.
+const MaxRampPoints = 720
+
+// RampPoint is one look at a ramp: when (At), the candidate's share from
+// then on (0 once reversed or stopped), and both sides' requests answered
+// and failed since the previous point (the first point: since the ramp
+// started).
+type RampPoint struct {
+	At                 time.Time `json:"at"`
+	Share              float64   `json:"share"`
+	CandidateRequests  int       `json:"candidate_requests"`
+	CandidateErrors    int       `json:"candidate_errors"`
+	ProductionRequests int       `json:"production_requests"`
+	ProductionErrors   int       `json:"production_errors"`
+}
+
+// ErrorRate is the candidate's (else production's) failed share of its
+// requests in the point, and whether that side answered any.
+func (p RampPoint) ErrorRate(candidate bool) (float64, bool) {
+	n, k := p.ProductionRequests, p.ProductionErrors
+	if candidate {
+		n, k = p.CandidateRequests, p.CandidateErrors
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return float64(k) / float64(n), true
 }
 
 // RampStep is one step served: its share, both sides' live requests in

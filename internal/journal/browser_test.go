@@ -234,3 +234,17 @@ func TestBrowserPagerLongTitleFits(t *testing.T) {
 		}
 	}
 }
+
+// screenshot saves file as laid out by headless Chromium 1280 px wide to
+// png.
+func screenshot(t *testing.T, bin, file, png string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
+		"--window-size=1280,2200", "--hide-scrollbars", "--screenshot="+png, "file://"+file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	t.Logf("screenshot: %s", png)
+}

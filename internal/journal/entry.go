@@ -11,6 +11,8 @@ import (
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
 )
 
 // Validation statuses: the values a ValidationRow's Status may take. They are
@@ -76,6 +78,9 @@ type Entry struct {
 	// EvidenceSignature says who signed the evidence the entry was made
 	// from, as verified when it was added (journal add).
 	EvidenceSignature *EvidenceSignature `json:"evidence_signature,omitempty" jsonschema_description:"Who signed the evidence, as verified when the entry was added."`
+	// Ramp is the progressive activation the entry tells (hiro activate
+	// --progressive writes it): its page draws the ramp over time.
+	Ramp *evidence.RampResult `json:"ramp,omitempty" jsonschema_description:"A progressive activation's account (hiro activate --progressive); the page draws its share and error rate over time."`
 	// Revisions notes every change made after the entry was published.
 	Revisions []Revision `json:"revisions,omitempty" jsonschema_description:"Changes made after publication, oldest first."`
 }

@@ -151,6 +151,15 @@ func (b *builder) entryView(md goldmark.Markdown, i int) (*entryView, error) {
 			}
 		}
 	}
+	if e.Ramp != nil {
+		c, ok, err := account.RampChart(e.Ramp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: picture of the ramp: %w", e.Path, err)
+		}
+		if ok {
+			v.Charts = append(v.Charts, chartView{Title: c.Title, Caption: c.Caption, SVG: template.HTML(c.SVG)})
+		}
+	}
 	if i > 0 {
 		v.Newer = &linkView{b.entries[i-1].Slug, b.entries[i-1].Title}
 	}

@@ -25,6 +25,9 @@ type Ramp struct {
 	cur       [2]Sample
 	earlier   Sample
 	res       evidence.RampResult
+	// since counts both sides' answered requests and failures since the
+	// last point of res.Series.
+	since [2][2]int
 }
 
 // New starts a ramp from production to candidate under pol (filled) at
@@ -62,6 +65,37 @@ func (r *Ramp) Observe(step, side int, failed bool, latency time.Duration, check
 		return
 	}
 	r.cur[side].Add(failed, latency, checked, invalid)
+	r.since[side][0]++
+	if failed {
+		r.since[side][1]++
+	}
+}
+
+// point adds a look at now to the series (the share after the look),
+// pooling neighbouring points pairwise when the series is full.
+func (r *Ramp) point(now time.Time) {
+	c, p := r.since[SideCandidate], r.since[SideProduction]
+	r.since = [2][2]int{}
+	r.res.Series = append(r.res.Series, evidence.RampPoint{At: now.UTC(), Share: r.res.Share,
+		CandidateRequests: c[0], CandidateErrors: c[1], ProductionRequests: p[0], ProductionErrors: p[1]})
+	if len(r.res.Series) <= evidence.MaxRampPoints {
+		return
+	}
+	s := r.res.Series
+	out := s[:0]
+	for i := 0; i < len(s); i += 2 {
+		q := s[i]
+		if i+1 < len(s) {
+			n := s[i+1]
+			q.At, q.Share = n.At, n.Share
+			q.CandidateRequests += n.CandidateRequests
+			q.CandidateErrors += n.CandidateErrors
+			q.ProductionRequests += n.ProductionRequests
+			q.ProductionErrors += n.ProductionErrors
+		}
+		out = append(out, q)
+	}
+	r.res.Series = out
 }
 
 // Tick decides the current step at now (down: see Input.Down) and
@@ -95,6 +129,7 @@ func (r *Ramp) Tick(now time.Time, down string) Decision {
 		r.end(now, evidence.RampReversed, fmt.Sprintf("reversed at %s: %s", Percent(r.res.Share), d.Reason))
 		r.res.Share = 0
 	}
+	r.point(now)
 	return d
 }
 
@@ -113,6 +148,7 @@ func (r *Ramp) Stop(now time.Time, state, reason string) {
 	r.endStep(now)
 	r.end(now, state, reason)
 	r.res.Share = 0
+	r.point(now)
 }
 
 func (r *Ramp) endStep(now time.Time) {
@@ -130,6 +166,7 @@ func (r *Ramp) Result() evidence.RampResult {
 	res := r.res
 	res.Steps = append([]float64(nil), r.res.Steps...)
 	res.History = append([]evidence.RampStep(nil), r.res.History...)
+	res.Series = append([]evidence.RampPoint(nil), r.res.Series...)
 	if r.res.State == evidence.RampRamping {
 		h := &res.History[len(res.History)-1]
 		h.Candidate, h.Production = r.cur[SideCandidate].Evidence(), r.cur[SideProduction].Evidence()

@@ -1,6 +1,7 @@
 package ramp
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -225,5 +226,63 @@ func TestSampleReservoirIsBounded(t *testing.T) {
 	}
 	if len(s.LatencyMS) != MaxLatencySamples || s.Successes != 5*MaxLatencySamples || s.Requests != 5*MaxLatencySamples {
 		t.Errorf("reservoir: %d kept, %d successes", len(s.LatencyMS), s.Successes)
+	}
+}
+
+// TestRampSeries: each look adds a point with the share after it and
+// both sides' requests and failures since the previous look; a reversal
+// ends the series at share 0; a long ramp stays within MaxRampPoints and
+// keeps every request counted.
+func TestRampSeries(t *testing.T) {
+	p := policy(t, 150, time.Hour)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := New(p, "cand", "prod", t0)
+	for range 3 {
+		r.Observe(0, SideCandidate, false, 10*time.Millisecond, false, false)
+	}
+	r.Observe(0, SideProduction, true, 0, false, false)
+	r.Tick(t0.Add(time.Second), "")
+	r.Observe(0, SideCandidate, true, 0, false, false)
+	r.Tick(t0.Add(2*time.Second), "the candidate exited")
+	s := r.Result().Series
+	if len(s) != 2 {
+		t.Fatalf("series %+v, want 2 points", s)
+	}
+	if s[0].Share != 0.1 || s[0].CandidateRequests != 3 || s[0].CandidateErrors != 0 || s[0].ProductionRequests != 1 || s[0].ProductionErrors != 1 {
+		t.Errorf("first point %+v, want share 0.1, candidate 3/0, production 1/1", s[0])
+	}
+	if s[1].Share != 0 || s[1].CandidateRequests != 1 || s[1].CandidateErrors != 1 || !s[1].At.Equal(t0.Add(2*time.Second)) {
+		t.Errorf("reversal point %+v, want share 0, candidate 1/1 at +2s", s[1])
+	}
+	if rate, ok := s[1].ErrorRate(true); !ok || rate != 1 {
+		t.Errorf("candidate error rate %v %v, want 1", rate, ok)
+	}
+	if _, ok := s[1].ErrorRate(false); ok {
+		t.Error("production answered nothing in the second point, but it has an error rate")
+	}
+
+	long := New(p, "cand", "prod", t0)
+	looks := 3*evidence.MaxRampPoints + 7
+	for i := range looks {
+		long.Observe(0, SideProduction, i%2 == 0, time.Millisecond, false, false)
+		long.Tick(t0.Add(time.Duration(i+1)*time.Second), "")
+	}
+	ls := long.Result().Series
+	n, errs := 0, 0
+	for _, q := range ls {
+		n, errs = n+q.ProductionRequests, errs+q.ProductionErrors
+	}
+	if len(ls) > evidence.MaxRampPoints || len(ls) < evidence.MaxRampPoints/2 {
+		t.Errorf("%d points after %d looks, want at most %d and at least half", len(ls), looks, evidence.MaxRampPoints)
+	}
+	if n != looks || errs != (looks+1)/2 {
+		t.Errorf("pooled series counts %d requests, %d failed; want %d, %d", n, errs, looks, (looks+1)/2)
+	}
+	if !ls[len(ls)-1].At.Equal(t0.Add(time.Duration(looks) * time.Second)) {
+		t.Errorf("last point at %v, want the last look", ls[len(ls)-1].At)
+	}
+	b, _ := json.Marshal(evidence.RampResult{})
+	if strings.Contains(string(b), "series") {
+		t.Errorf("an empty series is written: %s", b)
 	}
 }
