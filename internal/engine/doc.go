@@ -11,7 +11,7 @@
 // or must not have been logged before, an exit's signal or code) and what
 // it concludes (class, pinned phase, tier, next step). Shared families
 // live in one place each: families_gpu.go (CUDA, GPU, ROCm, Metal, Vulkan,
-// SYCL, TPU, NCCL), families_host.go (memory, CPU, OS, process, network),
+// SYCL, TPU, Neuron, NCCL), families_host.go (memory, CPU, OS, process, network),
 // families_runtime.go (hub, file system, signals, Rust, Go) and
 // signatures.go (the Python and ggml stacks); a kind lists its own rules
 // and markers first, genericMarkers after. It is hiro's one rule format:

@@ -26,7 +26,10 @@ func init() {
 			{Text: "Please connect to custom endpoint at", Phase: failure.PhaseReadyWait},
 			{Text: "Starting Kobold API on port", Phase: failure.PhaseReadyWait},
 			{Text: "Starting OpenAI Compatible API on port", Phase: failure.PhaseReadyWait},
-			{Text: "Load Text Model OK", Phase: failure.PhaseReadyWait},
+			// newer releases warm the model up after loading it, before the
+			// API starts ("Starting model warm up, please wait a moment...")
+			{Text: "Starting model warm up", Phase: failure.PhaseWarmup},
+			{Text: "Load Text Model OK", Phase: failure.PhaseKVInit},
 			{Text: "Loading model:", Phase: failure.PhaseLoad},
 			{Text: "Loading Text Model:", Phase: failure.PhaseLoad},
 		}, ggmlMarkers, genericMarkers),

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"regexp"
+
 	"github.com/hiro-dev/hiro/internal/failure"
 )
 
@@ -25,6 +27,13 @@ func init() {
 		signatures: joinLists([]Rule{
 			{Text: "was explicitly requested, but it wasn't available", Class: failure.ClassAcceleratorUnavailable},
 			{Text: "prebuilt binaries for GPU support", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
+			// llamafile compiles its GPU module at start with the host's
+			// nvcc (or hipcc, cuda.c: "building ggml-cuda with nvcc"); when
+			// that fails it serves on the CPU, or stops when --gpu demanded
+			// one (that line then states it): hints
+			{Text: "nvcc fatal", After: "gpu module", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint},
+			{Text: "returned nonzero exit status", Pattern: regexp.MustCompile(`(nvcc|hipcc|clang\+\+)\S*: returned nonzero exit status`), After: "gpu module",
+				Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint},
 		}, ggmlSignatures, hostFamilies),
 		wrappers: ggmlWrappers,
 		facts:    ggmlFacts,

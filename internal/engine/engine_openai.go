@@ -51,6 +51,9 @@ func init() {
 			{Text: "for max tokens in paged KV cache", Phase: failure.PhaseKVInit},
 			{Text: "Loaded engine size", Phase: failure.PhaseLoad},
 			{Text: "Using library model", Phase: failure.PhaseLoad},
+			// MLC LLM's chat runs the conversation's system prompt first:
+			// its first kernels
+			{Text: "Running system prompts", Phase: failure.PhaseWarmup},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},

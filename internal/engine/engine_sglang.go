@@ -29,6 +29,10 @@ func init() {
 			{Text: "mem-fraction-static", Pattern: regexp.MustCompile(`(?i)(not enough|insufficient|out of).{0,40}memory`), Class: failure.ClassGPUOOM},
 			{Text: "max_total_num_tokens", Pattern: regexp.MustCompile(`(?i)(too small|<=? 0|is 0|must be)`), Class: failure.ClassContextExceedsKV},
 			{Text: "is longer than the model's context length", Class: failure.ClassContextExceedsKV},
+			// the scheduler's check of a request against the KV pool
+			// (scheduler.py: "Input length (N tokens) exceeds the maximum
+			// allowed length (M tokens)"), often before a crash it causes
+			{Text: "exceeds the maximum allowed length", Pattern: regexp.MustCompile(`(?i)input length \(\d+ tokens\) exceeds the maximum allowed length`), Class: failure.ClassContextExceedsKV},
 			{Text: "alloc_req_slots runs out of memory", Class: failure.ClassGPUOOM},
 			// the scheduler's watchdog: a forward step that never finished
 			// (a hung collective, a stuck kernel); where it hung says more

@@ -35,6 +35,9 @@ var cudaErrors = []struct {
 	{"46", "cudaErrorDevicesUnavailable", "CUDA-capable device(s) is/are busy or unavailable", failure.ClassAcceleratorBusy, 0},
 	{"100", "cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected", failure.ClassAcceleratorUnavailable, 0},
 	{"101", "cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal", failure.ClassAcceleratorUnavailable, TierHint},
+	// 200: a kernel image (CUDA cubin, HIP code object) not built for
+	// this GPU; HIP reports it as hipErrorInvalidImage, same text
+	{"200", "cudaErrorInvalidKernelImage|CUDA_ERROR_INVALID_IMAGE|hipErrorInvalidImage", "device kernel image is invalid", failure.ClassGPUArchUnsupported, 0},
 	{"209", "cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device", failure.ClassGPUArchUnsupported, 0},
 	{"218", "cudaErrorInvalidPtx|CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed", failure.ClassDriverMismatch, 0},
 	{"500", "cudaErrorSymbolNotFound|CUDA_ERROR_NOT_FOUND|hipErrorNotFound", "named symbol not found", failure.ClassGPUArchUnsupported, 0},
@@ -183,7 +186,15 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 }, cudaErrorSignatures()))
 
 // gpuFamily: any vendor's out-of-memory and device discovery wording.
+// A server that finds no usable GPU and goes on on the CPU says so once,
+// at start, as a warning (llama.cpp's "no usable GPU found, --gpu-layers
+// option will be ignored", llamafile's "no GPUs were found; falling back
+// to CPU inference"): the failure of a profile that wanted the
+// accelerator, raised at launch whatever the server did after.
 var gpuFamily = family("gpu", []Rule{
+	{Text: "no usable GPU found", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
+	{Text: "falling back to CPU", Pattern: regexp.MustCompile(`(?i)\bno (usable |compatible |supported )?(GPUs?|CUDA devices?|accelerators?)\b.{0,80}(found|detected|available)?.{0,40}falling back to CPU`),
+		Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	{Text: "discovery", Pattern: regexp.MustCompile(`(?i)(fail\w*|error)\W.{0,30}GPU discovery|GPU discovery.{0,30}(failed|error)`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
 	{Text: "memory", Pattern: regexp.MustCompile(`(?i)(insufficient|not enough) (gpu|device|vram|cuda) memory`), Class: failure.ClassGPUOOM},
@@ -194,6 +205,11 @@ var rocmFamily = family("rocm", []Rule{
 	{Text: "invalid device function", Class: failure.ClassGPUArchUnsupported},
 	{Text: "hipErrorInvalidDeviceFunction", Class: failure.ClassGPUArchUnsupported},
 	{Text: "hipErrorNoBinaryForGpu", Class: failure.ClassGPUArchUnsupported},
+	// hipModuleLoad* refusing a code object built for another gfx target
+	// or ROCm release (hipErrorSharedObjectInitFailed, TVM/MLC, PyTorch
+	// extensions)
+	{Text: "shared object initialization failed", Also: "hip", Class: failure.ClassGPUArchUnsupported},
+	{Text: "hipErrorSharedObjectInitFailed", Class: failure.ClassGPUArchUnsupported},
 	{Text: "TensileLibrary", Pattern: regexp.MustCompile(`(?i)TensileLibrary.{0,200}(GPU arch|gfx\d)`), Class: failure.ClassGPUArchUnsupported},
 	{Text: "TensileLibrary", Pattern: regexp.MustCompile(`(?i)rocBLAS error: cannot read .{0,200}TensileLibrary`), Class: failure.ClassGPUArchUnsupported},
 	{Text: "Could not initialize Tensile host", Class: failure.ClassGPUArchUnsupported},
@@ -264,6 +280,15 @@ var syclFamily = family("sycl", []Rule{
 // backends): a compile that runs out of a memory space.
 var tpuFamily = family("tpu", []Rule{
 	{Text: "RESOURCE_EXHAUSTED", Pattern: regexp.MustCompile(`(?i)ran out of memory|out of memory`), Class: failure.ClassGPUOOM},
+})
+
+// neuronFamily: AWS Inferentia and Trainium through the Neuron runtime
+// (NRT; vLLM's and TGI's neuron backends): status 4 is NRT_RESOURCE, the
+// device's memory exhausted.
+var neuronFamily = family("neuron", []Rule{
+	{Text: "nrt_tensor_allocate", Pattern: regexp.MustCompile(`(?i)nrt_tensor_allocate\b.{0,40}(status=4\b|allocation failure)`), Class: failure.ClassGPUOOM},
+	{Text: "NRT_RESOURCE", Class: failure.ClassGPUOOM},
+	{Text: "Failed to allocate", Pattern: regexp.MustCompile(`(?i)\bnrt\w*.{0,60}failed to allocate`), Class: failure.ClassGPUOOM},
 })
 
 // nativeFrameHints name the component of a native (C++, Objective-C)

@@ -90,6 +90,9 @@ var netFamily = family("net", []Rule{
 	{Text: "WinError 10048", Class: failure.ClassPortInUse},
 	{Text: "access a socket in a way forbidden by its access permissions", Class: failure.ClassPortInUse},
 	{Text: "EADDRINUSE", Class: failure.ClassPortInUse},
+	// Triton's and other C++ servers' own words: "Socket '0.0.0.0:8001'
+	// already in use"
+	{Text: "already in use", Pattern: regexp.MustCompile(`(?i)\b(socket|port|address) '?[\w.:\[\]-]*'? ?(is )?already in use`), Class: failure.ClassPortInUse},
 	// Go's net package: "listen tcp ADDR: bind: <the OS's text, in the
 	// system's language>".
 	{Text: ": bind: ", Pattern: regexp.MustCompile(`listen tcp\S* \S+: bind: `), Class: failure.ClassPortInUse},
@@ -99,6 +102,6 @@ var netFamily = family("net", []Rule{
 
 // hostFamilies are every shared family an engine on a GPU host can hit,
 // after the engine's own rules and its stack's (python, ggml).
-var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, ncclFamily,
+var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, neuronFamily, ncclFamily,
 	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, modelFamily, signalFamily, rustFamily, goFamily,
 	structuredFamily)

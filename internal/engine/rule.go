@@ -93,7 +93,9 @@ type Rule struct {
 	Crash bool
 	// Summary marks a wrapper's summary that names no cause ("Failed to
 	// load model."): it gives the class, and the first error line logged
-	// before it (the child's own, relayed) is the root cause.
+	// before it (the child's own, relayed) is the root cause; when the
+	// summary opens a Python traceback on its line, the exception line
+	// that ends the block is.
 	Summary bool
 	// NextStep, when set, is the advice when this rule decides (else the
 	// engine's or the class's).

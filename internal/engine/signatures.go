@@ -95,7 +95,9 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "raph", Also: "cuda", Pattern: regexp.MustCompile(`(?i)cuda ?graph.*(fail|error)`), Class: failure.ClassWarmupFailed},
 	{Text: "Error in memory profiling", Class: failure.ClassWarmupFailed},
 	{Text: "Warmup failed", Class: failure.ClassWarmupFailed},
-	{Text: "warmup error", Class: failure.ClassWarmupFailed},
+	// SGLang's "Initialization failed. warmup error: Traceback ...": the
+	// block's exception line says what the warmup request met
+	{Text: "warmup error", Class: failure.ClassWarmupFailed, Summary: true},
 	{Text: "Unable to warmup model", Class: failure.ClassWarmupFailed},
 	{Text: "operation not permitted when stream is capturing", Class: failure.ClassWarmupFailed},
 	{Text: "Method Warmup encountered an error", Class: failure.ClassWarmupFailed, Tier: TierHint},

@@ -67,6 +67,30 @@ func TestRootCauseByStructure(t *testing.T) {
 			"*** Terminating app due to uncaught exception 'NSRangeException', reason: 'index 0 beyond bounds for empty array'",
 			"\t3   libmlx.dylib    0x0000000104a1f2b0 _ZN3mlx4core5metal6DeviceC2Ev + 152",
 		}, Signaled("ABRT"), failure.ClassAcceleratorUnavailable, "NSRangeException"},
+		{"a summary header's block: its exception line", "sglang", []string{
+			"[2025-10-22 10:26:55] INFO:     Uvicorn running on http://127.0.0.1:9316 (Press CTRL+C to quit)",
+			"[2025-10-22 10:28:56] Initialization failed. warmup error: Traceback (most recent call last):",
+			`  File "/x/http_server.py", line 1407, in _run_the_first_request`,
+			`    assert res.status_code == 200, f"{res=}"`,
+			"AssertionError: res=<Response [418]>",
+		}, Exited(1), failure.ClassWarmupFailed, "AssertionError: res=<Response [418]>"},
+		{"a gRPC error tree yields to the server's own line", "openai", []string{
+			`E0705 08:07:40.219476055   79386 chttp2_server.cc:1080]      UNKNOWN:No address added out of total 1 resolved for '0.0.0.0:9001' {created_time:"2024-07-05T08:07:40", children:[UNKNOWN:Address already in use {syscall:"bind", errno:98}]}`,
+			"E0705 08:07:40.219789 79386 main.cc:245] failed to start GRPC service: Unavailable - Socket '0.0.0.0:9001' already in use",
+		}, Exited(1), failure.ClassPortInUse, "failed to start GRPC service"},
+		{"a FastChat worker's relayed traceback", "openai", []string{
+			"2024-04-09 10:21:08 | ERROR | stderr | Traceback (most recent call last):",
+			`2024-04-09 10:21:08 | ERROR | stderr |   File "/x/loader.py", line 3, in load`,
+			`2024-04-09 10:21:08 | ERROR | stderr |     raise FileNotFoundError(f"No safetensors found in {p}")`,
+			"2024-04-09 10:21:08 | ERROR | stderr | FileNotFoundError: No safetensors found in /m",
+		}, Exited(1), failure.ClassModelLoadFailed, "FileNotFoundError: No safetensors found in /m"},
+		{"a first cause, then the crash it led to", "sglang", []string{
+			"[2025-03-03 06:49:27] INFO:     10.0.0.21:53320 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+			"[2025-03-03 06:49:28 TP1] Input length (9000 tokens) exceeds the maximum allowed length (8000 tokens).",
+			"[2025-03-03 06:49:28 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+			`  File "/x/scheduler.py", line 617, in handle_generate_request`,
+			"TypeError: '>' not supported between instances of 'NoneType' and 'int'",
+		}, Exited(1), failure.ClassContextExceedsKV, "Input length (9000 tokens)"},
 		{"a Go panic's first line", "ollama", []string{
 			"panic: runtime error: invalid memory address or nil pointer dereference",
 			"[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x5a1b2c]",

@@ -299,8 +299,8 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 	}
 	if s, cls := t.match(line, lower); s != nil {
 		tier := s.tier()
-		if level == "WARNING" || level == "WARN" {
-			tier = TierHint // a warning explains only when no error line does
+		if level == "WARNING" || level == "WARN" || isErrorTree(msg) {
+			tier = TierHint // a warning or a nested dump explains only when no error line does
 		}
 		t.offer(s.Name, stored, cls, s.Phase, tier, s.Crash)
 		if t.cand.line == stored {
@@ -827,8 +827,14 @@ func (t *Tracker) closeBlock(line, stored string) {
 	}
 	if hs != nil && !hs.Crash {
 		// a header that names its cause (a JSON line holding the whole
-		// traceback) beats an exception line that only hints
-		t.offer(hs.Name, tb.header, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), false)
+		// traceback) beats an exception line that only hints; a summary
+		// header ("warmup error: Traceback ...") gives the class, and the
+		// exception line that ends its block states the cause
+		cause := tb.header
+		if hs.Summary {
+			cause = root
+		}
+		t.offer(hs.Name, cause, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), false)
 	}
 	if t.cand.tier == TierError {
 		t.tb.frames = nil
@@ -1181,11 +1187,25 @@ func timestampLevel(msg string) (rest, level string, ok bool) {
 			if strings.HasPrefix(after, ":") {
 				return uvicornRest(after[1:], len(tok)+1), lv, true
 			}
-			return strings.TrimLeft(strings.TrimPrefix(strings.TrimLeft(after, " "), "- "), " "), lv, true
+			return afterLevel(after), lv, true
 		}
 		s = strings.TrimLeft(s[i:], " -")
 	}
 	return msg, "", false
+}
+
+// afterLevel is the message after a timestamped line's level: "- msg"
+// (LMDeploy), "msg", or FastChat's "| logger | msg" (its workers and the
+// servers built on them: "2024-04-09 10:21:08 | ERROR | stderr |
+// Traceback ..."), where the message keeps its indentation (a relayed
+// traceback's frames stay frames).
+func afterLevel(after string) string {
+	if strings.HasPrefix(after, " | ") {
+		if i := strings.Index(after[3:], " | "); i >= 0 && i < 60 {
+			return after[3+i+3:]
+		}
+	}
+	return strings.TrimLeft(strings.TrimPrefix(strings.TrimLeft(after, " "), "- "), " ")
 }
 
 // pyLevels are Python logging's level names.
@@ -1297,6 +1317,14 @@ func isAdvisory(msg, level string, lower []byte) bool {
 		}
 	}
 	return false
+}
+
+// isErrorTree reports gRPC core's nested error dump ("UNKNOWN:No address
+// added ... {created_time:..., children:[UNKNOWN:Address already in use
+// ...]}"): the library's detail under the server's own error line, which
+// follows it and names the cause in the server's words.
+func isErrorTree(msg string) bool {
+	return strings.Contains(msg, "{created_time:") || strings.Contains(msg, "children:[")
 }
 
 // isErrorLine reports a line that looks like an error, for the root cause
