@@ -11,10 +11,10 @@
 // or must not have been logged before, an exit's signal or code) and what
 // it concludes (class, pinned phase, tier, next step). Shared families
 // live in one place each: families_gpu.go (CUDA, GPU, ROCm, Metal, Vulkan,
-// SYCL, TPU, Neuron, NCCL), families_host.go (memory, CPU, OS, process, network),
-// families_runtime.go (hub, file system, signals, Rust, Go) and
-// signatures.go (the Python and ggml stacks); a kind lists its own rules
-// and markers first, genericMarkers after. It is hiro's one rule format:
+// SYCL, TPU, Neuron, Gaudi, NCCL), families_host.go (memory, CPU, OS,
+// process, network), families_runtime.go (hub, file system, signals, Rust,
+// Go) and signatures.go (the Python and ggml stacks); a kind lists its
+// own rules and markers first, genericMarkers after. It is hiro's one rule format:
 // package preflight's host-capability rules embed a Rule (name, family,
 // class, next step, source) and add a host-fact predicate; RuleNames
 // lists the names they must not take. Matches and FirstMatch match a

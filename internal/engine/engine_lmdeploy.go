@@ -27,6 +27,9 @@ func init() {
 			{Text: "Building CacheEngine", Phase: failure.PhaseKVInit},
 			{Text: "model_config:", Phase: failure.PhaseLoad},
 			{Text: "model_source:", Phase: failure.PhaseLoad},
+			// TurboMind logs only once the engine builds the model and its
+			// weights ("[TM][WARN] ... turbomind.cc:123] ...")
+			{Text: "[TM][", Phase: failure.PhaseLoad},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "[TM][ERROR]", Pattern: regexp.MustCompile(`(?i)out of memory`), Class: failure.ClassGPUOOM},

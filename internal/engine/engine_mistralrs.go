@@ -24,6 +24,9 @@ func init() {
 			{Text: "Request at ", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "prompt step", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "completion step", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			// mistralrs_core::engine logs a failed forward step as "step -
+			// Model failed with error: ..." (engine/mod.rs)
+			{Text: "engine: step - ", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Server listening on http", Phase: failure.PhaseReadyWait},
 			{Text: "Serving on http", Phase: failure.PhaseReadyWait},
 			{Text: "Warmup complete", Phase: failure.PhaseReadyWait},

@@ -29,6 +29,9 @@ func init() {
 		normalizeID:       ollamaModelID,
 		markers: joinLists([]Marker{
 			{Text: "starting llama server", Phase: failure.PhaseLoad},
+			// a pull (server/download.go: "downloading DIGEST in N part(s)")
+			// fetches the model the load needs
+			{Text: `msg="downloading `, Phase: failure.PhaseLoad},
 			{Text: `msg="starting runner" cmd=`, Pattern: regexp.MustCompile(`--model `), Phase: failure.PhaseLoad},
 			{Text: `msg="loading model"`, Phase: failure.PhaseLoad},
 			{Text: `msg="model weights"`, Phase: failure.PhaseLoad},

@@ -42,11 +42,27 @@ func init() {
 			{Text: "Warmup", Phase: failure.PhaseWarmup},
 			{Text: "Setting max batch total tokens", Phase: failure.PhaseWarmup},
 			{Text: "Shard ready", Phase: failure.PhaseKernelSetup},
+			{Text: "Server started at unix://", Phase: failure.PhaseKernelSetup},
 			{Text: "Starting shard", Phase: failure.PhaseLoad},
 			{Text: "checkpoint shards", Phase: failure.PhaseLoad},
 			{Text: "Loading model", Phase: failure.PhaseLoad, Reload: true},
 			{Text: "loading model", Phase: failure.PhaseLoad, Reload: true},
+			// Lemonade Server loads a model on request ("Loading llm: NAME")
+			{Text: "Loading llm: ", Phase: failure.PhaseLoad, Reload: true},
+			// GPUStack's llama-box: a request's parameters, once it serves
+			{Text: "oaicompat_", Pattern: regexp.MustCompile(`oaicompat_\w+: rid `), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
+			// Triton Inference Server (model_lifecycle.cc, grpc_server.cc,
+			// http_server.cc at triton-inference-server/server r24.05):
+			// each model's load, then the services it starts
+			{Text: "Started GRPCInferenceService at", Phase: failure.PhaseReadyWait},
+			{Text: "Started HTTPService at", Phase: failure.PhaseReadyWait},
+			{Text: "model_lifecycle.cc", Pattern: regexp.MustCompile(`\] "?loading: \S+:\d+`), Phase: failure.PhaseLoad},
+			{Text: " requests", Pattern: regexp.MustCompile(`\bmodel \S+, instance \S+, executing \d+ requests`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			// servers that load a model when asked, once up: Xinference's
+			// worker (launch_builtin_model), TorchServe's backend worker
+			{Text: "launch_builtin_model", Phase: failure.PhaseLoad, Reload: true},
+			{Text: "Torch worker started", Phase: failure.PhaseLoad, Reload: true},
 			// TensorRT-LLM under Triton, MLC LLM
 			{Text: "for max tokens in paged KV cache", Phase: failure.PhaseKVInit},
 			{Text: "Loaded engine size", Phase: failure.PhaseLoad},
@@ -60,6 +76,9 @@ func init() {
 			{Text: "Not enough memory to handle", Class: failure.ClassGPUOOM},
 			{Text: "max_batch_prefill_tokens", Pattern: regexp.MustCompile(`(?i)(lower|too (large|high|small)|not enough)`), Class: failure.ClassContextExceedsKV},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
+			// Triton: a backend could not make the model's instance (its
+			// reason follows on the line: a rule for it wins there)
+			{Text: "Failed to create instance", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 		}, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,

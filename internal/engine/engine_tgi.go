@@ -25,6 +25,10 @@ func init() {
 		markers: joinLists([]Marker{
 			{Text: "text_generation_router", Pattern: regexp.MustCompile(`\b(chat_completions|generate|generate_stream|completions)\{`), Phase: failure.PhaseInference},
 			{Text: "Method Prefill", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			// the router's line for a request served (server.rs: "Success",
+			// in its text or JSON log)
+			{Text: "Success", Pattern: regexp.MustCompile(`"message":"Success".{0,40}"target":"text_generation_router|text_generation_router::server: \S+: Success`),
+				Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Method Decode", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Connected", Phase: failure.PhaseReadyWait, After: failure.PhaseWarmup},
 			{Text: "Starting HTTP server", Phase: failure.PhaseReadyWait},
@@ -32,6 +36,9 @@ func init() {
 			{Text: "Warming up model", Phase: failure.PhaseWarmup},
 			{Text: "Starting Webserver", Phase: failure.PhaseKernelSetup},
 			{Text: "Shard ready in", Phase: failure.PhaseKernelSetup},
+			// a shard's gRPC server on its unix socket, not the HTTP
+			// server (the generic "Server started" would read it so)
+			{Text: "Server started at unix://", Phase: failure.PhaseKernelSetup},
 			{Text: "Waiting for shard to be ready", Phase: failure.PhaseLoad},
 			{Text: "Starting shard", Phase: failure.PhaseLoad},
 			// the launcher's download step comes before any shard starts:

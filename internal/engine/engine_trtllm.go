@@ -33,6 +33,9 @@ func init() {
 		markers: joinLists([]Marker{
 			{Text: "for max tokens in paged KV cache", Phase: failure.PhaseKVInit},
 			{Text: "CUDA graph warmup", Phase: failure.PhaseWarmup},
+			// the PyTorch backend's autotuner runs the kernels before
+			// serving (tensorrt_llm/_torch/autotuner.py)
+			{Text: "Autotuning process starts", Phase: failure.PhaseWarmup},
 			{Text: "for model weights", Phase: failure.PhaseKVInit},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
 			{Text: "Engine loaded and ready to serve", Phase: failure.PhaseReadyWait},

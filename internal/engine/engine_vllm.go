@@ -35,6 +35,12 @@ func init() {
 		}),
 		signatures: joinLists([]Rule{
 			{Text: "UVA is not available", Class: failure.ClassHostCapability},
+			// an API server process gave up waiting for the engine cores
+			// (v1/engine/core_client.py, VLLM_ENGINE_READY_TIMEOUT_S): the
+			// load was slower than the timeout, nothing failed in it
+			{Text: "Timed out waiting for engines to send initial message", Class: failure.ClassReadyTimeout,
+				NextStep: "vLLM's own engine-ready timeout ended the start before the engines finished loading: raise " +
+					"VLLM_ENGINE_READY_TIMEOUT_S (600 s by default) to cover the load, or pre-warm the weights (page cache, a local copy)."},
 			{Text: "less than desired GPU memory utilization", Class: failure.ClassAcceleratorBusy},
 			// KV sizing errors are raised in kv_init, after "Available KV
 			// cache memory" (a warmup marker) was logged.

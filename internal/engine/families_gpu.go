@@ -182,6 +182,8 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: ".cu:", Pattern: regexp.MustCompile(`\.cu:\d+:.*Assertion .*failed`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "device-side assert triggered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "unspecified launch failure", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// cudaErrorIllegalInstruction (715): a kernel faulted on the GPU
+	{Text: "illegal instruction was encountered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Xid", Pattern: regexp.MustCompile(`NVRM: Xid`), Class: failure.ClassEngineDied, Tier: TierHint},
 }, cudaErrorSignatures()))
 
@@ -289,6 +291,13 @@ var neuronFamily = family("neuron", []Rule{
 	{Text: "nrt_tensor_allocate", Pattern: regexp.MustCompile(`(?i)nrt_tensor_allocate\b.{0,40}(status=4\b|allocation failure)`), Class: failure.ClassGPUOOM},
 	{Text: "NRT_RESOURCE", Class: failure.ClassGPUOOM},
 	{Text: "Failed to allocate", Pattern: regexp.MustCompile(`(?i)\bnrt\w*.{0,60}failed to allocate`), Class: failure.ClassGPUOOM},
+})
+
+// gaudiFamily: Intel Habana Gaudi HPUs through SynapseAI (TGI's and
+// vLLM's Gaudi forks): synStatus 20, the device held by another process.
+var gaudiFamily = family("gaudi", []Rule{
+	{Text: "Device already acquired", Class: failure.ClassAcceleratorBusy},
+	{Text: "Device acquire failed", Class: failure.ClassAcceleratorBusy, Tier: TierHint},
 })
 
 // nativeFrameHints name the component of a native (C++, Objective-C)

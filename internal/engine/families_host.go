@@ -34,7 +34,9 @@ var memoryFamily = family("memory", []Rule{
 
 // cpuFamily: the CPU lacks an instruction set the engine build uses.
 var cpuFamily = family("cpu", []Rule{
-	{Text: "Illegal instruction", Class: failure.ClassHostCapability, NextStep: sigillStep},
+	// the CPU's SIGILL, not a GPU kernel's fault (CUDA error 715, "an
+	// illegal instruction was encountered": the cuda family's crash)
+	{Text: "Illegal instruction", NotAfter: "illegal instruction was encountered", Class: failure.ClassHostCapability, NextStep: sigillStep},
 	{Text: "SIGILL", Class: failure.ClassHostCapability, NextStep: sigillStep},
 	{Text: "does not support AVX", Class: failure.ClassHostCapability},
 	{Text: "0xc000001d", Class: failure.ClassHostCapability},  // Windows STATUS_ILLEGAL_INSTRUCTION
@@ -58,7 +60,19 @@ const shmStep = "Shared memory (/dev/shm) is too small, a container's default is
 
 // osFamily: the operating system: shared memory, WSL2's missing UVA, an
 // address the host does not have.
+// execFormatStep is the advice when the OS refuses to run the engine's
+// executable at all.
+const execFormatStep = "The operating system refuses to run the engine's executable: it is built for another CPU " +
+	"architecture or OS (exec format error: an arm64 image or binary on x86-64, or the reverse; pick the build for this " +
+	"machine), or on Windows it is over the 4 GB an executable may be (llamafile: run the small llamafile runner and " +
+	"pass the weights with -m)."
+
 var osFamily = family("os", []Rule{
+	// the OS's loader refuses the executable (Windows: PowerShell's and
+	// CreateProcess's words; Linux: ENOEXEC)
+	{Text: "is not a valid application for this OS platform", Class: failure.ClassHostCapability, Phase: failure.PhaseLaunch, NextStep: execFormatStep},
+	{Text: "is not a valid Win32 application", Class: failure.ClassHostCapability, Phase: failure.PhaseLaunch, NextStep: execFormatStep},
+	{Text: "exec format error", Class: failure.ClassHostCapability, Phase: failure.PhaseLaunch, NextStep: execFormatStep},
 	{Text: "Bus error", Class: failure.ClassHostCapability, Tier: TierHint, NextStep: shmStep}, // SIGBUS: see busSignal
 	{Text: "UVA is not available", Class: failure.ClassHostCapability},
 	{Text: "No space left on device", Pattern: regexp.MustCompile(`(?i)/dev/shm|shm|shared memory`), Class: failure.ClassHostCapability, NextStep: shmStep},
@@ -102,6 +116,6 @@ var netFamily = family("net", []Rule{
 
 // hostFamilies are every shared family an engine on a GPU host can hit,
 // after the engine's own rules and its stack's (python, ggml).
-var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, neuronFamily, ncclFamily,
+var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, neuronFamily, gaudiFamily, ncclFamily,
 	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, modelFamily, signalFamily, rustFamily, goFamily,
 	structuredFamily)

@@ -23,6 +23,7 @@ var genericMarkers = []Marker{
 	{Text: "Serving on http", Phase: failure.PhaseReadyWait},
 	{Text: "server started", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
 	{Text: "Server started", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
+	{Text: "server is ready", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
 	{Text: "apturing CUDA graph", Phase: failure.PhaseWarmup},
 	{Text: "CUDA graph", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
 	{Text: "cuda graph", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},

@@ -324,8 +324,8 @@ func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
 		t.prevErr = true // the message is on the next line
 	case isErrorLine(msg, level) || afterPanic:
 		t.prevErr = true
-		if t.fallback == "" {
-			t.fallback = stored
+		if t.fallback == "" || strings.HasPrefix(strings.TrimSpace(msg), "what():") && strings.Contains(t.fallback, "terminate called") {
+			t.fallback = stored // a C++ exception's what() is its message, the terminate line only its type
 		}
 	case strings.HasSuffix(strings.TrimSpace(msg), ":"):
 		t.prevErr = true
