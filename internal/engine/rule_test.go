@@ -163,3 +163,48 @@ func TestRuleNames(t *testing.T) {
 		}
 	}
 }
+
+// TestFamiliesBeyondTheCases: the families and structure reads learnt
+// from one engine's case hold for the other engines that print the same
+// runtime's words (lines written from those runtimes' messages: HIP's and
+// CUDA's error strings, the Neuron runtime's, SynapseAI's, Docker's exec
+// error, llama.cpp's CPU fallback warning as its derivatives print it).
+func TestFamiliesBeyondTheCases(t *testing.T) {
+	for _, c := range []struct {
+		kind  string
+		lines []string
+		exit  ExitInfo
+		class failure.Class
+		phase failure.Phase
+	}{
+		{"vllm", []string{"INFO 01-01 00:00:00 [model_runner.py:1] Loading model weights took 4.1 GB", "Capturing CUDA graph shapes:  10%|       | 3/35",
+			"ERROR 01-01 00:00:01 [core.py:1] RuntimeError: HIP error: device kernel image is invalid"}, Exited(1),
+			failure.ClassGPUArchUnsupported, failure.PhaseWarmup},
+		{"sglang", []string{"[2025-01-01 00:00:00 TP0] RuntimeError: CUDA error: device kernel image is invalid"}, Exited(1),
+			failure.ClassGPUArchUnsupported, failure.PhaseLaunch},
+		{"tgi", []string{"2024-01-01T00:00:00.000000Z ERROR text_generation_launcher: RuntimeError: hipErrorSharedObjectInitFailed"}, Exited(1),
+			failure.ClassGPUArchUnsupported, failure.PhaseLaunch},
+		{"koboldcpp", []string{"warning: no usable GPU found, --gpu-layers option will be ignored",
+			"Loading Text Model: /m.gguf", "Load Text Model OK: True", "Starting Kobold API on port 5001"}, Exited(0),
+			failure.ClassAcceleratorUnavailable, failure.PhaseLaunch},
+		{"tgi", []string{"2024-01-01T00:00:00.000000Z  INFO shard-manager: text_generation_launcher: Starting shard rank=0",
+			`2024-01-01T00:00:09.000000Z ERROR text_generation_launcher: RuntimeError: nrt_tensor_allocate status=4 message="Allocation Failure"`}, Exited(1),
+			failure.ClassGPUOOM, failure.PhaseLoad},
+		{"vllm", []string{"exec /usr/bin/python3: exec format error"}, Exited(1), failure.ClassHostCapability, failure.PhaseLaunch},
+		{"ollama", []string{"/bin/sh: 1: /usr/bin/ollama: exec format error"}, Exited(126), failure.ClassHostCapability, failure.PhaseLaunch},
+		{"sglang", []string{"[2025-01-01 00:00:00] The server is fired up and ready to roll!",
+			"[2025-01-01 00:01:00 TP0] RuntimeError: CUDA error: an illegal instruction was encountered"}, Exited(1),
+			failure.ClassEngineDied, failure.PhaseReadyWait},
+		{"vllm", []string{"ERROR 01-01 00:00:00 [worker.py:1] RuntimeError: synStatus=20 [Device already acquired] Device acquire failed."}, Exited(1),
+			failure.ClassAcceleratorBusy, failure.PhaseLaunch},
+	} {
+		tr := mustLookup(t, c.kind).NewTracker()
+		for _, l := range c.lines {
+			tr.Feed(l)
+		}
+		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: c.exit})
+		if f.Class != c.class || f.Phase != c.phase {
+			t.Errorf("%s %q: %s/%s (rule %s), want %s/%s", c.kind, c.lines[len(c.lines)-1], f.Class, f.Phase, f.Rule, c.class, c.phase)
+		}
+	}
+}
