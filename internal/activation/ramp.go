@@ -11,6 +11,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/ramp"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // A progressive activation (`hiro activate --progressive`, docs/shadow.md
@@ -76,6 +77,43 @@ func (r *controlRouter) StopRamp(ctx context.Context, reason string) (*evidence.
 	return st.Result, nil
 }
 
+// ReverseRamp reverses the router's ramp, completed or not, and returns
+// its account.
+func (r *controlRouter) ReverseRamp(ctx context.Context, reason string) (*evidence.RampResult, error) {
+	st, err := r.c.RampReverse(ctx, reason)
+	if err != nil {
+		return nil, err
+	}
+	return st.Result, nil
+}
+
+// candidateAtSwitch checks a completed ramp's candidate once more before
+// the router makes it production: one that died after the last step
+// (or no longer answers as it should) is not switched to. The router's
+// ramp is reversed with the reason (every request back on production,
+// which never stopped) and the reason is returned; "" when it is ready.
+func (s *switcher) candidateAtSwitch(ctx context.Context) string {
+	t0 := time.Now()
+	name := "check " + s.next.Name + " before the switch"
+	rr := supervisor.CheckReady(ctx, s.next, nil)
+	if rr.OK {
+		s.step(name, t0, true, fmt.Sprintf("ready: health %s, model %s, READY reply %q", rr.Health.Message, s.next.Model, rr.Reply))
+		return ""
+	}
+	why := "not ready"
+	if rr.Failure != nil {
+		why = rr.Failure.RootCause
+	}
+	why = fmt.Sprintf("the ramp completed but %s failed its check at the switch (%s)", s.next.Name, why)
+	if out, err := s.opts.Router.ReverseRamp(context.WithoutCancel(ctx), why); err == nil && out != nil {
+		s.rec.Ramp = out
+	} else if s.rec.Ramp != nil {
+		s.rec.Ramp.State, s.rec.Ramp.Reason, s.rec.Ramp.Share = evidence.RampReversed, why, 0
+	}
+	s.step(name, t0, false, why+"; every request is production's ("+s.old.Name+")")
+	return why
+}
+
 // progressive runs the ramp step of a progressive activation; it returns
 // why the activation fails ("" when the ramp completed).
 func (s *switcher) progressive(ctx context.Context) string {
@@ -89,7 +127,7 @@ func (s *switcher) progressive(ctx context.Context) string {
 	}
 	if res.State == evidence.RampCompleted {
 		s.step(name, t0, true, fmt.Sprintf("%d steps (%s), every check passed at each", len(res.History), shares(res)))
-		return ""
+		return s.candidateAtSwitch(ctx)
 	}
 	if res.State == evidence.RampRamping {
 		// Interrupted while ramping and the stop did not answer.

@@ -7,12 +7,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/activation"
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/ramp"
 )
 
 // lastRecord is the newest production record of w's configuration.
@@ -219,5 +223,81 @@ func TestProgressiveRefusedForAnExclusiveCandidate(t *testing.T) {
 	}
 	if _, ok := w.running("cand"); ok {
 		t.Error("the candidate was started")
+	}
+}
+
+// A ramp that completed, whose candidate dies before the switch (killed
+// between the ramp's end and the router's switch, from the activation's
+// own progress line): the activation checks the candidate at the switch,
+// does not point the router at a dead backend, reverses the ramp with
+// the reason and records a failed activation; production never stopped.
+// (The router may reverse first, on the first refused connection: its
+// reason then says "before the switch".)
+func TestCompletedRampWithDeadCandidateIsNotSwitched(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	l := startLoad(url, 4, 4)
+	l.waitMore(t, 20)
+	w.load()
+	pol := ramp.Policy{Steps: []float64{0.5, 1}, MinRequests: 150, Soak: config.Duration{Duration: 300 * time.Millisecond}}
+	must(t, pol.Fill())
+	ctx := context.Background()
+	router := activation.RouterFor(ctx, w.cfg)
+	if router == nil {
+		t.Fatal("no router for the configuration")
+	}
+	var lines []string
+	killed := false
+	progress := func(line string) {
+		lines = append(lines, line)
+		if !strings.HasPrefix(line, "router: ramp production's requests to cand: done") {
+			return
+		}
+		st, ok := w.running("cand")
+		if !ok {
+			t.Error("the candidate does not run after its ramp completed")
+			return
+		}
+		must(t, syscall.Kill(-st.PID, syscall.SIGKILL))
+		deadline := time.Now().Add(10 * time.Second)
+		for w.ready("cand") && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		killed = true
+	}
+	out, err := activation.Activate(ctx, w.cfg, evPath, activation.Options{Progress: progress, Router: router, Progressive: &pol, JournalDir: w.journal})
+	must(t, err)
+	failedAtEnd := len(l.failed)
+	l.waitMore(t, 50)
+	l.finish()
+	t.Logf("activate:\n%s", strings.Join(lines, "\n"))
+	if !killed {
+		t.Fatal("the ramp never completed: the candidate was not killed")
+	}
+	if p := sp.production(t); p != "prod" {
+		t.Fatalf("the router serves %s after its candidate died before the switch", p)
+	}
+	rec := out.Record
+	if rec.Outcome != production.OutcomeFailed || rec.Router || rec.Ramp == nil || rec.Ramp.State != evidence.RampReversed ||
+		!strings.Contains(rec.Ramp.Reason, "the switch") || !strings.Contains(rec.Error, "failed its check at the switch") {
+		t.Fatalf("record: %s (router switched %v) %q, ramp %+v", rec.Outcome, rec.Router, rec.Error, rec.Ramp)
+	}
+	if rec.Ramp.Share != 0 || len(rec.Ramp.Series) == 0 || rec.Ramp.Series[len(rec.Ramp.Series)-1].Share != 0 {
+		t.Errorf("the reversed ramp's share %v, last point %+v; want 0", rec.Ramp.Share, rec.Ramp.Series)
+	}
+	if rec.Restored == nil || !rec.Restored.OK {
+		t.Errorf("production not verified back: %+v", rec.Restored)
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "check cand before the switch: FAILED") {
+		t.Error("no progress line for the check at the switch")
+	}
+	t.Logf("requests through the router: %s", l)
+	// The kill cuts what the candidate had in flight (at most one per
+	// client); nothing fails after the activation ended.
+	if len(l.failed) > 4 || len(l.failed) != failedAtEnd || len(l.retry503) > 0 {
+		t.Errorf("client requests: %s; want at most the 4 in flight at the kill, none after", l)
 	}
 }

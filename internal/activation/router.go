@@ -31,9 +31,12 @@ type Router interface {
 	Held() bool
 	// Ramp ramps production's requests to prof (started and verified)
 	// step by step under pol and follows it to its end (ramp.go);
-	// StopRamp ends it, every request back on production.
+	// StopRamp ends it, every request back on production; ReverseRamp
+	// ends even a completed one, as reversed (its candidate failed before
+	// the switch).
 	Ramp(ctx context.Context, prof *config.Profile, pol ramp.Policy, progress func(string)) (*evidence.RampResult, error)
 	StopRamp(ctx context.Context, reason string) (*evidence.RampResult, error)
+	ReverseRamp(ctx context.Context, reason string) (*evidence.RampResult, error)
 }
 
 // RouterFor returns the running router of cfg's production (its control

@@ -26,9 +26,12 @@ type RampStartRequest struct {
 }
 
 // RampStopRequest is the body of POST /v1/ramp/stop: Reason is recorded
-// as the ramp's reason (default "stopped by command").
+// as the ramp's reason (default "stopped by command"). Reverse ends even
+// a completed ramp, as reversed (its candidate failed before the switch);
+// without it a completed ramp keeps its end (the activation switched).
 type RampStopRequest struct {
-	Reason string `json:"reason,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Reverse bool   `json:"reverse,omitempty"`
 }
 
 // RampStatus is the answer of the ramp routes and Status.Ramp: whether
@@ -49,6 +52,13 @@ func (c *Client) RampStart(ctx context.Context, req RampStartRequest) (*RampStat
 func (c *Client) RampStop(ctx context.Context, reason string) (*RampStatus, error) {
 	var out RampStatus
 	return &out, c.call(ctx, http.MethodPost, "/v1/ramp/stop", RampStopRequest{Reason: reason}, &out)
+}
+
+// RampReverse reverses the router's ramp, completed or not (every
+// request back on production), with reason, and returns its account.
+func (c *Client) RampReverse(ctx context.Context, reason string) (*RampStatus, error) {
+	var out RampStatus
+	return &out, c.call(ctx, http.MethodPost, "/v1/ramp/stop", RampStopRequest{Reason: reason, Reverse: true}, &out)
 }
 
 // RampStatus returns the ramp's (or the last ramp's) account.

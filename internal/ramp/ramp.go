@@ -151,6 +151,25 @@ func (r *Ramp) Stop(now time.Time, state, reason string) {
 	r.point(now)
 }
 
+// Reverse ends a ramp that still routes (ramping, or completed but not
+// yet switched: the candidate went down before the activation made it
+// production) at now as reversed with reason: share 0, production
+// serves every request. It reports whether it did (false once reversed
+// or stopped).
+func (r *Ramp) Reverse(now time.Time, reason string) bool {
+	switch r.res.State {
+	case evidence.RampRamping:
+		r.Stop(now, evidence.RampReversed, reason)
+		return true
+	case evidence.RampCompleted:
+		r.end(now, evidence.RampReversed, reason)
+		r.res.Share = 0
+		r.point(now)
+		return true
+	}
+	return false
+}
+
 func (r *Ramp) endStep(now time.Time) {
 	t := now.UTC()
 	r.res.History[len(r.res.History)-1].EndedAt = &t

@@ -286,3 +286,34 @@ func TestRampSeries(t *testing.T) {
 		t.Errorf("an empty series is written: %s", b)
 	}
 }
+
+// TestReverseACompletedRamp: a completed ramp (the switch not yet made)
+// can still be reversed, to share 0 with its reason; a stopped one
+// cannot, and Stop leaves a completed ramp completed.
+func TestReverseACompletedRamp(t *testing.T) {
+	p := policy(t, 150, time.Millisecond)
+	p.Steps = []float64{1}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := New(p, "cand", "prod", t0)
+	for range MinLatencySamples + 150 {
+		r.Observe(0, SideCandidate, false, 10*time.Millisecond, false, false)
+	}
+	r.earlier = sample(600, 0, fast, 0, 0)
+	if d := r.Tick(t0.Add(time.Second), ""); d.Action != evidence.RampComplete {
+		t.Fatalf("decision %s (%s), want complete", d.Action, d.Reason)
+	}
+	r.Stop(t0.Add(2*time.Second), evidence.RampStopped, "switched")
+	if res := r.Result(); res.State != evidence.RampCompleted || res.Share != 1 {
+		t.Fatalf("Stop changed a completed ramp: %s %v", res.State, res.Share)
+	}
+	if !r.Reverse(t0.Add(3*time.Second), "the candidate went down before the switch") {
+		t.Fatal("a completed ramp was not reversed")
+	}
+	res := r.Result()
+	if res.State != evidence.RampReversed || res.Share != 0 || res.Reason != "the candidate went down before the switch" || res.Series[len(res.Series)-1].Share != 0 {
+		t.Errorf("after Reverse: %s %v %q, last point %+v", res.State, res.Share, res.Reason, res.Series[len(res.Series)-1])
+	}
+	if r.Reverse(t0.Add(4*time.Second), "again") {
+		t.Error("a reversed ramp was reversed again")
+	}
+}

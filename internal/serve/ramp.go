@@ -89,8 +89,9 @@ type rampCtl struct {
 }
 
 type rampStopReq struct {
-	reason string
-	done   chan struct{}
+	reason  string
+	reverse bool // end a completed ramp too, as reversed
+	done    chan struct{}
 }
 
 func (rc *rampCtl) shareNow() float64 { return math.Float64frombits(rc.share.Load()) }
@@ -279,7 +280,11 @@ func (rc *rampCtl) run() {
 				rc.decide(down)
 			}
 		case sr := <-rc.stopReq:
-			rc.end(evidence.RampStopped, sr.reason)
+			if sr.reverse {
+				rc.reverse(sr.reason)
+			} else {
+				rc.end(evidence.RampStopped, sr.reason)
+			}
 			close(sr.done)
 			return
 		}
@@ -322,9 +327,16 @@ func (rc *rampCtl) candidateFailed(why string) string {
 	return ""
 }
 
-// decide applies package ramp's decision now; down: see ramp.Input.
+// decide applies package ramp's decision now; down: see ramp.Input. A
+// completed ramp whose candidate is down (the activation has not
+// switched yet) is reversed: no request waits on a dead backend.
 func (rc *rampCtl) decide(down string) {
 	rc.mu.Lock()
+	if down != "" && rc.r.Result().State == evidence.RampCompleted {
+		rc.mu.Unlock()
+		rc.reverse("the candidate went down before the switch: " + down)
+		return
+	}
 	before := rc.r.Result()
 	d := rc.r.Tick(time.Now(), down)
 	res := rc.r.Result()
@@ -353,6 +365,20 @@ func (rc *rampCtl) end(state, reason string) {
 	rc.s.event("ramp_end", map[string]any{"candidate": res.Candidate, "state": res.State, "reason": reason})
 }
 
+// reverse ends the ramp, completed or not, as reversed with reason:
+// every request back on production.
+func (rc *rampCtl) reverse(reason string) {
+	rc.mu.Lock()
+	did := rc.r.Reverse(time.Now(), reason)
+	res := rc.r.Result()
+	rc.mu.Unlock()
+	rc.share.Store(math.Float64bits(res.Share))
+	rc.s.ramp.run.CompareAndSwap(rc, nil)
+	if did {
+		rc.s.event("ramp_reversed", map[string]any{"candidate": res.Candidate, "production": res.Production, "reason": reason})
+	}
+}
+
 // status is the ramp's account now.
 func (rc *rampCtl) status() *control.RampStatus {
 	rc.mu.Lock()
@@ -376,7 +402,7 @@ func (s *Server) rampStatus() *control.RampStatus {
 // stopRamp ends the ramp (a completed one keeps its state: the
 // activation switched) and waits up to drain_timeout for the candidate's
 // requests in flight to finish there; 404 when none ran.
-func (s *Server) stopRamp(ctx context.Context, reason string) (*control.RampStatus, int, error) {
+func (s *Server) stopRamp(ctx context.Context, reason string, reverse bool) (*control.RampStatus, int, error) {
 	s.ramp.mu.Lock()
 	rc := s.ramp.last
 	s.ramp.mu.Unlock()
@@ -386,7 +412,7 @@ func (s *Server) stopRamp(ctx context.Context, reason string) (*control.RampStat
 	if reason == "" {
 		reason = "stopped by command"
 	}
-	sr := rampStopReq{reason: reason, done: make(chan struct{})}
+	sr := rampStopReq{reason: reason, reverse: reverse, done: make(chan struct{})}
 	select {
 	case rc.stopReq <- sr:
 		<-sr.done
@@ -405,7 +431,7 @@ func (s *Server) stopRamp(ctx context.Context, reason string) (*control.RampStat
 func (s *Server) rampRoutes(mux *http.ServeMux, c controlFuncs) {
 	mux.HandleFunc("POST /v1/ramp/start", jsonRoute(c, s.startRamp))
 	mux.HandleFunc("POST /v1/ramp/stop", jsonRoute(c, func(ctx context.Context, req control.RampStopRequest) (*control.RampStatus, int, error) {
-		return s.stopRamp(ctx, req.Reason)
+		return s.stopRamp(ctx, req.Reason, req.Reverse)
 	}))
 	mux.HandleFunc("GET /v1/ramp/status", func(w http.ResponseWriter, r *http.Request) {
 		st := s.rampStatus()

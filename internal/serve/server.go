@@ -410,7 +410,7 @@ func (s *Server) Run(ctx context.Context) error {
 	<-procsDone
 	<-servedDone
 	if s.ramp.run.Load() != nil {
-		s.stopRamp(context.Background(), "hiro serve stopped")
+		s.stopRamp(context.Background(), "hiro serve stopped", false)
 	}
 	s.prod.shutdown(s.sc.OnExit)
 	// The drained requests' lines come before "stopped" (both may go to
