@@ -316,6 +316,8 @@ func productionSentence(e *evidence.Evidence) string {
 	switch {
 	case name == "":
 		return "No production profile was configured."
+	case e.Production.LeftStopped:
+		return fmt.Sprintf("Production %s was not serving before the campaign (it was not running); the campaign left it stopped, as it found it, and did not start it.", name)
 	case !e.Production.Stopped && productionNotServing(e):
 		return fmt.Sprintf("Production %s was not serving before the campaign (it did not answer ready); the campaign neither stopped nor started it.", name)
 	case !e.Production.Stopped && !productionChecked(e):
@@ -341,6 +343,9 @@ func productionSection(e *evidence.Evidence) (*Section, *Row) {
 	p := e.Production
 	s := &Section{Title: "Production " + e.ProductionBackend}
 	switch {
+	case p.LeftStopped:
+		s.Status = "Left stopped"
+		s.Items = append(s.Items, fmt.Sprintf("Production %s was not serving before the campaign: it was not running (stopped on purpose, or never started). The guard puts production back as it found it, so it left it stopped and did not start it at the end; start it with hiro backend start %s when you want it.", e.ProductionBackend, e.ProductionBackend))
 	case !p.Stopped && productionNotServing(e):
 		s.Status = "Not serving"
 		s.Items = append(s.Items, fmt.Sprintf("Production %s was not serving before the campaign (it did not answer ready); the campaign neither stopped nor started it, so there was nothing to restore.", e.ProductionBackend))

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/qualify"
 )
 
 // backendHold takes, for the length of one 'hiro backend start|stop'
@@ -27,7 +29,7 @@ func backendHold(prof *config.Profile, command string) (*lease.Hold, error) {
 	h, err := lease.Acquire(dir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro " + command}, keys...)
 	if err != nil {
 		if errors.Is(err, lease.ErrHeld) {
-			return nil, BusyError(fmt.Errorf("%s refused: %w", command, err))
+			return nil, busyError(context.Background(), fmt.Errorf("%s refused: %w", command, err))
 		}
 		return nil, FailedError(fmt.Errorf("%s: %w", command, err))
 	}
@@ -38,11 +40,21 @@ func backendHold(prof *config.Profile, command string) (*lease.Hold, error) {
 		if err != nil {
 			h.Release()
 			if errors.Is(err, lease.ErrHeld) {
-				return nil, BusyError(fmt.Errorf("%s refused: %w", command, err))
+				return nil, busyError(context.Background(), fmt.Errorf("%s refused: %w", command, err))
 			}
 			return nil, FailedError(fmt.Errorf("%s refused: %w", command, err))
 		}
 		sh.Release() // the check is the point: the engine outlives this command
 	}
 	return h, nil
+}
+
+// busyError is BusyError for a held lease; a refusal for the accelerator
+// on a host that has none also says so, and what the lease means there
+// (qualify.AcceleratorHeldNote).
+func busyError(ctx context.Context, err error) error {
+	if note := qualify.AcceleratorHeldNote(ctx, err); note != "" {
+		err = fmt.Errorf("%w; %s", err, note)
+	}
+	return BusyError(err)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/testsupport"
@@ -421,5 +422,42 @@ model = "fake-model"
 	}
 	if code != ExitFailed || json.Unmarshal([]byte(out), &res) != nil || res.State != "loading" || res.Failure != nil || !res.AlreadyRunning || res.PID == 0 {
 		t.Errorf("start again --json: exit %d %s; want state loading, no failure", code, out)
+	}
+}
+
+// On a host with no accelerator, a refusal for the accelerator's lease
+// says so plainly and what the lease means there; with an accelerator
+// visible (a stand-in nvidia-smi listing one) it does not (issue 26: the
+// wording confused a new user on a GPU-less host).
+func TestAcceleratorRefusalSaysTheHostHasNone(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hiro.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[backends.alone]
+engine = "llamacpp"
+command = "/bin/true"
+port = %d
+model = "m"
+exclusive_accelerator = true
+`, cliFreePort(t))), 0o644)
+	leases, err := lease.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := lease.Acquire(leases, &lease.Lease{Kind: lease.KindCommand, Command: "hiro test"}, lease.AcceleratorKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	bin := t.TempDir()
+	t.Setenv("PATH", bin) // no nvidia-smi
+	code, _, errs := runHiro(t, "--config", cfg, "backend", "start", "alone")
+	if code != ExitBusy || !strings.Contains(errs, "the accelerator is held by") || !strings.Contains(errs, "this host has no accelerator") || !strings.Contains(errs, "exclusive = false") {
+		t.Errorf("refused without an accelerator: exit %d, stderr %q; want 6 saying the host has none and what that means", code, errs)
+	}
+	os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte("#!/bin/sh\necho 'NVIDIA H200, 143771, 143000, 570.1'\n"), 0o755)
+	code, _, errs = runHiro(t, "--config", cfg, "backend", "start", "alone")
+	if code != ExitBusy || !strings.Contains(errs, "the accelerator is held by") || strings.Contains(errs, "no accelerator") {
+		t.Errorf("refused with an accelerator visible: exit %d, stderr %q", code, errs)
 	}
 }

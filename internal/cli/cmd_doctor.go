@@ -154,7 +154,7 @@ func printDoctor(g *Globals, r doctor.Report) {
 		fmt.Fprintf(w, "disk\t%s%s: %s free of %s\n", paths, later, gib(d.FreeBytes), gib(d.TotalBytes))
 	}
 	if len(r.Accelerators) == 0 {
-		fmt.Fprintf(w, "accelerator\tnone (%s)\n", r.AcceleratorNote)
+		fmt.Fprintf(w, "accelerator\tnone (%s): engines serve from the CPU; an exclusive campaign stops production while its candidate runs, exclusive = false runs it beside production\n", r.AcceleratorNote)
 	}
 	for _, a := range r.Accelerators {
 		fmt.Fprintf(w, "accelerator\t%d: %s, %d MiB total, %d MiB free, driver %s, CUDA %s\n", a.Index, a.Name, a.MemoryTotalMiB, a.MemoryFreeMiB, a.Driver, a.CUDA)

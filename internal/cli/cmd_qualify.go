@@ -160,7 +160,7 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 	if errors.Is(err, lease.ErrHeld) {
 		// Another campaign or command owns production: nothing was
 		// started or stopped. Its own exit status, not "not qualified".
-		return BusyError(err)
+		return busyError(c.Context(), err)
 	}
 	if err != nil {
 		return AbortedError(err)

@@ -309,8 +309,13 @@ type Production struct {
 	// WasRunning says production answered ready before the campaign.
 	WasRunning bool `json:"was_running"`
 	// Stopped says the guard stopped production (exclusive candidate).
-	Stopped   bool       `json:"stopped"`
-	StoppedAt *time.Time `json:"stopped_at,omitempty"`
+	Stopped bool `json:"stopped"`
+	// LeftStopped says production was not running when the exclusive
+	// campaign began (stopped on purpose, or never started): the guard
+	// left it as it found it and did not start it at the end. Absent
+	// before v3.
+	LeftStopped bool       `json:"left_stopped,omitempty"`
+	StoppedAt   *time.Time `json:"stopped_at,omitempty"`
 	// Restored is the restore's verification; nil when nothing needed it.
 	Restored *Restored `json:"restored,omitempty"`
 	// ConfigHashBefore/After are SHA-256 of production's configuration

@@ -393,6 +393,20 @@ func (c *campaign) stopProduction(ctx context.Context, st supervisor.RecordStatu
 			return fmt.Errorf("production %s was not stopped: %s", c.prod.Name, strings.TrimSuffix(err.Error(), " (nothing was started or stopped)"))
 		}
 	}
+	if !running {
+		rc, _, err := control.DialFor(ctx, c.cfg.Path, c.prod.BaseURL)
+		if err == nil {
+			rc.Close()
+		} else {
+			// Stopped on purpose (or never started), and no router to
+			// bring it back: the guard puts production back as it found
+			// it, so it is not started at the end (nor by a recovery:
+			// the lease does not say production was stopped).
+			c.out.line("production %s is not running: the campaign leaves it stopped and will not start it at the end", c.prod.Name)
+			p.LeftStopped = true
+			return c.save()
+		}
+	}
 	// Lease first: if hiro dies from here on, the next hiro restores.
 	if err := c.hold.Update(func(l *lease.Lease) { l.ProductionStopped = true }); err != nil {
 		return err
@@ -404,7 +418,11 @@ func (c *campaign) stopProduction(ctx context.Context, st supervisor.RecordStatu
 		return c.save()
 	}
 	if running {
-		c.out.line("stopping production %s (pid %d): the candidate needs the accelerator exclusively", c.prod.Name, st.PID)
+		why := "the candidate needs the accelerator exclusively"
+		if NoAcceleratorNote(ctx) != "" {
+			why = "the plan is exclusive; this host has no accelerator, so the candidate gets the machine's CPU and memory alone"
+		}
+		c.out.line("stopping production %s (pid %d): %s", c.prod.Name, st.PID, why)
 		t0 := time.Now()
 		_, sr, err := production.Keeper{StateDir: c.cfg.StateDir}.StopRecorded(ctx, c.prod.Name, 0)
 		c.waited(t0)
@@ -417,6 +435,8 @@ func (c *campaign) stopProduction(ctx context.Context, st supervisor.RecordStatu
 			return fmt.Errorf("stopping production %s left processes behind: %s", c.prod.Name, sr.Leak.RootCause)
 		}
 	} else {
+		// Not running while a router is up (it restarts production): the
+		// guard owns bringing it up.
 		c.out.line("production %s is not running; it will be started at the end", c.prod.Name)
 		p.Stopped = true // the guard owns bringing it up
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 const seedLadder = `
@@ -318,5 +319,37 @@ func TestArtifactTypoNamesTheProfileKey(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), e.cfgPath+": backends.cand.artifact: manifest ") || !strings.Contains(err.Error(), "manifset.json not found") ||
 		strings.Contains(err.Error(), "gates[0].manifest") {
 		t.Fatalf("error %v, want one at backends.cand.artifact saying the manifest is not found", err)
+	}
+}
+
+// TestExclusiveCampaignLeavesStoppedProductionStopped: production was
+// stopped on purpose before an exclusive campaign (it is not running);
+// the guard puts production back as it found it: it does not start it at
+// the end, and the evidence (left_stopped), report.md and the terminal
+// say so (issue 26: the campaign started a production stopped on purpose).
+func TestExclusiveCampaignLeavesStoppedProductionStopped(t *testing.T) {
+	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
+	var term strings.Builder
+	p, cfg, err := qualify.LoadPlan(e.writePlan("exclusive = true\n[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"ready_control\"\n"), e.cfgPath)
+	must(t, err)
+	out, err := qualify.Run(context.Background(), p, cfg, qualify.Options{LeaseDir: e.leaseDir, Progress: &term})
+	must(t, err)
+	pr := out.Evidence.Production
+	if out.ExitCode != qualify.ExitQualified || pr.WasRunning || pr.Stopped || !pr.LeftStopped || pr.Restored != nil {
+		t.Fatalf("exit %d, production %+v; want qualified, left stopped, no restore", out.ExitCode, pr)
+	}
+	if e.productionReady() {
+		t.Error("production answers after the campaign: the guard started a production that was stopped on purpose")
+	}
+	if _, err := supervisor.Status(e.cfg.StateDir, "prod"); err == nil {
+		t.Error("production has a record after the campaign: something started it")
+	}
+	if !strings.Contains(term.String(), "leaves it stopped and will not start it") {
+		t.Errorf("the terminal does not say production is left stopped:\n%s", term.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out.Dir, evidence.ReportFile))
+	must(t, err)
+	if md := string(b); !strings.Contains(md, "left it stopped") || strings.Contains(md, "was restored") {
+		t.Errorf("report.md does not say production was left stopped:\n%s", md)
 	}
 }

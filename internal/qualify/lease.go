@@ -1,6 +1,10 @@
 package qualify
 
 import (
+	"context"
+	"errors"
+
+	"github.com/hiro-dev/hiro/internal/doctor"
 	"github.com/hiro-dev/hiro/internal/lease"
 )
 
@@ -19,3 +23,31 @@ func LeaseDir() (string, error) { return lease.Dir() }
 // Leases lists the leases in dir, one per holder, changing nothing
 // (lease.List).
 func Leases(dir string) ([]*Lease, error) { return lease.List(dir) }
+
+// NoAcceleratorNote says plainly, on a host where no accelerator is
+// visible (doctor.Accelerators: nvidia-smi absent or listing none), that
+// there is none and what hiro's accelerator lease and an exclusive
+// campaign mean there; "" when an accelerator is visible.
+func NoAcceleratorNote(ctx context.Context) string {
+	gpus, why := doctor.Accelerators(ctx, doctor.Options{})
+	if len(gpus) > 0 {
+		return ""
+	}
+	if why == "" {
+		why = "nvidia-smi lists no GPU"
+	}
+	return "this host has no accelerator (" + why + "): here \"the accelerator\" hiro leases is the machine itself, its CPU and memory; " +
+		"an exclusive candidate (a plan's exclusive = true, a profile's exclusive_accelerator) runs on it alone with production stopped, " +
+		"and waits while another campaign or command holds it; with exclusive = false a candidate runs beside production"
+}
+
+// AcceleratorHeldNote is NoAcceleratorNote when err is a refusal for the
+// accelerator's lease (a *lease.HeldError on lease.AcceleratorKey), ""
+// otherwise.
+func AcceleratorHeldNote(ctx context.Context, err error) string {
+	var he *lease.HeldError
+	if !errors.As(err, &he) || he.Key != lease.AcceleratorKey {
+		return ""
+	}
+	return NoAcceleratorNote(ctx)
+}
