@@ -195,6 +195,8 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 // accelerator, raised at launch whatever the server did after.
 var gpuFamily = family("gpu", []Rule{
 	{Text: "no usable GPU found", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
+	// a CPU-only build given GPU layers (llama.cpp common/arg.cpp)
+	{Text: "not compiled with GPU offload support", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	{Text: "falling back to CPU", Pattern: regexp.MustCompile(`(?i)\bno (usable |compatible |supported )?(GPUs?|CUDA devices?|accelerators?)\b.{0,80}(found|detected|available)?.{0,40}falling back to CPU`),
 		Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	{Text: "discovery", Pattern: regexp.MustCompile(`(?i)(fail\w*|error)\W.{0,30}GPU discovery|GPU discovery.{0,30}(failed|error)`), Class: failure.ClassAcceleratorUnavailable},
