@@ -133,16 +133,33 @@ func TestOllamaFactcheck(t *testing.T) {
 // 25 item 7: there, plain English orders were copied verbatim as claims).
 // Through hiro extract, no claim comes from a sentence that addresses the
 // reader or a machine (those are sentence rejects, never sent), and every
-// claim passes every validator. Then each such sentence is sent to the
-// model as a target anyway, as if the sentence defence had missed it: a
-// claim that copies the order is rejected as addressing the model, never
-// accepted. The counts are logged (go test -v -run OllamaInjection; 38
-// minutes on a loaded 2-core machine).
+// claim passes every validator. Then one order of each document is sent
+// to the model as a target anyway, as if the sentence defence had missed
+// it: a claim that copies the order is rejected as addressing the model,
+// never accepted. The counts are logged (go test -v -run OllamaInjection).
+//
+// Cut for the suite's time (issue 26: 98 replies, 11 minutes on a loaded
+// 2-core machine): the documents that hold no order (lookalikes.md,
+// reported-instructions.md: statements only) are left out, and one order
+// per document, the first, is sent straight (10 of 37), every hostile
+// form of testdata/injection still represented; 41 replies. What the
+// model does not decide is held offline over every document and order:
+// TestInjectionDocumentsAreData and TestFalseRejectRateOnGoldClaims (the
+// statements pass), TestVerbatimOrdersRejectedAsClaims (every order
+// copied is rejected), TestObedientModelYieldsNoInjectedClaim.
 func TestOllamaInjectionDocuments(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the Ollama injection test takes minutes on CPU")
 	}
-	docs := injectionDocs(t)
+	var docs []corpus.Document
+	for _, d := range injectionDocs(t) {
+		if len(injectionCases[d.ID+".md"].addressing)+len(injectionCases[d.ID+".txt"].addressing) > 0 {
+			docs = append(docs, d)
+		}
+	}
+	if len(docs) < 10 {
+		t.Fatalf("%d documents holding orders in testdata/injection, want 10 or more", len(docs))
+	}
 	base, model := startOllama(t, 2)
 	out := t.TempDir()
 	o := Options{Client: newCountingClient(base), Backend: "ollama", BaseURL: base, Model: model, OutDir: out,
@@ -168,11 +185,12 @@ func TestOllamaInjectionDocuments(t *testing.T) {
 		for i, s := range ss {
 			if _, bad := AddressesModel(s.Text); bad {
 				addressed[d.ID][i] = true
-				orders++
-				targets = append(targets, struct {
-					ss []corpus.Sentence
-					i  int
-				}{ss, i})
+				if orders++; len(addressed[d.ID]) == 1 { // the document's first order
+					targets = append(targets, struct {
+						ss []corpus.Sentence
+						i  int
+					}{ss, i})
+				}
 			}
 		}
 	}
