@@ -329,25 +329,33 @@ func TestBackendLogsEscapesUnlessRaw(t *testing.T) {
 	}
 }
 
+// fakeProfileConfig writes hiro.toml with one profile, fake: the fake
+// engine on a free port, health loading for loadTime. It returns the
+// file's path, the port and the file's text.
+func fakeProfileConfig(t *testing.T, loadTime string) (cfg string, port int, text string) {
+	port = cliFreePort(t)
+	cfg = filepath.Join(t.TempDir(), "hiro.toml")
+	text = fmt.Sprintf(`
+[backends.fake]
+engine = "llamacpp"
+command = %q
+args = ["--port", "%d", "--load-time", %q]
+port = %d
+model = "fake-model"
+`, buildFakeEngine(t), port, loadTime, port)
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, port, text
+}
+
 // A half-written new profile in the configuration does not block the
 // commands about a running, valid one (issue 26, a new user's finding:
 // 'backend stop' of the running profile refused to load the file): they
 // act on the good profile and name the bad one with its errors; a command
 // about the bad profile itself is refused with those errors.
 func TestHalfWrittenProfileDoesNotBlockOthers(t *testing.T) {
-	fake := buildFakeEngine(t)
-	dir := t.TempDir()
-	port := cliFreePort(t)
-	cfg := filepath.Join(dir, "hiro.toml")
-	good := fmt.Sprintf(`
-[backends.fake]
-engine = "llamacpp"
-command = %q
-args = ["--port", "%d", "--load-time", "100ms"]
-port = %d
-model = "fake-model"
-`, fake, port, port)
-	os.WriteFile(cfg, []byte(good), 0o644)
+	cfg, port, good := fakeProfileConfig(t, "100ms")
 	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
 	var res struct {
 		PID int `json:"pid"`
@@ -379,18 +387,7 @@ model = "fake-model"
 // stop it), with no failure class and no crash advice (issue 26: the
 // re-run printed engine_died with "dmesg: OOM killer").
 func TestStartAgainAfterKilledStartSaysStillLoading(t *testing.T) {
-	fake := buildFakeEngine(t)
-	dir := t.TempDir()
-	port := cliFreePort(t)
-	cfg := filepath.Join(dir, "hiro.toml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`
-[backends.fake]
-engine = "llamacpp"
-command = %q
-args = ["--port", "%d", "--load-time", "2m"]
-port = %d
-model = "fake-model"
-`, fake, port, port)), 0o644)
+	cfg, _, _ := fakeProfileConfig(t, "2m")
 	first := exec.Command(testsupport.Hiro(t), "--config", cfg, "backend", "start", "fake")
 	stderr, err := first.StderrPipe()
 	if err != nil {
@@ -459,5 +456,26 @@ exclusive_accelerator = true
 	code, _, errs = runHiro(t, "--config", cfg, "backend", "start", "alone")
 	if code != ExitBusy || !strings.Contains(errs, "the accelerator is held by") || strings.Contains(errs, "no accelerator") {
 		t.Errorf("refused with an accelerator visible: exit %d, stderr %q", code, errs)
+	}
+	// Held beside others by a campaign that is not exclusive (the demo's,
+	// when the seed replay starts; issue 26): the refusal says why that
+	// campaign holds it and that the two cannot run at once.
+	h.Release()
+	c, err := lease.Acquire(leases, &lease.Lease{Kind: lease.KindCampaign, Campaign: "demo-1", Candidate: "weak", SharesAccelerator: true},
+		lease.ProductionKey(fmt.Sprintf("http://127.0.0.1:%d", cliFreePort(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	sh, err := lease.AcquireShared(leases, lease.AcceleratorKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Release()
+	os.Remove(filepath.Join(bin, "nvidia-smi"))
+	code, _, errs = runHiro(t, "--config", cfg, "backend", "start", "alone")
+	if code != ExitBusy || !strings.Contains(errs, "campaign demo-1") || !strings.Contains(errs, "this host has no accelerator") ||
+		!strings.Contains(errs, "exclusive = false) and shares the accelerator") || !strings.Contains(errs, "cannot run at the same time") {
+		t.Errorf("refused beside a shared campaign: exit %d, stderr %q; want 6 naming the campaign, why it holds the accelerator and that the two cannot run at once", code, errs)
 	}
 }
