@@ -24,12 +24,27 @@ hiro backend start prod || exit 2
 # is not launched; production is stopped only for the attempts that could run.
 hiro qualify "$here/plan.toml" --host-facts "$here/seed-host.json"
 code=$?
-echo "hiro qualify exited $code (1 = not qualified, as in the seed)" >&2
-latest="$(ls -td "$root"/.hiro/evidence/seed-replay/*/ | head -n 1)"
-echo "--- report: ${latest}report.md" >&2
-cat "${latest}report.md"
-hiro backend status prod
-if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then
-  hiro backend stop prod
+stop_production() {
+  if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then
+    hiro backend stop prod
+  fi
+}
+if [ "$code" -eq 6 ]; then
+  # Busy: another hiro (the demo's campaign, say) holds production or the
+  # accelerator, which on a host without one is the machine itself: the
+  # campaign did not start and wrote no evidence.
+  echo "seed replay: hiro qualify exited 6: another hiro holds production or the accelerator (named above); the campaign did not start and wrote no evidence: run this again when that one is done" >&2
+  stop_production
+  exit 6
 fi
+echo "hiro qualify exited $code (1 = not qualified, as in the seed)" >&2
+latest="$(ls -td "$root"/.hiro/evidence/seed-replay/*/ 2>/dev/null | head -n 1)"
+if [ -n "$latest" ] && [ -f "${latest}report.md" ]; then
+  echo "--- report: ${latest}report.md" >&2
+  cat "${latest}report.md"
+else
+  echo "seed replay: no evidence folder under $root/.hiro/evidence/seed-replay: the campaign stopped before it wrote one (see above)" >&2
+fi
+hiro backend status prod
+stop_production
 exit $code

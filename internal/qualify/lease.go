@@ -3,6 +3,7 @@ package qualify
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/hiro-dev/hiro/internal/doctor"
 	"github.com/hiro-dev/hiro/internal/lease"
@@ -41,13 +42,23 @@ func NoAcceleratorNote(ctx context.Context) string {
 		"and waits while another campaign or command holds it; with exclusive = false a candidate runs beside production"
 }
 
-// AcceleratorHeldNote is NoAcceleratorNote when err is a refusal for the
-// accelerator's lease (a *lease.HeldError on lease.AcceleratorKey), ""
-// otherwise.
+// AcceleratorHeldNote explains a refusal for the accelerator's lease (a
+// *lease.HeldError on lease.AcceleratorKey): NoAcceleratorNote, and when
+// the holder uses it beside others (a campaign with exclusive = false),
+// why that holds it and that the two cannot run at once; "" for any
+// other error.
 func AcceleratorHeldNote(ctx context.Context, err error) string {
 	var he *lease.HeldError
 	if !errors.As(err, &he) || he.Key != lease.AcceleratorKey {
 		return ""
 	}
-	return NoAcceleratorNote(ctx)
+	var notes []string
+	if n := NoAcceleratorNote(ctx); n != "" {
+		notes = append(notes, n)
+	}
+	if he.Holder != nil && he.Holder.SharesAccelerator {
+		notes = append(notes, "the holder's candidate runs beside production (exclusive = false) and shares the accelerator, "+
+			"so a candidate that needs it alone waits until that one ends: the two cannot run at the same time")
+	}
+	return strings.Join(notes, "; ")
 }

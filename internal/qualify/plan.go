@@ -245,7 +245,7 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 			continue
 		}
 		if _, err := supervisor.CommandPath(prof); err != nil {
-			add(role.key, "profile %s: command %q cannot be run: %v; fix the profile's command in %s (nothing was stopped)", prof.Name, prof.Command, err, cfg.Path)
+			add(role.key, "profile %s: command %q cannot be run: %v; %s in %s (nothing was stopped)", prof.Name, prof.Command, err, supervisor.CommandFix(prof, err), cfg.Path)
 		}
 	}
 	if p.Production != "" && p.Production == p.Candidate {

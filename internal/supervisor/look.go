@@ -1,9 +1,12 @@
 package supervisor
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/hiro-dev/hiro/internal/config"
 )
@@ -34,4 +37,26 @@ func CommandPath(p *config.Profile) (string, error) {
 		return "", fmt.Errorf("%s is not executable", path)
 	}
 	return path, nil
+}
+
+// CommandFix says what to do about err, CommandPath's error for p: for a
+// bare name that no folder of the PATH searched holds, the likely fix is
+// to install the engine or put its folder on PATH (for Ollama, the
+// project's scripts/install-ollama.sh and GOPATH/bin), not to edit the
+// profile; for a path, fix backends.NAME.command.
+func CommandFix(p *config.Profile, err error) string {
+	if strings.Contains(p.Command, "/") || !errors.Is(err, exec.ErrNotFound) {
+		return fmt.Sprintf("fix backends.%s.command", p.Name)
+	}
+	path := os.Getenv("PATH")
+	for _, kv := range p.Environ(os.LookupEnv) {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	fix := fmt.Sprintf("no folder of the PATH searched (%s) holds %s: install it or put its folder on PATH", path, p.Command)
+	if p.Engine == "ollama" && filepath.Base(p.Command) == "ollama" {
+		fix += " (Ollama: ./scripts/install-ollama.sh builds it into $(go env GOPATH)/bin; then export PATH=\"$(go env GOPATH)/bin:$PATH\")"
+	}
+	return fix + fmt.Sprintf(", or give its full path in backends.%s.command", p.Name)
 }

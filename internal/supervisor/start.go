@@ -268,8 +268,8 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 	// A command that cannot be found is a configuration error, not an
 	// engine failure: nothing is started and the caller is told what to fix.
 	if _, err := lookCommand(prof.Command, prof.Environ(opts.LookupEnv)); err != nil {
-		return fail(fmt.Errorf("backend %s: command %q cannot be run (%v); fix backends.%s.command, or the PATH it is looked up in (inherit_env or env PATH, else hiro's)",
-			prof.Name, prof.Command, err, prof.Name))
+		return fail(fmt.Errorf("backend %s: command %q cannot be run (%v); %s (the PATH looked in: inherit_env or env PATH, else hiro's)",
+			prof.Name, prof.Command, err, CommandFix(prof, err)))
 	}
 	logDir := filepath.Join(opts.StateDir, "logs")
 	// Engine logs may echo secrets (vLLM prints its arguments): the

@@ -1,0 +1,57 @@
+package ollamatest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// scripts/install-ollama.sh says how long a cold build takes on an idle
+// and on a busy machine, and prints a heartbeat while the silent cgo build
+// runs (issue 26, a new user's finding: 20 minutes of silence after
+// "about 3 minutes cold"). The script runs for real under bash with a
+// stand-in go on PATH whose install takes 3 s, the heartbeat's period set
+// to 1 s.
+func TestInstallOllamaScriptHeartbeat(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	stub := t.TempDir()
+	gopath := t.TempDir()
+	goStub := `#!/bin/sh
+case "$1" in
+  env) echo "` + gopath + `" ;;
+  version) [ -x "` + gopath + `/bin/ollama" ] && printf '\tmod\tgithub.com/ollama/ollama\tv0.6.5\th1:x\n' || exit 1 ;;
+  install) sleep 3; mkdir -p "` + gopath + `/bin"; printf '#!/bin/sh\n' > "` + gopath + `/bin/ollama"; chmod +x "` + gopath + `/bin/ollama" ;;
+esac
+`
+	for name, body := range map[string]string{
+		"go":         goStub,
+		"dpkg-query": "#!/bin/sh\necho 'install ok installed'\n",
+	} {
+		if err := os.WriteFile(filepath.Join(stub, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bash, filepath.Join(RepoRoot(t), "scripts", "install-ollama.sh"))
+	cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "HIRO_HEARTBEAT_SECONDS=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("install-ollama.sh: %v\n%s", err, stderr.String())
+	}
+	if got := strings.TrimSpace(string(out)); got != filepath.Join(gopath, "bin", "ollama") {
+		t.Errorf("stdout %q, want the binary's path", got)
+	}
+	log := stderr.String()
+	if !strings.Contains(log, "about 3 minutes cold on 2 idle cores, 10-25 minutes on a busy machine") {
+		t.Errorf("the build's first line does not give the busy machine's time:\n%s", log)
+	}
+	if n := strings.Count(log, "still building github.com/ollama/ollama@v0.6.5"); n < 1 {
+		t.Errorf("no heartbeat during a 3 s build with a 1 s period:\n%s", log)
+	}
+}
