@@ -110,6 +110,10 @@ type RampStep struct {
 	Decision string      `json:"decision"`
 	Reason   string      `json:"reason,omitempty"`
 	Checks   []RampCheck `json:"checks,omitempty"`
+	// Looks counts the step's looks: the decisions that read its samples
+	// (one each time the candidate's requests doubled, and one when the
+	// soak ended).
+	Looks int `json:"looks,omitempty"`
 }
 
 // RampSample is one side's requests in a step: how many it answered,
@@ -141,4 +145,8 @@ type RampCheck struct {
 	Upper      float64 `json:"upper"`
 	Limit      float64 `json:"limit"`
 	Outcome    string  `json:"outcome"`
+	// Alpha is the one-sided error this check was held to: its look's
+	// share of the step's α, split between the look's checks (package
+	// ramp's LookAlpha). Absent in records written before the correction.
+	Alpha float64 `json:"alpha,omitempty"`
 }

@@ -2,6 +2,7 @@ package ramp
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -102,6 +103,24 @@ type Input struct {
 	// health check, its process's exit, a refused connection): the ramp
 	// is reversed without waiting for a comparison.
 	Down string
+	// Look is the step's look this decision is (1 for the first; 0 reads
+	// as 1): its checks are held to LookAlpha(Look), split between them.
+	Look int
+}
+
+// LookAlpha is the one-sided error a step spends on its look k (k ≥ 1):
+// α·6/(π²k²) with α = 1 − DefaultConfidence, whose sum over every look
+// is α. A step looks again and again (every health interval) until it
+// decides; without a correction each look is another chance of a false
+// reversal or a false advance, and over many looks the rate of either
+// grows towards 1. Spent this way (a Bonferroni bound over an unbounded
+// number of looks) the step's false-reversal and false-advance rates
+// stay at most α however many looks it takes; package ramp counts a look
+// only when the candidate's requests doubled (or the soak just ended), so
+// a step of n requests has spent about log2(n) looks.
+func LookAlpha(k int) float64 {
+	k = max(k, 1)
+	return (1 - DefaultConfidence) * 6 / (math.Pi * math.Pi * float64(k*k))
 }
 
 // Decision is what to do with a step.
@@ -134,7 +153,14 @@ func Decide(p Policy, in Input) Decision {
 	if base.Requests < p.MinRequests {
 		base = base.Merge(in.Earlier)
 	}
-	conf := 1 - 2*(1-DefaultConfidence) // one-sided bounds from a two-sided interval
+	// The look's α split between its checks (error rate, latency, and the
+	// invalid rate when replies were checked): any one failing reverses.
+	checks := 2
+	if in.Candidate.Checked > 0 || base.Checked > 0 {
+		checks = 3
+	}
+	alpha := LookAlpha(in.Look) / float64(checks)
+	conf := 1 - 2*alpha // one-sided bounds from a two-sided interval
 	d := Decision{}
 	d.Checks = append(d.Checks, rateCheck(MeasureErrors, in.Candidate.Errors, in.Candidate.Requests, base.Errors, base.Requests, p, conf))
 	if in.Candidate.Checked > 0 || base.Checked > 0 {
@@ -144,6 +170,9 @@ func Decide(p Policy, in Input) Decision {
 	// that failed already decides.
 	if d.Checks[0].Outcome != Failed && d.Checks[len(d.Checks)-1].Outcome != Failed {
 		d.Checks = append(d.Checks, latencyCheck(in.Candidate.LatencyMS, base.LatencyMS, p, conf))
+	}
+	for i := range d.Checks {
+		d.Checks[i].Alpha = alpha
 	}
 	var failed, open []string
 	for _, c := range d.Checks {
@@ -175,8 +204,13 @@ func Decide(p Policy, in Input) Decision {
 }
 
 // rateCheck compares the candidate's rate k/n (errors, or invalid
-// replies) with production's pk/pn: the candidate's one-sided bounds at
-// conf against production's rate plus the margin.
+// replies) with production's pk/pn, both estimated: the difference
+// candidate − production has Newcombe's hybrid interval (each side's
+// Clopper-Pearson bounds at conf, combined in quadrature), so a low
+// production rate by chance does not count against the candidate. The
+// check reads the candidate's rate bounded that way (production's rate
+// plus the difference's bounds, Lower and Upper) against production's
+// rate plus the margin (Limit).
 func rateCheck(measure string, k, n, pk, pn int, p Policy, conf float64) evidence.RampCheck {
 	c := evidence.RampCheck{Measure: measure, Outcome: Inconclusive, Upper: 1}
 	if pn > 0 {
@@ -191,11 +225,19 @@ func rateCheck(measure string, k, n, pk, pn int, p Policy, conf float64) evidenc
 	if err != nil {
 		return c
 	}
-	c.Lower, c.Upper = lo, hi
+	plo, phi := c.Production, c.Production
+	if pn > 0 {
+		if plo, phi, err = stats.ClopperPearson(pk, pn, conf); err != nil {
+			return c
+		}
+	}
+	d := c.Candidate - c.Production
+	c.Lower = c.Production + d - math.Hypot(c.Candidate-lo, phi-c.Production)
+	c.Upper = c.Production + d + math.Hypot(hi-c.Candidate, c.Production-plo)
 	switch {
-	case lo > c.Limit:
+	case c.Lower > c.Limit:
 		c.Outcome = Failed
-	case hi <= c.Limit && pn > 0:
+	case c.Upper <= c.Limit && pn > 0:
 		c.Outcome = Passed
 	}
 	return c

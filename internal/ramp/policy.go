@@ -15,9 +15,9 @@ const (
 	// DefaultSoak is the least time a step serves before it may advance.
 	DefaultSoak = 5 * time.Minute
 	// DefaultMinRequests is the fewest candidate requests a step advances
-	// on. With no error, the one-sided 95 % Clopper-Pearson upper bound of
-	// the candidate's error rate falls to 2 % (DefaultMargin) at 149
-	// requests: 150 make a clean step conclusive.
+	// on, a floor only: with the correction for repeated looks
+	// (LookAlpha) a clean step becomes conclusive at a 2-point margin at
+	// its look at 512 requests (about 435 needed there).
 	DefaultMinRequests = 150
 	// DefaultMargin is how much worse than production's the candidate's
 	// error and invalid rates may be (a fraction: 0.02 is two points).

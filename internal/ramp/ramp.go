@@ -2,6 +2,7 @@ package ramp
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
@@ -28,6 +29,10 @@ type Ramp struct {
 	// since counts both sides' answered requests and failures since the
 	// last point of res.Series.
 	since [2][2]int
+	// looks counts the step's looks, lookN the candidate's requests at
+	// the last one; soakLooked says the look at the soak's end was taken.
+	looks, lookN int
+	soakLooked   bool
 }
 
 // New starts a ramp from production to candidate under pol (filled) at
@@ -108,15 +113,41 @@ func (r *Ramp) Tick(now time.Time, down string) Decision {
 	}
 	in := Input{Share: r.res.Share, Last: r.step == len(r.pol.Steps)-1, Elapsed: now.Sub(r.stepStart),
 		Candidate: r.cur[SideCandidate], Production: r.cur[SideProduction], Earlier: r.earlier, Down: down}
-	d := Decide(r.pol, in)
 	h := &r.res.History[len(r.res.History)-1]
 	h.Candidate, h.Production = r.cur[SideCandidate].Evidence(), r.cur[SideProduction].Evidence()
-	h.Decision, h.Reason, h.Checks = d.Action, d.Reason, d.Checks
+	var d Decision
+	if n := in.Candidate.Requests; down != "" || n >= max(1, 2*r.lookN) || (!r.soakLooked && in.Elapsed >= r.pol.Soak.Duration) {
+		// A look (see LookAlpha): the checks read the samples.
+		r.looks++
+		r.lookN = n
+		r.soakLooked = r.soakLooked || in.Elapsed >= r.pol.Soak.Duration
+		in.Look = r.looks
+		d = Decide(r.pol, in)
+		h.Checks, h.Looks = d.Checks, r.looks
+	} else {
+		// Between looks only the step timeout decides: the last look's
+		// checks stand.
+		d = Decision{Action: evidence.RampHold, Reason: fmt.Sprintf("next look at %d candidate requests (%d now; look %d held: %s)", max(1, 2*r.lookN), n, r.looks, h.Reason)}
+		if r.looks == 0 {
+			d.Reason = "no candidate request yet"
+		}
+		if r.pol.StepTimeout.Duration > 0 && in.Elapsed >= r.pol.StepTimeout.Duration {
+			d = Decision{Action: evidence.RampReverse, Reason: fmt.Sprintf("still undecided after the step timeout (%s)", r.pol.StepTimeout.Duration)}
+		}
+		d.Checks = h.Checks
+	}
+	if d.Action == evidence.RampHold && strings.HasPrefix(d.Reason, "next look") {
+		// Keep the last look's own reason in the account.
+	} else {
+		h.Reason = d.Reason
+	}
+	h.Decision = d.Action
 	switch d.Action {
 	case evidence.RampAdvance:
 		r.endStep(now)
 		r.earlier = r.earlier.Merge(r.cur[SideProduction])
 		r.cur = [2]Sample{}
+		r.looks, r.lookN, r.soakLooked = 0, 0, false
 		r.step++
 		r.stepStart = now
 		r.res.Step, r.res.Share = r.step, r.pol.Steps[r.step]
