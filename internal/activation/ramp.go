@@ -97,7 +97,7 @@ func (s *switcher) candidateAtSwitch(ctx context.Context) string {
 	name := "check " + s.next.Name + " before the switch"
 	rr := supervisor.CheckReady(ctx, s.next, nil)
 	if rr.OK {
-		s.step(name, t0, true, fmt.Sprintf("ready: health %s, model %s, READY reply %q", rr.Health.Message, s.next.Model, rr.Reply))
+		s.step(name, t0, true, fmt.Sprintf("ready: health %s %d (%s), model %s, READY reply %q", rr.Health.Path, rr.Health.StatusCode, rr.Health.State, s.next.Model, rr.Reply))
 		return ""
 	}
 	why := "not ready"

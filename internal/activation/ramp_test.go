@@ -46,6 +46,21 @@ func waitRampShare(t *testing.T, sp *serveProc, share float64, within time.Durat
 	}
 }
 
+// underLoad starts production, qualifies the candidate, starts hiro
+// serve in front of production and clients through it (answered 20
+// requests already); it returns the candidate's evidence, the router and
+// the load.
+func (w *world) underLoad(clients int) (string, *serveProc, *load) {
+	w.t.Helper()
+	w.startProduction()
+	evPath := w.qualify()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(w.t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+	l := startLoad(url, clients, 4)
+	l.waitMore(w.t, 20)
+	return evPath, sp, l
+}
+
 // hiroBackground starts hiro with args and returns a function that waits
 // for its end (exit status, output).
 func (w *world) hiroBackground(args ...string) func() (int, string) {
@@ -65,17 +80,13 @@ func (w *world) hiroBackground(args ...string) func() (int, string) {
 
 // A progressive activation under load: the router ramps production's
 // requests to the candidate 10 → 50 → 100 %, each step advancing on its
-// own live comparison (150 clean candidate requests make 2 % conclusive);
+// own live comparison (the fakes answer thousands of clean requests a
+// step: conclusive at a 2-point margin);
 // then the switch commits with the ramp in the record, the journal entry
 // shows the steps, and no client request failed.
 func TestProgressiveActivationRampsThenSwitches(t *testing.T) {
 	w := newWorld(t, false)
-	w.startProduction()
-	evPath := w.qualify()
-	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
-	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
-	l := startLoad(url, 4, 4)
-	l.waitMore(t, 20)
+	evPath, sp, l := w.underLoad(4)
 	code, out := w.hiro("activate", evPath, "--progressive", "10,50,100", "--soak", "300ms", "--min-requests", "150", "--journal", w.journal)
 	l.waitMore(t, 20)
 	l.finish()
@@ -129,12 +140,7 @@ func TestProgressiveActivationRampsThenSwitches(t *testing.T) {
 func TestProgressiveActivationReversesOnARegression(t *testing.T) {
 	flagFile := filepath.Join(t.TempDir(), "fail")
 	w := newWorld(t, false, "--chat-fail-when", flagFile)
-	w.startProduction()
-	evPath := w.qualify()
-	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
-	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
-	l := startLoad(url, 4, 4)
-	l.waitMore(t, 20)
+	evPath, sp, l := w.underLoad(4)
 	wait := w.hiroBackground("activate", evPath, "--progressive", "10,50,100", "--soak", "3s", "--min-requests", "150", "--journal", w.journal)
 	if r := waitRampShare(t, sp, 0.5, 60*time.Second); r.State != evidence.RampRamping {
 		l.finish()
@@ -175,11 +181,7 @@ func TestProgressiveActivationReversesOnARegression(t *testing.T) {
 // stopped by the rollback.
 func TestRollbackStopsARamp(t *testing.T) {
 	w := newWorld(t, false)
-	w.startProduction()
-	evPath := w.qualify()
-	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
-	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
-	l := startLoad(url, 2, 4)
+	evPath, sp, l := w.underLoad(2)
 	wait := w.hiroBackground("activate", evPath, "--progressive", "25,100", "--soak", "1h", "--journal", "")
 	waitRampShare(t, sp, 0.25, 30*time.Second)
 	l.waitMore(t, 20)
@@ -235,12 +237,7 @@ func TestProgressiveRefusedForAnExclusiveCandidate(t *testing.T) {
 // reason then says "before the switch".)
 func TestCompletedRampWithDeadCandidateIsNotSwitched(t *testing.T) {
 	w := newWorld(t, false)
-	w.startProduction()
-	evPath := w.qualify()
-	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
-	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
-	l := startLoad(url, 4, 4)
-	l.waitMore(t, 20)
+	evPath, sp, l := w.underLoad(4)
 	w.load()
 	pol := ramp.Policy{Steps: []float64{0.5, 1}, MinRequests: 150, Soak: config.Duration{Duration: 300 * time.Millisecond}}
 	must(t, pol.Fill())
