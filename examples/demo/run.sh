@@ -26,15 +26,31 @@ trap 'interrupted=1' INT
 hiro qualify "$plan"
 code=$?
 trap - INT
-if [ "$interrupted" = 1 ]; then
-  echo "demo: interrupted: hiro qualify exited $code; nothing was added to the journal (the evidence folder stays under .hiro/evidence/demo)" >&2
+# bash runs no INT trap when the child (hiro qualify) handled SIGINT and
+# exited 3 itself, so the decision is hiro's exit status: only a verdict
+# (0 qualified, 1 not qualified, 5 inconclusive) is published. 3 (aborted:
+# Ctrl-C, SIGTERM, a harness error) and 4 (production not restored) are
+# never published: a journal entry, once published, stays.
+if [ "$interrupted" = 1 ] || [ "$code" -eq 3 ] || [ "$code" -eq 4 ]; then
+  why="aborted"
+  [ "$interrupted" = 1 ] && why="interrupted"
+  echo "demo: $why: hiro qualify exited $code; nothing was added to the journal (the evidence folder stays under .hiro/evidence/demo)" >&2
   if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then hiro backend stop prod; fi
-  exit 130
+  [ "$interrupted" = 1 ] && exit 130
+  exit "$code"
 fi
 if [ "$code" -eq 6 ]; then
   echo "demo: hiro qualify exited 6: another hiro holds production or the accelerator (named above); nothing was started: run the demo again when it is done" >&2
   exit 6
 fi
+case $code in
+  0 | 1 | 5) ;;
+  *)
+    echo "demo: hiro qualify exited $code: no verdict, nothing was added to the journal" >&2
+    if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then hiro backend stop prod; fi
+    exit "$code"
+    ;;
+esac
 latest="$(ls -td "$root"/.hiro/evidence/demo/*/ | head -n 1)"
 cat "${latest}report.md"
 hiro journal add "${latest}evidence.json" --journal "$root/.hiro/journal" &&

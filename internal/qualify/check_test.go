@@ -185,3 +185,33 @@ func TestCheckCountsGatesInTheSingular(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, stderr)
 	}
 }
+
+// A value of the wrong type inside a [[gates]] table is a plan error that
+// names the gate and the key, not a nil-pointer panic (issue 26, a new
+// user's finding: `requests = "20"`, `timeout = "1 m"`, `max_pairs =
+// "10"` crashed 'hiro qualify' at Plan.validate).
+func TestWrongTypeInAGateIsAPlanError(t *testing.T) {
+	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
+	for _, tc := range []struct{ gates, want string }{
+		{"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequests = \"20\"\n", "gates[1]: sequential gate: key requests: incompatible types"},
+		{"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\ntimeout = \"1 m\"\n", "gates[1]: key timeout: invalid duration \"1 m\""},
+		{"exclusive = false\n[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"shadow\"\nmax_pairs = \"10\"\n", "gates[1]: shadow gate: key max_pairs: incompatible types"},
+	} {
+		plan := e.writePlan(tc.gates)
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("LoadPlan panicked on %q: %v", tc.gates, r)
+				}
+			}()
+			_, _, err = qualify.LoadPlan(plan, e.cfgPath)
+		}()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("plan %q: error %v, want one saying %q", tc.gates, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "line ") {
+			t.Errorf("plan %q: error %v gives a line that is not the plan file's", tc.gates, err)
+		}
+	}
+}

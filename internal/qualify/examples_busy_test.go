@@ -1,6 +1,7 @@
 package qualify_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,37 +18,74 @@ import (
 // "1 = not qualified", then ls and cat errors). The script runs for real
 // under bash with the example set-up replaced by a stand-in hiro that
 // records its calls and answers qualify with exit 6.
-func TestSeedReplayScriptOnBusy(t *testing.T) {
+// runExampleScript runs examples/NAME/run.sh for real under bash in a
+// copy of the tree whose example set-up is a stand-in: hiro records its
+// calls and answers 'qualify' with exit qualifyCode (after writing an
+// evidence folder with its report, unless the code is 6). It returns the
+// output, the exit status and the hiro calls, one a line.
+func runExampleScript(t *testing.T, name string, qualifyCode int) (text string, code int, calls []string) {
+	t.Helper()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash not found")
 	}
 	root := t.TempDir()
-	script, err := os.ReadFile(filepath.Join(testsupport.Root(), "examples", "seed-replay", "run.sh"))
+	script, err := os.ReadFile(filepath.Join(testsupport.Root(), "examples", name, "run.sh"))
 	must(t, err)
-	must(t, os.MkdirAll(filepath.Join(root, "examples", "seed-replay"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(root, "examples", name), 0o755))
 	must(t, os.MkdirAll(filepath.Join(root, "scripts"), 0o755))
-	must(t, os.WriteFile(filepath.Join(root, "examples", "seed-replay", "run.sh"), script, 0o755))
-	calls := filepath.Join(root, "calls")
-	must(t, os.WriteFile(filepath.Join(root, "scripts", "example-setup.sh"), []byte(`here="$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)"
+	must(t, os.WriteFile(filepath.Join(root, "examples", name, "run.sh"), script, 0o755))
+	log := filepath.Join(root, "calls")
+	must(t, os.WriteFile(filepath.Join(root, "scripts", "example-setup.sh"), []byte(fmt.Sprintf(`here="$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 hiro() {
-  echo "$*" >> "`+calls+`"
+  echo "$*" >> %q
   case "$1" in
-    qualify) echo "hiro: campaign not started: the accelerator is held by campaign X" >&2; return 6 ;;
+    qualify)
+      if [ %d -ne 6 ]; then mkdir -p "$root/.hiro/evidence/%s/1/"; echo "# report" > "$root/.hiro/evidence/%s/1/report.md"; fi
+      [ %d -eq 6 ] && echo "hiro: campaign not started: the accelerator is held by campaign X" >&2
+      return %d ;;
   esac
   return 0
 }
-`), 0o644))
-	cmd := exec.Command(bash, filepath.Join(root, "examples", "seed-replay", "run.sh"))
-	out, err := cmd.CombinedOutput()
-	code := 0
+example_ports() { plan="$here/plan.toml"; }
+`, log, qualifyCode, name, name, qualifyCode, qualifyCode)), 0o644))
+	out, err := exec.Command(bash, filepath.Join(root, "examples", name, "run.sh")).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	text := string(out)
+	b, _ := os.ReadFile(log)
+	return string(out), code, strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// examples/demo/run.sh publishes a journal entry only for a verdict (0,
+// 1, 5): an aborted campaign (3: Ctrl-C handled by hiro qualify, whose
+// exit leaves bash's INT trap unrun; SIGTERM; a harness error) or one that
+// left production down (4) is never published (issue 26, a new user's
+// findings F15 and F16: both were published, and an entry stays).
+func TestDemoScriptPublishesOnlyAVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		qualify, exit int
+		publish       bool
+	}{{1, 0, true}, {5, 0, true}, {3, 3, false}, {4, 4, false}, {2, 2, false}} {
+		text, code, calls := runExampleScript(t, "demo", tc.qualify)
+		published := strings.Contains(strings.Join(calls, "\n"), "journal add")
+		if code != tc.exit || published != tc.publish {
+			t.Errorf("hiro qualify exit %d: the demo exited %d and published %v, want %d and %v\n%s", tc.qualify, code, published, tc.exit, tc.publish, text)
+		}
+		if !tc.publish && !strings.Contains(text, "nothing was added to the journal") {
+			t.Errorf("hiro qualify exit %d: the demo does not say nothing was published:\n%s", tc.qualify, text)
+		}
+		if last := calls[len(calls)-1]; last != "backend stop prod" {
+			t.Errorf("hiro qualify exit %d: the demo's last hiro call is %q, want it to stop production", tc.qualify, last)
+		}
+	}
+}
+
+func TestSeedReplayScriptOnBusy(t *testing.T) {
+	text, code, calls := runExampleScript(t, "seed-replay", 6)
 	if code != 6 || !strings.Contains(text, "exited 6") || !strings.Contains(text, "run this again") {
 		t.Errorf("exit %d, want 6 saying another hiro holds it:\n%s", code, text)
 	}
@@ -56,9 +94,7 @@ hiro() {
 			t.Errorf("output says %q after a busy refusal:\n%s", bad, text)
 		}
 	}
-	b, err := os.ReadFile(calls)
-	must(t, err)
-	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); lines[len(lines)-1] != "backend stop prod" {
-		t.Errorf("the script's last hiro call is %q, want it to stop the production it started; calls:\n%s", lines[len(lines)-1], b)
+	if last := calls[len(calls)-1]; last != "backend stop prod" {
+		t.Errorf("the script's last hiro call is %q, want it to stop the production it started; calls: %q", last, calls)
 	}
 }

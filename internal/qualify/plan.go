@@ -214,12 +214,17 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 	// plan and of each gate's section.
 	config.CheckValues(p, "", add)
 	for i, g := range p.Gates {
+		if g == nil {
+			continue // did not decode: reported by decodeGate
+		}
 		k := fmt.Sprintf("gates[%d]", i)
 		if g.ID != "" {
 			k = "gates[" + g.ID + "]"
 		}
 		config.CheckValues(g, k, add)
-		config.CheckValues(g.Gate, k, add)
+		if g.Gate != nil {
+			config.CheckValues(g.Gate, k, add)
+		}
 	}
 	if strings.TrimSpace(p.Title) == "" {
 		add("title", "missing; give the campaign a title (it heads the evidence and the report)")
@@ -346,7 +351,7 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 	g := &GateSpec{}
 	md1, err := toml.Decode(buf.String(), g)
 	if err != nil {
-		return nil, fail(k, "%s", strings.TrimPrefix(err.Error(), "toml: "))
+		return nil, fail(k, "%s", gateDecodeError(err))
 	}
 	// A gate without a known kind is kept with its common part (its id
 	// is still checked) and no Gate.
@@ -364,7 +369,7 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 	}
 	md2, err := toml.Decode(buf.String(), g.Gate)
 	if err != nil {
-		return nil, fail(k, "%s gate: %s", g.Kind, strings.TrimPrefix(err.Error(), "toml: "))
+		return nil, fail(k, "%s gate: %s", g.Kind, gateDecodeError(err))
 	}
 	var es config.Errors
 	undec2 := map[string]bool{}
@@ -381,6 +386,20 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 		}
 	}
 	return g, es
+}
+
+// reDecodeLine is the position the TOML decoder gives: a line of the
+// gate's table re-encoded alone, not of the plan file.
+var reDecodeLine = regexp.MustCompile(`^line \d+ \(last key "([^"]*)"\): `)
+
+// gateDecodeError is a gate's decoding error for a person: the key named
+// instead of a line number that is not the plan file's.
+func gateDecodeError(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "toml: ")
+	if m := reDecodeLine.FindStringSubmatch(msg); m != nil {
+		msg = "key " + m[1] + ": " + msg[len(m[0]):]
+	}
+	return msg
 }
 
 // sameEndpoint reports whether two base URLs reach the same listener: the
