@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,7 +83,8 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 	// A stop must finish even when interrupted: the group is killed then.
 	st, sr, err := production.Keeper{StateDir: cfg.StateDir}.StopRecorded(ctx, name, o.Grace)
 	if errors.Is(err, supervisor.ErrNoRecord) {
-		return FailedError(fmt.Errorf("backend stop: %s is not running: %w", name, err))
+		// Nothing to stop (exit 1, as documented): no advice to start it.
+		return FailedError(fmt.Errorf("backend stop: %s is not running (%w in %s); nothing to stop", name, supervisor.ErrNoRecord, filepath.Join(cfg.StateDir, "backends")))
 	}
 	if err != nil {
 		return fmt.Errorf("backend stop: %w", err)

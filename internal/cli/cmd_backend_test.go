@@ -115,8 +115,10 @@ ready_probe = { expect = "READY" }
 	if code, _, _ = runHiro(t, "--config", cfg, "backend", "status", "fake"); code != ExitFailed {
 		t.Errorf("status after stop: exit %d, want 1", code)
 	}
-	if code, _, _ = runHiro(t, "--config", cfg, "backend", "stop", "fake"); code != ExitFailed {
-		t.Errorf("stop of a stopped backend: exit %d, want 1", code)
+	// A stop of a stopped backend says there is nothing to stop, and
+	// gives no advice to start it (issue 26, a new user's finding).
+	if code, _, errs = runHiro(t, "--config", cfg, "backend", "stop", "fake"); code != ExitFailed || !strings.Contains(errs, "nothing to stop") || strings.Contains(errs, "start it") {
+		t.Errorf("stop of a stopped backend: exit %d, stderr %q; want 1 saying nothing to stop", code, errs)
 	}
 }
 

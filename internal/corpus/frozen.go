@@ -165,11 +165,56 @@ func Seal(dir, name string, source *Source) (*Manifest, error) {
 	return m, nil
 }
 
+// nearFolder is "; did you mean D?" for the folder D beside dir whose
+// name is nearest in spelling (at most 2 edits), "" when none is.
+func nearFolder(dir string) string {
+	ents, err := os.ReadDir(filepath.Dir(dir))
+	if err != nil {
+		return ""
+	}
+	base, best, bestD := filepath.Base(dir), "", 3
+	for _, e := range ents {
+		if d := editDistance(base, e.Name()); e.IsDir() && d < bestD {
+			best, bestD = e.Name(), d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s?", filepath.Join(filepath.Dir(dir), best))
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
 // ReadManifest reads dir/manifest.json.
 func ReadManifest(dir string) (*Manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
+				// No such folder (a typo, most often): no advice to freeze
+				// it, which would fail the same way.
+				return nil, fmt.Errorf("%s: no such folder%s; give the folder of a frozen corpus (one holding %s): %w", dir, nearFolder(dir), ManifestFile, fs.ErrNotExist)
+			}
 			how := fmt.Sprintf("lay it out as %s/ (one document per file) and an optional %s, then freeze it with 'hiro corpus freeze %s' (docs/corpus.md), or import one with 'hiro corpus import'", DocsDir, GoldFile, dir)
 			if st, err := os.Stat(filepath.Join(dir, DocsDir)); err == nil && st.IsDir() {
 				how = fmt.Sprintf("freeze it with 'hiro corpus freeze %s'", dir)
