@@ -15,7 +15,9 @@ import (
 // memoryFamily: host memory: the engine's refusal, a CPU allocation, the
 // OOM killer.
 var memoryFamily = family("memory", []Rule{
-	{Text: "requires more system memory", Class: failure.ClassHostOOM},
+	// Ollama's refusal before it starts a runner for the model
+	// (ollama@fb30760 llm/server.go): raised by a model load
+	{Text: "requires more system memory", Class: failure.ClassHostOOM, Phase: failure.PhaseLoad},
 	{Text: "Out of memory: Killed process", Class: failure.ClassHostOOM},
 	{Text: "killed by the OOM killer", Class: failure.ClassHostOOM},
 	{Text: "oom-kill", Class: failure.ClassHostOOM},

@@ -97,6 +97,13 @@ type Rule struct {
 	// summary opens a Python traceback on its line, the exception line
 	// that ends the block is.
 	Summary bool
+	// Notice marks a line an engine prints when it goes on in a lesser
+	// way (ggml-cuda's "failed to allocate ... of pinned memory" before it
+	// uses pageable memory, ggml_cuda_init's failure before a CPU
+	// fallback): the line is at most a hint (Tier must be TierHint), whatever
+	// later rules of the table would say of it, so it explains the failure
+	// only when no error line follows.
+	Notice bool
 	// NextStep, when set, is the advice when this rule decides (else the
 	// engine's or the class's).
 	NextStep string

@@ -186,6 +186,15 @@ var pythonFramePhases = []FramePhase{
 
 // ggmlSignatures are llama.cpp's (and so Ollama's runner's) errors.
 var ggmlSignatures = family("ggml", []Rule{
+	// Notices ggml prints and goes on after (llama.cpp@f6d77a1
+	// ggml/src/ggml-cuda/ggml-cuda.cu: ggml_cuda_host_malloc's pinned
+	// memory warning, ggml_cuda_init's "failed to initialize CUDA" before
+	// the CPU backend takes over).
+	{Text: "of pinned memory", Pattern: regexp.MustCompile(`(?i)failed to allocate [\d.]+ MiB of pinned memory`), Class: failure.ClassHostCapability, Tier: TierHint, Notice: true},
+	{Text: "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint, Notice: true},
+	// ggml's own host allocation (llama.cpp@3074b50 ggml/src/ggml.c,
+	// ggml_aligned_malloc): names the size before the CPU buffer fails
+	{Text: "ggml_aligned_malloc: insufficient memory", Class: failure.ClassHostOOM},
 	{Text: "cpu_buffer_type_alloc_buffer: failed to allocate", Class: failure.ClassHostOOM},
 	{Text: "unknown model architecture", Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad},
 	{Text: "failed to open GGUF file", Class: failure.ClassModelLoadFailed},

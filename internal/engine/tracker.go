@@ -396,6 +396,8 @@ func (t *Tracker) match(line string, lower []byte) (*Rule, failure.Class) {
 		c, ok := r.classOf(line, lower)
 		switch {
 		case !ok:
+		case r.Notice:
+			return r, c
 		case r.tier() == TierError && !r.Crash && (weak == nil || c != weakCls):
 			return r, c
 		case weak == nil:
