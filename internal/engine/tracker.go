@@ -1128,8 +1128,11 @@ func zerologLevel(msg string) (rest, level string, ok bool) {
 	return msg, "", false
 }
 
-// levelPrefixes are the Python logging and uvicorn levels a line starts with.
-var levelPrefixes = [...]string{"ERROR ", "INFO ", "WARNING ", "DEBUG ", "CRITICAL ", "WARN ", "INFO:", "ERROR:", "WARNING:"}
+// levelPrefixes are the Python logging and uvicorn levels a line starts
+// with, and the warnings llama.cpp's common code and ggml print
+// ("warning: failed to mlock ...", llama.cpp@3074b50 src/llama-mmap.cpp)
+// and KoboldCpp's ("Warning: ...", koboldcpp@8f8b164 koboldcpp.py).
+var levelPrefixes = [...]string{"ERROR ", "INFO ", "WARNING ", "DEBUG ", "CRITICAL ", "WARN ", "INFO:", "ERROR:", "WARNING:", "warning:", "Warning:"}
 
 // prefixLevel reads vLLM's "ERROR 10-02 09:12:44 [core.py:708] message"
 // and uvicorn's "INFO:     message".
@@ -1138,7 +1141,7 @@ func prefixLevel(msg string) (rest, level string, ok bool) {
 		if !strings.HasPrefix(msg, lv) {
 			continue
 		}
-		level = strings.TrimRight(lv, " :")
+		level = strings.ToUpper(strings.TrimRight(lv, " :"))
 		if lv[len(lv)-1] == ':' {
 			return uvicornRest(msg[len(lv):], len(lv)), level, true
 		}
