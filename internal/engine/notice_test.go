@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/failure"
+)
+
+// TestNoticesNeverDecideStrongly: a notice or warning an engine prints
+// and goes on after (its wording from the engine's source, cited) never
+// outranks a later error line, and alone it is never a strong verdict of
+// its class: the confident-wrong risk of a strong rule matching advice.
+func TestNoticesNeverDecideStrongly(t *testing.T) {
+	const bind = "start_server: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080"
+	for _, c := range []struct{ name, kind, notice, real string }{
+		// llama.cpp@f6d77a1 ggml/src/ggml-cuda/ggml-cuda.cu ggml_cuda_host_malloc
+		{"pinned memory", "llamacpp", "ggml_cuda_host_malloc: failed to allocate 512.00 MiB of pinned memory: out of memory", bind},
+		// llama.cpp@f6d77a1 ggml/src/ggml-cuda/ggml-cuda.cu ggml_cuda_init
+		{"cuda init before the CPU backend", "llamacpp", "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected", bind},
+		// llama.cpp@3074b50 src/llama-mmap.cpp llama_mlock
+		{"mlock", "llamacpp", "warning: failed to mlock 3221225472-byte buffer (after previously locking 0 bytes): Cannot allocate memory", bind},
+		// llama.cpp@3074b50 common/arg.cpp
+		{"no usable GPU", "llamacpp", "warning: no usable GPU found, --gpu-layers option will be ignored", bind},
+		// koboldcpp@8f8b164 koboldcpp.py prints its warnings as "Warning: ..."
+		{"koboldcpp warning", "koboldcpp", "Warning: CUDA out of memory, retrying with fewer GPU layers", bind},
+		// vLLM@bbf906a vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py
+		{"fp8 marlin", "vllm", "WARNING 04-10 10:00:18 [marlin_utils_fp8.py:54] Your GPU does not have native support for FP8 computation but FP8 quantization is being used.",
+			"OSError: [Errno 98] Address already in use"},
+		// TGI@db931fc server/text_generation_server/models/__init__.py (relayed by the launcher)
+		{"flash attention v2", "tgi", "2025-04-10T10:00:09.000000Z  WARN text_generation_launcher: Unable to use Flash Attention V2: GPU with CUDA capability 7 5 is not supported for Flash Attention V2",
+			"OSError: [Errno 98] Address already in use"},
+	} {
+		tr := mustLookup(t, c.kind).NewTracker()
+		tr.Feed(c.notice)
+		tr.Feed(c.real)
+		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)})
+		if f.Class != failure.ClassPortInUse || f.RootCause != c.real {
+			t.Errorf("%s, then a taken port: %s %q (rule %s), want port_in_use from the later line", c.name, f.Class, f.RootCause, f.Rule)
+		}
+		alone := mustLookup(t, c.kind).NewTracker()
+		alone.Feed(c.notice)
+		if f := alone.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)}); f.Confidence == failure.ConfidenceStrong {
+			t.Errorf("%s alone: %s said strongly (rule %s); a notice is at most a hint", c.name, f.Class, f.Rule)
+		}
+	}
+}
