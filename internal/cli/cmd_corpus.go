@@ -87,7 +87,7 @@ func runCorpusImport(_ context.Context, g *Globals, o *corpusImportOpts, file st
 	}
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		// A missing input is bad usage (exit 2), as for every command.
-		return UsageErrorf("corpus import: %s: file not found; give the Factcheck-GPT benchmark's JSONL file, e.g. hiro corpus import factcheck-gpt factcheck-GPT-benchmark.jsonl --take 6 --out corpora/fc6", file)
+		return UsageErrorf("corpus import: %s: file not found; download factcheck-GPT-benchmark.jsonl from the root of github.com/yuxiaw/Factcheck-GPT (the copy the project's tests use has SHA-256 8bbf41a58ee1b7431fecd2a23f231f764e378e04edeb4d2a7a83949a7f40cf4b; docs/commands.md) and give its path", file)
 	}
 	m, err := corpus.ImportFactcheckGPT(file, o.Take, o.Out)
 	if errors.Is(err, atomicfile.ErrNotDir) {

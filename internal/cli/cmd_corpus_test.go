@@ -40,8 +40,17 @@ func TestCorpusImportMissingFileIsUsage(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "fc6")
 	missing := filepath.Join(t.TempDir(), "nope.jsonl")
 	code, stdout, errs := runHiro(t, "corpus", "import", "factcheck-gpt", missing, "--take", "6", "--out", out)
-	if code != ExitUsage || stdout != "" || !strings.HasPrefix(errs, "hiro: corpus import: "+missing+": file not found; give the Factcheck-GPT benchmark's JSONL file, e.g. hiro corpus import factcheck-gpt ") {
-		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 naming the missing file", code, stdout, errs)
+	if code != ExitUsage || stdout != "" || !strings.HasPrefix(errs, "hiro: corpus import: "+missing+": file not found; download factcheck-GPT-benchmark.jsonl from the root of github.com/yuxiaw/Factcheck-GPT") ||
+		!strings.Contains(errs, "8bbf41a58ee1b7431fecd2a23f231f764e378e04edeb4d2a7a83949a7f40cf4b") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 naming the missing file and where the benchmark comes from", code, stdout, errs)
+	}
+	// A file of another shape names what it lacks (issue 26, F17: it said
+	// only "empty response").
+	other := filepath.Join(t.TempDir(), "other.jsonl")
+	os.WriteFile(other, []byte("{\"x\":1}\n"), 0o644)
+	code, _, errs = runHiro(t, "corpus", "import", "factcheck-gpt", other, "--take", "6", "--out", out)
+	if code == ExitOK || !strings.Contains(errs, "not a Factcheck-GPT record: no \"response\" field (keys: x)") {
+		t.Errorf("a file of another shape: exit %d, stderr %q", code, errs)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("%s was written: %v", out, err)

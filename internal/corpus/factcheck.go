@@ -96,6 +96,17 @@ func ImportFactcheckGPT(file string, take int, outDir string) (*Manifest, error)
 			return nil, fmt.Errorf("%s:%d: not a Factcheck-GPT record: %w", file, n, err)
 		}
 		if strings.TrimSpace(r.Response) == "" {
+			var keys map[string]json.RawMessage
+			if json.Unmarshal(line, &keys) == nil {
+				if _, ok := keys["response"]; !ok {
+					names := make([]string, 0, len(keys))
+					for k := range keys {
+						names = append(names, k)
+					}
+					sort.Strings(names)
+					return nil, fmt.Errorf("%s:%d: not a Factcheck-GPT record: no \"response\" field (keys: %s); give factcheck-GPT-benchmark.jsonl from github.com/yuxiaw/Factcheck-GPT", file, n, strings.Join(names, ", "))
+				}
+			}
 			return nil, fmt.Errorf("%s:%d: empty response", file, n)
 		}
 		p := sha256.Sum256([]byte(r.Prompt))
