@@ -17,6 +17,8 @@ import (
 // backendStopOpts are the flags of 'hiro backend stop'.
 type backendStopOpts struct {
 	Grace time.Duration
+	// Force stops a production a live campaign still uses.
+	Force bool
 }
 
 func newBackendStopCmd(g *Globals) *cobra.Command {
@@ -31,7 +33,9 @@ shutdown_leak with the pids. A stale record (the process is gone, or its pid
 now belongs to another process) is reported and removed; no signal is sent.
 
 A backend that a running 'hiro serve' serves as production is not stopped
-(the router would start it again at once): stop the router instead.
+(the router would start it again at once): stop the router instead. A
+production that a running campaign uses beside its candidate is not
+stopped either (exit 6, naming the campaign) unless --force.
 
 Exit status: 0 stopped; 1 not running (no record, or a stale one), served by
 a router, or a shutdown leak; 2 bad usage or configuration; 6 busy: a
@@ -42,8 +46,25 @@ campaign or another command holds its lease (named; nothing stopped).`,
 		},
 	}
 	cmd.Flags().DurationVar(&o.Grace, "grace", 0, "time between SIGTERM and SIGKILL (default: the recorded stop_grace)")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "stop it even while a running campaign uses it beside its candidate (the campaign then fails)")
 	cmd.Flags().BoolVar(&g.JSON, "json", false, "print one JSON object (errors too)")
 	return cmd
+}
+
+// campaignUsing is the live campaign that keeps using the production at
+// baseURL beside its candidate (lease.Lease.UsesProduction), nil when none.
+func campaignUsing(dir, baseURL string) *lease.Lease {
+	ls, err := lease.List(dir)
+	if err != nil {
+		return nil
+	}
+	for _, l := range ls {
+		if l.Kind == lease.KindCampaign && l.UsesProduction != "" && l.OwnerAlive() &&
+			lease.ProductionKey(l.UsesProduction) == lease.ProductionKey(baseURL) {
+			return l
+		}
+	}
+	return nil
 }
 
 // backendStopReport is the JSON of 'hiro backend stop --json'.
@@ -67,6 +88,10 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 		}
 	} else {
 		if dir, err := lease.Dir(); err == nil {
+			if l := campaignUsing(dir, prof.BaseURL); l != nil && !o.Force {
+				return BusyError(fmt.Errorf("backend stop refused: %s is in use by %s since %s, whose candidate runs beside it and which extracts through it: stopping it would cut the campaign short; wait for it to finish, stop the campaign with kill -TERM %d (it exits cleanly), or pass --force",
+					name, l.Holder(), l.Created.Format(time.RFC3339), l.PID))
+			}
 			if l := lease.HeldBy(dir, lease.RouterKey(prof.BaseURL)); l != nil {
 				return FailedError(fmt.Errorf("backend stop: hiro serve (pid %d) serves %s and would start it again at once; stop the router instead (SIGTERM; with [serve] on_exit = \"stop\" it stops %s too), or switch production with 'hiro activate'", l.PID, name, name))
 			}

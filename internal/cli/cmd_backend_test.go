@@ -481,3 +481,41 @@ exclusive_accelerator = true
 		t.Errorf("refused beside a shared campaign: exit %d, stderr %q; want 6 naming the campaign, why it holds the accelerator and that the two cannot run at once", code, errs)
 	}
 }
+
+// A production that a live campaign uses beside its candidate (its
+// semantic baseline) is not stopped by 'backend stop' (exit 6, naming the
+// campaign) unless --force (issue 26, a new user's finding F15: the stop
+// went through without a word and cut the demo's campaign short).
+func TestStopRefusedWhileACampaignUsesProduction(t *testing.T) {
+	cfg, port, _ := fakeProfileConfig(t, "100ms")
+	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
+	var res struct {
+		PID int `json:"pid"`
+	}
+	if code != ExitOK || json.Unmarshal([]byte(out), &res) != nil || res.PID == 0 {
+		t.Fatalf("start: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Cleanup(func() { syscall.Kill(-res.PID, syscall.SIGKILL) })
+	leases, err := lease.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := lease.Acquire(leases, &lease.Lease{Kind: lease.KindCampaign, Campaign: "demo-2", Candidate: "weak", Config: cfg,
+		SharesAccelerator: true, UsesProduction: fmt.Sprintf("http://127.0.0.1:%d", port)},
+		lease.ProductionKey(fmt.Sprintf("http://127.0.0.1:%d", cliFreePort(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	code, _, errs = runHiro(t, "--config", cfg, "backend", "stop", "fake")
+	if code != ExitBusy || !strings.Contains(errs, "campaign demo-2") || !strings.Contains(errs, "--force") {
+		t.Errorf("stop while a campaign uses it: exit %d, stderr %q; want 6 naming the campaign and --force", code, errs)
+	}
+	if err := syscall.Kill(res.PID, 0); err != nil {
+		t.Fatalf("production was stopped although the stop was refused: %v", err)
+	}
+	code, out, errs = runHiro(t, "--config", cfg, "backend", "stop", "fake", "--force")
+	if code != ExitOK || !strings.Contains(out, "port "+strconv.Itoa(port)+" free") {
+		t.Errorf("stop --force: exit %d\n%s\n%s", code, out, errs)
+	}
+}

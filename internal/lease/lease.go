@@ -63,6 +63,11 @@ type Lease struct {
 	// others (a shared hold, which has no record of its own): an exclusive
 	// user refused the accelerator is told this holder's name.
 	SharesAccelerator bool `json:"shares_accelerator,omitempty"`
+	// UsesProduction is the base URL of the production a campaign whose
+	// candidate runs beside it keeps using (its semantic baseline, its
+	// shadow traffic), without holding production's key: 'hiro backend
+	// stop' of that production is refused while the campaign lives.
+	UsesProduction string `json:"uses_production,omitempty"`
 	// PID, PGID and PIDStart identify the holder (start time in clock
 	// ticks since boot, /proc/PID/stat field 22); UID is its user.
 	PID      int       `json:"pid"`

@@ -190,8 +190,12 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		// also says the campaign shares the accelerator, so that an
 		// exclusive user refused it is told who holds it.
 		abs, _ := filepath.Abs(c.dir)
+		uses := ""
+		if c.prod != nil && !c.prod.Unmanaged {
+			uses = c.prod.BaseURL
+		}
 		h, err := lease.Acquire(opts.LeaseDir, &lease.Lease{Kind: lease.KindCampaign, Campaign: id, EvidenceDir: abs,
-			Config: cfg.Path, Candidate: plan.Candidate, SharesAccelerator: true}, production.LeaseKeys(false, c.candidate)...)
+			Config: cfg.Path, Candidate: plan.Candidate, SharesAccelerator: true, UsesProduction: uses}, production.LeaseKeys(false, c.candidate)...)
 		if err != nil {
 			os.Remove(c.dir)
 			return nil, fmt.Errorf("campaign %s not started: %w", id, err)
