@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -88,7 +89,7 @@ func runRecover(ctx context.Context, g *Globals, verbose bool) error {
 			fmt.Fprintf(g.Stderr, "hiro: warning: %v\n", r.Warning)
 		case errors.Is(r.Err, qualify.ErrLeaseHeld):
 			if verbose {
-				fmt.Fprintf(g.Stdout, "campaign %s (hiro pid %d) is still running and holds production %s\n", r.Lease.Campaign, r.Lease.PID, r.Lease.Production)
+				fmt.Fprintln(g.Stdout, heldLine(r.Lease, g.ConfigPath))
 			}
 		case r.Err != nil:
 			failed = append(failed, r.Err)
@@ -121,4 +122,22 @@ func hasLeaseFiles(dir string) bool {
 		}
 	}
 	return false
+}
+
+// heldLine says, for 'hiro recover', what a live campaign holds: its
+// configuration, and production only when it holds it (a campaign beside
+// production holds only its candidate); a campaign of another
+// configuration than cfgPath is said to be so, with nothing to recover
+// for this one (issue 26: it read as if it held this production).
+func heldLine(l *qualify.Lease, cfgPath string) string {
+	s := fmt.Sprintf("campaign %s (hiro pid %d, configuration %s) is still running", l.Campaign, l.PID, l.Config)
+	if l.Production != "" {
+		s += " and holds its production " + l.Production
+	} else {
+		s += " beside its production; it holds only its candidate " + l.Candidate
+	}
+	if abs, err := filepath.Abs(cfgPath); err == nil && l.Config != "" && abs != l.Config {
+		s += fmt.Sprintf("; it is another configuration's: nothing to recover for %s", cfgPath)
+	}
+	return s
 }
