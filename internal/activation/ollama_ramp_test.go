@@ -1,0 +1,160 @@
+package activation_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/ollamatest"
+	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// A progressive activation on the reference engine: production and
+// candidate are real Ollama servers with the project's strong model,
+// `hiro serve` in front, clients sending short chat requests through it.
+// The ramp holds at its first step (50 %, a soak of an hour) until the
+// candidate's process group is SIGKILLed mid-step; the router reverses
+// the ramp by itself (the next request the candidate refuses goes to
+// production), the activation records the reversal with its reason, and
+// production still serves. The kill is made while no client request is
+// in flight (the load's gate), so the count of failed client requests
+// must be 0: a request the dead candidate refuses is retried on
+// production by the router, none is lost to the reversal.
+func TestOllamaProgressiveActivationReversesOnAKilledCandidate(t *testing.T) {
+	bin := ollamatest.Binary(t) // skips under -short and when Ollama is absent
+	models := filepath.Join(t.TempDir(), "models")
+	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.StrongModel: ollamatest.ShippedModels(t)[ollamatest.StrongModel]})
+	w := newWorld(t, false) // private state and ports; the configuration is rewritten below
+	home := t.TempDir()
+	profile := func(name string, port int) string {
+		return ollamatest.ProfileTOML(name, bin, port, ollamatest.StrongModel, models, home, map[string]string{"OLLAMA_KEEP_ALIVE": "-1"})
+	}
+	toml := fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n\n%s\n%s\n[serve]\nlisten = \"127.0.0.1:%d\"\nalias = \"extraction\"\naccess_log = \"off\"\n[activation]\nrequire = [\"ready_control\"]\n",
+		profile("prod", w.prodPort), profile("cand", w.candPort), w.servePort)
+	must(t, os.WriteFile(w.cfgPath, []byte(toml), 0o644))
+	must(t, os.WriteFile(filepath.Join(w.dir, "plan.toml"), []byte(`title = "Ollama candidate beside production"
+config = "hiro.toml"
+candidate = "cand"
+evidence_dir = "evidence"
+
+[[gates]]
+id = "launch"
+kind = "launch"
+
+[[gates]]
+id = "ready"
+kind = "ready_control"
+`), 0o644))
+	cfg, err := config.Load(w.cfgPath)
+	must(t, err)
+	w.cfg = cfg
+	proc, res := supervisor.Start(context.Background(), cfg.Backends["prod"], supervisor.Options{StateDir: cfg.StateDir})
+	if res.State != supervisor.StateReady {
+		t.Fatalf("Ollama production did not start: %+v %s", res.Failure, res.Error)
+	}
+	_, err = proc.Detach()
+	must(t, err)
+	evPath := w.qualify()
+
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 2*time.Minute)
+	l := startLoad(url, 2, 2)
+	l.waitMore(t, 5)
+
+	wait := w.hiroBackground("activate", evPath, "--progressive", "50,100", "--soak", "1h", "--journal", w.journal)
+	if r := waitRampShare(t, sp, 0.5, 2*time.Minute); r.State != evidence.RampRamping {
+		l.finish()
+		code, out := wait()
+		t.Fatalf("the ramp ended before 50 %%: %s %s; activate exit %d\n%s", r.State, r.Reason, code, out)
+	}
+	// Mid-step: the candidate has answered some of its share.
+	candAnswered := func() int {
+		if rs, err := sp.ctl.RampStatus(context.Background()); err == nil && rs.Result != nil && len(rs.Result.History) > 0 {
+			return rs.Result.History[len(rs.Result.History)-1].Candidate.Requests
+		}
+		return 0
+	}
+	deadline := time.Now().Add(time.Minute)
+	for candAnswered() < 3 {
+		if time.Now().After(deadline) {
+			l.finish()
+			t.Fatalf("the candidate answered %d requests in a minute at 50 %%: %s", candAnswered(), l)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	candBefore := candAnswered()
+	before := l.total()
+	st, ok := w.running("cand")
+	if !ok {
+		l.finish()
+		t.Fatal("the candidate does not run mid-ramp")
+	}
+	// The regression: the candidate's process group is killed while no
+	// client request is in flight; the load resumes once its port refuses.
+	l.gate.Lock()
+	must(t, syscall.Kill(-st.PID, syscall.SIGKILL))
+	killed := time.Now()
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", w.candPort), time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Since(killed) > 10*time.Second {
+			l.gate.Unlock()
+			l.finish()
+			t.Fatal("the candidate's port still accepts 10 s after SIGKILL")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	l.gate.Unlock()
+	// The router reverses by itself, within a health interval at most;
+	// should it not, a rollback ends the activation (its soak is an hour).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if rs, err := sp.ctl.RampStatus(context.Background()); err == nil && rs.Result != nil && rs.Result.State != evidence.RampRamping {
+			break
+		}
+		if time.Now().After(deadline) {
+			w.hiro("rollback")
+			wait()
+			l.finish()
+			t.Fatalf("the ramp still routes to the killed candidate 30 s after SIGKILL: %s", l)
+		}
+	}
+	code, out := wait()
+	reversedAfter := time.Since(killed)
+	t.Logf("activate:\n%s", out)
+	l.waitMore(t, 10)
+	l.finish()
+	if code != 1 || !strings.Contains(out, "reversed at 50 %") {
+		t.Fatalf("activate: exit %d, want 1 with the reversal\n%s", code, out)
+	}
+	if p := sp.production(t); p != "prod" {
+		t.Fatalf("the router serves %s after the reversal", p)
+	}
+	rec := w.lastRecord()
+	if rec.Outcome != production.OutcomeFailed || rec.Ramp == nil || rec.Ramp.State != evidence.RampReversed ||
+		!strings.Contains(rec.Ramp.Reason, "the candidate is down") || rec.Ramp.Share != 0 || rec.Ramp.EndedAt == nil {
+		t.Fatalf("record: %s %q, ramp %+v", rec.Outcome, rec.Error, rec.Ramp)
+	}
+	if _, ok := w.running("cand"); ok {
+		t.Error("the candidate is recorded running after the reversal")
+	}
+	if !w.ready("prod") {
+		t.Error("production does not answer its readiness check after the reversal")
+	}
+	t.Logf("Ollama ramp: %d client requests (%d on the candidate) before the kill; the router reversed %s after it, activate ended %s after it; reversal reason %q; requests through the router: %s (total %d)",
+		before, candBefore, rec.Ramp.EndedAt.Sub(killed).Round(time.Millisecond), reversedAfter.Round(time.Millisecond), rec.Ramp.Reason, l, l.total())
+	if len(l.failed) > 0 || len(l.retry503) > 0 {
+		t.Fatalf("client requests failed: %s", l)
+	}
+}
