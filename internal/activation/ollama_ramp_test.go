@@ -4,18 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
-	"github.com/hiro-dev/hiro/internal/ollamatest"
 	"github.com/hiro-dev/hiro/internal/production"
-	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // A progressive activation on the reference engine: production and
@@ -30,40 +25,7 @@ import (
 // must be 0: a request the dead candidate refuses is retried on
 // production by the router, none is lost to the reversal.
 func TestOllamaProgressiveActivationReversesOnAKilledCandidate(t *testing.T) {
-	bin := ollamatest.Binary(t) // skips under -short and when Ollama is absent
-	models := filepath.Join(t.TempDir(), "models")
-	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.StrongModel: ollamatest.ShippedModels(t)[ollamatest.StrongModel]})
-	w := newWorld(t, false) // private state and ports; the configuration is rewritten below
-	home := t.TempDir()
-	profile := func(name string, port int) string {
-		return ollamatest.ProfileTOML(name, bin, port, ollamatest.StrongModel, models, home, map[string]string{"OLLAMA_KEEP_ALIVE": "-1"})
-	}
-	toml := fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n\n%s\n%s\n[serve]\nlisten = \"127.0.0.1:%d\"\nalias = \"extraction\"\naccess_log = \"off\"\n[activation]\nrequire = [\"ready_control\"]\n",
-		profile("prod", w.prodPort), profile("cand", w.candPort), w.servePort)
-	must(t, os.WriteFile(w.cfgPath, []byte(toml), 0o644))
-	must(t, os.WriteFile(filepath.Join(w.dir, "plan.toml"), []byte(`title = "Ollama candidate beside production"
-config = "hiro.toml"
-candidate = "cand"
-evidence_dir = "evidence"
-
-[[gates]]
-id = "launch"
-kind = "launch"
-
-[[gates]]
-id = "ready"
-kind = "ready_control"
-`), 0o644))
-	cfg, err := config.Load(w.cfgPath)
-	must(t, err)
-	w.cfg = cfg
-	proc, res := supervisor.Start(context.Background(), cfg.Backends["prod"], supervisor.Options{StateDir: cfg.StateDir})
-	if res.State != supervisor.StateReady {
-		t.Fatalf("Ollama production did not start: %+v %s", res.Failure, res.Error)
-	}
-	_, err = proc.Detach()
-	must(t, err)
-	evPath := w.qualify()
+	w, evPath := qualifiedOllamaPair(t, "Ollama candidate beside production", nil, nil) // skips under -short and without Ollama
 
 	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
 	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 2*time.Minute)

@@ -20,42 +20,8 @@ import (
 // to it while requests flow through `hiro serve`, `hiro rollback` switches
 // back; not one request fails.
 func TestOllamaActivateServeRollback(t *testing.T) {
-	bin := ollamatest.Binary(t) // skips with the reason when absent
-	models := filepath.Join(t.TempDir(), "models")
-	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.StrongModel: ollamatest.ShippedModels(t)[ollamatest.StrongModel]})
-	w := newWorld(t, false) // private state and ports; the configuration is rewritten below
-	home := t.TempDir()
-	profile := func(name string, port int, parallel string) string {
-		return ollamatest.ProfileTOML(name, bin, port, ollamatest.StrongModel, models, home,
-			map[string]string{"OLLAMA_NUM_PARALLEL": parallel, "OLLAMA_KEEP_ALIVE": "-1"})
-	}
-	toml := fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n\n%s\n%s\n[serve]\nlisten = \"127.0.0.1:%d\"\nalias = \"extraction\"\naccess_log = \"off\"\n[activation]\nrequire = [\"ready_control\"]\n",
-		profile("prod", w.prodPort, "1"), profile("cand", w.candPort, "2"), w.servePort)
-	must(t, os.WriteFile(w.cfgPath, []byte(toml), 0o644))
-	must(t, os.WriteFile(filepath.Join(w.dir, "plan.toml"), []byte(`title = "Ollama with two parallel slots"
-config = "hiro.toml"
-candidate = "cand"
-evidence_dir = "evidence"
-
-[[gates]]
-id = "launch"
-kind = "launch"
-
-[[gates]]
-id = "ready"
-kind = "ready_control"
-`), 0o644))
-	cfg, err := config.Load(w.cfgPath)
-	must(t, err)
-	w.cfg = cfg
-
-	proc, res := supervisor.Start(context.Background(), cfg.Backends["prod"], supervisor.Options{StateDir: cfg.StateDir})
-	if res.State != supervisor.StateReady {
-		t.Fatalf("Ollama production did not start: %+v %s", res.Failure, res.Error)
-	}
-	_, err = proc.Detach()
-	must(t, err)
-	evPath := w.qualify()
+	w, evPath := qualifiedOllamaPair(t, "Ollama with two parallel slots",
+		map[string]string{"OLLAMA_NUM_PARALLEL": "1"}, map[string]string{"OLLAMA_NUM_PARALLEL": "2"})
 
 	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
 	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 2*time.Minute)
@@ -100,4 +66,52 @@ kind = "ready_control"
 	if !strings.Contains(out, "Production switched from cand back to prod") {
 		t.Errorf("rollback output:\n%s", out)
 	}
+}
+
+// qualifiedOllamaPair is a world whose production (prod, running) and
+// candidate (cand) are real Ollama servers with the project's strong
+// model, each with its extra environment beside OLLAMA_KEEP_ALIVE=-1,
+// and hiro serve configured in front; a campaign titled title (launch,
+// READY control) has qualified cand: it returns the world and that
+// campaign's private evidence. It skips under -short and without Ollama.
+func qualifiedOllamaPair(t *testing.T, title string, prodEnv, candEnv map[string]string) (*world, string) {
+	t.Helper()
+	bin := ollamatest.Binary(t) // skips with the reason when absent
+	models := filepath.Join(t.TempDir(), "models")
+	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.StrongModel: ollamatest.ShippedModels(t)[ollamatest.StrongModel]})
+	w := newWorld(t, false) // private state and ports; the configuration is rewritten below
+	home := t.TempDir()
+	profile := func(name string, port int, extra map[string]string) string {
+		env := map[string]string{"OLLAMA_KEEP_ALIVE": "-1"}
+		for k, v := range extra {
+			env[k] = v
+		}
+		return ollamatest.ProfileTOML(name, bin, port, ollamatest.StrongModel, models, home, env)
+	}
+	toml := fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n\n%s\n%s\n[serve]\nlisten = \"127.0.0.1:%d\"\nalias = \"extraction\"\naccess_log = \"off\"\n[activation]\nrequire = [\"ready_control\"]\n",
+		profile("prod", w.prodPort, prodEnv), profile("cand", w.candPort, candEnv), w.servePort)
+	must(t, os.WriteFile(w.cfgPath, []byte(toml), 0o644))
+	must(t, os.WriteFile(filepath.Join(w.dir, "plan.toml"), []byte(fmt.Sprintf(`title = %q
+config = "hiro.toml"
+candidate = "cand"
+evidence_dir = "evidence"
+
+[[gates]]
+id = "launch"
+kind = "launch"
+
+[[gates]]
+id = "ready"
+kind = "ready_control"
+`, title)), 0o644))
+	cfg, err := config.Load(w.cfgPath)
+	must(t, err)
+	w.cfg = cfg
+	proc, res := supervisor.Start(context.Background(), cfg.Backends["prod"], supervisor.Options{StateDir: cfg.StateDir})
+	if res.State != supervisor.StateReady {
+		t.Fatalf("Ollama production did not start: %+v %s", res.Failure, res.Error)
+	}
+	_, err = proc.Detach()
+	must(t, err)
+	return w, w.qualify()
 }
