@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -89,7 +90,13 @@ access_log = "off"
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("client request %d: %v %v", i, resp, err)
 		}
+		// Read the reply to its end, as a client does: one closed mid-stream
+		// is a client that left, and its request is abandoned, not mirrored.
+		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("client request %d: reading the reply: %v", i, err)
+		}
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		_, out, _ = hiro("shadow", "status")
