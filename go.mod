@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/BurntSushi/toml v1.6.0
+	github.com/agnivade/levenshtein v1.2.2
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/gorilla/feeds v1.2.0
 	github.com/gpustack/gguf-parser-go v0.28.1

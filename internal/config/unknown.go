@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/agnivade/levenshtein"
 )
 
 // maxSuggestDistance is the largest edit distance (Levenshtein, in
@@ -145,33 +146,11 @@ func suggest(word string, candidates []string) string {
 	sort.Strings(sorted)
 	best, bestD := "", maxSuggestDistance+1
 	for _, c := range sorted {
-		if d := editDistance(strings.ToLower(word), c); d < bestD {
+		if d := levenshtein.ComputeDistance(strings.ToLower(word), c); d < bestD {
 			best, bestD = c, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // keyLines maps the dotted path of each table header and key assignment

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 )
@@ -174,7 +175,7 @@ func nearFolder(dir string) string {
 	}
 	base, best, bestD := filepath.Base(dir), "", 3
 	for _, e := range ents {
-		if d := editDistance(base, e.Name()); e.IsDir() && d < bestD {
+		if d := levenshtein.ComputeDistance(base, e.Name()); e.IsDir() && d < bestD {
 			best, bestD = e.Name(), d
 		}
 	}
@@ -182,27 +183,6 @@ func nearFolder(dir string) string {
 		return ""
 	}
 	return fmt.Sprintf("; did you mean %s?", filepath.Join(filepath.Dir(dir), best))
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // ReadManifest reads dir/manifest.json.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/hiro-dev/hiro/internal/failure"
 )
 
@@ -534,30 +535,9 @@ func closestModel(want string, reported []string) string {
 	w := bare(want)
 	best, bestD := "", max(2, len(w)/4)+1
 	for _, r := range reported {
-		if d := editDistance(w, bare(r)); d < bestD {
+		if d := levenshtein.ComputeDistance(w, bare(r)); d < bestD {
 			best, bestD = r, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
