@@ -79,6 +79,10 @@ func init() {
 			// Triton: a backend could not make the model's instance (its
 			// reason follows on the line: a rule for it wins there)
 			{Text: "Failed to create instance", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+			// Triton's model lifecycle (model_lifecycle.cc): a model of
+			// the repository that could not be loaded, its reason after
+			// the colon (a rule for the reason wins on the line)
+			{Text: "failed to load '", Pattern: regexp.MustCompile(`failed to load '[^']+' version \d+: \S`), Class: failure.ClassModelLoadFailed, Tier: TierHint},
 		}, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,

@@ -42,6 +42,9 @@ var cudaErrors = []struct {
 	{"218", "cudaErrorInvalidPtx|CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed", failure.ClassDriverMismatch, 0},
 	{"500", "cudaErrorSymbolNotFound|CUDA_ERROR_NOT_FOUND|hipErrorNotFound", "named symbol not found", failure.ClassGPUArchUnsupported, 0},
 	{"222", "cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain", failure.ClassDriverMismatch, 0},
+	// 304: an OS call the runtime made failed; what it means depends on
+	// the call (shared memory, pinned memory, IPC, a driver bug)
+	{"304", "cudaErrorOperatingSystem|CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS", failure.ClassEngineDied, TierHint},
 	{"801", "cudaErrorNotSupported|CUDA_ERROR_NOT_SUPPORTED", "operation not supported", failure.ClassHostCapability, 0},
 	{"802", "cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized", failure.ClassAcceleratorUnavailable, 0},
 	{"803", "cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination", failure.ClassDriverMismatch, 0},
@@ -102,6 +105,12 @@ func cudaErrorSignatures() []Rule {
 	byCode := map[string]failure.Class{}
 	for _, c := range cudaErrors {
 		switch {
+		case inLongerText(c.text):
+			// words of another code's message (801's "operation not
+			// supported" in 304's "OS call failed or operation not
+			// supported on this OS"): only as the message itself, after
+			// the error's name or number ("CUDA error: operation not supported")
+			out = append(out, Rule{Text: c.text, Pattern: regexp.MustCompile(`(?i)[:=]\s*` + regexp.QuoteMeta(c.text)), Class: c.class, Tier: c.tier})
 		case len(c.text) >= 22:
 			out = append(out, Rule{Text: c.text, Class: c.class, Tier: c.tier})
 		case c.text != "":
@@ -129,6 +138,17 @@ func cudaErrorSignatures() []Rule {
 		Rule{Text: "error", Also: "cuda", Pattern: regexp.MustCompile(`(?i)cuda.{0,40}?(?:error|err|code|status|failure)\s*(?:=|:|\(|#|\s)\s*(\d+)\b`),
 			Lookup: func(m []string) (failure.Class, bool) { c, ok := byCode[m[1]]; return c, ok }})
 	return out
+}
+
+// inLongerText reports whether text is part of another cudaErrors
+// message.
+func inLongerText(text string) bool {
+	for _, c := range cudaErrors {
+		if text != "" && c.text != text && strings.Contains(strings.ToLower(c.text), strings.ToLower(text)) {
+			return true
+		}
+	}
+	return false
 }
 
 // cudaFamily: CUDA, the NVIDIA driver and container runtime.
@@ -202,7 +222,19 @@ var gpuFamily = family("gpu", []Rule{
 	{Text: "discovery", Pattern: regexp.MustCompile(`(?i)(fail\w*|error)\W.{0,30}GPU discovery|GPU discovery.{0,30}(failed|error)`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
 	{Text: "memory", Pattern: regexp.MustCompile(`(?i)(insufficient|not enough) (gpu|device|vram|cuda) memory`), Class: failure.ClassGPUOOM},
+	// a runtime's allocator that names the size, not the memory (TVM/MLC
+	// "Failed to allocate N bytes with alignment 16 bytes", XLA "Out of
+	// memory while trying to allocate N bytes"): device memory on an
+	// accelerator host is the usual reading, host memory the other
+	{Text: "to allocate", Pattern: regexp.MustCompile(`(?i)(failed|unable|trying) to allocate \d+ bytes`), Class: failure.ClassGPUOOM, Tier: TierHint},
 })
+
+// gpuResetStep is the advice when the GPU's driver reset the device under
+// the engine (a context lost, a device removed).
+const gpuResetStep = "The GPU driver reset the device under the engine (its context was lost): usually one GPU job ran " +
+	"longer than the driver's timeout, or faulted. Try a smaller batch or micro-batch (llama.cpp -ub/-b), a shorter " +
+	"prompt, a newer driver and kernel; on Linux the amdgpu lockup timeout (amdgpu.lockup_timeout) and dmesg say more, " +
+	"on Windows the TDR delay (TdrDelay)."
 
 // rocmFamily: AMD's HIP runtime, rocBLAS/Tensile and the HSA runtime.
 var rocmFamily = family("rocm", []Rule{
@@ -263,6 +295,11 @@ var vulkanFamily = family("vulkan", []Rule{
 	{Text: "VK_ERROR_INCOMPATIBLE_DRIVER", Class: failure.ClassDriverMismatch},
 	{Text: "ggml_vulkan: No devices found", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "VK_ERROR_INITIALIZATION_FAILED", Class: failure.ClassAcceleratorUnavailable},
+	// the kernel driver reset the GPU's context (a job that ran too long,
+	// a fault): Mesa's amdgpu winsys says so before the API reports the
+	// device lost (mesa src/amd/vulkan/winsys/amdgpu/radv_amdgpu_cs.c,
+	// src/gallium/winsys/amdgpu/drm/amdgpu_cs.c)
+	{Text: "because the context is lost", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
 	{Text: "ErrorDeviceLost", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "VK_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 })

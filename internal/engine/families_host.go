@@ -41,9 +41,6 @@ var cpuFamily = family("cpu", []Rule{
 	{Text: "Illegal instruction", NotAfter: "illegal instruction was encountered", Class: failure.ClassHostCapability, NextStep: sigillStep},
 	{Text: "SIGILL", Class: failure.ClassHostCapability, NextStep: sigillStep},
 	{Text: "does not support AVX", Class: failure.ClassHostCapability},
-	{Text: "0xc000001d", Class: failure.ClassHostCapability},  // Windows STATUS_ILLEGAL_INSTRUCTION
-	{Text: "-1073741795", Class: failure.ClassHostCapability}, // the same, as a signed exit status
-	{Text: "3221225501", Class: failure.ClassHostCapability},  // the same, unsigned
 	// Cosmopolitan's check of the CPU a binary was built for (llamafile)
 	{Text: "was required at build time but isn't available", Class: failure.ClassHostCapability, NextStep: sigillStep},
 	// Windows ERROR_DLL_INIT_FAILED (its text is in the system's language):
@@ -119,5 +116,5 @@ var netFamily = family("net", []Rule{
 // hostFamilies are every shared family an engine on a GPU host can hit,
 // after the engine's own rules and its stack's (python, ggml).
 var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, neuronFamily, gaudiFamily, ncclFamily,
-	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, modelFamily, signalFamily, rustFamily, goFamily,
+	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, modelFamily, signalFamily, ntStatusFamily, nativeFamily, rustFamily, goFamily,
 	structuredFamily)

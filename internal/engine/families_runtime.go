@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/hiro-dev/hiro/internal/failure"
 )
@@ -113,23 +116,84 @@ var signalFamily = family("signal", []Rule{
 		Class: failure.ClassHostCapability, Tier: TierHint, NextStep: shmStep},
 	{Text: "SIGBUS", Class: failure.ClassHostCapability, Tier: TierHint, NextStep: shmStep},
 	// a crash named by its signal says where, not why
-	{Text: "SIGSEGV", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "Segmentation fault", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "SIGABRT", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	// Windows: STATUS_ACCESS_VIOLATION (0xC0000005, 3221225477 unsigned,
-	// -1073741819 signed) and STATUS_STACK_BUFFER_OVERRUN (0xC0000409)
-	{Text: "0xc0000005", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "access violation", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "3221225477", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "-1073741819", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "0xc0000409", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "SIGSEGV", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	{Text: "Segmentation fault", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	{Text: "SIGABRT", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	{Text: "access violation", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 })
+
+// ntStatuses are the Windows exception codes (NTSTATUS, Microsoft's
+// ntstatus.h, [MS-ERREF] 2.3.1) a process that crashed exits with, as
+// the wrapper that saw it end writes them in a line: in hex (Go's
+// os/exec: "exit status 0xc0000094"), unsigned decimal (Python's
+// returncode: 3221225477) or signed (a C or C++ int: -1073741819). Each
+// is decoded like a signal: what the code means, and the class it gives.
+var ntStatuses = []struct {
+	code  uint32
+	name  string // the ntstatus.h name
+	class failure.Class
+	// tier is TierHint for a code that says where the engine stopped,
+	// not why: a crash (refined by context: crash) or a missing DLL.
+	tier  Tier
+	crash bool
+	step  string
+}{
+	{0xC0000005, "STATUS_ACCESS_VIOLATION", failure.ClassEngineDied, TierHint, true, ""},
+	// the C runtime's fast fail: abort(), a failed security check, an
+	// invalid parameter; the status of most native aborts on Windows
+	{0xC0000409, "STATUS_STACK_BUFFER_OVERRUN", failure.ClassEngineDied, TierHint, true, ""},
+	{0xC0000094, "STATUS_INTEGER_DIVIDE_BY_ZERO", failure.ClassEngineDied, TierHint, true, ""},
+	{0xC00000FD, "STATUS_STACK_OVERFLOW", failure.ClassEngineDied, TierHint, true, ""},
+	{0xC0000374, "STATUS_HEAP_CORRUPTION", failure.ClassEngineDied, TierHint, true, ""},
+	{0x80000003, "STATUS_BREAKPOINT", failure.ClassEngineDied, TierHint, true, ""},
+	// the CPU's SIGILL
+	{0xC000001D, "STATUS_ILLEGAL_INSTRUCTION", failure.ClassHostCapability, TierError, false, sigillStep},
+	{0xC0000017, "STATUS_NO_MEMORY", failure.ClassHostOOM, TierError, false, ""},
+	// a DLL the executable imports is missing (a runtime: the C++
+	// redistributable, the CUDA runtime the build was linked against)
+	{0xC0000135, "STATUS_DLL_NOT_FOUND", failure.ClassEngineDied, TierHint, false, brokenInstallStep},
+}
+
+// ntStatusRules are the rules of ntStatuses: the code in each of its
+// written forms, anywhere in a line (a decimal form as a number of its
+// own, not the digits of a longer one). Names: ntstatus/ and the code's
+// name, -2 and -3 for the decimal forms.
+func ntStatusRules() []Rule {
+	var out []Rule
+	for _, s := range ntStatuses {
+		name := "ntstatus/" + strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(s.name, "STATUS_"), "_", "-"))
+		forms := []string{fmt.Sprintf("0x%08x", s.code), strconv.FormatUint(uint64(s.code), 10), strconv.FormatInt(int64(int32(s.code)), 10)}
+		for i, f := range forms {
+			r := Rule{Name: name, Text: f, Class: s.class, Crash: s.crash, Fatal: s.crash, Tier: s.tier, NextStep: s.step,
+				Source: "ntstatus.h " + s.name}
+			if i > 0 {
+				r.Name = fmt.Sprintf("%s-%d", name, i+1)
+				r.Pattern = regexp.MustCompile(`(^|[^\d])` + regexp.QuoteMeta(f) + `($|[^\d])`)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ntStatusFamily: the Windows exception codes of ntStatuses.
+var ntStatusFamily = family("ntstatus", ntStatusRules())
 
 // rustFamily: the Rust runtime's own failure lines (mistral.rs, TGI's
 // launcher and router). A panic's message is on the line after its
 // header; the tracker takes it.
 var rustFamily = family("rust", []Rule{
 	{Text: "memory allocation of", Pattern: regexp.MustCompile(`memory allocation of \d+ bytes failed`), Class: failure.ClassHostOOM},
+})
+
+// nativeFamily: a C or C++ program's own check that aborts it: glog's
+// and its kin's CHECK ("Check failed: a == b": Triton, TVM/MLC's ICHECK
+// "Check failed: (cond) is false: ...", TurboMind's TM_CHECK "[TM][FATAL]
+// file(line): Check failed: ..."). It names where the engine stopped,
+// not why: a crash, refined by context (a grammar in use); a rule that
+// names a cause on the same line wins (an allocation that failed).
+var nativeFamily = family("native", []Rule{
+	{Name: "native/check-failed", Text: "Check failed", Pattern: regexp.MustCompile(`\bCheck failed: \S`), Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 })
 
 // goFamily: the Go runtime's own failure lines (Ollama, LocalAI).

@@ -91,6 +91,12 @@ type Rule struct {
 	// classifier refines it from context: structured_output_crash when a
 	// grammar backend was in use and requests were being served.
 	Crash bool
+	// Fatal marks a crash line that reports the death of the process
+	// that printed it (a signal, an abort, a failed native assertion): a
+	// server that outlives it is a wrapper whose engine child died
+	// (Ollama's runner), so the verdict stays engine_died, not a failed
+	// request the engine survived.
+	Fatal bool
 	// Summary marks a wrapper's summary that names no cause ("Failed to
 	// load model."): it gives the class, and the first error line logged
 	// before it (the child's own, relayed) is the root cause; when the

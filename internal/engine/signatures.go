@@ -83,6 +83,15 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "could not load model", Pattern: regexp.MustCompile(`rpc error: code = Unavailable desc = error reading from server: EOF`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "could not load model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 	{Text: "is greater than the derived max_model_len", Class: failure.ClassContextExceedsKV},
+	// SGLang's scheduler (python/sglang/srt/managers/schedule_batch.py,
+	// retract_decode; sglang-jax the same): the KV pool cannot hold even
+	// one running request after every other was retracted
+	{Text: "No space left for only one request", Class: failure.ClassContextExceedsKV},
+	// the KV cache budget left after the weights is below zero (vLLM and
+	// its platform plugins log it at INFO): a hint, the engine's own error
+	// after it ("No available memory for the cache blocks") says more, but
+	// some platforms' engine cores die without one
+	{Text: "KV cache memory", Pattern: regexp.MustCompile(`(?i)KV cache memory:? -\d`), Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit, Tier: TierHint},
 	{Text: "Unrecognized configuration class", Class: failure.ClassModelLoadFailed},
 	{Text: "does not exist", Pattern: regexp.MustCompile(`(?i)weight \S+ does not exist`), Class: failure.ClassModelLoadFailed},
 	{Text: "failed loading model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
@@ -192,6 +201,21 @@ var ggmlSignatures = family("ggml", []Rule{
 	// the CPU backend takes over).
 	{Text: "of pinned memory", Pattern: regexp.MustCompile(`(?i)failed to allocate [\d.]+ MiB of pinned memory`), Class: failure.ClassHostCapability, Tier: TierHint, Notice: true},
 	{Text: "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint, Notice: true},
+	// ggml_abort (llama.cpp ggml/src/ggml.c; GGML_ASSERT and GGML_ABORT
+	// in ggml/include/ggml.h) prints "FILE:LINE: MESSAGE", a failed
+	// assertion's message "GGML_ASSERT(COND) failed", then a backtrace and
+	// abort(): that line is the root cause, whatever frames follow or text
+	// precedes it on the line (KoboldCpp's token counter). It names where
+	// the engine stopped, not why: a crash, refined by context (warmup,
+	// a grammar in use).
+	{Name: "ggml/assert-failed", Text: "GGML_ASSERT(", Pattern: regexp.MustCompile(`GGML_ASSERT\(.*\) failed`), Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	// A GGML_ABORT of a ggml source file with another message; not a
+	// backend's "CUDA error" (ggml_cuda_error's abort), which only ends
+	// the runtime's own error lines printed beside it.
+	{Name: "ggml/abort", Text: "ggml", Pattern: regexp.MustCompile(`ggml[\w.-]*\.(?:c|cpp|cu|m|h):\d+: (.+)$`), Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint,
+		Lookup: func(m []string) (failure.Class, bool) {
+			return failure.ClassEngineDied, !backendErrorAbort.MatchString(m[1])
+		}},
 	// ggml's own host allocation (llama.cpp@3074b50 ggml/src/ggml.c,
 	// ggml_aligned_malloc): names the size before the CPU buffer fails
 	{Text: "ggml_aligned_malloc: insufficient memory", Class: failure.ClassHostOOM},
@@ -225,6 +249,10 @@ var ggmlSignatures = family("ggml", []Rule{
 	{Text: "error loading model", Class: failure.ClassModelLoadFailed},
 	{Text: "failed to load model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 })
+
+// backendErrorAbort is the message of ggml's abort after a backend
+// runtime's error ("CUDA error", "ROCm error", "SYCL error").
+var backendErrorAbort = regexp.MustCompile(`^\w+ error\s*$`)
 
 // ggmlWrappers restate a llama.cpp failure explained by an earlier line.
 var ggmlWrappers = []string{

@@ -74,6 +74,7 @@ type Tracker struct {
 // traceback is an open Python traceback block.
 type traceback struct {
 	open      bool
+	restate   bool          // it follows the root-cause line, which it may restate (restatedBlock)
 	header    string        // the line that introduced it (stored form)
 	headerSig *Rule         // the header's own signature, if any
 	headerCls failure.Class // the class it gives
@@ -96,6 +97,8 @@ type candidate struct {
 	pinned    bool   // the phase is the rule's pinned one
 	warn      bool   // from a warning-level line
 	summary   bool   // the rule is a wrapper's summary (Rule.Summary)
+	fatal     bool   // the line reports its process's death (Rule.Fatal)
+	at        int64  // the number of the line fed when it was offered
 	prior     string // the first unexplained error line before it
 }
 
@@ -146,7 +149,9 @@ func (t *Tracker) feed(line string) {
 		}
 	}
 	if t.cand.tier == TierError {
-		t.noteClass(line, msg, level, frame)
+		if !t.restatedBlock(line, stored, msg, frame) {
+			t.noteClass(line, msg, level, frame)
+		}
 		return // the root cause is known; later lines cannot displace it
 	}
 	if strings.Contains(msg, "0x") && nativeFrame.MatchString(msg) {
@@ -194,6 +199,11 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 	case frame:
 		t.frame(msg)
 		return true
+	case isExceptionLine(msg) && strings.HasSuffix(strings.TrimSpace(msg), "Traceback (most recent call last):"):
+		// the exception's message is a traceback of its own (TVM's FFI
+		// errors relay the C++ frames): the exception line that ends
+		// it states the message
+		return true
 	case isExceptionLine(msg):
 		t.closeBlock(line, stored)
 		t.prev, t.prevErr = stored, true
@@ -201,6 +211,48 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 	}
 	t.cutBlock()
 	return t.cand.tier == TierError
+}
+
+// restatedBlock reads the Python traceback that follows the root-cause
+// line when that line introduces it ("Failed to initialize executor on
+// rank 0: <message>", then "Traceback ..."): the exception line that
+// ends the block states the message itself, raised where it happened, and
+// becomes the root cause when the header wraps it (wraps) and a rule
+// gives it the same class. It reports whether the line was used up.
+func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
+	switch {
+	case t.tb.restate && frame:
+		return true
+	case t.tb.restate:
+		t.tb = traceback{}
+		if !isExceptionLine(msg) {
+			return false
+		}
+		if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && cls == t.cand.class && wraps(t.cand.line, msg) {
+			t.cand.rule, t.cand.line = s.Name, stored
+		}
+		return true
+	case t.lines == t.cand.at+1 && strings.Contains(msg, "Traceback (most recent call last)"):
+		t.tb = traceback{restate: true}
+		return true
+	}
+	return false
+}
+
+// wraps reports whether the line header ends with the message of the
+// exception line exc after words of its own ("Failed to initialize
+// executor on rank 0: " and "RuntimeError: "'s message): the header
+// wraps the exception; one that only repeats it (a logger's
+// exception() line) does not.
+func wraps(header, exc string) bool {
+	i := strings.Index(exc, ": ")
+	if i < 0 {
+		return false
+	}
+	m := strings.TrimSpace(exc[i+2:])
+	h, _ := splitLine(header)
+	h = strings.TrimSpace(h)
+	return m != "" && len(h) > len(m) && strings.HasSuffix(h, m)
 }
 
 // causeItem is one entry of a "Caused by:" list (Rust's anyhow, Java):
@@ -291,7 +343,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 		return
 	}
 	lower := t.lower(line)
-	if (level == "INFO" || level == "DEBUG") && !bytes.Contains(lower, []byte("error")) && !bytes.Contains(lower, []byte("fail")) {
+	if (level == "INFO" || level == "DEBUG") && !reportsFailure(line, lower) {
 		return // an INFO line explains a failure only when it reports one (Ollama's msg="... failed" error=...)
 	}
 	if isAdvisory(msg, level, lower) {
@@ -305,7 +357,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 		t.offer(s.Name, stored, cls, s.Phase, tier, s.Crash)
 		if t.cand.line == stored {
 			t.cand.warn = tier != s.tier()
-			t.cand.summary = s.Summary
+			t.cand.summary, t.cand.fatal = s.Summary, s.Fatal
 		}
 		t.prevErr = true
 		return
@@ -330,6 +382,19 @@ func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
 	case strings.HasSuffix(strings.TrimSpace(msg), ":"):
 		t.prevErr = true
 	}
+}
+
+// negativeSize recognises a memory figure below zero ("Available KV
+// cache memory: -0.87 GiB"): memory that is short, whatever the level of
+// the line that says so.
+var negativeSize = regexp.MustCompile(`[:=]\s*-\d[\d.]*\s*(?:[KMGT]i?B|bytes)\b`)
+
+// reportsFailure reports an INFO line that reports a failure: it says
+// error or fail, or gives a negative memory figure (lower is the line
+// lower-cased).
+func reportsFailure(line string, lower []byte) bool {
+	return bytes.Contains(lower, []byte("error")) || bytes.Contains(lower, []byte("fail")) ||
+		bytes.Contains(lower, []byte(" -")) && negativeSize.MatchString(line)
 }
 
 // maxClasses bounds the classes kept of lines after the root cause.
@@ -442,7 +507,7 @@ func (t *Tracker) offer(rule, line string, class failure.Class, pinned failure.P
 	if ph == "" {
 		ph = t.phase
 	}
-	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != "", prior: t.fallback}
+	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != "", prior: t.fallback, at: t.lines}
 	t.errAfter, t.okAfter = false, false
 	if t.tb.open || len(t.tb.frames) > 0 {
 		t.frames = append([]string(nil), t.tb.frames...)
@@ -703,8 +768,11 @@ func (t *Tracker) context(line string) {
 }
 
 // grammarWords in a log line show that structured output was in use.
+// The token bitmask is how a grammar constrains sampling (xgrammar's
+// apply_token_bitmask_inplace, vLLM's grammar_bitmask, llguidance's
+// fill_next_token_bitmask): it exists only for structured output.
 var grammarWords = []string{"grammar_backend=", "guided_decoding_backend", "structured_outputs_config",
-	"response_format", "json_schema", "guided_json", "xgrammar", "llguidance", "outlines"}
+	"response_format", "json_schema", "guided_json", "xgrammar", "llguidance", "outlines", "token_bitmask", "grammar_bitmask"}
 
 // unsafeBytes views s as bytes without copying; the bytes must not be
 // changed.
@@ -1054,7 +1122,24 @@ func relayed(msg, level string) (string, string) {
 }
 
 // levelReaders read a line's level where its format puts one, in order.
-var levelReaders = [...]func(msg string) (rest, level string, ok bool){tracingLevel, timestampLevel, zerologLevel, prefixLevel}
+var levelReaders = [...]func(msg string) (rest, level string, ok bool){tracingLevel, timestampLevel, zerologLevel, glogLevel, prefixLevel}
+
+// glogLevels are glog's one-letter levels.
+var glogLevels = map[byte]string{'E': "ERROR", 'W': "WARN", 'I': "INFO", 'F': "FATAL"}
+
+// glogLevel reads glog's "E0120 08:28:09.425599 2049 file.cc:654] message"
+// (Triton, TensorFlow, other C++ servers built on glog or its format).
+func glogLevel(msg string) (rest, level string, ok bool) {
+	if len(msg) < 24 || msg[5] != ' ' || msg[8] != ':' || !isDigits(msg[1:5]) {
+		return msg, "", false
+	}
+	lv, ok := glogLevels[msg[0]]
+	i := strings.Index(msg, "] ")
+	if !ok || i < 0 || i > 120 {
+		return msg, "", false
+	}
+	return msg[i+2:], lv, true
+}
 
 // stripProcPrefix removes vLLM's process prefix "(EngineCore_DP0 pid=301) ".
 func stripProcPrefix(msg string) string {

@@ -307,13 +307,15 @@ func (v *verdict) lineCause() {
 // shows: a crash while the engine runs its first steps (graph capture,
 // its own warmup request) is the warmup failing; a crash in a request's
 // handling the server outlived is the request failing (the engine did
-// not die).
+// not die). A line that reports its process's death (Rule.Fatal: a
+// signal, an abort) the server outlived is its engine child dying, not a
+// request failing: engine_died stays.
 func (v *verdict) crashRefine() {
 	f, c := v.f, v.cand
 	switch {
 	case !v.served && c.phase == failure.PhaseWarmup:
 		f.Class = failure.ClassWarmupFailed
-	case v.stayedUp && c.phase.Index() >= failure.PhaseReadyWait.Index():
+	case v.stayedUp && !c.fatal && c.phase.Index() >= failure.PhaseReadyWait.Index():
 		f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseInference
 	}
 }
@@ -351,9 +353,10 @@ func (v *verdict) outcomeDetail() {
 	}
 }
 
-// servedThenFailed: the server stayed up and served requests.
+// servedThenFailed: the server stayed up and served requests, or
+// answered one once up (a 500: the request failed, the server did not).
 func servedThenFailed(v *verdict) bool {
-	return v.o.Kind == OutcomeExited && v.stayedUp && v.requests
+	return v.o.Kind == OutcomeExited && v.stayedUp && (v.requests || v.phaseNow == failure.PhaseInference)
 }
 
 // giveServedThenFailed: what failed is a request (an error line no rule
