@@ -53,11 +53,12 @@ func init() {
 			{Text: "oaicompat_", Pattern: regexp.MustCompile(`oaicompat_\w+: rid `), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
 			// Triton Inference Server (model_lifecycle.cc, grpc_server.cc,
-			// http_server.cc at triton-inference-server/server r24.05):
-			// each model's load, then the services it starts
+			// http_server.cc at triton-inference-server/server r24.05;
+			// model_repository_manager.cc before): each model's load, then
+			// the services it starts
 			{Text: "Started GRPCInferenceService at", Phase: failure.PhaseReadyWait},
 			{Text: "Started HTTPService at", Phase: failure.PhaseReadyWait},
-			{Text: "model_lifecycle.cc", Pattern: regexp.MustCompile(`\] "?loading: \S+:\d+`), Phase: failure.PhaseLoad},
+			{Text: "loading: ", Pattern: regexp.MustCompile(`\.cc:\d+\] "?loading: \S+:\d+`), Phase: failure.PhaseLoad},
 			{Text: " requests", Pattern: regexp.MustCompile(`\bmodel \S+, instance \S+, executing \d+ requests`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			// servers that load a model when asked, once up: Xinference's
 			// worker (launch_builtin_model), TorchServe's backend worker

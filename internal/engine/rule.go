@@ -92,7 +92,8 @@ type Rule struct {
 	// grammar backend was in use and requests were being served.
 	Crash bool
 	// Fatal marks a crash line that reports the death of the process
-	// that printed it (a signal, an abort, a failed native assertion): a
+	// that printed it or a failure it cannot go on after (a signal, an
+	// abort, a failed native assertion, its GPU context lost): a
 	// server that outlives it is a wrapper whose engine child died
 	// (Ollama's runner), so the verdict stays engine_died, not a failed
 	// request the engine survived.

@@ -209,13 +209,12 @@ var ggmlSignatures = family("ggml", []Rule{
 	// the engine stopped, not why: a crash, refined by context (warmup,
 	// a grammar in use).
 	{Name: "ggml/assert-failed", Text: "GGML_ASSERT(", Pattern: regexp.MustCompile(`GGML_ASSERT\(.*\) failed`), Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
-	// A GGML_ABORT of a ggml source file with another message; not a
-	// backend's "CUDA error" (ggml_cuda_error's abort), which only ends
-	// the runtime's own error lines printed beside it.
-	{Name: "ggml/abort", Text: "ggml", Pattern: regexp.MustCompile(`ggml[\w.-]*\.(?:c|cpp|cu|m|h):\d+: (.+)$`), Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint,
-		Lookup: func(m []string) (failure.Class, bool) {
-			return failure.ClassEngineDied, !backendErrorAbort.MatchString(m[1])
-		}},
+	// A GGML_ABORT with another message, from ggml's sources or
+	// llama.cpp's ("llama.cpp:11968: The current context does not support
+	// K-shift"); not a backend's "CUDA error" (ggml_cuda_error's abort),
+	// which only ends the runtime's own error lines printed beside it.
+	{Name: "ggml/abort", Text: "ggml", Pattern: ggmlAbortLine, Lookup: ggmlAbort, Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	{Name: "ggml/abort-llama", Text: "llama", Also: ".cpp:", Pattern: ggmlAbortLine, Lookup: ggmlAbort, Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	// ggml's own host allocation (llama.cpp@3074b50 ggml/src/ggml.c,
 	// ggml_aligned_malloc): names the size before the CPU buffer fails
 	{Text: "ggml_aligned_malloc: insufficient memory", Class: failure.ClassHostOOM},
@@ -250,9 +249,19 @@ var ggmlSignatures = family("ggml", []Rule{
 	{Text: "failed to load model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 })
 
+// ggmlAbortLine is ggml_abort's "FILE:LINE: MESSAGE" for a source file
+// of ggml or llama.cpp (a path through a ggml or llama folder).
+var ggmlAbortLine = regexp.MustCompile(`(?:ggml|llama)[^\s:]*\.(?:c|cpp|cu|cuh|m|h):\d+: (.+)$`)
+
 // backendErrorAbort is the message of ggml's abort after a backend
 // runtime's error ("CUDA error", "ROCm error", "SYCL error").
 var backendErrorAbort = regexp.MustCompile(`^\w+ error\s*$`)
+
+// ggmlAbort gives a ggml abort line its class unless its message is a
+// backend runtime's (backendErrorAbort).
+func ggmlAbort(m []string) (failure.Class, bool) {
+	return failure.ClassEngineDied, !backendErrorAbort.MatchString(m[1])
+}
 
 // ggmlWrappers restate a llama.cpp failure explained by an earlier line.
 var ggmlWrappers = []string{
