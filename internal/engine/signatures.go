@@ -230,7 +230,10 @@ var ggmlSignatures = family("ggml", []Rule{
 	{Text: "cudaMalloc failed: out of memory", Class: failure.ClassGPUOOM, Tier: TierHint},
 	{Text: "failed to allocate", Pattern: regexp.MustCompile(`(?i)failed to allocate (CUDA|ROCm|Vulkan|Metal|SYCL|CANN|MUSA|HIP)\d* buffer`), Class: failure.ClassGPUOOM, Tier: TierHint},
 	{Text: "ErrorOutOfDeviceMemory", Class: failure.ClassGPUOOM},
-	{Text: "failed to allocate compute buffers", Class: failure.ClassGPUOOM},
+	// the context's summary: the allocator's line before it names the
+	// device and the size ("allocating 66.50 MiB on device 0: cudaMalloc
+	// failed"), so it explains only when no such line came first
+	{Text: "failed to allocate compute buffers", Class: failure.ClassGPUOOM, Tier: TierHint},
 	{Text: "couldn't bind HTTP server socket", Class: failure.ClassPortInUse},
 	{Text: "error parsing grammar", Class: failure.ClassStructuredOutputFailOpen, Phase: failure.PhaseInference},
 	{Text: "failed to parse grammar", Class: failure.ClassStructuredOutputFailOpen, Phase: failure.PhaseInference},

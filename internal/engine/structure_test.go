@@ -127,6 +127,40 @@ func TestRootCauseByStructure(t *testing.T) {
 			"2026-05-07 16:42:48 [ERROR]",
 			" [LM STUDIO SERVER] Error loading model m: Failed to load model.",
 		}, Exited(0), failure.ClassModelLoadFailed, "KeyError: 'model_type'"},
+		{"a ggml abort line, not the backtrace after it", "llamacpp", []string{
+			"/x/ggml/src/ggml-backend-meta.cpp:537: GGML_ASSERT(ret.axis != GGML_BACKEND_SPLIT_AXIS_UNKNOWN) failed",
+			"/x/libggml-base.so.0(ggml_abort+0x15b)[0x7ff66681785b]",
+			"#2  0x000055d4a1c3eb9c in ggml_abort ()",
+		}, Signaled("ABRT"), failure.ClassEngineDied, "GGML_ASSERT(ret.axis"},
+		{"a backend's bare abort leaves the cause to its runtime's line", "llamacpp", []string{
+			"/app/ggml/src/ggml-cuda/ggml-cuda.cu:84: CUDA error",
+			"CUDA error: an illegal memory access was encountered",
+		}, Signaled("ABRT"), failure.ClassEngineDied, "an illegal memory access"},
+		{"a Windows exception code in a line, signed decimal", "openai", []string{
+			"[ERROR] llama-server process has terminated with exit code: -1073741795",
+		}, Exited(0), failure.ClassHostCapability, "-1073741795"},
+		{"an error line that wraps the traceback after it: its exception line", "trtllm", []string{
+			"[07/11/2025-03:15:58] [TRT-LLM] [E] Failed to initialize executor on rank 0: Executor creation failed due to insufficient GPU memory.",
+			"Traceback (most recent call last):",
+			`  File "/x/tensorrt_llm/_torch/pyexecutor/py_executor_creator.py", line 112, in observe_creation_stage`,
+			"    raise RuntimeError(explanation) from e",
+			"RuntimeError: Executor creation failed due to insufficient GPU memory.",
+		}, Exited(1), failure.ClassGPUOOM, "RuntimeError: Executor creation failed"},
+		{"a logger line that repeats the exception stays", "vllm", []string{
+			`ERROR 02-11 14:20:32 engine.py:389] nrt_tensor_allocate status=4 message="Allocation Failure"`,
+			"ERROR 02-11 14:20:32 engine.py:389] Traceback (most recent call last):",
+			`ERROR 02-11 14:20:32 engine.py:389]   File "/x/engine.py", line 380, in run_mp_engine`,
+			`ERROR 02-11 14:20:32 engine.py:389] RuntimeError: nrt_tensor_allocate status=4 message="Allocation Failure"`,
+		}, Exited(1), failure.ClassGPUOOM, `engine.py:389] nrt_tensor_allocate`},
+		{"an exception whose message is a traceback: the line that ends it", "openai", []string{
+			"Exception in thread Thread-1 (_background_loop):",
+			"Traceback (most recent call last):",
+			`  File "/x/tvm/_ffi/base.py", line 481, in raise_last_ffi_error`,
+			"tvm._ffi.base.TVMError: Traceback (most recent call last):",
+			"  1: mlc::llm::serve::EngineImpl::Step()",
+			"  0: mlc::llm::serve::ModelImpl::BatchDecode(tvm::runtime::ObjectRef const&)",
+			"TVMError: Check failed: (result) is false: Failed to allocate 99121664 bytes with alignment 16 bytes.",
+		}, Exited(1), failure.ClassGPUOOM, "Failed to allocate 99121664 bytes"},
 	} {
 		tr := mustLookup(t, c.kind).NewTracker()
 		for _, l := range c.lines {
@@ -135,6 +169,52 @@ func TestRootCauseByStructure(t *testing.T) {
 		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: c.exit})
 		if f.Class != c.class || !strings.Contains(f.RootCause, c.root) {
 			t.Errorf("%s: %s %q (rule %s), want %s with %q", c.name, f.Class, f.RootCause, f.Rule, c.class, c.root)
+		}
+	}
+}
+
+// TestAfterReadiness: what failed once the server served: a crash line
+// that reports its process's death is the engine dying although a
+// wrapper outlives it (Ollama's runner); an exception in a request the
+// server outlived is a failed request (probe_failed), even when no
+// request had succeeded before.
+func TestAfterReadiness(t *testing.T) {
+	for _, c := range []struct {
+		name, kind string
+		lines      []string
+		class      failure.Class
+	}{
+		{"a runner's SIGSEGV under a server that stays up", "ollama", []string{
+			`[GIN] 2025/04/24 - 05:53:58 | 200 | 18.911542066s |      172.18.0.5 | POST     "/api/generate"`,
+			"SIGSEGV: segmentation violation",
+			"signal arrived during cgo execution",
+			`time=2025-04-24T05:54:35.112Z level=ERROR source=server.go:449 msg="llama runner terminated" error="exit status 2"`,
+		}, failure.ClassEngineDied},
+		{"a 500 and the request's exception", "openai", []string{
+			"INFO:     Uvicorn running on http://127.0.0.1:5000 (Press CTRL+C to quit)",
+			`INFO:     127.0.0.1:50112 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error`,
+			"ERROR:    Exception in ASGI application",
+			"Traceback (most recent call last):",
+			`  File "/x/starlette/responses.py", line 187, in render`,
+			"ValueError: Out of range float values are not JSON compliant",
+		}, failure.ClassProbeFailed},
+		{"a native check in the grammar's token bitmask", "lmdeploy", []string{
+			"INFO:     Uvicorn running on http://0.0.0.0:23333 (Press CTRL+C to quit)",
+			`INFO:     10.0.3.17:40120 - "POST /v1/chat/completions HTTP/1.1" 200 OK`,
+			"[TM][FATAL] kernels/apply_token_bitmask_inplace_cuda.cu(212): Check failed: logits_shape.first ==bitmask_shape.first logits and bitmask must have the same batch size.",
+		}, failure.ClassStructuredOutputCrash},
+	} {
+		tr := mustLookup(t, c.kind).NewTracker()
+		for _, l := range c.lines {
+			tr.Feed(l)
+		}
+		exit := Exited(0)
+		if c.class == failure.ClassStructuredOutputCrash {
+			exit = Signaled("ABRT")
+		}
+		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: exit})
+		if f.Class != c.class || f.Phase != failure.PhaseInference {
+			t.Errorf("%s: %s in %s (rule %s, root %q), want %s in inference", c.name, f.Class, f.Phase, f.Rule, f.RootCause, c.class)
 		}
 	}
 }
