@@ -132,6 +132,11 @@ func Start(t testing.TB, modelsDir string, env ...string) *Server {
 		close(s.done)
 	}()
 	t.Cleanup(s.Stop)
+	t.Cleanup(func() { // runs before Stop and before home is removed
+		if t.Failed() {
+			t.Logf("ollamatest: the failed test's ollama serve on %s: its requests and errors (log %s):\n%s", s.Host, s.Log, s.Requests(40))
+		}
+	})
 	deadline := time.Now().Add(StartTimeout)
 	client := &http.Client{Timeout: time.Second}
 	for {
@@ -243,6 +248,25 @@ func ShippedModels(t testing.TB) map[string]string {
 		StrongModel: filepath.Join(root, "models", "fixture-strong", "Modelfile"),
 		WeakModel:   filepath.Join(root, "models", "fixture-weak", "Modelfile"),
 	}
+}
+
+// Requests returns the last n lines of the server's log that record a
+// request (Ollama's "[GIN]" lines: status, duration, method, path) or a
+// warning or error (level=WARN, level=ERROR): what a failed test needs to
+// tell a slow reply (a 200 after minutes, a client that gave up: 499) from
+// a refused or failed one (5xx, the runner's error).
+func (s *Server) Requests(n int) string {
+	b, _ := os.ReadFile(s.Log)
+	var keep []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "[GIN] ") || strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) == 0 {
+		return "(no request or error recorded)"
+	}
+	return lastLines(strings.Join(keep, "\n"), n)
 }
 
 func (s *Server) tail() string {

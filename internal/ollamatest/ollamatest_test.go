@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -66,3 +67,36 @@ func TestPrepareStartServeStop(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Requests keeps what tells a slow or failed request from a bug (issue 26,
+// F18): the request lines and the warnings and errors, in order, not the
+// route table or the model's load banner.
+func TestServerRequestsKeepsRequestsAndErrors(t *testing.T) {
+	s := &Server{Log: filepath.Join(t.TempDir(), "serve.log")}
+	if got := s.Requests(10); got != "(no request or error recorded)" {
+		t.Errorf("no log: %q", got)
+	}
+	log := `[GIN-debug] POST   /v1/chat/completions      --> github.com/ollama/ollama/server.(*Server).ChatHandler-fm (6 handlers)
+print_info: model params     = 6.56 M
+[GIN] 2026/12/02 - 02:01:47 | 200 | 43.359942097s |       127.0.0.1 | POST     "/v1/chat/completions"
+time=2026-12-02T02:03:00.000Z level=WARN source=runner.go:1 msg="client connection closed before server finished loading, aborting load"
+[GIN] 2026/12/02 - 02:03:04 | 499 |          2m0s |       127.0.0.1 | POST     "/v1/chat/completions"
+time=2026-12-02T02:03:05.000Z level=ERROR source=server.go:1 msg="llama runner terminated" error="signal: killed"
+[GIN] 2026/12/02 - 02:03:06 | 500 |   12.1ms |       127.0.0.1 | POST     "/v1/chat/completions"
+`
+	if err := os.WriteFile(s.Log, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Requests(10)
+	if strings.Contains(got, "GIN-debug") || strings.Contains(got, "print_info") {
+		t.Errorf("Requests kept the route table or the load banner:\n%s", got)
+	}
+	for _, want := range []string{"| 200 | 43.359942097s", "level=WARN", "| 499 |          2m0s", "llama runner terminated", "| 500 |"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Requests lacks %q:\n%s", want, got)
+		}
+	}
+	if got := s.Requests(2); strings.Count(got, "\n") != 1 || !strings.Contains(got, "| 500 |") {
+		t.Errorf("Requests(2) is not the last two lines:\n%s", got)
+	}
+}
