@@ -248,12 +248,34 @@ func (r *router) waitLooks(t testing.TB, n int, within time.Duration) {
 }
 
 // waitGone waits until pid is no longer a running process (gone or a
-// zombie) and fails t after within.
+// zombie) and none of its threads runs either, and fails t after within.
+// The threads matter: a killed multithreaded process (the fake engine,
+// every engine in Go or C++) shows its first thread a zombie while the
+// others are still exiting and hold its files, the listening socket
+// among them; a connection made then is accepted by the kernel and reset
+// (TestWaitForReadyAfterUnseenDeath failed so, 5 runs in 20 on a loaded
+// machine: "not answering (reset)", where it means to find production
+// refusing connections). Once the last thread is gone, so are its sockets.
 func waitGone(t testing.TB, pid int, within time.Duration) {
 	t.Helper()
-	if !testsupport.WaitFor(within, func() bool { return !aliveProcess(pid) }) {
+	if !testsupport.WaitFor(within, func() bool { return !aliveProcess(pid) && !anyThreadRuns(pid) }) {
 		t.Fatalf("pid %d still runs after %s", pid, within)
 	}
+}
+
+// anyThreadRuns reports whether a thread of process pid other than its
+// first is still running (/proc/PID/task; a reaped process has none).
+func anyThreadRuns(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false
+	}
+	for _, e := range tasks {
+		if tid, err := strconv.Atoi(e.Name()); err == nil && tid != pid && aliveProcess(tid) {
+			return true
+		}
+	}
+	return false
 }
 
 // post sends a JSON body to path and returns status, headers and body.
