@@ -51,13 +51,16 @@ func init() {
 			{Text: "template: ", Pattern: regexp.MustCompile(`template: \S*:\d+(:\d+)?: `), Class: failure.ClassTokenizerTemplate},
 			{Text: "truncating input prompt", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseInference},
 			{Text: "unable to load model", Class: failure.ClassModelLoadFailed},
-			{Text: "llama runner process has terminated: signal: killed", Class: failure.ClassHostOOM, Tier: TierHint},
+			// the runner's death, which the server outlives (Fatal: a crash
+			// line before it is the engine dying, not a request failing)
+			{Text: "llama runner process has terminated: signal: killed", Class: failure.ClassHostOOM, Tier: TierHint, Fatal: true},
 			{Text: "cuda driver library init failure", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
 			{Text: "unable to load cudart", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
-			{Text: "llama runner process has terminated", Pattern: regexp.MustCompile(`terminated: exit status`), Class: failure.ClassEngineDied, Tier: TierHint},
+			{Text: "llama runner process has terminated", Pattern: regexp.MustCompile(`terminated: exit status`), Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
+			{Text: "llama runner terminated", Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
 			// The runner died under a request (killed, crashed) while the
 			// server stayed up: every open request gets HTTP 500.
-			{Text: "llama runner process no longer running", Class: failure.ClassEngineDied, Tier: TierHint},
+			{Text: "llama runner process no longer running", Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
 		}, ggmlSignatures, hostFamilies),
 		wrappers: ggmlWrappers,
 		devices:  joinLists(ollamaDevices, ggmlDevices),

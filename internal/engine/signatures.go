@@ -208,7 +208,8 @@ var ggmlSignatures = family("ggml", []Rule{
 	// precedes it on the line (KoboldCpp's token counter). It names where
 	// the engine stopped, not why: a crash, refined by context (warmup,
 	// a grammar in use).
-	{Name: "ggml/assert-failed", Text: "GGML_ASSERT(", Pattern: regexp.MustCompile(`GGML_ASSERT\(.*\) failed`), Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	// (before mid-2024 ggml printed "GGML_ASSERT: FILE:LINE: COND")
+	{Name: "ggml/assert-failed", Text: "GGML_ASSERT", Pattern: ggmlAssertLine, Lookup: ggmlAbort, Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	// A GGML_ABORT with another message, from ggml's sources or
 	// llama.cpp's ("llama.cpp:11968: The current context does not support
 	// K-shift"); not a backend's "CUDA error" (ggml_cuda_error's abort),
@@ -256,14 +257,23 @@ var ggmlSignatures = family("ggml", []Rule{
 // of ggml or llama.cpp (a path through a ggml or llama folder).
 var ggmlAbortLine = regexp.MustCompile(`(?:ggml|llama)[^\s:]*\.(?:c|cpp|cu|cuh|m|h):\d+: (.+)$`)
 
-// backendErrorAbort is the message of ggml's abort after a backend
-// runtime's error ("CUDA error", "ROCm error", "SYCL error").
-var backendErrorAbort = regexp.MustCompile(`^\w+ error\s*$`)
+// ggmlAssertLine is a failed GGML_ASSERT, either form; the submatch is
+// the condition.
+var ggmlAssertLine = regexp.MustCompile(`GGML_ASSERT(?:\((.*)\) failed|: \S+:\d+: (.*))`)
 
-// ggmlAbort gives a ggml abort line its class unless its message is a
-// backend runtime's (backendErrorAbort).
+// backendErrorAbort is the message of ggml's abort after a backend
+// runtime's error ("CUDA error", "ROCm error", "SYCL error"; the old
+// assertion's !"CUDA error").
+var backendErrorAbort = regexp.MustCompile(`^!?"?\w+ error"?\s*$`)
+
+// ggmlAbort gives a ggml abort or assertion line its class unless its
+// message is a backend runtime's (backendErrorAbort).
 func ggmlAbort(m []string) (failure.Class, bool) {
-	return failure.ClassEngineDied, !backendErrorAbort.MatchString(m[1])
+	msg := m[1]
+	if msg == "" && len(m) > 2 {
+		msg = m[2]
+	}
+	return failure.ClassEngineDied, !backendErrorAbort.MatchString(msg)
 }
 
 // ggmlWrappers restate a llama.cpp failure explained by an earlier line.

@@ -69,6 +69,7 @@ type Tracker struct {
 	causedBy            bool            // in a "Caused by:" list
 	fallbackCause       bool            // the fallback came from a "Caused by:" list
 	classes             []failure.Class // classes of error lines after the root cause, other than its own
+	died                bool            // a line reported a process's death (Rule.Fatal), the root cause's or a later one
 }
 
 // traceback is an open Python traceback block.
@@ -350,6 +351,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 		return
 	}
 	if s, cls := t.match(line, lower); s != nil {
+		t.died = t.died || s.Fatal
 		tier := s.tier()
 		if level == "WARNING" || level == "WARN" || isErrorTree(msg) {
 			tier = TierHint // a warning or a nested dump explains only when no error line does

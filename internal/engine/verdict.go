@@ -13,30 +13,31 @@ import (
 // tracker saw (a snapshot taken under its lock), and the failure being
 // filled. The outcome rules read it and fill f and detail.
 type verdict struct {
-	e        *Engine
-	o        Outcome
-	f        *failure.Failure
-	detail   map[string]any
-	cand     candidate
-	fallback string // the first error line no rule explains
-	frames   []string
-	marker   string
-	grammar  bool // a grammar backend / structured output in use
-	requests bool // the log shows a completion request served (2xx)
-	served   bool // requests served, or the attempt reached ready
-	errAfter bool // a request failed after the root-cause line
-	okAfter  bool // a request succeeded after the root-cause line
-	device   ServingDevice
-	phaseNow failure.Phase
-	last     string // the last log line
-	sig      string // the signal that ended the process (or its 128+N code)
-	code     int    // the exit code, -1 when none
-	stayedUp bool   // the server did not die (a timeout, a probe, exit 0)
-	died     bool   // exited by a signal or a non-zero code
-	classes  []failure.Class
-	rule     string // the name of the rule that decided
-	step     string // the deciding rule's own next step, if any
-	strength failure.Confidence
+	e         *Engine
+	o         Outcome
+	f         *failure.Failure
+	detail    map[string]any
+	cand      candidate
+	fallback  string // the first error line no rule explains
+	frames    []string
+	marker    string
+	grammar   bool // a grammar backend / structured output in use
+	requests  bool // the log shows a completion request served (2xx)
+	served    bool // requests served, or the attempt reached ready
+	errAfter  bool // a request failed after the root-cause line
+	okAfter   bool // a request succeeded after the root-cause line
+	device    ServingDevice
+	phaseNow  failure.Phase
+	last      string // the last log line
+	sig       string // the signal that ended the process (or its 128+N code)
+	code      int    // the exit code, -1 when none
+	stayedUp  bool   // the server did not die (a timeout, a probe, exit 0)
+	died      bool   // exited by a signal or a non-zero code
+	classes   []failure.Class
+	childDied bool   // a line reported a process's death (the engine child's, under a wrapper that outlived it)
+	rule      string // the name of the rule that decided
+	step      string // the deciding rule's own next step, if any
+	strength  failure.Confidence
 }
 
 // outcomeRule is one entry of outcomeRules: when When holds, Give fills
@@ -131,7 +132,7 @@ func (t *Tracker) snapshot(o Outcome) *verdict {
 			LogTail: t.tailLocked(), Facts: t.factsLocked(), Signal: o.Exit.Signal},
 		cand: t.cand, fallback: t.fallback, frames: t.frames, marker: t.marker, grammar: t.grammar,
 		requests: t.served, errAfter: t.errAfter, okAfter: t.okAfter, device: t.device, phaseNow: t.phase,
-		classes: append([]failure.Class(nil), t.classes...)}
+		classes: append([]failure.Class(nil), t.classes...), childDied: t.died}
 	v.served = t.served || t.phase.Index() >= failure.PhaseReady.Index() || o.AfterReady
 	if n := len(v.f.LogTail); n > 0 {
 		v.last = v.f.LogTail[n-1]
@@ -308,14 +309,15 @@ func (v *verdict) lineCause() {
 // its own warmup request) is the warmup failing; a crash in a request's
 // handling the server outlived is the request failing (the engine did
 // not die). A line that reports its process's death (Rule.Fatal: a
-// signal, an abort) the server outlived is its engine child dying, not a
-// request failing: engine_died stays.
+// signal, an abort, a wrapper's "runner terminated"), the crash line's
+// own or a later one, under a server that outlived it is its engine
+// child dying, not a request failing: engine_died stays.
 func (v *verdict) crashRefine() {
 	f, c := v.f, v.cand
 	switch {
 	case !v.served && c.phase == failure.PhaseWarmup:
 		f.Class = failure.ClassWarmupFailed
-	case v.stayedUp && !c.fatal && c.phase.Index() >= failure.PhaseReadyWait.Index():
+	case v.stayedUp && !c.fatal && !v.childDied && c.phase.Index() >= failure.PhaseReadyWait.Index():
 		f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseInference
 	}
 }
