@@ -58,6 +58,7 @@ func init() {
 			{Text: "unable to load cudart", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
 			{Text: "llama runner process has terminated", Pattern: regexp.MustCompile(`terminated: exit status`), Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
 			{Text: "llama runner terminated", Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
+			{Text: "model runner has unexpectedly stopped", Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
 			// The runner died under a request (killed, crashed) while the
 			// server stayed up: every open request gets HTTP 500.
 			{Text: "llama runner process no longer running", Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},

@@ -14,7 +14,10 @@ import (
 // NCCL/RCCL. Wordings are the vendors' own (their runtimes' error strings
 // and the logs users paste into bug reports).
 
-// cudaErrors are CUDA runtime errors as users paste them: by number
+// cudaErrors are CUDA runtime errors as users paste them (numbers, enum
+// names and texts of the CUDA Runtime API's cudaError enum,
+// docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html, and
+// the driver API's CUresult): by number
 // ("CUDA error 35", "cudaError 803", "code=100"), by enum name
 // (cudaErrorInsufficientDriver, CUDA_ERROR_NO_DEVICE) and by their
 // message text. Each entry says what the number means for the user.
@@ -46,6 +49,9 @@ var cudaErrors = []struct {
 	// the call (shared memory, pinned memory, IPC, a driver bug)
 	{"304", "cudaErrorOperatingSystem|CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS", failure.ClassEngineDied, TierHint},
 	{"801", "cudaErrorNotSupported|CUDA_ERROR_NOT_SUPPORTED", "operation not supported", failure.ClassHostCapability, 0},
+	// 702: a kernel ran past the display driver's watchdog (a GPU that
+	// also drives a screen): the device is reset under the process
+	{"702", "cudaErrorLaunchTimeout|CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated", failure.ClassEngineDied, TierHint},
 	{"802", "cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized", failure.ClassAcceleratorUnavailable, 0},
 	{"803", "cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination", failure.ClassDriverMismatch, 0},
 	{"804", "cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW", failure.ClassDriverMismatch, 0},
@@ -260,6 +266,10 @@ var rocmFamily = family("rocm", []Rule{
 	{Text: "HSA_STATUS_ERROR", Pattern: regexp.MustCompile(`HSA_STATUS_ERROR_(INVALID_ISA|INCOMPATIBLE_ARGUMENTS)`), Class: failure.ClassGPUArchUnsupported},
 	{Text: "hipErrorIllegalAddress", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Memory access fault by GPU", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// the HSA runtime's report of a GPU job the kernel driver reset
+	// (ROCR-Runtime: "HW Exception by GPU node-N (Agent handle: 0x...)
+	// reason :GPU Hang"): the process aborts after it
+	{Text: "reason :GPU Hang", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
 })
 
 // metalFamily: Apple Metal (llama.cpp's ggml-metal, MLX, PyTorch MPS).
