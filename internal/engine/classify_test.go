@@ -329,3 +329,34 @@ func TestTrackerConcurrentFeed(t *testing.T) {
 		t.Errorf("lines %d phase %s tail %d", tr.Lines(), tr.Phase(), len(tr.Tail()))
 	}
 }
+
+// TestKVShortfallFacts: vLLM's KV cache check states both sides of the
+// shortfall (V0: tokens; V1: GiB and the estimated length), and the next
+// step of context_exceeds_kv names only facts such lines give.
+func TestKVShortfallFacts(t *testing.T) {
+	v0 := feed(t, "vllm", "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (7344). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+	v1 := feed(t, "vllm", "(EngineCore_DP0 pid=7) ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.47 GiB). Based on the available memory, the estimated maximum model length is 77584. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+	for name, c := range map[string]struct {
+		tr   *Tracker
+		want map[string]float64
+	}{
+		"v0": {v0, map[string]float64{"max_model_len": 32768, "kv_cache_tokens": 7344}},
+		"v1": {v1, map[string]float64{"max_model_len": 131072, "kv_cache_needed_gib": 16, "kv_cache_memory_gib": 9.47, "suggested_max_model_len": 77584}},
+	} {
+		got := c.tr.Facts()
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%s: fact %s = %v, want %v (facts %v)", name, k, got[k], v, got)
+			}
+		}
+		if cl, _, _ := c.tr.Signature(); cl != failure.ClassContextExceedsKV {
+			t.Errorf("%s: class %s, want context_exceeds_kv", name, cl)
+		}
+	}
+	step := NextStep(failure.ClassContextExceedsKV)
+	for _, fact := range []string{"suggested_max_model_len", "kv_cache_tokens"} {
+		if !strings.Contains(step, fact) {
+			t.Errorf("next step %q does not name %s", step, fact)
+		}
+	}
+}

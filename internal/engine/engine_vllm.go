@@ -67,6 +67,11 @@ func init() {
 			{Trigger: "Loading model weights took", Pattern: regexp.MustCompile(`Loading model weights took ([\d.]+) GB`), Names: []string{"model_memory_gib"}},
 			{Trigger: "Available KV cache memory", Pattern: regexp.MustCompile(`Available KV cache memory: ` + num + ` GiB`), Names: []string{"kv_cache_memory_gib"}},
 			{Trigger: "GPU KV cache size", Pattern: regexp.MustCompile(`GPU KV cache size: ([\d,]+) tokens`), Names: []string{"kv_cache_tokens"}},
+			// The KV cache check (vllm/worker/worker.py raise_if_cache_size_invalid in
+			// V0, vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory in V1)
+			// states both sides of the shortfall in its error line.
+			{Trigger: "maximum number of tokens that can be stored in KV cache", Pattern: regexp.MustCompile(`max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`), Names: []string{"max_model_len", "kv_cache_tokens"}},
+			{Trigger: "KV cache is needed, which is larger than the available KV cache memory", Pattern: regexp.MustCompile(`max seq len \((\d+)\), \(` + num + ` GiB KV cache is needed, which is larger than the available KV cache memory \(` + num + ` GiB\)`), Names: []string{"max_model_len", "kv_cache_needed_gib", "kv_cache_memory_gib"}},
 			{Trigger: "estimated maximum model length is", Pattern: regexp.MustCompile(`estimated maximum model length is (\d+)`), Names: []string{"suggested_max_model_len"}},
 			{Trigger: "Free memory on device", Pattern: regexp.MustCompile(`Free memory on device \(([\d.]+)/([\d.]+) GiB\)`), Names: []string{"device_free_gib", "device_total_gib"}},
 			{Trigger: "Maximum concurrency", Pattern: regexp.MustCompile(`Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x`), Names: []string{"max_model_len", "max_concurrency"}},

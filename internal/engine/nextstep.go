@@ -21,7 +21,8 @@ var nextSteps = map[failure.Class]string{
 	failure.ClassGPUOOM: "GPU memory ran out: lower the context length (--max-model-len / --ctx-size) or " +
 		"gpu_memory_utilization, offload fewer layers, or use a smaller quant of the model.",
 	failure.ClassContextExceedsKV: "The KV cache cannot hold one request of the configured context: lower the max " +
-		"model length to the suggested value (suggested_max_model_len fact), or raise gpu_memory_utilization.",
+		"model length to what the cache holds (the facts suggested_max_model_len or kv_cache_tokens, when the " +
+		"log states them), or raise gpu_memory_utilization.",
 	failure.ClassReadyTimeout: "The engine did not become ready in time: read the log tail for where it stopped; " +
 		"raise the ready or stall timeout if it was still making progress.",
 	failure.ClassWarmupFailed: "Warmup (CUDA graph capture, profiling run) failed: retry with CUDA graphs off " +
