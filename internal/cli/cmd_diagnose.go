@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/spf13/cobra"
 	"github.com/tidwall/sjson"
 	"golang.org/x/sys/unix"
@@ -144,7 +145,7 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string, 
 	// the same.
 	o.Engine = strings.ToLower(strings.TrimSpace(o.Engine))
 	if _, err := engine.Lookup(o.Engine); err != nil {
-		return UsageErrorf("diagnose: --engine: %w", err)
+		return UsageErrorf("diagnose: --engine: %w%s", err, kindSuggestion(o.Engine))
 	}
 	if o.HasExit && o.Signal != "" {
 		return UsageErrorf("diagnose: give --exit or --signal, not both: a process either exits with a code or is killed by a signal")
@@ -263,4 +264,25 @@ func printDiagnosis(w io.Writer, f *failure.Failure) {
 		}
 		fmt.Fprintf(w, "  %s\n", l)
 	}
+	// The account says a verdict in words only when it is not strong; a
+	// person asking diagnose also wants to see that a verdict is strong,
+	// and which rule to blame if it is wrong.
+	if f != nil && f.Confidence == failure.ConfidenceStrong {
+		fmt.Fprintf(w, "  confidence: strong (the rule %s matched the root-cause line)\n", f.Rule)
+	}
+}
+
+// kindSuggestion is "; did you mean KIND?" for a mistyped engine kind
+// within two edits of a known one, or "".
+func kindSuggestion(kind string) string {
+	best, bestD := "", 3
+	for _, k := range engine.Kinds() {
+		if d := levenshtein.ComputeDistance(kind, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + best + "?"
 }

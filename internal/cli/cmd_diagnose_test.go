@@ -187,6 +187,7 @@ func TestDiagnoseUsage(t *testing.T) {
 	}{
 		{[]string{"diagnose", filepath.Join(t.TempDir(), "absent.log"), "--engine", "vllm"}, "absent.log"},
 		{[]string{"diagnose", log, "--engine", "textgen"}, "koboldcpp, llamacpp, llamafile, lmdeploy, mistralrs, ollama, openai, sglang, tabbyapi, tgi, trtllm, vllm"},
+		{[]string{"diagnose", log, "--engine", "vlm"}, "did you mean vllm?"},
 		{[]string{"diagnose", log}, "--engine is required"},
 		{[]string{"diagnose", log, "--engine", "vllm", "--exit", "1", "--signal", "KILL"}, "not both"},
 		{[]string{"diagnose", log, "--engine", "vllm", "--signal", "NOPE"}, "not a signal name"},
@@ -276,6 +277,12 @@ func TestDiagnoseSaysConfidence(t *testing.T) {
 	}
 	var rep struct {
 		Failure struct{ Rule, Confidence string }
+	}
+	// The text says a strong verdict too, with its rule.
+	var text bytes.Buffer
+	if code := Run(context.Background(), []string{"diagnose", known, "--engine", "vllm", "--exit", "1"}, &text, &errb); code != ExitOK ||
+		!strings.Contains(text.String(), "confidence: strong (the rule python/") {
+		t.Errorf("exit %d, text lacks the strong confidence and its rule:\n%s", code, text.String())
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Failure.Confidence != "strong" || !strings.HasPrefix(rep.Failure.Rule, "python/") {
 		t.Errorf("rule %q confidence %q (%v), want a python/ rule, strong", rep.Failure.Rule, rep.Failure.Confidence, err)
