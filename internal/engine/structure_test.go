@@ -152,6 +152,12 @@ func TestRootCauseByStructure(t *testing.T) {
 			`ERROR 02-11 14:20:32 engine.py:389]   File "/x/engine.py", line 380, in run_mp_engine`,
 			`ERROR 02-11 14:20:32 engine.py:389] RuntimeError: nrt_tensor_allocate status=4 message="Allocation Failure"`,
 		}, Exited(1), failure.ClassGPUOOM, `engine.py:389] nrt_tensor_allocate`},
+		{"a rank's traceback under torch.distributed's prefix", "vllm", []string{
+			"[rank0]: Traceback (most recent call last):",
+			`[rank0]:   File "/x/vllm/model_executor/model_loader/loader.py", line 1, in load_model`,
+			"[rank0]:     model.load_weights(weights)",
+			"[rank0]: KeyError: 'model.layers.0.mlp.gate.weight'",
+		}, Exited(1), failure.ClassModelLoadFailed, "KeyError: 'model.layers.0.mlp.gate.weight'"},
 		{"an exception whose message is a traceback: the line that ends it", "openai", []string{
 			"Exception in thread Thread-1 (_background_loop):",
 			"Traceback (most recent call last):",

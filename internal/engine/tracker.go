@@ -1079,7 +1079,7 @@ func (t *Tracker) Signature() (class failure.Class, line string, ok bool) {
 // ERROR target: message", llama.cpp's "[pid] 0.02.693.199 E message",
 // LocalAI's "5:38AM ERR message" and Go slog's "level=ERROR".
 func splitLine(line string) (msg, level string) {
-	msg = stripProcPrefix(stripHostPrefix(line))
+	msg = stripRankPrefix(stripProcPrefix(stripHostPrefix(line)))
 	msg, level, ok := bracketLevel(msg)
 	if ok {
 		return msg, level
@@ -1152,6 +1152,21 @@ func stripProcPrefix(msg string) string {
 		return msg[i+2:]
 	}
 	return msg
+}
+
+// stripRankPrefix removes torch.distributed's per-rank prefix
+// ("[rank0]: Traceback ...", "[rank0]:   File ...": torchrun's workers,
+// vLLM's and SGLang's ranks), keeping the indentation after it, so that a
+// rank's traceback reads as a block.
+func stripRankPrefix(msg string) string {
+	if !strings.HasPrefix(msg, "[rank") {
+		return msg
+	}
+	i := strings.Index(msg, "]:")
+	if i <= 5 || i > 12 || !isDigits(msg[5:i]) {
+		return msg
+	}
+	return strings.TrimPrefix(msg[i+2:], " ")
 }
 
 // llamaLevels are llama.cpp's one-letter levels.
