@@ -101,18 +101,19 @@ func explainFailure(t *testing.T, out string) {
 }
 
 // TestOllamaFactcheck is the acceptance test: extraction of the first
-// three sources of the Factcheck-GPT corpus through a real Ollama
+// two sources of the Factcheck-GPT corpus through a real Ollama
 // completes; every claim passes every validator; every reject has
 // reasons; a run interrupted after one document and run again finishes
 // without redoing it and without duplicates. (It was six sources and an
 // interruption after two: 31 replies, 7 to 11.5 minutes on 2 busy cores;
-// three sources and one keep every assertion at about half the replies.)
+// then three sources, 12 sentences; two sources, 8 sentences, keep every
+// assertion: one document finished before the interruption, one after.)
 // A failure says why its requests failed (explainFailure).
 func TestOllamaFactcheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the Ollama acceptance test takes minutes on CPU")
 	}
-	const sources, interruptAfter = 3, 1
+	const sources, interruptAfter = 2, 1
 	c := factcheckCorpus(t, sources)
 	base, model := startOllama(t, 2)
 	out := t.TempDir()
