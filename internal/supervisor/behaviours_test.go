@@ -72,9 +72,16 @@ func TestBehaviourExitBeforeReady(t *testing.T) {
 	if res.Failure.ExitCode == nil || *res.Failure.ExitCode != 1 {
 		t.Errorf("exit code %v, want 1", res.Failure.ExitCode)
 	}
+	// From the engine's "exiting at" to Wait returning is the kernel's
+	// teardown of the process, which grows with the machine's load (566 ms
+	// seen once in 40 runs at load 30); from Wait returning to the verdict
+	// is hiro's share (the log drained, the exit classified), held to
+	// 100 ms here. BenchmarkExitToVerdict measures both.
 	exit := logTime(t, res.LogPath, reExit)
-	if d := res.DecidedAt.Sub(exit); d > 100*time.Millisecond || d < 0 {
-		t.Errorf("verdict %v after the exit, want within 100 ms", d)
+	if res.ExitedAt.IsZero() || res.ExitedAt.Before(exit) || res.DecidedAt.Before(res.ExitedAt) {
+		t.Errorf("exit at %v, Wait returned at %v, verdict at %v: want them in that order", exit, res.ExitedAt, res.DecidedAt)
+	} else if d := res.DecidedAt.Sub(res.ExitedAt); d > 100*time.Millisecond {
+		t.Errorf("verdict %v after Wait returned (%v after the exit), want within 100 ms", d, res.DecidedAt.Sub(exit))
 	}
 	if res.Failure.SecondsSinceStart > 5 {
 		t.Errorf("waited %vs: must not wait for the ready timeout", res.Failure.SecondsSinceStart)
