@@ -161,12 +161,34 @@ func (c *Client) stream(ctx context.Context, params openai.ChatCompletionNewPara
 	if err := sc.Err(); err != nil {
 		return finish(transportError(ctx, fmt.Errorf("reading the stream: %w", err)))
 	}
+	if done {
+		drain(resp.Body)
+	}
 	if !done && r.FinishReason == "" {
 		// The connection closed cleanly mid-answer (the server died, or a
 		// proxy cut it): what came is not the whole reply.
 		return finish(transportError(ctx, errStreamCut))
 	}
 	return finish(nil)
+}
+
+// drainWait bounds how long drain waits for the end of a stream after
+// its "data: [DONE]"; drainBytes how much it reads.
+const (
+	drainWait  = 2 * time.Second
+	drainBytes = 64 << 10
+)
+
+// drain reads what follows "data: [DONE]" (most often only the chunked
+// body's terminator) so that the server sees its answer read to the end:
+// closing the body early closes the connection, and a proxy in front of
+// the engine (hiro serve) then counts a whole answer as a client that
+// left mid-response (status 499), and mirrors nothing of it. A server
+// that keeps the stream open after [DONE] is cut after drainWait.
+func drain(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { body.Close() })
+	defer t.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, drainBytes))
 }
 
 // errStreamCut is the error of a stream that ended with neither a
