@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
@@ -308,6 +309,52 @@ func productionNotServing(e *evidence.Evidence) bool {
 	return productionChecked(e) && !e.Production.WasRunning
 }
 
+// productionGone reports whether production, which the campaign did not
+// stop, did not serve when the campaign ended (the end's check).
+func productionGone(e *evidence.Evidence) bool {
+	return e.ProductionBackend != "" && !e.Production.Stopped && e.Production.AtEnd != nil && !e.Production.AtEnd.OK
+}
+
+// productionUnverified reports whether production served before the
+// campaign, was not stopped by it, and no check at the end found it
+// serving (not serving, or not checked).
+func productionUnverified(e *evidence.Evidence) bool {
+	p := e.Production
+	return productionChecked(e) && p.WasRunning && !p.Stopped && (p.AtEnd == nil || !p.AtEnd.OK)
+}
+
+// clock is a check's time of day, as progress lines give it.
+func clock(t time.Time) string { return t.UTC().Format("15:04:05 UTC") }
+
+// notStoppedSentence is productionSentence for a production that served
+// before the campaign and that the campaign did not stop: what the
+// watch while the gates ran (Production.Lost) and the check at the end
+// (Production.AtEnd) found. "Kept serving throughout" only when both
+// say so.
+func notStoppedSentence(e *evidence.Evidence) string {
+	name, p := e.ProductionBackend, e.Production
+	lost := ""
+	if p.Lost != nil {
+		lost = fmt.Sprintf(", but it stopped answering at %s (%s)", clock(p.Lost.At), p.Lost.Error)
+	}
+	end := p.AtEnd
+	switch {
+	case end == nil && lost != "":
+		return fmt.Sprintf("Production %s was not stopped by the campaign%s.", name, lost)
+	case end == nil:
+		return fmt.Sprintf("Production %s was not stopped by the campaign; whether it still served at the end was not checked.", name)
+	case !end.OK && lost != "":
+		return fmt.Sprintf("Production %s was not stopped by the campaign%s and did not serve at the end either (%s, checked at %s); start it with hiro backend start %s.", name, lost, end.Error, clock(end.At), name)
+	case !end.OK:
+		return fmt.Sprintf("Production %s was not stopped by the campaign, but it did not serve at the end (%s, checked at %s): something else stopped it; start it with hiro backend start %s.", name, end.Error, clock(end.At), name)
+	case lost != "":
+		return fmt.Sprintf("Production %s was not stopped by the campaign%s; it served again at the end (health and model %s checked at %s).", name, lost, end.Model, clock(end.At))
+	case !e.Exclusive:
+		return fmt.Sprintf("Production %s was never stopped: it kept serving throughout (watched while the gates ran; health and model %s checked at the end, %s).", name, end.Model, clock(end.At))
+	}
+	return fmt.Sprintf("Production %s was never stopped: it served before the campaign and at its end (health and model %s checked at %s).", name, end.Model, clock(end.At))
+}
+
 // productionSentence is what the guard did, in one sentence; the same
 // words everywhere. Every clause comes from the evidence's production
 // facts: serving before or not, stopped or not, restored or not.
@@ -323,7 +370,7 @@ func productionSentence(e *evidence.Evidence) string {
 	case !e.Production.Stopped && !productionChecked(e):
 		return fmt.Sprintf("Production %s was never stopped: the campaign ended before the guard checked it.", name)
 	case !e.Production.Stopped:
-		return fmt.Sprintf("Production %s was never stopped: it kept serving throughout.", name)
+		return notStoppedSentence(e)
 	case productionDown(e) && productionNotServing(e):
 		return fmt.Sprintf("PRODUCTION %s WAS NOT RESTORED: it was not serving before the campaign and could not be started after it.", strings.ToUpper(name))
 	case productionDown(e):
@@ -355,7 +402,16 @@ func productionSection(e *evidence.Evidence) (*Section, *Row) {
 		if e.Exclusive {
 			why = "the campaign ended before it had to"
 		}
-		s.Items = append(s.Items, fmt.Sprintf("Production %s was never stopped (%s), so there was nothing to restore.", e.ProductionBackend, why))
+		s.Items = append(s.Items, fmt.Sprintf("The campaign did not stop production %s (%s), so there was nothing to restore.", e.ProductionBackend, why))
+		switch {
+		case p.Lost == nil && p.AtEnd != nil && p.AtEnd.OK:
+			s.Items = append(s.Items, fmt.Sprintf("It served at the end: health and model %s checked at %s.", p.AtEnd.Model, clock(p.AtEnd.At)))
+		case p.Lost != nil || p.AtEnd != nil:
+			s.Items = append(s.Items, notStoppedSentence(e))
+		}
+		if productionGone(e) {
+			s.Status = "Not serving at the end"
+		}
 	case productionNotServing(e):
 		s.Items = append(s.Items, fmt.Sprintf("Production %s was not serving before the campaign (it did not answer ready); the candidate needed the accelerator exclusively, so the guard kept it down and was to start it at the end, without changing its routing or configuration.", e.ProductionBackend))
 	default:
@@ -465,7 +521,7 @@ var kindTests = map[string]string{
 func currentState(e *evidence.Evidence) string {
 	switch e.Verdict {
 	case evidence.VerdictQualified:
-		if productionDown(e) {
+		if productionDown(e) || productionUnverified(e) {
 			return fmt.Sprintf("Backend %s is qualified. %s", e.Candidate, productionSentence(e))
 		}
 		return fmt.Sprintf("Backend %s is qualified; production is as it was. Activation is a separate, deliberate step.", e.Candidate)
@@ -500,6 +556,9 @@ func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
 	var out []string
 	if productionDown(e) {
 		out = append(out, "Fix what keeps production "+e.ProductionBackend+" from starting, then run hiro recover; check it with hiro backend status "+e.ProductionBackend+".")
+	}
+	if productionGone(e) {
+		out = append(out, "Production "+e.ProductionBackend+" does not serve and the campaign did not stop it: see why with hiro backend status "+e.ProductionBackend+" and hiro backend logs "+e.ProductionBackend+", then start it with hiro backend start "+e.ProductionBackend+".")
 	}
 	if failed != nil {
 		switch {

@@ -323,6 +323,28 @@ type Production struct {
 	ConfigHashBefore string `json:"config_hash_before,omitempty"`
 	ConfigHashAfter  string `json:"config_hash_after,omitempty"`
 	ConfigUnchanged  bool   `json:"config_unchanged"`
+	// Lost (v3) is the campaign's watch of a production it left serving
+	// beside the candidate: the first moment production stopped
+	// answering (health and identity, polled while the gates ran); nil
+	// when it never did or was not watched.
+	Lost *ServingCheck `json:"lost,omitempty"`
+	// AtEnd (v3) is the check of health and identity at the end of a
+	// campaign that did not stop production: whether production still
+	// served when the campaign ended; nil when production was stopped
+	// (Restored says the rest), not serving before, or not checked.
+	AtEnd *ServingCheck `json:"at_end,omitempty"`
+}
+
+// ServingCheck (v3) is one check that production serves: its health
+// check passed and its model list names its model. No completion is
+// sent (supervisor.CheckServing).
+type ServingCheck struct {
+	OK bool      `json:"ok"`
+	At time.Time `json:"at"`
+	// Model is the model id production reported when OK.
+	Model string `json:"model,omitempty"`
+	// Error says why not OK in a few words ("connection refused").
+	Error string `json:"error,omitempty"`
 }
 
 // Restored is the proof production came back.

@@ -71,7 +71,8 @@ func demoEvidence() *evidence.Evidence {
 				}},
 		},
 		Production: evidence.Production{Backend: "prod", Model: "hiro-fixture-strong", WasRunning: true,
-			ConfigHashBefore: strings.Repeat("5", 64), ConfigHashAfter: strings.Repeat("5", 64), ConfigUnchanged: true},
+			ConfigHashBefore: strings.Repeat("5", 64), ConfigHashAfter: strings.Repeat("5", 64), ConfigUnchanged: true,
+			AtEnd: &evidence.ServingCheck{OK: true, At: end, Model: "hiro-fixture-strong"}},
 		Fingerprints: evidence.Fingerprints{Plan: strings.Repeat("a", 64)},
 	}
 }
@@ -184,7 +185,7 @@ func TestReportAndPageTellTheSameAccount(t *testing.T) {
 		"| schema_invalid | 2 | reply is not JSON: unexpected end of input |",
 		"1 request, 0 errors.", "20 requests, 0 errors, one after another.",
 		"End-to-end latency (client clock, request sent to last token received)", "completion tokens from the server's usage",
-		"Engine: ollama v0.6.5", "Production prod was never stopped",
+		"Engine: ollama v0.6.5", "Production prod was never stopped: it kept serving throughout (watched while the gates ran; health and model hiro-fixture-strong checked at the end",
 		"## What was not tested", "## Next steps",
 	} {
 		if !strings.Contains(md, want) {

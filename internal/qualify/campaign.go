@@ -235,7 +235,17 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 	}
 	failedGate, inconclusive := "", []string(nil)
 	if !aborted {
+		if c.prod != nil && !*plan.Exclusive && c.ev.Production.WasRunning {
+			// Production serves beside the candidate: the campaign
+			// watches it, so that production going away is said at
+			// once, not document by document.
+			c.h.shared.watch = watchProduction(c.prod, prodWatchEvery, func(s string) { c.out.line("%s", s) })
+		}
 		failedGate, inconclusive, aborted, abortReason = c.runGates(ctx)
+		c.h.shared.watch.close()
+		if lost := c.h.shared.watch.Lost(); lost != nil {
+			c.ev.Production.Lost = &evidence.ServingCheck{At: lost.At.UTC(), Error: lost.Problem}
+		}
 	}
 	if err := c.recovered("stopping the candidate", func() error { c.stopCandidate(); return nil }); err != nil && !aborted {
 		aborted, abortReason = true, err.Error()
@@ -476,6 +486,7 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, inconclusiv
 		_ = c.save()
 		c.out.line("[%s] %s gate: started (bound %s)", spec.ID, spec.Kind, spec.Bound(c.h))
 		err := c.runGate(ctx, spec, g)
+		var lost *ProductionLostError
 		g.DurationMS = time.Since(now).Milliseconds()
 		switch {
 		case ctx.Err() != nil:
@@ -483,9 +494,16 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, inconclusiv
 			aborted, reason = true, interruptReason(ctx)
 			g.Status = evidence.StatusNotRun
 			g.Reason = fmt.Sprintf("%s after %s: no result", reason, time.Duration(g.DurationMS)*time.Millisecond)
+		case errors.As(err, &lost):
+			// Production went away: the candidate was not compared, so
+			// the gate has no result, and the campaign cannot go on.
+			aborted, reason = true, lost.Error()
+			g.Status = evidence.StatusNotRun
+			g.Reason = fmt.Sprintf("cut short after %s: %s; the candidate was not compared: no result", time.Duration(g.DurationMS)*time.Millisecond, lost.Error())
 		case err != nil && errors.Is(err, ErrHarness):
+			// hiro's own error, not the candidate's: no result either.
 			aborted, reason = true, err.Error()
-			g.Status, g.Reason = evidence.StatusFailed, err.Error() // "harness error: ..." (ErrHarness wraps it)
+			g.Status, g.Reason = evidence.StatusNotRun, err.Error() // "harness error: ..." (ErrHarness wraps it)
 		case err != nil && errors.Is(err, ErrInconclusive):
 			inconclusive = append(inconclusive, spec.ID)
 			g.Status, g.Reason = evidence.StatusInconclusive, err.Error()
@@ -551,7 +569,17 @@ func (c *campaign) runGate(ctx context.Context, spec *GateSpec, g *evidence.Gate
 	bound := spec.Bound(h)
 	gctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
+	if pu, ok := spec.Gate.(productionUser); ok && pu.usesProduction(h) {
+		var release func()
+		gctx, release = h.guardProduction(gctx)
+		defer release()
+	}
 	err := c.recovered(spec.ID+" gate", func() error { return spec.Gate.Run(gctx, h, g) })
+	if pu, ok := spec.Gate.(productionUser); ok && pu.usesProduction(h) {
+		if lost := h.lostProduction(gctx, err); lost != nil && ctx.Err() == nil {
+			return lost
+		}
+	}
 	if err != nil && gctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		return fmt.Errorf("gate bound of %s exceeded: %w", bound, err)
 	}
@@ -605,6 +633,16 @@ func (c *campaign) finish(start time.Time, failedGate string, inconclusive []str
 		} else {
 			critical = true
 			c.out.line("PRODUCTION NOT RESTORED: %s", e.Production.Restored.Error)
+		}
+	}
+	if c.prod != nil && !e.Production.Stopped && e.Production.WasRunning {
+		// The campaign did not stop production: whether it still serves
+		// is checked, not assumed (someone else may have stopped it).
+		ctx, cancel := context.WithTimeout(context.Background(), 3*supervisor.DefaultHealthRequestTimeout)
+		e.Production.AtEnd = servingAtEnd(ctx, c.prod)
+		cancel()
+		if !e.Production.AtEnd.OK {
+			c.out.line("production %s does not serve at the end of the campaign (%s); the campaign did not stop it: start it with 'hiro backend start %s'", c.prod.Name, e.Production.AtEnd.Error, shellquote.Quote(c.prod.Name))
 		}
 	}
 	if c.prod != nil {

@@ -171,6 +171,9 @@ type shared struct {
 	// candidate; the launch gate calls it once, just before the first
 	// attempt it launches.
 	stopProduction func(context.Context) error
+	// watch, when set, polls a production left serving beside the
+	// candidate (productionWatch).
+	watch *productionWatch
 }
 
 // NewHandle returns a handle for running gates outside a campaign (tests,

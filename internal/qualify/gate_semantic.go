@@ -493,7 +493,12 @@ func (g *SemanticGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) er
 	}
 	t0 := time.Now()
 	defer h.Waited(t0)
-	prod, cached, err := g.loadAndRunProduction(ctx, h)
+	pctx, release := h.guardProduction(ctx)
+	prod, cached, err := g.loadAndRunProduction(pctx, h)
+	release()
+	if lost := h.lostProduction(pctx, err); lost != nil && ctx.Err() == nil {
+		return lost
+	}
 	if err == nil {
 		var c *corpus.Corpus
 		if c, err = corpus.Load(g.Corpus); err == nil {

@@ -22,6 +22,12 @@ type terminalState struct {
 	// notServing: production did not answer ready before the campaign
 	// (was_running false); shared: a non-exclusive campaign.
 	notServing, shared bool
+	// end is what the campaign found of a production it did not stop:
+	// "" serving at the end (and, shared, while the gates ran), "gone"
+	// not serving at the end, "lost" lost while the gates ran and not
+	// serving at the end, "unchecked" no check at the end (older
+	// evidence).
+	end string
 }
 
 func ptr(b bool) *bool { return &b }
@@ -38,14 +44,18 @@ func TestReportNeverContradictsEvidence(t *testing.T) {
 		gate    string
 	}{{evidence.VerdictQualified, 0, evidence.StatusPassed}, {evidence.VerdictNotQualified, 1, evidence.StatusFailed}, {evidence.VerdictAborted, 3, evidence.StatusNotRun}} {
 		states = append(states,
-			terminalState{v.verdict + "/restored", v.verdict, v.exit, true, ptr(true), v.gate, false, false},
-			terminalState{v.verdict + "/not-restored", v.verdict, 4, true, ptr(false), v.gate, false, false},
-			terminalState{v.verdict + "/not-stopped", v.verdict, v.exit, false, nil, v.gate, false, false},
-			terminalState{v.verdict + "/not-serving-before/restored", v.verdict, v.exit, true, ptr(true), v.gate, true, false},
-			terminalState{v.verdict + "/not-serving-before/not-restored", v.verdict, 4, true, ptr(false), v.gate, true, false},
-			terminalState{v.verdict + "/not-serving-before/not-stopped", v.verdict, v.exit, false, nil, v.gate, true, false},
-			terminalState{v.verdict + "/not-serving-before/shared", v.verdict, v.exit, false, nil, v.gate, true, true},
-			terminalState{v.verdict + "/shared", v.verdict, v.exit, false, nil, v.gate, false, true},
+			terminalState{v.verdict + "/restored", v.verdict, v.exit, true, ptr(true), v.gate, false, false, ""},
+			terminalState{v.verdict + "/not-restored", v.verdict, 4, true, ptr(false), v.gate, false, false, ""},
+			terminalState{v.verdict + "/not-stopped", v.verdict, v.exit, false, nil, v.gate, false, false, ""},
+			terminalState{v.verdict + "/not-serving-before/restored", v.verdict, v.exit, true, ptr(true), v.gate, true, false, ""},
+			terminalState{v.verdict + "/not-serving-before/not-restored", v.verdict, 4, true, ptr(false), v.gate, true, false, ""},
+			terminalState{v.verdict + "/not-serving-before/not-stopped", v.verdict, v.exit, false, nil, v.gate, true, false, ""},
+			terminalState{v.verdict + "/not-serving-before/shared", v.verdict, v.exit, false, nil, v.gate, true, true, ""},
+			terminalState{v.verdict + "/shared", v.verdict, v.exit, false, nil, v.gate, false, true, ""},
+			terminalState{v.verdict + "/shared/gone-at-end", v.verdict, v.exit, false, nil, v.gate, false, true, "gone"},
+			terminalState{v.verdict + "/shared/lost", v.verdict, v.exit, false, nil, v.gate, false, true, "lost"},
+			terminalState{v.verdict + "/shared/unchecked", v.verdict, v.exit, false, nil, v.gate, false, true, "unchecked"},
+			terminalState{v.verdict + "/not-stopped/unchecked", v.verdict, v.exit, false, nil, v.gate, false, false, "unchecked"},
 		)
 	}
 	for _, s := range states {
@@ -96,9 +106,17 @@ func TestReportNeverContradictsEvidence(t *testing.T) {
 					if s.stopped && s.restored != nil && *s.restored && !has("started") {
 						t.Errorf("%s: the guard started production at the end and the text does not say so:\n%s", where, text)
 					}
+				case !s.stopped && s.end == "":
+					if !has("kept serving throughout") && !has("served before the campaign and at its end") || !has("checked at") {
+						t.Errorf("%s: production served at the start and at the end and the text does not say so:\n%s", where, text)
+					}
 				case !s.stopped:
-					if !has("kept serving") {
-						t.Errorf("%s: production served throughout and the text does not say so:\n%s", where, text)
+					if has("kept serving") || has("production is as it was") {
+						t.Errorf("%s says production kept serving, which the check at the end (%s) does not say:\n%s", where, s.end, text)
+					}
+					want := map[string]string{"gone": "did not serve at the end", "lost": "stopped answering at 10:00:30 utc (connection refused)", "unchecked": "was not checked"}[s.end]
+					if !has(want) {
+						t.Errorf("%s: production %s, the text does not say %q:\n%s", where, s.end, want, text)
 					}
 				default:
 					if !has("was stopped") || has("not serving before") {
@@ -151,6 +169,18 @@ func stateEvidence(s terminalState) *evidence.Evidence {
 	p := &e.Production
 	p.Backend, p.Model, p.WasRunning = "prod", "prod-model", !s.notServing
 	p.ConfigHashBefore, p.ConfigHashAfter, p.ConfigUnchanged = "abc123", "abc123", true
+	if !s.stopped && !s.notServing {
+		end := start.Add(time.Minute)
+		switch s.end {
+		case "":
+			p.AtEnd = &evidence.ServingCheck{OK: true, At: end, Model: "prod-model"}
+		case "lost":
+			p.Lost = &evidence.ServingCheck{At: start.Add(30 * time.Second), Error: "connection refused"}
+			fallthrough
+		case "gone":
+			p.AtEnd = &evidence.ServingCheck{At: end, Error: "connection refused"}
+		}
+	}
 	if s.stopped {
 		p.Stopped = true
 		p.StoppedAt = &start
