@@ -31,7 +31,9 @@ divisibility, CPU instruction sets, driver CUDA version), each with its
 public source. docs/qualify.md "Preflight" says how the estimate was measured.
 
 A profile that needs the accelerator alone (exclusive_accelerator) may count
-production's memory as free; one that runs beside production may not.
+production's memory as free; one that runs beside production may not. On a
+host without an accelerator, a GGUF profile without requires_accelerator runs
+on the CPU: its host memory is predicted against the host's available memory.
 
 Exit status: 0 predicted to run; 1 predicted not to run, or no prediction
 could be made (the reason is printed); 2 bad usage or configuration.`,

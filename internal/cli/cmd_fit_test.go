@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +111,35 @@ func TestFitOnTheExampleAndWithoutAnArtifact(t *testing.T) {
 	}
 	if code != ExitFailed {
 		t.Errorf("fit without an artifact: exit %d, want %d (no prediction)", code, ExitFailed)
+	}
+}
+
+// TestFitOnACPUOnlyHost (issue 26 F7): 'hiro fit prod' on
+// examples/hiro.toml against a host without an accelerator (recorded
+// facts, so the test says the same on a GPU machine): the profile has no
+// requires_accelerator, so Ollama runs it on the CPU; the prediction is
+// host memory against MemAvailable, with no CUDA overhead: it fits, exit
+// 0. With less memory than it needs: does not fit, exit 1.
+func TestFitOnACPUOnlyHost(t *testing.T) {
+	t.Setenv("HIRO_STATE_HOME", t.TempDir())
+	facts := func(avail uint64) string {
+		p := filepath.Join(t.TempDir(), "cpu-host.json")
+		must(t, os.WriteFile(p, []byte(fmt.Sprintf(`{"source": "a CPU-only host", "kernel": "6.8.0", "arch": "amd64", "device_note": "nvidia-smi not found", "available_bytes": %d, "devices": []}`, avail)), 0o644))
+		return p
+	}
+	example := filepath.Join("..", "..", "examples", "hiro.toml")
+	code, out, errs := runHiro(t, "--config", example, "fit", "prod", "--host-facts", facts(16<<30))
+	if code != ExitOK || !strings.Contains(out, "prod: predicted to run") || !strings.Contains(out, "host memory (on the CPU)") ||
+		!strings.Contains(out, "of host memory needed (the model runs on the CPU), 16.00 GiB available") {
+		t.Errorf("fit prod on a CPU-only host: exit %d\n%s%s", code, out, errs)
+	}
+	for _, bad := range []string{"cannot predict", "CUDA context, cuBLAS", "memory per device"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("fit prod on a CPU-only host says %q:\n%s", bad, out)
+		}
+	}
+	code, out, errs = runHiro(t, "--config", example, "fit", "prod", "--host-facts", facts(1<<20))
+	if code != ExitFailed || !strings.Contains(out, "does not fit") || !strings.Contains(out, "host_oom") {
+		t.Errorf("fit prod with 1 MiB available: exit %d\n%s%s", code, out, errs)
 	}
 }

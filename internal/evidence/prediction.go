@@ -61,7 +61,8 @@ type MemoryEstimate struct {
 	// dtype's bytes (the whole model; per device divide by Devices).
 	KVBytesPerToken uint64 `json:"kv_bytes_per_token,omitempty"`
 	// Devices is how many accelerators the engine spreads the model over
-	// (tensor parallel × pipeline parallel, or 1).
+	// (tensor parallel × pipeline parallel, or 1); 0: the model runs on
+	// the CPU, and the parts and bounds are host memory.
 	Devices int `json:"devices"`
 	// Policy is the engine's own memory policy in words (vLLM's
 	// gpu_memory_utilization share of each device; llama.cpp/Ollama's
@@ -96,7 +97,7 @@ type FitCheck struct {
 	// cannot_predict.
 	Verdict string `json:"verdict"`
 	// Device is the index (as the engine sees it) of the device that
-	// decided; NeedBytes what it needs there, FreeBytes what is free now
+	// decided (-1: host memory, a launch on the CPU); NeedBytes what it needs there, FreeBytes what is free now
 	// and FreeIfStoppedBytes with production stopped.
 	Device             int    `json:"device"`
 	NeedBytes          uint64 `json:"need_bytes"`

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 )
@@ -58,6 +59,35 @@ func CheckFit(m *evidence.MemoryEstimate, devs []Device) *evidence.FitCheck {
 		}
 	}
 	return worst
+}
+
+// CheckHostFit checks an estimate of a launch that runs on the CPU
+// (m.Devices 0: no accelerator on the host, or no layer offloaded)
+// against the host's available memory (MemAvailable): fits, or does not
+// fit by how much and what would make it fit. What production holds is
+// already out of MemAvailable and is not counted as freed. Device is
+// -1: host memory. It decides on the top of the range.
+func CheckHostFit(m *evidence.MemoryEstimate, h *Host) *evidence.FitCheck {
+	need := m.HighBytes
+	f := &evidence.FitCheck{Device: -1, NeedBytes: need, FreeBytes: h.AvailableBytes}
+	switch {
+	case h.AvailableBytes == 0:
+		f.Verdict = evidence.FitCannotPredict
+		f.Detail = "the host's available memory is not known (no MemAvailable in /proc/meminfo or the recorded facts)"
+	case need <= h.AvailableBytes:
+		f.Verdict = evidence.FitFits
+		f.Detail = fmt.Sprintf("%s of host memory needed (the model runs on the CPU), %s available", gib(need), gib(h.AvailableBytes))
+	default:
+		f.Verdict = evidence.FitDoesNotFit
+		f.ShortBytes = need - h.AvailableBytes
+		f.Detail = fmt.Sprintf("%s of host memory needed (the model runs on the CPU), %s available: short by %s", gib(need), gib(h.AvailableBytes), gib(f.ShortBytes))
+		for _, s := range suggestions(m, h.AvailableBytes) {
+			if !strings.Contains(s, "GPU") {
+				f.Suggestions = append(f.Suggestions, s)
+			}
+		}
+	}
+	return f
 }
 
 func rank(v string) int {

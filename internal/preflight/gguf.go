@@ -84,20 +84,12 @@ func estimateGGUF(path string, l Launch) (*evidence.MemoryEstimate, error) {
 		m.HostBytes = uint64(cpu.Weight.Sum() + cpu.KVCache.Sum() + cpu.Computation.Footprint)
 	}
 	if len(e.Devices) < 2 || l.GPULayers == 0 {
-		m.Parts = []evidence.MemoryPart{{Name: "weights", Bytes: 0, Note: "no layer offloaded: the model runs on the CPU"}}
-		return m, nil
+		return onCPU(m, e, a, l), nil
 	}
 	d := e.Devices[1]
 	weights := uint64(d.Weight.Sum())
 	kv := uint64(d.KVCache.Sum())
-	compute := uint64(d.Computation.Compute + d.Computation.Input + d.Computation.Output)
-	// At short contexts llama.cpp's compute buffer is the output of one
-	// batch: logits and hidden states, batch × (vocabulary + width) × 4
-	// bytes (254.5 MiB for llama-3.2-1b's 128256 tokens, as its log says),
-	// more than the parser's graph estimate.
-	if floor := uint64(ggmlBatch) * (a.VocabularyLength + a.EmbeddingLength) * 4; compute < floor {
-		compute = floor
-	}
+	compute := computeFloor(uint64(d.Computation.Compute+d.Computation.Input+d.Computation.Output), a)
 	m.Parts = []evidence.MemoryPart{
 		{Name: "weights", Bytes: weights, Note: fmt.Sprintf("%d of %d layers on the device", d.HandleLayers, a.BlockCount)},
 		{Name: "kv_cache", Bytes: kv, Note: fmt.Sprintf("%d tokens, %s", ctx*par, cacheName(l.CacheType))},
@@ -108,6 +100,37 @@ func estimateGGUF(path string, l Launch) (*evidence.MemoryEstimate, error) {
 	m.LowBytes = point
 	m.HighBytes = point + uint64(float64(compute)*ggmlComputeSlack)
 	return m, nil
+}
+
+// computeFloor is compute raised to llama.cpp's compute buffer at short
+// contexts: the output of one batch, logits and hidden states, batch ×
+// (vocabulary + width) × 4 bytes (254.5 MiB for llama-3.2-1b's 128256
+// tokens, as its log says), more than the parser's graph estimate.
+func computeFloor(compute uint64, a gp.GGUFArchitecture) uint64 {
+	return max(compute, uint64(ggmlBatch)*(a.VocabularyLength+a.EmbeddingLength)*4)
+}
+
+// onCPU is m for a launch with no layer on an accelerator (a host
+// without one, or no layer offloaded): host memory (Devices 0) for the
+// weights, KV cache and compute buffers as gguf-parser-go estimates the
+// CPU's share, and no CUDA overhead (there is no CUDA context). CheckHostFit
+// checks it against the host's available memory.
+func onCPU(m *evidence.MemoryEstimate, e gp.LLaMACppRunEstimate, a gp.GGUFArchitecture, l Launch) *evidence.MemoryEstimate {
+	cpu := e.Devices[0]
+	weights, kv := uint64(cpu.Weight.Sum()), uint64(cpu.KVCache.Sum())
+	compute := computeFloor(max(uint64(cpu.Computation.Footprint), uint64(cpu.Computation.Compute+cpu.Computation.Input+cpu.Computation.Output)), a)
+	m.Devices = 0
+	m.Parts = []evidence.MemoryPart{
+		{Name: "weights", Bytes: weights, Note: fmt.Sprintf("all %d layers in host memory", a.BlockCount)},
+		{Name: "kv_cache", Bytes: kv, Note: fmt.Sprintf("%d tokens, %s", m.ContextTokens*m.Parallel, cacheName(l.CacheType))},
+		{Name: "compute", Bytes: compute, Note: "compute buffers for a 512-token batch"},
+	}
+	m.LowBytes = weights + kv + compute
+	m.HighBytes = m.LowBytes + uint64(float64(compute)*ggmlComputeSlack)
+	m.HostBytes = m.HighBytes
+	m.Policy = strings.Replace(m.Policy, layersText(l.GPULayers, int(a.BlockCount)), "every layer on the CPU", 1)
+	m.Overhead = fmt.Sprintf("none counted: the model runs on the CPU, with no CUDA context; +%.0f %% on the compute buffers at the top of the range", ggmlComputeSlack*100)
+	return m
 }
 
 var ggmlCacheTypes = map[string]gp.GGMLType{"f16": gp.GGMLTypeF16, "f32": gp.GGMLTypeF32, "q8_0": gp.GGMLTypeQ8_0, "q4_0": gp.GGMLTypeQ4_0, "q4_1": gp.GGMLTypeQ4_1, "q5_0": gp.GGMLTypeQ5_0, "q5_1": gp.GGMLTypeQ5_1}

@@ -63,6 +63,11 @@ func Predict(p *config.Profile, h *Host, exclusive bool) *evidence.Prediction {
 	}
 	var m *evidence.MemoryEstimate
 	if model != "" {
+		if len(h.Devices) == 0 && !p.RequiresAccelerator {
+			// No accelerator on the host: llama.cpp and Ollama run every
+			// layer on the CPU (requires_accelerator was refused above).
+			l.GPULayers = 0
+		}
 		m, err = estimateGGUF(model, l)
 	} else {
 		var total uint64
@@ -76,7 +81,11 @@ func Predict(p *config.Profile, h *Host, exclusive bool) *evidence.Prediction {
 		return pr
 	}
 	pr.Memory = m
-	pr.Fit = CheckFit(m, devs)
+	if m.Devices == 0 {
+		pr.Fit = CheckHostFit(m, h)
+	} else {
+		pr.Fit = CheckFit(m, devs)
+	}
 	switch pr.Fit.Verdict {
 	case evidence.FitFits:
 		pr.Runs = true
@@ -89,6 +98,9 @@ func Predict(p *config.Profile, h *Host, exclusive bool) *evidence.Prediction {
 		}
 	case evidence.FitDoesNotFit:
 		pr.Class, pr.Rule = failure.ClassGPUOOM, RuleMemoryFit
+		if m.Devices == 0 {
+			pr.Class = failure.ClassHostOOM
+		}
 		if m.ReservedBytes > 0 && pr.Fit.FreeBytes == m.ReservedBytes {
 			pr.Class = failure.ClassContextExceedsKV
 		}

@@ -498,3 +498,50 @@ func TestRequiresAcceleratorWithoutAGPU(t *testing.T) {
 		t.Errorf("a host with a GPU: %+v", pr)
 	}
 }
+
+// TestCPUHostPredictsAgainstHostMemory (issue 26 F7): on a host without
+// an accelerator, a GGUF profile without requires_accelerator runs on
+// the CPU: the estimate is host memory with no CUDA overhead, checked
+// against the host's available memory: it fits (Runs), or does not fit
+// by how much, with no advice about GPU layers; never "cannot predict:
+// no accelerator is visible".
+func TestCPUHostPredictsAgainstHostMemory(t *testing.T) {
+	dir := shapeGGUF(t, "llama-3.2-1b", gguf.F16, 8192)
+	cpuHost := func(availGiB float64) *Host {
+		return &Host{Source: "test", Kernel: "6.8.0", Arch: "amd64", DeviceNote: "nvidia-smi not found", AvailableBytes: uint64(availGiB * float64(gibB))}
+	}
+	pr := Predict(ollamaProfile(dir, 1), cpuHost(16), false)
+	if pr.CannotPredict != "" || pr.Memory == nil || pr.Fit == nil {
+		t.Fatalf("no prediction on a CPU host: %+v", pr)
+	}
+	m := pr.Memory
+	if !pr.Runs || pr.Fit.Verdict != evidence.FitFits || pr.Fit.Device != -1 || m.Devices != 0 || pr.Fit.FreeBytes != 16*gibB {
+		t.Errorf("runs %v, fit %+v, devices %d; want fits against 16 GiB of host memory", pr.Runs, pr.Fit, m.Devices)
+	}
+	var sum uint64
+	for _, p := range m.Parts {
+		if p.Name == "overhead" || strings.Contains(p.Note, "CUDA") {
+			t.Errorf("a CUDA overhead on a CPU host: %+v", p)
+		}
+		sum += p.Bytes
+	}
+	// 1B at F16 is about 2.3 GiB of weights; 8192 tokens of KV 256 MiB.
+	if sum != m.LowBytes || m.LowBytes < 2*gibB || m.HighBytes < m.LowBytes || strings.Contains(m.Overhead, "CUDA context and") {
+		t.Errorf("host estimate %d–%d MiB, parts sum %d MiB, overhead %q", m.LowBytes>>20, m.HighBytes>>20, sum>>20, m.Overhead)
+	}
+	if d := strings.Join(Describe(pr), "\n"); !strings.Contains(d, "host memory (on the CPU)") || !strings.Contains(d, "GiB available") {
+		t.Errorf("Describe:\n%s", d)
+	}
+	small := Predict(ollamaProfile(dir, 1), cpuHost(1), false)
+	if small.Runs || small.Fit == nil || small.Fit.Verdict != evidence.FitDoesNotFit || small.Fit.ShortBytes == 0 || small.Class != failure.ClassHostOOM {
+		t.Fatalf("1 GiB available: %+v %+v", small, small.Fit)
+	}
+	for _, s := range small.Fit.Suggestions {
+		if strings.Contains(s, "GPU") {
+			t.Errorf("GPU advice on a CPU host: %q", s)
+		}
+	}
+	if unknown := Predict(ollamaProfile(dir, 1), cpuHost(0), false); unknown.Runs || unknown.CannotPredict == "" {
+		t.Errorf("unknown host memory: %+v", unknown)
+	}
+}

@@ -21,8 +21,12 @@ func Describe(pr *evidence.Prediction) []string {
 		out = append(out, pr.CannotPredict)
 	}
 	if m := pr.Memory; m != nil {
-		out = append(out, fmt.Sprintf("memory per device: %s – %s (%s, %s, %d layers, %d KV heads × %d, %d bytes of KV per token)",
-			gib(m.LowBytes), gib(m.HighBytes), m.Format, m.Architecture, m.Layers, m.KVHeads, m.HeadDim, m.KVBytesPerToken))
+		where := "memory per device"
+		if m.Devices == 0 {
+			where = "host memory (on the CPU)"
+		}
+		out = append(out, fmt.Sprintf("%s: %s – %s (%s, %s, %d layers, %d KV heads × %d, %d bytes of KV per token)",
+			where, gib(m.LowBytes), gib(m.HighBytes), m.Format, m.Architecture, m.Layers, m.KVHeads, m.HeadDim, m.KVBytesPerToken))
 		for _, p := range m.Parts {
 			line := fmt.Sprintf("  %-12s %10s", p.Name, gib(p.Bytes))
 			if p.Note != "" {
