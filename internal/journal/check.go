@@ -117,6 +117,12 @@ func Check(j *Journal, site string) (*Report, error) {
 	}
 	r.Problems = append(r.Problems, inconsistentEvidence(j)...)
 	for _, e := range j.Entries {
+		if !buildable {
+			// 'hiro journal build' refuses until the problems above are
+			// fixed: its pages' absence is not news, and rebuilding is
+			// not the way out.
+			break
+		}
 		for _, f := range []string{e.Slug + ".html", e.Slug + ".json"} {
 			if !isFile(filepath.Join(site, SiteEntriesDir, f)) {
 				r.Problems = append(r.Problems, Problem{e.Path, fmt.Sprintf("the site has no %s/%s; rebuild it with 'hiro journal build'", SiteEntriesDir, f)})

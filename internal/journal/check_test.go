@@ -1,6 +1,8 @@
 package journal
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,7 +111,7 @@ func TestCheckFindsProblems(t *testing.T) {
 		}, `no such file evidence/gone.json`},
 		{"status outside the enum", fileTrial, func(s string) string {
 			return strings.Replace(s, `"status": "not_run"`, `"status": "maybe"`, 1)
-		}, "does not validate against the entry schema"},
+		}, `.status: "maybe" is not one of passed, failed, inconclusive, not_run`},
 		{"timestamp without zone", fileScript, func(s string) string {
 			return strings.Replace(s, `"2025-06-13T08:00:00Z"`, `"2025-06-13T08:00:00"`, 1)
 		}, "does not validate against the entry schema"},
@@ -249,5 +251,51 @@ func TestCreateAndSlugify(t *testing.T) {
 	j2, err := Load(dir)
 	if err != nil || len(j2.Entries) != 1 || len(j2.Problems) > 0 || j2.Entries[0].Hash() != e.Hash() {
 		t.Fatalf("reload: %v, %+v", err, j2)
+	}
+}
+
+// TestCheckSaysEachProblemOnce (issue 26 F13): an entry with a bad slug
+// and an empty title is two problems, each said once in hiro's words (the
+// schema validator's lines for the same keys are not repeated), and,
+// with or without a site folder, no advice to rebuild a site that
+// 'hiro journal build' refuses to build. A schema failure at a key
+// hiro's own checks do not name is still reported.
+func TestCheckSaysEachProblemOnce(t *testing.T) {
+	for _, site := range []string{"", "given"} {
+		dir := copyJournal(t)
+		editEntry(t, dir, fileScript, func(s string) string {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(s), &m); err != nil {
+				t.Fatal(err)
+			}
+			m["slug"], m["title"] = "Bad Slug", ""
+			b, _ := json.Marshal(m)
+			return string(b)
+		})
+		out := ""
+		if site != "" {
+			out = t.TempDir()
+		}
+		r := checkDir(t, dir, out)
+		text := problemText(r)
+		var mine []string
+		for _, p := range r.Problems {
+			if strings.HasPrefix(p.Where, "entries/"+fileScript) {
+				mine = append(mine, p.String())
+			}
+		}
+		if len(mine) != 2 || !strings.Contains(text, `slug: "Bad Slug" is not a slug`) || !strings.Contains(text, "title: empty") {
+			t.Errorf("site %q: want the slug and the title, once each; got %d:\n%s", site, len(mine), text)
+		}
+		for _, bad := range []string{"does not validate against the entry schema", "rebuild", "the site has no"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("site %q: says %q:\n%s", site, bad, text)
+			}
+		}
+	}
+	// A key the schema refuses and hiro's checks do not name.
+	p := schemaProblems(errors.New("jsonschema validation failed with 'x#'\n- at '/slug': does not match\n- at '/extra/0': wrong type"), []string{`slug: "Bad Slug" is not a slug`})
+	if len(p) != 1 || !strings.Contains(p[0], "/extra/0") || strings.Contains(p[0], "/slug") {
+		t.Errorf("schema problems left: %q", p)
 	}
 }

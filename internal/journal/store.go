@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -147,18 +148,65 @@ func entryFiles(dir string) ([]string, error) {
 // runs Entry.Validate. It returns the entry when it decoded (even with
 // problems) and every problem found.
 func decodeEntry(data []byte) (*Entry, []string) {
-	var probs []string
-	if err := ValidateJSON(data); err != nil {
-		probs = append(probs, "does not validate against the entry schema: "+oneLine(err.Error()))
-	}
+	serr := ValidateJSON(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var e Entry
 	if err := dec.Decode(&e); err != nil {
+		var probs []string
+		if serr != nil && json.Valid(data) { // not JSON: the decoder says where, once
+			probs = append(probs, "does not validate against the entry schema: "+oneLine(serr.Error()))
+		}
 		return nil, append(probs, "cannot decode: "+err.Error())
 	}
-	probs = append(probs, e.Validate()...)
-	return &e, probs
+	own := e.Validate()
+	return &e, append(schemaProblems(serr, own), own...)
+}
+
+// schemaLeaf is one failure line of the schema validator's message:
+// "- at '/slug': ..." (nested ones indented).
+var schemaLeaf = regexp.MustCompile(`^\s*- at '([^']*)': (.*)$`)
+
+// schemaMissing is a root failure naming a missing key.
+var schemaMissing = regexp.MustCompile(`missing propert(?:y|ies) '([^']+)'`)
+
+// schemaProblems is the schema's verdict err less what own (Entry.Validate's
+// problems, "key: ..." or "key[i]...") already says: each problem said
+// once, in hiro's words. A failure at a key own does not name stays, in
+// the validator's words; nil when nothing is left.
+func schemaProblems(err error, own []string) []string {
+	if err == nil {
+		return nil
+	}
+	said := map[string]bool{}
+	for _, p := range own {
+		if i := strings.IndexAny(p, ":[."); i > 0 {
+			said[p[:i]] = true
+		}
+	}
+	var left []string
+	leaves := 0
+	for _, l := range strings.Split(err.Error(), "\n") {
+		m := schemaLeaf.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		leaves++
+		key, _, _ := strings.Cut(strings.TrimPrefix(m[1], "/"), "/")
+		if mm := schemaMissing.FindStringSubmatch(m[2]); key == "" && mm != nil {
+			key = mm[1]
+		}
+		if !said[key] {
+			left = append(left, strings.TrimSpace(l))
+		}
+	}
+	switch {
+	case leaves == 0:
+		return []string{"does not validate against the entry schema: " + oneLine(err.Error())}
+	case len(left) == 0:
+		return nil
+	}
+	return []string{"does not validate against the entry schema: " + strings.Join(left, "; ")}
 }
 
 // oneLine joins a multi-line validator message with "; ".
