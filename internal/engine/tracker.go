@@ -588,6 +588,9 @@ func accessStatus(line, rest string, path bool) (int, bool) {
 		if path || strings.Contains(line, `"method":"POST"`) {
 			return leadingStatus(line[j+len(`"status":`):])
 		}
+	case strings.Contains(line, " status=") && strings.Contains(line, `method="POST"`): // llama.cpp's 2024 server: status=200 method="POST" path="/completion"
+		j := strings.Index(line, " status=")
+		return leadingStatus(line[j+len(" status="):])
 	}
 	// generic: "POST /v1/chat/completions 200" (many Python servers)
 	if f := strings.Fields(rest); path && len(f) >= 3 {
