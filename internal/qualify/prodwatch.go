@@ -17,10 +17,14 @@ import (
 // completion: supervisor.CheckServing).
 var prodWatchEvery = 2 * time.Second
 
-// prodWatchStreak is how many failed checks in a row make production
-// lost when the failure may pass (a slow answer, a 5xx); a refused
-// connection (nothing listens) is lost at once.
-const prodWatchStreak = 3
+// prodWatchGrace is how long production may fail its checks in a row
+// before it is lost, when the failure may pass (a slow answer on a
+// loaded machine, a 5xx); a refused connection (nothing listens on
+// production's port) is lost at once.
+const prodWatchGrace = 30 * time.Second
+
+// refused is CheckServing's problem when nothing listens.
+const refused = "connection refused"
 
 // ProductionLostError says production stopped answering during the
 // campaign: a gate that compares with production ends on it at once,
@@ -65,8 +69,7 @@ func (w *productionWatch) run(every time.Duration) {
 	defer close(w.done)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var first time.Time
-	streak := 0
+	var first time.Time // of the failing streak; zero while production serves
 	for {
 		select {
 		case <-w.stop:
@@ -76,14 +79,13 @@ func (w *productionWatch) run(every time.Duration) {
 		now := time.Now()
 		r := supervisor.CheckServing(w.lost, w.prof, nil)
 		if r.OK {
-			streak = 0
+			first = time.Time{}
 			continue
 		}
-		if streak == 0 {
+		if first.IsZero() {
 			first = now
 		}
-		streak++
-		if r.Problem != "connection refused" && streak < prodWatchStreak {
+		if r.Problem != refused && now.Sub(first) < prodWatchGrace {
 			continue
 		}
 		w.declare(first, r.Problem)
@@ -105,9 +107,10 @@ func (w *productionWatch) declare(at time.Time, problem string) *ProductionLostE
 	return w.err
 }
 
-// confirm checks production now, once, and declares it lost when it
-// does not serve: a gate whose requests to production failed asks it
-// (a refused connection fails a request faster than the watch polls).
+// confirm checks production now, once, and declares it lost when
+// nothing listens on its port: a gate whose requests to production
+// failed asks it (a refused connection fails a request faster than the
+// watch polls). A slow answer is left to the watch's grace.
 func (w *productionWatch) confirm(ctx context.Context) *ProductionLostError {
 	if w == nil {
 		return nil
@@ -116,7 +119,7 @@ func (w *productionWatch) confirm(ctx context.Context) *ProductionLostError {
 		return l
 	}
 	now := time.Now()
-	if r := supervisor.CheckServing(ctx, w.prof, nil); !r.OK {
+	if r := supervisor.CheckServing(ctx, w.prof, nil); r.Problem == refused {
 		return w.declare(now, r.Problem)
 	}
 	return nil
