@@ -349,8 +349,9 @@ func (g *SemanticGate) runReplicate(ctx context.Context, c *corpus.Corpus, t sem
 	hb := &sideProgress{backend: t.Backend, docsTotal: total, start: time.Now()}
 	hb.noteLine(hb.start)
 	onCommit := func(dp extract.DocProgress) {
-		h.Logf("%s", docProgressLine(label, int(hb.docsDone.Add(1)), total, dp))
-		hb.noteLine(time.Now())
+		now := time.Now()
+		h.Logf("%s%s", docProgressLine(label, int(hb.docsDone.Add(1)), total, dp), hb.eta(now))
+		hb.noteLine(now)
 	}
 	stop := make(chan struct{})
 	go hb.beat(stop, sideHeartbeatEvery, func(s string) { h.Logf("%s", s) })
@@ -401,10 +402,40 @@ func (p *sideProgress) Finish()         {}
 func (p *sideProgress) noteLine(now time.Time) { p.lastLine.Store(now.UnixNano()) }
 
 // line is the heartbeat: "prod: 12 of 48 sentences extracted (2 of 5
-// documents done), 1m10s so far".
+// documents done), 1m10s so far, about 4 min left for this side at this
+// rate".
 func (p *sideProgress) line(now time.Time) string {
-	return fmt.Sprintf("%s: %d of %d sentences extracted (%d of %d documents done), %s so far", p.backend,
-		p.done.Load(), p.sentences.Load(), p.docsDone.Load(), p.docsTotal, now.Sub(p.start).Round(time.Second))
+	return fmt.Sprintf("%s: %d of %d sentences extracted (%d of %d documents done), %s so far%s", p.backend,
+		p.done.Load(), p.sentences.Load(), p.docsDone.Load(), p.docsTotal, now.Sub(p.start).Round(time.Second), p.eta(now))
+}
+
+// eta is the side's time left at its rate so far, in sentences:
+// ", about 4 min left for this side at this rate"; "" before the first
+// sentence is done and after the last.
+func (p *sideProgress) eta(now time.Time) string {
+	return etaText(now.Sub(p.start), p.done.Load(), p.sentences.Load())
+}
+
+// etaText is eta's words for done of total after elapsed.
+func etaText(elapsed time.Duration, done, total int64) string {
+	if done <= 0 || done >= total || elapsed <= 0 {
+		return ""
+	}
+	left := time.Duration(float64(elapsed) * float64(total-done) / float64(done))
+	return ", about " + roughDuration(left) + " left for this side at this rate"
+}
+
+// roughDuration is d as a person estimates it: seconds under a minute,
+// whole minutes under an hour, then hours and minutes ("1h05m").
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", max(1, int(d.Round(time.Second)/time.Second)))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Round(time.Minute)/time.Minute))
+	}
+	m := int(d.Round(time.Minute) / time.Minute)
+	return fmt.Sprintf("%dh%02dm", m/60, m%60)
 }
 
 // beat writes the heartbeat line through logf whenever no line was

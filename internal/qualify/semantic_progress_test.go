@@ -40,7 +40,7 @@ func TestSideHeartbeat(t *testing.T) {
 	go p.beat(stop, 40*time.Millisecond, func(s string) { lines <- s })
 	select {
 	case l := <-lines:
-		if !strings.HasPrefix(l, "prod: 12 of 48 sentences extracted (2 of 5 documents done), ") || !strings.HasSuffix(l, " so far") {
+		if !strings.HasPrefix(l, "prod: 12 of 48 sentences extracted (2 of 5 documents done), ") || !strings.Contains(l, " so far, about ") || !strings.HasSuffix(l, " left for this side at this rate") {
 			t.Errorf("heartbeat %q", l)
 		}
 	case <-time.After(5 * time.Second):
@@ -60,5 +60,32 @@ func TestSideHeartbeat(t *testing.T) {
 	close(stop)
 	if n := len(quiet); n != 0 {
 		t.Errorf("%d heartbeats while other lines kept coming", n)
+	}
+}
+
+// TestSideETA (issue 26 F10): the progress line says how long the side
+// has left at its rate so far: 71 of 240 sentences in 9m41s leaves about
+// 23 minutes; nothing before the first sentence or after the last.
+func TestSideETA(t *testing.T) {
+	for _, c := range []struct {
+		elapsed     time.Duration
+		done, total int64
+		want        string
+	}{
+		{9*time.Minute + 41*time.Second, 71, 240, ", about 23 min left for this side at this rate"},
+		{10 * time.Second, 12, 48, ", about 30 s left for this side at this rate"},
+		{30 * time.Minute, 10, 48, ", about 1h54m left for this side at this rate"},
+		{time.Minute, 0, 48, ""},
+		{time.Minute, 48, 48, ""},
+	} {
+		if got := etaText(c.elapsed, c.done, c.total); got != c.want {
+			t.Errorf("%v, %d of %d: %q, want %q", c.elapsed, c.done, c.total, got, c.want)
+		}
+	}
+	p := &sideProgress{backend: "prod", docsTotal: 48, start: time.Now().Add(-9*time.Minute - 41*time.Second)}
+	p.Start(240)
+	p.Add(71)
+	if l := p.line(p.start.Add(9*time.Minute + 41*time.Second)); !strings.HasSuffix(l, "9m41s so far, about 23 min left for this side at this rate") {
+		t.Errorf("heartbeat %q", l)
 	}
 }
