@@ -8,6 +8,6 @@
 // record), lease (a lease holder's identity) and the router (a hand-over
 // owner's liveness) stand on it.
 //
-// API: ReadStat / ParseStat (Stat), PIDs, GroupMembers, PortHolders,
+// API: ReadStat / ParseStat (Stat), PIDs, GroupMembers, PortHolders, Describe,
 // ParseSocketInodes, StartTicks, ProcessState.
 package procfs

@@ -102,6 +102,16 @@ func PortHolders(port int) []Stat {
 	return hs
 }
 
+// Describe names processes for a message: "pid 5057 (python3), pid 5060
+// (ollama)".
+func Describe(ps []Stat) string {
+	parts := make([]string, len(ps))
+	for i, s := range ps {
+		parts[i] = fmt.Sprintf("pid %d (%s)", s.PID, s.Comm)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Listeners returns the live processes that hold a TCP socket listening
 // on port (state LISTEN, any address), found as PortHolders finds them,
 // and how many such sockets have no owner hiro can see (a process of

@@ -62,7 +62,7 @@ func (s *Server) listenControl() (net.Listener, error) {
 	path := control.SocketPath(s.ctlDir)
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
-		return nil, fmt.Errorf("serve: %s answers on %s: one router runs per user at a time; stop it first", otherRouter(s.ctlDir), path)
+		return nil, fmt.Errorf("serve: %s answers on %s: one router runs per user at a time; stop it first, or, for a trial beside it, give this router a state home of its own (its own control socket and production records): HIRO_STATE_HOME=DIR hiro serve", otherRouter(s.ctlDir), path)
 	}
 	os.Remove(path)
 	ln, err := net.Listen("unix", path)

@@ -15,11 +15,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
 )
@@ -306,7 +308,7 @@ func (s *Server) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.sc.Listen)
 	if err != nil {
 		closeCtl()
-		return fmt.Errorf("serve: cannot listen on %s: %w; pick another port with --listen or [serve] listen", s.sc.Listen, err)
+		return fmt.Errorf("serve: cannot listen on %s: %w%s; pick another port with --listen or [serve] listen", s.sc.Listen, err, listenHolder(s.sc.Listen, err))
 	}
 	scheme := "http"
 	if s.tlsPair != nil {
@@ -542,3 +544,24 @@ const (
 	retryAfterHandedOver = 30
 	retryAfterDown       = 60
 )
+
+// listenHolder names who holds addr's port when listening on it failed
+// for an address in use, as 'hiro backend start' does (", held by pid
+// 5057 (python3)"); "" otherwise or when /proc does not show it.
+func listenHolder(addr string, err error) string {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return ""
+	}
+	_, p, serr := net.SplitHostPort(addr)
+	port, perr := strconv.Atoi(p)
+	if serr != nil || perr != nil {
+		return ""
+	}
+	switch hs, unseen := procfs.Listeners(port); {
+	case len(hs) > 0:
+		return ", held by " + procfs.Describe(hs)
+	case unseen > 0:
+		return ", held by a process of another user's"
+	}
+	return ""
+}

@@ -255,7 +255,7 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 	// readiness checks in the new engine's place.
 	if busy, why := portBusy(addr); busy {
 		if hs := procfs.PortHolders(port); len(hs) > 0 {
-			why += "; held by " + describeProcs(hs)
+			why += "; held by " + procfs.Describe(hs)
 		}
 		f := tracker.Classify(engine.Outcome{Kind: engine.OutcomePortInUse, Address: addr, Message: why})
 		// hiro refuses before the launch; the contract names the
@@ -415,12 +415,4 @@ func healthLineFilter(healthPath string) func(string) bool {
 		}
 		return false
 	}
-}
-
-func describeProcs(ps []procfs.Stat) string {
-	parts := make([]string, len(ps))
-	for i, s := range ps {
-		parts[i] = fmt.Sprintf("pid %d (%s)", s.PID, s.Comm)
-	}
-	return strings.Join(parts, ", ")
 }

@@ -171,11 +171,11 @@ func leakFailure(pgid, port int, left, holders []procfs.Stat, portFree bool, sin
 		holderPIDs = append(holderPIDs, s.PID)
 	}
 	if len(left) > 0 {
-		parts = append(parts, fmt.Sprintf("process group %d still has %s after SIGKILL", pgid, describeProcs(left)))
+		parts = append(parts, fmt.Sprintf("process group %d still has %s after SIGKILL", pgid, procfs.Describe(left)))
 	}
 	if !portFree {
 		if len(holders) > 0 {
-			parts = append(parts, fmt.Sprintf("port %d is still held by %s (outside the process group: it escaped with setsid or was started by another parent)", port, describeProcs(holders)))
+			parts = append(parts, fmt.Sprintf("port %d is still held by %s (outside the process group: it escaped with setsid or was started by another parent)", port, procfs.Describe(holders)))
 		} else {
 			parts = append(parts, fmt.Sprintf("port %d is still taken, by a process hiro cannot see", port))
 		}
