@@ -254,7 +254,7 @@ func latencyPlot(e *evidence.Evidence) (p *plot.Plot, labels, parts []string, bo
 	p = plot.New()
 	p.Title.Text = "End-to-end latency per request"
 	p.Y.Label.Text = "ms (log scale)"
-	lowest := math.Inf(1)
+	lowest, highest := math.Inf(1), 0.0
 	for i := range e.Gates {
 		g := &e.Gates[i]
 		if g.Requests == nil || len(g.Requests.LatenciesMS) == 0 {
@@ -264,7 +264,7 @@ func latencyPlot(e *evidence.Evidence) (p *plot.Plot, labels, parts []string, bo
 		vals := make(plotter.Values, len(g.Requests.LatenciesMS))
 		for k, v := range g.Requests.LatenciesMS {
 			vals[k] = math.Max(v, 0.01) // a log axis has no 0
-			lowest = math.Min(lowest, vals[k])
+			lowest, highest = math.Min(lowest, vals[k]), math.Max(highest, vals[k])
 		}
 		if len(vals) >= minBoxSamples {
 			b, err := plotter.NewBoxPlot(vg.Points(28), x, vals)
@@ -294,12 +294,20 @@ func latencyPlot(e *evidence.Evidence) (p *plot.Plot, labels, parts []string, bo
 		return p, nil, nil, 0, nil
 	}
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Y.Min = lowest / 1.5
+	// The axis runs from the power of ten below the data to the one above
+	// it, with room on both sides: a point is never on the frame, and at
+	// least two ticks are labelled (one request of 102 ms: 10 to 1000).
+	p.Y.Min, p.Y.Max = decadeBelow(lowest/1.5), decadeAbove(highest*1.5)
 	p.Add(plotter.NewGrid())
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.6, float64(len(labels))-0.4
 	return p, labels, parts, boxes, nil
 }
+
+// decadeBelow is the largest power of ten at or below x (x > 0);
+// decadeAbove the smallest at or above it.
+func decadeBelow(x float64) float64 { return math.Pow(10, math.Floor(math.Log10(x))) }
+func decadeAbove(x float64) float64 { return math.Pow(10, math.Ceil(math.Log10(x))) }
 
 // render writes p as an SVG of w×h points without the XML prolog, its
 // text in Liberation Sans like the pages around it (plot's default is

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,5 +64,32 @@ func TestLatencyChartLogAxisAndBoxes(t *testing.T) {
 	c, ok, err := latencyChart(e)
 	if err != nil || !ok || !strings.Contains(c.Caption, "log scale") {
 		t.Errorf("chart %v %v, caption %q", ok, err, c.Caption)
+	}
+}
+
+// TestLatencyChartAxisHoldsFewRequests (issue 26 F9): a gate of one
+// request (102 ms) or a few close together gets an axis padded around
+// its points (none on the frame) with at least two labelled ticks, not
+// a lone "100" with the dot on the top edge.
+func TestLatencyChartAxisHoldsFewRequests(t *testing.T) {
+	for _, lats := range [][]float64{{102}, {100, 104, 110}, {6}, {0.4, 2}, {950, 1020}} {
+		e := &evidence.Evidence{Gates: []evidence.Gate{{ID: "ready", Kind: "ready_control", Requests: &evidence.RequestStats{LatenciesMS: lats}}}}
+		p, _, _, _, err := latencyPlot(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := slices.Min(lats), slices.Max(lats)
+		if p.Y.Min >= lo/1.2 || p.Y.Max <= hi*1.2 {
+			t.Errorf("%v ms: axis %v to %v does not hold the points with room", lats, p.Y.Min, p.Y.Max)
+		}
+		labelled := 0
+		for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+			if tk.Label != "" {
+				labelled++
+			}
+		}
+		if labelled < 2 {
+			t.Errorf("%v ms: %d labelled ticks on %v to %v; want 2 or more", lats, labelled, p.Y.Min, p.Y.Max)
+		}
 	}
 }
