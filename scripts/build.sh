@@ -17,6 +17,9 @@ if rev="$(git rev-parse HEAD 2>/dev/null)"; then
   ldflags+=" -X github.com/hiro-dev/hiro/internal/version.Revision=$rev"
   ldflags+=" -X github.com/hiro-dev/hiro/internal/version.Time=$when"
 fi
-go build -ldflags "$ldflags" -o .bin/hiro ./cmd/hiro
-go build -o .bin/hiro-fake-engine ./cmd/hiro-fake-engine
-echo "built .bin/hiro and .bin/hiro-fake-engine" >&2
+source scripts/heartbeat.sh
+echo "build: building .bin/hiro and .bin/hiro-fake-engine (go build): about 4 minutes cold on 2 idle cores, up to 30 on a busy machine, seconds with a warm Go build cache; a line every minute says it is still going" >&2
+start=$SECONDS
+heartbeat_run build "hiro (go build)" go build -ldflags "$ldflags" -o .bin/hiro ./cmd/hiro
+heartbeat_run build "the fake engine (go build)" go build -o .bin/hiro-fake-engine ./cmd/hiro-fake-engine
+echo "build: built .bin/hiro and .bin/hiro-fake-engine in $(( SECONDS - start )) s" >&2

@@ -35,21 +35,9 @@ if ! dpkg-query -W -f='${Status}' nlohmann-json3-dev 2>/dev/null | grep -q "inst
 fi
 
 echo "install-ollama: building ${module}@${version}: about 3 minutes cold on 2 idle cores, 10-25 minutes on a busy machine; the cgo build of llama.cpp prints nothing, so a line every minute says it is still going" >&2
-go install "${module}@${version}" >&2 &
-build=$!
+source "$(dirname "$0")/heartbeat.sh"
 start=$SECONDS
-# The heartbeat: silence is the compiler working, not a hang
-# (HIRO_HEARTBEAT_SECONDS, 60 by default, sets its period).
-while kill -0 "$build" 2>/dev/null; do
-  for _ in $(seq "${HIRO_HEARTBEAT_SECONDS:-60}"); do
-    kill -0 "$build" 2>/dev/null || break
-    sleep 1
-  done
-  if kill -0 "$build" 2>/dev/null; then
-    echo "install-ollama: still building ${module}@${version} (cgo, llama.cpp): $(( SECONDS - start )) s so far" >&2
-  fi
-done
-if ! wait "$build"; then
+if ! heartbeat_run install-ollama "${module}@${version} (cgo, llama.cpp)" go install "${module}@${version}" >&2; then
   echo "install-ollama: go install ${module}@${version} failed (its output is above)" >&2
   exit 1
 fi
@@ -57,4 +45,5 @@ if ! go version -m "$bin" | grep -q "${module}[[:space:]]*${version}"; then
   echo "install-ollama: built $bin but it does not report ${module} ${version}" >&2
   exit 1
 fi
+echo "install-ollama: built $bin in $(( SECONDS - start )) s" >&2
 echo "$bin"

@@ -55,3 +55,52 @@ esac
 		t.Errorf("no heartbeat during a 3 s build with a 1 s period:\n%s", log)
 	}
 }
+
+// scripts/build.sh says what it builds and how long a cold build takes,
+// prints the same heartbeat while go build runs (a newcomer saw 6
+// minutes of silence on a cold cache), and ends with what it built and
+// in how long; install-ollama.sh ends with a labelled line too (issue
+// 26, the round's second fresh user, F1). Both run for real under bash
+// with a stand-in go whose build takes 3 s, the period set to 1 s.
+func TestBuildScriptsSayWhatTheyBuild(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	stub := t.TempDir()
+	gopath := t.TempDir()
+	goStub := `#!/bin/sh
+case "$1" in
+  env) echo "` + gopath + `" ;;
+  version) [ -x "` + gopath + `/bin/ollama" ] && printf '\tmod\tgithub.com/ollama/ollama\tv0.6.5\th1:x\n' || exit 1 ;;
+  install) sleep 3; mkdir -p "` + gopath + `/bin"; printf '#!/bin/sh\n' > "` + gopath + `/bin/ollama"; chmod +x "` + gopath + `/bin/ollama" ;;
+  build) sleep 3 ;;
+esac
+`
+	for name, body := range map[string]string{"go": goStub, "dpkg-query": "#!/bin/sh\necho 'install ok installed'\n"} {
+		if err := os.WriteFile(filepath.Join(stub, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		script string
+		want   []string
+	}{
+		{"build.sh", []string{"build: building .bin/hiro and .bin/hiro-fake-engine (go build): about 4 minutes cold",
+			"build: still building hiro (go build): ", "build: built .bin/hiro and .bin/hiro-fake-engine in "}},
+		{"install-ollama.sh", []string{"install-ollama: built " + filepath.Join(gopath, "bin", "ollama") + " in "}},
+	} {
+		cmd := exec.Command(bash, filepath.Join(RepoRoot(t), "scripts", c.script))
+		cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "HIRO_HEARTBEAT_SECONDS=1")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if _, err := cmd.Output(); err != nil {
+			t.Fatalf("%s: %v\n%s", c.script, err, stderr.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("%s does not say %q:\n%s", c.script, w, stderr.String())
+			}
+		}
+	}
+}
