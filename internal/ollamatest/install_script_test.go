@@ -19,23 +19,7 @@ func TestInstallOllamaScriptHeartbeat(t *testing.T) {
 	if err != nil {
 		t.Skip("bash not found")
 	}
-	stub := t.TempDir()
-	gopath := t.TempDir()
-	goStub := `#!/bin/sh
-case "$1" in
-  env) echo "` + gopath + `" ;;
-  version) [ -x "` + gopath + `/bin/ollama" ] && printf '\tmod\tgithub.com/ollama/ollama\tv0.6.5\th1:x\n' || exit 1 ;;
-  install) sleep 3; mkdir -p "` + gopath + `/bin"; printf '#!/bin/sh\n' > "` + gopath + `/bin/ollama"; chmod +x "` + gopath + `/bin/ollama" ;;
-esac
-`
-	for name, body := range map[string]string{
-		"go":         goStub,
-		"dpkg-query": "#!/bin/sh\necho 'install ok installed'\n",
-	} {
-		if err := os.WriteFile(filepath.Join(stub, name), []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stub, gopath := stubGo(t)
 	cmd := exec.Command(bash, filepath.Join(RepoRoot(t), "scripts", "install-ollama.sh"))
 	cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "HIRO_HEARTBEAT_SECONDS=1")
 	var stderr strings.Builder
@@ -67,21 +51,7 @@ func TestBuildScriptsSayWhatTheyBuild(t *testing.T) {
 	if err != nil {
 		t.Skip("bash not found")
 	}
-	stub := t.TempDir()
-	gopath := t.TempDir()
-	goStub := `#!/bin/sh
-case "$1" in
-  env) echo "` + gopath + `" ;;
-  version) [ -x "` + gopath + `/bin/ollama" ] && printf '\tmod\tgithub.com/ollama/ollama\tv0.6.5\th1:x\n' || exit 1 ;;
-  install) sleep 3; mkdir -p "` + gopath + `/bin"; printf '#!/bin/sh\n' > "` + gopath + `/bin/ollama"; chmod +x "` + gopath + `/bin/ollama" ;;
-  build) sleep 3 ;;
-esac
-`
-	for name, body := range map[string]string{"go": goStub, "dpkg-query": "#!/bin/sh\necho 'install ok installed'\n"} {
-		if err := os.WriteFile(filepath.Join(stub, name), []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stub, gopath := stubGo(t)
 	for _, c := range []struct {
 		script string
 		want   []string
@@ -103,4 +73,25 @@ esac
 			}
 		}
 	}
+}
+
+// stubGo writes a stand-in go (and dpkg-query) into a folder for PATH:
+// its install of Ollama and its build each take 3 s; gopath is what its
+// 'go env GOPATH' says.
+func stubGo(t *testing.T) (stub, gopath string) {
+	stub, gopath = t.TempDir(), t.TempDir()
+	goStub := `#!/bin/sh
+case "$1" in
+  env) echo "` + gopath + `" ;;
+  version) [ -x "` + gopath + `/bin/ollama" ] && printf '\tmod\tgithub.com/ollama/ollama\tv0.6.5\th1:x\n' || exit 1 ;;
+  install) sleep 3; mkdir -p "` + gopath + `/bin"; printf '#!/bin/sh\n' > "` + gopath + `/bin/ollama"; chmod +x "` + gopath + `/bin/ollama" ;;
+  build) sleep 3 ;;
+esac
+`
+	for name, body := range map[string]string{"go": goStub, "dpkg-query": "#!/bin/sh\necho 'install ok installed'\n"} {
+		if err := os.WriteFile(filepath.Join(stub, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return stub, gopath
 }
