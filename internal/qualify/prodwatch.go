@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -46,6 +48,7 @@ func (e *ProductionLostError) Error() string {
 // derived from it (productionUser).
 type productionWatch struct {
 	prof *config.Profile
+	hc   *http.Client // one client (one pool) for every check
 	logf func(string)
 
 	lost   context.Context
@@ -60,6 +63,7 @@ type productionWatch struct {
 // watchProduction starts the watch of prof every interval.
 func watchProduction(prof *config.Profile, every time.Duration, logf func(string)) *productionWatch {
 	w := &productionWatch{prof: prof, logf: logf, stop: make(chan struct{}), done: make(chan struct{})}
+	w.hc, _ = llm.HTTPClient(prof) // nil on error: CheckServing then says why
 	w.lost, w.cancel = context.WithCancelCause(context.Background())
 	go w.run(every)
 	return w
@@ -77,7 +81,7 @@ func (w *productionWatch) run(every time.Duration) {
 		case <-t.C:
 		}
 		now := time.Now()
-		r := supervisor.CheckServing(w.lost, w.prof, nil)
+		r := supervisor.CheckServing(w.lost, w.prof, w.hc)
 		if r.OK {
 			first = time.Time{}
 			continue
@@ -119,7 +123,7 @@ func (w *productionWatch) confirm(ctx context.Context) *ProductionLostError {
 		return l
 	}
 	now := time.Now()
-	if r := supervisor.CheckServing(ctx, w.prof, nil); r.Problem == refused {
+	if r := supervisor.CheckServing(ctx, w.prof, w.hc); r.Problem == refused {
 		return w.declare(now, r.Problem)
 	}
 	return nil
@@ -146,6 +150,9 @@ func (w *productionWatch) close() {
 		close(w.stop)
 	}
 	<-w.done
+	if w.hc != nil {
+		w.hc.CloseIdleConnections()
+	}
 }
 
 // guard returns ctx cancelled, with the loss as its cause, when
