@@ -14,7 +14,7 @@ import (
 // The watch polls production through one client: a campaign of 90
 // minutes checks 2700 times, and a client per check would leave a
 // connection per check open to production. Twenty checks of a server
-// that keeps connections alive open one connection.
+// that keeps connections alive open one connection (a few at most).
 func TestProductionWatchReusesItsConnection(t *testing.T) {
 	var conns, checks atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +39,9 @@ func TestProductionWatchReusesItsConnection(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	w.close()
-	if checks.Load() < 20 || conns.Load() != 1 || w.Lost() != nil {
-		t.Errorf("%d checks over %d connections (lost %v); want 20 or more over one", checks.Load(), conns.Load(), w.Lost())
+	// One connection; a check cut by its 2 s bound on a loaded machine
+	// drops it, so a few may be opened, never one a check.
+	if checks.Load() < 20 || conns.Load() > checks.Load()/4 || w.Lost() != nil {
+		t.Errorf("%d checks over %d connections (lost %v); want 20 or more over at most a quarter as many", checks.Load(), conns.Load(), w.Lost())
 	}
 }
