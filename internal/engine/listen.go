@@ -92,6 +92,26 @@ func ListenConflict(kind, key string, port int, command string, args []string, e
 	return key + ".env." + at, fmt.Sprintf("%q makes the server listen on port %d, but %s.port is %d; make them agree%s (hiro waits for the server on %s.port)", said, p, key, port, hint, key)
 }
 
+// MoveAdvice is how to move a profile of kind (dotted path key,
+// "backends.prod") to another port: its port and the setting that tells
+// the engine its port (a flag in args, a variable in env), which must
+// agree, so that following the advice literally is not refused at load:
+// "set backends.prod.port and backends.prod.env.OLLAMA_HOST (as
+// 127.0.0.1:PORT) to the same free port".
+func MoveAdvice(kind, key string, args []string, env map[string]string) string {
+	l, ok := listens[kind]
+	_, _, at := l.told(args, env)
+	switch {
+	case !ok || at == "":
+		return fmt.Sprintf("set %s.port to a free port", key)
+	case at == "args":
+		return fmt.Sprintf("set %s.port and the port flag in %s.args (%s) to the same free port", key, key, strings.Join(l.PortFlags, ", "))
+	case at == l.AddrEnv:
+		return fmt.Sprintf("set %s.port and %s.env.%s (as 127.0.0.1:PORT) to the same free port", key, key, at)
+	}
+	return fmt.Sprintf("set %s.port and %s.env.%s to the same free port", key, key, at)
+}
+
 // told returns what the profile tells the engine about its port: the
 // words (a flag and its value, or a variable's value), the port they give
 // (0 when it cannot be read) and where ("args", or the variable's name);

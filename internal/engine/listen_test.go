@@ -91,3 +91,27 @@ func TestClosestModel(t *testing.T) {
 		t.Errorf("root cause %q detail %v", f.RootCause, f.Detail)
 	}
 }
+
+// MoveAdvice names every place of a profile that says its port, so that
+// the port_in_use next step followed literally passes the loader's
+// agreement check (issue 26 F4: "set OLLAMA_HOST to another
+// address:port" alone was refused: backends.prod.port still said the old
+// port).
+func TestMoveAdvice(t *testing.T) {
+	for _, c := range []struct {
+		kind string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"ollama", nil, map[string]string{"OLLAMA_HOST": "127.0.0.1:11435"}, "set backends.prod.port and backends.prod.env.OLLAMA_HOST (as 127.0.0.1:PORT) to the same free port"},
+		{"ollama", nil, nil, "set backends.prod.port to a free port"},
+		{"llamacpp", []string{"-m", "x.gguf", "--port", "8080"}, nil, "set backends.prod.port and the port flag in backends.prod.args (--port) to the same free port"},
+		{"llamacpp", nil, map[string]string{"LLAMA_ARG_PORT": "8080"}, "set backends.prod.port and backends.prod.env.LLAMA_ARG_PORT to the same free port"},
+		{"openai", nil, nil, "set backends.prod.port to a free port"},
+	} {
+		if got := MoveAdvice(c.kind, "backends.prod", c.args, c.env); got != c.want {
+			t.Errorf("%s %v %v: %q, want %q", c.kind, c.args, c.env, got, c.want)
+		}
+	}
+}

@@ -261,6 +261,9 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 		// hiro refuses before the launch; the contract names the
 		// phase launch (the engine package says prereq).
 		f.Phase = failure.PhaseLaunch
+		// The profile's own keys, not only the engine's: a port given in
+		// two places is moved in both (the loader refuses them apart).
+		f.NextStep = "Another process holds the port: stop it, or " + engine.MoveAdvice(prof.Engine, "backends."+prof.Name, prof.Args, prof.Env) + "."
 		res.State, res.Failure = StateFailed, f
 		return nil, res
 	}

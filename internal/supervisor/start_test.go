@@ -84,6 +84,11 @@ func TestStartPortInUse(t *testing.T) {
 	if !strings.Contains(res.Failure.RootCause, strconv.Itoa(port)) || !strings.Contains(res.Failure.RootCause, "pid "+strconv.Itoa(os.Getpid())) {
 		t.Errorf("root cause %q should name the port and the holder (this test, pid %d)", res.Failure.RootCause, os.Getpid())
 	}
+	// The next step names both of the profile's places for the port, so
+	// that following it is not refused at load (issue 26, F4).
+	if want := "set backends." + p.Name + ".port and the port flag in backends." + p.Name + ".args (--port) to the same free port"; !strings.Contains(res.Failure.NextStep, want) {
+		t.Errorf("next step %q, want it to say %q", res.Failure.NextStep, want)
+	}
 }
 
 func TestStartCommandMissing(t *testing.T) {
