@@ -298,7 +298,8 @@ func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *
 		return nil, false, fmt.Errorf("semantic: production: %w", err)
 	}
 	if side.Stats.DocumentsFailed > 0 {
-		return nil, false, fmt.Errorf("semantic: %w: %d documents had failed requests (see %s)", errProductionIncomplete, side.Stats.DocumentsFailed, filepath.Join(dir, extract.RejectsFile))
+		return nil, false, fmt.Errorf("semantic: %w: %s had failed requests%s (see %s)", errProductionIncomplete,
+			account.Plural(side.Stats.DocumentsFailed, "document", "documents"), g.timeoutHint(dir), filepath.Join(dir, extract.RejectsFile))
 	}
 	side.Fingerprint = &key
 	b, _ := json.MarshalIndent(side, "", "  ")
@@ -306,6 +307,30 @@ func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *
 		return nil, false, fmt.Errorf("semantic: cache production result: %w", err)
 	}
 	return side, false, nil
+}
+
+// timeoutHint says, when requests of the extraction in dir failed for
+// running past the gate's request_timeout, how many and what to raise
+// (a loaded machine's replies are slow, not wrong); "" otherwise.
+func (g *SemanticGate) timeoutHint(dir string) string {
+	rs, err := extract.ReadCurrentRejects(dir)
+	if err != nil {
+		return ""
+	}
+	n := 0
+	for _, r := range rs {
+		for _, why := range r.Reasons {
+			if why.Code == extract.ReasonRequestFailed && (strings.Contains(why.Detail, "deadline exceeded") || strings.Contains(why.Detail, "timeout")) {
+				n++
+				break
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %s ran past the gate's request_timeout (%s): raise request_timeout in the plan's semantic gate (slow replies on a loaded machine)",
+		account.Plural(n, "request", "requests"), g.RequestTimeout.Duration)
 }
 
 // runSide extracts the corpus through t into dir (each replicate into

@@ -211,3 +211,20 @@ func TestSemanticReplicatesNeedSampling(t *testing.T) {
 		t.Errorf("replicates at temperature 0: %v", err)
 	}
 }
+
+// TestSemanticProductionTimeoutSaysRaiseRequestTimeout (issue 26, the
+// round's second fresh user, F9): production's replies slower than the
+// gate's request_timeout leave its side incomplete; the harness error
+// says how many requests ran past the bound and to raise request_timeout,
+// not only that documents "had failed requests".
+func TestSemanticProductionTimeoutSaysRaiseRequestTimeout(t *testing.T) {
+	prod := []string{fakeEngine, "--port", "PRODPORT", "--model", "prod-model", "--reply", "READY", "--chat", "claims", "--reply-delay", "3s"}
+	e := newEnv(t, []string{"--reply", "READY", "--chat", "claims"}, "", prod)
+	e.startProduction()
+	mini, _ := filepath.Abs("../../corpora/hiro-mini")
+	_, err := gateAlone(t, e, fmt.Sprintf("[[gates]]\nkind = \"semantic\"\ncorpus = %q\nrequest_timeout = \"300ms\"\nconcurrency = 4\ntolerance = 0.05\n", mini), true)
+	if err == nil || !strings.Contains(err.Error(), "production extraction incomplete") ||
+		!strings.Contains(err.Error(), "ran past the gate's request_timeout (300ms): raise request_timeout in the plan's semantic gate") {
+		t.Fatalf("err %v; want the incomplete production side to say its requests timed out and what to raise", err)
+	}
+}
