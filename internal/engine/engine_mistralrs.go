@@ -30,6 +30,9 @@ func init() {
 			{Text: "Server listening on http", Phase: failure.PhaseReadyWait},
 			{Text: "Serving on http", Phase: failure.PhaseReadyWait},
 			{Text: "Warmup complete", Phase: failure.PhaseReadyWait},
+			// mistralrs-core's warm-up request before it serves
+			// ("Beginning dummy run.", then "Dummy run completed in ...")
+			{Text: "Beginning dummy run", Phase: failure.PhaseWarmup},
 			{Text: "for PagedAttention KV cache", Phase: failure.PhaseKVInit},
 			{Text: "Using PagedAttention with block size", Phase: failure.PhaseKVInit},
 			{Text: "Model loaded", Phase: failure.PhaseKernelSetup},

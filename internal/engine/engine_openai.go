@@ -21,7 +21,12 @@ func init() {
 		Kind:       "openai",
 		HealthPath: "/v1/models",
 		health:     modelsHealth,
-		markers: joinLists(uvicornMarkers, ggmlMarkers, []Marker{
+		markers: joinLists(uvicornMarkers, []Marker{
+			// the C++ Lemonade (lemond) before it starts its backend
+			// ("Ensuring model loaded: NAME", src/cpp/server), before
+			// llama.cpp's "model loaded" reads it as ready
+			{Text: "Ensuring model loaded: ", Phase: failure.PhaseLoad, Reload: true},
+		}, ggmlMarkers, []Marker{
 			// TGI's router logs each request in a span named after the
 			// route; a shard's prefill or decode serves one.
 			{Text: "text_generation_router", Pattern: regexp.MustCompile(`\b(chat_completions|generate|generate_stream|completions)\{`), Phase: failure.PhaseInference},
@@ -67,6 +72,14 @@ func init() {
 			// TensorRT-LLM under Triton, MLC LLM
 			{Text: "for max tokens in paged KV cache", Phase: failure.PhaseKVInit},
 			{Text: "Loaded engine size", Phase: failure.PhaseLoad},
+			// the engine's execution contexts are made: the runtime
+			// buffers and the KV cache are allocated next
+			// (cpp/tensorrt_llm/runtime: "[MemUsageChange] TensorRT-managed
+			// allocation in IExecutionContext creation")
+			{Text: "allocation in IExecutionContext creation", Phase: failure.PhaseKVInit},
+			// KTransformers replaces the model's modules by its optimized
+			// operators while it loads ("Injecting model.layers.0 as ...")
+			{Text: "Injecting model", Phase: failure.PhaseLoad},
 			{Text: "Using library model", Phase: failure.PhaseLoad},
 			// MLC LLM's chat runs the conversation's system prompt first:
 			// its first kernels

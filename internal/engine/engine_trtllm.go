@@ -22,6 +22,16 @@ import (
 // the openai kind): cpp/tensorrt_llm/batch_manager's check that the paged
 // KV cache holds one sequence of the configured length.
 var trtllmRuntime = family("trtllm", []Rule{
+	// the PyTorch backend's executor creation, after the weights: the KV
+	// cache and the executor's resources (tensorrt_llm/_torch/pyexecutor/
+	// py_executor_creator.py observe_creation_stage: "Executor creation
+	// failed due to insufficient GPU memory. The following component could
+	// not be created: KV cache")
+	{Text: "Executor creation failed due to insufficient GPU memory", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit},
+	// the same stage's failure the creator only suspects is memory
+	// ("... with an error which might indicate insufficient GPU memory")
+	{Text: "Executor creation failed with an error which might indicate insufficient GPU memory", Class: failure.ClassGPUOOM,
+		Phase: failure.PhaseKVInit, Tier: TierHint},
 	{Text: "maxTokensInPagedKvCache", Pattern: regexp.MustCompile(`maxTokensInPagedKvCache.{0,40}must be large enough`), Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 })
 
@@ -32,6 +42,7 @@ func init() {
 		health:     statusHealth,
 		markers: joinLists([]Marker{
 			{Text: "for max tokens in paged KV cache", Phase: failure.PhaseKVInit},
+			{Text: "allocation in IExecutionContext creation", Phase: failure.PhaseKVInit},
 			{Text: "CUDA graph warmup", Phase: failure.PhaseWarmup},
 			// the PyTorch backend's autotuner runs the kernels before
 			// serving (tensorrt_llm/_torch/autotuner.py)

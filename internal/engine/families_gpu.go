@@ -198,6 +198,23 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	// a JIT compile (Triton, torch.compile) cannot link the driver library
 	{Text: "cannot find -lcuda", Class: failure.ClassHostCapability},
 	{Text: "Torch not compiled with CUDA enabled", Class: failure.ClassAcceleratorUnavailable},
+	// the CUDA driver or runtime library cannot be loaded at all: Rust's
+	// cudarc (mistral.rs, candle) panics "Unable to dynamically load the
+	// \"cuda\" shared library" (cudarc 0.11.9 src/lib.rs; 0.11.5: "Unable
+	// to find cuda lib under the names [...]") or unwraps
+	// Windows' LoadLibraryExW error (os error 126, module not found);
+	// a C++ server's "Could not load library ...cuda.../engine.dll" (Jan's
+	// cortex.cpp) names a CUDA build it could not load. The Linux dlopen
+	// wording ("libcuda.so.1: cannot open shared object file") is above.
+	{Text: "Unable to dynamically load the", Pattern: regexp.MustCompile(`(?i)unable to dynamically load the \W?(cuda|nvcuda|nvrtc|cublas\w*|curand|cudnn|nccl)\W? shared library`),
+		Class: failure.ClassAcceleratorUnavailable, NextStep: cudaLibraryStep},
+	{Text: "lib under the names", Pattern: regexp.MustCompile(`(?i)unable to find (cuda|nvrtc|cublas\w*|curand|cudnn|nccl) lib under the names`),
+		Class: failure.ClassAcceleratorUnavailable, NextStep: cudaLibraryStep},
+	{Text: "LoadLibraryExW", After: "cudarc", Class: failure.ClassAcceleratorUnavailable, NextStep: cudaLibraryStep},
+	// a library or engine DLL of a CUDA build that does not load: a
+	// missing CUDA runtime is the usual cause, not the only one (a hint)
+	{Text: "load", Also: "cuda", Pattern: regexp.MustCompile(`(?i)\b(could not|cannot|can't|unable to|failed to) load\b.{0,40}\b(library|dll|engine|module|backend)\b.{0,300}\bcuda|\b(could not|cannot|can't|unable to|failed to) load\b.{0,300}cuda\S*\.(dll|so)\b`),
+		Class: failure.ClassAcceleratorUnavailable, Tier: TierHint, NextStep: cudaLibraryStep},
 	// gpu_oom
 	{Text: "OutOfMemoryError", Class: failure.ClassGPUOOM},
 	{Text: "CUBLAS_STATUS_ALLOC_FAILED", Class: failure.ClassGPUOOM},
@@ -220,6 +237,20 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 // to CPU inference"): the failure of a profile that wanted the
 // accelerator, raised at launch whatever the server did after.
 var gpuFamily = family("gpu", []Rule{
+	// fewer GPUs where the engine runs than the parallel layout needs:
+	// vLLM's platform check (vllm/executor/*: "please ensure that
+	// world_size (2) is less than than max local gpu count (1)"), its Ray
+	// placement ("The number of required GPUs exceeds the total number of
+	// available GPUs in the placement group", "Ray does not allocate any
+	// GPUs on the driver node").
+	{Text: "gpu count", Pattern: regexp.MustCompile(`(?i)(world.?size|tensor.?parallel.?size)\b.{0,40}\b(less|greater|larger|more|exceeds?)\b.{0,30}gpu count`),
+		Class: failure.ClassAcceleratorUnavailable, NextStep: gpuCountStep},
+	{Text: "number of required GPUs exceeds", Class: failure.ClassAcceleratorUnavailable, NextStep: gpuCountStep},
+	{Text: "does not allocate any GPUs", Class: failure.ClassAcceleratorUnavailable, NextStep: gpuCountStep},
+	// a device whose runtime cannot say how much memory is free (PyTorch's
+	// XPU backend without sycl::aspect::ext_intel_free_memory, c10/xpu):
+	// the engine cannot size its KV cache on it
+	{Text: "doesn't support querying the available free memory", Class: failure.ClassHostCapability, NextStep: memQueryStep},
 	{Text: "no usable GPU found", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	// a CPU-only build given GPU layers (llama.cpp common/arg.cpp)
 	{Text: "not compiled with GPU offload support", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
@@ -296,6 +327,25 @@ var metalFamily = family("metal", []Rule{
 	{Text: "kIOGPUCommandBufferCallbackErrorHang", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 })
 
+// cudaLibraryStep is the advice when the CUDA driver or runtime library
+// cannot be loaded.
+const cudaLibraryStep = "The CUDA driver or runtime library could not be loaded: install the NVIDIA driver (it provides " +
+	"libcuda.so / nvcuda.dll) and the CUDA runtime this build was made for, and put its folder on the library path " +
+	"(LD_LIBRARY_PATH on Linux, PATH on Windows); or use the engine's CPU build."
+
+// gpuCountStep is the advice when the node that runs the engine sees
+// fewer GPUs than its parallel layout needs.
+const gpuCountStep = "The node where the engine runs sees fewer GPUs than the parallel layout needs (tensor x " +
+	"pipeline parallel size): lower --tensor-parallel-size / --pipeline-parallel-size to the GPUs it has, check " +
+	"CUDA_VISIBLE_DEVICES (HIP_VISIBLE_DEVICES on ROCm), and on a Ray cluster start the engine on a GPU node that " +
+	"joined the cluster (ray status shows the GPUs per node)."
+
+// memQueryStep is the advice when the device cannot report its free
+// memory.
+const memQueryStep = "The device cannot report its free memory, which the engine needs to size its KV cache: on " +
+	"Intel GPUs set ZES_ENABLE_SYSMAN=1 (Level Zero's sysman answers the query) or use a driver that supports it; " +
+	"otherwise give the engine a fixed KV cache size (vLLM: --num-gpu-blocks-override) or use another device."
+
 // vulkanFamily: Vulkan (llama.cpp's ggml-vulkan, MLC).
 var vulkanFamily = family("vulkan", []Rule{
 	{Text: "ErrorOutOfDeviceMemory", Class: failure.ClassGPUOOM},
@@ -323,6 +373,12 @@ var syclFamily = family("sycl", []Rule{
 	{Text: "XPU out of memory", Class: failure.ClassGPUOOM},
 	{Text: "No device of requested type available", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "UR_RESULT_ERROR_INVALID_BINARY", Class: failure.ClassGPUArchUnsupported},
+	// the SYCL runtime finds no kernel of that name in the device images
+	// the binary carries (built for other targets): DPC++'s "No kernel
+	// named ... was found -46 (PI_ERROR_INVALID_KERNEL_NAME)"
+	{Text: "No kernel named", Pattern: regexp.MustCompile(`(?i)No kernel named \S+ was found`), Class: failure.ClassGPUArchUnsupported},
+	{Text: "PI_ERROR_INVALID_KERNEL_NAME", Class: failure.ClassGPUArchUnsupported},
+	{Text: "UR_RESULT_ERROR_INVALID_KERNEL_NAME", Class: failure.ClassGPUArchUnsupported},
 	{Text: "PI_ERROR_INVALID_BINARY", Class: failure.ClassGPUArchUnsupported},
 	{Text: "UR_RESULT_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 })

@@ -48,15 +48,29 @@ var hubFamily = family("hub", []Rule{
 // read for want of permission or space is that.
 var modelFamily = family("model", []Rule{
 	{Text: ".json", Pattern: regexp.MustCompile(`(?i)\b(config|tokenizer|tokenizer_config|generation_config|preprocessor_config|params)\.json\b.{0,80}\b(not found|no such file|does not exist|is missing|cannot be found|could not be found)|\b(not found|no such file or directory|does not exist|missing in|could not find|cannot find)\b.{0,120}\b(config|tokenizer|tokenizer_config|generation_config|preprocessor_config|params)\.json\b`), Class: failure.ClassModelLoadFailed},
-	{Text: "found", Pattern: regexp.MustCompile(`(?i)\bno (safetensors|\.safetensors|weights?|model weights|gguf|model) (files? )?(were )?found\b`), Class: failure.ClassModelLoadFailed},
+	{Text: "found", Pattern: regexp.MustCompile(`(?i)\bno (safetensors|\.safetensors|weights?|model weights|gguf|model|(\.bin|pytorch) weights) (files? )?(were )?found\b`), Class: failure.ClassModelLoadFailed},
 	{Text: "missing ", Pattern: regexp.MustCompile(`(?i)\bmissing (weight|tensor)s?\b`), Class: failure.ClassModelLoadFailed},
 	// serde's error for a config file without a field the loader needs
 	// (Rust engines: "missing field `vocab_size` at line 46 column 1")
 	{Text: "missing field `", Class: failure.ClassModelLoadFailed},
+	// the engine cannot split this architecture over the GPUs as asked:
+	// ExLlamaV2's "Tensor-parallel is not supported for
+	// Gemma3ForConditionalGeneration" (exllamav2/tensor_p.py), vLLM's
+	// "Pipeline parallelism is not supported for this model" (SupportsPP;
+	// older: "is only supported for the following architectures"), TGI's "sharded is not supported for this model"
+	{Text: "supported for", Pattern: regexp.MustCompile(`(?i)\b(tensor|pipeline|expert)[- ]?parallel(ism)?\b.{0,30}\b(not (yet )?supported (for|by)|only supported for the following\s+architectures)\b|\bsharded is not supported for\b`),
+		Class: failure.ClassModelLoadFailed, NextStep: parallelArchStep},
 	// a loader's own summary: the line before it, when a rule knows it,
 	// says more
 	{Text: "model load failed", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 })
+
+// parallelArchStep is the advice when the engine cannot split the
+// model's architecture the way it was asked to.
+const parallelArchStep = "The engine cannot split this model's architecture the way it was asked (tensor, pipeline " +
+	"or expert parallel): load it without that split (a GPU split by layers, e.g. TabbyAPI/ExLlamaV2 gpu_split " +
+	"without tensor_parallel, vLLM without --pipeline-parallel-size), on one GPU, or with an engine that supports " +
+	"it for this architecture."
 
 // fsFamily: the file system: a full disk or quota (disk_full), a path the
 // engine may not read or write (permission_denied). Shared memory that is

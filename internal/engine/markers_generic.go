@@ -38,6 +38,11 @@ var genericMarkers = []Marker{
 	{Text: "num_gpu_blocks", Phase: failure.PhaseKVInit, After: failure.PhaseLoad},
 	{Text: "GPU blocks", Phase: failure.PhaseKVInit, After: failure.PhaseLoad},
 	{Text: "checkpoint shards", Phase: failure.PhaseLoad},
+	// the model's files fetched: a server's own line ("Downloading the
+	// tokenizer for", "Downloading model", "Downloading PyTorch weights")
+	// and huggingface_hub's snapshot_download progress ("Fetching 4 files")
+	{Text: "ownloading", Pattern: regexp.MustCompile(`(?i)\bdownloading (the |pytorch |safetensors )?(model|weights|tokenizer|checkpoint|shards?)\b`), Phase: failure.PhaseLoad},
+	{Text: "Fetching ", Pattern: regexp.MustCompile(`Fetching \d+ files`), Phase: failure.PhaseLoad},
 	{Text: "Loading checkpoint", Phase: failure.PhaseLoad},
 	{Text: "Loading weights", Phase: failure.PhaseLoad},
 	{Text: "loading weights", Phase: failure.PhaseLoad},

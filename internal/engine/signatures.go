@@ -129,6 +129,13 @@ const brokenInstallStep = "The engine's installation is broken: a module or a na
 	"packages out of step (a kernel library such as aiter, flash-attn or a grammar backend built for another version). " +
 	"Reinstall the engine with the versions it pins (its requirements or its container image), or install the missing package."
 
+// deviceQueryStep is the advice when the GPU runtime refuses the first
+// query of a device it lists.
+const deviceQueryStep = "The GPU is listed but its runtime refused the first query of its memory: check that the " +
+	"process may use the device (in a container /dev/kfd and /dev/dri for ROCm with the video/render groups, " +
+	"/dev/nvidia* for CUDA), HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES, and that the driver matches the runtime " +
+	"the engine was built with."
+
 // pythonFrameHints name the component of a traceback frame (file paths
 // and function names).
 var pythonFrameHints = []FrameHint{
@@ -136,6 +143,10 @@ var pythonFrameHints = []FrameHint{
 	{Text: "cudaipcopenmemhandle", Class: failure.ClassHostCapability, NextStep: peerAccessStep},
 	{Text: "_ipc_utils", Class: failure.ClassHostCapability, NextStep: peerAccessStep},
 	{Text: "custom_all_reduce", Class: failure.ClassHostCapability, NextStep: peerAccessStep},
+	// the first query of the device's free memory (torch.cuda.mem_get_info,
+	// hipMemGetInfo) refused with a generic error: the device is listed
+	// but this process cannot use it
+	{Text: "mem_get_info", Class: failure.ClassAcceleratorUnavailable, NextStep: deviceQueryStep},
 	{Text: "marlin", Class: failure.ClassQuantKernelFailed},
 	{Text: "/quantization/", Class: failure.ClassQuantKernelFailed},
 	{Text: "awq", Class: failure.ClassQuantKernelFailed},
@@ -183,6 +194,15 @@ var pythonFramePhases = []FramePhase{
 	// are checked (launch), so it names no phase
 	{"from_pretrained", failure.PhaseLoad},
 	{"snapshot_download", failure.PhaseLoad},
+	// the weight files listed or fetched from the hub (TGI's
+	// utils/hub.py weight_files / weight_hub_files, vLLM's and SGLang's
+	// weight_utils download_weights_from_hf) and the model loader itself
+	// (vLLM's get_model_architecture, a worker's load_model)
+	{"in weight_files", failure.PhaseLoad},
+	{"in weight_hub_files", failure.PhaseLoad},
+	{"download_weights_from_hf", failure.PhaseLoad},
+	{"in get_model_architecture", failure.PhaseLoad},
+	{"in load_model", failure.PhaseLoad},
 	{"init_memory_pool", failure.PhaseKVInit},
 	{"initialize_kv_cache", failure.PhaseKVInit},
 	{"_initialize_kv_caches", failure.PhaseKVInit},
@@ -200,7 +220,9 @@ var ggmlSignatures = family("ggml", []Rule{
 	// memory warning, ggml_cuda_init's "failed to initialize CUDA" before
 	// the CPU backend takes over).
 	{Text: "of pinned memory", Pattern: regexp.MustCompile(`(?i)failed to allocate [\d.]+ MiB of pinned memory`), Class: failure.ClassHostCapability, Tier: TierHint, Notice: true},
-	{Text: "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint, Notice: true},
+	{Name: "ggml/ggml-cuda-init-failed-to-initialize-cuda-no-cuda-capable-device", Text: "ggml_cuda_init: failed to initialize",
+		Pattern: regexp.MustCompile(`ggml_cuda_init: failed to initialize (CUDA|ROCm|MUSA): no \w+-capable device`),
+		Class:   failure.ClassAcceleratorUnavailable, Tier: TierHint, Notice: true},
 	// ggml_abort (llama.cpp ggml/src/ggml.c; GGML_ASSERT and GGML_ABORT
 	// in ggml/include/ggml.h) prints "FILE:LINE: MESSAGE", a failed
 	// assertion's message "GGML_ASSERT(COND) failed", then a backtrace and

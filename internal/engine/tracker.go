@@ -76,6 +76,7 @@ type Tracker struct {
 type traceback struct {
 	open      bool
 	restate   bool          // it follows the root-cause line, which it may restate (restatedBlock)
+	chain     bool          // a block of the raise ... from chain after the root-cause exception (causeStack)
 	header    string        // the line that introduced it (stored form)
 	headerSig *Rule         // the header's own signature, if any
 	headerCls failure.Class // the class it gives
@@ -100,6 +101,7 @@ type candidate struct {
 	summary   bool   // the rule is a wrapper's summary (Rule.Summary)
 	fatal     bool   // the line reports its process's death (Rule.Fatal)
 	at        int64  // the number of the line fed when it was offered
+	exc       bool   // an exception line that closed its block, with only blank lines since
 	prior     string // the first unexplained error line before it
 }
 
@@ -150,7 +152,7 @@ func (t *Tracker) feed(line string) {
 		}
 	}
 	if t.cand.tier == TierError {
-		if !t.restatedBlock(line, stored, msg, frame) {
+		if !t.restatedBlock(line, stored, msg, frame) && !t.causeStack(msg, frame) {
 			t.noteClass(line, msg, level, frame)
 		}
 		return // the root cause is known; later lines cannot displace it
@@ -223,8 +225,10 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 	switch {
 	case t.tb.restate && frame:
+		t.frame(msg) // its frames may name the phase (liftPhase)
 		return true
 	case t.tb.restate:
+		t.liftPhase()
 		t.tb = traceback{}
 		if !isExceptionLine(msg) {
 			return false
@@ -238,6 +242,37 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 		return true
 	}
 	return false
+}
+
+// causeStack follows the blocks a raise ... from chain prints after the
+// root-cause exception (the innermost of the chain): their frames are the
+// call path that led to it, and may name the phase it was raised in (TGI's
+// weight_files below download_weights is the weights' listing: load). It
+// reports whether the line was used up.
+func (t *Tracker) causeStack(msg string, frame bool) bool {
+	m := strings.TrimSpace(msg)
+	link := strings.HasPrefix(m, "The above exception was the direct cause of the following exception")
+	switch {
+	case t.tb.chain && (frame || link || strings.Contains(m, "Traceback (most recent call last)")):
+		t.frame(msg)
+		return true
+	case t.tb.chain:
+		t.liftPhase()
+		t.tb = traceback{}
+	case t.cand.exc && (m == "" || link):
+		t.tb.chain = link
+		return true
+	}
+	t.cand.exc = false
+	return false
+}
+
+// liftPhase moves the root cause's phase to a later one the frames of
+// its traceback name, unless its rule pins the phase.
+func (t *Tracker) liftPhase() {
+	if !t.cand.pinned && t.tb.fphase.Index() > t.cand.phase.Index() {
+		t.cand.phase = t.tb.fphase
+	}
 }
 
 // wraps reports whether the line header ends with the message of the
@@ -360,6 +395,9 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 		if t.cand.line == stored {
 			t.cand.warn = tier != s.tier()
 			t.cand.summary, t.cand.fatal = s.Summary, s.Fatal
+			// the engine went on in a lesser way (a CPU fallback): the
+			// failure is where it said so, whatever it did after
+			t.cand.pinned = t.cand.pinned || s.Notice
 		}
 		t.prevErr = true
 		return
@@ -913,6 +951,7 @@ func (t *Tracker) closeBlock(line, stored string) {
 	}
 	if t.cand.tier == TierError {
 		t.tb.frames = nil
+		t.cand.exc = t.cand.at == t.lines // a chain may follow (causeStack)
 		return
 	}
 	if t.fallback == "" || t.fbHeader {

@@ -279,7 +279,7 @@ func giveLine(v *verdict) {
 	// it stopped (a CPU fallback found at ready, a supervisor's stop
 	// while loading on the CPU), not where the line was logged. A rule's
 	// pinned phase is the step that raises its error and stays.
-	if v.phaseNow.Index() > f.Phase.Index() && !isStructured(f.Class) && !c.pinned &&
+	if v.phaseNow.Index() > f.Phase.Index() && !isStructured(f.Class) && !c.pinned && f.Class != failure.ClassWarmupFailed &&
 		(v.phaseNow.Index() >= failure.PhaseReadyWait.Index() || (v.device.CPUOnly() && isAccelClass(f.Class))) {
 		f.Phase = v.phaseNow
 	}
