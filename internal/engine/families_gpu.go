@@ -354,6 +354,11 @@ var vulkanFamily = family("vulkan", []Rule{
 	{Text: "ErrorIncompatibleDriver", Class: failure.ClassDriverMismatch},
 	{Text: "VK_ERROR_INCOMPATIBLE_DRIVER", Class: failure.ClassDriverMismatch},
 	{Text: "ggml_vulkan: No devices found", Class: failure.ClassAcceleratorUnavailable},
+	// the driver will not build a compute pipeline from the engine's
+	// shader for this device (ggml-vulkan's ggml_vk_create_pipeline: "Compute
+	// pipeline creation failed for NAME", then the vk::SystemError): a
+	// shader the device or its driver does not support (Adreno, MoltenVK)
+	{Text: "Compute pipeline creation failed for", Class: failure.ClassGPUArchUnsupported},
 	{Text: "VK_ERROR_INITIALIZATION_FAILED", Class: failure.ClassAcceleratorUnavailable},
 	// the kernel driver reset the GPU's context (a job that ran too long,
 	// a fault): Mesa's amdgpu winsys says so before the API reports the

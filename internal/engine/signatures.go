@@ -271,6 +271,10 @@ var ggmlSignatures = family("ggml", []Rule{
 	// Failed to load model.", LM Studio) names no cause
 	{Name: "ggml/summary-failed-to-load-model", Text: "failed to load model", Pattern: regexp.MustCompile(`(?i)failed to load model\.?\s*$`),
 		Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
+	// ggml-vulkan's pipeline refused by the driver, relayed by the loader
+	// ("error loading model: vk::Device::createComputePipeline:
+	// ErrorUnknown"): the device's, not the model's
+	{Text: "createComputePipeline", Pattern: regexp.MustCompile(`createComputePipeline: Error(Unknown|InitializationFailed|FeatureNotPresent)`), Class: failure.ClassGPUArchUnsupported},
 	{Text: "error loading model", Class: failure.ClassModelLoadFailed},
 	{Text: "failed to load model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 })
