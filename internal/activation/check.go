@@ -122,26 +122,25 @@ func EvidencePath(arg string) (string, error) {
 // effective profile when it no longer hashes as recorded. Before any of
 // them: the file must be this user's, written by no one else ("file"), and
 // signed by a key acc trusts ("signature": unsigned, changed after it was
-// signed, or a foreign key). Other errors (unreadable evidence) are
+// signed, or a foreign key), except that a signature refusal of evidence
+// whose verdict cannot activate is reported as the verdict's refusal,
+// naming the signature too (verdictFirst). Other errors (unreadable evidence) are
 // returned as they are.
 func Check(ctx context.Context, cfg *config.Config, path string, now time.Time, acc Accept) (*Qualified, error) {
 	trust, err := acc.Verify(path, "evidence")
 	if err != nil {
-		return nil, err
+		return nil, verdictFirst(path, acc, err)
 	}
 	ev, err := evidence.Load(path)
 	if err != nil {
 		return nil, err
 	}
 	q := &Qualified{Evidence: ev, Path: path, Trust: trust}
-	switch {
-	case ev.Verdict == evidence.VerdictInconclusive && acc.Inconclusive:
-		q.Accepted = append(q.Accepted, fmt.Sprintf("accepted inconclusive evidence (--accept-inconclusive): %s", ev.TerminationReason))
-	case ev.Verdict == evidence.VerdictInconclusive:
-		return nil, refuse("verdict", "campaign %s is inconclusive (%s): the corpus could not tell the candidate from production within the margin, so the evidence shows neither that it holds production's level nor that it does not; qualify again on a larger corpus (the report says about how many documents), or pass --accept-inconclusive to activate on this evidence anyway (the activation record says so)", ev.ID, ev.TerminationReason)
-	case ev.Verdict != evidence.VerdictQualified:
-		return nil, refuse("verdict", "campaign %s is %q, not %q (%s); only a qualified campaign may change production", ev.ID, ev.Verdict, evidence.VerdictQualified, ev.TerminationReason)
+	accepted, err := verdict(ev, acc)
+	if err != nil {
+		return nil, err
 	}
+	q.Accepted = append(q.Accepted, accepted...)
 	if err := consistent(ev); err != nil {
 		return nil, err
 	}
@@ -201,6 +200,44 @@ func Check(ctx context.Context, cfg *config.Config, path string, now time.Time, 
 		return nil, err
 	}
 	return q, nil
+}
+
+// verdict refuses evidence whose verdict cannot activate (aborted,
+// not_qualified; inconclusive unless acc.Inconclusive). It returns the
+// shortfall the user accepted, if any, for the activation record.
+func verdict(ev *evidence.Evidence, acc Accept) ([]string, error) {
+	switch {
+	case ev.Verdict == evidence.VerdictInconclusive && acc.Inconclusive:
+		return []string{fmt.Sprintf("accepted inconclusive evidence (--accept-inconclusive): %s", ev.TerminationReason)}, nil
+	case ev.Verdict == evidence.VerdictInconclusive:
+		return nil, refuse("verdict", "campaign %s is inconclusive (%s): the corpus could not tell the candidate from production within the margin, so the evidence shows neither that it holds production's level nor that it does not; qualify again on a larger corpus (the report says about how many documents), or pass --accept-inconclusive to activate on this evidence anyway (the activation record says so)", ev.ID, ev.TerminationReason)
+	case ev.Verdict != evidence.VerdictQualified:
+		return nil, refuse("verdict", "campaign %s is %q, not %q (%s); only a qualified campaign may change production", ev.ID, ev.Verdict, evidence.VerdictQualified, ev.TerminationReason)
+	}
+	return nil, nil
+}
+
+// verdictFirst turns a signature refusal (sigErr) into the verdict's
+// refusal when the evidence, read unverified, records a verdict that
+// cannot activate: no key changes that, so the user is not sent to widen
+// trust for evidence that would be refused anyway. Both refusals are
+// named. Refusing on unverified content widens nothing; any other error
+// (the file's owner or mode, an unreadable file) is returned as it is.
+func verdictFirst(path string, acc Accept, sigErr error) error {
+	var r *RefusedError
+	if !errors.As(sigErr, &r) || r.Field != signing.Field {
+		return sigErr
+	}
+	ev, err := evidence.Load(path)
+	if err != nil {
+		return sigErr
+	}
+	_, verr := verdict(ev, acc)
+	var vr *RefusedError
+	if !errors.As(verr, &vr) {
+		return sigErr
+	}
+	return &RefusedError{Field: vr.Field, Msg: vr.Msg + "; also, " + r.Field + ": " + r.Msg + " (trusting the key would not change the verdict)"}
 }
 
 // consistent refuses evidence whose own facts contradict each other (a

@@ -100,6 +100,19 @@ func TestForgedOrForeignEvidenceRefused(t *testing.T) {
 	}
 	expect("foreign key removed again", fp, 1, "do not trust")
 
+	// An aborted campaign signed by that untrusted key: the verdict, which
+	// no key changes, is the refusal (the signature named beside it), so
+	// the user is not told to trust a key for nothing. Before, only the
+	// signature was named, and trusting the key led to the verdict.
+	ev = evidence.Evidence{}
+	must(t, json.Unmarshal(genuine, &ev))
+	ev.Verdict, ev.ExitCode = evidence.VerdictAborted, 3
+	ev.TerminationReason = "harness error: semantic: production extraction incomplete"
+	priv, _, err = evidence.Encode(&ev, foreign)
+	must(t, err)
+	ap := at("aborted-foreign", priv, 0o600)
+	expect("aborted, foreign key", ap, 1, "refused: verdict:", `is "aborted", not "qualified"`, "also, signature:", "do not trust", "would not change the verdict")
+
 	if !bytes.Equal(genuine, mustRead(t, evPath)) {
 		t.Fatal("the genuine evidence changed")
 	}
