@@ -25,10 +25,17 @@ if [ "$code" -eq 6 ]; then
   step "hiro qualify exited 6: another hiro holds production or the accelerator (named above); run this again when it is done"
   exit 6
 fi
-if [ "$code" -ne 0 ]; then
-  step "hiro qualify exited $code: the campaign did not qualify, nothing to activate"
-  exit 1
-fi
+# Only exit 1 is a verdict against the candidate: 3 is aborted (a harness
+# error or an interrupt, production restored), 4 production not restored,
+# 5 inconclusive, 2 bad usage (internal/exitcode).
+case $code in
+  0) ;;
+  1) step "hiro qualify exited 1: the candidate did not qualify, nothing to activate"; exit 1 ;;
+  3) step "hiro qualify exited 3: aborted (a harness error or an interrupt, named above; production restored), no verdict, nothing to activate"; exit 3 ;;
+  4) step "hiro qualify exited 4: aborted and production was not restored (named above), nothing to activate"; exit 4 ;;
+  5) step "hiro qualify exited 5: inconclusive (the corpus could not tell twin from production), nothing to activate"; exit 1 ;;
+  *) step "hiro qualify exited $code: no verdict, nothing to activate"; exit "$code" ;;
+esac
 evidence="$(ls -td "$root"/.hiro/evidence/activate/*/ | head -n 1)"
 
 step "hiro activate ${evidence} --check (every check, nothing touched)"

@@ -37,7 +37,11 @@ if [ "$code" -eq 6 ]; then
   stop_production
   exit 6
 fi
-echo "hiro qualify exited $code (1 = not qualified, as in the seed)" >&2
+case $code in
+  1) echo "hiro qualify exited 1: not qualified, as in the seed" >&2 ;;
+  3) echo "hiro qualify exited 3: aborted (a harness error or an interrupt, named above; production restored), no verdict; the seed's was 1 (not qualified)" >&2 ;;
+  *) echo "hiro qualify exited $code (the seed's was 1: not qualified; see internal/exitcode)" >&2 ;;
+esac
 latest="$(ls -td "$root"/.hiro/evidence/seed-replay/*/ 2>/dev/null | head -n 1)"
 if [ -n "$latest" ] && [ -f "${latest}report.md" ]; then
   echo "--- report: ${latest}report.md" >&2

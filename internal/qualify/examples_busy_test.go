@@ -98,3 +98,24 @@ func TestSeedReplayScriptOnBusy(t *testing.T) {
 		t.Errorf("the script's last hiro call is %q, want it to stop the production it started; calls: %q", last, calls)
 	}
 }
+
+// examples/activate/run.sh and examples/seed-replay/run.sh name hiro
+// qualify's exit 3 "aborted" (a harness error or an interrupt: no
+// verdict), as examples/demo/run.sh does, and exit with it (issue 26, a
+// new user's finding F9: the activate walk-through said "the campaign did
+// not qualify" for an aborted campaign).
+func TestExampleScriptsSayAborted(t *testing.T) {
+	for _, name := range []string{"activate", "seed-replay"} {
+		text, code, _ := runExampleScript(t, name, 3)
+		if !strings.Contains(text, "exited 3: aborted") || strings.Contains(text, "did not qualify") || strings.Contains(text, "1 = not qualified") {
+			t.Errorf("%s: hiro qualify exit 3 is not said to be aborted:\n%s", name, text)
+		}
+		if name == "activate" && code != 3 {
+			t.Errorf("activate: exited %d after an aborted campaign, want 3:\n%s", code, text)
+		}
+	}
+	text, code, _ := runExampleScript(t, "activate", 1)
+	if code != 1 || !strings.Contains(text, "did not qualify") {
+		t.Errorf("activate: hiro qualify exit 1: exited %d, want 1 saying the candidate did not qualify:\n%s", code, text)
+	}
+}
