@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/extract"
 	"github.com/hiro-dev/hiro/internal/llm"
+	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 )
@@ -173,9 +175,24 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 		MaxDocBytes: o.MaxDocBytes, MaxRequestBytes: o.MaxRequestBytes, RequestTimeout: o.Timeout,
 		Shard: shard, Input: input,
 	}
-	if !g.JSON {
-		opts.Progress = extract.TerminalProgress(g.Stderr)
+	// A line per finished document and a heartbeat, on stderr whether it
+	// is a terminal or not, as the semantic gate writes them: a document
+	// through a model on a loaded CPU takes minutes, and silence reads as
+	// a hang.
+	n := 0
+	for _, d := range docs {
+		if shard.Count == 0 || shard.Has(d.ID) {
+			n++
+		}
 	}
+	var mu sync.Mutex
+	var stopLines func()
+	opts.OnCommit, opts.Progress, stopLines = qualify.ExtractionLines(prof.Name, prof.Name, n, func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(g.Stderr, "extract: "+s)
+	})
+	defer stopLines()
 	opts.Preflight = func(ctx context.Context) error { return extractBackendUp(ctx, prof) }
 	sum, err := extract.Run(ctx, docs, opts)
 	if err != nil && (sum == nil || !sum.Interrupted) {

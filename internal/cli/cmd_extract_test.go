@@ -112,6 +112,14 @@ func TestExtractCLI(t *testing.T) {
 	if !strings.Contains(stdout, "5 documents: 5 done now") || !strings.Contains(stdout, "2 rejects") {
 		t.Errorf("summary:\n%s", stdout)
 	}
+	// A line per finished document on stderr (not a terminal here), as
+	// the semantic gate writes them (issue 26, a new user's finding F8:
+	// nothing until the end).
+	for _, want := range []string{"extract: echo: document 1/5 (", "extract: echo: document 5/5 ("} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
 	claims, err := extract.ReadClaims(filepath.Join(out, extract.ClaimsFile))
 	if err != nil || len(claims) != int(n.Load()) || claims[0].Backend != "echo" || claims[0].Model != "echo-model" {
 		t.Errorf("claims %d (err %v) for %d requests", len(claims), err, n.Load())

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -370,17 +371,8 @@ func (g *SemanticGate) runSide(ctx context.Context, c *corpus.Corpus, t semantic
 // the gate's temperature and the given seed, scored; label names it in
 // the progress lines.
 func (g *SemanticGate) runReplicate(ctx context.Context, c *corpus.Corpus, t semanticTarget, dir string, h *Handle, seed int64, label string) (*semanticSide, error) {
-	total := len(c.Docs)
-	hb := &sideProgress{backend: t.Backend, docsTotal: total, start: time.Now()}
-	hb.noteLine(hb.start)
-	onCommit := func(dp extract.DocProgress) {
-		now := time.Now()
-		h.Logf("%s%s", docProgressLine(label, int(hb.docsDone.Add(1)), total, dp), hb.eta(now))
-		hb.noteLine(now)
-	}
-	stop := make(chan struct{})
-	go hb.beat(stop, sideHeartbeatEvery, func(s string) { h.Logf("%s", s) })
-	defer close(stop)
+	onCommit, hb, stop := ExtractionLines(t.Backend, label, len(c.Docs), func(s string) { h.Logf("%s", s) })
+	defer stop()
 	sum, err := extract.Run(ctx, c.Docs, extract.Options{Client: profileClient(t.profile), Backend: t.Backend, BaseURL: t.BaseURL, Model: t.Model,
 		OutDir: dir, Concurrency: g.Concurrency, MaxRepairs: g.repairs(), MaxTokens: g.MaxTokens, RequestTimeout: g.RequestTimeout.Duration,
 		OnCommit: onCommit, Progress: hb, Temperature: g.Temperature, Seed: seed})
@@ -400,6 +392,28 @@ func (g *SemanticGate) runReplicate(ctx context.Context, c *corpus.Corpus, t sem
 		replies[id] = [2]int{p.Replies, p.SchemaValid}
 	}
 	return &semanticSide{Schema: SemanticSideSchema, Target: t, OutDir: dir, Stats: sum.Stats, Report: rep, Replies: replies}, nil
+}
+
+// ExtractionLines are the progress lines of one extraction of total
+// documents, written through logf as plain lines (a terminal or not): one
+// per finished document ("prod: document 2/5 (bakery) done: 1 claim, 3
+// rejects, about 4 min left ...", label naming it), and a heartbeat with
+// the sentences done (backend naming it) whenever no line was written for
+// sideHeartbeatEvery (15 s). Pass onCommit and progress as the run's
+// extract.Options OnCommit and Progress; call stop when the run returns.
+// The semantic gate and 'hiro extract' both use it.
+func ExtractionLines(backend, label string, total int, logf func(string)) (onCommit func(extract.DocProgress), progress extract.Progress, stop func()) {
+	hb := &sideProgress{backend: backend, docsTotal: total, start: time.Now()}
+	hb.noteLine(hb.start)
+	onCommit = func(dp extract.DocProgress) {
+		now := time.Now()
+		logf(docProgressLine(label, int(hb.docsDone.Add(1)), total, dp) + hb.eta(now))
+		hb.noteLine(now)
+	}
+	done := make(chan struct{})
+	go hb.beat(done, sideHeartbeatEvery, logf)
+	var once sync.Once
+	return onCommit, hb, func() { once.Do(func() { close(done) }) }
 }
 
 // sideHeartbeatEvery is how long a side's extraction may go without a
