@@ -12,7 +12,8 @@
 // whose child (a grandchild of the supervisor) holds the port; start a
 // helper in a new session that escapes the process group and keeps the
 // port; and log "failed to parse grammar" while answering structured
-// requests with invalid JSON (schema fail-open).
+// requests with invalid JSON (schema fail-open); close chat requests'
+// connections mid-request (--chat-drop).
 //
 // With --proxy-to it is instead a plain standard-library reverse proxy, the
 // router benchmarks' baseline. It also hangs chat after --chat-hang-after while /health stays 200, slows
@@ -86,6 +87,11 @@ type options struct {
 	chunkTokens                                                             int
 	overloadN                                                               *atomic.Int64
 	chatFailWhen                                                            string
+	// chatDrop makes every chat request end with its connection closed:
+	// "before-headers" without an answer, "after-headers" after a 200's
+	// headers (a Content-Length) and before any byte of the body (a
+	// server that dies mid-request).
+	chatDrop string
 	// replyDelay is waited before each chat reply's first token;
 	// slowEvery > 0 makes every slowEvery-th chat request wait slowDelay
 	// more (a server whose latency jumps: a noisy candidate). chatN
@@ -167,6 +173,7 @@ func main() {
 	flag.IntVar(&o.overloadStatus, "overload-status", 0, "answer chat requests picked by --overload-first/--overload-every with this status (429 or 503)")
 	flag.IntVar(&o.overloadFirst, "overload-first", 0, "the first N chat requests get --overload-status")
 	flag.IntVar(&o.overloadEvery, "overload-every", 0, "every N-th chat request gets --overload-status")
+	flag.StringVar(&o.chatDrop, "chat-drop", "", "close each chat request's connection: before-headers (no answer) or after-headers (a 200's headers, no body): a server dying mid-request")
 	flag.StringVar(&o.chatFailWhen, "chat-fail-when", "", "answer chat requests 500 while this file exists (a model that starts failing mid-way, when a test says so)")
 	flag.IntVar(&o.retryAfter, "retry-after", -1, "Retry-After seconds sent with overload answers (-1: none)")
 	flag.IntVar(&o.chunkTokens, "chunk-tokens", 1, "pseudo-tokens per streamed chunk (1: one chunk per token, as engines stream)")
@@ -594,6 +601,10 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 		notef("fake: client went away while its request hung")
 		return
 	}
+	if o.chatDrop != "" {
+		dropChat(w, o.chatDrop)
+		return
+	}
 	if _, err := os.Stat(o.chatFailWhen); o.chatFailWhen != "" && err == nil {
 		writeJSON(w, 500, map[string]any{"error": map[string]any{"code": 500, "type": "server_error", "message": "llama_decode: failed to decode, ret = -1"}})
 		return
@@ -696,6 +707,27 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 	if fl != nil {
 		fl.Flush()
 	}
+}
+
+// dropChat closes the request's connection (--chat-drop how): with
+// nothing written (before-headers), or after a 200's headers announcing
+// a body that never comes (after-headers).
+func dropChat(w http.ResponseWriter, how string) {
+	if how != "before-headers" && how != "after-headers" {
+		logf("fake: error: --chat-drop %q: use before-headers or after-headers", how)
+		writeJSON(w, 500, map[string]any{"error": map[string]any{"message": "bad --chat-drop"}})
+		return
+	}
+	c, bw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		logf("fake: error: --chat-drop: %v", err)
+		return
+	}
+	if how == "after-headers" {
+		bw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+		bw.Flush()
+	}
+	c.Close()
 }
 
 // replyWait is this chat request's wait before its reply: --reply-delay,

@@ -20,10 +20,11 @@ import (
 // candidate's process group is SIGKILLed mid-step; the router reverses
 // the ramp by itself (the next request the candidate refuses goes to
 // production), the activation records the reversal with its reason, and
-// production still serves. The kill is made while no client request is
-// in flight (the load's gate), so the count of failed client requests
-// must be 0: a request the dead candidate refuses is retried on
-// production by the router, none is lost to the reversal.
+// production still serves. The kill lands while the clients' requests
+// run, and the count of failed client requests must be 0: a request in
+// flight on the dead candidate (its connection closed before any byte of
+// the reply) or refused by it is resent to production by the router,
+// none is lost to the reversal.
 func TestOllamaProgressiveActivationReversesOnAKilledCandidate(t *testing.T) {
 	w, evPath := qualifiedOllamaPair(t, "Ollama candidate beside production", nil, nil) // skips under -short and without Ollama
 
@@ -60,9 +61,9 @@ func TestOllamaProgressiveActivationReversesOnAKilledCandidate(t *testing.T) {
 		l.finish()
 		t.Fatal("the candidate does not run mid-ramp")
 	}
-	// The regression: the candidate's process group is killed while no
-	// client request is in flight; the load resumes once its port refuses.
-	l.gate.Lock()
+	// The regression: the candidate's process group is killed while the
+	// clients' requests run (two clients sending back to back: one is in
+	// flight on it, or about to be); the test waits for its port to refuse.
 	must(t, syscall.Kill(-st.PID, syscall.SIGKILL))
 	killed := time.Now()
 	for {
@@ -72,13 +73,11 @@ func TestOllamaProgressiveActivationReversesOnAKilledCandidate(t *testing.T) {
 		}
 		c.Close()
 		if time.Since(killed) > 10*time.Second {
-			l.gate.Unlock()
 			l.finish()
 			t.Fatal("the candidate's port still accepts 10 s after SIGKILL")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	l.gate.Unlock()
 	// The router reverses by itself, within a health interval at most;
 	// should it not, a rollback ends the activation (its soak is an hour).
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -114,8 +113,11 @@ func TestOllamaProgressiveActivationReversesOnAKilledCandidate(t *testing.T) {
 	if !w.ready("prod") {
 		t.Error("production does not answer its readiness check after the reversal")
 	}
-	t.Logf("Ollama ramp: %d client requests (%d on the candidate) before the kill; the router reversed %s after it, activate ended %s after it; reversal reason %q; requests through the router: %s (total %d)",
-		before, candBefore, rec.Ramp.EndedAt.Sub(killed).Round(time.Millisecond), reversedAfter.Round(time.Millisecond), rec.Ramp.Reason, l, l.total())
+	t.Logf("Ollama ramp: %d client requests (%d on the candidate) before the kill; the router reversed %s after it, activate ended %s after it; reversal reason %q; resent to production %d, cut mid-reply %d; requests through the router: %s (total %d)",
+		before, candBefore, rec.Ramp.EndedAt.Sub(killed).Round(time.Millisecond), reversedAfter.Round(time.Millisecond), rec.Ramp.Reason, rec.Ramp.Resent, rec.Ramp.CutMidReply, l, l.total())
+	if rec.Ramp.Resent == 0 {
+		t.Errorf("the record counts no request resent to production; the kill's requests must be: %+v", rec.Ramp)
+	}
 	if len(l.failed) > 0 || len(l.retry503) > 0 {
 		t.Fatalf("client requests failed: %s", l)
 	}

@@ -109,9 +109,6 @@ type load struct {
 	failed []string
 	stop   chan struct{}
 	wg     sync.WaitGroup
-	// gate is read-held by each request while it is sent and answered:
-	// a test that write-holds it knows no request is in flight.
-	gate sync.RWMutex
 }
 
 func startLoad(url string, clients int, maxTokens int) *load {
@@ -134,17 +131,14 @@ func startLoadOf(url string, clients int, maxTokens int, stream bool) *load {
 					return
 				default:
 				}
-				l.gate.RLock()
 				resp, err := hc.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
 				now := time.Now()
 				if err != nil {
-					l.gate.RUnlock()
 					l.add(func() { l.failed = append(l.failed, err.Error()) })
 					continue
 				}
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				l.gate.RUnlock()
 				switch {
 				case resp.StatusCode == 200 && stream:
 					if strings.Contains(string(b), "data: [DONE]") {

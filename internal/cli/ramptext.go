@@ -29,6 +29,9 @@ func printRamp(w io.Writer, st *control.RampStatus) {
 		}
 		fmt.Fprintln(w)
 	}
+	if r.Resent > 0 || r.CutMidReply > 0 {
+		fmt.Fprintf(w, "            %d of the candidate's requests failed before any byte of a reply and were resent to %s; %d replies cut mid-way (a stream under way cannot be resent)\n", r.Resent, r.Production, r.CutMidReply)
+	}
 	if r.Reason != "" {
 		fmt.Fprintf(w, "            %s\n", r.Reason)
 	}

@@ -33,10 +33,15 @@ func TestStatusShowsTheRamp(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "resent") {
+		t.Errorf("a ramp that resent nothing says it did:\n%s", out)
+	}
 	res.State, res.Share, res.Reason = evidence.RampReversed, 0, "reversed at 25 %: error_rate: candidate 0.500"
+	res.Resent, res.CutMidReply = 3, 1
 	b.Reset()
 	printRamp(&b, &control.RampStatus{Result: res})
-	if !strings.Contains(b.String(), "reversed: step 2 of 3, 0 % of production's requests") || !strings.Contains(b.String(), "            reversed at 25 %: error_rate") {
+	if !strings.Contains(b.String(), "reversed: step 2 of 3, 0 % of production's requests") || !strings.Contains(b.String(), "            reversed at 25 %: error_rate") ||
+		!strings.Contains(b.String(), "3 of the candidate's requests failed before any byte of a reply and were resent to prod; 1 replies cut mid-way") {
 		t.Errorf("reversed ramp:\n%s", b.String())
 	}
 }

@@ -57,6 +57,17 @@ type RampResult struct {
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
 	// History is every step served, in order, the last one the current.
 	History []RampStep `json:"history"`
+	// Resent counts the candidate's requests that failed before any byte
+	// of their reply reached the client (a refused or broken connection,
+	// the connection closed before the reply's first byte, HTTP 502 or
+	// 503) and were sent to production instead: the client got
+	// production's answer; each also counts as an error of the
+	// candidate in its step. CutMidReply counts the candidate's replies
+	// that broke after bytes had reached the client (a stream under way
+	// cannot be resent): those clients got a cut reply. Zero (absent) in
+	// records written before they existed.
+	Resent      int `json:"resent,omitempty"`
+	CutMidReply int `json:"cut_mid_reply,omitempty"`
 	// Series is the ramp over time, one point per look (each health
 	// interval, and each decision taken at once), oldest first: what the
 	// journal's ramp chart draws. At most MaxRampPoints: a longer ramp

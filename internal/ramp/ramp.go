@@ -76,6 +76,17 @@ func (r *Ramp) Observe(step, side int, failed bool, latency time.Duration, check
 	}
 }
 
+// Resent counts a candidate request sent to production because the
+// candidate failed before any byte of its reply reached the client
+// (evidence.RampResult.Resent), also once the ramp ended: the request
+// was routed while it ran.
+func (r *Ramp) Resent() { r.res.Resent++ }
+
+// CutMidReply counts a candidate reply that broke after bytes had
+// reached the client (evidence.RampResult.CutMidReply), also once the
+// ramp ended.
+func (r *Ramp) CutMidReply() { r.res.CutMidReply++ }
+
 // point adds a look at now to the series (the share after the look),
 // pooling neighbouring points pairwise when the series is full.
 func (r *Ramp) point(now time.Time) {

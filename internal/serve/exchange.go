@@ -276,11 +276,24 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 		// wait_for_ready: sent once more.
 		resp, err = rt.tr.RoundTrip(rt.outgoing(ctx, rctx, x.route, body))
 	}
-	if err != nil && x.rampSide == ramp.SideCandidate && upstreamErrorClass(rctx, err) == "connect" {
-		// The ramp's candidate refused the connection (nothing was
-		// sent): the request goes to production, the ramp is told.
-		if rt, body, err = s.rampFallback(x, body); err == nil {
-			resp, err = rt.tr.RoundTrip(rt.outgoing(ctx, rctx, x.route, body))
+	var peek []byte
+	var peekErr error
+	if x.rampSide == ramp.SideCandidate {
+		// The ramp's candidate failed before any byte of its reply could
+		// reach the client: the request goes to production, the ramp is
+		// told (rampResend). Its first bytes are read here, so that a
+		// reply that breaks before them is resent too.
+		var class string
+		if class, peek, peekErr = candidateFailedBeforeReply(rctx, resp, err); class != "" {
+			if rt, body, err = s.rampResend(x, body, class); err == nil {
+				peek, peekErr = nil, nil
+				resp, err = rt.tr.RoundTrip(rt.outgoing(ctx, rctx, x.route, body))
+			}
+		} else if len(peek) == 0 && peekErr != nil && peekErr != io.EOF {
+			// Its first bytes never came (response_timeout, or the
+			// client left): answered as a round trip that failed.
+			resp.Body.Close()
+			resp, err = nil, peekErr
 		}
 	}
 	expire.Stop()
@@ -343,7 +356,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	// fasthttp writes the body after the handler returns, flushing after
 	// every read when its length is unknown (SSE, chunked), once at the
 	// end when it is known; upstreamBody finishes the exchange then.
-	ctx.SetBodyStream(&upstreamBody{x: x, rc: resp.Body, ctx: rctx}, int(resp.ContentLength))
+	ctx.SetBodyStream(&upstreamBody{x: x, rc: resp.Body, ctx: rctx, peek: peek, peekErr: peekErr}, int(resp.ContentLength))
 	return true
 }
 
@@ -467,10 +480,27 @@ type upstreamBody struct {
 	rc      io.ReadCloser
 	ctx     context.Context
 	readErr error
+	// peek holds the reply's first bytes, read before the answer began
+	// (a ramp's candidate: candidateFailedBeforeReply), and peekErr the
+	// error that read ended with; both are passed on first.
+	peek    []byte
+	peekErr error
 }
 
 func (b *upstreamBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
+	var n int
+	var err error
+	switch {
+	case len(b.peek) > 0:
+		n = copy(p, b.peek)
+		if b.peek = b.peek[n:]; len(b.peek) == 0 {
+			err, b.peekErr = b.peekErr, nil
+		}
+	case b.peekErr != nil:
+		err, b.peekErr = b.peekErr, nil
+	default:
+		n, err = b.rc.Read(p)
+	}
 	if n > 0 {
 		x := b.x
 		if x.ttfb == 0 {

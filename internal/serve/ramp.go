@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,10 +33,11 @@ import (
 // both sides' answered requests, checks the candidate's health with its
 // own watch state (the watch's step, an unmanaged backend: hiro does not
 // restart it mid-ramp) and applies package ramp's decisions each health
-// interval, or at once when a request found the candidate refusing
-// connections (that request is sent to production instead: nothing was
-// sent, so it is safe). A reversal is the router's own: the share drops
-// to 0 before anyone is asked. While no ramp runs the front door pays one
+// interval, or at once when a request found the candidate failing. A
+// request the candidate failed before any byte of its reply reached the
+// client is resent to production (rampResend; docs/shadow.md,
+// "Progressive activation"). A reversal is the router's own: the share drops to 0
+// before anyone is asked. While no ramp runs the front door pays one
 // atomic load.
 
 // SessionHeader is the request header a client without the OpenAI
@@ -131,19 +135,77 @@ func (s *Server) rampRoute(ctx *fasthttp.RequestCtx, x *exchange, rc *rampCtl, b
 	return rc.cand
 }
 
-// rampFallback moves a request the candidate refused (nothing was sent)
-// to production and tells the ramp; it returns production's route and
-// the body for it.
-func (s *Server) rampFallback(x *exchange, body []byte) (*route, []byte, error) {
+// peekSize bounds the first bytes of a candidate's reply read before
+// the answer begins (candidateFailedBeforeReply).
+const peekSize = 16 << 10
+
+// candidateFailedBeforeReply reads what a ramp's candidate answered
+// (resp, err from its round trip) and returns the class of a failure
+// that left nothing for the client yet ("" for a reply to pass on):
+// a transport error (refused, reset, the connection closed before the
+// headers), HTTP 502 or 503, or a reply whose body broke before its
+// first byte ("reset"). A reply passed on has its first bytes read
+// already (peek, with the error that read ended with). A request the
+// client left, or past response_timeout, is never resent (its context
+// is done).
+func candidateFailedBeforeReply(rctx context.Context, resp *http.Response, err error) (class string, peek []byte, peekErr error) {
+	if rctx.Err() != nil {
+		return "", nil, nil
+	}
+	if err != nil {
+		return upstreamErrorClass(rctx, err), nil, nil
+	}
+	if resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return "http_" + strconv.Itoa(resp.StatusCode), nil, nil
+	}
+	if resp.ContentLength == 0 {
+		return "", nil, nil
+	}
+	buf := make([]byte, peekSize)
+	n, perr := resp.Body.Read(buf)
+	if n == 0 && perr != nil && rctx.Err() == nil && !(perr == io.EOF && resp.ContentLength < 0) {
+		resp.Body.Close()
+		return "reset", nil, nil
+	}
+	return "", buf[:n], perr
+}
+
+// rampResend moves a request the ramp's candidate failed before any
+// byte of its reply reached the client (class: see
+// candidateFailedBeforeReply) to production: counted as the candidate's
+// error in its step and as resent, the ramp told at once; it returns
+// production's route and the body for it. The body is the one the
+// handler holds already (fasthttp keeps it until the handler returns,
+// [serve] max_body_bytes bounds it): nothing is copied to resend it.
+func (s *Server) rampResend(x *exchange, body []byte, class string) (*route, []byte, error) {
 	rc := x.ramp
-	select {
-	case rc.refused <- "it refused a connection":
-	default:
+	s.metrics.upErrors.WithLabelValues(rc.cand.name, class).Inc()
+	// Counted here, before the ramp is told: a reversal's account
+	// includes it.
+	rc.tally(func(r *ramp.Ramp) { r.Resent() })
+	rc.observe(rampObs{step: x.rampStep, side: ramp.SideCandidate, failed: true, latency: time.Since(x.start)})
+	why := "connection " + class
+	switch {
+	case class == "connect":
+		why = "it refused a connection"
+	case strings.HasPrefix(class, "http_"):
+		why = "it answered HTTP " + strings.TrimPrefix(class, "http_")
+	}
+	if !strings.HasPrefix(class, "http_") {
+		// A broken connection is the watch's failure; an answered 502
+		// or 503 is the error rate's.
+		select {
+		case rc.refused <- why:
+		default:
+		}
 	}
 	prod := s.prod.current()
 	prod.inFlight.Add(1)
 	rc.cand.inFlight.Add(-1)
 	x.rt, x.counted, x.rampSide = prod, prod, ramp.SideProduction
+	x.rampJob = nil // its reply is production's: not the candidate's check
 	if gjson.GetBytes(body, "model").Str == prod.prof.Model {
 		return prod, body, nil
 	}
@@ -158,16 +220,32 @@ func (x *exchange) rampObserve(end time.Duration) {
 		return
 	}
 	o := rampObs{step: x.rampStep, side: x.rampSide, failed: x.status/100 != 2 || x.errClass != "", latency: end}
+	if o.side == ramp.SideCandidate && x.errClass == "cut" {
+		x.ramp.tally(func(r *ramp.Ramp) { r.CutMidReply() })
+	}
 	if x.rampJob != nil && !o.failed {
 		x.rampJob.Done(x.status, x.ttfb, end)
 		o.job = x.rampJob
 	}
+	x.ramp.send(o)
+}
+
+// send hands o to the counters without waiting; a full queue counts it
+// here, without its reply's check.
+func (rc *rampCtl) send(o rampObs) {
 	select {
-	case x.ramp.obs <- o:
+	case rc.obs <- o:
 	default:
 		o.job = nil
-		x.ramp.observe(o)
+		rc.observe(o)
 	}
+}
+
+// tally applies f to the ramp's account now (under its lock).
+func (rc *rampCtl) tally(f func(*ramp.Ramp)) {
+	rc.mu.Lock()
+	f(rc.r)
+	rc.mu.Unlock()
 }
 
 // observe counts o (checking its reply when it has one).

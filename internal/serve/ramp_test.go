@@ -1,8 +1,11 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,11 +295,135 @@ func TestRampCrashedCandidateReverses(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of %d client requests failed; reversed %s after the kill: %s", failed, len(answers), reversedAt.Sub(killedAt).Round(time.Millisecond), res.Reason)
-	if failed > 2 {
-		// At most the requests in flight on the candidate when it died
-		// (two workers).
-		t.Errorf("%d client requests failed; at most those in flight at the kill may", failed)
+	t.Logf("%d of %d client requests failed; reversed %s after the kill: %s; resent %d", failed, len(answers), reversedAt.Sub(killedAt).Round(time.Millisecond), res.Reason, res.Resent)
+	if failed > 0 {
+		// A request in flight on the candidate when it died, or refused
+		// by it after, is answered by production.
+		t.Errorf("%d client requests failed; none may", failed)
+	}
+}
+
+// TestRampCandidateKilledMidRequestLosesNoRequest: every request is the
+// candidate's (a one-step ramp) and each takes 400 ms there; its process
+// is killed while the four clients' requests are in flight on it. Each
+// of them, its connection closed before any byte of a reply, is resent
+// to production: no client request fails, the ramp reverses and counts
+// them as resent.
+func TestRampCandidateKilledMidRequestLosesNoRequest(t *testing.T) {
+	cand, proc := rampCandidate(t, "cand", "--chat", "claims", "--reply-delay", "400ms")
+	cfg := fakeConfig(t, []string{"--chat", "claims"}, cand)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	p := rampTestPolicy(1)
+	p.Soak = config.Duration{Duration: time.Hour}
+	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	l := startLoad(t, r, 4)
+	waitRamp(t, r, 20*time.Second, "serving the candidate", func(r *evidence.RampResult) bool { return r.History[0].Candidate.Requests >= 8 })
+	time.Sleep(150 * time.Millisecond) // every worker is mid-request (400 ms each)
+	proc.Process.Kill()
+	proc.Wait()
+	res := waitRamp(t, r, 10*time.Second, "reversed", func(r *evidence.RampResult) bool { return r.State != evidence.RampRamping })
+	time.Sleep(200 * time.Millisecond)
+	answers := l.end()
+	if res.State != evidence.RampReversed {
+		t.Fatalf("ramp: %s, reason %q", res.State, res.Reason)
+	}
+	failed := 0
+	for _, a := range answers {
+		if a.code != 200 {
+			failed++
+		}
+	}
+	t.Logf("%d of %d client requests failed; resent %d; %s", failed, len(answers), res.Resent, res.Reason)
+	if failed > 0 {
+		t.Errorf("%d client requests failed; the ones in flight on the killed candidate must be resent", failed)
+	}
+	if res.Resent < 1 || res.History[0].Candidate.Errors < 1 {
+		t.Errorf("resent %d, candidate errors %d: the requests cut by the kill are resent and counted as the candidate's errors", res.Resent, res.History[0].Candidate.Errors)
+	}
+}
+
+// TestRampCandidateFailuresBeforeTheReplyAreResent: a candidate that
+// fails every chat request before any byte of a reply (it answers 503,
+// closes the connection without an answer, or closes it after a 200's
+// headers) never reaches a client: each request is resent to
+// production, counted as the candidate's error and as resent, and the
+// ramp reverses.
+func TestRampCandidateFailuresBeforeTheReplyAreResent(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"503", []string{"--overload-status", "503", "--overload-every", "1"}},
+		{"closed before the headers", []string{"--chat-drop", "before-headers"}},
+		{"closed after the headers", []string{"--chat-drop", "after-headers"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cand, _ := rampCandidate(t, "cand", append([]string{"--chat", "claims"}, c.args...)...)
+			cfg := fakeConfig(t, []string{"--chat", "claims"}, cand)
+			r := startRouter(t, cfg, nil)
+			r.waitState(t, control.StateReady, 20*time.Second)
+			p := rampTestPolicy(0.5, 1)
+			p.Soak = config.Duration{Duration: time.Hour}
+			if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
+				t.Fatal(err)
+			}
+			l := startLoad(t, r, 2)
+			res := waitRamp(t, r, 30*time.Second, "reversed", func(r *evidence.RampResult) bool { return r.State != evidence.RampRamping })
+			answers := l.end()
+			t.Logf("%d client requests; resent %d; %s", len(answers), res.Resent, res.Reason)
+			if res.State != evidence.RampReversed {
+				t.Fatalf("ramp: %s, reason %q", res.State, res.Reason)
+			}
+			for _, a := range answers {
+				if a.code != 200 || a.model != "fake-model" {
+					t.Fatalf("a client got %d from %q; every request the candidate failed must be resent to production", a.code, a.model)
+				}
+			}
+			// Resent also counts what was in flight at the reversal (the
+			// step's samples end there).
+			if c := res.History[0].Candidate; c.Errors == 0 || c.Errors != c.Requests || res.Resent < c.Errors {
+				t.Errorf("resent %d, candidate %+v; want every candidate request resent and counted as its error", res.Resent, c)
+			}
+		})
+	}
+}
+
+// TestRampCutStreamIsCounted: a stream the candidate had begun (its
+// first event reached the client) cannot be resent when the candidate
+// dies: the client gets the cut stream, and the ramp counts it
+// (cut_mid_reply).
+func TestRampCutStreamIsCounted(t *testing.T) {
+	cand, proc := rampCandidate(t, "cand", "--token-delay", "200ms")
+	cfg := fakeConfig(t, nil, cand)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	p := rampTestPolicy(1)
+	p.Soak = config.Duration{Duration: time.Hour}
+	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	first, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(first, "other-model") {
+		t.Fatalf("first event %q, %v; want the candidate's", first, err)
+	}
+	proc.Process.Kill()
+	proc.Wait()
+	rest, _ := io.ReadAll(br)
+	if strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("the stream ended whole after the kill: %q", rest)
+	}
+	res := waitRamp(t, r, 10*time.Second, "counting the cut stream", func(r *evidence.RampResult) bool { return r.CutMidReply > 0 })
+	if res.CutMidReply != 1 || res.Resent != 0 {
+		t.Errorf("cut_mid_reply %d, resent %d; want 1 and 0", res.CutMidReply, res.Resent)
 	}
 }
 
