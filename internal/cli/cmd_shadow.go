@@ -171,7 +171,8 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 		state = "active"
 	}
 	fmt.Fprintf(w, "shadow      %s → %s, %s of requests, %s, started %s\n", r.Production, r.Candidate, pct(r.Share), state, r.StartedAt.Local().Format(time.TimeOnly))
-	fmt.Fprintf(w, "requests    %d seen, %d sampled, %d mirrored, %d pairs scored, %d dropped (queue full), %d too large\n", r.Seen, r.Sampled, r.Mirrored, r.Pairs, r.Dropped, r.TooLarge)
+	fmt.Fprintf(w, "requests    %d seen, %d sampled: %d mirrored (%d pairs scored), %d dropped (queue full), %d too large, %d abandoned (client left), %d unsent (at the end), %d queued, %d pending (production answering)\n",
+		r.Seen, r.Sampled, r.Mirrored, r.Pairs, r.Dropped, r.TooLarge, r.Abandoned, r.Unsent, r.Queued, r.Pending)
 	fmt.Fprintf(w, "errors      candidate %d, production %d\n", r.CandidateErrors, r.ProductionErrors)
 	if r.CandidateLatency != nil && r.ProductionLatency != nil {
 		fmt.Fprintf(w, "latency     p50 candidate %.1f ms, production %.1f ms", r.CandidateLatency.P50, r.ProductionLatency.P50)

@@ -108,7 +108,7 @@ access_log = "off"
 		}
 	}
 	code, out, errs = hiro("shadow", "stop")
-	for _, want := range []string{"6 sampled, 6 mirrored, 6 pairs scored, 0 dropped", "text        6 pairs: 6 equal", "success_rate", "outcome     passed"} {
+	for _, want := range []string{"6 sampled: 6 mirrored (6 pairs scored), 0 dropped", "text        6 pairs: 6 equal", "success_rate", "outcome     passed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stop lacks %q:\n%s", want, out)
 		}

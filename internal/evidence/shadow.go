@@ -33,16 +33,28 @@ type ShadowResult struct {
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
 	Ended     string     `json:"ended,omitempty"`
 	// Counts: Seen are production requests the mirror looked at (chat and
-	// completions, answered by production); Sampled those chosen; Dropped
-	// those not mirrored because the bounded queue was full; TooLarge
-	// those whose production reply was over the capture bound;
-	// Mirrored those sent to the candidate; Pairs those scored.
-	Seen     int64 `json:"seen"`
-	Sampled  int64 `json:"sampled"`
-	Dropped  int64 `json:"dropped"`
-	TooLarge int64 `json:"too_large"`
-	Mirrored int64 `json:"mirrored"`
-	Pairs    int   `json:"pairs"`
+	// completions, answered by production); Sampled those chosen. Each
+	// sampled request is in exactly one of: Mirrored (sent to the
+	// candidate), Dropped (the bounded queue was full), TooLarge
+	// (production's reply was over the capture bound), Abandoned (its
+	// client left, or the router's stop cut it), Unsent (still queued
+	// when the run ended, or production's answer completed after the
+	// end), Queued (waiting in the queue now) and Pending (production's
+	// answer still under way): Sampled = Mirrored + Dropped + TooLarge +
+	// Abandoned + Unsent + Queued + Pending. Pairs are the mirrored ones
+	// scored (the others were in flight to the candidate at the end).
+	// Abandoned, Unsent, Queued and Pending are absent (zero) in records
+	// written before they existed.
+	Seen      int64 `json:"seen"`
+	Sampled   int64 `json:"sampled"`
+	Dropped   int64 `json:"dropped"`
+	TooLarge  int64 `json:"too_large"`
+	Mirrored  int64 `json:"mirrored"`
+	Abandoned int64 `json:"abandoned,omitempty"`
+	Unsent    int64 `json:"unsent,omitempty"`
+	Queued    int64 `json:"queued,omitempty"`
+	Pending   int64 `json:"pending,omitempty"`
+	Pairs     int   `json:"pairs"`
 	// QueueSize and Workers bound what the mirror holds and sends at once.
 	QueueSize int `json:"queue_size"`
 	Workers   int `json:"workers"`

@@ -1,8 +1,11 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -237,5 +240,84 @@ model = "m"
 	}
 	if _, err := r.ctl.ShadowStart(context.Background(), control.ShadowStartRequest{Candidate: "up", Config: shadow.Config{Share: 0.5}}); err == nil || !strings.Contains(err.Error(), "is active; stop it first") {
 		t.Errorf("second run: %v", err)
+	}
+}
+
+// TestShadowAccountAddsUp: every sampled request is counted in exactly
+// one bucket. Production streams slowly; the candidate never answers
+// (one worker, a queue of four). Two streams are still under way at the
+// stop, three are cut by their clients mid-way, twenty plain requests
+// fill the worker and the queue and are dropped past them; after the
+// stop (and once production's answers ended) sampled = mirrored +
+// dropped + too_large + abandoned + unsent + queued + pending, and
+// the account says each.
+func TestShadowAccountAddsUp(t *testing.T) {
+	cand := shadowCandidate(t, "hung", "HIRO_TEST_HUNG_KEY", "--chat", "hang")
+	cfg := fakeConfig(t, []string{"--token-delay", "40ms", "--reply", strings.Repeat("word ", 20)}, cand)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	if _, err := r.ctl.ShadowStart(context.Background(), control.ShadowStartRequest{Candidate: "hung", Config: shadow.Config{Share: 1, QueueSize: 4, Workers: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	stream := func() (*http.Response, *bufio.Reader) {
+		resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", true)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		return resp, br
+	}
+	var open []*bufio.Reader
+	for range 2 {
+		resp, br := stream()
+		defer resp.Body.Close()
+		open = append(open, br)
+	}
+	for range 3 {
+		resp, _ := stream()
+		resp.Body.Close() // the client leaves mid-stream
+	}
+	status := func() *shadow.Result {
+		st, err := r.ctl.ShadowStatus(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Result
+	}
+	if !testsupport.WaitFor(5*time.Second, func() bool { return status().Abandoned == 3 }) {
+		t.Fatalf("the streams cut by their clients are not counted abandoned: %+v", status())
+	}
+	for i := range 20 {
+		if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+			t.Fatalf("request %d: %d %s", i, code, body)
+		}
+	}
+	if _, err := r.ctl.ShadowStop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, br := range open {
+		if rest, _ := io.ReadAll(br); !strings.Contains(string(rest), "[DONE]") {
+			t.Fatalf("a stream under way at the stop ended cut: %q", rest)
+		}
+	}
+	var res *shadow.Result
+	if !testsupport.WaitFor(5*time.Second, func() bool {
+		res = status()
+		return res.Pending == 0
+	}) {
+		t.Fatalf("production's answers still pending 5 s after they ended: %+v", res)
+	}
+	sum := res.Mirrored + res.Dropped + res.TooLarge + res.Abandoned + res.Unsent + res.Queued + res.Pending
+	t.Logf("seen %d, sampled %d = mirrored %d + dropped %d + too large %d + abandoned %d + unsent %d + queued %d + pending %d; pairs %d",
+		res.Seen, res.Sampled, res.Mirrored, res.Dropped, res.TooLarge, res.Abandoned, res.Unsent, res.Queued, res.Pending, res.Pairs)
+	if res.Sampled != 25 || sum != res.Sampled {
+		t.Errorf("sampled %d, the buckets add up to %d; want 25 both", res.Sampled, sum)
+	}
+	if res.Mirrored != 1 || res.Abandoned != 3 || res.Unsent < 3 || res.Dropped == 0 || res.Pairs != 0 {
+		t.Errorf("mirrored %d (want the one the worker held), abandoned %d (want 3), unsent %d (want the queued ones and the 2 streams ended after the stop), dropped %d, pairs %d",
+			res.Mirrored, res.Abandoned, res.Unsent, res.Dropped, res.Pairs)
 	}
 }

@@ -188,9 +188,17 @@ type Mirror struct {
 	base       *url.URL
 	validator  *extract.Validator
 	queue      chan *Job
+	// work hands a job from the dispatcher to a free worker; held is 1
+	// while the dispatcher holds one waiting for a worker.
+	work chan *Job
+	held atomic.Int64
 
-	active                                     atomic.Bool
-	seen, sampled, dropped, tooLarge, mirrored atomic.Int64
+	active atomic.Bool
+	// The account (evidence.ShadowResult): every sampled request is
+	// counted in one of mirrored, dropped, tooLarge, abandoned, unsent,
+	// the queue, or pending (production's answer under way: sampled,
+	// not yet offered nor abandoned).
+	seen, sampled, dropped, tooLarge, mirrored, abandoned, unsent, pending atomic.Int64
 	// outstanding counts the sampled requests not yet scored or dropped
 	// (their bodies and replies are held): at most QueueSize + Workers.
 	outstanding atomic.Int64
@@ -236,11 +244,12 @@ func Start(cfg Config, cand *config.Profile, production string) (*Mirror, error)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Mirror{cfg: cfg, cand: cand, production: production, remote: remote, hc: hc, base: base, validator: v,
-		queue: make(chan *Job, cfg.QueueSize), started: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+		queue: make(chan *Job, cfg.QueueSize), work: make(chan *Job), started: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	m.active.Store(true)
+	m.wg.Add(1 + cfg.Workers)
+	go m.dispatch()
 	for range cfg.Workers {
-		m.wg.Add(1)
-		go m.work()
+		go m.worker()
 	}
 	if cfg.For.Duration > 0 {
 		m.timer = time.AfterFunc(cfg.For.Duration, func() { m.end("duration") })
@@ -267,38 +276,45 @@ func (m *Mirror) Sample() bool {
 	if m.cfg.Share < 1 && rand.Float64() >= m.cfg.Share {
 		return false
 	}
-	m.sampled.Add(1)
 	if m.outstanding.Add(1) > int64(m.cfg.QueueSize+m.cfg.Workers) {
 		m.outstanding.Add(-1)
 		m.dropped.Add(1)
+		m.sampled.Add(1)
 		return false
 	}
+	m.pending.Add(1)
+	m.sampled.Add(1)
 	return true
 }
 
 // Abandon releases a sampled request that will not be offered (its
-// client left, or the router's stop cut it).
-func (m *Mirror) Abandon(*Job) { m.outstanding.Add(-1) }
+// client left, or the router's stop cut it), counted as abandoned.
+func (m *Mirror) Abandon(*Job) {
+	m.abandoned.Add(1)
+	m.pending.Add(-1)
+	m.outstanding.Add(-1)
+}
 
 // Offer queues j (production's answer complete) without waiting: a full
-// queue drops it (counted), as does a reply over MaxCapture. It never
-// blocks the caller.
+// queue drops it (counted), as does a reply over MaxCapture; after the
+// run's end it is counted unsent. It never blocks the caller.
 func (m *Mirror) Offer(j *Job) {
-	if !m.active.Load() {
-		m.outstanding.Add(-1)
-		return
-	}
-	if j.tooLarge {
+	switch {
+	case !m.active.Load():
+		m.unsent.Add(1)
+	case j.tooLarge:
 		m.tooLarge.Add(1)
-		m.outstanding.Add(-1)
-		return
-	}
-	select {
-	case m.queue <- j:
 	default:
-		m.dropped.Add(1)
-		m.outstanding.Add(-1)
+		select {
+		case m.queue <- j:
+			m.pending.Add(-1)
+			return
+		default:
+			m.dropped.Add(1)
+		}
 	}
+	m.pending.Add(-1)
+	m.outstanding.Add(-1)
 }
 
 // Done is closed when the run has ended.
@@ -329,14 +345,65 @@ func (m *Mirror) end(reason string) {
 	close(m.done)
 }
 
-func (m *Mirror) work() {
+// PollInterval is how often the mirror's dispatcher looks at the queue:
+// an offered request waits at most this long (and for a free worker)
+// before it is sent. Offer only puts the job in a buffered channel that
+// no goroutine waits on, so the client's path never wakes one (waking a
+// parked worker readies it on the client's own processor and may start
+// an idle thread: microseconds on the primary path at share 1).
+const PollInterval = time.Millisecond
+
+// dispatch hands the queued jobs to free workers every PollInterval
+// until the run ends; what is still queued then is counted unsent.
+func (m *Mirror) dispatch() {
 	defer m.wg.Done()
+	t := time.NewTicker(PollInterval)
+	defer t.Stop()
+	unsent := func() {
+		m.unsent.Add(1)
+		m.outstanding.Add(-1)
+	}
+	for {
+		select {
+		case <-m.ctx.Done():
+			for {
+				select {
+				case <-m.queue:
+					unsent()
+				default:
+					return
+				}
+			}
+		case <-t.C:
+		}
+		for more := true; more; {
+			select {
+			case j := <-m.queue:
+				m.held.Store(1)
+				select {
+				case m.work <- j:
+				case <-m.ctx.Done():
+					unsent()
+					more = false
+				}
+				m.held.Store(0)
+			default:
+				more = false
+			}
+		}
+	}
+}
+
+// worker mirrors and scores the jobs the dispatcher hands it.
+func (m *Mirror) worker() {
+	defer m.wg.Done()
+	var buf sendBuf
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
-		case j := <-m.queue:
-			p, ok := m.mirror(j)
+		case j := <-m.work:
+			p, ok := m.mirror(j, &buf)
 			m.outstanding.Add(-1)
 			if !ok {
 				continue
@@ -370,9 +437,9 @@ func (s *side) ok() bool { return s.status/100 == 2 && s.err == "" && !s.cut }
 
 // mirror sends j to the candidate and scores the pair; ok is false when
 // the run ended meanwhile (the pair is not counted).
-func (m *Mirror) mirror(j *Job) (pair, bool) {
+func (m *Mirror) mirror(j *Job, buf *sendBuf) (pair, bool) {
 	m.mirrored.Add(1)
-	cand := m.send(j)
+	cand := m.send(j, buf)
 	if m.ctx.Err() != nil {
 		return pair{}, false
 	}
@@ -388,7 +455,15 @@ func (m *Mirror) mirror(j *Job) (pair, bool) {
 // model in "model", only Content-Type and Accept as headers (the client's
 // headers, its key among them, are never sent); the profile's key is
 // attached by its transport.
-func (m *Mirror) send(j *Job) side {
+// sendBuf is a worker's buffers for the candidate's replies, reused from
+// one mirrored request to the next (fewer allocations: less garbage
+// collection work competing with the primary path).
+type sendBuf struct {
+	chunk []byte
+	reply bytes.Buffer
+}
+
+func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	var s side
 	body, err := sjson.SetBytes(j.Body, "model", m.cand.Model)
 	if err != nil {
@@ -417,8 +492,11 @@ func (m *Mirror) send(j *Job) side {
 	}
 	defer resp.Body.Close()
 	s.status = resp.StatusCode
-	var buf bytes.Buffer
-	chunk := make([]byte, 32<<10)
+	if sb.chunk == nil {
+		sb.chunk = make([]byte, 32<<10)
+	}
+	chunk, buf := sb.chunk, &sb.reply
+	buf.Reset()
 	for {
 		n, err := resp.Body.Read(chunk)
 		if n > 0 {

@@ -95,7 +95,12 @@ func (m *Mirror) Result() *Result {
 	if m.cfg.For.Duration > 0 {
 		r.Duration = m.cfg.For.Duration.String()
 	}
-	r.Seen, r.Sampled, r.Dropped, r.TooLarge, r.Mirrored = m.seen.Load(), m.sampled.Load(), m.dropped.Load(), m.tooLarge.Load(), m.mirrored.Load()
+	// The identity of evidence.ShadowResult holds exactly when no
+	// request moves between buckets while they are read (after a stop,
+	// once production's answers in flight ended: Pending 0).
+	r.Seen, r.Sampled, r.Pending = m.seen.Load(), m.sampled.Load(), m.pending.Load()
+	r.Queued = int64(len(m.queue)) + m.held.Load()
+	r.Dropped, r.TooLarge, r.Mirrored, r.Abandoned, r.Unsent = m.dropped.Load(), m.tooLarge.Load(), m.mirrored.Load(), m.abandoned.Load(), m.unsent.Load()
 	summarize(r, pairs)
 	return r
 }
