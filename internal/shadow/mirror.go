@@ -152,6 +152,11 @@ func (j *Job) Capture(b []byte) {
 		return
 	}
 	if !j.Stream {
+		if j.reply == nil {
+			// One allocation for a typical answer (a few hundred bytes)
+			// instead of one per doubling, on the client's path.
+			j.reply = make([]byte, 0, max(len(b), 2<<10))
+		}
 		j.reply = append(j.reply, b...)
 		return
 	}
