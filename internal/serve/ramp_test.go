@@ -42,6 +42,23 @@ func rampTestPolicy(steps ...float64) ramp.Policy {
 	return ramp.Policy{Steps: steps, Soak: config.Duration{Duration: 300 * time.Millisecond}, MinRequests: 20, Margin: 0.15}
 }
 
+// holdingRamp starts a router in front of a production fake (prodArgs)
+// and the unmanaged fake candidate "cand" (candArgs), and a ramp over
+// steps whose soak is an hour: it holds each step until a failure
+// reverses it. It returns the router and the candidate's process.
+func holdingRamp(t *testing.T, prodArgs, candArgs []string, steps ...float64) (*router, *exec.Cmd) {
+	t.Helper()
+	cand, proc := rampCandidate(t, "cand", candArgs...)
+	r := startRouter(t, fakeConfig(t, prodArgs, cand), nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	p := rampTestPolicy(steps...)
+	p.Soak = config.Duration{Duration: time.Hour}
+	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	return r, proc
+}
+
 // answer is one client request of the load: when it was sent, its
 // status and which backend's model answered.
 type answer struct {
@@ -262,15 +279,7 @@ func TestRampReversesACandidateThatStartsFailing(t *testing.T) {
 // the ramp reverses at once, naming the candidate down, and no request
 // after that fails.
 func TestRampCrashedCandidateReverses(t *testing.T) {
-	cand, proc := rampCandidate(t, "cand", "--chat", "claims")
-	cfg := fakeConfig(t, []string{"--chat", "claims"}, cand)
-	r := startRouter(t, cfg, nil)
-	r.waitState(t, control.StateReady, 20*time.Second)
-	p := rampTestPolicy(0.5, 1)
-	p.Soak = config.Duration{Duration: time.Hour} // holds at 50 %
-	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
-		t.Fatal(err)
-	}
+	r, proc := holdingRamp(t, []string{"--chat", "claims"}, []string{"--chat", "claims"}, 0.5, 1) // holds at 50 %
 	l := startLoad(t, r, 2)
 	waitRamp(t, r, 20*time.Second, "serving the candidate", func(r *evidence.RampResult) bool { return r.History[0].Candidate.Requests >= 10 })
 	killedAt := time.Now()
@@ -310,15 +319,7 @@ func TestRampCrashedCandidateReverses(t *testing.T) {
 // to production: no client request fails, the ramp reverses and counts
 // them as resent.
 func TestRampCandidateKilledMidRequestLosesNoRequest(t *testing.T) {
-	cand, proc := rampCandidate(t, "cand", "--chat", "claims", "--reply-delay", "400ms")
-	cfg := fakeConfig(t, []string{"--chat", "claims"}, cand)
-	r := startRouter(t, cfg, nil)
-	r.waitState(t, control.StateReady, 20*time.Second)
-	p := rampTestPolicy(1)
-	p.Soak = config.Duration{Duration: time.Hour}
-	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
-		t.Fatal(err)
-	}
+	r, proc := holdingRamp(t, []string{"--chat", "claims"}, []string{"--chat", "claims", "--reply-delay", "400ms"}, 1)
 	l := startLoad(t, r, 4)
 	waitRamp(t, r, 20*time.Second, "serving the candidate", func(r *evidence.RampResult) bool { return r.History[0].Candidate.Requests >= 8 })
 	time.Sleep(150 * time.Millisecond) // every worker is mid-request (400 ms each)
@@ -361,15 +362,7 @@ func TestRampCandidateFailuresBeforeTheReplyAreResent(t *testing.T) {
 		{"closed after the headers", []string{"--chat-drop", "after-headers"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cand, _ := rampCandidate(t, "cand", append([]string{"--chat", "claims"}, c.args...)...)
-			cfg := fakeConfig(t, []string{"--chat", "claims"}, cand)
-			r := startRouter(t, cfg, nil)
-			r.waitState(t, control.StateReady, 20*time.Second)
-			p := rampTestPolicy(0.5, 1)
-			p.Soak = config.Duration{Duration: time.Hour}
-			if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
-				t.Fatal(err)
-			}
+			r, _ := holdingRamp(t, []string{"--chat", "claims"}, append([]string{"--chat", "claims"}, c.args...), 0.5, 1)
 			l := startLoad(t, r, 2)
 			res := waitRamp(t, r, 30*time.Second, "reversed", func(r *evidence.RampResult) bool { return r.State != evidence.RampRamping })
 			answers := l.end()
@@ -396,15 +389,7 @@ func TestRampCandidateFailuresBeforeTheReplyAreResent(t *testing.T) {
 // dies: the client gets the cut stream, and the ramp counts it
 // (cut_mid_reply).
 func TestRampCutStreamIsCounted(t *testing.T) {
-	cand, proc := rampCandidate(t, "cand", "--token-delay", "200ms")
-	cfg := fakeConfig(t, nil, cand)
-	r := startRouter(t, cfg, nil)
-	r.waitState(t, control.StateReady, 20*time.Second)
-	p := rampTestPolicy(1)
-	p.Soak = config.Duration{Duration: time.Hour}
-	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
-		t.Fatal(err)
-	}
+	r, proc := holdingRamp(t, nil, []string{"--token-delay", "200ms"}, 1)
 	resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(chatBody("extraction", true)))
 	if err != nil {
 		t.Fatal(err)
@@ -431,15 +416,7 @@ func TestRampCutStreamIsCounted(t *testing.T) {
 // "user" field, or by the X-Hiro-Session header, is answered by one
 // backend every time; different clients land on both.
 func TestRampIsStickyPerClient(t *testing.T) {
-	cand, _ := rampCandidate(t, "cand")
-	cfg := fakeConfig(t, nil, cand)
-	r := startRouter(t, cfg, nil)
-	r.waitState(t, control.StateReady, 20*time.Second)
-	p := rampTestPolicy(0.5, 1)
-	p.Soak = config.Duration{Duration: time.Hour}
-	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := holdingRamp(t, nil, nil, 0.5, 1)
 	sides := map[string]bool{}
 	for c := range 16 {
 		user := "user-" + itoa(c)
