@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/failure"
@@ -42,5 +43,27 @@ func TestNoticesNeverDecideStrongly(t *testing.T) {
 		if f := alone.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)}); f.Confidence == failure.ConfidenceStrong {
 			t.Errorf("%s alone: %s said strongly (rule %s); a notice is at most a hint", c.name, f.Class, f.Rule)
 		}
+	}
+}
+
+// TestFramesNeverDecideStrongly: a class taken from a traceback's frames
+// (the component the exception was raised in) says where the engine
+// failed, not why: the verdict keeps the frames' class but is weak.
+func TestFramesNeverDecideStrongly(t *testing.T) {
+	tr := mustLookup(t, "vllm").NewTracker()
+	for _, l := range []string{
+		"Traceback (most recent call last):",
+		`  File "/usr/lib/python3/site-packages/vllm/model_executor/layers/quantization/fp8.py", line 612, in process_weights_after_loading`,
+		"    assert self.block_quant is not None",
+		"AssertionError",
+	} {
+		tr.Feed(l)
+	}
+	f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)})
+	if f.Class != failure.ClassQuantKernelFailed || !strings.HasPrefix(f.Rule, framePrefix) {
+		t.Fatalf("class %s rule %s, want quant_kernel_failed from the frames", f.Class, f.Rule)
+	}
+	if f.Confidence == failure.ConfidenceStrong {
+		t.Errorf("the frames' class %s was said strongly (rule %s)", f.Class, f.Rule)
 	}
 }

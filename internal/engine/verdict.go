@@ -193,7 +193,7 @@ func (e *Engine) ruleStep(name string) string {
 		}
 	}
 	for _, h := range e.frameHints {
-		if h.NextStep != "" && "python-frame/"+slug(h.Text) == name {
+		if h.NextStep != "" && framePrefix+slug(h.Text) == name {
 			return h.NextStep
 		}
 	}
@@ -268,7 +268,7 @@ func giveLine(v *verdict) {
 	f, c := v.f, v.cand
 	v.lineCause()
 	v.rule, v.step = c.rule, v.e.ruleStep(c.rule)
-	if c.tier == TierHint || c.warn {
+	if c.tier == TierHint || c.warn || strings.HasPrefix(c.rule, framePrefix) {
 		v.strength = failure.ConfidenceWeak
 	}
 	f.Class = v.structuredRefine(f.Class)
