@@ -85,15 +85,24 @@ api_key_file = "engine.key"
 		t.Fatalf("the key was printed:\n%s%s", out, errs)
 	}
 
-	// Under --json the warnings are JSON lines on stderr, like errors.
+	// Under --json the warnings are JSON lines on stderr, like errors (and
+	// the per-document progress lines).
 	code, out, errs = runHiro(t, "--config", cfg, "extract", "--backend", "remote", "--corpus", claimsMiniCorpus, "--out", filepath.Join(dir, "out-json"), "--json")
 	var keys []string
+	progress := 0
 	for _, l := range strings.Split(strings.TrimSpace(errs), "\n") {
-		var w struct{ Warning, Key string }
-		if err := json.Unmarshal([]byte(l), &w); err != nil || w.Warning == "" {
-			t.Fatalf("--json: stderr line %q is not a JSON warning: %v", l, err)
+		var w struct{ Warning, Key, Progress string }
+		if err := json.Unmarshal([]byte(l), &w); err != nil || (w.Warning == "") == (w.Progress == "") {
+			t.Fatalf("--json: stderr line %q is not a JSON warning or progress line: %v", l, err)
+		}
+		if w.Progress != "" {
+			progress++
+			continue
 		}
 		keys = append(keys, w.Key)
+	}
+	if progress == 0 {
+		t.Errorf("--json: no progress line on stderr:\n%s", errs)
 	}
 	if code != ExitOK || strings.Join(keys, ",") != "backends.remote.base_url,backends.remote.api_key_file" || strings.Contains(out+errs, remoteKey) {
 		t.Fatalf("--json: exit %d, warnings %v\n%s", code, keys, errs)

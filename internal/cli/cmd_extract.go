@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -190,6 +191,11 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 	opts.OnCommit, opts.Progress, stopLines = qualify.ExtractionLines(prof.Name, prof.Name, n, func(s string) {
 		mu.Lock()
 		defer mu.Unlock()
+		if g.JSON { // stderr stays machine-readable: one JSON object a line
+			b, _ := json.Marshal(map[string]string{"progress": s})
+			fmt.Fprintln(g.Stderr, string(b))
+			return
+		}
 		fmt.Fprintln(g.Stderr, "extract: "+s)
 	})
 	defer stopLines()
