@@ -11,12 +11,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agnivade/levenshtein"
 	"github.com/spf13/cobra"
 	"github.com/tidwall/sjson"
 	"golang.org/x/sys/unix"
 
 	"github.com/hiro-dev/hiro/internal/account"
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
 )
@@ -273,16 +273,10 @@ func printDiagnosis(w io.Writer, f *failure.Failure) {
 }
 
 // kindSuggestion is "; did you mean KIND?" for a mistyped engine kind
-// within two edits of a known one, or "".
+// near a known one (config.Suggest: the same rule as a mistyped key), or "".
 func kindSuggestion(kind string) string {
-	best, bestD := "", 3
-	for _, k := range engine.Kinds() {
-		if d := levenshtein.ComputeDistance(kind, k); d < bestD {
-			best, bestD = k, d
-		}
+	if best := config.Suggest(kind, engine.Kinds()); best != "" {
+		return "; did you mean " + best + "?"
 	}
-	if best == "" {
-		return ""
-	}
-	return "; did you mean " + best + "?"
+	return ""
 }

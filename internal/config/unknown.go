@@ -134,13 +134,13 @@ func fieldByTOML(t reflect.Type, name string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-// suggest returns the candidate nearest to word when it is at most
-// maxSuggestDistance edits away (ties: the first in sorted order), else "".
 // Suggest returns the candidate nearest to word in spelling (at most
 // maxSuggestDistance edits, case-insensitive), or "" when none is that
 // near: the "did you mean" of an unknown key, for the plan's keys too.
 func Suggest(word string, candidates []string) string { return suggest(word, candidates) }
 
+// suggest returns the candidate nearest to word when it is at most
+// maxSuggestDistance edits away (ties: the first in sorted order), else "".
 func suggest(word string, candidates []string) string {
 	sorted := append([]string(nil), candidates...)
 	sort.Strings(sorted)
