@@ -156,7 +156,7 @@ func main() {
 	flag.StringVar(&o.notes, "notes", "", "write the fake's bookkeeping lines (pid, helper pid, timestamps) to this file instead of stdout")
 	flag.DurationVar(&o.lineDelay, "line-delay", 0, "delay before each replayed line")
 	flag.IntVar(&o.exitCode, "exit", -1, "after the replay (and --exit-after), exit with this code")
-	flag.StringVar(&o.signal, "signal", "", "after the replay (and --exit-after), kill itself with this signal (KILL, SEGV, ABRT)")
+	flag.StringVar(&o.signal, "signal", "", "after the replay (and --exit-after), kill itself with this signal (KILL, SEGV, ABRT, BUS, ILL, QUIT, TERM, INT)")
 	flag.DurationVar(&o.exitAfter, "exit-after", 0, "wait this long after start before --exit/--signal")
 	flag.DurationVar(&o.progressEvery, "progress-every", 0, "log a progress line this often")
 	flag.DurationVar(&o.loadTime, "load-time", 0, "health answers 503 Loading model for this long, then 200")
@@ -274,13 +274,14 @@ func end(o options) {
 	if o.signal != "" {
 		name := strings.TrimPrefix(strings.ToUpper(o.signal), "SIG")
 		sigs := map[string]syscall.Signal{"KILL": syscall.SIGKILL, "SEGV": syscall.SIGSEGV, "ABRT": syscall.SIGABRT,
-			"TERM": syscall.SIGTERM, "BUS": syscall.SIGBUS, "ILL": syscall.SIGILL, "INT": syscall.SIGINT}
+			"TERM": syscall.SIGTERM, "BUS": syscall.SIGBUS, "ILL": syscall.SIGILL, "INT": syscall.SIGINT,
+			"QUIT": syscall.SIGQUIT}
 		s, ok := sigs[name]
 		if !ok {
 			logf("fake: error: unknown signal %q", o.signal)
 			os.Exit(3)
 		}
-		if s == syscall.SIGSEGV || s == syscall.SIGILL || s == syscall.SIGABRT || s == syscall.SIGBUS {
+		if s == syscall.SIGSEGV || s == syscall.SIGILL || s == syscall.SIGABRT || s == syscall.SIGBUS || s == syscall.SIGQUIT {
 			// The Go runtime turns these into its own crash (exit 2), so
 			// become a shell with the same pid that kills itself with the
 			// signal's default action.
