@@ -13,7 +13,10 @@
 // helper in a new session that escapes the process group and keeps the
 // port; and log "failed to parse grammar" while answering structured
 // requests with invalid JSON (schema fail-open); close chat requests'
-// connections mid-request (--chat-drop).
+// connections mid-request (--chat-drop). While a file a flag names
+// exists it answers chat 500 (--chat-fail-when), slowly (--slow-when) or
+// with claims its quotes do not ground (--ungrounded-when): a candidate
+// that regresses when a test says so.
 //
 // With --proxy-to it is instead a plain standard-library reverse proxy, the
 // router benchmarks' baseline. It also hangs chat after --chat-hang-after while /health stays 200, slows
@@ -99,6 +102,13 @@ type options struct {
 	replyDelay, slowDelay time.Duration
 	slowEvery             int
 	chatN                 *atomic.Int64
+	// slowWhen: while this file exists each chat reply waits
+	// slowWhenDelay more (a candidate that becomes slow when a test says
+	// so); ungroundedWhen: while this file exists --chat claims replies
+	// quote words the target sentence does not have (claims hiro's
+	// validators reject: a candidate whose quality drops mid-way).
+	slowWhen, ungroundedWhen string
+	slowWhenDelay            time.Duration
 }
 
 var (
@@ -174,6 +184,9 @@ func main() {
 	flag.IntVar(&o.overloadFirst, "overload-first", 0, "the first N chat requests get --overload-status")
 	flag.IntVar(&o.overloadEvery, "overload-every", 0, "every N-th chat request gets --overload-status")
 	flag.StringVar(&o.chatDrop, "chat-drop", "", "close each chat request's connection: before-headers (no answer) or after-headers (a 200's headers, no body): a server dying mid-request")
+	flag.StringVar(&o.slowWhen, "slow-when", "", "while this file exists, each chat reply waits --slow-when-delay more (a server that becomes slow when a test says so)")
+	flag.DurationVar(&o.slowWhenDelay, "slow-when-delay", 300*time.Millisecond, "the extra delay of --slow-when")
+	flag.StringVar(&o.ungroundedWhen, "ungrounded-when", "", "while this file exists, --chat claims replies quote text that is not in the target sentence (claims hiro's validators reject)")
 	flag.StringVar(&o.chatFailWhen, "chat-fail-when", "", "answer chat requests 500 while this file exists (a model that starts failing mid-way, when a test says so)")
 	flag.IntVar(&o.retryAfter, "retry-after", -1, "Retry-After seconds sent with overload answers (-1: none)")
 	flag.IntVar(&o.chunkTokens, "chunk-tokens", 1, "pseudo-tokens per streamed chunk (1: one chunk per token, as engines stream)")
@@ -497,6 +510,12 @@ func claimsReply(req chatRequest, o options) string {
 		half := cut(words[:len(words)/2], 300)
 		claims = append(claims, map[string]string{"text": strings.TrimRight(half, ",;:-") + ".", "quote": half})
 	}
+	if exists(o.ungroundedWhen) {
+		// Well-formed claims whose quotes the sentence does not have.
+		for _, c := range claims {
+			c["quote"] = "a sentence the document never had"
+		}
+	}
 	kept := []map[string]string{}
 	for _, c := range claims {
 		if !dropped(o, samplingSeed(req), where, c["text"]) {
@@ -606,7 +625,7 @@ func chat(w http.ResponseWriter, r *http.Request, o options) {
 		dropChat(w, o.chatDrop)
 		return
 	}
-	if _, err := os.Stat(o.chatFailWhen); o.chatFailWhen != "" && err == nil {
+	if exists(o.chatFailWhen) {
 		writeJSON(w, 500, map[string]any{"error": map[string]any{"code": 500, "type": "server_error", "message": "llama_decode: failed to decode, ret = -1"}})
 		return
 	}
@@ -732,14 +751,28 @@ func dropChat(w http.ResponseWriter, how string) {
 }
 
 // replyWait is this chat request's wait before its reply: --reply-delay,
-// and --slow-delay more on every --slow-every-th request.
+// --slow-delay more on every --slow-every-th request, and
+// --slow-when-delay more while the --slow-when file exists.
 func replyWait(o options) time.Duration {
 	n := o.chatN.Add(1)
 	d := o.replyDelay
 	if o.slowEvery > 0 && n%int64(o.slowEvery) == 0 {
 		d += o.slowDelay
 	}
+	if exists(o.slowWhen) {
+		d += o.slowWhenDelay
+	}
 	return d
+}
+
+// exists says whether the file at path exists ("" never does): the
+// --*-when flags' switch, flipped by a test while the fake serves.
+func exists(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // tokens splits s into pseudo-tokens of at most 4 bytes (about one BPE
