@@ -2,6 +2,7 @@ package activation_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,8 +15,10 @@ import (
 	"github.com/hiro-dev/hiro/internal/activation"
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/extract"
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/ramp"
 )
 
@@ -132,47 +135,75 @@ func TestProgressiveActivationRampsThenSwitches(t *testing.T) {
 	}
 }
 
-// The candidate starts answering 500 at the 50 % step: the router
-// reverses the ramp by itself, the activation stops the candidate and
-// records a failed activation with the ramp and its reason; production
-// never stopped; the failed client requests are a few of the candidate's
-// share, none after the reversal.
+// extractionBody is hiro's own extraction request for the i-th target
+// sentence (the prompt's hash, its layout, the claims schema): the
+// router checks its reply with the validators of hiro extract.
+func extractionBody(i int) string {
+	in := prompt.Input{HeadingPath: []string{"Bridges"}, Before: []string{"The city grew along the river."},
+		Target: fmt.Sprintf("The bridge opened in 1932 and carried trams across the river %d times a day.", i), After: []string{"It was rebuilt later."}}
+	var msgs []map[string]string
+	for _, m := range extract.Messages(in) {
+		msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
+	}
+	b, _ := json.Marshal(map[string]any{"model": "extraction", "max_tokens": 256, "temperature": 0, "messages": msgs,
+		"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "claims", "schema": json.RawMessage(prompt.SchemaJSON()), "strict": true}}})
+	return string(b)
+}
+
+// The candidate regresses at the 25 % step (a flag file the fake
+// watches): it answers 500, or becomes 300 ms slower, or its extraction
+// replies start quoting text the sentence does not have. The router
+// reverses the ramp by itself on that measure, the activation stops the
+// candidate and records a failed activation with the ramp and its
+// reason; production never stopped; and no client request of the load
+// failed (a 500 of the candidate is resent to production).
 func TestProgressiveActivationReversesOnARegression(t *testing.T) {
-	flagFile := filepath.Join(t.TempDir(), "fail")
-	w := newWorld(t, false, "--chat-fail-when", flagFile)
-	evPath, sp, l := w.underLoad(4)
-	wait := w.hiroBackground("activate", evPath, "--progressive", "10,50,100", "--soak", "3s", "--min-requests", "150", "--journal", w.journal)
-	if r := waitRampShare(t, sp, 0.5, 60*time.Second); r.State != evidence.RampRamping {
-		l.finish()
-		code, out := wait()
-		t.Fatalf("the ramp ended before 50 %%: %s %s; activate exit %d\n%s", r.State, r.Reason, code, out)
-	}
-	must(t, os.WriteFile(flagFile, nil, 0o644))
-	code, out := wait()
-	t.Logf("activate:\n%s", out)
-	reversed := time.Now()
-	failedBefore := len(l.failed)
-	l.waitMore(t, 50)
-	l.finish()
-	if code != 1 || !strings.Contains(out, "reversed at 50 %: error_rate") {
-		t.Fatalf("activate: exit %d, want 1\n%s", code, out)
-	}
-	if p := sp.production(t); p != "prod" {
-		t.Fatalf("the router serves %s after the reversal", p)
-	}
-	rec := w.lastRecord()
-	if rec.Outcome != production.OutcomeFailed || rec.Ramp == nil || rec.Ramp.State != evidence.RampReversed || !strings.Contains(rec.Error, "error_rate") {
-		t.Fatalf("record: %s %q, ramp %+v", rec.Outcome, rec.Error, rec.Ramp)
-	}
-	if _, ok := w.running("cand"); ok {
-		t.Error("the candidate still runs after the reversal")
-	}
-	t.Logf("requests through the router: %s (reversed at %s)", l, reversed.Format(time.TimeOnly))
-	if len(l.failed) != failedBefore {
-		t.Errorf("%d client requests failed after the activation ended", len(l.failed)-failedBefore)
-	}
-	if len(l.failed) == 0 || len(l.failed) > 20 || len(l.retry503) > 0 {
-		t.Errorf("while the candidate failed: %d failed, %d 503; want a few of the candidate's share", len(l.failed), len(l.retry503))
+	for _, c := range []struct{ measure, flag string }{
+		{ramp.MeasureErrors, "--chat-fail-when"},
+		{ramp.MeasureLatency, "--slow-when"},
+		{ramp.MeasureInvalid, "--ungrounded-when"},
+	} {
+		t.Run(c.measure, func(t *testing.T) {
+			flagFile := filepath.Join(t.TempDir(), "regress")
+			w := newWorldWith(t, false, []string{"--chat", "claims"}, "--chat", "claims", c.flag, flagFile)
+			w.startProduction()
+			evPath := w.qualify()
+			url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+			sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
+			l := startLoadWith(url, 4, false, extractionBody)
+			l.waitMore(t, 20)
+			wait := w.hiroBackground("activate", evPath, "--progressive", "10,25,100", "--soak", "3s", "--min-requests", "150", "--journal", w.journal)
+			if r := waitRampShare(t, sp, 0.25, 60*time.Second); r.State != evidence.RampRamping {
+				l.finish()
+				code, out := wait()
+				t.Fatalf("the ramp ended before 25 %%: %s %s; activate exit %d\n%s", r.State, r.Reason, code, out)
+			}
+			must(t, os.WriteFile(flagFile, nil, 0o644))
+			code, out := wait()
+			t.Logf("activate:\n%s", out)
+			l.waitMore(t, 50)
+			l.finish()
+			if code != 1 || !strings.Contains(out, "reversed at 25 %: "+c.measure+": ") {
+				t.Fatalf("activate: exit %d, want 1 with a reversal on %s\n%s", code, c.measure, out)
+			}
+			if p := sp.production(t); p != "prod" {
+				t.Fatalf("the router serves %s after the reversal", p)
+			}
+			rec := w.lastRecord()
+			if rec.Outcome != production.OutcomeFailed || rec.Ramp == nil || rec.Ramp.State != evidence.RampReversed || !strings.Contains(rec.Error, c.measure) {
+				t.Fatalf("record: %s %q, ramp %+v", rec.Outcome, rec.Error, rec.Ramp)
+			}
+			if _, ok := w.running("cand"); ok {
+				t.Error("the candidate still runs after the reversal")
+			}
+			t.Logf("requests through the router: %s; resent %d", l, rec.Ramp.Resent)
+			if len(l.failed) > 0 || len(l.retry503) > 0 {
+				t.Errorf("client requests failed: %s; none may", l)
+			}
+			if l.ok["cand-model"] == 0 || l.ok["prod-model"] == 0 {
+				t.Errorf("both backends should have answered: %s", l)
+			}
+		})
 	}
 }
 

@@ -118,20 +118,26 @@ func startLoad(url string, clients int, maxTokens int) *load {
 // startLoadOf is startLoad; stream asks for streamed completions, counted
 // as ok["stream"] when the stream ends with "data: [DONE]".
 func startLoadOf(url string, clients int, maxTokens int, stream bool) *load {
+	body := fmt.Sprintf(`{"model":"extraction","stream":%v,"max_tokens":%d,"messages":[{"role":"user","content":"Reply with exactly the word READY and nothing else."}]}`, stream, maxTokens)
+	return startLoadWith(url, clients, stream, func(int) string { return body })
+}
+
+// startLoadWith is startLoadOf with each client's i-th request body
+// from bodyOf.
+func startLoadWith(url string, clients int, stream bool, bodyOf func(i int) string) *load {
 	l := &load{ok: map[string]int{}, stop: make(chan struct{})}
 	hc := &http.Client{Timeout: 60 * time.Second}
-	body := fmt.Sprintf(`{"model":"extraction","stream":%v,"max_tokens":%d,"messages":[{"role":"user","content":"Reply with exactly the word READY and nothing else."}]}`, stream, maxTokens)
 	for i := 0; i < clients; i++ {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			for {
+			for n := 0; ; n++ {
 				select {
 				case <-l.stop:
 					return
 				default:
 				}
-				resp, err := hc.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+				resp, err := hc.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(bodyOf(n)))
 				now := time.Now()
 				if err != nil {
 					l.add(func() { l.failed = append(l.failed, err.Error()) })

@@ -143,11 +143,12 @@ const peekSize = 16 << 10
 // (resp, err from its round trip) and returns the class of a failure
 // that left nothing for the client yet ("" for a reply to pass on):
 // a transport error (refused, reset, the connection closed before the
-// headers), HTTP 502 or 503, or a reply whose body broke before its
-// first byte ("reset"). A reply passed on has its first bytes read
-// already (peek, with the error that read ended with). A request the
-// client left, or past response_timeout, is never resent (its context
-// is done).
+// headers), an answer that says the backend failed rather than the
+// request (candidateStatusFailed: any 5xx, 429, 401), or a reply whose
+// body broke before its first byte ("reset"). A reply passed on has its
+// first bytes read already (peek, with the error that read ended with).
+// A request the client left, or past response_timeout, is never resent
+// (its context is done).
 func candidateFailedBeforeReply(rctx context.Context, resp *http.Response, err error) (class string, peek []byte, peekErr error) {
 	if rctx.Err() != nil {
 		return "", nil, nil
@@ -155,7 +156,7 @@ func candidateFailedBeforeReply(rctx context.Context, resp *http.Response, err e
 	if err != nil {
 		return upstreamErrorClass(rctx, err), nil, nil
 	}
-	if resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable {
+	if candidateStatusFailed(resp.StatusCode) {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		return "http_" + strconv.Itoa(resp.StatusCode), nil, nil
@@ -170,6 +171,18 @@ func candidateFailedBeforeReply(rctx context.Context, resp *http.Response, err e
 		return "reset", nil, nil
 	}
 	return "", buf[:n], perr
+}
+
+// candidateStatusFailed says whether a ramp's candidate answering code
+// failed the request itself, so that production answers it instead: any
+// 5xx (500 a decode error, 502/503 a server with no slot or no model,
+// 504 its own upstream's timeout), 429 (overloaded: production, which
+// was serving this client before the ramp, has room) and 401 (the
+// candidate refused hiro's key: the operator's fault, never the
+// client's). The other 4xx are the request's own fault, which production
+// would answer the same: passed on.
+func candidateStatusFailed(code int) bool {
+	return code >= 500 || code == http.StatusTooManyRequests || code == http.StatusUnauthorized
 }
 
 // rampResend moves a request the ramp's candidate failed before any
@@ -194,8 +207,8 @@ func (s *Server) rampResend(x *exchange, body []byte, class string) (*route, []b
 		why = "it answered HTTP " + strings.TrimPrefix(class, "http_")
 	}
 	if !strings.HasPrefix(class, "http_") {
-		// A broken connection is the watch's failure; an answered 502
-		// or 503 is the error rate's.
+		// A broken connection is the watch's failure; an answered 5xx
+		// (or 429, 401) is the error rate's.
 		select {
 		case rc.refused <- why:
 		default:

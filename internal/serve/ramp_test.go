@@ -204,74 +204,100 @@ func TestRampGoodCandidateReachesFullShare(t *testing.T) {
 	}
 }
 
-// TestRampReversesACandidateThatStartsFailing: the candidate starts
-// answering 500 once the ramp is at 25 %: the router reverses the ramp
-// by itself, every request is production's after that, and the client
-// requests that failed are the candidate's share of those sent while it
-// failed, never after the reversal.
+// TestRampReversesACandidateThatStartsFailing: once the ramp is at
+// 25 %, the candidate regresses (a flag file the fake watches): it
+// answers 500, or becomes 300 ms slower, or its extraction replies start
+// quoting text the sentence does not have (hiro's validators reject
+// them). The router reverses the ramp by itself on that measure
+// (error_rate, latency, invalid_rate), and every request is production's
+// after that. No client request fails: each 500 of the candidate (no
+// byte of it reached the client) is resent to production and counted as
+// the candidate's error; a slow or invalid reply is still a reply.
 func TestRampReversesACandidateThatStartsFailing(t *testing.T) {
-	flagFile := filepath.Join(t.TempDir(), "fail")
-	cand, _ := rampCandidate(t, "cand", "--chat", "claims", "--chat-fail-when", flagFile)
-	cfg := fakeConfig(t, []string{"--chat", "claims"}, cand)
-	r := startRouter(t, cfg, nil)
-	r.waitState(t, control.StateReady, 20*time.Second)
-	p := rampTestPolicy(0.1, 0.25, 1)
-	// Each step serves 2 s at least: the 25 % step is still serving when
-	// the candidate starts failing (a failure does not wait for the soak).
-	p.Soak = config.Duration{Duration: 2 * time.Second}
-	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
-		t.Fatal(err)
-	}
-	l := startLoad(t, r, 4)
-	waitRamp(t, r, 60*time.Second, "at 25 %", func(r *evidence.RampResult) bool { return r.Share == 0.25 || r.State != evidence.RampRamping })
-	failFrom := time.Now()
-	if err := os.WriteFile(flagFile, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res := waitRamp(t, r, 20*time.Second, "reversed", func(r *evidence.RampResult) bool { return r.State != evidence.RampRamping })
-	reversedAt := time.Now()
-	time.Sleep(300 * time.Millisecond) // production alone serves meanwhile
-	answers := l.end()
-	if res.State != evidence.RampReversed || res.Share != 0 || !strings.HasPrefix(res.Reason, "reversed at 25 %: error_rate") {
-		b, _ := json.MarshalIndent(res, "", " ")
-		t.Fatalf("ramp: %s share %v, reason %q\n%s", res.State, res.Share, res.Reason, b)
-	}
-	last := res.History[len(res.History)-1]
-	if last.Share != 0.25 || last.Decision != evidence.RampReverse || last.Candidate.Errors == 0 {
-		t.Errorf("reversed step: %+v", last)
-	}
-	var failed, during, after, afterCand int
-	for _, a := range answers {
-		switch {
-		case a.at.After(reversedAt):
-			after++
-			if a.code != 200 {
-				t.Errorf("a request sent after the reversal failed: %d", a.code)
+	for _, c := range []struct{ measure, flag string }{
+		{ramp.MeasureErrors, "--chat-fail-when"},
+		{ramp.MeasureLatency, "--slow-when"},
+		{ramp.MeasureInvalid, "--ungrounded-when"},
+	} {
+		t.Run(c.measure, func(t *testing.T) {
+			flagFile := filepath.Join(t.TempDir(), "regress")
+			cand, _ := rampCandidate(t, "cand", "--chat", "claims", c.flag, flagFile)
+			cfg := fakeConfig(t, []string{"--chat", "claims"}, cand)
+			r := startRouter(t, cfg, nil)
+			r.waitState(t, control.StateReady, 20*time.Second)
+			p := rampTestPolicy(0.1, 0.25, 1)
+			// Each step serves 2 s at least: the 25 % step is still
+			// serving when the candidate regresses (a failed check does
+			// not wait for the soak).
+			p.Soak = config.Duration{Duration: 2 * time.Second}
+			if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
+				t.Fatal(err)
 			}
-			if a.model != "fake-model" {
-				afterCand++
+			l := startLoad(t, r, 4)
+			waitRamp(t, r, 60*time.Second, "at 25 %", func(r *evidence.RampResult) bool { return r.Share == 0.25 || r.State != evidence.RampRamping })
+			regressed := time.Now()
+			if err := os.WriteFile(flagFile, nil, 0o644); err != nil {
+				t.Fatal(err)
 			}
-		case a.done.After(failFrom):
-			during++
-			if a.code != 200 {
-				failed++
+			res := waitRamp(t, r, 30*time.Second, "reversed", func(r *evidence.RampResult) bool { return r.State != evidence.RampRamping })
+			reversedAt := time.Now()
+			time.Sleep(300 * time.Millisecond) // production alone serves meanwhile
+			answers := l.end()
+			if res.State != evidence.RampReversed || res.Share != 0 || !strings.HasPrefix(res.Reason, "reversed at 25 %: "+c.measure+": ") {
+				b, _ := json.MarshalIndent(res, "", " ")
+				t.Fatalf("ramp: %s share %v, reason %q; want reversed at 25 %% on %s\n%s", res.State, res.Share, res.Reason, c.measure, b)
 			}
-		case a.code != 200:
-			t.Errorf("a request failed before the candidate did: %d", a.code)
+			last := res.History[len(res.History)-1]
+			if last.Share != 0.25 || last.Decision != evidence.RampReverse || !hasFailed(last.Checks, c.measure) {
+				t.Errorf("reversed step: %+v", last)
+			}
+			failed, after, afterCand := clientFailures(answers, reversedAt)
+			t.Logf("reversed %s after the regression; %d of %d client requests failed; %d after the reversal; resent %d; %s",
+				reversedAt.Sub(regressed).Round(time.Millisecond), failed, len(answers), after, res.Resent, res.Reason)
+			if failed > 0 {
+				t.Errorf("%d client requests failed; none may (a candidate's 500 is resent to production)", failed)
+			}
+			if after == 0 || afterCand > 0 {
+				t.Errorf("after the reversal: %d requests, %d not production's", after, afterCand)
+			}
+			if c.measure == ramp.MeasureErrors && (last.Candidate.Errors == 0 || res.Resent < last.Candidate.Errors) {
+				t.Errorf("resent %d, candidate errors %d: every 500 is resent", res.Resent, last.Candidate.Errors)
+			}
+			if c.measure == ramp.MeasureInvalid && last.Candidate.Invalid == 0 {
+				t.Errorf("reversed step: candidate %+v, no invalid reply counted", last.Candidate)
+			}
+			if !strings.Contains(r.events.String(), `"event":"ramp_reversed"`) {
+				t.Errorf("no ramp_reversed event:\n%s", r.events.String())
+			}
+		})
+	}
+}
+
+// hasFailed says whether the check of measure failed among checks.
+func hasFailed(checks []evidence.RampCheck, measure string) bool {
+	for _, c := range checks {
+		if c.Measure == measure && c.Outcome == ramp.Failed {
+			return true
 		}
 	}
-	t.Logf("while the candidate failed: %d of %d client requests failed; %d after the reversal, all production's; %s", failed, during, after, res.Reason)
-	if after == 0 || afterCand > 0 {
-		t.Errorf("after the reversal: %d requests, %d not production's", after, afterCand)
+	return false
+}
+
+// clientFailures counts the answers that were not 200, and those sent
+// after the time after (all, and those not answered by production).
+func clientFailures(answers []answer, after time.Time) (failed, sentAfter, notProd int) {
+	for _, a := range answers {
+		if a.code != 200 {
+			failed++
+		}
+		if a.at.After(after) {
+			sentAfter++
+			if a.model != "fake-model" {
+				notProd++
+			}
+		}
 	}
-	if failed == 0 || failed*2 > during {
-		// The candidate got 25 % of the requests; the failed ones are
-		// its share, not production's.
-		t.Errorf("while the candidate failed: %d of %d client requests failed", failed, during)
-	}
-	if !strings.Contains(r.events.String(), `"event":"ramp_reversed"`) {
-		t.Errorf("no ramp_reversed event:\n%s", r.events.String())
-	}
+	return failed, sentAfter, notProd
 }
 
 // TestRampCrashedCandidateReverses: the candidate's process is killed
@@ -347,9 +373,9 @@ func TestRampCandidateKilledMidRequestLosesNoRequest(t *testing.T) {
 }
 
 // TestRampCandidateFailuresBeforeTheReplyAreResent: a candidate that
-// fails every chat request before any byte of a reply (it answers 503,
-// closes the connection without an answer, or closes it after a 200's
-// headers) never reaches a client: each request is resent to
+// fails every chat request before any byte of a reply (it answers 500,
+// 503, 504 or 429, closes the connection without an answer, or closes it
+// after a 200's headers) never reaches a client: each request is resent to
 // production, counted as the candidate's error and as resent, and the
 // ramp reverses.
 func TestRampCandidateFailuresBeforeTheReplyAreResent(t *testing.T) {
@@ -357,7 +383,10 @@ func TestRampCandidateFailuresBeforeTheReplyAreResent(t *testing.T) {
 		name string
 		args []string
 	}{
+		{"500", []string{"--chat-fail-when", os.DevNull}},
 		{"503", []string{"--overload-status", "503", "--overload-every", "1"}},
+		{"504", []string{"--overload-status", "504", "--overload-every", "1"}},
+		{"429", []string{"--overload-status", "429", "--overload-every", "1"}},
 		{"closed before the headers", []string{"--chat-drop", "before-headers"}},
 		{"closed after the headers", []string{"--chat-drop", "after-headers"}},
 	} {
@@ -381,6 +410,22 @@ func TestRampCandidateFailuresBeforeTheReplyAreResent(t *testing.T) {
 				t.Errorf("resent %d, candidate %+v; want every candidate request resent and counted as its error", res.Resent, c)
 			}
 		})
+	}
+}
+
+// TestRampPassesOnTheRequestsOwnErrors: a candidate's 400 says the
+// request is at fault (production would answer it the same): it reaches
+// the client as the candidate answered it, is not resent, and counts as
+// the candidate's error.
+func TestRampPassesOnTheRequestsOwnErrors(t *testing.T) {
+	r, _ := holdingRamp(t, nil, []string{"--chat", "400"}, 1)
+	code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false))
+	if code != 400 || !strings.Contains(body, "chat template") {
+		t.Fatalf("the candidate's 400 reached the client as %d %s", code, body)
+	}
+	res := waitRamp(t, r, 10*time.Second, "counting the 400", func(r *evidence.RampResult) bool { return r.History[0].Candidate.Errors > 0 })
+	if res.Resent != 0 {
+		t.Errorf("resent %d; a 400 is the request's own error, never resent", res.Resent)
 	}
 }
 
