@@ -51,8 +51,9 @@ func shadowBenchEngines(b *testing.B, engineArgs ...string) (eURL, cURL string) 
 
 // shadowBenchRouter starts the hiro binary hiroBin as hiro serve in
 // front of the production fake at eURL, with the candidate at cURL as
-// profile "cand", each router with its own state.
-func shadowBenchRouter(b *testing.B, hiroBin, eURL, cURL string) *shadowBench {
+// profile "cand", each router with its own state; serveExtra are more
+// [serve] lines.
+func shadowBenchRouter(b *testing.B, hiroBin, eURL, cURL string, serveExtra ...string) *shadowBench {
 	b.Helper()
 	hPort := freePort(b)
 	hURL := "http://127.0.0.1:" + itoa(hPort)
@@ -75,7 +76,8 @@ model = "fake-model"
 listen = "127.0.0.1:%d"
 alias = "extraction"
 access_log = %q
-`, eURL, cURL, hPort, filepath.Join(dir, "access.log"))), 0o644)
+%s
+`, eURL, cURL, hPort, filepath.Join(dir, "access.log"), strings.Join(serveExtra, "\n"))), 0o644)
 	stateHome := shortDir(b)
 	env := []string{"HIRO_STATE_HOME=" + stateHome, "HIRO_LEASE_DIR=" + filepath.Join(stateHome, "leases"),
 		"HIRO_PRODUCTION_DIR=" + filepath.Join(stateHome, "production")}
