@@ -176,6 +176,15 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "Unsupported gpu architecture", Class: failure.ClassGPUArchUnsupported},
 	{Text: "only supports Ampere GPUs or newer", Class: failure.ClassGPUArchUnsupported},
 	{Text: "is not defined for option 'gpu-name'", Class: failure.ClassGPUArchUnsupported},
+	// an engine's own check of the architecture, as the assert statement a
+	// bare AssertionError's frame shows ("assert is_sm100_supported() or
+	// is_sm90_supported()", "assert get_device_capability() >= (9, 0)")
+	{Text: "assert", Pattern: regexp.MustCompile(`^\s*assert .*\b(is_sm\d+\w*|sm_?\d{2,3}[a-z]?|is_(hopper|blackwell|ampere)\w*|(get_)?device_capability|compute_capability)\b`), Class: failure.ClassGPUArchUnsupported},
+	// Triton's compiler refusing a type the GPU has no instructions for
+	// ("type fp8e4nv not supported in this architecture", triton
+	// python/triton/language/semantic.py; before Triton 3.0 an assertion:
+	// "fp8e4nv data type is not supported on CUDA arch < 89")
+	{Text: "not supported", Pattern: regexp.MustCompile(`(?i)\bnot supported (in this architecture|on CUDA arch\b)`), Class: failure.ClassGPUArchUnsupported},
 	// accelerator_busy
 	{Text: "busy or unavailable", Pattern: regexp.MustCompile(`(?i)CUDA.capable device\(s\) is/are busy or unavailable`), Class: failure.ClassAcceleratorBusy},
 	{Text: "Some GPUs may be occupied by other processes", Class: failure.ClassAcceleratorBusy},
@@ -306,6 +315,11 @@ var rocmFamily = family("rocm", []Rule{
 // metalFamily: Apple Metal (llama.cpp's ggml-metal, MLX, PyTorch MPS).
 var metalFamily = family("metal", []Rule{
 	{Text: "kIOGPUCommandBufferCallbackErrorOutOfMemory", Class: failure.ClassGPUOOM},
+	// MLX's Metal allocator (mlx/backend/metal/allocator.cpp): the
+	// buffers it may hold ("[metal::malloc] Resource limit (499000)
+	// exceeded.") or their size ("Attempting to allocate N bytes which is
+	// greater than the maximum allowed buffer size") ran out
+	{Text: "[metal::malloc]", Pattern: regexp.MustCompile(`(?i)\[metal::malloc\] (Resource limit|Attempting to allocate|Unable to allocate)`), Class: failure.ClassGPUOOM},
 	{Text: "Insufficient Memory", Pattern: regexp.MustCompile(`(?i)insufficient memory \(0+8`), Class: failure.ClassGPUOOM},
 	{Text: "MPS backend out of memory", Class: failure.ClassGPUOOM},
 	{Text: "command buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*: command buffer \d+ failed with status`), Class: failure.ClassGPUOOM, Tier: TierHint},

@@ -89,7 +89,8 @@ var processFamily = family("process", []Rule{
 	{Text: "command not found", Class: failure.ClassEngineDied},
 	{Text: "exec format error", Class: failure.ClassEngineDied},
 	// a program of the engine's install whose library is missing (the
-	// accelerators' own libraries are cudaFamily's, matched before)
+	// accelerators' own libraries are cudaFamily's, matched before; one
+	// the loader may not read is libraryAccessFamily's)
 	{Text: "error while loading shared libraries", Class: failure.ClassEngineDied, NextStep: brokenInstallStep},
 })
 
@@ -115,6 +116,19 @@ var netFamily = family("net", []Rule{
 
 // hostFamilies are every shared family an engine on a GPU host can hit,
 // after the engine's own rules and its stack's (python, ggml).
-var hostFamilies = joinLists(cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, neuronFamily, gaudiFamily, ncclFamily,
+var hostFamilies = joinLists(libraryAccessFamily, cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, neuronFamily, gaudiFamily, ncclFamily,
 	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, modelFamily, signalFamily, ntStatusFamily, nativeFamily, rustFamily, goFamily,
 	structuredFamily)
+
+// libraryAccessFamily: a shared library the dynamic loader (ld.so's
+// "error while loading shared libraries: X: cannot open shared object
+// file: Permission denied", dlopen's the same through Python's
+// ImportError or OSError) or Windows' LoadLibrary (error 5) may not read:
+// the process's user lacks access to the file or a folder above it, or
+// the mount forbids mapping it (noexec: "failed to map segment from
+// shared object"), whatever library it is (an accelerator's runtime
+// too); before cudaFamily, whose rules read a missing library.
+var libraryAccessFamily = family("library", []Rule{
+	{Text: "cannot open shared object file: Permission denied", Class: failure.ClassPermissionDenied},
+	{Text: "failed to map segment from shared object", Class: failure.ClassPermissionDenied},
+})

@@ -43,6 +43,10 @@ var genericMarkers = []Marker{
 	// and huggingface_hub's snapshot_download progress ("Fetching 4 files")
 	{Text: "ownloading", Pattern: regexp.MustCompile(`(?i)\bdownloading (the |pytorch |safetensors )?(model|weights|tokenizer|checkpoint|shards?)\b`), Phase: failure.PhaseLoad},
 	{Text: "Fetching ", Pattern: regexp.MustCompile(`Fetching \d+ files`), Phase: failure.PhaseLoad},
+	// Xinference's worker fetching a model's files into its cache
+	// (xinference/model/llm/llm_family.py: "Caching from Hugging Face:
+	// REPO", "Caching from Modelscope: REPO")
+	{Text: "Caching from ", Pattern: regexp.MustCompile(`(?i)Caching from (Hugging ?Face|Modelscope|OpenMind|CSGHub)\b`), Phase: failure.PhaseLoad},
 	{Text: "Loading checkpoint", Phase: failure.PhaseLoad},
 	{Text: "Loading weights", Phase: failure.PhaseLoad},
 	{Text: "loading weights", Phase: failure.PhaseLoad},

@@ -115,12 +115,37 @@ func TestSharedFamilies(t *testing.T) {
 		{"OSError: [Errno 28] No space left on device: '/root/.cache/huggingface/hub/tmp'", failure.ClassDiskFull},
 		{"RuntimeError: HIP error: invalid device function", failure.ClassGPUArchUnsupported},
 		{"UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", failure.ClassGPUOOM},
+		// a library the loader may not read, an accelerator's runtime too
+		{"/usr/bin/server: error while loading shared libraries: libpython3.11.so.1.0: cannot open shared object file: Permission denied", failure.ClassPermissionDenied},
+		{"ImportError: libcudart.so.12: cannot open shared object file: Permission denied", failure.ClassPermissionDenied},
+		{"OSError: /tmp/x/libllama.so: failed to map segment from shared object", failure.ClassPermissionDenied},
+		{"/usr/bin/server: error while loading shared libraries: libfoo.so.1: cannot open shared object file: No such file or directory", failure.ClassEngineDied},
+		{"ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\")", failure.ClassGPUArchUnsupported},
+		{"AssertionError: fp8e4nv data type is not supported on CUDA arch < 89", failure.ClassGPUArchUnsupported},
+		{"RuntimeError: [metal::malloc] Resource limit (499000) exceeded.", failure.ClassGPUOOM},
 	}
 	for _, kind := range Kinds() {
 		for _, c := range lines {
 			if cls, _, ok := feed(t, kind, c.line).Signature(); !ok || cls != c.class {
 				t.Errorf("%s: %q: %s (ok %v), want %s", kind, c.line, cls, ok, c.class)
 			}
+		}
+	}
+	// the Python stacks: a model architecture's module or class the
+	// engine does not have, not a module of the engine's own install
+	for _, kind := range []string{"vllm", "sglang", "lmdeploy", "trtllm", "openai"} {
+		for _, line := range []string{
+			"ModuleNotFoundError: No module named 'mlx_lm.models.qwen3_5'",
+			"ModuleNotFoundError: No module named 'transformers_modules.baidu.ERNIE-4'",
+			"ValueError: Model type gemma3 not supported.",
+			"RuntimeError: Can not found rewrite for architectures: ['Qwen2_5_VLForConditionalGeneration']",
+		} {
+			if cls, _, ok := feed(t, kind, line).Signature(); !ok || cls != failure.ClassModelLoadFailed {
+				t.Errorf("%s: %q: %s (ok %v), want model_load_failed", kind, line, cls, ok)
+			}
+		}
+		if cls, _, _ := feed(t, kind, "ModuleNotFoundError: No module named 'flash_attn'").Signature(); cls != failure.ClassEngineDied {
+			t.Errorf("%s: an engine dependency's module: %s, want engine_died", kind, cls)
 		}
 	}
 	// a C program's warning explains only as a hint: the error after it wins

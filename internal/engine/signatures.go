@@ -26,6 +26,10 @@ var pythonSignatures = family("python", []Rule{
 	// (packages out of step). A crash, so that context refines it (a
 	// grammar backend's module while serving), but the frames do not:
 	// where the import was made says nothing of why it failed.
+	// ... unless the module is a model architecture's (mlx_lm.models.X,
+	// vllm.model_executor.models.X, a checkpoint's own code under
+	// transformers_modules): this version does not know the model
+	{Text: "No module named", Pattern: regexp.MustCompile(`No module named '(transformers_modules\.|[\w.]*\.models?\.)\w+`), Class: failure.ClassModelLoadFailed},
 	{Text: "No module named", Class: failure.ClassEngineDied, Crash: true, NextStep: brokenInstallStep},
 	{Text: "cannot import name", Class: failure.ClassEngineDied, Crash: true, NextStep: brokenInstallStep},
 	// tokenizer_template
@@ -56,6 +60,12 @@ var pythonSignatures = family("python", []Rule{
 	// model_load_failed
 	{Text: "are not supported for now", Pattern: regexp.MustCompile(`Model architectures? .* (is|are) not supported`), Class: failure.ClassModelLoadFailed},
 	{Text: "does not recognize this architecture", Class: failure.ClassModelLoadFailed},
+	// the engine has no implementation of the model's type or
+	// architecture ("Model type qwen3_5 not supported.", mlx_lm/utils.py;
+	// LMDeploy's PyTorch engine: "Can not found rewrite for
+	// architectures: [...]", lmdeploy/pytorch/models/module_map.py)
+	{Text: "not supported", Pattern: regexp.MustCompile(`(?i)\bmodel type \S+ (is )?not supported`), Class: failure.ClassModelLoadFailed},
+	{Text: "for architecture", Pattern: regexp.MustCompile(`(?i)(can ?not|could not|unable to|failed to) f(ou|i)nd? .{0,40}for architectures?\b`), Class: failure.ClassModelLoadFailed},
 	{Text: "does not appear to have a file named", Class: failure.ClassModelLoadFailed},
 	// the library's error type, whatever it wraps (a short header, an
 	// OS error: the errno later in the line names that)
@@ -122,6 +132,17 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "TokenizerManager hit an exception", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Method Prefill encountered an error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Method Decode encountered an error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// a thread of the engine died of an exception nobody caught (Python's
+	// threading.excepthook: "Exception in thread Thread-4 (_func):"):
+	// the serving loop (LMDeploy's TurboMind forward thread, TensorRT-LLM's
+	// executor loop, mlx_lm's generation thread) is gone, whatever the
+	// HTTP server in front of it still answers; the block's exception
+	// line says what it met
+	{Text: "Exception in thread ", Pattern: regexp.MustCompile(`^\s*Exception in thread [^:]*:\s*$`), Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	// TensorRT-LLM's executor (tensorrt_llm/_torch/pyexecutor/py_executor.py,
+	// _event_loop_wrapper: logger.error(f"Error in event loop: {e}"), then
+	// raise): the loop that runs every request ends
+	{Text: "Error in event loop", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 })
 
 // brokenInstallStep is the advice of an import that failed.
@@ -203,6 +224,9 @@ var pythonFramePhases = []FramePhase{
 	{"download_weights_from_hf", failure.PhaseLoad},
 	{"in get_model_architecture", failure.PhaseLoad},
 	{"in load_model", failure.PhaseLoad},
+	// the model's classes are built from its config (LMDeploy's
+	// build_model_agent, _build_model, build_patched_model)
+	{"build_model", failure.PhaseLoad},
 	{"init_memory_pool", failure.PhaseKVInit},
 	{"initialize_kv_cache", failure.PhaseKVInit},
 	{"_initialize_kv_caches", failure.PhaseKVInit},
@@ -215,6 +239,10 @@ var pythonFramePhases = []FramePhase{
 
 // ggmlSignatures are llama.cpp's (and so Ollama's runner's) errors.
 var ggmlSignatures = family("ggml", []Rule{
+	// the CPU's vector length is not the one the build's kernels assume
+	// (ARM SVE: "GGML_ASSERT: ggml.c:21763: svcntb() == QK8_0" on a 128-bit
+	// SVE core; RISC-V V: __riscv_vlenb()): the host, not the model
+	{Name: "ggml/assert-vector-length", Text: "GGML_ASSERT", Pattern: regexp.MustCompile(`GGML_ASSERT.*\b(svcnt[bhwd]|__riscv_vlenb|ggml_cpu_get_sve_cnt)\(\)`), Class: failure.ClassHostCapability, NextStep: sigillStep},
 	// Notices ggml prints and goes on after (llama.cpp@f6d77a1
 	// ggml/src/ggml-cuda/ggml-cuda.cu: ggml_cuda_host_malloc's pinned
 	// memory warning, ggml_cuda_init's "failed to initialize CUDA" before

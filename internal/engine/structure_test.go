@@ -167,6 +167,41 @@ func TestRootCauseByStructure(t *testing.T) {
 			"  0: mlc::llm::serve::ModelImpl::BatchDecode(tvm::runtime::ObjectRef const&)",
 			"TVMError: Check failed: (result) is false: Failed to allocate 99121664 bytes with alignment 16 bytes.",
 		}, Exited(1), failure.ClassGPUOOM, "Failed to allocate 99121664 bytes"},
+		{"a bare AssertionError: the assert statement of its last frame", "sglang", []string{
+			"[2025-08-10 10:00:00] Scheduler hit an exception: Traceback (most recent call last):",
+			`  File "/x/sglang/srt/layers/moe/fp8.py", line 9, in create_weights`,
+			"    assert is_sm100_supported() or is_sm90_supported()",
+			"           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+			"AssertionError",
+		}, Exited(1), failure.ClassGPUArchUnsupported, "assert is_sm100_supported() or is_sm90_supported()"},
+		{"an exception message that goes on below its line", "vllm", []string{
+			"Traceback (most recent call last):",
+			`  File "/x/triton/compiler/compiler.py", line 80, in make_ir`,
+			"triton.compiler.errors.CompilationError: at 1:0:",
+			"def _kernel(",
+			"^",
+			`ValueError("type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')")`,
+		}, Exited(1), failure.ClassGPUArchUnsupported, "type fp8e4nv not supported in this architecture"},
+		{"a dead thread's exception, not its header", "lmdeploy", []string{
+			"Exception in thread Thread-3:",
+			"Traceback (most recent call last):",
+			`  File "/x/lmdeploy/turbomind/turbomind.py", line 499, in _func`,
+			"RuntimeError: [TM][ERROR] CUDA runtime error: invalid argument /lmdeploy/src/turbomind/utils/allocator.h:262",
+		}, Exited(0), failure.ClassEngineDied, "CUDA runtime error: invalid argument"},
+		{"a loop's error header yields to the exception it restates", "trtllm", []string{
+			"[09/03/2026-08:47:22] [TRT-LLM] [RANK 4] [E] Error in event loop: History length cannot exceed capacity",
+			"Exception in thread Thread-5 (_event_loop_wrapper):",
+			"Traceback (most recent call last):",
+			`  File "/x/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 652, in _event_loop_wrapper`,
+			"ValueError: History length cannot exceed capacity",
+		}, Exited(0), failure.ClassEngineDied, "ValueError: History length cannot exceed capacity"},
+		{"an unknown line that states the exception first stays", "trtllm", []string{
+			"[06/21/2025-03:55:04] [TRT-LLM] [E] Encountered an error in forward function: boom in gemm",
+			"Exception in thread Thread-4 (_executor_loop_overlap):",
+			"Traceback (most recent call last):",
+			`  File "/x/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 1016, in _executor_loop_overlap`,
+			"RuntimeError: boom in gemm",
+		}, Exited(0), failure.ClassEngineDied, "Encountered an error in forward function: boom in gemm"},
 	} {
 		tr := mustLookup(t, c.kind).NewTracker()
 		for _, l := range c.lines {

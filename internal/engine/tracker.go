@@ -85,6 +85,7 @@ type traceback struct {
 	hintRule  string        // the frame hint's rule name
 	fphase    failure.Phase // phase named by the frames (latest wins)
 	frames    []string
+	src       string // the last source line of a frame (an "assert ..." statement)
 }
 
 // candidate is a root-cause line a signature matched.
@@ -102,6 +103,7 @@ type candidate struct {
 	fatal     bool   // the line reports its process's death (Rule.Fatal)
 	at        int64  // the number of the line fed when it was offered
 	exc       bool   // an exception line that closed its block, with only blank lines since
+	more      bool   // that exception line ends with a colon: its message goes on below (continued)
 	prior     string // the first unexplained error line before it
 }
 
@@ -152,6 +154,9 @@ func (t *Tracker) feed(line string) {
 		}
 	}
 	if t.cand.tier == TierError {
+		if t.continued(line, stored, msg) {
+			return
+		}
 		if !t.restatedBlock(line, stored, msg, frame) && !t.causeStack(msg, frame) {
 			t.noteClass(line, msg, level, frame)
 		}
@@ -214,6 +219,28 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 	}
 	t.cutBlock()
 	return t.cand.tier == TierError
+}
+
+// continued reads the lines that go on with the message of the
+// exception line that gave the root cause, when that line ends with a
+// colon (Triton's "CompilationError: at 1:0:", then the kernel's source,
+// a caret and the error raised inside it): a specific rule's match there
+// states the cause. It reports whether the line was used up; a blank
+// line or a new traceback ends the message.
+func (t *Tracker) continued(line, stored, msg string) bool {
+	if !t.cand.more {
+		return false
+	}
+	if strings.TrimSpace(msg) == "" || strings.Contains(msg, "Traceback (most recent call last)") {
+		t.cand.more = false
+		return false
+	}
+	s, cls := t.match(line, t.lower(line))
+	if s == nil || s.tier() != TierError || s.Crash {
+		return true
+	}
+	t.cand.rule, t.cand.line, t.cand.class, t.cand.more = s.Name, stored, cls, false
+	return true
 }
 
 // restatedBlock reads the Python traceback that follows the root-cause
@@ -399,6 +426,10 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 			// failure is where it said so, whatever it did after
 			t.cand.pinned = t.cand.pinned || s.Notice
 		}
+		t.prevErr = true
+		return
+	}
+	if t.restatesCrash(stored, msg) {
 		t.prevErr = true
 		return
 	}
@@ -852,6 +883,9 @@ func (t *Tracker) frame(msg string) {
 		// a frame's source line that handles a grammar or schema
 		// (response_format['json_schema']) shows structured output in use
 		t.grammar = t.grammar || containsAny(m, grammarWords)
+		if strings.Trim(m, "^~ ") != "" { // (not Python 3.11's ^^^ marks under it)
+			t.tb.src = m
+		}
 		return
 	}
 	if len(t.tb.frames) < maxFrames {
@@ -932,11 +966,19 @@ func (t *Tracker) closeBlock(line, stored string) {
 	root := stored
 	if t.chainCause != "" {
 		root = t.chainCause // the innermost exception of a raise ... from chain
+	} else if src, ok := assertSource(&tb, line); ok {
+		line, root, stored = src, src, src
 	}
-	if s, cls := t.match(line, t.lower(line)); s != nil {
+	s, cls := t.match(line, t.lower(line))
+	held, yielded := t.yieldCrash(&tb, root, s)
+	if s != nil {
 		t.offerException(&tb, s, cls, root)
 	} else {
 		t.offerUnmatched(&tb, root, stored)
+	}
+	if yielded && t.cand.tier == 0 {
+		held.line = root // no rule says more: the exception line states the crash's cause
+		t.cand = held
 	}
 	if hs != nil && !hs.Crash {
 		// a header that names its cause (a JSON line holding the whole
@@ -952,6 +994,7 @@ func (t *Tracker) closeBlock(line, stored string) {
 	if t.cand.tier == TierError {
 		t.tb.frames = nil
 		t.cand.exc = t.cand.at == t.lines // a chain may follow (causeStack)
+		t.cand.more = t.cand.exc && strings.HasSuffix(strings.TrimSpace(stored), ":")
 		return
 	}
 	if t.fallback == "" || t.fbHeader {
@@ -960,6 +1003,52 @@ func (t *Tracker) closeBlock(line, stored string) {
 	}
 	t.lastExc = stored
 	t.tb.frames = nil
+}
+
+// assertSource returns the statement of a bare AssertionError (no
+// message: "AssertionError" alone) that its block's last frame shows
+// ("    assert self.grammar_backend is not None"): the condition that
+// failed is the cause the exception line does not state.
+func assertSource(tb *traceback, line string) (string, bool) {
+	msg, _ := splitLine(line)
+	if strings.TrimSpace(msg) != "AssertionError" || !strings.HasPrefix(tb.src, "assert ") {
+		return "", false
+	}
+	return tb.src, true
+}
+
+// yieldCrash lets the exception line of a block replace the crash line
+// held as a hint when that line heads the block or ends with the
+// exception's message ("Exception in thread Thread-4 (_func):", "[E]
+// Error in event loop: MSG" before "ValueError: MSG"): the crash line
+// says where the engine stopped (a loop, a thread), the exception line
+// what it met. A crash line that is itself an exception line (the end
+// of an earlier block) heads nothing, and one the same rule as the
+// exception line's (s) explains said it first. It returns the crash
+// candidate, which closeBlock puts back, with the exception line as its
+// root cause, when no rule of the block says more.
+func (t *Tracker) yieldCrash(tb *traceback, root string, s *Rule) (candidate, bool) {
+	c := t.cand
+	msg, _ := splitLine(root)
+	held, _ := splitLine(c.line)
+	if c.tier != TierHint || !c.crash || isExceptionLine(held) || s != nil && s.Name == c.rule ||
+		(c.line != tb.header && !wraps(c.line, msg)) {
+		return candidate{}, false
+	}
+	t.cand.tier = 0
+	return c, true
+}
+
+// restatesCrash takes an exception line outside a block (its block was
+// cut by another process's line) that the crash line held as a hint
+// ends with: the exception line states the cause (yieldCrash).
+func (t *Tracker) restatesCrash(stored, msg string) bool {
+	c := &t.cand
+	if c.tier != TierHint || !c.crash || !isExceptionLine(msg) || !wraps(c.line, msg) {
+		return false
+	}
+	c.line = stored
+	return true
 }
 
 // offerUnmatched offers a block whose exception line (stored; root is it
@@ -975,8 +1064,21 @@ func (t *Tracker) offerUnmatched(tb *traceback, root, stored string) {
 	case tb.hint != "":
 		t.offer(tb.hintRule, root, tb.hint, tb.blockPhase(""), TierError, false)
 	case hs != nil && hs.Crash:
-		t.offer(hs.Name, stored, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), true)
+		t.offer(hs.Name, firstStated(t.fallback, stored), tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), true)
 	}
+}
+
+// firstStated is the line that first stated a crash's exception
+// (stored): the first error line no rule explained (fallback) when it
+// ends with the exception's message after words of its own (TensorRT-LLM's
+// "[E] Encountered an error in forward function: MSG" before the
+// executor thread's "RuntimeError: MSG"), else the exception line.
+func firstStated(fallback, stored string) string {
+	msg, _ := splitLine(stored)
+	if fallback != "" && wraps(fallback, msg) {
+		return fallback
+	}
+	return stored
 }
 
 // offerException offers a block's exception line that rule s matched
