@@ -206,6 +206,17 @@ func TestExtractKilledAndResumed(t *testing.T) {
 	if !strings.Contains(string(res), fmt.Sprintf("%d finished earlier", finished)) {
 		t.Errorf("rerun did not skip the %d finished documents:\n%s", finished, res)
 	}
+	// The progress counts on from what the resume reused (issue 26 F12:
+	// it said "document 1/5" and "0 of 5 documents done" after a resume).
+	if want := fmt.Sprintf("extract: echo: %d of 5 documents done from the interrupted run, resuming %d\n", finished, 5-finished); !strings.Contains(string(res), want) {
+		t.Errorf("rerun does not say what it reused (%q):\n%s", want, res)
+	}
+	if want := fmt.Sprintf("extract: echo: document %d/5 (", finished+1); !strings.Contains(string(res), want) {
+		t.Errorf("rerun's first document line is not %q:\n%s", want, res)
+	}
+	if strings.Contains(string(res), "document 1/5 (") {
+		t.Errorf("rerun counts from 1 again:\n%s", res)
+	}
 	claims, err := extract.ReadClaims(filepath.Join(out, extract.ClaimsFile))
 	if err != nil {
 		t.Fatal(err)

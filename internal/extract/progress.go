@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"fmt"
 	"io"
 	"time"
 
@@ -27,10 +28,14 @@ type barProgress struct {
 	bar *progressbar.ProgressBar
 }
 
-func (p *barProgress) Start(total int) {
+func (p *barProgress) Start(total, reused int) {
+	desc := "extracting sentences"
+	if reused > 0 {
+		desc = fmt.Sprintf("extracting sentences (%d documents reused)", reused)
+	}
 	p.bar = progressbar.NewOptions(total,
 		progressbar.OptionSetWriter(p.w),
-		progressbar.OptionSetDescription("extracting sentences"),
+		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionSetWidth(30),

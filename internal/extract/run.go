@@ -46,8 +46,13 @@ type Chatter interface {
 }
 
 // Progress receives progress in sentences; TerminalProgress draws a bar.
+// Start comes once, before the first request: totalSentences is what this
+// run will extract (the sentences of the documents left to do) and
+// reusedDocuments how many documents an earlier run into the same folder
+// finished (a resume keeps them; they are not redone), so a resumed run
+// counts on from them.
 type Progress interface {
-	Start(totalSentences int)
+	Start(totalSentences, reusedDocuments int)
 	Add(sentences int)
 	Finish()
 }
@@ -308,7 +313,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 		}
 	}
 	if opts.Progress != nil {
-		opts.Progress.Start(total)
+		opts.Progress.Start(total, sum.Skipped)
 		defer opts.Progress.Finish()
 	}
 	w := &worker{v: v, opts: &opts, info: info}

@@ -395,15 +395,17 @@ func (g *SemanticGate) runReplicate(ctx context.Context, c *corpus.Corpus, t sem
 }
 
 // ExtractionLines are the progress lines of one extraction of total
-// documents, written through logf as plain lines (a terminal or not): one
-// per finished document ("prod: document 2/5 (bakery) done: 1 claim, 3
+// documents, written through logf as plain lines (a terminal or not): on a
+// resume first what the earlier run left ("prod: 8 of 48 documents done
+// from the interrupted run, resuming 40"), then one per finished document
+// counting on from those ("prod: document 9/48 (bakery) done: 1 claim, 3
 // rejects, about 4 min left ...", label naming it), and a heartbeat with
-// the sentences done (backend naming it) whenever no line was written for
-// sideHeartbeatEvery (15 s). Pass onCommit and progress as the run's
+// the sentences done whenever no line was written for sideHeartbeatEvery
+// (15 s). Pass onCommit and progress as the run's
 // extract.Options OnCommit and Progress; call stop when the run returns.
 // The semantic gate and 'hiro extract' both use it.
 func ExtractionLines(backend, label string, total int, logf func(string)) (onCommit func(extract.DocProgress), progress extract.Progress, stop func()) {
-	hb := &sideProgress{backend: backend, docsTotal: total, start: time.Now()}
+	hb := &sideProgress{backend: backend, label: label, docsTotal: total, start: time.Now(), logf: logf}
 	hb.noteLine(hb.start)
 	onCommit = func(dp extract.DocProgress) {
 		now := time.Now()
@@ -427,15 +429,37 @@ var sideHeartbeatEvery = 15 * time.Second
 type sideProgress struct {
 	backend         string
 	docsTotal       int
+	label           string       // names the side in the resume line
+	logf            func(string) // the resume line; nil writes none
 	start           time.Time
 	docsDone        atomic.Int64
 	sentences, done atomic.Int64
 	lastLine        atomic.Int64 // unix nanoseconds of the last line written
 }
 
-func (p *sideProgress) Start(total int) { p.sentences.Store(int64(total)) }
-func (p *sideProgress) Add(n int)       { p.done.Add(int64(n)) }
-func (p *sideProgress) Finish()         {}
+// Start counts the documents an earlier run finished as done (a resume
+// reuses them) and says so in a line before the first new one.
+func (p *sideProgress) Start(total, reused int) {
+	p.sentences.Store(int64(total))
+	p.docsDone.Store(int64(reused))
+	if reused > 0 && p.logf != nil {
+		p.logf(resumeLine(p.label, reused, p.docsTotal))
+		p.noteLine(time.Now())
+	}
+}
+func (p *sideProgress) Add(n int) { p.done.Add(int64(n)) }
+func (p *sideProgress) Finish()   {}
+
+// resumeLine says what a resumed extraction reuses: "prod: 8 of 48
+// documents done from the interrupted run, resuming 40"; with nothing
+// left, "prod: 48 of 48 documents done by an earlier run, nothing left to
+// extract".
+func resumeLine(backend string, reused, total int) string {
+	if reused >= total {
+		return fmt.Sprintf("%s: %d of %s done by an earlier run, nothing left to extract", backend, reused, account.Plural(total, "document", "documents"))
+	}
+	return fmt.Sprintf("%s: %d of %s done from the interrupted run, resuming %d", backend, reused, account.Plural(total, "document", "documents"), total-reused)
+}
 
 // noteLine records that a progress line was written at now.
 func (p *sideProgress) noteLine(now time.Time) { p.lastLine.Store(now.UnixNano()) }

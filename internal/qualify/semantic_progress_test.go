@@ -32,7 +32,7 @@ func TestDocProgressLineAgreesInNumber(t *testing.T) {
 func TestSideHeartbeat(t *testing.T) {
 	p := &sideProgress{backend: "prod", docsTotal: 5, start: time.Now()}
 	p.noteLine(p.start)
-	p.Start(48)
+	p.Start(48, 0)
 	p.Add(12)
 	p.docsDone.Add(2)
 	lines := make(chan string, 100)
@@ -83,9 +83,43 @@ func TestSideETA(t *testing.T) {
 		}
 	}
 	p := &sideProgress{backend: "prod", docsTotal: 48, start: time.Now().Add(-9*time.Minute - 41*time.Second)}
-	p.Start(240)
+	p.Start(240, 0)
 	p.Add(71)
 	if l := p.line(p.start.Add(9*time.Minute + 41*time.Second)); !strings.HasSuffix(l, "9m41s so far, about 23 min left for this side at this rate") {
 		t.Errorf("heartbeat %q", l)
+	}
+}
+
+// A resumed extraction counts on from the documents the earlier run
+// finished (issue 26 F12): it says what it reuses, numbers the next
+// document after them, and its heartbeat counts them as done.
+func TestExtractionLinesCountWhatAResumeReused(t *testing.T) {
+	var lines []string
+	onCommit, prog, stop := ExtractionLines("prod", "prod (replicate 1/2)", 48, func(s string) { lines = append(lines, s) })
+	defer stop()
+	prog.Start(120, 8)
+	onCommit(extract.DocProgress{DocID: "bakery", Status: "done", Claims: 1})
+	if len(lines) != 2 {
+		t.Fatalf("lines %q, want the resume line and one document line", lines)
+	}
+	if want := "prod (replicate 1/2): 8 of 48 documents done from the interrupted run, resuming 40"; lines[0] != want {
+		t.Errorf("resume line %q, want %q", lines[0], want)
+	}
+	if !strings.HasPrefix(lines[1], "prod (replicate 1/2): document 9/48 (bakery) done: 1 claim, 0 rejects") {
+		t.Errorf("first document after the resume: %q, want document 9/48", lines[1])
+	}
+	if l := prog.(*sideProgress).line(time.Now()); !strings.Contains(l, "(9 of 48 documents done)") {
+		t.Errorf("heartbeat %q does not count the reused documents", l)
+	}
+	// Nothing reused: no resume line; everything reused: nothing left.
+	if got := resumeLine("prod", 48, 48); got != "prod: 48 of 48 documents done by an earlier run, nothing left to extract" {
+		t.Errorf("all reused: %q", got)
+	}
+	var fresh []string
+	_, prog2, stop2 := ExtractionLines("prod", "prod", 5, func(s string) { fresh = append(fresh, s) })
+	defer stop2()
+	prog2.Start(30, 0)
+	if len(fresh) != 0 {
+		t.Errorf("a fresh run wrote %q", fresh)
 	}
 }
