@@ -81,6 +81,11 @@ func init() {
 			// operators while it loads ("Injecting model.layers.0 as ...")
 			{Text: "Injecting model", Phase: failure.PhaseLoad},
 			{Text: "Using library model", Phase: failure.PhaseLoad},
+			// mlx_lm.server processing a request's prompt
+			// (mlx_lm/server.py: "Prompt processing progress: 4096/11873");
+			// its "Starting httpd at" comes before the default model loads
+			// in newer versions, so it marks nothing
+			{Text: "Prompt processing progress: ", Pattern: regexp.MustCompile(`Prompt processing progress: \d+/\d+`), Phase: failure.PhaseInference},
 			// MLC LLM's chat runs the conversation's system prompt first:
 			// its first kernels
 			{Text: "Running system prompts", Phase: failure.PhaseWarmup},

@@ -202,6 +202,18 @@ func TestRootCauseByStructure(t *testing.T) {
 			`  File "/x/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 1016, in _executor_loop_overlap`,
 			"RuntimeError: boom in gemm",
 		}, Exited(0), failure.ClassEngineDied, "Encountered an error in forward function: boom in gemm"},
+		{"a logged line stays the cause; the handler's block names the phase", "openai", []string{
+			"ERROR:root:Model type qwen2_5_vl not supported.",
+			"Traceback (most recent call last):",
+			`  File "/x/mlx_vlm/utils.py", line 64, in get_model_and_args`,
+			"ModuleNotFoundError: No module named 'mlx_vlm.models.qwen2_5_vl'",
+			"",
+			"During handling of the above exception, another exception occurred:",
+			"",
+			"Traceback (most recent call last):",
+			`  File "/x/mlx_vlm/utils.py", line 160, in load_model`,
+			"ValueError: Model type qwen2_5_vl not supported.",
+		}, Exited(1), failure.ClassModelLoadFailed, "ERROR:root:Model type qwen2_5_vl not supported."},
 	} {
 		tr := mustLookup(t, c.kind).NewTracker()
 		for _, l := range c.lines {
@@ -210,6 +222,9 @@ func TestRootCauseByStructure(t *testing.T) {
 		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: c.exit})
 		if f.Class != c.class || !strings.Contains(f.RootCause, c.root) {
 			t.Errorf("%s: %s %q (rule %s), want %s with %q", c.name, f.Class, f.RootCause, f.Rule, c.class, c.root)
+		}
+		if strings.HasPrefix(c.name, "a logged line stays") && f.Phase != failure.PhaseLoad {
+			t.Errorf("%s: phase %s, want load (the handler's load_model frame)", c.name, f.Phase)
 		}
 	}
 }

@@ -263,6 +263,7 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 		if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && cls == t.cand.class && wraps(t.cand.line, msg) {
 			t.cand.rule, t.cand.line = s.Name, stored
 		}
+		t.cand.exc = true // the chain that may follow is its call path (causeStack)
 		return true
 	case t.lines == t.cand.at+1 && strings.Contains(msg, "Traceback (most recent call last)"):
 		t.tb = traceback{restate: true}
@@ -271,14 +272,17 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 	return false
 }
 
-// causeStack follows the blocks a raise ... from chain prints after the
-// root-cause exception (the innermost of the chain): their frames are the
-// call path that led to it, and may name the phase it was raised in (TGI's
-// weight_files below download_weights is the weights' listing: load). It
-// reports whether the line was used up.
+// causeStack follows the blocks a raise ... from chain (or a "During
+// handling of the above exception" pair) prints after the root-cause
+// exception (the innermost of the chain) or after the block a logged
+// root-cause line introduced (restatedBlock): their frames are the call
+// path that led to it, and may name the phase it was raised in (TGI's
+// weight_files below download_weights is the weights' listing: load;
+// mlx_lm's load_model). It reports whether the line was used up.
 func (t *Tracker) causeStack(msg string, frame bool) bool {
 	m := strings.TrimSpace(msg)
-	link := strings.HasPrefix(m, "The above exception was the direct cause of the following exception")
+	link := strings.HasPrefix(m, "The above exception was the direct cause of the following exception") ||
+		strings.HasPrefix(m, "During handling of the above exception, another exception occurred")
 	switch {
 	case t.tb.chain && (frame || link || strings.Contains(m, "Traceback (most recent call last)")):
 		t.frame(msg)
