@@ -5,17 +5,17 @@
 // backend's endpoint (host and port: two configuration files naming the
 // same server share it; a campaign also holds its candidate's endpoint
 // this way), AcceleratorKey for the accelerator an exclusive candidate
-// needs. A holder's record is written into each key's file as soon as it
-// is locked, so a refused racer names the holder; a shared user of the
-// accelerator is named through its record on another key
-// (SharesAccelerator). Each key is one file in the lease folder (Dir). Taking
+// needs. A holder's record is written into each key's file once locked, so
+// a refused racer names the holder; a shared user of the accelerator is
+// named through its record on another key (SharesAccelerator). Each key is
+// one file in the lease folder (Dir: one per user whatever the state home,
+// moved only by HIRO_LEASE_DIR). Taking
 // a key is atomic: the file is opened (created when missing) and locked
 // with flock(LOCK_EX|LOCK_NB) (LOCK_SH for a non-exclusive user of the
-// accelerator: many at once, none beside an exclusive one); the lock is held for as long as the owner
-// runs (a whole campaign, or one 'hiro backend start' command) and the
-// kernel drops it when the owner dies, however it dies. The file's content
-// says who holds it (a Lease: campaign id, configuration, production,
-// candidate, pid, process start time, uid).
+// accelerator: many at once, none beside an exclusive one); the lock is
+// held while the owner runs (a campaign, one 'hiro backend start'), dropped
+// by the kernel when the owner dies. The file says who holds it (a Lease:
+// campaign, configuration, production, candidate, pid, start time, uid).
 //
 // The API other packages use:
 //
@@ -30,9 +30,9 @@
 //
 // A file that exists, is not locked and holds a campaign record was left
 // by a hiro that died while production was its responsibility: Scan lists
-// such leases (and sets aside unreadable ones, reporting each), Claim takes
-// one over for recovery. A file not owned by the current user, or writable
-// by others, is refused and never acted on.
+// such leases (setting aside unreadable ones, reporting each), Claim takes
+// one over for recovery. Another user's file, or one others may write, is
+// refused.
 //
 // It only says who owns what: it must not start, stop or signal processes
 // or read configurations, and it must not import supervisor (procfs

@@ -220,10 +220,12 @@ func fileName(dir, key string) string { return filepath.Join(dir, sanitize(key)+
 
 // Dir returns the private lease folder of the user, created 0700 when
 // missing and checked (private.Leases): $HIRO_LEASE_DIR, else
-// <state home>/leases (private.StateHome: $HIRO_STATE_HOME,
-// $XDG_STATE_HOME/hiro, ~/.local/state/hiro, the password database's home
-// when HOME is unset). There is no shared fallback (no /tmp): without a
-// home it is an error naming the variable to set. A folder owned by
+// ~/.local/state/hiro/leases (private.UserStateHome: $HOME, the password
+// database's home when HOME is unset) whatever the state home: a lease is
+// of what the machine has once (a port, the accelerator), so runs under
+// different HIRO_STATE_HOME or XDG_STATE_HOME values see one another's.
+// There is no shared fallback (no /tmp): without a home it is an error
+// naming HIRO_LEASE_DIR. A folder owned by
 // another user, or that its group or others may write, is refused.
 func Dir() (string, error) { return private.Leases.Ensure() }
 

@@ -145,3 +145,34 @@ func TestSharedAcceleratorHolderNamed(t *testing.T) {
 		t.Errorf("a refused Acquire left a dead campaign: %+v", dead[0])
 	}
 }
+
+// One configuration run under two state homes holds one lease on
+// production's endpoint and on the accelerator: the second run is refused,
+// naming the first (issue 26 F6: each state home had its own lease folder,
+// the second run saw no lease and both acted on production).
+func TestTwoStateHomesShareTheEndpointsLease(t *testing.T) {
+	t.Setenv("HIRO_LEASE_DIR", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", t.TempDir())
+	key := ProductionKey("http://127.0.0.1:11434")
+	t.Setenv("HIRO_STATE_HOME", t.TempDir())
+	first, err := Dir()
+	must(t, err)
+	h, err := Acquire(first, &Lease{Kind: KindCampaign, Campaign: "under-a"}, key, AcceleratorKey)
+	must(t, err)
+	defer h.Release()
+	t.Setenv("HIRO_STATE_HOME", t.TempDir())
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	second, err := Dir()
+	must(t, err)
+	for _, k := range []string{key, AcceleratorKey} {
+		_, err = Acquire(second, &Lease{Kind: KindCampaign, Campaign: "under-b"}, k)
+		var held *HeldError
+		if !errors.As(err, &held) || held.Holder == nil || held.Holder.Campaign != "under-a" {
+			t.Errorf("%s under another state home (lease folder %s, first %s): %v; want refused, naming campaign under-a", k, second, first, err)
+		}
+		if got := HeldBy(second, k); got == nil || got.Campaign != "under-a" {
+			t.Errorf("HeldBy(%s) under another state home = %v; want campaign under-a", k, got)
+		}
+	}
+}

@@ -150,13 +150,20 @@ type Folder struct {
 	Env string
 	// Sub is its name under the state home.
 	Sub string
+	// Machine marks a folder of what the machine has once (the lease of a
+	// TCP port, of the accelerator): only Env moves it, never the state
+	// home (HIRO_STATE_HOME, XDG_STATE_HOME), so runs under different
+	// state homes find one another's leases (issue 26 F6). Its place is
+	// <home>/.local/state/hiro/<Sub> (UserStateHome).
+	Machine bool
 }
 
 // The folders hiro keeps state in. Each is created 0700 and checked by
 // Ensure; readers check with Check before trusting what is inside.
 var (
 	// Leases holds the lease files (package lease).
-	Leases = Folder{What: "lease folder", Env: "HIRO_LEASE_DIR", Sub: "leases"}
+	// It is the user's, whatever state home a run uses (Machine).
+	Leases = Folder{What: "lease folder", Env: "HIRO_LEASE_DIR", Sub: "leases", Machine: true}
 	// Production holds the production records, lock and switch intents
 	// (package production).
 	Production = Folder{What: "production record folder", Env: "HIRO_PRODUCTION_DIR", Sub: "production"}
@@ -190,6 +197,19 @@ func StateHome() (string, error) {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "hiro"), nil
 	}
+	return UserStateHome()
+}
+
+// UserStateHome is the state home no state variable moves:
+// <home>/.local/state/hiro, where <home> is $HOME or, when HOME is unset
+// (a service unit), the user's home in the password database. The folders
+// of what the machine has once (Folder.Machine: the leases) live under it.
+// Without a home it is an error wrapping ErrNoStateHome. It creates
+// nothing.
+func UserStateHome() (string, error) { return userStateHome(StateHomeEnv) }
+
+// userStateHome is UserStateHome; its error names v as the variable to set.
+func userStateHome(v string) (string, error) {
 	home := os.Getenv("HOME")
 	if home == "" {
 		if u, err := user.Current(); err == nil {
@@ -197,18 +217,25 @@ func StateHome() (string, error) {
 		}
 	}
 	if home == "" || home == "/" || !filepath.IsAbs(home) {
-		return "", fmt.Errorf("%w: HOME is unset and uid %d has no home folder in the password database; set %s to a folder only you can write (it is created 0700)", ErrNoStateHome, os.Getuid(), StateHomeEnv)
+		return "", fmt.Errorf("%w: HOME is unset and uid %d has no home folder in the password database; set %s to a folder only you can write (it is created 0700)", ErrNoStateHome, os.Getuid(), v)
 	}
 	return filepath.Join(home, ".local", "state", "hiro"), nil
 }
 
 // Path returns the folder without creating or checking it: $<Env> when
-// set, else <StateHome>/<Sub>.
+// set, else <StateHome>/<Sub> (<UserStateHome>/<Sub> for a Machine folder).
 func (f Folder) Path() (string, error) {
 	if f.Env != "" {
 		if d := os.Getenv(f.Env); d != "" {
 			return filepath.Abs(d)
 		}
+	}
+	if f.Machine {
+		home, err := userStateHome(f.Env)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", f.What, err)
+		}
+		return filepath.Join(home, f.Sub), nil
 	}
 	home, err := StateHome()
 	if err != nil {
@@ -246,7 +273,10 @@ func (f Folder) Check() (string, error) {
 // fix says how to use another folder.
 func (f Folder) fix() string {
 	v := StateHomeEnv
-	if f.Env != "" {
+	switch {
+	case f.Machine:
+		v = f.Env
+	case f.Env != "":
 		v = f.Env + " (or " + StateHomeEnv + ")"
 	}
 	return "; or set " + v + " to a folder only you can write"

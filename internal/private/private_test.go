@@ -42,14 +42,18 @@ func TestNoSharedFallbackWithoutHome(t *testing.T) {
 	}
 }
 
-// Every folder follows HIRO_STATE_HOME; the leases folder's own variable
-// names it alone, and under HIRO_LEASE_DIR (tests and trials) the others
-// go beside the leases.
+// Every folder but the leases follows HIRO_STATE_HOME; the leases folder's
+// own variable names it alone, and under HIRO_LEASE_DIR (tests and
+// trials) the others go beside the leases.
 func TestFolderResolution(t *testing.T) {
 	isolate(t)
 	home := t.TempDir()
+	t.Setenv("HOME", t.TempDir())
 	t.Setenv(StateHomeEnv, home)
 	for _, f := range allFolders {
+		if f.Machine {
+			continue
+		}
 		d, err := f.Path()
 		if err != nil || d != filepath.Join(home, f.Sub) {
 			t.Errorf("%s under %s = %s, %v; want %s", f.What, StateHomeEnv, d, err, filepath.Join(home, f.Sub))
@@ -71,10 +75,42 @@ func TestFolderResolution(t *testing.T) {
 	}
 }
 
+// The leases are of what the machine has once (a port, the accelerator):
+// runs under two state homes find the same lease folder, which only
+// HIRO_LEASE_DIR moves (issue 26 F6: each state home had its own and two
+// runs of one configuration both acted on production).
+func TestLeasesAreOneFolderWhateverTheStateHome(t *testing.T) {
+	isolate(t)
+	user := t.TempDir()
+	t.Setenv("HOME", user)
+	want := filepath.Join(user, ".local", "state", "hiro", "leases")
+	for _, env := range [][2]string{{StateHomeEnv, ""}, {StateHomeEnv, t.TempDir()}, {StateHomeEnv, t.TempDir()}, {"XDG_STATE_HOME", t.TempDir()}} {
+		t.Setenv(env[0], env[1])
+		if d, err := Leases.Path(); err != nil || d != want {
+			t.Errorf("leases with %s=%q: %s, %v; want %s", env[0], env[1], d, err, want)
+		}
+	}
+	if d, _ := Production.Path(); d == filepath.Join(user, ".local", "state", "hiro", "production") {
+		t.Errorf("the production records stopped following the state home: %s", d)
+	}
+	own := t.TempDir()
+	t.Setenv("HIRO_LEASE_DIR", own)
+	if d, _ := Leases.Path(); d != own {
+		t.Errorf("HIRO_LEASE_DIR=%s gives %s", own, d)
+	}
+	// Without a home the error names the one variable that moves them.
+	t.Setenv("HIRO_LEASE_DIR", "")
+	t.Setenv("HOME", "relative")
+	if _, err := Leases.Path(); err == nil || !strings.Contains(err.Error(), "set HIRO_LEASE_DIR") {
+		t.Errorf("no home: %v; want an error naming HIRO_LEASE_DIR", err)
+	}
+}
+
 func TestEnsureCreatesOwnerOnly(t *testing.T) {
 	isolate(t)
 	home := filepath.Join(t.TempDir(), "state")
 	t.Setenv(StateHomeEnv, home)
+	t.Setenv("HOME", t.TempDir()) // the leases are under the user's home
 	for _, f := range allFolders {
 		d, err := f.Ensure()
 		if err != nil {
