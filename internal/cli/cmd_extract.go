@@ -205,6 +205,9 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 		if errors.Is(err, extract.ErrRunMismatch) || errors.Is(err, extract.ErrOutNotDir) {
 			return UsageError(fmt.Errorf("extract: %w", err))
 		}
+		if errors.Is(err, extract.ErrOutBusy) {
+			return BusyError(fmt.Errorf("extract: %w", err))
+		}
 		return FailedError(fmt.Errorf("extract: %w", err))
 	}
 	if g.JSON {

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/corpus"
@@ -26,10 +30,23 @@ var ErrRunMismatch = errors.New("output directory holds a different run")
 // usage), not a failure of the run.
 var ErrOutNotDir = errors.New("the output path is not a directory")
 
+// ErrOutBusy means another live run writes the output directory (it holds
+// LockFile): two runs into one directory would truncate and interleave
+// each other's files. The caller waits for it to end or picks another
+// directory; nothing was written.
+var ErrOutBusy = errors.New("the output directory is in use by another run")
+
+// LockFile is the file of an output directory a run holds locked (flock,
+// exclusive) from before it reads run.json until it ends; it holds the
+// holder's pid and start time for the refusal's message. The kernel drops
+// the lock when the holder dies, so a killed run leaves nothing to clean.
+const LockFile = ".lock"
+
 // outDir is an open output directory: the append-only claims and rejects
 // files, the progress checkpoint, and what earlier runs finished.
 type outDir struct {
 	dir                     string
+	lock                    *os.File
 	claims, rejects, prog   *os.File
 	claimsSize, rejectsSize int64
 	// history is every progress line read at open, in order.
@@ -51,6 +68,51 @@ func openOut(dir string, info RunInfo) (*outDir, error) {
 		}
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
+	lock, err := lockOut(dir)
+	if err != nil {
+		return nil, err
+	}
+	o, err := openLocked(dir, info)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	o.lock = lock
+	return o, nil
+}
+
+// lockOut takes dir's LockFile (non-blocking) and writes this process's
+// pid and start time into it; a held lock is an ErrOutBusy error naming
+// the holder from the file.
+func lockOut(dir string) (*os.File, error) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("output directory lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := io.ReadAll(io.LimitReader(f, 256))
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			who := strings.TrimSpace(string(holder))
+			if who == "" {
+				who = "starting"
+			}
+			return nil, fmt.Errorf("%w: %s is being written by another hiro run (%s); wait for it to end and run the command again to resume from what it finished, or give another --out directory (nothing was written)", ErrOutBusy, dir, who)
+		}
+		return nil, fmt.Errorf("output directory lock %s: %w", path, err)
+	}
+	rec := fmt.Sprintf("pid %d, started %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339))
+	// The record only names the holder in a refusal: a failed write
+	// leaves the lock as good.
+	if f.Truncate(0) == nil {
+		f.WriteAt([]byte(rec), 0)
+	}
+	return f, nil
+}
+
+// openLocked is openOut's work once the directory's lock is held.
+func openLocked(dir string, info RunInfo) (*outDir, error) {
 	runPath := filepath.Join(dir, RunFile)
 	b, err := os.ReadFile(runPath)
 	switch {
@@ -360,7 +422,7 @@ func (o *outDir) done() map[string]string {
 }
 
 func (o *outDir) close() {
-	for _, f := range []*os.File{o.claims, o.rejects, o.prog} {
+	for _, f := range []*os.File{o.claims, o.rejects, o.prog, o.lock} {
 		if f != nil {
 			f.Close()
 		}

@@ -2,6 +2,9 @@ package extract
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -66,4 +69,33 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 	if d := sameRun(base, other); !strings.Contains(d, "max_doc_bytes") {
 		t.Errorf("shards with different max_doc_bytes: %q", d)
 	}
+}
+
+// TestSecondRunIntoOneDirectoryIsRefused: while one run holds an output
+// directory, a second run into it is refused with ErrOutBusy naming the
+// holder's pid, before it reads or truncates anything; once the first
+// ends, the directory resumes.
+func TestSecondRunIntoOneDirectoryIsRefused(t *testing.T) {
+	info := RunInfo{Schema: RunSchema, Backend: "b", Model: "m", PromptHash: "p", SchemaHash: "s", SpanUnit: SpanUnit}
+	dir := t.TempDir()
+	first, err := openOut(dir, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.claims.WriteString(`{"doc_id":"a"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = openOut(dir, info)
+	if !errors.Is(err, ErrOutBusy) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) || !strings.Contains(err.Error(), "another --out") {
+		t.Fatalf("a second run beside the first: %v; want ErrOutBusy naming pid %d and what to do", err, os.Getpid())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ClaimsFile)); string(b) != `{"doc_id":"a"}`+"\n" {
+		t.Errorf("the refused run changed the first's claims: %q", b)
+	}
+	first.close()
+	again, err := openOut(dir, info)
+	if err != nil {
+		t.Fatalf("after the first run ended: %v", err)
+	}
+	again.close()
 }
