@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -175,9 +176,15 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string, 
 		defer fh.Close()
 		in = fh
 	}
-	d, err := engine.DiagnoseLog(in, o.Engine, engine.DiagnoseOptions{Exit: exit, RequiresAccelerator: o.RequiresAccelerator})
+	seen := &textSeen{r: in}
+	d, err := engine.DiagnoseLog(seen, o.Engine, engine.DiagnoseOptions{Exit: exit, RequiresAccelerator: o.RequiresAccelerator})
 	if err != nil {
 		return UsageErrorf("diagnose: %s: %w", path, err)
+	}
+	if !seen.text && o.Signal == "" && !o.HasExit {
+		// Nothing to read and no exit status: any class would be a guess
+		// (a wrong file, a log not flushed yet).
+		return UsageErrorf("diagnose: the log %s is empty (no text in it): nothing to diagnose; give the engine's combined stdout and stderr, or --exit/--signal when the process ended before writing a line", path)
 	}
 	var dev *engine.ServingDevice
 	if d.Device.Kind != "" {
@@ -188,11 +195,29 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string, 
 		enc.SetIndent("", "  ")
 		return enc.Encode(diagnoseReport{Log: path, Engine: o.Engine, Failure: untimedFailure{d.Failure}, Device: dev})
 	}
+	if !seen.text {
+		fmt.Fprintln(g.Stdout, "the log is empty: this verdict rests on the exit status alone")
+	}
 	printDiagnosis(g.Stdout, d.Failure)
 	if dev != nil {
 		fmt.Fprintf(g.Stdout, "serving device: %s (%s)\n", dev, dev.Evidence)
 	}
 	return nil
+}
+
+// textSeen passes a log through, noting whether it held anything but
+// white space.
+type textSeen struct {
+	r    io.Reader
+	text bool
+}
+
+func (t *textSeen) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if !t.text && len(bytes.TrimSpace(p[:n])) > 0 {
+		t.text = true
+	}
+	return n, err
 }
 
 // runDiagnoseCoverage diagnoses every case of the sets in dirs and prints

@@ -181,6 +181,8 @@ func TestDiagnoseStdin(t *testing.T) {
 func TestDiagnoseUsage(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "engine.log")
 	os.WriteFile(log, []byte("main: loading model\n"), 0o644)
+	empty := filepath.Join(t.TempDir(), "empty.log")
+	os.WriteFile(empty, []byte("\n \n"), 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -193,6 +195,7 @@ func TestDiagnoseUsage(t *testing.T) {
 		{[]string{"diagnose", log, "--engine", "vllm", "--signal", "NOPE"}, "not a signal name"},
 		{[]string{"diagnose", log, "--engine", "vllm", "--exit", "300"}, "0 to 255"},
 		{[]string{"diagnose", "--engine", "vllm"}, "diagnose: give one engine log file, or case-set directories with --coverage (got 0 arguments), e.g. hiro diagnose"},
+		{[]string{"diagnose", empty, "--engine", "vllm"}, "is empty (no text in it): nothing to diagnose"},
 	} {
 		var out, errb bytes.Buffer
 		code := Run(context.Background(), c.args, &out, &errb)
@@ -215,6 +218,13 @@ func TestDiagnoseUsage(t *testing.T) {
 	if code := Run(context.Background(), []string{"diagnose", log, "--engine", "llamacpp", "--signal", "9"}, &out, &errb); code != ExitOK ||
 		!strings.Contains(out.String(), "killed by signal KILL") || !strings.Contains(out.String(), "engine_died in phase load") {
 		t.Errorf("signal 9: exit %d, %q", code, out.String())
+	}
+	// An empty log with an exit status is diagnosed on the status alone,
+	// and says so.
+	out.Reset()
+	if code := Run(context.Background(), []string{"diagnose", empty, "--engine", "llamafile", "--signal", "ILL"}, &out, &errb); code != ExitOK ||
+		!strings.Contains(out.String(), "the log is empty: this verdict rests on the exit status alone") {
+		t.Errorf("empty log, signal ILL: exit %d, %q", code, out.String())
 	}
 }
 
