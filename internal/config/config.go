@@ -273,6 +273,10 @@ type Error struct {
 	// Err is the cause when one is worth testing with errors.Is
 	// (ErrNotFound); it is not part of the message.
 	Err error
+	// meant is the key an unknown key's "did you mean" names: its
+	// validation errors (a default the typo left in place) are not
+	// reported beside it.
+	meant string
 }
 
 // ErrNotFound is the cause (errors.Is) of Load's error when the
@@ -337,9 +341,9 @@ func parse(data []byte, path string, skip map[string]bool) (*Config, error) {
 		return nil, err
 	}
 	var c Config
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c)
+	md, early, err := decodeAll(path, data, &c)
 	if err != nil {
-		return nil, decodeError(path, data, err)
+		return nil, err
 	}
 	if err := checkMapTables(path, data, md); err != nil {
 		return nil, err
@@ -347,10 +351,9 @@ func parse(data []byte, path string, skip map[string]bool) (*Config, error) {
 	for name := range skip {
 		delete(c.Backends, name)
 	}
+	early = othersThan(early, skip)
 	if und := md.Undecoded(); len(und) > 0 {
-		if es := othersThan(unknownKeyErrors(path, data, md, und), skip); len(es) > 0 {
-			return nil, es
-		}
+		early = append(early, othersThan(unknownKeyErrors(path, data, md, und), skip)...)
 	}
 	c.Path = path
 	c.Dir = filepath.Dir(path)
@@ -363,10 +366,99 @@ func parse(data []byte, path string, skip map[string]bool) (*Config, error) {
 	if !md.IsDefined("activation", "require") {
 		c.Activation.Require = append([]string{}, DefaultActivationRequire...)
 	}
-	if es := c.validate(); len(es) > 0 {
+	if es := append(early, laterErrors(c.validate(), early)...); len(es) > 0 {
 		return nil, es
 	}
 	return &c, nil
+}
+
+// maxValueErrors bounds how many value errors one parse collects.
+const maxValueErrors = 20
+
+// decodeAll decodes data into c and reports every bad value at once (an
+// invalid duration, a string where a number goes), not one a run: each
+// value error's line is blanked and the rest decoded again. A syntax
+// error stops it (err), as it makes the rest unreadable; so does a value
+// error whose line is not known.
+func decodeAll(path string, data []byte, c *Config) (toml.MetaData, Errors, error) {
+	var syntax map[string]any
+	if _, err := toml.Decode(string(data), &syntax); err != nil {
+		return toml.MetaData{}, nil, decodeError(path, data, err)
+	}
+	var es Errors
+	work := data
+	for {
+		*c = Config{}
+		md, err := toml.NewDecoder(bytes.NewReader(work)).Decode(c)
+		if err == nil {
+			return md, es, nil
+		}
+		e := decodeError(path, work, err)
+		line := valueErrorLine(err)
+		next := blankLine(work, line)
+		var again map[string]any
+		if line <= 0 || len(es) >= maxValueErrors || next == nil || toml.Unmarshal(next, &again) != nil {
+			// The blanked line was part of a multi-line value: what is
+			// left would be a syntax error of hiro's making.
+			if ce, ok := e.(*Error); ok {
+				return md, nil, append(es, ce)
+			}
+			return md, nil, e
+		}
+		if ce, ok := e.(*Error); ok {
+			es = append(es, ce)
+		}
+		work = next
+	}
+}
+
+// valueErrorLine is the 1-based line of a decoder's value error, or 0.
+func valueErrorLine(err error) int {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return pe.Position.Line
+	}
+	if m := reTOMLErrLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+var reTOMLErrLine = regexp.MustCompile(`^toml: line (\d+)`)
+
+// blankLine returns data with its 1-based line emptied (the line count
+// kept, so later messages keep their line numbers), or nil when there is
+// no such line or it is already blank.
+func blankLine(data []byte, line int) []byte {
+	lines := bytes.Split(data, []byte("\n"))
+	if line < 1 || line > len(lines) || len(bytes.TrimSpace(lines[line-1])) == 0 {
+		return nil
+	}
+	out := make([][]byte, len(lines))
+	copy(out, lines)
+	out[line-1] = nil
+	return bytes.Join(out, []byte("\n"))
+}
+
+// laterErrors drops the validation errors of keys an earlier error
+// already named: a blanked value is not missing as well, and a misspelt
+// key's intended one is not reported for its default.
+func laterErrors(es, early Errors) Errors {
+	named := map[string]bool{}
+	for _, e := range early {
+		named[e.Key] = true
+		if e.meant != "" {
+			named[e.meant] = true
+		}
+	}
+	var out Errors
+	for _, e := range es {
+		if !named[e.Key] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // literalKeyNames are keys a user might write a literal API key under.
@@ -634,7 +726,7 @@ func (c *Config) validate() Errors {
 	}
 	if c.Production.Backend != "" {
 		if _, ok := c.Backends[c.Production.Backend]; !ok {
-			add("production.backend", "names %q, which is not a backend profile; known: %s", c.Production.Backend, strings.Join(c.BackendNames(), ", "))
+			add("production.backend", "names %q, which is not a backend profile%s; known: %s", c.Production.Backend, DidYouMean(c.Production.Backend, c.BackendNames()), strings.Join(c.BackendNames(), ", "))
 		}
 	}
 	if c.Production.RestoreAttempts < 0 || c.Production.RestoreAttempts > 10 {
@@ -679,7 +771,7 @@ func (p *Profile) validate(file, k string) Errors {
 	if p.Engine == "" {
 		add(k+".engine", "missing; set one of %s", strings.Join(EngineKinds(), ", "))
 	} else if !contains(EngineKinds(), p.Engine) {
-		add(k+".engine", "unknown engine kind %q; use one of %s", p.Engine, strings.Join(EngineKinds(), ", "))
+		add(k+".engine", "unknown engine kind %q%s; use one of %s", p.Engine, DidYouMean(p.Engine, EngineKinds()), strings.Join(EngineKinds(), ", "))
 	}
 	if p.Unmanaged {
 		if p.Command != "" {
@@ -781,7 +873,7 @@ func (c *Config) BackendNames() []string {
 func (c *Config) Backend(name string) (*Profile, error) {
 	p, ok := c.Backends[name]
 	if !ok || p == nil {
-		return nil, &Error{File: c.Path, Key: "backends." + name, Msg: fmt.Sprintf("no such backend profile; known: %s", strings.Join(c.BackendNames(), ", "))}
+		return nil, &Error{File: c.Path, Key: "backends." + name, Msg: fmt.Sprintf("no such backend profile%s; known: %s", DidYouMean(name, c.BackendNames()), strings.Join(c.BackendNames(), ", "))}
 	}
 	return p, nil
 }

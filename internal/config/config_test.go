@@ -362,3 +362,40 @@ func loadText(t *testing.T, dir, name, text string) error {
 	_, err := Load(path)
 	return err
 }
+
+// TestEveryMistakeAtOnce: a bad value, an unknown key and a bad engine
+// kind in two profiles are reported by one parse (a new user fixed them
+// over three runs), each once: the blanked value and the misspelt key's
+// intended one are not also called missing.
+func TestEveryMistakeAtOnce(t *testing.T) {
+	text := strings.Replace(good, `ready_timeout = "90s"`, `ready_timeout = "2 minutes"`, 1) +
+		"[backends.cand]\nengine = \"olama\"\ncommand = \"ollama\"\nargs = [\"serve\"]\nprot = 11501\nmodel = \"m\"\n" +
+		"ready_timeout = 5\n"
+	_, err := Parse([]byte(text), "hiro.toml")
+	es, ok := err.(Errors)
+	if !ok {
+		t.Fatalf("error %v (%T), want Errors", err, err)
+	}
+	for _, w := range []string{
+		`backends.prod.ready_timeout: line 14: invalid duration "2 minutes"`,
+		`backends.cand.ready_timeout: line 24: invalid duration "5"`,
+		`backends.cand.prot: line 22: unknown key; did you mean port?`,
+		`backends.cand.engine: unknown engine kind "olama" (did you mean ollama?)`,
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the errors do not say %q:\n%v", w, err)
+		}
+	}
+	for _, e := range es {
+		if e.Key == "backends.cand.port" || e.Key == "backends.prod.ready_timeout" && !strings.Contains(e.Msg, "invalid duration") {
+			t.Errorf("a consequence reported beside its cause: %v", e)
+		}
+	}
+	// A bad value inside a multi-line array stops there: blanking its
+	// first line would be a syntax error of hiro's making.
+	multi := good + "[backends.x]\nengine = \"ollama\"\nargs = [\n  1,\n  2,\n]\nready_timeout = \"soon\"\n"
+	_, err = Parse([]byte(multi), "hiro.toml")
+	if err == nil || strings.Contains(err.Error(), "expected") && !strings.Contains(err.Error(), "args") {
+		t.Errorf("multi-line bad value: %v", err)
+	}
+}

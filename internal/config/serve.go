@@ -198,7 +198,7 @@ func (c *Config) ValidateServe() Errors {
 	}
 	for i, name := range s.Served {
 		if _, ok := c.Backends[name]; !ok {
-			add(fmt.Sprintf("served[%d]", i), "names %q, which is not a backend profile; known: %s", name, strings.Join(c.BackendNames(), ", "))
+			add(fmt.Sprintf("served[%d]", i), "names %q, which is not a backend profile%s; known: %s", name, DidYouMean(name, c.BackendNames()), strings.Join(c.BackendNames(), ", "))
 		}
 	}
 	if s.MaxBodyBytes < 0 {

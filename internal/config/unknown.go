@@ -33,7 +33,7 @@ func unknownKeyErrors(path string, data []byte, md toml.MetaData, und []toml.Key
 		}
 		last := k[len(k)-1]
 		isTable := md.Type(k...) == "Hash" || md.Type(k...) == "ArrayHash"
-		var msg string
+		var msg, meant string
 		switch {
 		case literalKeyNames[last] && !isTable:
 			msg = "an API key is never written in the configuration; put it in an environment variable and name it with api_key_env = \"NAME\", or in a file named by api_key_file = \"PATH\""
@@ -48,6 +48,7 @@ func unknownKeyErrors(path string, data []byte, md toml.MetaData, und []toml.Key
 			msg = "unknown key"
 			if s := suggest(last, knownKeys(k[:len(k)-1])); s != "" {
 				msg += fmt.Sprintf("; did you mean %s?", s)
+				meant = toml.Key(append(append([]string{}, k[:len(k)-1]...), s)).String()
 			} else {
 				msg += "; check its spelling against examples/hiro.toml (keys are snake_case)"
 			}
@@ -55,7 +56,7 @@ func unknownKeyErrors(path string, data []byte, md toml.MetaData, und []toml.Key
 		if n := lines[k.String()]; n > 0 {
 			msg = fmt.Sprintf("line %d: %s", n, msg)
 		}
-		es = append(es, &Error{File: path, Key: k.String(), Msg: msg})
+		es = append(es, &Error{File: path, Key: k.String(), Msg: msg, meant: meant})
 	}
 	return es
 }
@@ -138,6 +139,15 @@ func fieldByTOML(t reflect.Type, name string) (reflect.StructField, bool) {
 // maxSuggestDistance edits, case-insensitive), or "" when none is that
 // near: the "did you mean" of an unknown key, for the plan's keys too.
 func Suggest(word string, candidates []string) string { return suggest(word, candidates) }
+
+// DidYouMean is Suggest written for a message after a quoted value:
+// " (did you mean X?)", or "" when no candidate is near.
+func DidYouMean(word string, candidates []string) string {
+	if s := suggest(word, candidates); s != "" {
+		return " (did you mean " + s + "?)"
+	}
+	return ""
+}
 
 // suggest returns the candidate nearest to word when it is at most
 // maxSuggestDistance edits away (ties: the first in sorted order), else "".

@@ -154,7 +154,7 @@ func TestCheckReportsEveryPlanErrorAtOnce(t *testing.T) {
 		t.Fatalf("exit %d, want 2; stdout %s stderr %s", code, stdout, stderr)
 	}
 	for _, want := range []string{
-		plan + ": gates[0].kind: unknown gate kind \"lanch\"",
+		plan + ": gates[0].kind: unknown gate kind \"lanch\" (did you mean launch?)",
 		plan + ": gates[1].kind: unknown gate kind \"bogus\"",
 		plan + ": gates[2].requests",
 		plan + ": gates[3].id: \"load\" is also the id of gates[2]",

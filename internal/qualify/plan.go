@@ -232,12 +232,12 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 	if p.Candidate == "" {
 		add("candidate", "missing; name the backend profile under test (one of %s)", strings.Join(cfg.BackendNames(), ", "))
 	} else if _, err := cfg.Backend(p.Candidate); err != nil {
-		add("candidate", "names %q, which is not a backend profile of %s; known: %s", p.Candidate, cfg.Path, strings.Join(cfg.BackendNames(), ", "))
+		add("candidate", "names %q, which is not a backend profile of %s%s; known: %s", p.Candidate, cfg.Path, config.DidYouMean(p.Candidate, cfg.BackendNames()), strings.Join(cfg.BackendNames(), ", "))
 	}
 	if p.Production == "" {
 		p.Production = production.Name(cfg)
 	} else if _, err := cfg.Backend(p.Production); err != nil {
-		add("production", "names %q, which is not a backend profile of %s; known: %s", p.Production, cfg.Path, strings.Join(cfg.BackendNames(), ", "))
+		add("production", "names %q, which is not a backend profile of %s%s; known: %s", p.Production, cfg.Path, config.DidYouMean(p.Production, cfg.BackendNames()), strings.Join(cfg.BackendNames(), ", "))
 	}
 	for _, role := range []struct{ key, name string }{{"candidate", p.Candidate}, {"production", p.Production}} {
 		prof := cfg.Backends[role.name]
@@ -360,7 +360,7 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 	}
 	kind, ok := LookupKind(g.Kind)
 	if !ok {
-		return g, fail(k+".kind", "unknown gate kind %q; use one of %s", g.Kind, kindList())
+		return g, fail(k+".kind", "unknown gate kind %q%s; use one of %s", g.Kind, config.DidYouMean(g.Kind, KindNames()), kindList())
 	}
 	g.Gate = kind.New()
 	g.keys = map[string]bool{}
