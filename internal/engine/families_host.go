@@ -75,8 +75,10 @@ var osFamily = family("os", []Rule{
 	{Text: "Bus error", Class: failure.ClassHostCapability, Tier: TierHint, NextStep: shmStep}, // SIGBUS: see busSignal
 	{Text: "UVA is not available", Class: failure.ClassHostCapability},
 	{Text: "No space left on device", Pattern: regexp.MustCompile(`(?i)/dev/shm|shm|shared memory`), Class: failure.ClassHostCapability, NextStep: shmStep},
-	// inotify's ENOSPC is its watch limit, not a full disk
-	{Text: "inotify", Also: "No space left on device", Class: failure.ClassHostCapability,
+	// inotify's ENOSPC is its watch limit, not a full disk; Weak: a library
+	// may go on without its watch (UCX, in a server that then served: r1 at
+	// first sight, testdata/first-sight.json)
+	{Text: "inotify", Also: "No space left on device", Class: failure.ClassHostCapability, Weak: true,
 		NextStep: "The kernel's inotify watch limit is reached (ENOSPC from inotify_add_watch is not a full disk): raise it " +
 			"(sysctl fs.inotify.max_user_watches=524288) or stop what holds the watches."},
 	{Text: "cannot assign requested address", Class: failure.ClassHostCapability},
@@ -91,7 +93,10 @@ var processFamily = family("process", []Rule{
 	// a program of the engine's install whose library is missing (the
 	// accelerators' own libraries are cudaFamily's, matched before; one
 	// the loader may not read is libraryAccessFamily's)
-	{Text: "error while loading shared libraries", Class: failure.ClassEngineDied, NextStep: brokenInstallStep},
+	// Weak: the class is what the loader's error says (a file missing, a
+	// permission refused); wrong strongly at first sight (r4a,
+	// testdata/first-sight.json)
+	{Text: "error while loading shared libraries", Class: failure.ClassEngineDied, Weak: true, NextStep: brokenInstallStep},
 })
 
 // netFamily: port_in_use, every platform's wording: Linux EADDRINUSE

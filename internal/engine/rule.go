@@ -111,6 +111,13 @@ type Rule struct {
 	// later rules of the table would say of it, so it explains the failure
 	// only when no error line follows.
 	Notice bool
+	// Weak marks a rule whose verdict is weak whatever line it matched:
+	// its class was wrong when it decided strongly on a held-out set at
+	// first sight (testdata/first-sight.json), and nothing in the line's
+	// structure told the wrong cases from the right ones (its class
+	// depends on what the wording wraps: which module is missing, which
+	// step the collective ran in). It still ranks as its Tier says.
+	Weak bool
 	// NextStep, when set, is the advice when this rule decides (else the
 	// engine's or the class's).
 	NextStep string

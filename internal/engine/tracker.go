@@ -68,7 +68,7 @@ type Tracker struct {
 	chained             bool
 	causedBy            bool            // in a "Caused by:" list
 	fallbackCause       bool            // the fallback came from a "Caused by:" list
-	classes             []failure.Class // classes of error lines after the root cause, other than its own
+	classes             []failure.Class // classes other specific rules give the root-cause line or error lines after it
 	died                bool            // a line reported a process's death (Rule.Fatal), the root cause's or a later one
 }
 
@@ -105,6 +105,7 @@ type candidate struct {
 	exc       bool   // an exception line that closed its block, with only blank lines since
 	more      bool   // that exception line ends with a colon: its message goes on below (continued)
 	prior     string // the first unexplained error line before it
+	split     bool   // the class and the root-cause line come from different lines (the verdict is weak)
 }
 
 // NewTracker returns a Tracker for one attempt of this engine, in phase
@@ -423,9 +424,12 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 			tier = TierHint // a warning or a nested dump explains only when no error line does
 		}
 		t.offer(s.Name, stored, cls, s.Phase, tier, s.Crash)
+		t.lineConflict(s, cls, line, lower)
 		if t.cand.line == stored {
 			t.cand.warn = tier != s.tier()
 			t.cand.summary, t.cand.fatal = s.Summary, s.Fatal
+			// a summary's class with the child's line before it as the cause
+			t.cand.split = s.Summary && t.cand.prior != ""
 			// the engine went on in a lesser way (a CPU fallback): the
 			// failure is where it said so, whatever it did after
 			t.cand.pinned = t.cand.pinned || s.Notice
@@ -472,6 +476,68 @@ func reportsFailure(line string, lower []byte) bool {
 		bytes.Contains(lower, []byte(" -")) && negativeSize.MatchString(line)
 }
 
+// splitIf marks the candidate rule offered with root-cause line line,
+// while the line being fed, as one whose class came from another line
+// (split true): the verdict is weak.
+func (t *Tracker) splitIf(rule, line string, split bool) {
+	if split && t.cand.at == t.lines && t.cand.rule == rule && t.cand.line == line {
+		t.cand.split = true
+	}
+}
+
+// lineConflict notes the class of another specific rule the line just
+// matched (t.hits of its scan) when it differs from cls, the class rule s
+// gave the candidate offered from it: two specific rules disagree on the
+// root-cause line itself, so the verdict is weak (Classes names the
+// other class).
+func (t *Tracker) lineConflict(s *Rule, cls failure.Class, line string, lower []byte) {
+	if t.cand.at != t.lines || t.cand.rule != s.Name || t.cand.tier != TierError {
+		return
+	}
+	for i := range t.e.signatures {
+		r := &t.e.signatures[i]
+		if !t.hits[i] || r == s || !r.specific() || !t.precedes(r.afterID, true) || t.precedes(r.notAfterI, false) {
+			continue
+		}
+		if c, ok := r.classOf(line, lower); ok && c != cls && !stepClasses[c] && !s.refines(r) {
+			t.addClass(c)
+			return
+		}
+	}
+}
+
+// stepClasses name the step that failed, not a cause: a wrapper's words
+// around the cause on the same line ("error loading model: unable to
+// allocate CUDA0 buffer") do not conflict with the cause's class.
+var stepClasses = map[failure.Class]bool{failure.ClassModelLoadFailed: true, failure.ClassWarmupFailed: true, failure.ClassEngineDied: true}
+
+// specific reports a rule that names a cause by itself: error tier, not
+// a crash, a notice or a Weak rule.
+func (r *Rule) specific() bool {
+	return r.tier() == TierError && !r.Crash && !r.Notice && !r.Weak
+}
+
+// refines reports whether r is a narrower reading of o: it asks for o's
+// words and more (inotify's "No space left on device" is its watch
+// limit, not the full disk of the file-system rule).
+func (r *Rule) refines(o *Rule) bool {
+	return len(o.lower) > 0 && (bytes.Contains(r.lower, o.lower) || bytes.Contains(r.also, o.lower))
+}
+
+// addClass adds c to the classes the log's lines point at, once (at most
+// maxClasses).
+func (t *Tracker) addClass(c failure.Class) {
+	if len(t.classes) >= maxClasses {
+		return
+	}
+	for _, k := range t.classes {
+		if k == c {
+			return
+		}
+	}
+	t.classes = append(t.classes, c)
+}
+
 // maxClasses bounds the classes kept of lines after the root cause.
 const maxClasses = 8
 
@@ -486,12 +552,7 @@ func (t *Tracker) noteClass(line, msg, level string, frame bool) {
 	if s == nil || s.tier() != TierError || s.Crash || cls == t.cand.class {
 		return
 	}
-	for _, c := range t.classes {
-		if c == cls {
-			return
-		}
-	}
-	t.classes = append(t.classes, cls)
+	t.addClass(cls)
 }
 
 // isErrorLevel reports the levels of an error.
@@ -977,6 +1038,8 @@ func (t *Tracker) closeBlock(line, stored string) {
 	held, yielded := t.yieldCrash(&tb, root, s)
 	if s != nil {
 		t.offerException(&tb, s, cls, root)
+		t.lineConflict(s, cls, line, t.low)
+		t.splitIf(s.Name, root, root != stored) // the class from this line, the cause the chain's innermost
 	} else {
 		t.offerUnmatched(&tb, root, stored)
 	}
@@ -994,6 +1057,7 @@ func (t *Tracker) closeBlock(line, stored string) {
 			cause = root
 		}
 		t.offer(hs.Name, cause, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), false)
+		t.splitIf(hs.Name, cause, hs.Summary) // the class from the header, the cause the block's exception
 	}
 	if t.cand.tier == TierError {
 		t.tb.frames = nil

@@ -184,13 +184,22 @@ func (v *verdict) finish() *failure.Failure {
 	return f
 }
 
+// rule returns the engine's signature named name, or the zero Rule (a
+// frame hint, a native frame: no signature).
+func (e *Engine) rule(name string) *Rule {
+	for i := range e.signatures {
+		if e.signatures[i].Name == name {
+			return &e.signatures[i]
+		}
+	}
+	return &Rule{}
+}
+
 // ruleStep returns the NextStep of the engine's rule named name (a
 // signature or a traceback frame hint), or "".
 func (e *Engine) ruleStep(name string) string {
-	for i := range e.signatures {
-		if e.signatures[i].Name == name {
-			return e.signatures[i].NextStep
-		}
+	if s := e.rule(name).NextStep; s != "" {
+		return s
 	}
 	for _, h := range e.frameHints {
 		if h.NextStep != "" && framePrefix+slug(h.Text) == name {
@@ -268,7 +277,7 @@ func giveLine(v *verdict) {
 	f, c := v.f, v.cand
 	v.lineCause()
 	v.rule, v.step = c.rule, v.e.ruleStep(c.rule)
-	if c.tier == TierHint || c.warn || strings.HasPrefix(c.rule, framePrefix) {
+	if c.weak(v.e) {
 		v.strength = failure.ConfidenceWeak
 	}
 	f.Class = v.structuredRefine(f.Class)
@@ -287,6 +296,13 @@ func giveLine(v *verdict) {
 		v.detail["traceback_frames"] = v.frames
 	}
 	v.outcomeDetail()
+}
+
+// weak reports a root-cause line whose verdict is weak: a hint or a
+// warning, a class taken from a traceback's frames or from another line
+// than the root cause (split), a Weak rule's.
+func (c candidate) weak(e *Engine) bool {
+	return c.tier == TierHint || c.warn || c.split || strings.HasPrefix(c.rule, framePrefix) || e.rule(c.rule).Weak
 }
 
 // lineCause takes the root-cause line's class, phase and line: for a
