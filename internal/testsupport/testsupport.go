@@ -15,24 +15,38 @@ import (
 	"testing"
 )
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. It is
-// drawn from 20000-31999, below the kernel's ephemeral range (32768+), so
-// the client side of another test's connection cannot take it before the
-// engine binds it. It fails t when 200 draws found none free.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
+// that no earlier call in this test binary returned: a test that takes
+// two ports before it binds either (production's and the candidate's)
+// never gets one twice. It is drawn from 20000-31999, below the kernel's
+// ephemeral range (32768+), so the client side of another test's
+// connection cannot take it before the engine binds it. It fails t when
+// 200 draws found none free.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	for i := 0; i < 200; i++ {
 		port := 20000 + rand.IntN(12000)
+		if portsGiven[port] {
+			continue
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			continue
 		}
 		l.Close()
+		portsGiven[port] = true
 		return port
 	}
 	t.Fatal("testsupport: no free loopback port in 20000-31999")
 	return 0
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // Import paths of the commands tests run as real processes.
 const (
