@@ -221,6 +221,8 @@ func runJournalAdd(_ context.Context, g *Globals, jo *journalOpts, args []string
 // journalBuildOpts are the flags of 'hiro journal build'.
 type journalBuildOpts struct {
 	Out, Title, BaseURL string
+	// Force replaces a site another journal built.
+	Force bool
 }
 
 func newJournalBuildCmd(g *Globals, jo *journalOpts) *cobra.Command {
@@ -231,7 +233,9 @@ func newJournalBuildCmd(g *Globals, jo *journalOpts) *cobra.Command {
 		Long: `Writes DIR/index.html (newest first), DIR/feed.atom, and for each entry
 DIR/entries/<slug>.html with its JSON beside it, plus a redirecting page for each
 alias. DIR is replaced as a whole; a non-empty DIR that is not a journal site is
-refused. Each entry's hash is then recorded in the journal's published.json.
+refused, and so is the site of another journal (its .hiro-journal file names
+another journal id, from that journal's journal-id file) unless --force is given.
+Each entry's hash is then recorded in the journal's published.json.
 Without --out, DIR is journal-site/ beside the journal directory
 (.hiro/journal-site by default).`,
 		Args: needArgs(0, 0, "", ""),
@@ -243,6 +247,7 @@ Without --out, DIR is journal-site/ beside the journal directory
 	f.StringVar(&o.Out, "out", "", "output directory (default: journal-site/ beside the journal directory)")
 	f.StringVar(&o.Title, "title", journal.DefaultSiteTitle, "site title")
 	f.StringVar(&o.BaseURL, "base-url", "", "absolute URL of the site root, for canonical links and the feed")
+	f.BoolVar(&o.Force, "force", false, "replace the site in DIR even when another journal built it")
 	return cmd
 }
 
@@ -274,12 +279,12 @@ func runJournalBuild(_ context.Context, g *Globals, jo *journalOpts, o *journalB
 		return FailedError(fmt.Errorf("journal build: %w\nnothing was built; fix these and run again", &journal.ProblemsError{Problems: probs}))
 	}
 	start := time.Now()
-	res, err := journal.Build(j, o.Out, journal.BuildOptions{Title: o.Title, BaseURL: o.BaseURL})
+	res, err := journal.Build(j, o.Out, journal.BuildOptions{Title: o.Title, BaseURL: o.BaseURL, Force: o.Force})
 	var pe *journal.ProblemsError
 	switch {
 	case errors.As(err, &pe):
 		return FailedError(fmt.Errorf("journal build: %w\nnothing was built; fix these and run again", err))
-	case errors.Is(err, journal.ErrNotSite):
+	case errors.Is(err, journal.ErrNotSite), errors.Is(err, journal.ErrOtherJournal):
 		return UsageErrorf("journal build: %w", err)
 	case err != nil:
 		return fmt.Errorf("journal build: %w", err)

@@ -276,3 +276,51 @@ func TestJournalAndEvidenceVerifyRefuseContradictoryEvidence(t *testing.T) {
 		t.Fatalf("check with the published evidence edited: exit %d, want %d naming exit_code\n%s", code, ExitFailed, out)
 	}
 }
+
+// Two journals in one folder share the default site folder (journal-site/
+// beside them): the second build is refused, naming the journal whose
+// site it is, and leaves that site as it was; --force replaces it
+// (issue 26 F5: the second journal's build silently replaced the first's
+// pages).
+func TestJournalBuildRefusesAnotherJournalsSite(t *testing.T) {
+	parent := t.TempDir()
+	a, b := filepath.Join(parent, "journal-a"), filepath.Join(parent, "journal-b")
+	for _, j := range []struct{ dir, title string }{{a, "Alpha notes"}, {b, "Beta notes"}} {
+		if code, _, errs := runHiro(t, "journal", "new", "--journal", j.dir, "--title", j.title, "--time", "2025-06-10T09:00:00+02:00"); code != ExitOK {
+			t.Fatalf("new %s: %d %q", j.dir, code, errs)
+		}
+	}
+	site := filepath.Join(parent, "journal-site")
+	if code, _, errs := runHiro(t, "journal", "build", "--journal", a); code != ExitOK {
+		t.Fatalf("build a: %d %q", code, errs)
+	}
+	page := filepath.Join(site, "entries", "alpha-notes.html")
+	before, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatalf("journal-a's build wrote no page into the default site %s: %v", site, err)
+	}
+	code, _, errs := runHiro(t, "journal", "build", "--journal", b)
+	if code != ExitUsage || !strings.Contains(errs, `the site of another journal: journal "journal-a"`) || !strings.Contains(errs, "--force") {
+		t.Fatalf("build b into a's site: exit %d, stderr %q; want 2 naming journal-a and --force", code, errs)
+	}
+	if after, err := os.ReadFile(page); err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("the refused build changed journal-a's page (%v)", err)
+	}
+	// journal-a builds again into its own site.
+	if code, _, errs := runHiro(t, "journal", "build", "--journal", a); code != ExitOK {
+		t.Fatalf("build a again: %d %q", code, errs)
+	}
+	if code, _, errs := runHiro(t, "journal", "build", "--journal", b, "--force"); code != ExitOK {
+		t.Fatalf("build b --force: %d %q", code, errs)
+	}
+	if _, err := os.Stat(page); err == nil {
+		t.Error("after --force journal-a's page is still in the site")
+	}
+	if _, err := os.Stat(filepath.Join(site, "entries", "beta-notes.html")); err != nil {
+		t.Errorf("after --force the site lacks journal-b's page: %v", err)
+	}
+	// Now it is journal-b's: journal-a is refused, naming journal-b.
+	if code, _, errs := runHiro(t, "journal", "build", "--journal", a); code != ExitUsage || !strings.Contains(errs, `journal "journal-b"`) {
+		t.Errorf("build a into b's site: %d %q", code, errs)
+	}
+}

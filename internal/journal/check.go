@@ -191,6 +191,11 @@ var (
 type siteMarker struct {
 	Generator string `json:"generator"`
 	BaseURL   string `json:"base_url"`
+	// Journal is the base name of the journal's folder (for messages) and
+	// JournalID its identity (IDFile): no path, so the site is the same
+	// wherever the journal lies.
+	Journal   string `json:"journal,omitempty"`
+	JournalID string `json:"journal_id,omitempty"`
 }
 
 // CheckLinks resolves every internal link in the site at dir: href and src

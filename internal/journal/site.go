@@ -69,6 +69,10 @@ type BuildOptions struct {
 	// https://example.org/journal/). When set, canonical links and the feed
 	// use absolute URLs; when empty they are relative.
 	BaseURL string
+	// Force replaces a site that another journal built (its SiteMarker
+	// names another journal id); without it Build refuses with
+	// ErrOtherJournal.
+	Force bool
 }
 
 // BuildResult counts what Build wrote.
@@ -84,6 +88,11 @@ type BuildResult struct {
 // ErrNotSite is wrapped when the output directory is not empty and holds no
 // SiteMarker: Build refuses to delete what it did not write.
 var ErrNotSite = errors.New("not empty and not a journal site")
+
+// ErrOtherJournal is wrapped when the output directory is the site of
+// another journal (its SiteMarker records another journal id) and
+// BuildOptions.Force is not set: two journals would overwrite one site.
+var ErrOtherJournal = errors.New("the site of another journal")
 
 // ProblemsError is returned by Build when the journal has problems that make
 // a site impossible or wrong (bad entry files, colliding slugs).
@@ -118,7 +127,13 @@ func Build(j *Journal, out string, opts BuildOptions) (*BuildResult, error) {
 	if opts.BaseURL != "" && !strings.HasSuffix(opts.BaseURL, "/") {
 		opts.BaseURL += "/"
 	}
-	old, err := prepareOut(out, opts.BaseURL)
+	id, err := ID(j.Dir)
+	if err != nil {
+		return nil, err
+	}
+	owner := siteMarker{Generator: "hiro journal build (this directory is replaced on each build)", BaseURL: opts.BaseURL,
+		Journal: filepath.Base(filepath.Clean(j.Dir)), JournalID: id}
+	old, err := prepareOut(out, owner, opts.Force)
 	if err != nil {
 		return nil, err
 	}
@@ -139,11 +154,14 @@ func Build(j *Journal, out string, opts BuildOptions) (*BuildResult, error) {
 }
 
 // prepareOut makes sure out is a directory Build may write: missing, empty,
-// or a site it built before (it holds SiteMarker). It returns the files of
+// or a site it built before (it holds SiteMarker) for the same journal
+// (the marker's journal id is mk's, or it has none: a site of a hiro
+// older than journal ids), or for another one when force is set. It
+// writes mk as the new marker and returns the files of
 // an earlier site (relative, slash-separated) so that Build can remove those
 // it does not write again; files it writes again are overwritten in place,
 // which on a slow disk is several times cheaper than deleting and creating.
-func prepareOut(out, baseURL string) (map[string]bool, error) {
+func prepareOut(out string, mk siteMarker, force bool) (map[string]bool, error) {
 	des, err := os.ReadDir(out)
 	old := map[string]bool{}
 	switch {
@@ -151,10 +169,17 @@ func prepareOut(out, baseURL string) (map[string]bool, error) {
 	case err != nil:
 		return nil, fmt.Errorf("output directory: %w", err)
 	case len(des) > 0:
-		if _, err := os.Stat(filepath.Join(out, SiteMarker)); err != nil {
+		b, err := os.ReadFile(filepath.Join(out, SiteMarker))
+		if err != nil {
 			return nil, fmt.Errorf("output directory %s: %w (no %s file); choose a new or empty directory", out, ErrNotSite, SiteMarker)
 		}
-		err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		var was siteMarker
+		_ = json.Unmarshal(b, &was) // an unreadable marker is an old site's: no journal to protect
+		if was.JournalID != "" && was.JournalID != mk.JournalID && !force {
+			return nil, fmt.Errorf("output directory %s is %w: journal %q (id %s in its %s file), not this journal %q (id %s); building here would replace its pages: give this journal its own folder with --out, or pass --force to replace that site",
+				out, ErrOtherJournal, was.Journal, was.JournalID, IDFile, mk.Journal, mk.JournalID)
+		}
+		err = filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -171,8 +196,8 @@ func prepareOut(out, baseURL string) (map[string]bool, error) {
 	if err := os.MkdirAll(filepath.Join(out, SiteEntriesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
-	mk, _ := json.Marshal(siteMarker{Generator: "hiro journal build (this directory is replaced on each build)", BaseURL: baseURL})
-	if err := os.WriteFile(filepath.Join(out, SiteMarker), append(mk, '\n'), 0o644); err != nil {
+	mb, _ := json.Marshal(mk)
+	if err := os.WriteFile(filepath.Join(out, SiteMarker), append(mb, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
 	delete(old, SiteMarker)

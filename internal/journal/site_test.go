@@ -274,3 +274,43 @@ func TestTone(t *testing.T) {
 		}
 	}
 }
+
+// A journal's identity is made once and kept (ID); a site built before
+// journal ids (a marker without one) is taken over by the next build, and
+// an id file that is not an id is an error naming it.
+func TestJournalIDAndOlderSites(t *testing.T) {
+	dir := t.TempDir()
+	id, err := ID(dir)
+	if err != nil || len(id) != 32 {
+		t.Fatalf("ID of a new journal: %q, %v", id, err)
+	}
+	if again, err := ID(dir); err != nil || again != id {
+		t.Fatalf("ID changed: %q then %q (%v)", id, again, err)
+	}
+	j, err := Load(testJournal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "site")
+	must(t, os.MkdirAll(out, 0o755))
+	must(t, os.WriteFile(filepath.Join(out, SiteMarker), []byte(`{"generator":"hiro journal build","base_url":""}`+"\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(out, "index.html"), []byte("old"), 0o644))
+	if _, err := Build(j, out, BuildOptions{}); err != nil {
+		t.Fatalf("a site without a journal id is refused: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, SiteMarker)); !bytes.Contains(b, []byte(`"journal_id":"0123456789abcdef0123456789abcdef"`)) {
+		t.Errorf("marker after the build: %s", b)
+	}
+	bad := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(bad, IDFile), []byte("not an id\n"), 0o644))
+	if _, err := ID(bad); err == nil || !strings.Contains(err.Error(), filepath.Join(bad, IDFile)) || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("a bad id file: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -2,6 +2,8 @@ package journal
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +36,44 @@ const (
 	PublishedFile = "published.json"
 	// PublishedSchema is the schema tag written in PublishedFile.
 	PublishedSchema = "hiro.journal-published/v1"
+	// IDFile holds the journal's identity: 32 hex digits (128 random
+	// bits) and a newline, made by the first Build (ID). A site records
+	// it in its SiteMarker, so a build of another journal into the same
+	// folder is refused; a journal moved or copied keeps it.
+	IDFile = "journal-id"
 )
+
+// ID returns the journal's identity from dir/IDFile, creating the file
+// (atomically, only when missing) the first time. Errors: the file
+// cannot be read or written, or it does not hold 32 hex digits (the
+// message names it and says to remove it).
+func ID(dir string) (string, error) {
+	path := filepath.Join(dir, IDFile)
+	for range 2 {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			id := strings.TrimSpace(string(b))
+			if !journalIDPattern.MatchString(id) {
+				return "", fmt.Errorf("%s does not hold a journal id (32 hex digits): remove it and build again (the next build makes a new one, and a site built under the old one is then refused without --force)", path)
+			}
+			return id, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("journal id: %w", err)
+		}
+		var r [16]byte
+		if _, err := rand.Read(r[:]); err != nil {
+			return "", fmt.Errorf("journal id: %w", err)
+		}
+		if err := atomicfile.CreateExclusive(path, []byte(hex.EncodeToString(r[:])+"\n"), 0o644); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("journal id: %w", err)
+		}
+		// Made here, or by a racer a moment ago: read what is there.
+	}
+	return "", fmt.Errorf("journal id: %s could not be read after it was made", path)
+}
+
+var journalIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // Problem is one thing wrong with a journal or its site: Where is a path
 // relative to the journal (or site) directory, optionally with a field.
