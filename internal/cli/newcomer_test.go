@@ -59,9 +59,17 @@ func TestGroupCommandsNeedASubcommand(t *testing.T) {
 func TestHelpTextsWrapped(t *testing.T) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		for i, l := range strings.Split(c.Long, "\n") {
+		lines := strings.Split(c.Long, "\n")
+		for i, l := range lines {
 			if n := len([]rune(l)); n > helpWidth {
 				t.Errorf("%s: help line %d is %d columns: %q", c.CommandPath(), i+1, n, l)
+			}
+			// A stub: a short line of running text whose paragraph goes
+			// on, where the next word would have fitted (a long line
+			// broken alone left it behind).
+			if i+1 < len(lines) && plainLine(l) && plainLine(lines[i+1]) && !strings.HasSuffix(l, ":") &&
+				len([]rune(l)) < helpWidth/2 && len([]rune(l))+1+len(strings.Fields(lines[i+1])[0]) <= helpWidth {
+				t.Errorf("%s: help line %d is a stub before the rest of its paragraph: %q", c.CommandPath(), i+1, l)
 			}
 		}
 		for _, s := range c.Commands() {

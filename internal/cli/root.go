@@ -153,33 +153,85 @@ func wrapHelp(c *cobra.Command) {
 	}
 }
 
-// wrapText breaks each line of s longer than width at spaces, keeping the
-// line's indentation on its continuation lines. A single word longer than
-// width stays whole.
+// wrapText wraps s at width. A paragraph of plain lines (no indentation,
+// no list marker) with a line too long, or a stub (a short line the next
+// word would have fitted after), is reflowed as one; other lines longer than width are
+// broken at spaces, keeping their indentation on continuation lines. A
+// single word longer than width stays whole.
 func wrapText(s string, width int) string {
 	lines := strings.Split(s, "\n")
 	var out []string
-	for _, l := range lines {
-		if len([]rune(l)) <= width {
-			out = append(out, l)
+	for i := 0; i < len(lines); {
+		j := i
+		for j < len(lines) && plainLine(lines[j]) {
+			j++
+		}
+		if j > i+1 && (anyLonger(lines[i:j], width) || hasStub(lines[i:j], width)) {
+			out = append(out, wrapLine(strings.Join(lines[i:j], " "), width)...)
+			i = j
 			continue
 		}
-		indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
-		cur := indent
-		for _, w := range strings.Fields(l) {
-			switch {
-			case cur == indent:
-				cur += w
-			case len([]rune(cur))+1+len([]rune(w)) <= width:
-				cur += " " + w
-			default:
-				out = append(out, cur)
-				cur = indent + w
-			}
+		if j == i {
+			j = i + 1
 		}
-		out = append(out, cur)
+		for _, l := range lines[i:j] {
+			out = append(out, wrapLine(l, width)...)
+		}
+		i = j
 	}
 	return strings.Join(out, "\n")
+}
+
+// plainLine reports whether l is running text a paragraph may reflow: not
+// blank, not indented, not a list item.
+func plainLine(l string) bool {
+	t := strings.TrimSpace(l)
+	return t != "" && !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t") &&
+		!strings.HasPrefix(t, "- ") && !strings.HasPrefix(t, "* ")
+}
+
+// hasStub reports whether a line of the paragraph ls is shorter than half
+// of width while the next line's first word would have fitted after it.
+func hasStub(ls []string, width int) bool {
+	for i := 0; i+1 < len(ls); i++ {
+		n := len([]rune(ls[i]))
+		if n < width/2 && !strings.HasSuffix(ls[i], ":") && n+1+len([]rune(strings.Fields(ls[i+1])[0])) <= width {
+			return true
+		}
+	}
+	return false
+}
+
+func anyLonger(ls []string, width int) bool {
+	for _, l := range ls {
+		if len([]rune(l)) > width {
+			return true
+		}
+	}
+	return false
+}
+
+// wrapLine breaks l at spaces into lines of at most width, each carrying
+// l's indentation.
+func wrapLine(l string, width int) []string {
+	if len([]rune(l)) <= width {
+		return []string{l}
+	}
+	indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
+	var out []string
+	cur := indent
+	for _, w := range strings.Fields(l) {
+		switch {
+		case cur == indent:
+			cur += w
+		case len([]rune(cur))+1+len([]rune(w)) <= width:
+			cur += " " + w
+		default:
+			out = append(out, cur)
+			cur = indent + w
+		}
+	}
+	return append(out, cur)
 }
 
 // annotationNoHooks, set in a command's Annotations, skips the
