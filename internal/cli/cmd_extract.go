@@ -302,7 +302,13 @@ func isAre(n int) string {
 func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 	fmt.Fprintf(g.Stdout, "backend %s (%s, model %s)\n", p.Name, p.BaseURL, p.Model)
 	fmt.Fprintf(g.Stdout, "%s: %d done now, %d failed now, %d finished earlier\n", account.Plural(s.Documents, "document", "documents"), s.Done, s.Failed, s.Skipped)
-	fmt.Fprintf(g.Stdout, "this run: %s, %s, %s, %s, %s in %.1fs (%.1f tokens/s)\n",
+	// An interrupted run's counts below are of the documents it finished;
+	// what it sent in all is said after.
+	label := "this run"
+	if s.Interrupted {
+		label = "the documents this run finished"
+	}
+	fmt.Fprintf(g.Stdout, "%s: %s, %s, %s, %s, %s in %.1fs (%.1f tokens/s)\n", label,
 		account.Plural(s.Claims, "claim", "claims"), account.Plural(s.Rejects, "reject", "rejects"), account.Plural(s.Requests, "request", "requests"),
 		account.Plural(s.Replies, "reply", "replies"), account.Plural(int(s.CompletionTokens), "output token", "output tokens"), s.WallSeconds, s.OutputTokensPerSecond)
 	if c := s.Client; c != nil && c.Retries() > 0 {
@@ -325,7 +331,7 @@ func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 		// The "this run" line counts committed documents only: say what
 		// was sent for the documents cut short too, and what is kept.
 		kept := s.Done + s.Failed
-		fmt.Fprintf(g.Stdout, "interrupted: this run sent %s and had %s in all; the %s it finished %s kept in %s",
+		fmt.Fprintf(g.Stdout, "interrupted: this run sent %s and had %s in all, with the documents cut short; the %s it finished %s kept in %s",
 			account.Plural(s.RequestsSent, "request", "requests"), account.Plural(s.RepliesReceived, "reply", "replies"),
 			account.Plural(kept, "document", "documents"), isAre(kept), s.OutDir)
 		if s.Unfinished > 0 {

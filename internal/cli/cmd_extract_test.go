@@ -366,6 +366,19 @@ func TestExtractSummaryPlurals(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}
 	}
+	// Interrupted, the counts are of the finished documents, and the line
+	// after says what was sent in all: two "this run" figures no more.
+	out.Reset()
+	s.Interrupted, s.RequestsSent, s.RepliesReceived, s.Unfinished = true, 3, 2, 1
+	printExtractSummary(&Globals{Stdout: &out}, s, &config.Profile{Name: "prod", BaseURL: "http://127.0.0.1:1", Model: "m"})
+	for _, want := range []string{
+		"\nthe documents this run finished: 1 claim, 1 reject, 1 request, 1 reply",
+		"\ninterrupted: this run sent 3 requests and had 2 replies in all, with the documents cut short; the 1 document it finished is kept in out; 1 document started and not finished is not kept",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("interrupted summary lacks %q:\n%s", want, out.String())
+		}
+	}
 	m := &extract.MergeSummary{OutDir: "merged", Shards: 1, Documents: 1, Stats: extract.Stats{DocumentsDone: 1, Claims: 1, Rejects: 1, SchemaValidReplies: 1, Replies: 1}}
 	if got, want := mergeSummaryLine(m), "merged 1 shard into merged: 1 document (1 done, 0 failed), 1 claim, 1 reject, schema-valid replies 1 of 1"; got != want {
 		t.Errorf("merge summary %q, want %q", got, want)
