@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/ollamatest"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/ramp"
 )
 
 // A progressive activation on the reference engine: production and
@@ -120,5 +125,102 @@ func TestOllamaProgressiveActivationReversesOnAKilledCandidate(t *testing.T) {
 	}
 	if len(l.failed) > 0 || len(l.retry503) > 0 {
 		t.Fatalf("client requests failed: %s", l)
+	}
+}
+
+// A progressive activation on the reference engine whose candidate
+// regresses on quality: production serves the project's strong model,
+// the candidate the weak one (the same training stopped early: it
+// answers READY, so its campaign qualifies, but it copies worse). Two
+// clients run `hiro extract` through `hiro serve` on a two-sentence
+// document whose sentences the weak model misquotes; at the 50 % step
+// (a soak of an hour: it cannot advance) the router checks the
+// candidate's replies with the validators of hiro extract and reverses
+// the ramp on invalid_rate; the activation records the reversal and no
+// extraction request failed.
+func TestOllamaProgressiveActivationReversesOnValidators(t *testing.T) {
+	router := func(w *world) string {
+		return fmt.Sprintf("[backends.router]\nengine = \"openai\"\nunmanaged = true\nbase_url = \"http://127.0.0.1:%d\"\nmodel = \"extraction\"\n", w.servePort)
+	}
+	w, evPath := qualifiedOllamaPairOf(t, "Weak Ollama candidate beside production", ollamatest.WeakModel, nil, nil, router) // skips under -short and without Ollama
+	start := time.Now()
+	url := fmt.Sprintf("http://127.0.0.1:%d", w.servePort)
+	sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 2*time.Minute)
+	// The first sentences of corpora/hiro-mini's bakery: the weak model's
+	// quotes of the first are not in it (temperature 0: every time).
+	doc := filepath.Join(w.dir, "bakery.txt")
+	must(t, os.WriteFile(doc, []byte("Marta Olsen founded the Olsen Bakery in Tromvik in 1952. Her son Erik took over the bakery in 1980.\n"), 0o644))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var runs int
+	var failed []string
+	for c := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				out := filepath.Join(w.dir, fmt.Sprintf("extract-%d-%d", c, i))
+				code, text := w.hiro("extract", doc, "--out", out, "--backend", "router", "--max-repairs", "0")
+				rejects, _ := os.ReadFile(filepath.Join(out, "rejects.jsonl"))
+				mu.Lock()
+				runs++
+				// Exit 1: a claim was rejected (the weak model's quotes);
+				// a request that failed is a reject of its own.
+				if (code != 0 && code != 1) || strings.Contains(string(rejects), "request_failed") {
+					failed = append(failed, fmt.Sprintf("extract %d-%d: exit %d\n%s\n%s", c, i, code, text, rejects))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	endLoad := func() {
+		close(stop)
+		wg.Wait()
+	}
+	wait := w.hiroBackground("activate", evPath, "--progressive", "50,100", "--soak", "1h", "--journal", w.journal)
+	if r := waitRampShare(t, sp, 0.5, 2*time.Minute); r.State != evidence.RampRamping {
+		endLoad()
+		code, out := wait()
+		t.Fatalf("the ramp ended before 50 %%: %s %s; activate exit %d\n%s", r.State, r.Reason, code, out)
+	}
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if rs, err := sp.ctl.RampStatus(context.Background()); err == nil && rs.Result != nil && rs.Result.State != evidence.RampRamping {
+			break
+		}
+		if time.Now().After(deadline) {
+			rs, _ := sp.ctl.RampStatus(context.Background())
+			w.hiro("rollback")
+			wait()
+			endLoad()
+			t.Fatalf("the ramp still routes to the weak candidate after 3 minutes: %+v", rs.Result)
+		}
+	}
+	code, out := wait()
+	endLoad()
+	t.Logf("activate:\n%s", out)
+	if code != 1 || !strings.Contains(out, "reversed at 50 %: "+ramp.MeasureInvalid+": ") {
+		t.Fatalf("activate: exit %d, want 1 with a reversal on invalid_rate\n%s", code, out)
+	}
+	if p := sp.production(t); p != "prod" {
+		t.Fatalf("the router serves %s after the reversal", p)
+	}
+	rec := w.lastRecord()
+	if rec.Outcome != production.OutcomeFailed || rec.Ramp == nil || rec.Ramp.State != evidence.RampReversed || len(rec.Ramp.History) != 1 {
+		t.Fatalf("record: %s %q, ramp %+v", rec.Outcome, rec.Error, rec.Ramp)
+	}
+	h := rec.Ramp.History[0]
+	t.Logf("Ollama ramp on validators: reversed %s after hiro serve started; candidate %+v, production %+v; %d extraction runs through the router",
+		rec.Ramp.EndedAt.Sub(start).Round(time.Millisecond), h.Candidate, h.Production, runs)
+	if h.Candidate.Invalid == 0 || h.Production.Checked == 0 || h.Production.Invalid*4 > h.Production.Checked {
+		t.Errorf("step: candidate %+v, production %+v; want the candidate's replies invalid, production's mostly valid", h.Candidate, h.Production)
+	}
+	if len(failed) > 0 {
+		t.Fatalf("client extraction requests failed: %v", failed)
 	}
 }

@@ -76,20 +76,33 @@ func TestOllamaActivateServeRollback(t *testing.T) {
 // campaign's private evidence. It skips under -short and without Ollama.
 func qualifiedOllamaPair(t *testing.T, title string, prodEnv, candEnv map[string]string) (*world, string) {
 	t.Helper()
+	return qualifiedOllamaPairOf(t, title, ollamatest.StrongModel, prodEnv, candEnv, nil)
+}
+
+// qualifiedOllamaPairOf is qualifiedOllamaPair with the candidate
+// serving candModel (one of the shipped models) and what extra returns
+// for the world added to the configuration (more profiles; nil: none).
+func qualifiedOllamaPairOf(t *testing.T, title, candModel string, prodEnv, candEnv map[string]string, extra func(*world) string) (*world, string) {
+	t.Helper()
 	bin := ollamatest.Binary(t) // skips with the reason when absent
 	models := filepath.Join(t.TempDir(), "models")
-	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.StrongModel: ollamatest.ShippedModels(t)[ollamatest.StrongModel]})
+	shipped := ollamatest.ShippedModels(t)
+	ollamatest.PrepareModels(t, models, map[string]string{ollamatest.StrongModel: shipped[ollamatest.StrongModel], candModel: shipped[candModel]})
 	w := newWorld(t, false) // private state and ports; the configuration is rewritten below
 	home := t.TempDir()
-	profile := func(name string, port int, extra map[string]string) string {
+	extraTOML := ""
+	if extra != nil {
+		extraTOML = extra(w)
+	}
+	profile := func(name string, port int, model string, extra map[string]string) string {
 		env := map[string]string{"OLLAMA_KEEP_ALIVE": "-1"}
 		for k, v := range extra {
 			env[k] = v
 		}
-		return ollamatest.ProfileTOML(name, bin, port, ollamatest.StrongModel, models, home, env)
+		return ollamatest.ProfileTOML(name, bin, port, model, models, home, env)
 	}
-	toml := fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n\n%s\n%s\n[serve]\nlisten = \"127.0.0.1:%d\"\nalias = \"extraction\"\naccess_log = \"off\"\n[activation]\nrequire = [\"ready_control\"]\n",
-		profile("prod", w.prodPort, prodEnv), profile("cand", w.candPort, candEnv), w.servePort)
+	toml := fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n\n%s\n%s\n%s\n[serve]\nlisten = \"127.0.0.1:%d\"\nalias = \"extraction\"\naccess_log = \"off\"\n[activation]\nrequire = [\"ready_control\"]\n",
+		profile("prod", w.prodPort, ollamatest.StrongModel, prodEnv), profile("cand", w.candPort, candModel, candEnv), extraTOML, w.servePort)
 	must(t, os.WriteFile(w.cfgPath, []byte(toml), 0o644))
 	must(t, os.WriteFile(filepath.Join(w.dir, "plan.toml"), []byte(fmt.Sprintf(`title = %q
 config = "hiro.toml"
