@@ -119,7 +119,10 @@ var ggmlDevices = []DeviceRule{
 var ollamaDevices = []DeviceRule{
 	{Text: "layers.offload=", Pattern: regexp.MustCompile(`layers\.model=(?P<total>\d+) layers\.offload=(?P<offloaded>\d+)`)},
 	{Text: "inference compute", Pattern: regexp.MustCompile(`inference compute.*library=cpu\b`), Kind: DeviceCPU},
-	{Text: "inference compute", Pattern: regexp.MustCompile(`inference compute.*library=\w+.*?name="?([^"]*[^"\s])"?\s`), Kind: DeviceGPU},
+	// the name quoted ("NVIDIA GeForce RTX 3090") or one word (0.12 on:
+	// name=CUDA0, and name=cpu for the CPU, which read gives DeviceCPU)
+	{Text: "inference compute", Pattern: regexp.MustCompile(`inference compute.*library=\w+.*?name="([^"]*[^"\s])"`), Kind: DeviceGPU},
+	{Text: "inference compute", Pattern: regexp.MustCompile(`inference compute.*library=\w+.*?name=([^"\s]+)`), Kind: DeviceGPU},
 	{Text: "no compatible GPUs were discovered", Pattern: regexp.MustCompile(`no compatible GPUs were discovered`), Kind: DeviceCPU},
 }
 

@@ -217,6 +217,9 @@ func TestServingDevice(t *testing.T) {
 		{"llamacpp", []string{"warning: no usable GPU found, --gpu-layers option will be ignored"}, "CPU"},
 		{"ollama", []string{`time=x level=INFO source=types.go:130 msg="inference compute" id=0 library=cpu variant="" compute="" driver=0.0 name="" total="23.5 GiB" available="19.7 GiB"`}, "CPU"},
 		{"ollama", []string{`time=x level=INFO msg="inference compute" id=GPU-1 library=cuda variant=v12 compute=9.0 driver=12.8 name="NVIDIA H200" total="139.8 GiB" available="139.2 GiB"`}, "GPU (NVIDIA H200)"},
+		// Ollama 0.12 on: names unquoted, the CPU named cpu
+		{"ollama", []string{`time=x level=INFO source=types.go:50 msg="inference compute" id=cpu library=cpu compute="" name=cpu description=cpu libdirs=ollama driver="" total="61.4 GiB"`}, "CPU"},
+		{"ollama", []string{`time=x level=INFO source=types.go:42 msg="inference compute" id=GPU-1 filter_id="" library=CUDA compute=8.6 name=CUDA0 description="NVIDIA GeForce RTX 3090" libdirs=ollama,cuda_v12`}, "GPU (CUDA0)"},
 		{"vllm", []string{"INFO 01-01 00:00:00 [__init__.py:1] Automatically detected platform cuda."}, "GPU (cuda)"},
 		{"vllm", []string{"INFO 01-01 00:00:00 [__init__.py:1] Automatically detected platform cpu."}, "CPU"},
 		{"sglang", []string{"[2025] Load weight begin. avail mem=70.00 GB"}, "GPU"},
@@ -225,6 +228,14 @@ func TestServingDevice(t *testing.T) {
 		if got := feed(t, c.kind, c.lines...).Device().String(); got != c.want {
 			t.Errorf("%s %q: device %q, want %q", c.kind, c.lines, got, c.want)
 		}
+	}
+	// a server that stayed up and served, with no error line, whose own
+	// discovery found only the CPU: the accelerator was not there (weak)
+	served := feed(t, "ollama", `time=x level=INFO source=types.go:50 msg="inference compute" id=cpu library=cpu compute="" name=cpu description=cpu`,
+		`[GIN] 2026/06/07 - 09:17:52 | 200 |         1m47s |       127.0.0.1 | POST     "/api/chat"`).Classify(Outcome{Kind: OutcomeExited, Exit: Exited(0)})
+	if served.Class != failure.ClassAcceleratorUnavailable || served.Phase != failure.PhaseLaunch || served.Confidence != failure.ConfidenceWeak ||
+		!strings.Contains(served.RootCause, "library=cpu") {
+		t.Errorf("served on the CPU: %s %s %s %q", served.Class, served.Phase, served.Confidence, served.RootCause)
 	}
 	f := feed(t, "ollama").Classify(Outcome{Kind: OutcomeAcceleratorUnavailable, Device: ServingDevice{Kind: DeviceCPU, Evidence: "library=cpu"}})
 	if f.Class != failure.ClassAcceleratorUnavailable || f.Phase != failure.PhaseReadyWait || !strings.Contains(f.RootCause, "library=cpu") {

@@ -202,6 +202,10 @@ func TestRootCauseByStructure(t *testing.T) {
 			`  File "/x/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 1016, in _executor_loop_overlap`,
 			"RuntimeError: boom in gemm",
 		}, Exited(0), failure.ClassEngineDied, "Encountered an error in forward function: boom in gemm"},
+		{"a wrapper's words on a line that names the cause", "openai", []string{
+			`Sep 21 16:16:29 WARN  Backend process exited unexpectedly id="m" stderr="0.02.236.346 E srv    load_model: failed to load model, '/models/m.gguf'"`,
+			`Sep 21 16:16:29 ERROR Failed to load model modelID="m" error=failed to load model with internal loader: could not load model: rpc error: code = Internal desc = Failed to load model: /models/m.gguf. Error: llama_model_load: error loading model: unknown model architecture: 'spark2_5'; llama_model_load_from_file_impl: failed to load model`,
+		}, Exited(0), failure.ClassModelLoadFailed, "unknown model architecture: 'spark2_5'"},
 		{"a logged line stays the cause; the handler's block names the phase", "openai", []string{
 			"ERROR:root:Model type qwen2_5_vl not supported.",
 			"Traceback (most recent call last):",

@@ -407,7 +407,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 	t.prevErr = false
 	afterPanic := t.panicked
 	t.panicked = false
-	if t.isWrapper(line) {
+	if t.onlyRestates(line) {
 		return
 	}
 	lower := t.lower(line)
@@ -442,6 +442,21 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 		return
 	}
 	t.unexplained(stored, msg, level, afterPanic)
+}
+
+// namesCause reports a line that, beside a wrapper's words, names its
+// cause by a specific rule (LocalAI's one ERROR line holds the backend's
+// "error loading model: unknown model architecture: 'x'; ...
+// llama_model_load_from_file_impl: failed to load model"): it is read,
+// not skipped as a restatement.
+func (t *Tracker) namesCause(line string) bool {
+	s, _ := t.match(line, t.lower(line))
+	return s != nil && s.tier() == TierError && !s.Crash
+}
+
+// onlyRestates reports a wrapper's line that names no cause of its own.
+func (t *Tracker) onlyRestates(line string) bool {
+	return t.isWrapper(line) && !t.namesCause(line)
 }
 
 // unexplained takes a line no rule explains: an error line is the
@@ -580,7 +595,11 @@ func (t *Tracker) lower(line string) []byte {
 // wrapper's words ("Model failed with error", "Download encountered an
 // error") name no cause, the error they wrap, later in the line, does.
 // When both give the same class the generic rule stands (its line is a
-// low-level hint: ggml's "cudaMalloc failed: out of memory").
+// low-level hint: ggml's "cudaMalloc failed: out of memory"), unless it
+// is a summary that names no cause and the specific rule's words follow
+// it (LocalAI's "could not load model: ..." before the backend's own
+// "unknown model architecture"; LM Studio's "Error loading model X:
+// Failed to load model." ends in its summary and stays one).
 func (t *Tracker) match(line string, lower []byte) (*Rule, failure.Class) {
 	sigs := t.e.signatures
 	first := t.scanSignatures(lower)
@@ -599,13 +618,24 @@ func (t *Tracker) match(line string, lower []byte) (*Rule, failure.Class) {
 		case !ok:
 		case r.Notice:
 			return r, c
-		case r.tier() == TierError && !r.Crash && (weak == nil || c != weakCls):
+		case r.tier() == TierError && !r.Crash && (weak == nil || c != weakCls || wrapsAfter(weak, r, lower)):
 			return r, c
 		case weak == nil:
 			weak, weakCls = r, c
 		}
 	}
 	return weak, weakCls
+}
+
+// wrapsAfter reports whether the summary rule weak's text comes before
+// the specific rule r's last occurrence in lower: the summary wraps the
+// cause that follows it.
+func wrapsAfter(weak, r *Rule, lower []byte) bool {
+	if !weak.Summary || len(weak.lower) == 0 || len(r.lower) == 0 {
+		return false
+	}
+	i := bytes.Index(lower, weak.lower)
+	return i >= 0 && bytes.LastIndex(lower, r.lower) > i
 }
 
 // scanSignatures marks in t.hits the signatures whose text lower holds

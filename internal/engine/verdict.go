@@ -59,6 +59,7 @@ var outcomeRules = []outcomeRule{
 	{"outcome/identity-mismatch", failure.ConfidenceStrong, isKind(OutcomeIdentityMismatch), giveIdentityMismatch},
 	{"outcome/completion-chat-template", failure.ConfidenceStrong, completionTemplateError, giveCompletionTemplate},
 	{"line", failure.ConfidenceStrong, lineExplains, giveLine},
+	{"outcome/served-on-cpu", failure.ConfidenceWeak, servedOnCPU, giveServedOnCPU},
 	{"outcome/served-then-failed", failure.ConfidenceWeak, servedThenFailed, giveServedThenFailed},
 	{"outcome/cpu-serving", failure.ConfidenceStrong, isKind(OutcomeAcceleratorUnavailable), giveCPUServing},
 	{"outcome/completion-failed", failure.ConfidenceStrong, isKind(OutcomeCompletionFailed), giveCompletionFailed},
@@ -375,6 +376,23 @@ func (v *verdict) outcomeDetail() {
 // answered one once up (a 500: the request failed, the server did not).
 func servedThenFailed(v *verdict) bool {
 	return v.o.Kind == OutcomeExited && v.stayedUp && (v.requests || v.phaseNow == failure.PhaseInference)
+}
+
+// servedOnCPU: the server stayed up and served, no line names a failure,
+// and the engine's own device discovery found no accelerator (Ollama's
+// "inference compute id=cpu library=cpu" on a Jetson whose JetPack it
+// does not map): the replies came from the CPU, slow or wrong.
+func servedOnCPU(v *verdict) bool {
+	return servedThenFailed(v) && v.fallback == "" && v.device.Kind == DeviceCPU && v.device.Evidence != ""
+}
+
+// giveServedOnCPU: accelerator_unavailable from the start (launch, where
+// the device was chosen), with the device line as root cause; weak, as
+// the host may have no accelerator to find.
+func giveServedOnCPU(v *verdict) {
+	v.f.Class, v.f.Phase = failure.ClassAcceleratorUnavailable, failure.PhaseLaunch
+	v.f.RootCause = "the server stayed up and served, but its device discovery found no accelerator: " + v.device.Evidence
+	v.detail["device"] = v.device.String()
 }
 
 // giveServedThenFailed: what failed is a request (an error line no rule
