@@ -45,6 +45,7 @@ exclusive_accelerator = true
 [backends.cand.env]
 OLLAMA_HOST = "127.0.0.1:11999"
 OLLAMA_NUM_PARALLEL = "1"
+HOME = "home"
 `), 0o644)
 	return cfg
 }
@@ -102,7 +103,7 @@ func TestFitOnTheExampleAndWithoutAnArtifact(t *testing.T) {
 		t.Errorf("fit prod on examples/hiro.toml: exit %d\n%s%s", code, out, errs)
 	}
 	cfg := filepath.Join(t.TempDir(), "hiro.toml")
-	must(t, os.WriteFile(cfg, []byte("[backends.prod]\nengine = \"ollama\"\ncommand = \"ollama\"\nport = 11998\nmodel = \"x\"\n[backends.prod.env]\nOLLAMA_HOST = \"127.0.0.1:11998\"\n"), 0o644))
+	must(t, os.WriteFile(cfg, []byte("[backends.prod]\nengine = \"ollama\"\ncommand = \"ollama\"\nport = 11998\nmodel = \"x\"\n[backends.prod.env]\nOLLAMA_HOST = \"127.0.0.1:11998\"\nHOME = \"home\"\n"), 0o644))
 	code, out, errs = runHiro(t, "--config", cfg, "fit", "prod")
 	for _, want := range []string{"cannot predict: profile prod names no artifact", `add artifact = "path/to/manifest.json"`, `artifact_dir = "path/to/model"`, "under [backends.prod]", "profile: [backends.prod] in " + cfg} {
 		if !strings.Contains(out, want) {

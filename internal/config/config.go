@@ -790,6 +790,9 @@ func (p *Profile) validate(file, k string) Errors {
 		if setting, msg := engine.ListenConflict(p.Engine, k, p.listenPort(), p.Command, p.Args, p.Env); setting != "" {
 			add(setting, "%s", msg)
 		}
+		if setting, msg := engine.MissingEnv(p.Engine, k, p.Command, p.Env, p.InheritEnv); setting != "" {
+			add(setting, "%s", msg)
+		}
 	}
 	if p.Port < 0 || p.Port > 65535 {
 		add(k+".port", "%d is out of range; use 1-65535", p.Port)

@@ -20,7 +20,7 @@ args = ["serve"]
 port = 11500
 model = "hiro-fixture"
 inherit_env = ["PATH"]
-env = { OLLAMA_MODELS = "/tmp/models", OLLAMA_HOST = "127.0.0.1:11500" }
+env = { OLLAMA_MODELS = "/tmp/models", OLLAMA_HOST = "127.0.0.1:11500", HOME = "/tmp/ollama-home" }
 ready_timeout = "90s"
 stall_timeout = "30s"
 [backends.prod.ready_probe]
@@ -54,7 +54,7 @@ func TestParseGood(t *testing.T) {
 		}
 		return "secret", true
 	})
-	if strings.Join(env, ";") != "OLLAMA_HOST=127.0.0.1:11500;OLLAMA_MODELS=/tmp/models;PATH=/bin" {
+	if strings.Join(env, ";") != "HOME=/tmp/ollama-home;OLLAMA_HOST=127.0.0.1:11500;OLLAMA_MODELS=/tmp/models;PATH=/bin" {
 		t.Errorf("Environ = %v (must hold only named variables)", env)
 	}
 	q := p.Clone()
@@ -320,7 +320,7 @@ func TestNonTableWhereTableExpected(t *testing.T) {
 		{"backends-int", "backends = 5\n", `backends-int.toml: backends: line 1: expected a table but found an integer; ` + tableHint},
 		{"backends-array", "backends = [\"prod\"]\n", `backends: line 1: expected a table but found an array; ` + tableHint},
 		{"backends-array-of-tables", "[[backends]]\nengine = \"vllm\"\n", `backends: line 1: expected a table but found an array of tables; ` + tableHint},
-		{"env-string", strings.Replace(good, `env = { OLLAMA_MODELS = "/tmp/models", OLLAMA_HOST = "127.0.0.1:11500" }`, `env = "OLLAMA_MODELS=/tmp/models"`, 1),
+		{"env-string", strings.Replace(good, `env = { OLLAMA_MODELS = "/tmp/models", OLLAMA_HOST = "127.0.0.1:11500", HOME = "/tmp/ollama-home" }`, `env = "OLLAMA_MODELS=/tmp/models"`, 1),
 			`backends.prod.env: line 13: expected a table but found a string; a table is expected: write it as [backends.prod.env] with its keys below, or as env = { key = "value" }`},
 		{"production-string", "production = \"fake\"\n", `production: line 1: type mismatch for config.Production: expected table but found string; a table is expected: write it as [production]`},
 		{"serve-int", "serve = 5\n", `serve: line 1: type mismatch for config.Serve: expected table but found int64; a table is expected: write it as [serve]`},

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -57,6 +58,56 @@ var listens = map[string]Listen{
 	"llamafile": {PortFlags: []string{"--port"}, DefaultPort: 8080},
 	"mistralrs": {PortFlags: []string{"--port"}, Commands: []string{"mistralrs-server"}},
 	"tabbyapi":  {PortFlags: []string{"--port"}, DefaultPort: 5000},
+}
+
+// EnvNeed is a variable an engine's own executable cannot start
+// without. A profile passes its server only env and inherit_env (nothing
+// else of hiro's environment), so a profile that gives neither is refused
+// at load (MissingEnv) instead of dying at launch.
+type EnvNeed struct {
+	// Name is the variable ("HOME").
+	Name string
+	// Why says what the engine does with it and how it fails without it,
+	// with the source that says so.
+	Why string
+}
+
+// needs holds each kind's EnvNeeds, read from the engines' sources.
+// Ollama v0.6.5: "ollama serve" (cmd.RunServer) first calls
+// initializeKeypair, which reads or writes $HOME/.ollama/id_ed25519
+// through os.UserHomeDir; without HOME it exits with "Error: $HOME is not
+// defined" before it listens, whatever OLLAMA_MODELS says (envconfig.Models
+// needs HOME only when OLLAMA_MODELS is unset). The other kinds start
+// without HOME (Python's expanduser falls back to the password database;
+// llama.cpp reads no home folder to start).
+var needs = map[string][]EnvNeed{
+	"ollama": {{Name: "HOME", Why: "ollama serve keeps its key in $HOME/.ollama and exits with \"Error: $HOME is not defined\" without it"}},
+}
+
+// NeedsOf returns the variables kind's own executables need to start.
+func NeedsOf(kind string) []EnvNeed { return needs[kind] }
+
+// MissingEnv returns the first variable a profile of kind does not give
+// its server although the engine needs it: the setting to add (a dotted
+// key path, "backends.cand.env.HOME") and a message saying why and the two
+// ways to give it; "" and "" when the profile gives every one, or when
+// command is not one of the engine's own executables (a launcher script
+// may set the variable itself). key is the profile's dotted path; env and
+// inherit are its env and inherit_env.
+func MissingEnv(kind, key, command string, env map[string]string, inherit []string) (setting, msg string) {
+	l, ok := listens[kind]
+	if !ok || !ownCommand(l, command) {
+		return "", ""
+	}
+	for _, n := range needs[kind] {
+		if _, set := env[n.Name]; set || slices.Contains(inherit, n.Name) {
+			continue
+		}
+		list := strings.Join(append(slices.Clone(inherit), n.Name), `", "`)
+		return key + ".env." + n.Name, fmt.Sprintf("missing: %s; hiro passes the server only its env and inherit_env, and neither gives %s: set inherit_env = [\"%s\"] in [%s] (hiro's own %s), or %s = \"/a/folder\" in [%s.env]",
+			n.Why, n.Name, list, key, n.Name, n.Name, key)
+	}
+	return "", ""
 }
 
 // ListenOf returns kind's Listen; ok is false for an unknown kind.

@@ -115,3 +115,43 @@ func TestMoveAdvice(t *testing.T) {
 		}
 	}
 }
+
+// An engine that cannot start without a variable the profile does not
+// pass (Ollama without HOME) is named with both ways to give it; its own
+// executable only (a launcher script may set it).
+func TestMissingEnv(t *testing.T) {
+	cases := []struct {
+		kind, command string
+		env           map[string]string
+		inherit       []string
+		want          []string // substrings; none: nothing missing
+	}{
+		{"ollama", "ollama", map[string]string{"OLLAMA_MODELS": "/m"}, nil,
+			[]string{"backends.c.env.HOME: missing", `Error: $HOME is not defined`, `inherit_env = ["HOME"] in [backends.c]`, `HOME = "/a/folder" in [backends.c.env]`}},
+		{"ollama", "/usr/local/bin/ollama", nil, []string{"PATH"}, []string{`inherit_env = ["PATH", "HOME"]`}},
+		{"ollama", "ollama", map[string]string{"HOME": "/h"}, nil, nil},
+		{"ollama", "ollama", nil, []string{"PATH", "HOME"}, nil},
+		{"ollama", "hiro-fake-engine", nil, nil, nil},
+		{"ollama", "./start-ollama.sh", nil, nil, nil},
+		{"vllm", "vllm", nil, nil, nil},
+		{"nosuchkind", "ollama", nil, nil, nil},
+	}
+	for _, c := range cases {
+		setting, msg := MissingEnv(c.kind, "backends.c", c.command, c.env, c.inherit)
+		got := setting + ": " + msg
+		if len(c.want) == 0 {
+			if setting != "" || msg != "" {
+				t.Errorf("%s %s %v %v: %q, want nothing missing", c.kind, c.command, c.env, c.inherit, got)
+			}
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s %s %v %v: %q lacks %q", c.kind, c.command, c.env, c.inherit, got, w)
+			}
+		}
+	}
+	if n := NeedsOf("ollama"); len(n) != 1 || n[0].Name != "HOME" {
+		t.Errorf("NeedsOf(ollama) = %v, want HOME", n)
+	}
+}
