@@ -27,6 +27,15 @@ func TestNoticesNeverDecideStrongly(t *testing.T) {
 		// vLLM@bbf906a vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py
 		{"fp8 marlin", "vllm", "WARNING 04-10 10:00:18 [marlin_utils_fp8.py:54] Your GPU does not have native support for FP8 computation but FP8 quantization is being used.",
 			"OSError: [Errno 98] Address already in use"},
+		// hipBLASLt's tensile_host.cpp prints "rocblaslt error: Cannot read|Could not load
+		// PATH" and goes on (rocblaslt_abort commented out; ROCm/rocm-libraries#931);
+		// rocBLAS falls back to Tensile. As users paste it: ollama#15452 (0.20.4, quoted
+		// name), lemonade-sdk/llamacpp-rocm#10 (uvicorn's level prefix), ROCm/TheRock#6175
+		// ("(or .zlib variant)"), lmstudio-bug-tracker#1163 (a Windows path)
+		{"hipBLASLt's lazy library, ollama", "ollama", `Apr 09 14:34:09 box ollama[11959]: rocblaslt error: Cannot read "TensileLibrary_lazy_gfx1200.dat": No such file or directory`, bind},
+		{"hipBLASLt's lazy library, lemonade", "openai", `ERROR:    rocblaslt error: Could not load "TensileLibrary_lazy_gfx1151.dat"`, bind},
+		{"hipBLASLt's lazy library, zlib variant", "llamacpp", `rocblaslt error: Cannot read "TensileLibrary_lazy_gfx906.dat" (or .zlib variant): No such file or directory`, bind},
+		{"hipBLASLt's lazy library, Windows", "openai", ` rocblaslt error: Cannot read C:\Users\u\.lmstudio\extensions\backends\vendor\win-llama-rocm-vendor-v5\bin\/hipblaslt/library/TensileLibrary_lazy_gfx1201.dat: No such file or directory`, bind},
 		// TGI@db931fc server/text_generation_server/models/__init__.py (relayed by the launcher)
 		{"flash attention v2", "tgi", "2025-04-10T10:00:09.000000Z  WARN text_generation_launcher: Unable to use Flash Attention V2: GPU with CUDA capability 7 5 is not supported for Flash Attention V2",
 			"OSError: [Errno 98] Address already in use"},
