@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -150,39 +149,8 @@ func TestOllamaProgressiveActivationReversesOnValidators(t *testing.T) {
 	// quotes of the first are not in it (temperature 0: every time).
 	doc := filepath.Join(w.dir, "bakery.txt")
 	must(t, os.WriteFile(doc, []byte("Marta Olsen founded the Olsen Bakery in Tromvik in 1952. Her son Erik took over the bakery in 1980.\n"), 0o644))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var runs int
-	var failed []string
-	for c := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				out := filepath.Join(w.dir, fmt.Sprintf("extract-%d-%d", c, i))
-				code, text := w.hiro("extract", doc, "--out", out, "--backend", "router", "--max-repairs", "0")
-				rejects, _ := os.ReadFile(filepath.Join(out, "rejects.jsonl"))
-				mu.Lock()
-				runs++
-				// Exit 1: a claim was rejected (the weak model's quotes);
-				// a request that failed is a reject of its own.
-				if (code != 0 && code != 1) || strings.Contains(string(rejects), "request_failed") {
-					failed = append(failed, fmt.Sprintf("extract %d-%d: exit %d\n%s\n%s", c, i, code, text, rejects))
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	endLoad := func() {
-		close(stop)
-		wg.Wait()
-	}
+	// Exit 1 is allowed: a claim was rejected (the weak model's quotes).
+	endLoad := w.startExtractLoad(2, true, doc, "--max-repairs", "0")
 	wait := w.hiroBackground("activate", evPath, "--progressive", "50,100", "--soak", "1h", "--journal", w.journal)
 	if r := waitRampShare(t, sp, 0.5, 2*time.Minute); r.State != evidence.RampRamping {
 		endLoad()
@@ -202,7 +170,7 @@ func TestOllamaProgressiveActivationReversesOnValidators(t *testing.T) {
 		}
 	}
 	code, out := wait()
-	endLoad()
+	runs, failed := endLoad()
 	t.Logf("activate:\n%s", out)
 	if code != 1 || !strings.Contains(out, "reversed at 50 %: "+ramp.MeasureInvalid+": ") {
 		t.Fatalf("activate: exit %d, want 1 with a reversal on invalid_rate\n%s", code, out)
@@ -215,10 +183,10 @@ func TestOllamaProgressiveActivationReversesOnValidators(t *testing.T) {
 		t.Fatalf("record: %s %q, ramp %+v", rec.Outcome, rec.Error, rec.Ramp)
 	}
 	h := rec.Ramp.History[0]
-	t.Logf("Ollama ramp on validators: reversed %s after hiro serve started; candidate %+v, production %+v; %d extraction runs through the router",
-		rec.Ramp.EndedAt.Sub(start).Round(time.Millisecond), h.Candidate, h.Production, runs)
+	t.Logf("Ollama ramp on validators: reversed %s after hiro serve started; candidate %d requests, %d of %d checked replies invalid; production %d requests, %d of %d invalid; %d extraction runs through the router",
+		rec.Ramp.EndedAt.Sub(start).Round(time.Millisecond), h.Candidate.Requests, h.Candidate.Invalid, h.Candidate.Checked, h.Production.Requests, h.Production.Invalid, h.Production.Checked, runs)
 	if h.Candidate.Invalid == 0 || h.Production.Checked == 0 || h.Production.Invalid*4 > h.Production.Checked {
-		t.Errorf("step: candidate %+v, production %+v; want the candidate's replies invalid, production's mostly valid", h.Candidate, h.Production)
+		t.Errorf("step: candidate %d of %d checked invalid, production %d of %d; want the candidate's replies invalid, production's mostly valid", h.Candidate.Invalid, h.Candidate.Checked, h.Production.Invalid, h.Production.Checked)
 	}
 	if len(failed) > 0 {
 		t.Fatalf("client extraction requests failed: %v", failed)

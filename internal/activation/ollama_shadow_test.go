@@ -52,31 +52,7 @@ func TestOllamaShadowCampaign(t *testing.T) {
 
 	corpus, err := filepath.Abs("../../corpora/hiro-mini")
 	must(t, err)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var runs int
-	var failed []string
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			out := filepath.Join(w.dir, fmt.Sprintf("extract-%d", i))
-			code, text := w.hiro("extract", "--corpus", corpus, "--out", out, "--backend", "router")
-			rejects, _ := os.ReadFile(filepath.Join(out, "rejects.jsonl"))
-			mu.Lock()
-			runs++
-			if code != 0 || strings.Contains(string(rejects), "request_failed") {
-				failed = append(failed, fmt.Sprintf("extract %d: exit %d\n%s", i, code, text))
-			}
-			mu.Unlock()
-		}
-	}()
+	endLoad := w.startExtractLoad(1, false, "--corpus", corpus)
 	plan := filepath.Join(w.dir, "plan-ollama-shadow.toml")
 	must(t, os.WriteFile(plan, []byte(`title = "Ollama candidate on live traffic"
 config = "hiro.toml"
@@ -100,8 +76,7 @@ min_pairs = 5
 for = "8m"
 `), 0o644))
 	code, out := w.hiro("qualify", plan)
-	close(stop)
-	wg.Wait()
+	runs, failed := endLoad()
 	if code != 0 {
 		t.Fatalf("qualify: exit %d\n%s\nextraction runs: %d, failed: %v", code, out, runs, failed)
 	}
@@ -114,5 +89,48 @@ for = "8m"
 	t.Logf("Ollama shadow: %s; extraction %+v; %d extraction runs through hiro serve", s.Summary, s.Extraction, runs)
 	if len(failed) > 0 {
 		t.Fatalf("client extraction runs failed: %v", failed)
+	}
+}
+
+// startExtractLoad runs `hiro extract ARGS --out DIR --backend router`
+// from clients goroutines, one run after another each, until the
+// returned end is called; end returns how many runs there were and
+// those that failed: a request that failed (a request_failed reject), or
+// an exit status other than 0 (or 1, when rejectedOK: a claim was
+// rejected).
+func (w *world) startExtractLoad(clients int, rejectedOK bool, args ...string) (end func() (runs int, failed []string)) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var runs int
+	var failed []string
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				out := filepath.Join(w.dir, fmt.Sprintf("extract-%d-%d", c, i))
+				code, text := w.hiro(append(append([]string{"extract"}, args...), "--out", out, "--backend", "router")...)
+				rejects, _ := os.ReadFile(filepath.Join(out, "rejects.jsonl"))
+				mu.Lock()
+				runs++
+				if (code != 0 && !(rejectedOK && code == 1)) || strings.Contains(string(rejects), "request_failed") {
+					failed = append(failed, fmt.Sprintf("extract %d-%d: exit %d\n%s\n%s", c, i, code, text, rejects))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() (int, []string) {
+		close(stop)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return runs, failed
 	}
 }
