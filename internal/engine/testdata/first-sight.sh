@@ -17,7 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 wt="${FIRST_SIGHT_WT:-/tmp/hiro-first-sight-wt}"
 tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+made=""
+trap 'rm -rf "$tmp"; [ -z "$made" ] || git worktree remove --force "$wt"' EXIT
 
 # set name, commit scored with, folder of the set at that commit
 sets=(
@@ -35,7 +36,10 @@ for s in "${sets[@]}"; do
   rev="$(git rev-parse --short "$commit")"
   bin="${FIRST_SIGHT_BINS:-$tmp}/hiro-$rev"
   if [ ! -x "$bin" ]; then
-    [ -d "$wt" ] || git worktree add -q --detach "$wt" "$rev" >&2
+    if [ ! -d "$wt" ]; then
+      git worktree add -q --detach "$wt" "$rev" >&2
+      made=1
+    fi
     git -C "$wt" checkout -q --detach "$rev"
     (cd "$wt" && go build -o "$bin" ./cmd/hiro)
   fi
@@ -66,7 +70,8 @@ for s in "${sets[@]}"; do
         right: ([$cov[0].wrong[]? | select(.log == $case.log)] | length == 0)
       }' "$tmp/out.json"
   done
-done | jq -s '{
+done >"$tmp/verdicts.jsonl"
+jq -s '{
   about: "Every held-out set'"'"'s verdicts at first sight: the binary of the commit it was scored with, on the set as it was then (first-sight.md says how; first-sight.sh remakes it). right: class, phase, root cause, facts and device all right.",
   verdicts: .
-}'
+}' "$tmp/verdicts.jsonl"
