@@ -99,6 +99,38 @@ var processFamily = family("process", []Rule{
 	{Text: "error while loading shared libraries", Class: failure.ClassEngineDied, Weak: true, NextStep: brokenInstallStep},
 })
 
+// configFamily: the engine refused the configuration it was given before
+// it served: each command-line parser's own words for a flag it does not
+// know or a value it does not take (Python's argparse, click, Rust's clap,
+// Go's cobra, llama.cpp's common/arg.cpp), and Go's os.UserHomeDir /
+// UserCacheDir when a variable they read is unset (Ollama's "Error: $HOME
+// is not defined"). Raised at launch.
+var configFamily = family("config", []Rule{
+	{Text: " is not defined", Pattern: regexp.MustCompile(`\$[A-Za-z_][A-Za-z0-9_]* is not defined`), Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Text: "neither $XDG_", Pattern: regexp.MustCompile(`neither \$XDG_\w+ nor \$HOME are defined`), Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	// argparse (vLLM, SGLang, LMDeploy, koboldcpp): "PROG: error: ..."
+	{Text: "error: unrecognized arguments:", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Text: "error: the following arguments are required:", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Text: "error: argument ", Pattern: regexp.MustCompile(`error: argument [^:]+: (invalid (\w+ value|choice)|expected (one|\d+) arguments?|ignored explicit argument|ambiguous option)`), Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	// click (trtllm-serve): "Error: No such option: --x", "Error: Invalid
+	// value for '--port': ..."
+	{Text: "Error: No such option:", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Text: "Error: Invalid value for ", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Text: "Error: Missing option ", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	// clap (text-generation-launcher, mistralrs-server)
+	{Text: "error: unexpected argument '", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Text: "error: invalid value '", Pattern: regexp.MustCompile(`error: invalid value '.*' for '`), Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Text: "error: the following required arguments were not provided", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Text: "which wasn't expected", Pattern: regexp.MustCompile(`error: Found argument '.*' which wasn't expected`), Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	// cobra (Ollama): "Error: unknown flag: --x"
+	{Text: "Error: unknown flag: ", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Text: "Error: unknown shorthand flag: ", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Text: "Error: invalid argument ", Pattern: regexp.MustCompile(`Error: invalid argument ".*" for ".*" flag`), Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	// llama.cpp common/arg.cpp: "error: invalid argument: --x" (not CUDA's
+	// "invalid argument" error, which names no flag)
+	{Text: "error: invalid argument: -", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+})
+
 // netFamily: port_in_use, every platform's wording: Linux EADDRINUSE
 // (errno 98), macOS (errno 48), Windows WSAEADDRINUSE (10048) and WSAEACCES
 // (10013, a port reserved by Hyper-V), Docker's port allocator.
@@ -122,7 +154,7 @@ var netFamily = family("net", []Rule{
 // hostFamilies are every shared family an engine on a GPU host can hit,
 // after the engine's own rules and its stack's (python, ggml).
 var hostFamilies = joinLists(libraryAccessFamily, cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, neuronFamily, gaudiFamily, ncclFamily,
-	memoryFamily, cpuFamily, osFamily, processFamily, netFamily, hubFamily, fsFamily, modelFamily, signalFamily, ntStatusFamily, nativeFamily, rustFamily, goFamily,
+	memoryFamily, cpuFamily, osFamily, processFamily, configFamily, netFamily, hubFamily, fsFamily, modelFamily, signalFamily, ntStatusFamily, nativeFamily, rustFamily, goFamily,
 	structuredFamily)
 
 // libraryAccessFamily: a shared library the dynamic loader (ld.so's

@@ -58,6 +58,10 @@ var nextSteps = map[failure.Class]string{
 	failure.ClassPermissionDenied: "The engine may not read or write a path it needs (the root cause names it): give the " +
 		"user the engine runs as access (ls -ld the path; chown or chmod it; in a container, the volume's owner and " +
 		"SELinux label :Z), or point the engine at a folder it owns (HF_HOME, OLLAMA_MODELS, --download-dir).",
+	failure.ClassInvalidConfiguration: "The engine refused the configuration it was given (the root cause names the flag, " +
+		"option or variable): fix the profile's args or env (or the plan variant that changed them) to what this engine " +
+		"version accepts (its --help lists its flags); hiro passes the server only the profile's env and inherit_env, so " +
+		"a variable it needs (HOME) goes there. Then rerun: this failure says nothing about the model.",
 	failure.ClassShutdownLeak: "Processes of the engine survived the stop: kill the listed pids, and make the " +
 		"launcher keep its children in its process group.",
 }

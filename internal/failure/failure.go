@@ -82,6 +82,13 @@ const (
 	// needs (a model, a cache folder, a socket): EACCES, EPERM, a
 	// read-only file system.
 	ClassPermissionDenied Class = "permission_denied"
+	// ClassInvalidConfiguration: the engine refused the configuration it
+	// was given before it served: a variable it needs is not set ("$HOME
+	// is not defined"), a flag or option it does not know, a value it
+	// does not accept. The profile (or a plan's variant) is wrong, not
+	// the model or the host: a campaign aborts instead of judging the
+	// candidate.
+	ClassInvalidConfiguration Class = "invalid_configuration"
 )
 
 // Classes lists every class.
@@ -91,7 +98,8 @@ var Classes = []Class{ClassDriverMismatch, ClassHostCapability, ClassGPUArchUnsu
 	ClassTokenizerTemplate, ClassEngineDied, ClassIdentityMismatch,
 	ClassStructuredOutputRejected, ClassStructuredOutputFailOpen,
 	ClassStructuredOutputCrash, ClassShutdownLeak, ClassProbeFailed, ClassHostOOM,
-	ClassAcceleratorUnavailable, ClassDiskFull, ClassModelAccessDenied, ClassPermissionDenied}
+	ClassAcceleratorUnavailable, ClassDiskFull, ClassModelAccessDenied, ClassPermissionDenied,
+	ClassInvalidConfiguration}
 
 // Known reports whether c is one of Classes.
 func (c Class) Known() bool {
