@@ -500,8 +500,9 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, inconclusiv
 			aborted, reason = true, lost.Error()
 			g.Status = evidence.StatusNotRun
 			g.Reason = fmt.Sprintf("cut short after %s: %s; the candidate was not compared: no result", time.Duration(g.DurationMS)*time.Millisecond, lost.Error())
-		case err != nil && errors.Is(err, ErrHarness):
-			// hiro's own error, not the candidate's: no result either.
+		case err != nil && (errors.Is(err, ErrHarness) || errors.Is(err, ErrConfiguration)):
+			// hiro's own error, or a profile the engine refused, not the
+			// candidate's: no result either.
 			aborted, reason = true, err.Error()
 			g.Status, g.Reason = evidence.StatusNotRun, err.Error() // "harness error: ..." (ErrHarness wraps it)
 		case err != nil && errors.Is(err, ErrInconclusive):
@@ -535,6 +536,14 @@ var ErrInconclusive = errors.New("inconclusive")
 // returning an error that wraps it aborts the campaign (exit 3) instead
 // of failing.
 var ErrHarness = errors.New("harness error")
+
+// ErrConfiguration marks a launch the engine refused for the profile it
+// was given (failure class invalid_configuration: a variable it needs
+// unset, a flag or value it does not take): the profile, or the plan's
+// variant, is wrong, not the candidate, so the campaign aborts (exit 3,
+// production restored) instead of calling it not qualified. Not exit 2:
+// by then the attempt was started (and production maybe stopped).
+var ErrConfiguration = errors.New("configuration error")
 
 func harnessErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrHarness, fmt.Sprintf(format, a...))

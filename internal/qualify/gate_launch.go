@@ -221,6 +221,13 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 			last = res.Failure
 			eg.Attempts = append(eg.Attempts, a)
 			h.Logf("attempt %s failed: %s", r.Name, res.Failure.Error())
+			if res.Failure != nil && res.Failure.Class == failure.ClassInvalidConfiguration {
+				// The engine refused the profile itself: a later rung is
+				// the same mistake or hides it; no verdict on the candidate.
+				eg.Failure = res.Failure
+				_ = h.Save()
+				return configurationErr(r, res.Failure)
+			}
 		case supervisor.StateAborted:
 			eg.Attempts = append(eg.Attempts, a)
 			return fmt.Errorf("attempt %s aborted: %s", r.Name, res.Error)
@@ -237,6 +244,18 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 		eg.Failure = last
 	}
 	return fmt.Errorf("no attempt reached ready (%d of %d declared attempts made)", len(eg.Attempts), len(g.Variants)+1)
+}
+
+// configurationErr is the campaign's abort for attempt r refused by its
+// engine as configured (f of class invalid_configuration): the line, the
+// profile and the plan key to fix, and the next step.
+func configurationErr(r *Rung, f *failure.Failure) error {
+	where := "profile " + r.Profile.Name + " (backends." + r.Profile.Name + ")"
+	if r.Name != "base" {
+		where += " as variant " + r.Name + " changes it"
+	}
+	return fmt.Errorf("%w: attempt %s: the engine refused its configuration (%s): %s; the %s is wrong, not the candidate, so no verdict: fix it and rerun ('hiro qualify PLAN --check' checks it first). %s",
+		ErrConfiguration, r.Name, f.Rule, f.RootCause, where, f.NextStep)
 }
 
 // Rung is one attempt of the launch ladder: a name, its reason, the
