@@ -242,6 +242,14 @@ var ggmlSignatures = family("ggml", []Rule{
 	// the CPU's vector length is not the one the build's kernels assume
 	// (ARM SVE: "GGML_ASSERT: ggml.c:21763: svcntb() == QK8_0" on a 128-bit
 	// SVE core; RISC-V V: __riscv_vlenb()): the host, not the model
+	// a GGUF tensor type id beyond the types this build knows (gguf.c:
+	// "GGML_ASSERT(0 <= info->type && info->type < GGML_TYPE_COUNT)"):
+	// the file's format is newer than the build
+	{Name: "ggml/assert-tensor-type", Text: "GGML_ASSERT", Pattern: regexp.MustCompile(`GGML_ASSERT.*\btype < GGML_TYPE_COUNT\b`), Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad},
+	// a device asked for by index that ggml's registry does not have
+	// ("GGML_ASSERT(index < ggml_backend_dev_count()) failed",
+	// ggml-backend-reg.cpp): the accelerator is not visible to this build
+	{Name: "ggml/assert-device-index", Text: "GGML_ASSERT", Pattern: regexp.MustCompile(`GGML_ASSERT\(\w+ < ggml_backend_(dev|reg)_count\(\)\)`), Class: failure.ClassAcceleratorUnavailable},
 	{Name: "ggml/assert-vector-length", Text: "GGML_ASSERT", Pattern: regexp.MustCompile(`GGML_ASSERT.*\b(svcnt[bhwd]|__riscv_vlenb|ggml_cpu_get_sve_cnt)\(\)`), Class: failure.ClassHostCapability, NextStep: sigillStep},
 	// Notices ggml prints and goes on after (llama.cpp@f6d77a1
 	// ggml/src/ggml-cuda/ggml-cuda.cu: ggml_cuda_host_malloc's pinned

@@ -202,6 +202,20 @@ func TestRootCauseByStructure(t *testing.T) {
 			`  File "/x/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 1016, in _executor_loop_overlap`,
 			"RuntimeError: boom in gemm",
 		}, Exited(0), failure.ClassEngineDied, "Encountered an error in forward function: boom in gemm"},
+		{"a relayed worker's C++ what() after its terminate line", "openai", []string{
+			"2022-06-08 15:26:49,012 [INFO ] W-9000-m_1.0-stderr MODEL_LOG - terminate called after throwing an instance of 'std::bad_alloc'",
+			"2022-06-08 15:26:49,012 [INFO ] W-9000-m_1.0-stderr MODEL_LOG -   what():  std::bad_alloc",
+			"2022-06-08 15:26:49,205 [INFO ] W-9000-m_1.0 org.pytorch.serve.wlm.WorkerThread - Retry worker: 9000 in 1 seconds.",
+		}, Exited(0), failure.ClassHostOOM, "what():  std::bad_alloc"},
+		{"a GGUF tensor type this build does not know", "llamafile", []string{
+			"llama.cpp/ggml.c:19663: GGML_ASSERT(0 <= info->type && info->type < GGML_TYPE_COUNT) failed",
+		}, Signaled("ABRT"), failure.ClassModelLoadFailed, "GGML_TYPE_COUNT"},
+		{"a device index ggml's registry does not have", "llamacpp", []string{
+			"/src/llama.cpp/ggml/src/ggml-backend-reg.cpp:335: GGML_ASSERT(index < ggml_backend_dev_count()) failed",
+		}, Signaled("ABRT"), failure.ClassAcceleratorUnavailable, "ggml_backend_dev_count"},
+		{"ARM SVE's vector length", "llamacpp", []string{
+			"GGML_ASSERT: ggml.c:21763: svcntb() == QK8_0",
+		}, Signaled("ABRT"), failure.ClassHostCapability, "svcntb() == QK8_0"},
 		{"a wrapper's words on a line that names the cause", "openai", []string{
 			`Sep 21 16:16:29 WARN  Backend process exited unexpectedly id="m" stderr="0.02.236.346 E srv    load_model: failed to load model, '/models/m.gguf'"`,
 			`Sep 21 16:16:29 ERROR Failed to load model modelID="m" error=failed to load model with internal loader: could not load model: rpc error: code = Internal desc = Failed to load model: /models/m.gguf. Error: llama_model_load: error loading model: unknown model architecture: 'spark2_5'; llama_model_load_from_file_impl: failed to load model`,

@@ -229,7 +229,7 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 // states the cause. It reports whether the line was used up; a blank
 // line or a new traceback ends the message.
 func (t *Tracker) continued(line, stored, msg string) bool {
-	if !t.cand.more {
+	if t.whatLine(line, stored, msg) || !t.cand.more {
 		return false
 	}
 	if strings.TrimSpace(msg) == "" || strings.Contains(msg, "Traceback (most recent call last)") {
@@ -241,6 +241,22 @@ func (t *Tracker) continued(line, stored, msg string) bool {
 		return true
 	}
 	t.cand.rule, t.cand.line, t.cand.class, t.cand.more = s.Name, stored, cls, false
+	return true
+}
+
+// whatLine takes the what() line right after a C++ terminate line that
+// gave the root cause ("terminate called after throwing an instance of
+// 'std::bad_alloc'", then "  what():  std::bad_alloc"): the message is
+// the cause, the terminate line only its type, when a specific rule
+// explains the message too. It reports whether it took the line.
+func (t *Tracker) whatLine(line, stored, msg string) bool {
+	if t.lines != t.cand.at+1 || !strings.HasPrefix(strings.TrimSpace(msg), "what():") ||
+		!strings.Contains(t.cand.line, "terminate called after throwing") {
+		return false
+	}
+	if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && !s.Crash {
+		t.cand.rule, t.cand.line, t.cand.class = s.Name, stored, cls
+	}
 	return true
 }
 
@@ -1355,15 +1371,18 @@ func cLevel(msg string) string {
 // child process's stderr or stdout (LocalAI's "GRPC(model-addr): stderr
 // message"): its level is the child's, unknown, not the wrapper's.
 func relayed(msg, level string) (string, string) {
-	i := strings.Index(msg, "): stderr ")
-	if i < 0 {
-		i = strings.Index(msg, "): stdout ")
+	for _, p := range relayMarks {
+		if i := strings.Index(msg, p); i >= 0 && i <= 160 {
+			return msg[i+len(p):], ""
+		}
 	}
-	if i < 0 || i > 160 {
-		return msg, level
-	}
-	return msg[i+len("): stderr "):], ""
+	return msg, level
 }
+
+// relayMarks end a wrapper's prefix before a child's own line: LocalAI's
+// "GRPC(model-addr): stderr ", TorchServe's "W-9000-model_1.0-stderr
+// MODEL_LOG - " (the worker's output, logged at the frontend's INFO).
+var relayMarks = [...]string{"): stderr ", "): stdout ", "-stderr MODEL_LOG - ", "-stdout MODEL_LOG - "}
 
 // levelReaders read a line's level where its format puts one, in order.
 var levelReaders = [...]func(msg string) (rest, level string, ok bool){tracingLevel, timestampLevel, zerologLevel, glogLevel, prefixLevel}
