@@ -2,24 +2,22 @@ package qualify
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/ollamatest"
 )
 
 // The demo plan's Ollama check and 'hiro doctor' agree: a go-installed
 // Ollama says "version is 0.0.0", and the check's pattern sees the build
 // info's v0.6.5 (the demo's pattern accepts 0.6.x only, never 0.0.0 alone).
 func TestPrereqCommandSeesBuildInfoVersion(t *testing.T) {
-	ollama := os.Getenv("HIRO_OLLAMA")
-	if ollama == "" {
-		ollama = filepath.Join(os.Getenv("HOME"), "go", "bin", "ollama")
-	}
-	if _, err := os.Stat(ollama); err != nil {
-		t.Skipf("no go-installed Ollama at %s (scripts/install-ollama.sh installs it)", ollama)
+	// Where the other real-engine tests find it ($HIRO_OLLAMA, PATH,
+	// $(go env GOPATH)/bin), not $HOME/go/bin, which a set GOPATH moves.
+	ollama, err := ollamatest.FindBinary()
+	if err != nil {
+		t.Skipf("skipping: %v", err)
 	}
 	if buildInfoVersion(ollama) == "" {
 		t.Skipf("%s has no module version in its build info", ollama)
