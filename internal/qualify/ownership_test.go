@@ -1,6 +1,7 @@
 package qualify_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -313,5 +314,61 @@ func TestCandidateOwnedByCampaign(t *testing.T) {
 				t.Errorf("leases left: %+v", ls)
 			}
 		})
+	}
+}
+
+// TestBackendStartRefusedUnderAnotherStateHome (issue 26 F6): a campaign
+// run under one HIRO_STATE_HOME holds production's endpoint; 'hiro
+// backend start prod' of the same configuration under another state home
+// is refused naming it, as under the same one (each state home had its
+// own lease folder, and the second command started production beside
+// the exclusive candidate). HIRO_LEASE_DIR is unset: the leases are the
+// user's (HOME).
+func TestBackendStartRefusedUnderAnotherStateHome(t *testing.T) {
+	e := newEnv(t, []string{"--load-time", "4s"}, "", nil)
+	e.startProduction()
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n")
+	home := filepath.Join(e.dir, "home")
+	env := func(stateHome string) []string {
+		return append(os.Environ(), "HIRO_LEASE_DIR=", "XDG_STATE_HOME=", "HOME="+home, "HIRO_STATE_HOME="+filepath.Join(e.dir, stateHome))
+	}
+	cmd := exec.Command(hiroBin, "--config", e.cfgPath, "qualify", plan)
+	cmd.Env = env("state-a")
+	stderr, err := cmd.StderrPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); killByArg(fmt.Sprintf("%d", e.candPort)) })
+	lines := make(chan string, 1000)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var seen []string
+	waitLine(t, lines, "[launch] attempt 1/1 base", &seen)
+	leases := filepath.Join(home, ".local", "state", "hiro", "leases")
+	holder := "held by campaign"
+	if ls, _ := qualify.Leases(leases); len(ls) != 1 {
+		t.Errorf("want the campaign's lease in %s, got %d", leases, len(ls))
+	} else {
+		holder += " " + ls[0].Campaign
+	}
+	start := exec.Command(hiroBin, "--config", e.cfgPath, "backend", "start", "prod")
+	start.Env = env("state-b")
+	out, err := start.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	if code != qualify.ExitBusy || !strings.Contains(string(out), holder) {
+		t.Errorf("backend start prod under another state home during the campaign: exit %d, want 6 (busy), %q\n%s", code, holder, out)
+	}
+	if e.productionReady() {
+		t.Error("production serves beside the exclusive candidate")
+	}
+	if code := exitCode(t, cmd, lines, &seen); code != 0 {
+		t.Fatalf("campaign exit %d:\n%s", code, strings.Join(seen, "\n"))
 	}
 }
