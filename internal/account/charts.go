@@ -309,16 +309,28 @@ func latencyPlot(e *evidence.Evidence) (p *plot.Plot, labels, parts []string, bo
 func decadeBelow(x float64) float64 { return math.Pow(10, math.Floor(math.Log10(x))) }
 func decadeAbove(x float64) float64 { return math.Pow(10, math.Ceil(math.Log10(x))) }
 
+// chartMargin is the blank border, in points, between the SVG's view box
+// and what the plot draws: the title's ascenders, the legend's swatches
+// and the tick labels stay inside the view box even where the browser's
+// font is taller or wider than the metrics plot measured with (a
+// fallback for Liberation Sans), instead of touching its edge and being
+// clipped (issue 26).
+const chartMargin = 8
+
 // render writes p as an SVG of w×h points without the XML prolog, its
 // text in Liberation Sans like the pages around it (plot's default is
-// the serif).
+// the serif), drawn chartMargin inside the view box on a white ground
+// that fills it.
 func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
 		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
 		f.Variant = "Sans"
 	}
 	c := vgsvg.New(w, h)
-	p.Draw(draw.New(c))
+	dc := draw.New(c)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	p.Draw(draw.Crop(dc, chartMargin, -chartMargin, chartMargin, -chartMargin))
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return nil, err

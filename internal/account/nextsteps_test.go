@@ -1,7 +1,10 @@
 package account
 
 import (
+	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,6 +93,71 @@ func TestLatencyChartAxisHoldsFewRequests(t *testing.T) {
 		}
 		if labelled < 2 {
 			t.Errorf("%v ms: %d labelled ticks on %v to %v; want 2 or more", lats, labelled, p.Y.Min, p.Y.Max)
+		}
+	}
+}
+
+// Every chart draws chartMargin inside its SVG's view box: the title's
+// ascenders, the legend's swatches and the tick labels never touch its
+// edge, where a browser font taller or wider than plot's metrics was
+// clipped (issue 26: the title's top and the legend's swatches were on
+// the view box's edge).
+func TestChartsDrawInsideTheirViewBox(t *testing.T) {
+	sr := &evidence.SemanticResult{CorpusName: "mini"}
+	sr.CandidateScores.F1, sr.ProductionScores.F1 = 0.7, 0.9
+	sr.Differences = []evidence.DocDiff{{DocID: "bakery", CandidateF1: 0.4, ProductionF1: 0.7}, {DocID: "bridge", CandidateF1: 0.9, ProductionF1: 0.9}}
+	lat := &evidence.RequestStats{}
+	for i := range 20 {
+		lat.LatenciesMS = append(lat.LatenciesMS, float64(50+i*300))
+	}
+	e := &evidence.Evidence{Gates: []evidence.Gate{
+		{ID: "semantic", Kind: "semantic", Status: evidence.StatusFailed, Semantic: sr},
+		{ID: "sequential", Kind: "sequential", Requests: lat},
+	}}
+	charts, err := Charts(e)
+	if err != nil || len(charts) < 3 {
+		t.Fatalf("%d charts, %v; want the measures, documents and latency charts", len(charts), err)
+	}
+	viewBox := regexp.MustCompile(`viewBox="0 0 ([0-9.]+) ([0-9.]+)"`)
+	point := regexp.MustCompile(`[ML](-?[0-9.]+),(-?[0-9.]+)`)
+	path := regexp.MustCompile(` d="([^"]*)"`)
+	text := regexp.MustCompile(`(<g transform="rotate\(90\)">\s*)?<text x="(-?[0-9.]+)" y="(-?[0-9.]+)"[^>]*font-size:([0-9.]+)px[^>]*>([^<]*)<`)
+	num := func(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
+	const eps = 0.01
+	for _, c := range charts {
+		svg := string(c.SVG)
+		m := viewBox.FindStringSubmatch(svg)
+		if m == nil {
+			t.Fatalf("%s: no view box", c.Title)
+		}
+		w, h := num(m[1]), num(m[2])
+		paths := path.FindAllStringSubmatch(svg, -1)
+		if len(paths) < 2 || paths[0][1] != fmt.Sprintf("M0,0L%g,0L%g,%gL0,%gZ", w, w, h, h) {
+			t.Fatalf("%s: the first path is not a ground filling the view box: %v", c.Title, paths[:1])
+		}
+		for _, p := range paths[1:] {
+			for _, q := range point.FindAllStringSubmatch(p[1], -1) {
+				if x, y := num(q[1]), num(q[2]); x < chartMargin-eps || x > w-chartMargin+eps || y < chartMargin-eps || y > h-chartMargin+eps {
+					t.Errorf("%s: a line at (%g, %g), within %d points of the %gx%g view box's edge", c.Title, x, y, chartMargin, w, h)
+				}
+			}
+		}
+		for _, tx := range text.FindAllStringSubmatch(svg, -1) {
+			x, y, size := num(tx[2]), num(tx[3]), num(tx[4])
+			if tx[1] != "" {
+				// The y axis's label, turned a quarter: its baseline is y
+				// points from the left edge, its ascenders about 0.75 of
+				// the size to the left of it, and x runs up the side.
+				if y-0.75*size < chartMargin-eps || x < chartMargin-eps || x > h-chartMargin+eps {
+					t.Errorf("%s: the turned text %q (baseline %g from the left, size %g) reaches within %d points of the view box's edge", c.Title, tx[5], y, size, chartMargin)
+				}
+				continue
+			}
+			// -y is the baseline from the bottom (the drawing is flipped);
+			// the ascenders reach about 0.75 of the size above it.
+			if base := -y; x < chartMargin-eps || base+0.75*size > h-chartMargin+eps || base < chartMargin-eps {
+				t.Errorf("%s: text %q at x %g, baseline %g (size %g) reaches within %d points of the view box's edge (%gx%g)", c.Title, tx[5], x, base, size, chartMargin, w, h)
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -312,5 +313,37 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// On a narrow screen a wide table scrolls sideways inside its own box
+// (the page never gets wider than the screen) and keeps readable
+// columns: headers on one line, cells at least 5.5em wide (issue 26: the
+// measures table squeezed its columns into rows ten lines tall and read
+// as clipped at the box's edge).
+func TestTablesScrollInsideTheirBox(t *testing.T) {
+	_, css := templates()
+	rules := map[string]string{}
+	for _, r := range regexp.MustCompile(`([^{}]+)\{([^}]*)\}`).FindAllStringSubmatch(string(css), -1) {
+		for _, sel := range strings.Split(r[1], ",") {
+			rules[strings.TrimSpace(sel)] += r[2] + ";"
+		}
+	}
+	for sel, want := range map[string][]string{
+		".table":       {"overflow-x:auto", "max-width:100%"},
+		".work table":  {"display:block", "overflow-x:auto", "max-width:100%"},
+		".prose table": {"display:block", "overflow-x:auto", "max-width:100%"},
+		".work th":     {"white-space:nowrap"},
+		".prose th":    {"white-space:nowrap"},
+		".table th":    {"white-space:nowrap"},
+		".work td":     {"min-width:5.5em"},
+		".prose td":    {"min-width:5.5em"},
+		".table td":    {"min-width:5.5em"},
+	} {
+		for _, d := range want {
+			if !strings.Contains(rules[sel], d) {
+				t.Errorf("style.css: %s has no %s (it has %q)", sel, d, rules[sel])
+			}
+		}
 	}
 }
