@@ -97,6 +97,11 @@ var pythonSignatures = family("python", []Rule{
 	// retract_decode; sglang-jax the same): the KV pool cannot hold even
 	// one running request after every other was retracted
 	{Text: "No space left for only one request", Class: failure.ClassContextExceedsKV},
+	// SGLang's token pool has no slots for the batch's tokens
+	// (python/sglang/srt/mem_cache/common.py alloc_token_slots, older
+	// schedule_batch.py: "Prefill out of memory. Try to lower your batch
+	// size.", "Decode ...", "Out of memory. ..."): the KV memory ran out
+	{Text: "out of memory. Try to lower your batch size", Class: failure.ClassGPUOOM},
 	// the KV cache budget left after the weights is below zero (vLLM and
 	// its platform plugins log it at INFO): a hint, the engine's own error
 	// after it ("No available memory for the cache blocks") says more, but

@@ -207,6 +207,10 @@ func TestRootCauseByStructure(t *testing.T) {
 			"2022-06-08 15:26:49,012 [INFO ] W-9000-m_1.0-stderr MODEL_LOG -   what():  std::bad_alloc",
 			"2022-06-08 15:26:49,205 [INFO ] W-9000-m_1.0 org.pytorch.serve.wlm.WorkerThread - Retry worker: 9000 in 1 seconds.",
 		}, Exited(0), failure.ClassHostOOM, "what():  std::bad_alloc"},
+		{"SGLang's token pool without slots for a batch", "sglang", []string{
+			"[2026-07-10 02:41:35 TP0] Prefill out of memory. Try to lower your batch size.",
+			"[2026-07-10 02:41:35 TP0] Try to allocate 8192 tokens.",
+		}, Signaled("QUIT"), failure.ClassGPUOOM, "Prefill out of memory"},
 		{"a GGUF tensor type this build does not know", "llamafile", []string{
 			"llama.cpp/ggml.c:19663: GGML_ASSERT(0 <= info->type && info->type < GGML_TYPE_COUNT) failed",
 		}, Signaled("ABRT"), failure.ClassModelLoadFailed, "GGML_TYPE_COUNT"},
