@@ -27,6 +27,9 @@ func init() {
 			// mistralrs_core::engine logs a failed forward step as "step -
 			// Model failed with error: ..." (engine/mod.rs)
 			{Text: "engine: step - ", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			// the engine's periodic logger (mistralrs_core::engine::logger)
+			// with tokens generated: requests were served
+			{Text: "Throughput (T/s) ", Pattern: regexp.MustCompile(`Throughput \(T/s\) (?:[1-9]|0\.\d*[1-9])`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Server listening on http", Phase: failure.PhaseReadyWait},
 			{Text: "Serving on http", Phase: failure.PhaseReadyWait},
 			{Text: "Warmup complete", Phase: failure.PhaseReadyWait},

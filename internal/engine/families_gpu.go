@@ -162,7 +162,9 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	// driver_mismatch
 	{Text: "driver version is insufficient", Class: failure.ClassDriverMismatch},
 	{Text: "NVIDIA driver on your system is too old", Class: failure.ClassDriverMismatch},
-	{Text: "forward compatibility was attempted on non supported HW", Class: failure.ClassDriverMismatch},
+	// raised when the CUDA context is made (the device chosen, before any
+	// weight moves), whatever files the engine read before
+	{Text: "forward compatibility was attempted on non supported HW", Class: failure.ClassDriverMismatch, Phase: failure.PhaseLaunch},
 	{Text: "unsupported display driver / cuda driver combination", Class: failure.ClassDriverMismatch},
 	{Text: "PTX was compiled with an unsupported toolchain", Class: failure.ClassDriverMismatch},
 	{Text: "Driver/library version mismatch", Class: failure.ClassDriverMismatch},

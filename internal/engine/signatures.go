@@ -233,6 +233,9 @@ var pythonFramePhases = []FramePhase{
 	// build_model_agent, _build_model, build_patched_model)
 	{"build_model", failure.PhaseLoad},
 	{"init_memory_pool", failure.PhaseKVInit},
+	// MLC LLM's engine sizing its KV cache (cpp/serve/config.cc,
+	// InferrableEngineConfig::InferForKVCache), in a TVM traceback
+	{"inferforkvcache", failure.PhaseKVInit},
 	{"initialize_kv_cache", failure.PhaseKVInit},
 	{"_initialize_kv_caches", failure.PhaseKVInit},
 	{"determine_available_memory", failure.PhaseKVInit},

@@ -328,3 +328,47 @@ func TestAdviceFitsTheCause(t *testing.T) {
 		}
 	}
 }
+
+// TestPhaseFromWhatTheLinesSay: the phase of a failure comes from what
+// the engine's lines and frames say it was doing, in every engine: a
+// periodic logger with tokens served (mistral.rs), mlx_lm.server's
+// prompt progress, MLC's KV cache sizing frame, the CUDA context made
+// at launch whatever files were read before it.
+func TestPhaseFromWhatTheLinesSay(t *testing.T) {
+	for _, c := range []struct {
+		name, kind string
+		lines      []string
+		phase      failure.Phase
+	}{
+		{"a throughput logger with tokens served", "mistralrs", []string{
+			"2025-05-27T01:09:52.403004Z  INFO mistralrs_server: Serving on http://0.0.0.0:1234.",
+			"2025-05-27T01:10:14.516982Z  INFO mistralrs_core::engine::logger: Throughput (T/s) 38.60, Prefix cache hitrate 0.00%, 0 running, 0 waiting",
+			"thread '<unnamed>' panicked at mistralrs-core/src/pipeline/mod.rs:462:35:",
+			"Did not get any inputs. This is shocking.",
+		}, failure.PhaseInference},
+		{"a throughput logger with nothing served yet", "mistralrs", []string{
+			"2025-05-27T01:09:52.403004Z  INFO mistralrs_server: Serving on http://0.0.0.0:1234.",
+			"2025-05-27T01:10:14.516982Z  INFO mistralrs_core::engine::logger: Throughput (T/s) 0.00, Prefix cache hitrate 0.00%, 0 running, 0 waiting",
+			"thread '<unnamed>' panicked at mistralrs-core/src/pipeline/mod.rs:462:35:",
+			"Did not get any inputs. This is shocking.",
+		}, failure.PhaseReadyWait},
+		{"MLC sizing its KV cache", "openai", []string{
+			"Traceback (most recent call last):",
+			`  File "/x/cpp/serve/config.cc", line 757, in mlc::llm::serve::InferrableEngineConfig::InferForKVCache(mlc::llm::serve::EngineMode)`,
+			"TVMError: Check failed: (output_res.IsOk()) is false: Insufficient GPU memory error: The available single GPU memory is 23669.327 MB",
+		}, failure.PhaseKVInit},
+		{"CUDA's forward compatibility refused after config files were read", "mistralrs", []string{
+			"2026-02-03T08:12:40.701103Z  INFO mistralrs_core::pipeline::paths: Found model weight filenames [\"model-00001-of-00005.safetensors\"]",
+			`Error: DriverError(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, "forward compatibility was attempted on non supported HW")`,
+		}, failure.PhaseLaunch},
+	} {
+		tr := mustLookup(t, c.kind).NewTracker()
+		for _, l := range c.lines {
+			tr.Feed(l)
+		}
+		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)})
+		if f.Phase != c.phase {
+			t.Errorf("%s: phase %s (rule %s, root %q), want %s", c.name, f.Phase, f.Rule, f.RootCause, c.phase)
+		}
+	}
+}
