@@ -127,9 +127,10 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		}
 		never := plan.NeverActivates(cfg.Activation.Require)
 		small := plan.CorpusWarnings()
+		down := plan.ProductionNotServing(c.Context(), cfg)
 		if g.JSON {
 			return writeJSON(g, map[string]any{"ok": true, "plan": plan.Path, "config": cfg.Path, "candidate": plan.Candidate, "production": plan.Production, "gates": len(plan.Gates), "predictions": preds,
-				"never_activates": never, "corpus_warnings": small})
+				"never_activates": never, "corpus_warnings": small, "production_not_serving": down})
 		}
 		for _, p := range preds {
 			fmt.Fprintf(g.Stdout, "preflight %s: ", p.Attempt)
@@ -144,6 +145,9 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		}
 		for _, w := range small {
 			fmt.Fprintf(g.Stdout, "warning: %s\n", w)
+		}
+		if down != "" {
+			fmt.Fprintf(g.Stdout, "warning: %s\n", down)
 		}
 		return nil
 	}

@@ -355,6 +355,9 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 		if cr.Advice != "" { // it answered, but refused hiro's TLS or key
 			c.out.line("  %s", cr.Advice)
 		}
+		if gates := c.plan.GatesAskingProduction(); len(gates) > 0 {
+			c.out.line("  %s", productionNeededNote(c.prod, gates, "and rerun"))
+		}
 	}
 	for _, g := range c.plan.Gates {
 		if pr, ok := g.Gate.(Preparer); ok && !g.Skip {

@@ -1,0 +1,93 @@
+package qualify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/shellquote"
+	"github.com/hiro-dev/hiro/internal/supervisor"
+)
+
+// productionAsker is a gate whose result needs answers of production: the
+// semantic gate (production's side of the corpus, unless a cached
+// baseline matches), the shadow gate (production's live requests) and a
+// request gate with compare_with_production beside production (an
+// exclusive plan skips that comparison). exclusive is the plan's.
+type productionAsker interface {
+	asksProduction(exclusive bool) bool
+}
+
+func (g *SemanticGate) asksProduction(bool) bool { return true }
+func (g *ShadowGate) asksProduction(bool) bool   { return true }
+func (p *PerfCompare) asksProduction(exclusive bool) bool {
+	return p.CompareWithProduction && !exclusive
+}
+
+// GatesAskingProduction returns the gates of the plan that run and need
+// production's answers, each as "ID (kind)", in plan order.
+func (p *Plan) GatesAskingProduction() []string {
+	var out []string
+	for _, g := range p.Gates {
+		if g == nil || g.Skip {
+			continue
+		}
+		if a, ok := g.Gate.(productionAsker); ok && a.asksProduction(p.Exclusive != nil && *p.Exclusive) {
+			out = append(out, g.ID+" ("+g.Kind+")")
+		}
+	}
+	return out
+}
+
+// productionCheckTimeout bounds the readiness check of ProductionNotServing.
+const productionCheckTimeout = 15 * time.Second
+
+// ProductionNotServing is the warning of `hiro qualify --check` when the
+// plan's production does not serve now (readiness: health, model id, the
+// bounded probe) and gates of the plan need its answers: which, and how to
+// start it; "" when it serves, when the plan has no production, or when no
+// gate needs it. A warning, not an error: production may be started before
+// the run. It starts and stops nothing.
+func (p *Plan) ProductionNotServing(ctx context.Context, cfg *config.Config) string {
+	gates := p.GatesAskingProduction()
+	if p.Production == "" || len(gates) == 0 {
+		return ""
+	}
+	prod, err := production.ProfileFor(cfg, p.Production)
+	if err != nil || prod == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, productionCheckTimeout)
+	defer cancel()
+	cr := supervisor.CheckReady(ctx, prod, nil)
+	if cr.OK {
+		return ""
+	}
+	why := "it does not answer ready"
+	if cr.Failure != nil && cr.Failure.RootCause != "" {
+		why = cr.Failure.RootCause
+	}
+	return fmt.Sprintf("production %s is not serving now at %s (%s); %s", prod.Name, prod.BaseURL, why, productionNeededNote(prod, gates, "before the run"))
+}
+
+// productionNeededNote says which gates need production's answers and
+// how to start it, with when ("before the run", "and rerun"): the --check
+// warning's and the run's words.
+func productionNeededNote(prod *config.Profile, gates []string, when string) string {
+	how := fmt.Sprintf("start it with 'hiro backend start %s' %s", shellquote.Quote(prod.Name), when)
+	if prod.Unmanaged {
+		how = "start it where it runs (hiro does not manage it) " + when
+	}
+	return fmt.Sprintf("%s %s production's answers and will end without a result unless it serves when they run: %s",
+		strings.Join(gates, ", "), plural(len(gates), "needs", "need"), how)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

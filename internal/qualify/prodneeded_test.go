@@ -1,0 +1,63 @@
+package qualify_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/qualify"
+)
+
+// A plan whose gates need production's answers, with production down:
+// --check warns (names the gates and how to start it) instead of saying
+// only "valid", and the run says the same at its start; an exclusive plan
+// (its comparison skipped) and a serving production get no warning
+// (issue 26, F11).
+func TestProductionNotServingIsNamedWithTheGatesThatNeedIt(t *testing.T) {
+	e := perfEnv(t)
+	gates := "[[gates]]\nid = \"launch\"\nkind = \"launch\"\n[[gates]]\nid = \"speed\"\nkind = \"sequential\"\nrequests = 4\n" + perfCompareKeys
+	planPath := e.writePlan("exclusive = false\n" + gates)
+	p, cfg, err := qualify.LoadPlan(planPath, e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.GatesAskingProduction(); len(got) != 1 || got[0] != "speed (sequential)" {
+		t.Errorf("GatesAskingProduction = %v, want [speed (sequential)]", got)
+	}
+	w := p.ProductionNotServing(context.Background(), cfg)
+	for _, want := range []string{"production prod is not serving now at http://127.0.0.1:", "speed (sequential) needs production's answers", "'hiro backend start prod' before the run"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q lacks %q", w, want)
+		}
+	}
+	var progress bytes.Buffer
+	out, err := qualify.Run(context.Background(), p, cfg, qualify.Options{LeaseDir: e.leaseDir, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(progress.String(), "speed (sequential) needs production's answers and will end without a result unless it serves when they run: start it with 'hiro backend start prod' and rerun") {
+		t.Errorf("the run's start does not say which gates need production (exit %d):\n%s", out.ExitCode, progress.String())
+	}
+
+	excl, cfg2, err := qualify.LoadPlan(e.writePlan("exclusive = true\n"+gates), e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := excl.ProductionNotServing(context.Background(), cfg2); w != "" {
+		t.Errorf("exclusive plan (comparison skipped) warned: %q", w)
+	}
+	// The semantic gate needs production in an exclusive plan too (its
+	// baseline is extracted before production is stopped).
+	sem, _, err := qualify.LoadPlan(e.writePlan("exclusive = true\n[[gates]]\nid = \"launch\"\nkind = \"launch\"\n"+strings.Replace(semanticGate(0.05), "[[gates]]\n", "[[gates]]\nid = \"quality\"\n", 1)), e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sem.GatesAskingProduction(); len(got) != 1 || got[0] != "quality (semantic)" {
+		t.Errorf("GatesAskingProduction = %v, want [quality (semantic)]", got)
+	}
+	e.startProduction()
+	if w := p.ProductionNotServing(context.Background(), cfg); w != "" {
+		t.Errorf("production serves, yet: %q", w)
+	}
+}
