@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
@@ -134,20 +136,156 @@ func measuresChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 		Caption: fmt.Sprintf("Each measure on corpus %s, candidate (orange) beside production (blue); higher is better except duplicates.", sr.CorpusName)}, nil
 }
 
-func documentsChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
-	var labels []string
-	var cand, prod []float64
-	for _, d := range sr.Differences {
-		labels = append(labels, truncate(d.DocID, 18))
-		cand = append(cand, d.CandidateF1)
-		prod = append(prod, d.ProductionF1)
+// The documents chart is laid out for the journal's column (48rem less
+// its padding: 546 points at 1280 px, 262 at 390): a fixed width
+// whatever the number of documents, one row of docRowHeight points per
+// document drawn, at most maxDocRows rows.
+const (
+	docChartWidth = 320
+	docRowHeight  = 14
+	maxDocRows    = 40
+	// docChartFrame is the height of everything but the rows: a title of
+	// two lines, the F1 axis and the legend under it.
+	docChartFrame = 110
+)
+
+// docRows are the documents the chart draws, in the order drawn (the
+// largest drop first), with the words saying which they are: all of them
+// up to maxDocRows; past it, those whose F1 differs, or the maxDocRows
+// that differ most when more differ (the report's table lists the
+// largest differences by name).
+type docRows struct {
+	rows    []evidence.DocDiff
+	title   string // after "GATE: "
+	caption string // what the rows are, the caption's start
+	rest    string // a sentence on the documents not drawn, or ""
+}
+
+func documentRows(corpus string, ds []evidence.DocDiff) docRows {
+	n := len(ds)
+	var out docRows
+	differ := 0
+	for _, d := range ds {
+		if d.DeltaF1 != 0 {
+			differ++
+		}
 	}
-	svg, err := pairChart(gate+": F1 per document", "F1", labels, cand, prod, 1.25)
+	switch {
+	case n <= maxDocRows:
+		out.rows = append(out.rows, ds...)
+		out.title = "F1 per document"
+		out.caption = fmt.Sprintf("F1 of each of the %s of corpus %s", Plural(n, "document", "documents"), corpus)
+	case differ == 0:
+		out.rows = append(out.rows, ds[:maxDocRows]...)
+		out.title = fmt.Sprintf("F1 of the first %d of %d documents (none differs)", maxDocRows, n)
+		out.caption = fmt.Sprintf("F1 of the first %d of the %d documents of corpus %s", maxDocRows, n, corpus)
+		out.rest = fmt.Sprintf(" No document's F1 differs between the two sides; the other %d are not drawn.", n-maxDocRows)
+	default:
+		byGap := append([]evidence.DocDiff{}, ds...)
+		sort.SliceStable(byGap, func(i, j int) bool { return math.Abs(byGap[i].DeltaF1) > math.Abs(byGap[j].DeltaF1) })
+		k := min(differ, maxDocRows)
+		out.rows = byGap[:k]
+		if differ <= maxDocRows {
+			out.title = fmt.Sprintf("F1 of the %d of %d documents that differ", k, n)
+			out.caption = fmt.Sprintf("F1 of the %d of the %d documents of corpus %s whose F1 differs between the two sides", k, n, corpus)
+			out.rest = fmt.Sprintf(" The other %d score the same on both.", n-k)
+		} else {
+			out.title = fmt.Sprintf("F1 of the %d of %d documents that differ most", k, n)
+			out.caption = fmt.Sprintf("F1 of the %d of the %d documents of corpus %s whose F1 differs most between the two sides", k, n, corpus)
+			out.rest = fmt.Sprintf(" The other %d differ by %.3f or less.", n-k, math.Abs(byGap[k].DeltaF1))
+		}
+	}
+	// Largest drop on top, then the corpus's order.
+	sort.SliceStable(out.rows, func(i, j int) bool { return out.rows[i].DeltaF1 < out.rows[j].DeltaF1 })
+	return out
+}
+
+// documentsChart draws F1 per document as a dot plot, one row per
+// document (see documentRows for which): production's F1 as a blue
+// ring, the candidate's as an orange dot, a grey line between them,
+// the largest drop on top; docChartWidth wide and docRowHeight a row.
+func documentsChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
+	sel := documentRows(sr.CorpusName, sr.Differences)
+	p, legend, err := documentsPlot(gate+": "+sel.title, sel.rows)
 	if err != nil {
 		return Chart{}, err
 	}
-	return Chart{Title: gate + ": F1 per document", SVG: svg,
-		Caption: fmt.Sprintf("F1 of each of the %s of corpus %s, candidate beside production.", Plural(len(labels), "document", "documents"), sr.CorpusName)}, nil
+	svg, err := renderBelow(p, legend, docChartWidth, vg.Length(docChartFrame+docRowHeight*len(sel.rows)))
+	if err != nil {
+		return Chart{}, err
+	}
+	return Chart{Title: gate + ": " + sel.title, SVG: svg,
+		Caption: sel.caption + ": production's (blue ring) and the candidate's (orange dot) on the document's row, the largest drop on top." + sel.rest}, nil
+}
+
+// thickRing is draw.RingGlyph with a line of 1.5 points (the ring's
+// 0.5 point line is lost at the page's scale).
+type thickRing struct{}
+
+// DrawGlyph implements draw.GlyphDrawer.
+func (thickRing) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(1.5)})
+	var p vg.Path
+	p.Move(vg.Point{X: pt.X + sty.Radius, Y: pt.Y})
+	p.Arc(pt, sty.Radius, 0, 2*math.Pi)
+	p.Close()
+	c.Stroke(p)
+}
+
+// docLabelRunes is the longest document id drawn whole; a longer one is
+// cut with an ellipsis (the report's table names it in full).
+const docLabelRunes = 28
+
+func documentsPlot(title string, rows []evidence.DocDiff) (*plot.Plot, *plot.Legend, error) {
+	p := newPlot()
+	p.Title.Text = title
+	p.X.Label.Text = "F1"
+	n := len(rows)
+	labels := make([]string, n)
+	g := plotter.NewGrid()
+	g.Horizontal.Color = color.Gray{Y: 0xe4}
+	p.Add(g)
+	var cand, prod plotter.XYs
+	for i, d := range rows {
+		y := float64(n - 1 - i) // first row on top
+		labels[n-1-i] = truncate(d.DocID, docLabelRunes)
+		l, err := plotter.NewLine(plotter.XYs{{X: d.ProductionF1, Y: y}, {X: d.CandidateF1, Y: y}})
+		if err != nil {
+			return nil, nil, err
+		}
+		l.LineStyle.Width, l.LineStyle.Color = vg.Points(1.5), color.Gray{Y: 0xa0}
+		p.Add(l)
+		cand = append(cand, plotter.XY{X: d.CandidateF1, Y: y})
+		prod = append(prod, plotter.XY{X: d.ProductionF1, Y: y})
+	}
+	legend := newLegend()
+	for _, s := range []struct {
+		pts   plotter.XYs
+		col   color.Color
+		shape draw.GlyphDrawer
+		r     vg.Length
+		label string
+	}{{prod, productionColor, thickRing{}, 4, "production"}, {cand, candidateColor, draw.CircleGlyph{}, 3, "candidate"}} {
+		sc, err := plotter.NewScatter(s.pts)
+		if err != nil {
+			return nil, nil, err
+		}
+		sc.GlyphStyle.Color, sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = s.col, s.r, s.shape
+		p.Add(sc)
+		legend.Add(s.label, sc)
+	}
+	p.NominalY(labels...)
+	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
+	p.X.Min, p.X.Max = 0, 1
+	p.X.Tick.Marker = plot.TickerFunc(func(_, _ float64) []plot.Tick {
+		var ts []plot.Tick
+		for i := 0; i <= 5; i++ {
+			v := float64(i) / 5
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 1, 64)})
+		}
+		return ts
+	})
+	return p, &legend, nil
 }
 
 // forestChart draws the comparisons as a forest plot: one row per gated
@@ -182,6 +320,10 @@ func forestChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 	if pad == 0 {
 		pad = 0.01
 	}
+	// The margin's legend goes under the plot (renderBelow): drawn on
+	// the data it sat on the zero line, which is the right edge whenever
+	// the candidate is no better than production.
+	legend := newLegend()
 	for _, v := range []struct {
 		x      float64
 		dashed bool
@@ -193,7 +335,7 @@ func forestChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 		l.LineStyle.Width, l.LineStyle.Color = vg.Points(1), color.Gray{Y: 0x60}
 		if v.dashed {
 			l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			p.Legend.Add(fmt.Sprintf("margin −%.2f", sr.Tolerance), l)
+			legend.Add(fmt.Sprintf("margin −%.2f", sr.Tolerance), l)
 		}
 		p.Add(l)
 	}
@@ -201,8 +343,9 @@ func forestChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 	p.NominalY(labels...)
 	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
 	p.X.Min, p.X.Max = lo-pad, hi+pad
-	p.Legend.Top = true
-	svg, err := render(p, 420, vg.Length(90+40*n))
+	// Under the plot, on the side away from the zero line.
+	legend.Left = (0-p.X.Min)/(p.X.Max-p.X.Min) > 0.5
+	svg, err := renderBelow(p, &legend, 420, vg.Length(106+40*n))
 	if err != nil {
 		return Chart{}, err
 	}
@@ -239,7 +382,7 @@ func latencyChart(e *evidence.Evidence) (Chart, bool, error) {
 	if err != nil || len(labels) == 0 {
 		return Chart{}, false, err
 	}
-	svg, err := render(p, vg.Length(max(360, 150*len(labels))), 260)
+	svg, err := render(p, latencyWidth(len(labels)), latencyHeight)
 	if err != nil {
 		return Chart{}, false, err
 	}
@@ -248,18 +391,71 @@ func latencyChart(e *evidence.Evidence) (Chart, bool, error) {
 			fmt.Sprint(minBoxSamples) + " requests or more). " + strings.Join(parts, "; ") + "."}, true, nil
 }
 
+// The latency chart is 150 points a gate wide (360 at least) and
+// latencyHeight tall; a gate's label is wrapped to its column's width
+// on the drawn chart less latencyLabelGap points.
+const (
+	latencyHeight   = 260
+	latencyLabelGap = 8
+)
+
+func latencyWidth(gates int) vg.Length { return vg.Length(max(360, 150*gates)) }
+
+// latencyLabel is a gate's name under its column, whole: its title
+// wrapped at words into at most two lines of width; failing that its id
+// (the gate's own short name, its plan.toml id), wrapped the same. No
+// name is cut: the caption names every gate by its title.
+func latencyLabel(sty text.Style, g *evidence.Gate, width vg.Length) string {
+	fits := func(lines []string) bool {
+		for _, l := range lines {
+			if sty.Width(l) > width {
+				return false
+			}
+		}
+		return len(lines) <= 2
+	}
+	if lines := wrapWords(sty, gateTitle(g), width); fits(lines) {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(wrapWords(sty, g.ID, width), "\n")
+}
+
+// wrapWords breaks s at white space into lines no wider than width in
+// sty; a word wider than width is a line of its own, never cut.
+func wrapWords(sty text.Style, s string, width vg.Length) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case sty.Width(line+" "+w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
 // latencyPlot builds latencyChart's plot; boxes counts the gates drawn
 // with a box.
 func latencyPlot(e *evidence.Evidence) (p *plot.Plot, labels, parts []string, boxes int, err error) {
-	p = plot.New()
+	p = newPlot()
+	var gates []*evidence.Gate
+	for i := range e.Gates {
+		if g := &e.Gates[i]; g.Requests != nil && len(g.Requests.LatenciesMS) > 0 {
+			gates = append(gates, g)
+		}
+	}
 	p.Title.Text = "End-to-end latency per request"
 	p.Y.Label.Text = "ms (log scale)"
 	lowest, highest := math.Inf(1), 0.0
-	for i := range e.Gates {
-		g := &e.Gates[i]
-		if g.Requests == nil || len(g.Requests.LatenciesMS) == 0 {
-			continue
-		}
+	for _, g := range gates {
 		x := float64(len(labels))
 		vals := make(plotter.Values, len(g.Requests.LatenciesMS))
 		for k, v := range g.Requests.LatenciesMS {
@@ -285,9 +481,7 @@ func latencyPlot(e *evidence.Evidence) (p *plot.Plot, labels, parts []string, bo
 		}
 		s.GlyphStyle.Color, s.GlyphStyle.Radius, s.GlyphStyle.Shape = candidateColor, vg.Points(2), draw.CircleGlyph{}
 		p.Add(s)
-		// 150 points a column, Sans at 10 points: 20 characters fit
-		// without touching the next label.
-		labels = append(labels, truncate(gateTitle(g), 19)) // 19 and the ellipsis
+		labels = append(labels, "") // once the axes are set (below)
 		parts = append(parts, fmt.Sprintf("%s: %s", gateTitle(g), Plural(len(vals), "request", "requests")))
 	}
 	if len(labels) == 0 {
@@ -301,7 +495,22 @@ func latencyPlot(e *evidence.Evidence) (p *plot.Plot, labels, parts []string, bo
 	p.Add(plotter.NewGrid())
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.6, float64(len(labels))-0.4
+	column := columnWidth(p, latencyWidth(len(labels)), latencyHeight)
+	for i, g := range gates {
+		labels[i] = latencyLabel(p.X.Tick.Label, g, column-latencyLabelGap)
+	}
+	p.NominalX(labels...)
 	return p, labels, parts, boxes, nil
+}
+
+// columnWidth is the distance, in points, between two nominal x values
+// of p drawn by render on a w×h chart (its y axis set: it takes its
+// part of the width).
+func columnWidth(p *plot.Plot, w, h vg.Length) vg.Length {
+	c := draw.Crop(draw.New(vgsvg.New(w, h)), chartMargin, -chartMargin, chartMargin, -chartMargin)
+	dc := p.DataCanvas(c)
+	trX, _ := p.Transforms(&dc)
+	return trX(1) - trX(0)
 }
 
 // decadeBelow is the largest power of ten at or below x (x > 0);
@@ -317,20 +526,53 @@ func decadeAbove(x float64) float64 { return math.Pow(10, math.Ceil(math.Log10(x
 // clipped (issue 26).
 const chartMargin = 8
 
-// render writes p as an SVG of w×h points without the XML prolog, its
-// text in Liberation Sans like the pages around it (plot's default is
-// the serif), drawn chartMargin inside the view box on a white ground
-// that fills it.
-func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+// newPlot is plot.New with its text in Liberation Sans (sans), so that
+// what is measured to wrap a label is what is drawn.
+func newPlot() *plot.Plot {
+	p := plot.New()
+	sans(p)
+	return p
+}
+
+// sans puts p's text in Liberation Sans like the pages around it
+// (plot's default is the serif).
+func sans(p *plot.Plot) {
 	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
 		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
 		f.Variant = "Sans"
 	}
+}
+
+// newLegend is a legend for renderBelow: Liberation Sans at 10 points,
+// its entries right-aligned (Left false).
+func newLegend() plot.Legend {
+	l := plot.NewLegend()
+	l.TextStyle.Font.Variant, l.TextStyle.Font.Size = "Sans", vg.Points(10)
+	return l
+}
+
+// legendGap is the room, in points, between a plot and the legend
+// renderBelow draws under it.
+const legendGap = 4
+
+// render writes p as an SVG of w×h points without the XML prolog, its
+// text in Liberation Sans (sans), its title wrapped at words to the
+// width, drawn chartMargin inside the view box on a white ground that
+// fills it.
+func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+	return renderBelow(p, nil, w, h)
+}
+
+// renderBelow is render with legend (when not nil) drawn in a band
+// under the plot instead of on its data, where it can sit on a line
+// or a point.
+func renderBelow(p *plot.Plot, legend *plot.Legend, w, h vg.Length) ([]byte, error) {
+	sans(p)
 	c := vgsvg.New(w, h)
 	dc := draw.New(c)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	p.Draw(draw.Crop(dc, chartMargin, -chartMargin, chartMargin, -chartMargin))
+	drawChart(draw.Crop(dc, chartMargin, -chartMargin, chartMargin, -chartMargin), p, legend)
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return nil, err
@@ -340,6 +582,26 @@ func render(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 		out = out[i:]
 	}
 	return out, nil
+}
+
+// drawChart draws p on c with its title wrapped at words to c's width,
+// and legend (when not nil) in a band at c's bottom, which it returns
+// (the zero rectangle without a legend); p gets the rest of c.
+func drawChart(c draw.Canvas, p *plot.Plot, legend *plot.Legend) (band vg.Rectangle) {
+	if t := p.Title.Text; t != "" {
+		p.Title.Text = strings.Join(wrapWords(p.Title.TextStyle, t, c.Size().X), "\n")
+	}
+	if legend != nil {
+		lh := legend.Rectangle(c).Size().Y
+		if lh > 0 {
+			bc := draw.Crop(c, 0, 0, 0, lh-c.Size().Y)
+			legend.Draw(bc)
+			band = bc.Rectangle
+			c = draw.Crop(c, 0, 0, lh+legendGap, 0)
+		}
+	}
+	p.Draw(c)
+	return band
 }
 
 // RampChart draws a progressive activation over time (from the ramp's
