@@ -957,7 +957,10 @@ func (t *Tracker) context(line string) {
 // apply_token_bitmask_inplace, vLLM's grammar_bitmask, llguidance's
 // fill_next_token_bitmask): it exists only for structured output.
 var grammarWords = []string{"grammar_backend=", "guided_decoding_backend", "structured_outputs_config",
-	"response_format", "json_schema", "guided_json", "xgrammar", "llguidance", "outlines", "token_bitmask", "grammar_bitmask"}
+	"response_format", "json_schema", "guided_json", "xgrammar", "llguidance", "outlines", "token_bitmask", "grammar_bitmask",
+	// TGI's grammar logits processor (server/text_generation_server/utils/logits_process.py:
+	// GrammarLogitProcessor, self.grammar_processor, fsm_grammar_states)
+	"grammar_processor", "fsm_grammar"}
 
 // unsafeBytes views s as bytes without copying; the bytes must not be
 // changed.
@@ -989,7 +992,7 @@ func clip(s string) string {
 
 // frame takes one line of an open traceback block.
 func (t *Tracker) frame(msg string) {
-	m := strings.TrimSpace(msg)
+	m := strings.TrimPrefix(strings.TrimSpace(msg), "> ")
 	if !strings.HasPrefix(m, "File ") {
 		// a frame's source line that handles a grammar or schema
 		// (response_format['json_schema']) shows structured output in use
@@ -1636,6 +1639,9 @@ func isDigits(s string) bool {
 // isFrame reports a traceback frame or source line ("  File ...",
 // "    x = f("): indented messages never explain a failure by themselves.
 func isFrame(msg string) bool {
+	if strings.HasPrefix(msg, "> File \"") {
+		return true // loguru's mark of the frame that caught the exception (TGI's shards)
+	}
 	if !strings.HasPrefix(msg, " ") && !strings.HasPrefix(msg, "\t") {
 		return false
 	}
