@@ -291,6 +291,10 @@ func semanticItems(sr *evidence.SemanticResult) []string {
 	}
 	out = append(out, fmt.Sprintf("Corpus %s (%s, digest %s), extracted through the candidate and through production; production's result was %s.",
 		sr.CorpusName, Plural(len(sr.Differences), "document", "documents"), short(sr.CorpusDigest), src))
+	if n := sr.ProductionStats.TimeoutRetries; n > 0 {
+		out = append(out, fmt.Sprintf("%s of production ran past the gate's request_timeout and %s sent once more with a fresh bound, then answered: production's side is complete.",
+			Plural(n, "request", "requests"), map[bool]string{true: "was", false: "were"}[n == 1]))
+	}
 	if n := sr.CandidateStats.DocumentsFailed; n > 0 {
 		out = append(out, fmt.Sprintf("The candidate failed %s (requests that got no reply).", Plural(n, "document", "documents")))
 	}

@@ -144,6 +144,10 @@ type ExtractionStats struct {
 	// retried and then succeeded or gave up; a retried request is not a
 	// failure.
 	OverloadRetries int `json:"overload_retries,omitempty"`
+	// TimeoutRetries counts the requests that ran past the gate's
+	// request_timeout and were sent again, each with a fresh bound
+	// (production's side retries each once).
+	TimeoutRetries int `json:"timeout_retries,omitempty"`
 }
 
 // DocDiff is one document's scores side by side (candidate − production).

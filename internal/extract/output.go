@@ -383,6 +383,7 @@ func (o *outDir) stats() Stats {
 		s.PromptTokens += p.PromptTokens
 		s.CompletionTokens += p.CompletionTokens
 		s.OverloadRetries += p.OverloadRetries
+		s.TimeoutRetries += p.TimeoutRetries
 	}
 	for _, id := range order {
 		if last[id] == StatusDone {

@@ -149,6 +149,10 @@ type DocProgress struct {
 	// were retried for this document; they are not failures (Requests
 	// counts each request once, however often it was retried).
 	OverloadRetries int `json:"overload_retries,omitempty"`
+	// TimeoutRetries counts the requests of this document sent again
+	// after running past the request timeout (Options.TimeoutRetries);
+	// Requests counts each sending.
+	TimeoutRetries int `json:"timeout_retries,omitempty"`
 	// ClaimsBytes and RejectsBytes are the sizes of claims.jsonl and
 	// rejects.jsonl after this document: resume truncates them to the
 	// last committed sizes, dropping a partly written document.
@@ -295,6 +299,8 @@ type Stats struct {
 	CompletionTokens int64   `json:"completion_tokens"`
 	// OverloadRetries totals DocProgress.OverloadRetries.
 	OverloadRetries int `json:"overload_retries"`
+	// TimeoutRetries totals DocProgress.TimeoutRetries.
+	TimeoutRetries int `json:"timeout_retries,omitempty"`
 }
 
 // Add sums o's counts into s (runs of the same documents, e.g. the
@@ -314,6 +320,7 @@ func (s *Stats) Add(o Stats) {
 	s.PromptTokens += o.PromptTokens
 	s.CompletionTokens += o.CompletionTokens
 	s.OverloadRetries += o.OverloadRetries
+	s.TimeoutRetries += o.TimeoutRetries
 	s.SchemaValidRate = 0
 	if s.Replies > 0 {
 		s.SchemaValidRate = float64(s.SchemaValidReplies) / float64(s.Replies)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,13 @@ type Options struct {
 	MaxDocBytes     int
 	MaxRequestBytes int
 	RequestTimeout  time.Duration
+	// TimeoutRetries is how many times a request that ran past
+	// RequestTimeout is sent again, each time with a fresh RequestTimeout,
+	// before it counts as failed (0, the default: none; negative is an
+	// error). The semantic gate gives production's side 1: a reply slowed
+	// by a loaded machine then does not leave the baseline incomplete.
+	// DocProgress.TimeoutRetries counts the requests sent again.
+	TimeoutRetries int
 	// Input, when set, records what the documents were read from in
 	// run.json; a resumed run must have the same (RunDiffs).
 	Input *RunInput
@@ -127,8 +135,8 @@ func (o *Options) fill() error {
 	if o.Seed == 0 {
 		o.Seed = Seed
 	}
-	if o.Concurrency < 0 || o.MaxTokens < 0 || o.MaxDocBytes < 0 || o.MaxRequestBytes < 0 || o.RequestTimeout < 0 {
-		return errors.New("extract: concurrency, max tokens, byte bounds and timeout must not be negative")
+	if o.Concurrency < 0 || o.MaxTokens < 0 || o.MaxDocBytes < 0 || o.MaxRequestBytes < 0 || o.RequestTimeout < 0 || o.TimeoutRetries < 0 {
+		return errors.New("extract: concurrency, max tokens, byte bounds, timeout and timeout retries must not be negative")
 	}
 	if o.Concurrency == 0 {
 		o.Concurrency = DefaultConcurrency
@@ -172,6 +180,9 @@ type Summary struct {
 	// by status with the waits and the requests that gave up.
 	OverloadRetries int        `json:"overload_retries"`
 	Client          *llm.Stats `json:"client,omitempty"`
+	// TimeoutRetries counts this run's requests sent again after running
+	// past Options.RequestTimeout (Options.TimeoutRetries).
+	TimeoutRetries int `json:"timeout_retries,omitempty"`
 	// WallSeconds is the run's duration; OutputTokensPerSecond is
 	// CompletionTokens/WallSeconds (server usage counts).
 	WallSeconds           float64 `json:"wall_seconds"`
@@ -225,8 +236,10 @@ type sentResult struct {
 	transient bool
 	cancelled bool
 	requests  int
-	// retries counts overload answers retried by the client.
-	retries int
+	// retries counts overload answers retried by the client;
+	// timeoutRetries the requests sent again after running past
+	// Options.RequestTimeout.
+	retries, timeoutRetries int
 }
 
 // Run extracts claims from docs into opts.OutDir (see package doc and
@@ -418,6 +431,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 			sum.PromptTokens += p.PromptTokens
 			sum.CompletionTokens += p.CompletionTokens
 			sum.OverloadRetries += p.OverloadRetries
+			sum.TimeoutRetries += p.TimeoutRetries
 			if opts.OnCommit != nil {
 				opts.OnCommit(p)
 			}
@@ -591,6 +605,13 @@ func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
 		req := llm.Request{Model: w.opts.Model, Messages: msgs, MaxTokens: w.opts.MaxTokens,
 			Temperature: &w.opts.Temperature, Seed: &w.opts.Seed, Schema: prompt.SchemaJSON(), SchemaName: "claims", Timeout: w.opts.RequestTimeout}
 		reply, err := w.opts.Client.Chat(ctx, req)
+		again := 0 // the same request sent again with a fresh bound (Options.TimeoutRetries)
+		for ; err != nil && ctx.Err() == nil && timedOut(err) && again < w.opts.TimeoutRetries; again++ {
+			r.requests++
+			w.sent.Add(1)
+			reply, err = w.opts.Client.Chat(ctx, req)
+		}
+		r.timeoutRetries += again
 		r.requests++
 		w.sent.Add(1)
 		if err == nil {
@@ -604,7 +625,11 @@ func (w *worker) sentence(ctx context.Context, d *docState, i int) sentResult {
 				r.cancelled = true
 				return r
 			}
-			r.reqReject = &Reason{Code: ReasonRequestFailed, Detail: fmt.Sprintf("attempt %d: %v", n, err)}
+			detail := fmt.Sprintf("attempt %d: %v", n, err)
+			if again > 0 {
+				detail += fmt.Sprintf(" (sent %d times, each bounded by %s)", 1+again, w.opts.RequestTimeout)
+			}
+			r.reqReject = &Reason{Code: ReasonRequestFailed, Detail: detail}
 			var ae *llm.APIError
 			if errors.As(err, &ae) && reply == nil {
 				r.retries += ae.Retries
@@ -666,6 +691,7 @@ func (w *worker) assemble(d *docState) ([]Claim, []Reject, DocProgress) {
 		sbase.SentenceIndex, sbase.SentenceSpan = &idx, &span
 		p.Requests += res.requests
 		p.OverloadRetries += res.retries
+		p.TimeoutRetries += res.timeoutRetries
 		for _, a := range res.attempts {
 			p.Replies++
 			if a.outcome.SchemaValid {
@@ -783,4 +809,12 @@ func clipRaw(text string) string {
 		cut--
 	}
 	return text[:cut] + fmt.Sprintf(" … [%d bytes; the whole reply is in this attempt's first reject]", len(text))
+}
+
+// timedOut reports whether err is a request that ran past its own bound
+// (llm.Request.Timeout: the context deadline, or the transport's timeout),
+// as opposed to a refusal, an error answer or a cancelled run.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }

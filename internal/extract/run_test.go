@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/llm"
@@ -524,5 +526,95 @@ func TestInterruptedRunCountsWhatItSent(t *testing.T) {
 	sum2, err := Run(context.Background(), docs, opts(newFake(t, echoAnswer), out))
 	if err != nil || sum2.Done != len(docs) || sum2.Interrupted || sum2.Unfinished != 0 || sum2.RequestsSent != sum2.Requests {
 		t.Errorf("rerun: %v %+v", err, sum2)
+	}
+}
+
+// TestTimedOutRequestIsSentOnceMore: with TimeoutRetries 1 a request that
+// runs past RequestTimeout is sent once more with a fresh bound; when
+// that one answers, the document is done and the retry is counted
+// (DocProgress, Stats and Summary TimeoutRetries; Requests counts both
+// sendings). When it runs past the bound again the document fails as
+// before, its reject saying the request was sent twice. Without
+// TimeoutRetries a timed-out request is not sent again, and an error
+// answer (500) is never sent again by this rule (issue 26, F9).
+func TestTimedOutRequestIsSentOnceMore(t *testing.T) {
+	docs := miniDocs(t)[:1]
+	for _, c := range []struct {
+		name        string
+		retries     int
+		slow        int // the first slow sendings of the target sentence hang
+		status      int // or: every sending of it gets this error status
+		wantSent    int
+		wantRetries int
+		wantFailed  int
+	}{
+		{"answers when sent again", 1, 1, 0, 2, 1, 0},
+		{"times out again", 1, 2, 0, 2, 1, 1},
+		{"no retries", 0, 1, 0, 1, 0, 1},
+		{"an error answer is not sent again", 1, 0, 500, 1, 0, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			hold := make(chan struct{})
+			sent := 0
+			first := ""
+			f := newFake(t, func(r chatReq) (string, error) {
+				mu.Lock()
+				if first == "" {
+					first = target(r)
+				}
+				mine := target(r) == first
+				if mine {
+					sent++
+				}
+				n := sent
+				mu.Unlock()
+				if mine && c.status != 0 {
+					return "", fakeError{c.status}
+				}
+				if mine && n <= c.slow {
+					select { // longer than the bound: the client gives up first
+					case <-hold:
+					case <-time.After(5 * time.Second):
+					}
+				}
+				return echoAnswer(r)
+			})
+			t.Cleanup(func() { close(hold) }) // before the fake closes: end the held requests
+			o := opts(f, t.TempDir())
+			o.Concurrency, o.MaxRepairs, o.RequestTimeout, o.TimeoutRetries = 1, 0, 300*time.Millisecond, c.retries
+			sum, err := Run(context.Background(), docs, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			got := sent
+			mu.Unlock()
+			if got != c.wantSent || sum.TimeoutRetries != c.wantRetries || sum.Stats.TimeoutRetries != c.wantRetries || sum.Failed != c.wantFailed {
+				t.Fatalf("the first sentence sent %d times (want %d); timeout retries %d, stats %d (want %d); %d failed (want %d)",
+					got, c.wantSent, sum.TimeoutRetries, sum.Stats.TimeoutRetries, c.wantRetries, sum.Failed, c.wantFailed)
+			}
+			if sum.Requests != f.count() {
+				t.Errorf("summary counts %d requests, the server got %d", sum.Requests, f.count())
+			}
+			rs, err := ReadRejects(filepath.Join(o.OutDir, RejectsFile))
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+			var failed []string
+			for _, r := range rs {
+				if r.Kind == RejectRequest {
+					failed = append(failed, r.Reasons[0].Detail)
+				}
+			}
+			switch {
+			case c.wantFailed == 0 && len(failed) > 0:
+				t.Errorf("request rejects of a done document: %q", failed)
+			case c.name == "times out again" && (len(failed) != 1 || !strings.Contains(failed[0], "(sent 2 times, each bounded by 300ms)")):
+				t.Errorf("request rejects %q, want one saying it was sent twice", failed)
+			case c.name == "no retries" && (len(failed) != 1 || strings.Contains(failed[0], "sent 2 times")):
+				t.Errorf("request rejects %q, want one, sent once", failed)
+			}
+		})
 	}
 }

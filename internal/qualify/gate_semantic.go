@@ -82,6 +82,8 @@ type SemanticGate struct {
 	// MaxTokens bounds each reply (0: extract's default).
 	MaxTokens int `toml:"max_tokens"`
 	// RequestTimeout bounds each request; default DefaultRequestTimeout.
+	// A production request that runs past it is sent once more with a
+	// fresh bound before production's side is called incomplete.
 	RequestTimeout config.Duration `toml:"request_timeout"`
 	// Temperature is the extraction's sampling temperature on both sides,
 	// 0 to 2 (0, the default: greedy, as hiro extract).
@@ -205,7 +207,18 @@ type semanticTarget struct {
 	Model   string `json:"model"`
 	// profile builds the client (its key, CA file and overload policy).
 	profile *config.Profile
+	// timeoutRetries is extract.Options.TimeoutRetries: production's side
+	// sends a request that ran past request_timeout once more
+	// (productionTimeoutRetries), the candidate's none (its slowness is
+	// evidence).
+	timeoutRetries int
 }
+
+// productionTimeoutRetries is how often a production request that ran
+// past the gate's request_timeout is sent again, with a fresh bound,
+// before production's side is called incomplete (issue 26, F9: one
+// reply slowed by a loaded machine aborted the campaign).
+const productionTimeoutRetries = 1
 
 // baselineKey is what production's cached side is keyed on: the prompt,
 // the schema, the corpus, production's configuration and model, and the
@@ -294,7 +307,7 @@ func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *
 		}
 	}
 	p := h.Production
-	side, err := g.runSide(ctx, c, semanticTarget{Backend: p.Name, BaseURL: p.BaseURL, Model: p.Model, profile: p}, dir, h)
+	side, err := g.runSide(ctx, c, semanticTarget{Backend: p.Name, BaseURL: p.BaseURL, Model: p.Model, profile: p, timeoutRetries: productionTimeoutRetries}, dir, h)
 	if err != nil {
 		return nil, false, fmt.Errorf("semantic: production: %w", err)
 	}
@@ -310,8 +323,9 @@ func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *
 	return side, false, nil
 }
 
-// timeoutHint says, when requests of the extraction in dir failed for
-// running past the gate's request_timeout, how many and what to raise
+// timeoutHint says, when requests of production's extraction in dir
+// failed for running past the gate's request_timeout twice (the first
+// time and once more, productionTimeoutRetries), how many and what to raise
 // (a loaded machine's replies are slow, not wrong); "" otherwise.
 func (g *SemanticGate) timeoutHint(dir string) string {
 	rs, err := extract.ReadCurrentRejects(dir)
@@ -330,7 +344,7 @@ func (g *SemanticGate) timeoutHint(dir string) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %s ran past the gate's request_timeout (%s): raise request_timeout in the plan's semantic gate (slow replies on a loaded machine)",
+	return fmt.Sprintf("; %s ran past the gate's request_timeout (%s), were sent once more with a fresh bound and ran past it again: raise request_timeout in the plan's semantic gate (slow replies on a loaded machine)",
 		account.Plural(n, "request", "requests"), g.RequestTimeout.Duration)
 }
 
@@ -375,7 +389,7 @@ func (g *SemanticGate) runReplicate(ctx context.Context, c *corpus.Corpus, t sem
 	defer stop()
 	sum, err := extract.Run(ctx, c.Docs, extract.Options{Client: profileClient(t.profile), Backend: t.Backend, BaseURL: t.BaseURL, Model: t.Model,
 		OutDir: dir, Concurrency: g.Concurrency, MaxRepairs: g.repairs(), MaxTokens: g.MaxTokens, RequestTimeout: g.RequestTimeout.Duration,
-		OnCommit: onCommit, Progress: hb, Temperature: g.Temperature, Seed: seed})
+		TimeoutRetries: t.timeoutRetries, OnCommit: onCommit, Progress: hb, Temperature: g.Temperature, Seed: seed})
 	if err != nil {
 		return nil, err
 	}
