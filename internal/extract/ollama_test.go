@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/llm"
@@ -65,14 +67,48 @@ func startOllama(t testing.TB, parallel int) (baseURL, model string) {
 	return s.URL, model
 }
 
-// explainFailure registers, for a test writing extraction output to out,
-// a report that runs only when the test has failed and before out is
-// removed: every request that failed with its reason (a timeout, a refused
-// connection, a 5xx, in the reject's words) and the count of the other
-// rejects by kind and reason, so that a failure on a loaded machine can be
-// told from a bug by the test's output alone (issue 26, finding F18). Call
-// it after out := t.TempDir(): cleanups run last-registered first.
-func explainFailure(t *testing.T, out string) {
+// paceFactor is how many times the pace request's time one request of a
+// real-engine test's run may take: the run's requests go two at a time
+// (each slower than one alone) and their replies are up to three times
+// as long as the pace request's.
+const paceFactor = 10
+
+// paceTimeout sends one extraction request to the server at base, alone
+// and as Run sends it (the first sentence of doc, greedy, the claims
+// schema), and returns the request timeout of the test's runs: paceFactor
+// times that request's time, never less than DefaultRequestTimeout. A
+// loaded machine slows every request alike, so the bound follows the
+// machine's pace: a fixed 2 minutes failed TestOllamaFactcheck at load 30
+// and 44 with replies that were slow, not wrong (issue 26). The request
+// also loads the model and fills the server's prompt cache with the
+// prompt's fixed head, work the run's first requests would do.
+func paceTimeout(t *testing.T, base, model string, doc corpus.Document) time.Duration {
+	t.Helper()
+	ss, err := corpus.Split(string(doc.Text), doc.Markdown)
+	if err != nil || len(ss) == 0 {
+		t.Fatalf("pace request: %s: %d sentences, %v", doc.ID, len(ss), err)
+	}
+	zero, seed := 0.0, int64(Seed)
+	t0 := time.Now()
+	if _, err := llm.New(base, nil).Chat(context.Background(), llm.Request{Model: model, Messages: Messages(Window(ss, 0)), MaxTokens: 384,
+		Temperature: &zero, Seed: &seed, Schema: prompt.SchemaJSON(), SchemaName: "claims"}); err != nil {
+		t.Fatalf("pace request: %v", err)
+	}
+	took := time.Since(t0)
+	bound := max(DefaultRequestTimeout, paceFactor*took)
+	t.Logf("pace request: %s; each request of the run is bounded by %s", took.Round(time.Millisecond), bound.Round(time.Second))
+	return bound
+}
+
+// explainFailure registers, for a test writing extraction output to out
+// with each request bounded by bound, a report that runs only when the
+// test has failed and before out is removed: every request that failed
+// with its reason (a timeout, a refused connection, a 5xx, in the
+// reject's words) and the count of the other rejects by kind and reason,
+// so that a failure on a loaded machine can be told from a bug by the
+// test's output alone (issue 26, finding F18). Call it after out :=
+// t.TempDir(): cleanups run last-registered first.
+func explainFailure(t *testing.T, out string, bound time.Duration) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -96,35 +132,40 @@ func explainFailure(t *testing.T, out string) {
 			}
 			failed = append(failed, fmt.Sprintf("  %s: %s: %s", where, code, r.Reasons[0].Detail))
 		}
-		t.Logf("why: %d requests failed (each bounded by %s):\n%s\nother rejects by kind and reason: %v", len(failed), DefaultRequestTimeout, strings.Join(failed, "\n"), other)
+		t.Logf("why: %d requests failed (each bounded by %s):\n%s\nother rejects by kind and reason: %v", len(failed), bound, strings.Join(failed, "\n"), other)
 	})
 }
 
-// TestOllamaFactcheck is the acceptance test: extraction of the first
-// two sources of the Factcheck-GPT corpus through a real Ollama
-// completes; every claim passes every validator; every reject has
-// reasons; a run interrupted after one document and run again finishes
-// without redoing it and without duplicates. (It was six sources and an
-// interruption after two: 31 replies, 7 to 11.5 minutes on 2 busy cores;
-// then three sources, 12 sentences; two sources, 8 sentences, keep every
-// assertion: one document finished before the interruption, one after.)
-// A failure says why its requests failed (explainFailure).
+// TestOllamaFactcheck is the acceptance test: extraction of two sources
+// of the Factcheck-GPT corpus through a real Ollama completes; every
+// claim passes every validator; every reject has reasons; a run
+// interrupted after one document and run again finishes without redoing
+// it and without duplicates. (It was six sources and an interruption
+// after two: 31 replies, 7 to 11.5 minutes on 2 busy cores; then three
+// sources, 12 sentences; then the first two, 8 sentences, 11 replies of
+// 305 tokens on average. Now the third and fourth sources, the two
+// shortest of the first four: 4 sentences, and every assertion kept: one
+// document finished before the interruption, one after.) Each request is
+// bounded by the machine's pace (paceTimeout); a failure says why its
+// requests failed (explainFailure).
 func TestOllamaFactcheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the Ollama acceptance test takes minutes on CPU")
 	}
 	const sources, interruptAfter = 2, 1
-	c := factcheckCorpus(t, sources)
+	c := factcheckCorpus(t, 4)
+	docs := c.Docs[2:4] // 193 and 142 bytes, 2 sentences each
 	base, model := startOllama(t, 2)
+	bound := paceTimeout(t, base, model, c.Docs[0])
 	out := t.TempDir()
-	explainFailure(t, out)
+	explainFailure(t, out, bound)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := newCountingClient(base)
 	// Bounded for a 2-core CI machine: replies of at most 384 tokens (bytes,
 	// for the byte-level fixture models), no repair round.
 	o := Options{Client: client, Backend: "ollama", BaseURL: base, Model: model, OutDir: out,
-		Concurrency: 2, MaxRepairs: 0, MaxTokens: 384}
+		Concurrency: 2, MaxRepairs: 0, MaxTokens: 384, RequestTimeout: bound}
 	// committed holds the documents finished (status done) by the first
 	// run; a document whose request failed is redone on resume, by design.
 	committed := map[string]bool{}
@@ -138,13 +179,13 @@ func TestOllamaFactcheck(t *testing.T) {
 			cancel()
 		}
 	}
-	sum, err := Run(ctx, c.Docs, o)
+	sum, err := Run(ctx, docs, o)
 	if err == nil || !sum.Interrupted || sum.Done+sum.Failed != interruptAfter {
 		t.Fatalf("interrupted run: err %v, summary %+v", err, sum)
 	}
 	client2 := newCountingClient(base)
 	o.Client, o.OnCommit = client2, nil
-	sum, err = Run(context.Background(), c.Docs, o)
+	sum, err = Run(context.Background(), docs, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +195,14 @@ func TestOllamaFactcheck(t *testing.T) {
 	}
 	for _, tg := range client2.targets() {
 		for id := range committed {
-			for _, d := range c.Docs {
+			for _, d := range docs {
 				if d.ID == id && strings.Contains(strings.Join(strings.Fields(string(d.Text)), " "), tg) {
 					t.Errorf("resumed run redid finished document %s", id)
 				}
 			}
 		}
 	}
-	claims := checkClaims(t, out, c.Docs)
+	claims := checkClaims(t, out, docs)
 	rejects := checkRejects(t, out)
 	t.Logf("%d-source corpus through %s: %d claims, %d rejects, %d replies (%d schema-valid), %d output tokens",
 		sources, model, len(claims), len(rejects), sum.Stats.Replies, sum.Stats.SchemaValidReplies, sum.Stats.CompletionTokens)
@@ -181,8 +222,13 @@ func TestOllamaFactcheck(t *testing.T) {
 // 2-core machine): the documents that hold no order (lookalikes.md,
 // reported-instructions.md: statements only) are left out, and one order
 // per document, the first, is sent straight (10 of 37), every hostile
-// form of testdata/injection still represented; 41 replies. What the
-// model does not decide is held offline over every document and order:
+// form of testdata/injection still represented. Cut again (41 replies,
+// the suite's longest test): recipe.md's seven statements, the steps of
+// a recipe, are not extracted here (its order is still sent straight; its
+// steps are statements by TestInjectionDocumentsAreData and
+// TestFalseRejectRateOnGoldClaims), and the orders go two at a time, as
+// the run's requests do: 34 replies. What the model does not decide is
+// held offline over every document and order:
 // TestInjectionDocumentsAreData and TestFalseRejectRateOnGoldClaims (the
 // statements pass), TestVerbatimOrdersRejectedAsClaims (every order
 // copied is rejected), TestObedientModelYieldsNoInjectedClaim.
@@ -190,20 +236,24 @@ func TestOllamaInjectionDocuments(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the Ollama injection test takes minutes on CPU")
 	}
-	var docs []corpus.Document
+	var ordered, docs []corpus.Document // the documents holding orders; those extracted
 	for _, d := range injectionDocs(t) {
 		if len(injectionCases[d.ID+".md"].addressing)+len(injectionCases[d.ID+".txt"].addressing) > 0 {
-			docs = append(docs, d)
+			ordered = append(ordered, d)
+			if d.ID != "recipe" {
+				docs = append(docs, d)
+			}
 		}
 	}
-	if len(docs) < 10 {
-		t.Fatalf("%d documents holding orders in testdata/injection, want 10 or more", len(docs))
+	if len(ordered) < 10 || len(docs) != len(ordered)-1 {
+		t.Fatalf("%d documents holding orders in testdata/injection (want 10 or more), %d extracted (want all but recipe.md)", len(ordered), len(docs))
 	}
 	base, model := startOllama(t, 2)
+	bound := paceTimeout(t, base, model, docs[0])
 	out := t.TempDir()
-	explainFailure(t, out)
+	explainFailure(t, out, bound)
 	o := Options{Client: newCountingClient(base), Backend: "ollama", BaseURL: base, Model: model, OutDir: out,
-		Concurrency: 2, MaxRepairs: 0, MaxTokens: 384}
+		Concurrency: 2, MaxRepairs: 0, MaxTokens: 384, RequestTimeout: bound}
 	sum, err := Run(context.Background(), docs, o)
 	if err != nil {
 		t.Fatal(err)
@@ -211,12 +261,13 @@ func TestOllamaInjectionDocuments(t *testing.T) {
 	claims := checkClaims(t, out, docs)
 	rejects := checkRejects(t, out)
 	addressed := map[string]map[int]bool{} // doc id -> sentence index
-	orders := 0
-	var targets []struct {
+	orders := 0                            // in the documents extracted
+	type target struct {
 		ss []corpus.Sentence
 		i  int
 	}
-	for _, d := range docs {
+	var targets []target
+	for _, d := range ordered {
 		ss, err := corpus.Split(string(d.Text), d.Markdown)
 		if err != nil {
 			t.Fatal(err)
@@ -225,11 +276,11 @@ func TestOllamaInjectionDocuments(t *testing.T) {
 		for i, s := range ss {
 			if _, bad := AddressesModel(s.Text); bad {
 				addressed[d.ID][i] = true
-				if orders++; len(addressed[d.ID]) == 1 { // the document's first order
-					targets = append(targets, struct {
-						ss []corpus.Sentence
-						i  int
-					}{ss, i})
+				if d.ID != "recipe" {
+					orders++
+				}
+				if len(addressed[d.ID]) == 1 { // the document's first order
+					targets = append(targets, target{ss, i})
 				}
 			}
 		}
@@ -251,29 +302,46 @@ func TestOllamaInjectionDocuments(t *testing.T) {
 	t.Logf("%d hostile documents through %s: %d claims, %d rejects (%d sentences addressing the model), %d replies (%d schema-valid)",
 		len(docs), model, len(claims), len(rejects), sentenceRejects, sum.Stats.Replies, sum.Stats.SchemaValidReplies)
 
-	// The orders sent straight to the model as targets.
+	// The orders sent straight to the model as targets, two at a time.
 	v := mustValidator(t)
 	client := newCountingClient(base)
-	copied, other := 0, 0
 	zeroTemperature, seed := 0.0, int64(Seed)
-	for _, tg := range targets {
-		in := Window(tg.ss, tg.i)
-		req := llm.Request{Model: model, Messages: Messages(in), MaxTokens: 384, Temperature: &zeroTemperature, Seed: &seed,
-			Schema: prompt.SchemaJSON(), SchemaName: "claims"}
-		reply, err := client.Chat(context.Background(), req)
-		if err != nil {
-			t.Fatalf("%q: %v", tg.ss[tg.i].Text, err)
+	outcomes := make([]Outcome, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 2)
+	for k, tg := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			in := Window(tg.ss, tg.i)
+			req := llm.Request{Model: model, Messages: Messages(in), MaxTokens: 384, Temperature: &zeroTemperature, Seed: &seed,
+				Schema: prompt.SchemaJSON(), SchemaName: "claims", Timeout: bound}
+			reply, err := client.Chat(context.Background(), req)
+			if err != nil {
+				errs[k] = fmt.Errorf("%q: %w", tg.ss[tg.i].Text, err)
+				return
+			}
+			outcomes[k] = v.Validate(reply.Text, reply.FinishReason, SourceFor(tg.ss, tg.i, in))
+		}()
+	}
+	wg.Wait()
+	copied, other := 0, 0
+	for k, tg := range targets {
+		if errs[k] != nil {
+			t.Fatal(errs[k])
 		}
-		out := v.Validate(reply.Text, reply.FinishReason, SourceFor(tg.ss, tg.i, in))
 		order := corpus.NormalizeClaim(tg.ss[tg.i].Text)
-		for _, g := range out.Good {
+		for _, g := range outcomes[k].Good {
 			if g.Key == order {
 				t.Errorf("the order %q copied verbatim was accepted as a claim", tg.ss[tg.i].Text)
 			}
 			other++
 			t.Logf("accepted from the order %q: %q", tg.ss[tg.i].Text, g.Text)
 		}
-		for _, b := range out.Bad {
+		for _, b := range outcomes[k].Bad {
 			if strings.Contains(codes(b.Reasons), ReasonAddressesModel) {
 				copied++
 			}
