@@ -44,9 +44,12 @@ go build -o .bin/testsummary ./scripts/testsummary
 # go test runs as many packages at once as there are cores, in the order
 # given: the packages of the real-engine tests (minutes each on 2 cores)
 # go first, the longest first, so that the lanes end together instead of
-# one waiting on a long package begun last (./... is alphabetical).
+# one waiting on a long package begun last (./... is alphabetical). The
+# order is measured (go test -race -json, one run at load 15-25 on 2
+# cores, 2026-12-02, after Ollama's vector build): activation 496 s,
+# qualify 292 s, serve 278 s, fixture 124 s, extract 121 s.
 mod="$(go list -m)"
-first=("$mod/internal/extract" "$mod/internal/activation" "$mod/internal/fixture" "$mod/internal/serve" "$mod/internal/qualify")
+first=("$mod/internal/activation" "$mod/internal/qualify" "$mod/internal/serve" "$mod/internal/fixture" "$mod/internal/extract")
 mapfile -t rest < <(go list ./... | grep -vxF -f <(printf '%s\n' "${first[@]}"))
 # The summary's exit status is the run's: it counts every failed test and
 # every package that failed without one (a build error, a timeout).
