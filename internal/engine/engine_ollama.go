@@ -38,9 +38,17 @@ func init() {
 			{Text: `msg="system memory"`, Phase: failure.PhaseLoad},
 			{Text: "waiting for llama runner to start responding", Phase: failure.PhaseLoad},
 			{Text: "llama runner started", Phase: failure.PhaseReadyWait},
+			// Ollama 0.13+ runs llama-server as its runner (ollama@fb30760
+			// llm/llama_server.go): the same steps in its words
+			{Text: "starting llama-server", Phase: failure.PhaseLoad},
+			{Text: "waiting for llama-server to start responding", Phase: failure.PhaseLoad},
+			{Text: "llama-server started in", Phase: failure.PhaseReadyWait},
 		}, ggmlMarkers),
 		signatures: joinLists([]Rule{
-			{Text: "timed out waiting for llama runner to start", Class: failure.ClassReadyTimeout},
+			{Text: "timed out waiting for llama", Pattern: regexp.MustCompile(`timed out waiting for llama[- ](runner|server) to start`), Class: failure.ClassReadyTimeout},
+			// llama-server's refusal of a prompt over the context, relayed
+			// (llm/llama_server.go); the server goes on
+			{Text: "the prompt is longer than the context length", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseInference},
 			{Text: "not found, try pulling it first", Class: failure.ClassModelLoadFailed},
 			{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(401|403|unauthorized|forbidden)`), Class: failure.ClassModelAccessDenied},
 			{Text: "pull model manifest", Class: failure.ClassModelLoadFailed},
@@ -53,11 +61,11 @@ func init() {
 			{Text: "unable to load model", Class: failure.ClassModelLoadFailed},
 			// the runner's death, which the server outlives (Fatal: a crash
 			// line before it is the engine dying, not a request failing)
-			{Text: "llama runner process has terminated: signal: killed", Class: failure.ClassHostOOM, Tier: TierHint, Fatal: true},
+			{Text: "process has terminated: signal: killed", Pattern: regexp.MustCompile(`llama[- ](runner|server) process has terminated: signal: killed`), Class: failure.ClassHostOOM, Tier: TierHint, Fatal: true},
 			{Text: "cuda driver library init failure", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
 			{Text: "unable to load cudart", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
-			{Text: "llama runner process has terminated", Pattern: regexp.MustCompile(`terminated: exit status`), Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
-			{Text: "llama runner terminated", Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
+			{Text: "process has terminated", Pattern: regexp.MustCompile(`llama[- ](runner|server) process has terminated: exit status`), Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
+			{Text: "terminated", Pattern: regexp.MustCompile(`llama[- ](runner|server) terminated`), Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
 			{Text: "model runner has unexpectedly stopped", Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
 			// The runner died under a request (killed, crashed) while the
 			// server stayed up: every open request gets HTTP 500.

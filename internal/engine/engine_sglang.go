@@ -34,6 +34,17 @@ func init() {
 			// allowed length (M tokens)"), often before a crash it causes
 			{Text: "exceeds the maximum allowed length", Pattern: regexp.MustCompile(`(?i)input length \(\d+ tokens\) exceeds the maximum allowed length`), Class: failure.ClassContextExceedsKV},
 			{Text: "alloc_req_slots runs out of memory", Class: failure.ClassGPUOOM},
+			// the KV token pool exhausted with nothing left to evict
+			// (sglang@2752c82 python/sglang/srt/mem_cache/common.py:
+			// "Prefill out of memory. Try to lower your batch size.", "Decode
+			// out of memory. Try to lower your batch size."). The scheduler's
+			// retraction warnings ("KV cache pool is full. Retract requests.",
+			// "Decode out of memory happened.") are not failures: it goes on.
+			{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)\b(Prefill|Decode) out of memory(\. Try| even| under)`), Class: failure.ClassGPUOOM},
+			// the launcher's report of a scheduler child that died before
+			// it said ready (entrypoints/engine.py): the child's own line,
+			// when it printed one, explains more
+			{Text: "scheduler is dead", Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
 			// the scheduler's watchdog: a forward step that never finished
 			// (a hung collective, a stuck kernel); where it hung says more
 			{Text: "Scheduler watchdog timeout", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},

@@ -35,6 +35,12 @@ func init() {
 		}),
 		signatures: joinLists([]Rule{
 			{Text: "UVA is not available", Class: failure.ClassHostCapability},
+			// the executor's watch of its workers (vllm@c5c40ab
+			// v1/executor/multiproc_executor.py "Worker proc %s died
+			// unexpectedly", vllm@ff583b3 v1/executor/ray_executor.py
+			// "RayWorkerProc rank=%s died unexpectedly"): a worker gone with
+			// no cause of its own; its traceback, when printed, explains more
+			{Text: "died unexpectedly", Pattern: regexp.MustCompile(`(?i)\b(Worker ?proc|RayWorkerProc)\b.{0,60}died unexpectedly`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 			// an API server process gave up waiting for the engine cores
 			// (v1/engine/core_client.py, VLLM_ENGINE_READY_TIMEOUT_S): the
 			// load was slower than the timeout, nothing failed in it

@@ -349,6 +349,11 @@ var metalFamily = family("metal", []Rule{
 	{Text: "no Metal device", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "MPS backend is not available", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "kIOGPUCommandBufferCallbackErrorHang", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// the command buffer's error (MTLCommandBuffer.error, printed by
+	// ggml-metal after "command buffer N failed with status 5", llama.cpp@49d0981
+	// ggml/src/ggml-metal/ggml-metal-context.m): the GPU's watchdog, a page
+	// fault, or a recovery after another process's fault discarded it
+	{Text: "kIOGPUCommandBufferCallbackError", Pattern: regexp.MustCompile(`kIOGPUCommandBufferCallbackError(InnocentVictim|Timeout|PageFault|SubmissionsIgnored)\b`), Class: failure.ClassEngineDied, Fatal: true, NextStep: gpuResetStep},
 })
 
 // cudaLibraryStep is the advice when the CUDA driver or runtime library
@@ -472,9 +477,15 @@ const peerAccessStep = "The GPUs cannot map each other's memory (peer access or 
 // GPUs of a multi-GPU run: the host's interconnect, shared memory or
 // peer access is what fails.
 var ncclFamily = family("nccl", []Rule{
-	{Text: "unhandled system error", Pattern: regexp.MustCompile(`(?i)nccl`), Class: failure.ClassHostCapability, NextStep: ncclStep},
+	// NCCL's "Last error:" detail (NCCL's shm transport,
+	// src/transport/shm.cc): /dev/shm cannot hold its segments
+	{Text: "Error while creating shared memory segment", Class: failure.ClassHostCapability, NextStep: shmStep},
+	// "unhandled system error" / ncclSystemError: "System call (e.g.
+	// socket, malloc) or external library call failed or device error",
+	// a wrapper whose cause is the detail NCCL prints after it: a hint
+	{Text: "unhandled system error", Pattern: regexp.MustCompile(`(?i)nccl`), Class: failure.ClassHostCapability, Tier: TierHint, NextStep: ncclStep},
 	{Text: "NCCL error", Pattern: regexp.MustCompile(`(?i)nccl error.{0,80}(unhandled cuda error|internal error|invalid usage|remote process exited|network error)`), Class: failure.ClassHostCapability, NextStep: ncclStep},
-	{Text: "ncclSystemError", Class: failure.ClassHostCapability, NextStep: ncclStep},
+	{Text: "ncclSystemError", Class: failure.ClassHostCapability, Tier: TierHint, NextStep: ncclStep},
 	{Text: "ncclUnhandledCudaError", Class: failure.ClassHostCapability, NextStep: ncclStep},
 	{Text: "ncclInternalError", Class: failure.ClassHostCapability, NextStep: ncclStep},
 	{Text: "ncclRemoteError", Class: failure.ClassHostCapability, NextStep: ncclStep},

@@ -309,6 +309,13 @@ var ggmlSignatures = family("ggml", []Rule{
 	{Text: "exceeds the available context size", Class: failure.ClassContextExceedsKV},
 	{Text: "input is too large to process", Class: failure.ClassContextExceedsKV},
 	{Text: "failed to find free space in the KV cache", Class: failure.ClassContextExceedsKV},
+	// the server's decode of a batch the KV cache has no room for
+	// (llama.cpp@aa6192d tools/server/server.cpp) and the error the request
+	// gets; llama_context::decode's warning before it is a notice (the
+	// server retries with half the batch first)
+	{Text: "KV cache is full - try increasing it", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseInference},
+	{Text: "Input prompt is too big compared to KV size", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseInference},
+	{Text: "failed to find a memory slot for batch of size", Class: failure.ClassContextExceedsKV, Tier: TierHint, Notice: true},
 	{Text: "chat template", Pattern: regexp.MustCompile(`(?i)(failed to|unable to|error).{0,30}(parse|apply|render|format).{0,20}chat template|chat template.{0,40}(error|failed|not supported|unsupported)`), Class: failure.ClassTokenizerTemplate},
 	{Text: "this instruction set", Class: failure.ClassHostCapability},
 	// a summary that ends in its own restatement ("Error loading model X:
