@@ -95,6 +95,20 @@ func User(in Input) string {
 	return Layout(flat(in.HeadingPath), flat(in.Before), oneLine(in.Target), flat(in.After))
 }
 
+// The labels of Layout's own lines, as they open each part of the user
+// message: a claim holding one is the prompt's scaffolding copied into a
+// reply (package extract rejects it).
+const (
+	LabelSchema         = "JSON Schema:"
+	LabelHeadingPath    = "Heading path:"
+	LabelContextBefore  = "Context before:"
+	LabelTargetSentence = "Target sentence:"
+	LabelContextAfter   = "Context after:"
+)
+
+// Labels lists Layout's labels in the order the message has them.
+var Labels = []string{LabelSchema, LabelHeadingPath, LabelContextBefore, LabelTargetSentence, LabelContextAfter}
+
 // Layout renders the extraction user message exactly in the layout the
 // fixture models were trained on (lines joined with "\n", no trailing
 // newline):
@@ -120,19 +134,19 @@ func User(in Input) string {
 func Layout(headingPath, before []string, sentence string, after []string) string {
 	var b strings.Builder
 	b.WriteString(InstructionsText)
-	b.WriteString("\n\nJSON Schema:\n")
+	b.WriteString("\n\n" + LabelSchema + "\n")
 	b.WriteString(ClaimsSchemaText)
-	b.WriteString("\n\nHeading path: ")
+	b.WriteString("\n\n" + LabelHeadingPath + " ")
 	if len(headingPath) == 0 {
 		b.WriteString("(none)")
 	} else {
 		b.WriteString(strings.Join(headingPath, " > "))
 	}
-	b.WriteString("\nContext before:\n")
+	b.WriteString("\n" + LabelContextBefore + "\n")
 	writeLines(&b, before)
-	b.WriteString("\nTarget sentence:\n")
+	b.WriteString("\n" + LabelTargetSentence + "\n")
 	b.WriteString(sentence)
-	b.WriteString("\nContext after:\n")
+	b.WriteString("\n" + LabelContextAfter + "\n")
 	writeLines(&b, after)
 	return b.String()
 }

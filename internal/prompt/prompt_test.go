@@ -82,3 +82,18 @@ func TestParseUserInvertsUser(t *testing.T) {
 		t.Error("a message with another schema heading was recognised")
 	}
 }
+
+// Labels are the layout's own: each opens a line of a rendered message,
+// in order (a label renamed in Layout alone would leave extract's
+// scaffolding check blind to it).
+func TestLabelsAreTheLayouts(t *testing.T) {
+	msg := Layout([]string{"H"}, []string{"B"}, "T", []string{"A"})
+	at := 0
+	for _, l := range Labels {
+		i := strings.Index(msg[at:], "\n"+l)
+		if i < 0 {
+			t.Fatalf("label %q does not open a line of the layout after byte %d:\n%s", l, at, msg)
+		}
+		at += i + 1
+	}
+}
