@@ -16,6 +16,9 @@
 # After issue 25 item 7 (orders judged by the sentence's form): the same,
 # 0 of 32 and 0 of 678, 2 of 311 sentences (1 December 2026). Rejecting
 # every imperative, procedure steps included, would reject 9 of 678 (1.3%).
+# After issue 26 F8 (a claim holding a line break, a tab or a label of the
+# prompt layout, "Context after:", is rejected; falseReject checks both):
+# 0 of 32 and 0 of 678 again (2 December 2026).
 # Factcheck-GPT is read from $HIRO_FACTCHECK_GPT, ../shared or /work/shared.
 #
 # Usage: bench/extract-false-rejects.sh   (from the repository root or not)

@@ -82,8 +82,10 @@ in rejects.jsonl as "sentence" rejects with reason addresses_model (not a
 failure). Spans (sentence_span, quote_span) are byte offsets into the
 document's UTF-8 text as read (span_unit "utf8_bytes"): a leading byte
 order mark is in no sentence but counts, so such a document's first
-sentence starts at byte 3. A claim or quote holding a control character
-(NUL, ESC, ...; tab and newline are text) is rejected (control_character).
+sentence starts at byte 3. A claim holding a control character or a line
+break (NUL, ESC, tab, newline, ...; a quote may keep the source's tab and
+newline) is rejected (control_character), and one holding a label of hiro's
+prompt layout ("Context after:") is rejected (prompt_layout).
 
 Exit status, from the output as it now is: 0 every document finished and
 nothing is rejected; 1 something is rejected, a document failed (rerun to

@@ -30,6 +30,6 @@
 // UTF-8 BOM is in no sentence (corpus.Split) but counts: such a document's
 // first sentence starts at byte 3, and text[start:end] is the sentence or
 // quote for every span. A reply cut at max_tokens is rejected as truncated
-// even when its JSON parses, one a content filter stopped as filtered; a claim holding a control character is
-// rejected (ReasonControlChar).
+// even when its JSON parses, one a content filter stopped as filtered; a claim holding a control character or
+// a line break is rejected (ReasonControlChar), one holding the prompt layout's labels too (ReasonPromptLayout).
 package extract

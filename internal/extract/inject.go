@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hiro-dev/hiro/internal/prompt"
 )
 
 // Reasons of the document-is-data defence (see AddressesModel and
@@ -18,6 +20,10 @@ const (
 	// ReasonMalformed: the claim is not a well-formed statement (a
 	// fragment with stray quotes, JSON punctuation or markup).
 	ReasonMalformed = "malformed_claim"
+	// ReasonPromptLayout: the claim holds a label of hiro's own prompt
+	// layout ("Context after:", prompt.Labels): the model copied the
+	// prompt's scaffolding into its reply.
+	ReasonPromptLayout = "prompt_layout"
 )
 
 // RejectSentence is the kind of a reject about a whole sentence that was
@@ -261,6 +267,21 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// PromptLayout reports, with the reason, whether claim holds one of the
+// labels of the extraction prompt's layout (prompt.Labels: "Heading
+// path:", "Context before:", "Target sentence:", "Context after:", "JSON
+// Schema:"), in any case: text hiro wrote around the document, not the
+// document's, so no statement of it.
+func PromptLayout(claim string) (string, bool) {
+	low := strings.ToLower(claim)
+	for _, l := range prompt.Labels {
+		if strings.Contains(low, strings.ToLower(l)) {
+			return fmt.Sprintf("the claim holds %q, a label of hiro's own prompt layout: the prompt's scaffolding copied into the reply, not the document's text", l), true
+		}
+	}
+	return "", false
 }
 
 // Malformed reports, with the reason, whether claim is not a well-formed

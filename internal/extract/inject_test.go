@@ -382,6 +382,15 @@ func falseReject(claim, sentence string) string {
 	if why, bad := Malformed(claim); bad {
 		return "claim malformed: " + why
 	}
+	if why, bad := PromptLayout(claim); bad {
+		return "claim holds the prompt's layout: " + why
+	}
+	if why, bad := controlChar(strings.TrimSpace(claim), ""); bad {
+		return "claim holds a control character: " + why
+	}
+	if why, bad := lineSeparator(claim); bad {
+		return "claim holds a line separator: " + why
+	}
 	if why, bad := AddressesModel(claim); bad {
 		return "claim addresses the model: " + why
 	}

@@ -46,8 +46,9 @@ const (
 	ReasonTooShort      = "too_short"
 	ReasonTooLong       = "too_long"
 	// ReasonControlChar: the claim text holds a control character (C0,
-	// DEL or C1) other than tab and newline (NUL, ESC, CR...), or a
-	// Unicode format character (category Cf: the bidirectional overrides
+	// DEL or C1: NUL, ESC, tab, a line feed or carriage return...) or a
+	// line or paragraph separator (U+2028, U+2029): a claim is one line;
+	// or a Unicode format character (category Cf: the bidirectional overrides
 	// and isolates such as U+202E, zero-width space, word joiner, byte
 	// order mark, soft hyphen; a zero-width joiner or non-joiner only
 	// where no script needs it); or its quote holds a control character
@@ -281,8 +282,10 @@ func (v *Validator) checkClaim(text, quote string, src Source) (Candidate, []Rea
 	if n := utf8.RuneCountInString(text); n > v.MaxClaimRunes {
 		rs = append(rs, Reason{Code: ReasonTooLong, Detail: fmt.Sprintf("the claim has %d characters; at most %d", n, v.MaxClaimRunes)})
 	}
-	if why, bad := controlChar(text, "\t\n"); bad {
-		rs = append(rs, Reason{Code: ReasonControlChar, Detail: "claim: " + why + "; a claim is plain text"})
+	if why, bad := controlChar(text, ""); bad {
+		rs = append(rs, Reason{Code: ReasonControlChar, Detail: "claim: " + why + "; a claim is one line of plain text"})
+	} else if why, bad := lineSeparator(text); bad {
+		rs = append(rs, Reason{Code: ReasonControlChar, Detail: "claim: " + why + "; a claim is one line of plain text"})
 	} else if why, bad := formatChar(text); bad {
 		rs = append(rs, Reason{Code: ReasonControlChar, Detail: "claim: " + why + "; a claim is plain text, shown as it reads"})
 	}
@@ -293,6 +296,9 @@ func (v *Validator) checkClaim(text, quote string, src Source) (Candidate, []Rea
 	// nor its quote may speak to the model.
 	if why, bad := Malformed(text); bad {
 		rs = append(rs, Reason{Code: ReasonMalformed, Detail: why})
+	}
+	if why, bad := PromptLayout(text); bad {
+		rs = append(rs, Reason{Code: ReasonPromptLayout, Detail: why})
 	}
 	if why, bad := AddressesModel(text); bad {
 		rs = append(rs, Reason{Code: ReasonAddressesModel, Detail: "claim: " + why})
@@ -319,11 +325,26 @@ func (v *Validator) checkClaim(text, quote string, src Source) (Candidate, []Rea
 func controlChar(s, allowed string) (string, bool) {
 	for i, r := range s {
 		if unicode.Is(unicode.Cc, r) && !strings.ContainsRune(allowed, r) {
-			name := map[rune]string{0: "NUL", 0x1b: "ESC", '\r': "carriage return", 0x7f: "DEL", '\f': "form feed", '\v': "vertical tab", 8: "backspace"}[r]
+			name := map[rune]string{0: "NUL", 0x1b: "ESC", '\r': "carriage return", '\n': "line feed", '\t': "tab", 0x7f: "DEL", '\f': "form feed", '\v': "vertical tab", 8: "backspace", 0x85: "next line"}[r]
 			if name == "" {
 				name = "control character"
 			}
 			return fmt.Sprintf("U+%04X (%s) at byte %d", r, name, i), true
+		}
+	}
+	return "", false
+}
+
+// lineSeparator reports Unicode's line and paragraph separators (U+2028,
+// U+2029: categories Zl and Zp, line breaks that are no control
+// character) in s, as "U+2028 (line separator) at byte 7".
+func lineSeparator(s string) (string, bool) {
+	for i, r := range s {
+		switch r {
+		case 0x2028:
+			return fmt.Sprintf("U+2028 (line separator) at byte %d", i), true
+		case 0x2029:
+			return fmt.Sprintf("U+2029 (paragraph separator) at byte %d", i), true
 		}
 	}
 	return "", false

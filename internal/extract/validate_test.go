@@ -54,7 +54,15 @@ func TestValidate(t *testing.T) {
 		{name: "C1 control in the claim", raw: `{"claims":[{"text":"Douglas was born in\u0085Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
 		{name: "zero-width non-joiner a Persian word needs", raw: `{"claims":[{"text":"Douglas was born in Yakima (\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645).","quote":"Yakima"}]}`, good: 1, valid: true},
 		{name: "zero-width joiner of an emoji sequence", raw: `{"claims":[{"text":"Douglas was born in Yakima \ud83d\udc68\u200d\ud83d\udc69.","quote":"Yakima"}]}`, good: 1, valid: true},
-		{name: "tab and newline are text", raw: `{"claims":[{"text":"Douglas was born\tin\nYakima.","quote":"in\nYakima"}]}`, good: 1, valid: true},
+		// Issue 26 F8: the model never sees a line break inside a target
+		// sentence (prompt.User flattens it), so one in a claim is the
+		// layout's, as are its labels ("extra\nContext after:." was kept).
+		{name: "newline in the claim", raw: `{"claims":[{"text":"Douglas was born in\nYakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "tab in the claim", raw: `{"claims":[{"text":"Douglas was born\tin Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "line separator in the claim", raw: `{"claims":[{"text":"Douglas was born in\u2028Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar}, valid: true},
+		{name: "the prompt's layout after a newline", raw: `{"claims":[{"text":"Douglas was born in Yakima.\nContext after:.","quote":"Yakima"}]}`, bad: []string{ReasonControlChar + "," + ReasonPromptLayout}, valid: true},
+		{name: "a layout label in any case", raw: `{"claims":[{"text":"Target sentence: Douglas was born in Yakima.","quote":"Yakima"}]}`, bad: []string{ReasonPromptLayout}, valid: true},
+		{name: "a quote's newline is the source's", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"in\nYakima"}]}`, good: 1, valid: true},
 		{name: "schema root", raw: `{"facts":[]}`, reply: ReasonSchema + "," + ReasonSchema}, // missing claims, extra facts
 		{name: "schema one item", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima"},{"text":5,"quote":"born"}]}`, good: 1, bad: []string{ReasonSchema}},
 		{name: "extra property", raw: `{"claims":[{"text":"Douglas was born in Yakima.","quote":"Yakima","note":"<script>"}]}`, bad: []string{ReasonSchema}},
