@@ -196,3 +196,37 @@ func TestOllamaRealPortInUse(t *testing.T) {
 		}
 	}
 }
+
+// TestOllamaRealWithoutHome: the real 'ollama serve' given no HOME (a
+// profile written before config load refused it: here the loaded profile
+// with its HOME removed) exits with "Error: $HOME is not defined"; the
+// supervisor says invalid_configuration in launch, strongly, with advice
+// to fix the profile, not an unexplained engine_died (issue 26, F10).
+func TestOllamaRealWithoutHome(t *testing.T) {
+	bin := ollamatest.Binary(t) // skips with the reason when absent
+	dir := t.TempDir()
+	port := freePort(t)
+	toml := "state_dir = \"state\"\n" + ollamatest.ProfileTOML("ollama", bin, port, ollamatest.TinyModel, filepath.Join(dir, "models"), dir, nil)
+	path := filepath.Join(dir, "hiro.toml")
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Backends["ollama"]
+	delete(p.Env, "HOME")
+	proc, res := Start(context.Background(), p, Options{StateDir: c.StateDir})
+	if proc != nil {
+		t.Cleanup(func() { proc.Stop(context.Background()) })
+	}
+	if proc != nil || res.State != StateFailed || res.Failure == nil {
+		t.Fatalf("state %s failure %+v", res.State, res.Failure)
+	}
+	f := res.Failure
+	if f.Class != failure.ClassInvalidConfiguration || f.Phase != failure.PhaseLaunch || f.Confidence != failure.ConfidenceStrong ||
+		!strings.Contains(f.RootCause, "$HOME is not defined") || !strings.Contains(f.NextStep, "fix the profile's args or env") {
+		t.Fatalf("class %s phase %s confidence %s root cause %q next step %q (log %s)", f.Class, f.Phase, f.Confidence, f.RootCause, f.NextStep, res.LogPath)
+	}
+}
