@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,6 +29,9 @@ type shadowBench struct {
 	url string
 	pid int
 	ctl *control.Client
+	// debug is the router's profiling listener (DebugListenEnv), set
+	// when HIRO_BENCH_PPROF asks for profiles; "" otherwise.
+	debug string
 }
 
 // shadowBenchSetup starts the production fake (engineArgs), the
@@ -82,13 +87,72 @@ access_log = %q
 	env := []string{"HIRO_STATE_HOME=" + stateHome, "HIRO_LEASE_DIR=" + filepath.Join(stateHome, "leases"),
 		"HIRO_PRODUCTION_DIR=" + filepath.Join(stateHome, "production")}
 	env = append(env, strings.Fields(os.Getenv("HIRO_BENCH_ENV"))...)
+	debug := ""
+	if os.Getenv("HIRO_BENCH_PPROF") != "" {
+		debug = "127.0.0.1:" + itoa(freePort(b))
+		env = append(env, DebugListenEnv+"="+debug)
+	}
 	hiro := startBenchProcess(b, hURL, env, hiroBin, "--config", cfgPath, "serve")
 	ctl, err := control.Dial(filepath.Join(stateHome, "serve"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(ctl.Close)
-	return &shadowBench{url: hURL, pid: hiro.Process.Pid, ctl: ctl}
+	return &shadowBench{url: hURL, pid: hiro.Process.Pid, ctl: ctl, debug: debug}
+}
+
+// profilePhase fetches the router's profiles of one measured phase of
+// secs (HIRO_BENCH_PPROF=DIR): a CPU profile and the block and mutex
+// profiles' deltas (their rates: HIRO_SERVE_PPROF_RATES in
+// HIRO_BENCH_ENV), or with HIRO_BENCH_PPROF_TRACE=1 an execution trace,
+// written to DIR as NAME.cpu.pprof, NAME.block.pprof, NAME.mutex.pprof,
+// NAME.trace; and the collections and allocations of the phase (the
+// router's /debug/gc before and after). wait returns them.
+func (sb *shadowBench) profilePhase(name string, secs time.Duration) (wait func() string) {
+	dir := os.Getenv("HIRO_BENCH_PPROF")
+	if sb.debug == "" || dir == "" {
+		return func() string { return "" }
+	}
+	os.MkdirAll(dir, 0o755)
+	get := func(path string) []byte {
+		resp, err := http.Get("http://" + sb.debug + path)
+		if err != nil {
+			return nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return b
+	}
+	gc0 := strings.Fields(string(get("/debug/gc")))
+	s := int(secs / time.Second)
+	var wg sync.WaitGroup
+	fetch := func(path, file string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			os.WriteFile(filepath.Join(dir, name+file), get(path), 0o644)
+		}()
+	}
+	if os.Getenv("HIRO_BENCH_PPROF_TRACE") == "1" {
+		fetch("/debug/pprof/trace?seconds=1", ".trace")
+	} else {
+		fetch("/debug/pprof/profile?seconds="+itoa(s), ".cpu.pprof")
+		fetch("/debug/pprof/block?seconds="+itoa(s), ".block.pprof")
+		fetch("/debug/pprof/mutex?seconds="+itoa(s), ".mutex.pprof")
+	}
+	return func() string {
+		wg.Wait()
+		gc1 := strings.Fields(string(get("/debug/gc")))
+		if len(gc0) != 3 || len(gc1) != 3 {
+			return ""
+		}
+		d := func(i int) int64 {
+			a, _ := strconv.ParseInt(gc0[i], 10, 64)
+			b, _ := strconv.ParseInt(gc1[i], 10, 64)
+			return b - a
+		}
+		return fmt.Sprintf("%d GCs, %d mallocs, %d bytes", d(0), d(1), d(2))
+	}
 }
 
 // hlSample is the most latencies per side the Hodges-Lehmann shift of
@@ -180,7 +244,11 @@ func BenchmarkShadowOverhead(b *testing.B) {
 					tg.sb.set(b, true, share)
 				}
 				runLoad(hc, tg.sb.url, body, 4, 300*time.Millisecond, false) // warm-up
-				lat, _, errs := runLoad(hc, tg.sb.url, body, 1, secs, false)
+				prof := tg.sb.profilePhase(fmt.Sprintf("%s-r%d-%v", tg.name, round, map[bool]string{false: "off", true: "on"}[on]), secs)
+				lat, n, errs := runLoad(hc, tg.sb.url, body, 1, secs, false)
+				if g := prof(); g != "" {
+					fmt.Printf("# %s round %d shadow %v: %d requests; router %s\n", tg.name, round, on, n, g)
+				}
 				if errs > 0 {
 					b.Errorf("round %d (%s, shadow %v): %d failed requests", round, tg.name, on, errs)
 				}

@@ -267,6 +267,11 @@ func New(opts Options) (*Server, error) {
 // listener's or the control socket's (nothing was started then).
 func (s *Server) Run(ctx context.Context) error {
 	s.started = time.Now()
+	stopDebug, err := startDebug()
+	if err != nil {
+		return err
+	}
+	defer stopDebug()
 	if err := s.openLogs(); err != nil {
 		return err
 	}
