@@ -81,7 +81,11 @@ func (s *Server) startShadow(ctx context.Context, req control.ShadowStartRequest
 			return nil, http.StatusConflict, fmt.Errorf("a shadow run to %s is active; stop it first (hiro shadow stop)", cur.Candidate())
 		}
 	}
-	m, err := shadow.Start(req.Config, prof, prod.name)
+	tr, err := s.candidateTransport(prof)
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	m, err := shadow.StartWith(req.Config, prof, prod.name, tr)
 	if err != nil {
 		return nil, http.StatusBadRequest, err
 	}
@@ -95,7 +99,10 @@ func (s *Server) startShadow(ctx context.Context, req control.ShadowStartRequest
 	go func() {
 		<-m.Done()
 		s.shadow.run.CompareAndSwap(m, nil)
-		r := m.Result()
+		// The final account, computed once (a stop's caller waits for the
+		// same one): a second bootstrap over every pair would run beside
+		// the clients' requests.
+		r := m.Stop()
 		s.event("shadow_end", map[string]any{"candidate": r.Candidate, "ended": r.Ended, "pairs": r.Pairs, "dropped": r.Dropped, "outcome": r.Outcome})
 	}()
 	return &control.ShadowStatus{Active: true, Result: m.Result()}, 0, nil
@@ -186,4 +193,34 @@ func (s *Server) shadowRoutes(mux *http.ServeMux, c controlFuncs) {
 	mux.HandleFunc("POST /v1/shadow/start", jsonRoute(c, s.startShadow))
 	mux.HandleFunc("POST /v1/shadow/stop", jsonRoute(c, func(context.Context, struct{}) (*control.ShadowStatus, int, error) { return s.stopShadow() }))
 	mux.HandleFunc("GET /v1/shadow/status", func(w http.ResponseWriter, r *http.Request) { c.reply(w, 200, s.shadowStatus()) })
+}
+
+// candidateTransport is what a shadow run's requests to prof go through:
+// the router's own upstream transport (one pool, the request written and
+// its answer read on the mirror's worker: no reader and writer goroutines
+// per connection, which on the clients' processor made them wait), with
+// prof's key attached as its route would (newRoute: an https backend's
+// transport attaches its key and CA itself). Errors are the profile's key
+// or CA file problems.
+func (s *Server) candidateTransport(prof *config.Profile) (http.RoundTripper, error) {
+	rt, err := newRoute(prof, s.tr, nil)
+	if err != nil {
+		return nil, err
+	}
+	if rt.upstreamKey == "" {
+		return rt.tr, nil
+	}
+	return keyedTransport{tr: rt.tr, key: rt.upstreamKey}, nil
+}
+
+// keyedTransport sets "Authorization" to key on every request it sends
+// through tr (the mirror sends no header of the client's).
+type keyedTransport struct {
+	tr  http.RoundTripper
+	key string
+}
+
+func (k keyedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req.Header.Set("Authorization", k.key)
+	return k.tr.RoundTrip(req)
 }

@@ -219,6 +219,11 @@ type Mirror struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	done   chan struct{}
+	// over is set once the run ended and its goroutines returned; final
+	// is the account then (Result), under finalMu.
+	over    atomic.Bool
+	finalMu sync.Mutex
+	final   *Result
 }
 
 // Start begins a run mirroring to cand (a running profile: managed by
@@ -228,6 +233,16 @@ type Mirror struct {
 // (llm.HTTPClient). Stop or Result after it; the run also ends by itself
 // at cfg.MaxPairs pairs or after cfg.For.
 func Start(cfg Config, cand *config.Profile, production string) (*Mirror, error) {
+	return StartWith(cfg, cand, production, nil)
+}
+
+// StartWith is Start with the transport the mirrored requests go
+// through: tr must attach the candidate profile's key itself (the
+// router's own upstream transport does, with the key of its route for
+// the candidate: one transport, no reader and writer goroutines per
+// connection beside the clients' requests); nil: the profile's own
+// client (llm.HTTPClient), as Start.
+func StartWith(cfg Config, cand *config.Profile, production string, tr http.RoundTripper) (*Mirror, error) {
 	if err := cfg.Fill(); err != nil {
 		return nil, err
 	}
@@ -239,9 +254,11 @@ func Start(cfg Config, cand *config.Profile, production string) (*Mirror, error)
 	if err != nil || base.Host == "" {
 		return nil, fmt.Errorf("backend %s: base_url %q is not a URL", cand.Name, cand.BaseURL)
 	}
-	hc, err := llm.HTTPClient(cand)
-	if err != nil {
-		return nil, err
+	hc := &http.Client{Transport: tr}
+	if tr == nil {
+		if hc, err = llm.HTTPClient(cand); err != nil {
+			return nil, err
+		}
 	}
 	v, err := extract.NewValidator()
 	if err != nil {
@@ -256,6 +273,10 @@ func Start(cfg Config, cand *config.Profile, production string) (*Mirror, error)
 	for range cfg.Workers {
 		go m.worker()
 	}
+	go func() {
+		m.wg.Wait()
+		m.over.Store(true)
+	}()
 	if cfg.For.Duration > 0 {
 		m.timer = time.AfterFunc(cfg.For.Duration, func() { m.end("duration") })
 	}
@@ -330,6 +351,7 @@ func (m *Mirror) Done() <-chan struct{} { return m.done }
 func (m *Mirror) Stop() *Result {
 	m.end("command")
 	m.wg.Wait()
+	m.over.Store(true)
 	return m.Result()
 }
 

@@ -70,10 +70,20 @@ func (m *Mirror) score(j *Job, prod, cand side) pair {
 	default:
 		if prod.ok() && cand.ok() {
 			p.exact = prod.reply.text == cand.reply.text
-			p.norm = normalized(prod.reply.text) == normalized(cand.reply.text)
+			// Equal texts are equal once normalised: the tokenizer only
+			// for those that differ.
+			p.norm = p.exact || normalized(prod.reply.text) == normalized(cand.reply.text)
 			agree := p.norm
 			p.rec.Agree = &agree
 		}
+	}
+	// A run keeps up to MaxPairsLimit pairs: their texts are no longer
+	// needed (the account reads statuses, latencies, usage and the
+	// scores), and holding them would grow the heap every collection
+	// marks, beside the clients' requests.
+	p.prod.reply.text, p.prod.reply.buf, p.cand.reply.text, p.cand.reply.buf = "", nil, "", nil
+	if p.pc != nil {
+		p.pc.texts, p.cc.texts = nil, nil
 	}
 	return p
 }
@@ -81,7 +91,28 @@ func (m *Mirror) score(j *Job, prod, cand side) pair {
 func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
 
 // Result returns the run's account as it stands (a running run's too).
+// Once the run is over (its workers stopped, no production answer
+// pending) the account can no longer change: it is computed once (its
+// bootstrap reads every pair) and the same *Result is returned after,
+// which callers must not modify.
 func (m *Mirror) Result() *Result {
+	if !m.over.Load() {
+		return m.result()
+	}
+	m.finalMu.Lock()
+	defer m.finalMu.Unlock()
+	if m.final != nil {
+		return m.final
+	}
+	r := m.result()
+	if r.Pending == 0 {
+		m.final = r
+	}
+	return r
+}
+
+// result computes the account as it stands.
+func (m *Mirror) result() *Result {
 	m.mu.Lock()
 	pairs := append([]pair(nil), m.pairs...)
 	r := &Result{Candidate: m.cand.Name, Production: m.production, Remote: m.remote, Share: m.cfg.Share, MaxPairs: m.cfg.MaxPairs,

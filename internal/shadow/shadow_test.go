@@ -2,10 +2,13 @@ package shadow
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/extract"
 	"github.com/hiro-dev/hiro/internal/prompt"
@@ -146,5 +149,44 @@ func TestConfigFill(t *testing.T) {
 	c := Config{Share: 0.1}
 	if err := c.Fill(); err != nil || c.MaxPairs != DefaultMaxPairs || c.MinPairs != DefaultMinPairs || c.QueueSize != DefaultQueueSize {
 		t.Errorf("defaults: %+v %v", c, err)
+	}
+}
+
+// TestFinalResultComputedOnce: once a run is over, its account cannot
+// change, and Result returns the one computed then (its bootstrap reads
+// every pair: a stop's caller and the router's end event share it); a
+// running run's account is computed afresh.
+func TestFinalResultComputedOnce(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`))
+	}))
+	defer srv.Close()
+	m, err := Start(Config{Share: 1}, &config.Profile{Name: "cand", BaseURL: srv.URL, Model: "m"}, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := m.Result(), m.Result(); a == b {
+		t.Fatal("a running run's account is not recomputed")
+	}
+	for range 3 {
+		if !m.Sample() {
+			t.Fatal("not sampled at share 1")
+		}
+		j := &Job{Route: "/v1/chat/completions", Body: []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)}
+		j.Capture([]byte(`{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}]}`))
+		j.Done(200, time.Millisecond, time.Millisecond)
+		m.Offer(j)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for m.Result().Pairs < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r := m.Stop()
+	if r.Pairs != 3 || r.Pending != 0 {
+		t.Fatalf("account after stop: %d pairs, %d pending", r.Pairs, r.Pending)
+	}
+	if again := m.Result(); again != r {
+		t.Fatal("the final account was computed again")
 	}
 }
