@@ -137,8 +137,10 @@ type Decision struct {
 //
 //   - reverse: the candidate is down, or one check failed: its error or
 //     invalid rate's lower bound is above production's rate plus the
-//     margin, or its latency shift's lower bound is above the floor (a
-//     regression shown at the policy's confidence, however few requests);
+//     margin (the invalid rate once production has a checked reply, or
+//     at share 1), or its latency shift's lower bound is above the floor
+//     (a regression shown at the policy's confidence, however few
+//     requests);
 //     or the step is still inconclusive after StepTimeout;
 //   - hold: the step has served less than Soak, has fewer than
 //     MinRequests candidate requests, or a check is inconclusive;
@@ -164,7 +166,17 @@ func Decide(p Policy, in Input) Decision {
 	d := Decision{}
 	d.Checks = append(d.Checks, rateCheck(MeasureErrors, in.Candidate.Errors, in.Candidate.Requests, base.Errors, base.Requests, p, conf))
 	if in.Candidate.Checked > 0 || base.Checked > 0 {
-		d.Checks = append(d.Checks, rateCheck(MeasureInvalid, in.Candidate.Invalid, in.Candidate.Checked, base.Invalid, base.Checked, p, conf))
+		c := rateCheck(MeasureInvalid, in.Candidate.Invalid, in.Candidate.Checked, base.Invalid, base.Checked, p, conf)
+		// Production's invalid rate depends on the documents (a hard
+		// one trips the validators on any model), so while production
+		// still gets requests the candidate's is judged against an
+		// observed baseline, not against an assumed 0: until one of
+		// production's replies was checked, the check waits. At share 1
+		// with no earlier baseline the limit is the margin alone.
+		if base.Checked == 0 && in.Share < 1 && c.Outcome == Failed {
+			c.Outcome = Inconclusive
+		}
+		d.Checks = append(d.Checks, c)
 	}
 	// The rank test is the costly one (its pairwise differences): a rate
 	// that failed already decides.
