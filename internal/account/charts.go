@@ -259,20 +259,9 @@ func documentsPlot(title string, rows []evidence.DocDiff) (*plot.Plot, *plot.Leg
 		prod = append(prod, plotter.XY{X: d.ProductionF1, Y: y})
 	}
 	legend := newLegend()
-	for _, s := range []struct {
-		pts   plotter.XYs
-		col   color.Color
-		shape draw.GlyphDrawer
-		r     vg.Length
-		label string
-	}{{prod, productionColor, thickRing{}, 4, "production"}, {cand, candidateColor, draw.CircleGlyph{}, 3, "candidate"}} {
-		sc, err := plotter.NewScatter(s.pts)
-		if err != nil {
-			return nil, nil, err
-		}
-		sc.GlyphStyle.Color, sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = s.col, s.r, s.shape
-		p.Add(sc)
-		legend.Add(s.label, sc)
+	if err := addGlyphs(p, &legend, glyphSeries{prod, productionColor, thickRing{}, 4, "production"},
+		glyphSeries{cand, candidateColor, draw.CircleGlyph{}, 3, "candidate"}); err != nil {
+		return nil, nil, err
 	}
 	p.NominalY(labels...)
 	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
@@ -646,23 +635,9 @@ func RampChart(r *evidence.RampResult) (c Chart, ok bool, err error) {
 	p.Legend.Add("candidate's share", sl)
 	// Production's dots are rings drawn over the candidate's, so both
 	// show where they meet (at 0, most looks).
-	for _, s := range []struct {
-		pts   plotter.XYs
-		col   color.Color
-		shape draw.GlyphDrawer
-		r     vg.Length
-		label string
-	}{{cand, candidateColor, draw.CircleGlyph{}, 2.5, "candidate error rate"}, {prod, productionColor, draw.RingGlyph{}, 3.5, "production error rate"}} {
-		if len(s.pts) == 0 {
-			continue
-		}
-		sc, err := plotter.NewScatter(s.pts)
-		if err != nil {
-			return Chart{}, false, err
-		}
-		sc.GlyphStyle.Color, sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = s.col, vg.Points(float64(s.r)), s.shape
-		p.Add(sc)
-		p.Legend.Add(s.label, sc)
+	if err := addGlyphs(p, &p.Legend, glyphSeries{cand, candidateColor, draw.CircleGlyph{}, 2.5, "candidate error rate"},
+		glyphSeries{prod, productionColor, draw.RingGlyph{}, 3.5, "production error rate"}); err != nil {
+		return Chart{}, false, err
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	// A square-root axis: a 1 % step and a 5 % one stand apart from 0
@@ -710,4 +685,33 @@ func (sqrtScale) Normalize(min, max, x float64) float64 {
 		return 0
 	}
 	return (math.Sqrt(math.Max(x, 0)) - lo) / (hi - lo)
+}
+
+// glyphSeries is one scatter series of a chart: its points, the glyph's
+// colour, shape and radius (points), and its legend label.
+type glyphSeries struct {
+	pts   plotter.XYs
+	col   color.Color
+	shape draw.GlyphDrawer
+	r     vg.Length
+	label string
+}
+
+// addGlyphs adds each series with points to p as a scatter, in order
+// (a later one is drawn over an earlier), and to legend; a series
+// without points is left out of both.
+func addGlyphs(p *plot.Plot, legend *plot.Legend, ss ...glyphSeries) error {
+	for _, s := range ss {
+		if len(s.pts) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(s.pts)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Color, sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = s.col, s.r, s.shape
+		p.Add(sc)
+		legend.Add(s.label, sc)
+	}
+	return nil
 }
