@@ -212,10 +212,13 @@ type Comparison struct {
 	// Seed is the generator's seed for this measure (hex), derived from
 	// the evidence's input fingerprints and the measure's name.
 	Seed string `json:"seed"`
-	// DocumentsNeeded is how many documents would tell a drop of Margin
-	// at the method's confidence and power (-1: never, for a zero
-	// margin); DetectableDrop the smallest drop these documents tell;
-	// SampleSize says both in one sentence.
+	// DocumentsNeeded is how many documents would decide at the method's
+	// confidence and power: for an inconclusive comparison at the
+	// difference it observed (stats.DocumentsToDecide), else for a
+	// candidate truly equal to production, the drop of Margin told
+	// (stats.DocumentsNeeded); -1: none would (a zero margin, or an
+	// estimate on the margin). DetectableDrop is the smallest drop these
+	// documents tell; SampleSize says it in one sentence.
 	DocumentsNeeded int     `json:"documents_needed"`
 	DetectableDrop  float64 `json:"detectable_drop"`
 	SampleSize      string  `json:"sample_size"`

@@ -770,11 +770,18 @@ func (g *SemanticGate) compareMeasure(measure string, cand, prod []stats.Ratio, 
 		return evidence.Comparison{}, err
 	}
 	out := stats.NonInferior(d, g.Tolerance)
+	// An undecided comparison says how many documents would decide at
+	// the difference it observed; a decided one, how many a candidate
+	// truly equal to production needs (the plan for the next corpus).
+	need := stats.DocumentsNeeded(d.PerDocumentSD(), g.Tolerance, d.Confidence, stats.DefaultPower)
+	if out == stats.Inconclusive {
+		need = stats.DocumentsToDecide(d, g.Tolerance)
+	}
 	return evidence.Comparison{
 		Measure: measure, Candidate: round6(d.Candidate), Production: round6(d.Production), Difference: round6(d.Estimate),
 		Lower: round6(d.Lower), Upper: round6(d.Upper), Level: round6(d.Level), StandardError: round6(d.SE), Margin: g.Tolerance,
 		Outcome: string(out), Decision: decisionWords(d, g.Tolerance, out), Seed: sd.String(),
-		DocumentsNeeded: stats.DocumentsNeeded(d.PerDocumentSD(), g.Tolerance, d.Confidence, stats.DefaultPower),
+		DocumentsNeeded: need,
 		DetectableDrop:  round6(stats.DetectableDrop(d.PerDocumentSD(), d.Documents, d.Confidence, stats.DefaultPower)),
 		SampleSize:      stats.SampleSizeSentence(d, g.Tolerance),
 	}, nil
@@ -788,6 +795,9 @@ func decisionWords(d stats.Difference, margin float64, out stats.Outcome) string
 		return fmt.Sprintf("no worse than production by more than %.2f: at %s confidence the difference is above %+.3f", margin, conf, d.Lower)
 	case stats.Failed:
 		return fmt.Sprintf("worse than production by more than %.2f: at %s confidence the difference is below %+.3f", margin, conf, d.Upper)
+	}
+	if k := stats.MinDocuments(d.Confidence); d.Documents < k {
+		return fmt.Sprintf("cannot tell: %d documents are fewer than the %d a paired comparison at %s needs to decide anything", d.Documents, k, conf)
 	}
 	return fmt.Sprintf("cannot tell: the difference lies between %+.3f and %+.3f (%s bounds), which holds the margin −%.2f; more documents would decide", d.Lower, d.Upper, conf, margin)
 }

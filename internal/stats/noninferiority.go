@@ -3,6 +3,7 @@ package stats
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -23,15 +24,32 @@ const (
 // bounds of d: Passed when d.Lower > −margin (at d.Confidence the drop is
 // smaller than the margin), Failed when d.Upper < −margin (at d.Confidence
 // the drop is larger than the margin), else Inconclusive (the documents
-// cannot tell).
+// cannot tell). Fewer than MinDocuments(d.Confidence) documents are
+// always Inconclusive, however narrow their bounds.
 func NonInferior(d Difference, margin float64) Outcome {
 	switch {
+	case d.Documents < MinDocuments(d.Confidence):
+		return Inconclusive
 	case d.Lower > -margin:
 		return Passed
 	case d.Upper < -margin:
 		return Failed
 	}
 	return Inconclusive
+}
+
+// MinDocuments is the fewest paired documents from which a one-sided
+// decision at confidence can be drawn at all: the smallest n with
+// 0.5^n ≤ 1 − confidence (5 at 95 %, 7 at 99 %; 0 for a confidence of 0,
+// a Difference built without one). With fewer, even documents that all
+// favour one side leave a sign test above its error (0.5^4 = 6.25 % >
+// 5 %); a bootstrap's bounds on them are an artefact of the few
+// documents (one document resamples to itself: bounds of width 0).
+func MinDocuments(confidence float64) int {
+	if confidence <= 0 {
+		return 0
+	}
+	return int(math.Ceil(math.Log(1-confidence)/math.Log(0.5) - 1e-9))
 }
 
 // zSum is z(confidence) + z(power): the one-sided normal quantiles of the
@@ -65,6 +83,23 @@ func DocumentsNeeded(sd, margin, confidence, power float64) int {
 	return int(math.Ceil(math.Pow(z*sd/margin, 2) - 1e-9))
 }
 
+// DocumentsToDecide is how many documents would decide, with
+// DefaultPower, a comparison whose true difference were the one observed
+// in d (d.Estimate, with d's per-document spread): n = ((z_conf +
+// z_power)·sd / |Estimate + margin|)², rounded up and at least
+// MinDocuments; -1 when the estimate lies on −margin (no number is
+// expected to). It is the figure for an undecided comparison, whose
+// estimate is often near the margin; DocumentsNeeded plans for a
+// candidate truly equal to production.
+func DocumentsToDecide(d Difference, margin float64) int {
+	gap := math.Abs(d.Estimate + margin)
+	if gap < 1e-9 {
+		return -1
+	}
+	n := int(math.Ceil(math.Pow(zSum(d.Confidence, DefaultPower)*d.PerDocumentSD()/gap, 2) - 1e-9))
+	return max(n, MinDocuments(d.Confidence))
+}
+
 // DetectableDrop is the smallest margin that n documents tell at
 // confidence and power when one document's contribution has standard
 // deviation sd: (z_conf + z_power)·sd/sqrt(n) (DocumentsNeeded inverted).
@@ -77,24 +112,42 @@ func DetectableDrop(sd float64, n int, confidence, power float64) float64 {
 
 // SampleSizeSentence is the one sentence a report gives from d: how large
 // a drop its documents can tell from noise and how many documents would
-// tell margin, at d.Confidence and DefaultPower. E.g. "With 5 documents a
-// drop smaller than 0.19 cannot be told from noise; about 60 documents
-// would show 0.05."
+// tell margin, at d.Confidence and DefaultPower; for an undecided
+// comparison, how many would decide at the difference observed. E.g.
+// "With 5 documents a drop smaller than 0.19 cannot be told from noise;
+// about 60 documents would show 0.05."
 func SampleSizeSentence(d Difference, margin float64) string {
+	docs := plural(d.Documents, "document", "documents")
+	if k := MinDocuments(d.Confidence); d.Documents < k {
+		return fmt.Sprintf("%s cannot decide anything at %.0f %%: a paired comparison needs at least %d (even %s that all agree leave a sign test at %.3g).",
+			upper(docs), 100*d.Confidence, k, docs, math.Pow(0.5, float64(d.Documents)))
+	}
 	sd := d.PerDocumentSD()
 	if sd == 0 {
-		return fmt.Sprintf("The %s differed by the same amount in every resample: more documents would not change the decision.", plural(d.Documents, "document", "documents"))
+		return fmt.Sprintf("Every resample of the %s gave the same difference (%+.3f): these documents show no spread, which more documents may still show.", docs, d.Estimate)
 	}
 	drop := DetectableDrop(sd, d.Documents, d.Confidence, DefaultPower)
 	need := DocumentsNeeded(sd, margin, d.Confidence, DefaultPower)
-	s := fmt.Sprintf("With %s a drop smaller than %.2g cannot be told from noise", plural(d.Documents, "document", "documents"), drop)
+	s := fmt.Sprintf("With %s a drop smaller than %.2g cannot be told from noise", docs, drop)
 	switch {
 	case need < 0:
 		return s + "; a margin of 0 can never be shown."
+	case NonInferior(d, margin) == Inconclusive:
+		if n := DocumentsToDecide(d, margin); n > 0 {
+			return s + fmt.Sprintf("; at the difference observed (%+.3f, the margin −%.2g) about %d documents would decide.", d.Estimate, margin, n)
+		}
+		return s + fmt.Sprintf("; the difference observed (%+.3f) lies on the margin: no number of documents is expected to decide.", d.Estimate)
 	case need <= d.Documents:
 		return s + fmt.Sprintf("; these documents are enough to show %.2g (about %d needed).", margin, need)
 	}
 	return s + fmt.Sprintf("; about %d documents would show %.2g.", need, margin)
+}
+
+func upper(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func plural(n int, one, many string) string {

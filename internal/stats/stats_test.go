@@ -165,10 +165,58 @@ func TestNonInferiorOutcomes(t *testing.T) {
 		}
 	}
 	// Identical sides: the bounds are 0, and a margin of 0 cannot pass.
-	same := ratios([]float64{1, 2, 3}, []float64{4, 4, 4})
+	same := ratios([]float64{1, 2, 3, 1, 2, 3}, []float64{4, 4, 4, 4, 4, 4})
 	d, _ := PairedBootstrap(same, same, Options{})
 	if d.Lower != 0 || d.Upper != 0 || NonInferior(d, 0.05) != Passed || NonInferior(d, 0) != Inconclusive {
 		t.Errorf("identical sides: %+v", d)
+	}
+	// Fewer documents than a sign test needs decide nothing, however
+	// narrow the bootstrap's bounds (one document: width 0).
+	for _, n := range []int{1, 4} {
+		few := ratios(make([]float64, n), make([]float64, n))
+		for i := range few {
+			few[i] = Ratio{Num: 1, Den: 1}
+		}
+		d, _ := PairedBootstrap(few, few, Options{})
+		if got := NonInferior(d, 0.05); got != Inconclusive {
+			t.Errorf("%d identical documents: %s with bounds [%v, %v], want inconclusive", n, got, d.Lower, d.Upper)
+		}
+		if s := SampleSizeSentence(d, 0.05); !strings.Contains(s, "cannot decide anything at 95 %: a paired comparison needs at least 5") {
+			t.Errorf("%d documents: sentence %q", n, s)
+		}
+	}
+}
+
+// TestMinDocuments: the smallest n with 0.5^n ≤ 1 − confidence.
+func TestMinDocuments(t *testing.T) {
+	for conf, want := range map[float64]int{0.95: 5, 0.99: 7, 0.9: 4, 0.75: 2, 0: 0} {
+		if got := MinDocuments(conf); got != want {
+			t.Errorf("MinDocuments(%v) = %d, want %d", conf, got, want)
+		}
+	}
+}
+
+// TestDocumentsToDecide: an undecided comparison near the margin needs
+// far more documents than the plan for a truly equal candidate says
+// (the newcomer's demo: 48 documents, −0.044 against a margin of 0.05,
+// "24 needed"); on the margin no number is expected to decide.
+func TestDocumentsToDecide(t *testing.T) {
+	d := Difference{Estimate: -0.044, SE: 0.1 / math.Sqrt(48), Documents: 48, Confidence: 0.95, Lower: -0.07, Upper: -0.02}
+	plan := DocumentsNeeded(d.PerDocumentSD(), 0.05, 0.95, DefaultPower)
+	// ((1.6449 + 0.8416)·0.1/0.006)² = 1717.4 → 1718.
+	if n := DocumentsToDecide(d, 0.05); n != 1718 || plan != 25 {
+		t.Errorf("DocumentsToDecide = %d (plan %d), want 1718 (plan 25)", n, plan)
+	}
+	s := SampleSizeSentence(d, 0.05)
+	if want := "at the difference observed (-0.044, the margin −0.05) about 1718 documents would decide."; !strings.HasSuffix(s, want) {
+		t.Errorf("sentence %q,\nwant it to end %q", s, want)
+	}
+	d.Estimate = -0.05
+	if n := DocumentsToDecide(d, 0.05); n != -1 {
+		t.Errorf("on the margin: %d, want -1", n)
+	}
+	if d := (Difference{Estimate: 0.2, Documents: 6, Confidence: 0.95}); DocumentsToDecide(d, 0.05) != 5 {
+		t.Errorf("no spread: %d, want MinDocuments", DocumentsToDecide(d, 0.05))
 	}
 }
 
