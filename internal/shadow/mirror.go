@@ -470,18 +470,20 @@ func (m *Mirror) mirror(j *Job, buf *sendBuf) (pair, bool) {
 	if m.ctx.Err() != nil {
 		return pair{}, false
 	}
+	return m.pairOf(j, cand), true
+}
+
+// pairOf scores j (production's answer captured) against cand, the
+// candidate's answer as send read it.
+func (m *Mirror) pairOf(j *Job, cand side) pair {
 	j.streamed.end()
 	prod := side{status: j.status, ttfb: j.ttfb, latency: j.latency, bytes: j.size, reply: j.streamed}
 	if !j.Stream {
 		prod.reply = parseReply(j.reply, false)
 	}
-	return m.score(j, prod, cand), true
+	return m.score(j, prod, cand)
 }
 
-// send posts j's body to the candidate: the route under its base URL, its
-// model in "model", only Content-Type and Accept as headers (the client's
-// headers, its key among them, are never sent); the profile's key is
-// attached by its transport.
 // sendBuf is a worker's buffers for the candidate's replies, reused from
 // one mirrored request to the next (fewer allocations: less garbage
 // collection work competing with the primary path).
@@ -490,6 +492,10 @@ type sendBuf struct {
 	reply bytes.Buffer
 }
 
+// send posts j's body to the candidate: the route under its base URL, its
+// model in "model", only Content-Type and Accept as headers (the client's
+// headers, its key among them, are never sent); the profile's key is
+// attached by its transport.
 func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	var s side
 	body, err := sjson.SetBytes(j.Body, "model", m.cand.Model)
@@ -519,13 +525,21 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	}
 	defer resp.Body.Close()
 	s.status = resp.StatusCode
+	readReply(&s, resp.Body, j.Stream, sb, t0)
+	return s
+}
+
+// readReply reads the candidate's answer from body (its request sent at
+// t0) into s: its time to first byte, size and latency, and its reply
+// (kept up to MaxCapture bytes; past it s.cut).
+func readReply(s *side, body io.Reader, stream bool, sb *sendBuf, t0 time.Time) {
 	if sb.chunk == nil {
 		sb.chunk = make([]byte, 32<<10)
 	}
 	chunk, buf := sb.chunk, &sb.reply
 	buf.Reset()
 	for {
-		n, err := resp.Body.Read(chunk)
+		n, err := body.Read(chunk)
 		if n > 0 {
 			if s.ttfb == 0 {
 				s.ttfb = time.Since(t0)
@@ -546,8 +560,7 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 		}
 	}
 	s.latency = time.Since(t0)
-	s.reply = parseReply(buf.Bytes(), j.Stream)
-	return s
+	s.reply = parseReply(buf.Bytes(), stream)
 }
 
 // errClass names a transport error without its text (which may hold
