@@ -133,8 +133,9 @@ type Job struct {
 	ttfb     time.Duration
 	latency  time.Duration
 	size     int
-	reply    []byte // a JSON answer as it came; a stream's partial last line
-	streamed reply  // a stream's text, finish_reason and usage, read line by line
+	reply    []byte  // a JSON answer as it came; a stream's partial last line
+	replyBox *[]byte // the replyBufs entry reply was lent from, if any
+	streamed reply   // a stream's text, finish_reason and usage, read line by line
 	tooLarge bool
 }
 
@@ -153,9 +154,9 @@ func (j *Job) Capture(b []byte) {
 	}
 	if !j.Stream {
 		if j.reply == nil {
-			// One allocation for a typical answer (a few hundred bytes)
-			// instead of one per doubling, on the client's path.
-			j.reply = make([]byte, 0, max(len(b), 2<<10))
+			// A buffer lent by replyBufs: no allocation for a typical
+			// answer (a few hundred bytes) on the client's path.
+			j.lendReply(len(b))
 		}
 		j.reply = append(j.reply, b...)
 		return
@@ -174,6 +175,36 @@ func (j *Job) Capture(b []byte) {
 		j.streamed.event(line)
 		b = b[i+1:]
 	}
+}
+
+// replyBufs lends the buffers production's JSON answers are captured in
+// (*[]byte, length 0); pairOf gives them back once the answer is parsed.
+// A buffer over maxPooledReply is not kept: the pool would hold a 1 MiB
+// buffer for a rare large answer.
+var replyBufs sync.Pool
+
+const maxPooledReply = 64 << 10
+
+// lendReply sets j.reply to a lent buffer for at least n bytes.
+func (j *Job) lendReply(n int) {
+	if p, ok := replyBufs.Get().(*[]byte); ok && cap(*p) >= n {
+		j.replyBox, j.reply = p, (*p)[:0]
+		return
+	}
+	j.replyBox, j.reply = nil, make([]byte, 0, max(n, 2<<10))
+}
+
+// releaseReply gives j's captured answer buffer back (nothing may read
+// it after).
+func (j *Job) releaseReply() {
+	if b := j.reply; cap(b) > 0 && cap(b) <= maxPooledReply {
+		if j.replyBox == nil {
+			j.replyBox = new([]byte)
+		}
+		*j.replyBox = b[:0]
+		replyBufs.Put(j.replyBox)
+	}
+	j.replyBox, j.reply = nil, nil
 }
 
 // Done records production's status, time to the first body byte and
@@ -480,6 +511,7 @@ func (m *Mirror) pairOf(j *Job, cand side) pair {
 	prod := side{status: j.status, ttfb: j.ttfb, latency: j.latency, bytes: j.size, reply: j.streamed}
 	if !j.Stream {
 		prod.reply = parseReply(j.reply, false)
+		j.releaseReply()
 	}
 	return m.score(j, prod, cand)
 }

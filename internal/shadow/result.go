@@ -77,11 +77,11 @@ func (m *Mirror) score(j *Job, prod, cand side) pair {
 			p.rec.Agree = &agree
 		}
 	}
-	// A run keeps up to MaxPairsLimit pairs: their texts are no longer
-	// needed (the account reads statuses, latencies, usage and the
-	// scores), and holding them would grow the heap every collection
-	// marks, beside the clients' requests.
-	p.prod.reply.text, p.prod.reply.buf, p.cand.reply.text, p.cand.reply.buf = "", nil, "", nil
+	// A run keeps up to MaxPairsLimit pairs: their texts and finish
+	// reasons are no longer needed (the account reads statuses,
+	// latencies, usage and the scores), and holding them would grow the
+	// heap every collection marks, beside the clients' requests.
+	p.prod.reply, p.cand.reply = reply{prompt: prod.reply.prompt, completion: prod.reply.completion}, reply{prompt: cand.reply.prompt, completion: cand.reply.completion}
 	if p.pc != nil {
 		p.pc.texts, p.cc.texts = nil, nil
 	}

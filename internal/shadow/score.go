@@ -1,9 +1,8 @@
 package shadow
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
+	"sync"
 
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tidwall/gjson"
@@ -21,9 +20,6 @@ const (
 	KindText       = "text"
 )
 
-// systemHash is the extraction system message's hash (prompt.SystemHash).
-var systemHash = prompt.SystemHash()
-
 // request is what scoring reads of a mirrored request.
 type request struct {
 	kind   string
@@ -32,23 +28,26 @@ type request struct {
 }
 
 // classify reads a request body: an extraction request is a chat whose
-// system message hashes to prompt.SystemHash and whose user message is
-// in the extraction layout (prompt.ParseUser); a structured request has
-// a response_format of type json_schema whose schema compiles; anything
-// else is text.
+// system message is the extraction prompt's (prompt.SystemText, the text
+// prompt.SystemHash hashes) and whose user message is in the extraction
+// layout (prompt.ParseUser); a structured request has a response_format
+// of type json_schema whose schema compiles; anything else is text.
+// body must not change while the request is in use (src may point into
+// it).
 func classify(body []byte) request {
-	v := gjson.ParseBytes(body)
+	v := gjson.Parse(view(body))
 	var system, user string
 	var haveSystem, haveUser bool
-	for _, m := range v.Get("messages").Array() {
+	v.Get("messages").ForEach(func(_, m gjson.Result) bool {
 		switch role := m.Get("role").String(); {
 		case role == "system" && !haveSystem:
 			system, haveSystem = m.Get("content").String(), true
 		case role == "user" && !haveUser:
 			user, haveUser = m.Get("content").String(), true
 		}
-	}
-	if haveSystem && haveUser && hashOf(system) == systemHash {
+		return !haveSystem || !haveUser
+	})
+	if haveSystem && haveUser && system == prompt.SystemText {
 		if in, ok := prompt.ParseUser(user); ok {
 			parts := append(append(append([]string{}, in.HeadingPath...), in.Before...), in.Target)
 			parts = append(parts, in.After...)
@@ -57,12 +56,46 @@ func classify(body []byte) request {
 	}
 	if rf := v.Get("response_format"); rf.Get("type").String() == "json_schema" {
 		if s := rf.Get("json_schema.schema"); s.IsObject() {
-			if sch, err := compileSchema(s.Raw); err == nil {
+			if sch, err := schemas.compile(s.Raw); err == nil {
 				return request{kind: KindStructured, schema: sch}
 			}
 		}
 	}
 	return request{kind: KindText}
+}
+
+// schemaCache holds the schemas of recent structured requests, compiled
+// once (a schema's compilation is most of a structured pair's cost, and
+// one application sends the same schema again and again): at most
+// schemaCacheSize, all dropped when full. A schema that does not compile
+// is compiled again each time.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]*jsv.Schema
+}
+
+const schemaCacheSize = 64
+
+var schemas = &schemaCache{m: map[string]*jsv.Schema{}}
+
+func (c *schemaCache) compile(raw string) (*jsv.Schema, error) {
+	c.mu.Lock()
+	sch := c.m[raw]
+	c.mu.Unlock()
+	if sch != nil {
+		return sch, nil
+	}
+	sch, err := compileSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= schemaCacheSize {
+		clear(c.m)
+	}
+	c.m[strings.Clone(raw)] = sch
+	c.mu.Unlock()
+	return sch, nil
 }
 
 func compileSchema(raw string) (*jsv.Schema, error) {
@@ -81,11 +114,6 @@ func compileSchema(raw string) (*jsv.Schema, error) {
 func validJSON(s *jsv.Schema, text string) bool {
 	doc, err := jsv.UnmarshalJSON(strings.NewReader(text))
 	return err == nil && s.Validate(doc) == nil
-}
-
-func hashOf(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
 }
 
 // claimScore is one extraction reply validated: its claims, those whose
