@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/hiro-dev/hiro/internal/config"
@@ -522,6 +523,33 @@ func (m *Mirror) pairOf(j *Job, cand side) pair {
 type sendBuf struct {
 	chunk []byte
 	reply bytes.Buffer
+	urls  map[string]*url.URL // by route
+}
+
+// Header values of a mirrored request (read only: shared by all).
+var (
+	jsonType        = []string{"application/json"}
+	eventStreamType = []string{"text/event-stream"}
+)
+
+// url is route under base, parsed once per worker (a transport does not
+// change a request's URL).
+func (sb *sendBuf) url(base *url.URL, route string) (*url.URL, error) {
+	if u := sb.urls[route]; u != nil {
+		return u, nil
+	}
+	u := *base
+	u.Path = strings.TrimSuffix(u.Path, "/") + route
+	p, err := url.Parse(u.String())
+	if err != nil {
+		return nil, err
+	}
+	p.Host = strings.TrimSuffix(p.Host, ":") // as http.NewRequest (removeEmptyPort)
+	if sb.urls == nil {
+		sb.urls = map[string]*url.URL{}
+	}
+	sb.urls[route] = p
+	return p, nil
 }
 
 // send posts j's body to the candidate: the route under its base URL, its
@@ -530,23 +558,34 @@ type sendBuf struct {
 // attached by its transport.
 func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	var s side
-	body, err := sjson.SetBytes(j.Body, "model", m.cand.Model)
-	if err != nil {
-		s.err = "model field: " + err.Error()
-		return s
+	body := j.Body
+	// Production's request names production's model; one that already
+	// names the candidate's is sent as it is.
+	if cur := gjson.GetBytes(body, "model"); cur.Type != gjson.String || cur.Str != m.cand.Model {
+		var err error
+		if body, err = sjson.SetBytes(body, "model", m.cand.Model); err != nil {
+			s.err = "model field: " + err.Error()
+			return s
+		}
 	}
-	u := *m.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + j.Route
-	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout.Duration)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	u, err := sb.url(m.base, j.Route)
 	if err != nil {
 		s.err = err.Error()
 		return s
 	}
-	req.Header.Set("Content-Type", "application/json")
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout.Duration)
+	defer cancel()
+	// The request as http.NewRequestWithContext makes it for u, without
+	// parsing u again for every request.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(body))
+	if err != nil {
+		s.err = err.Error()
+		return s
+	}
+	req.URL, req.Host = u, u.Host
+	req.Header["Content-Type"] = jsonType
 	if j.Stream {
-		req.Header.Set("Accept", "text/event-stream")
+		req.Header["Accept"] = eventStreamType
 	}
 	t0 := time.Now()
 	resp, err := m.hc.Do(req)

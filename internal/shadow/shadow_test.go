@@ -1,9 +1,12 @@
 package shadow
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +191,62 @@ func TestFinalResultComputedOnce(t *testing.T) {
 	}
 	if again := m.Result(); again != r {
 		t.Fatal("the final account was computed again")
+	}
+}
+
+// TestSendRequest: what the candidate receives: a POST to the route under
+// its base URL's path, the request with its model set to the candidate's
+// (unchanged when it names it already), Content-Type and, for a stream,
+// Accept; nothing else of the client's. Each worker's URL is parsed once
+// and reused: the second request of a route is the same.
+func TestSendRequest(t *testing.T) {
+	type got struct {
+		method, path, ctype, accept, auth, model, body string
+	}
+	reqs := make(chan got, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		io.Copy(&b, r.Body)
+		var v struct{ Model string }
+		json.Unmarshal([]byte(b.String()), &v)
+		reqs <- got{r.Method, r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get("Accept"), r.Header.Get("Authorization"), v.Model, b.String()}
+		if r.Header.Get("Accept") == "text/event-stream" {
+			w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\ndata: [DONE]\n\n"))
+			return
+		}
+		w.Write([]byte(`{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}]}`))
+	}))
+	defer srv.Close()
+	m := &Mirror{cand: &config.Profile{Name: "c", Model: "cand-model"}, hc: srv.Client(), ctx: context.Background()}
+	m.cfg.RequestTimeout.Duration = 10 * time.Second
+	var err error
+	if m.base, err = url.Parse(srv.URL + "/base/"); err != nil {
+		t.Fatal(err)
+	}
+	var sb sendBuf
+	for i, c := range []struct {
+		body   string
+		stream bool
+		model  string
+	}{
+		{`{"model":"prod-model","messages":[]}`, false, "cand-model"},
+		{`{"model":"prod-model","stream":true,"messages":[]}`, true, "cand-model"},
+		{`{"model":"cand-model","messages":[{"role":"user","content":"x"}]}`, false, "cand-model"},
+		{`{"messages":[]}`, false, "cand-model"},
+	} {
+		s := m.send(&Job{Route: "/v1/chat/completions", Body: []byte(c.body), Stream: c.stream}, &sb)
+		r := <-reqs
+		if s.status != 200 || s.reply.text != "ok" || r.method != "POST" || r.path != "/base/v1/chat/completions" || r.ctype != "application/json" || r.auth != "" || r.model != c.model {
+			t.Errorf("request %d: the candidate got %+v; send read %+v", i, r, s)
+		}
+		if want := map[bool]string{false: "", true: "text/event-stream"}[c.stream]; r.accept != want {
+			t.Errorf("request %d: Accept %q, want %q", i, r.accept, want)
+		}
+		if i == 2 && r.body != c.body {
+			t.Errorf("a request naming the candidate's model was changed: %s", r.body)
+		}
+	}
+	if len(sb.urls) != 1 {
+		t.Errorf("the worker parsed %d URLs for one route", len(sb.urls))
 	}
 }
