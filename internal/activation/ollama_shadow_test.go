@@ -21,11 +21,13 @@ import (
 // sends production hiro's own extraction requests through `hiro serve`
 // while a campaign's shadow gate mirrors them to the candidate. The
 // pairs are scored as extraction (the prompt recognised, both replies
-// validated); the same model at temperature 0 agrees with itself and
-// passes; no extraction request of the client failed. Five pairs (it was
-// ten: each pair is two real extractions on 2 cores) hold the same
-// assertions, and an agreement of at least 0.9 over five pairs means
-// every pair agrees.
+// validated); the same model at temperature 0 agrees with itself; no
+// extraction request of the client failed. Each pair is two real
+// extractions on 2 cores, so the run is five pairs: too few to show a
+// rate within the margin (5 of 5 bound a rate above 0.55 only), so the
+// gate is inconclusive (exit 5) with that reason; an agreement of at
+// least 0.9 over five pairs means every pair agrees. Passing takes 150
+// pairs (TestShadowCampaignQualifiesOnLiveTrafficAndActivates, fake engines).
 func TestOllamaShadowCampaign(t *testing.T) {
 	bin := ollamatest.Binary(t) // skips with the reason when absent
 	models := filepath.Join(t.TempDir(), "models")
@@ -77,13 +79,13 @@ for = "8m"
 `), 0o644))
 	code, out := w.hiro("qualify", plan)
 	runs, failed := endLoad()
-	if code != 0 {
-		t.Fatalf("qualify: exit %d\n%s\nextraction runs: %d, failed: %v", code, out, runs, failed)
+	if code != 5 {
+		t.Fatalf("qualify: exit %d, want 5 (inconclusive: five pairs)\n%s\nextraction runs: %d, failed: %v", code, out, runs, failed)
 	}
 	_, ev := w.newestEvidence()
 	g := ev.Gates[len(ev.Gates)-1]
 	s := g.Shadow
-	if g.Status != evidence.StatusPassed || s == nil || s.Extraction.Pairs != s.Pairs || s.Pairs < 5 || s.Extraction.CandidateClaims == 0 || s.Extraction.Agreement < 0.9 {
+	if g.Status != evidence.StatusInconclusive || !strings.Contains(g.Reason, "show a rate above") || s == nil || s.Extraction.Pairs != s.Pairs || s.Pairs < 5 || s.Extraction.CandidateClaims == 0 || s.Extraction.Agreement < 0.9 {
 		t.Fatalf("shadow gate on Ollama: %s %q %+v", g.Status, g.Reason, s)
 	}
 	t.Logf("Ollama shadow: %s; extraction %+v; %d extraction runs through hiro serve", s.Summary, s.Extraction, runs)

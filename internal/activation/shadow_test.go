@@ -13,7 +13,7 @@ import (
 )
 
 // shadowPlan writes a plan whose last gate qualifies the candidate on
-// the router's live traffic (30 pairs, all requests mirrored).
+// the router's live traffic (150 pairs, all requests mirrored).
 func (w *world) shadowPlan() string { return w.shadowPlanFor("2m") }
 
 // shadowPlanFor is shadowPlan with the gate's time bound.
@@ -40,8 +40,8 @@ kind = "ready_control"
 id = "shadow"
 kind = "shadow"
 share = 1.0
-max_pairs = 30
-min_pairs = 30
+max_pairs = 150
+min_pairs = 150
 for = "`+bound+`"
 `), 0o644))
 	return p
@@ -64,7 +64,7 @@ func (w *world) newestEvidence() (string, *evidence.Evidence) {
 
 // A campaign with a shadow gate while `hiro serve` serves production
 // under load: the router mirrors production's live requests to the
-// candidate the campaign launched, the gate passes on 30 scored pairs,
+// candidate the campaign launched, the gate passes on 150 scored pairs,
 // the evidence says so (pair records in the private copy only), `hiro
 // activate` accepts it, and no client request fails or waits for a 503.
 func TestShadowCampaignQualifiesOnLiveTrafficAndActivates(t *testing.T) {
@@ -95,7 +95,7 @@ func TestShadowCampaignQualifiesOnLiveTrafficAndActivates(t *testing.T) {
 		l.finish()
 		t.Fatalf("shadow gate: %+v", g)
 	}
-	if s := g.Shadow; s.Pairs != 30 || s.Text.Pairs != 30 || s.CandidateErrors != 0 || s.Ended != "max_pairs" || len(s.PairRecords) != 30 || s.Outcome != "passed" {
+	if s := g.Shadow; s.Pairs != 150 || s.Text.Pairs != 150 || s.CandidateErrors != 0 || s.Ended != "max_pairs" || len(s.PairRecords) != 150 || s.Outcome != "passed" {
 		t.Errorf("shadow result: %s (pairs %d, text %d, ended %q, records %d)", s.Summary, s.Pairs, s.Text.Pairs, s.Ended, len(s.PairRecords))
 	}
 	pub, err := os.ReadFile(filepath.Join(filepath.Dir(evPath), evidence.PublicFile))
@@ -168,7 +168,7 @@ func TestShadowCampaignWithoutTrafficIsInconclusive(t *testing.T) {
 	}
 	_, ev := w.newestEvidence()
 	g := ev.Gates[len(ev.Gates)-1]
-	if g.Status != evidence.StatusInconclusive || ev.Verdict != evidence.VerdictInconclusive || g.Shadow == nil || g.Shadow.Pairs != 0 || g.Shadow.Ended != "duration" || !strings.Contains(g.Reason, "fewer than the 30") {
+	if g.Status != evidence.StatusInconclusive || ev.Verdict != evidence.VerdictInconclusive || g.Shadow == nil || g.Shadow.Pairs != 0 || g.Shadow.Ended != "duration" || !strings.Contains(g.Reason, "fewer than the 150") {
 		t.Fatalf("shadow gate: %s %q verdict %s %+v", g.Status, g.Reason, ev.Verdict, g.Shadow)
 	}
 }

@@ -55,7 +55,7 @@ The run ends at --max-pairs scored pairs, after --for, or with 'hiro shadow stop
 	f.Float64Var(&cfg.Share, "share", 0.1, "fraction of production's chat and completion requests to mirror, in (0, 1]")
 	f.DurationVar(&dur, "for", 0, "end the run after this long (0: only --max-pairs or a stop ends it)")
 	f.IntVar(&cfg.MaxPairs, "max-pairs", shadow.DefaultMaxPairs, "end the run once this many pairs are scored")
-	f.IntVar(&cfg.MinPairs, "min-pairs", 0, fmt.Sprintf("fewest pairs the outcome decides on (0: %d, or max-pairs if smaller)", shadow.DefaultMinPairs))
+	f.IntVar(&cfg.MinPairs, "min-pairs", 0, fmt.Sprintf("fewest pairs the outcome decides on (0: %d; at least 5)", shadow.DefaultMinPairs))
 	f.Float64Var(&cfg.Margin, "margin", shadow.DefaultMargin, "non-inferiority margin of the gated rates (a fraction)")
 	f.IntVar(&cfg.QueueSize, "queue", shadow.DefaultQueueSize, "requests waiting to be mirrored at most (a full queue drops, counted)")
 	f.IntVar(&cfg.Workers, "workers", shadow.DefaultWorkers, "mirrored requests in flight to the candidate at most")

@@ -80,11 +80,11 @@ access_log = "off"
 	if code, out, errs := hiro("shadow", "status"); code != ExitFailed || !strings.Contains(out, "no run since this router started") {
 		t.Errorf("status before a run: %d %q %q", code, out, errs)
 	}
-	code, out, errs := hiro("shadow", "start", "cand", "--share", "1", "--max-pairs", "6", "--min-pairs", "6")
+	code, out, errs := hiro("shadow", "start", "cand", "--share", "1", "--max-pairs", "150", "--min-pairs", "150")
 	if code != ExitOK || !strings.Contains(out, "mirroring 100 % of production prod's chat and completion requests to cand (on this machine)") {
 		t.Fatalf("start: %d %q %q", code, out, errs)
 	}
-	for i := range 6 {
+	for i := range 150 {
 		resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", listen), "application/json",
 			strings.NewReader(`{"model":"fake-model","messages":[{"role":"user","content":"Reply with READY."}],"stream":`+strconv.FormatBool(i%2 == 0)+`}`))
 		if err != nil || resp.StatusCode != 200 {
@@ -108,7 +108,7 @@ access_log = "off"
 		}
 	}
 	code, out, errs = hiro("shadow", "stop")
-	for _, want := range []string{"6 sampled: 6 mirrored (6 pairs scored), 0 dropped", "text        6 pairs: 6 equal", "success_rate", "outcome     passed"} {
+	for _, want := range []string{"150 sampled: 150 mirrored (150 pairs scored), 0 dropped", "text        150 pairs: 150 equal", "success_rate", "outcome     passed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stop lacks %q:\n%s", want, out)
 		}

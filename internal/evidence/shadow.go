@@ -159,10 +159,14 @@ type ShadowComparison struct {
 	Lower      float64 `json:"lower"`
 	Upper      float64 `json:"upper"`
 	Margin     float64 `json:"margin"`
-	// Outcome is passed (Lower > −Margin), failed (Upper < −Margin) or
-	// inconclusive.
+	// Outcome is passed (Lower > −Margin, and the candidate's own count
+	// shows its rate at least production's − Margin), failed (Upper <
+	// −Margin) or inconclusive.
 	Outcome string `json:"outcome"`
 	Seed    string `json:"seed"`
+	// Note says why bounds that pass are not enough, when they are not:
+	// "40 of 40 show a rate above 0.928 only; the margin asks 0.980".
+	Note string `json:"note,omitempty"`
 }
 
 // ShadowPair is one scored pair without its text: the request's SHA-256,

@@ -94,8 +94,8 @@ func TestShadowMirrorsAndScores(t *testing.T) {
 		return waitShadowEnd(t, r, 20*time.Second)
 	}
 
-	good := run("good", 30)
-	if good.Ended != "max_pairs" || good.Pairs != 30 || good.Extraction.Pairs != 30 || good.CandidateErrors != 0 || good.Dropped != 0 {
+	good := run("good", 150)
+	if good.Ended != "max_pairs" || good.Pairs != 150 || good.Extraction.Pairs != 150 || good.CandidateErrors != 0 || good.Dropped != 0 {
 		t.Fatalf("good run: %s (ended %q, %d pairs, %d extraction, %d candidate errors, %d dropped)", good.Summary, good.Ended, good.Pairs, good.Extraction.Pairs, good.CandidateErrors, good.Dropped)
 	}
 	if good.Outcome != "passed" || good.Extraction.Agreement != 1 || good.Extraction.CandidateGrounded == 0 || good.CandidateLatency == nil {
@@ -110,7 +110,7 @@ func TestShadowMirrorsAndScores(t *testing.T) {
 			t.Errorf("comparison %s: %q (all: %v)", m, measures[m], measures)
 		}
 	}
-	if len(good.PairRecords) != 30 || good.PairRecords[0].RequestSHA256 == "" || good.PairRecords[0].Kind != shadow.KindExtraction {
+	if len(good.PairRecords) != 150 || good.PairRecords[0].RequestSHA256 == "" || good.PairRecords[0].Kind != shadow.KindExtraction {
 		t.Errorf("pair records: %+v", good.PairRecords[:min(1, len(good.PairRecords))])
 	}
 	b, _ := json.Marshal(good)

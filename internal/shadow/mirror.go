@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hiro-dev/hiro/internal/stats"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -35,8 +36,11 @@ const (
 	// MaxPairsLimit is the most pairs a run may keep.
 	MaxPairsLimit = 100000
 	// DefaultMinPairs is the fewest pairs a run decides on: with fewer
-	// its outcome is inconclusive.
-	DefaultMinPairs = 30
+	// its outcome is inconclusive. 149 pairs that all succeed are the
+	// fewest whose rate's one-sided 95 % Clopper-Pearson bound reaches
+	// 0.98 (0.05^(1/149) = 0.9801), what DefaultMargin asks of a
+	// candidate beside a production that never fails; 150 rounds it.
+	DefaultMinPairs = 150
 	// DefaultMargin is the non-inferiority margin of the gated rates (a
 	// fraction: 0.02 is two percentage points).
 	DefaultMargin = 0.02
@@ -81,10 +85,16 @@ func (c *Config) Fill() error {
 		return fmt.Errorf("shadow max_pairs %d: use 1 to %d", c.MaxPairs, MaxPairsLimit)
 	}
 	if c.MinPairs == 0 {
-		c.MinPairs = min(DefaultMinPairs, c.MaxPairs)
+		c.MinPairs = DefaultMinPairs
 	}
-	if c.MinPairs < 0 || c.MinPairs > c.MaxPairs {
-		return fmt.Errorf("shadow min_pairs %d: use 1 to max_pairs (%d)", c.MinPairs, c.MaxPairs)
+	// A run that ends before its minimum can only be inconclusive: say so
+	// before it starts rather than lower the minimum to fit.
+	if least := stats.MinDocuments(stats.DefaultConfidence); c.MinPairs < least {
+		return fmt.Errorf("shadow min_pairs %d: use at least %d (fewer pairs cannot decide anything at %.0f %%)", c.MinPairs, least, 100*stats.DefaultConfidence)
+	}
+	if c.MinPairs > c.MaxPairs {
+		return fmt.Errorf("shadow max_pairs %d is below min_pairs %d: the run would end before it could decide; raise max_pairs to at least %d, or lower min_pairs (at least %d)",
+			c.MaxPairs, c.MinPairs, c.MinPairs, stats.MinDocuments(stats.DefaultConfidence))
 	}
 	if c.Margin == 0 {
 		c.Margin = DefaultMargin

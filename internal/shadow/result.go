@@ -235,11 +235,44 @@ func summarize(r *Result, pairs []pair) {
 		if err != nil {
 			continue
 		}
+		out, note := stats.NonInferior(d, r.Margin), ""
+		if out == stats.Passed {
+			if note = rateShortfall(c.sides[0], d.Production-r.Margin); note != "" {
+				out = stats.Inconclusive
+			}
+		}
 		r.Comparisons = append(r.Comparisons, evidence.ShadowComparison{Measure: c.measure, Pairs: d.Documents,
 			Candidate: round6(d.Candidate), Production: round6(d.Production), Difference: round6(d.Estimate),
-			Lower: round6(d.Lower), Upper: round6(d.Upper), Margin: r.Margin, Outcome: string(stats.NonInferior(d, r.Margin)), Seed: seed.String()})
+			Lower: round6(d.Lower), Upper: round6(d.Upper), Margin: r.Margin, Outcome: string(out), Seed: seed.String(), Note: note})
 	}
 	decide(r)
+}
+
+// rateShortfall says how the candidate's pooled rate (its counts, sum
+// Num of sum Den) falls short of floor (production's rate minus the
+// margin) at its one-sided Clopper-Pearson lower bound at
+// stats.DefaultConfidence; "" when it does not. A paired bootstrap of
+// pairs that all agree has bounds of width 0 (30 successes on both
+// sides: [+0, +0]), which would pass any margin; the candidate's own
+// count bounds what was not seen: 30 of 30 show a rate above 0.905
+// only, 150 of 150 one above 0.980.
+func rateShortfall(cand []stats.Ratio, floor float64) string {
+	var k, n float64
+	for _, x := range cand {
+		k, n = k+x.Num, n+x.Den
+	}
+	ki, ni := int(math.Round(k)), int(math.Round(n))
+	if ni <= 0 {
+		return ""
+	}
+	lo, _, err := stats.ClopperPearson(ki, ni, 2*stats.DefaultConfidence-1)
+	if err != nil {
+		return err.Error()
+	}
+	if lo >= floor {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d show a rate above %.3f only; the margin asks %.3f", ki, ni, lo, floor)
 }
 
 // denominators sums both sides' denominators (0: nothing to compare,
@@ -272,7 +305,11 @@ func decide(r *Result) {
 				if r.Outcome == string(stats.Passed) {
 					r.Outcome = string(stats.Inconclusive)
 				}
-				r.Reasons = append(r.Reasons, fmt.Sprintf("%s: candidate %.3f against production %.3f, the %d pairs cannot tell a drop of %.3f (bounds %+.3f to %+.3f)", c.Measure, c.Candidate, c.Production, c.Pairs, c.Margin, c.Lower, c.Upper))
+				why := fmt.Sprintf("bounds %+.3f to %+.3f", c.Lower, c.Upper)
+				if c.Note != "" {
+					why = c.Note
+				}
+				r.Reasons = append(r.Reasons, fmt.Sprintf("%s: candidate %.3f against production %.3f, the %d pairs cannot tell a drop of %.3f (%s)", c.Measure, c.Candidate, c.Production, c.Pairs, c.Margin, why))
 			}
 		}
 	}

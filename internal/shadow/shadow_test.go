@@ -107,8 +107,15 @@ func TestDecide(t *testing.T) {
 	if r := result(10, 0, good); r.Outcome != "inconclusive" || !strings.Contains(r.Reasons[0], "fewer than the 30") {
 		t.Errorf("10 pairs: %s %v", r.Outcome, r.Reasons)
 	}
-	if r := result(40, 0, good); r.Outcome != "passed" || r.Extraction.Agreement != 1 || r.Extraction.CandidateGrounded != 40 {
-		t.Errorf("40 equal pairs: %s %v %+v", r.Outcome, r.Reasons, r.Extraction)
+	// Pairs that all agree have bootstrap bounds of width 0; the
+	// candidate's own count decides whether its rate is shown: 40 of 40
+	// bounds it above 0.928 only (inconclusive at the margin 0.02), 150
+	// of 150 above 0.980.
+	if r := result(40, 0, good); r.Outcome != "inconclusive" || !strings.Contains(strings.Join(r.Reasons, ";"), "40 of 40 show a rate above 0.928 only") {
+		t.Errorf("40 equal pairs: %s %v", r.Outcome, r.Reasons)
+	}
+	if r := result(150, 0, good); r.Outcome != "passed" || r.Extraction.Agreement != 1 || r.Extraction.CandidateGrounded != 150 {
+		t.Errorf("150 equal pairs: %s %v %+v", r.Outcome, r.Reasons, r.Extraction)
 	}
 	r := result(40, 20, ungrounded)
 	if r.Outcome != "failed" || r.Extraction.CandidateGrounded != 20 || !strings.Contains(strings.Join(r.Reasons, ";"), MeasureGrounding) {
@@ -117,7 +124,7 @@ func TestDecide(t *testing.T) {
 	// Agreement is reported, not gated: a candidate with other (grounded)
 	// claims passes.
 	other := `{"claims":[{"text":"The bridge carried trams.","quote":"carried trams"}]}`
-	if r := result(40, 40, other); r.Outcome != "passed" || r.Extraction.Agreement != 0 {
+	if r := result(150, 150, other); r.Outcome != "passed" || r.Extraction.Agreement != 0 {
 		t.Errorf("grounded but different claims: %s %v agreement %v", r.Outcome, r.Reasons, r.Extraction.Agreement)
 	}
 	if r := result(40, 20, "not json"); r.Outcome != "failed" || !strings.Contains(strings.Join(r.Reasons, ";"), MeasureSchemaValid) {
