@@ -192,7 +192,11 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 		fmt.Fprintf(w, "text        %d pairs: %d equal, %d equal once normalised (reported, not gated)\n", t.Pairs, t.Exact, t.Normalized)
 	}
 	for _, c := range r.Comparisons {
-		fmt.Fprintf(w, "  %-20s candidate %.3f, production %.3f, difference %+.3f [%+.3f, %+.3f], margin %.3f: %s\n", c.Measure, c.Candidate, c.Production, c.Difference, c.Lower, c.Upper, c.Margin, c.Outcome)
+		note := ""
+		if c.Note != "" {
+			note = " (" + c.Note + ")"
+		}
+		fmt.Fprintf(w, "  %-20s candidate %.3f, production %.3f, difference %+.3f [%+.3f, %+.3f], margin %.3f: %s%s\n", c.Measure, c.Candidate, c.Production, c.Difference, c.Lower, c.Upper, c.Margin, c.Outcome, note)
 	}
 	fmt.Fprintf(w, "outcome     %s", r.Outcome)
 	if len(r.Reasons) > 0 {

@@ -13,6 +13,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/shadow"
 )
 
 // TestShadowCommands runs `hiro serve` in front of the fake engine with a
@@ -118,5 +122,18 @@ access_log = "off"
 	}
 	if code, _, errs := hiro("shadow", "start", "nosuch"); code != ExitFailed || !strings.Contains(errs, `no backend profile "nosuch"`) {
 		t.Errorf("start of an unknown profile: %d %q", code, errs)
+	}
+}
+
+// A comparison that the candidate's own count leaves undecided says why
+// on its line of the account.
+func TestPrintShadowSaysTheNote(t *testing.T) {
+	var b strings.Builder
+	r := &shadow.Result{Candidate: "cand", Production: "prod", Share: 1, Ended: "max_pairs", Outcome: "inconclusive",
+		Comparisons: []evidence.ShadowComparison{{Measure: shadow.MeasureSuccess, Pairs: 40, Candidate: 1, Production: 1, Margin: 0.02,
+			Outcome: "inconclusive", Note: "40 of 40 show a rate above 0.928 only; the margin asks 0.980"}}}
+	printShadow(&b, &control.ShadowStatus{Result: r})
+	if want := "margin 0.020: inconclusive (40 of 40 show a rate above 0.928 only; the margin asks 0.980)"; !strings.Contains(b.String(), want) {
+		t.Errorf("account lacks %q:\n%s", want, b.String())
 	}
 }
