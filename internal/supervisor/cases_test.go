@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -92,7 +93,10 @@ func TestFailureCasesFullPath(t *testing.T) {
 				} else if c.Exit != nil && (f.ExitCode == nil || *f.ExitCode != *c.Exit) {
 					t.Errorf("exit code %v, want %d", f.ExitCode, *c.Exit)
 				}
-				if len(f.LogTail) == 0 || f.SecondsSinceStart <= 0 {
+				// An engine that died before printing anything has no tail.
+				if st, err := os.Stat(filepath.Join(dir, c.Log)); err != nil {
+					t.Fatal(err)
+				} else if (len(f.LogTail) == 0 && st.Size() > 0) || f.SecondsSinceStart <= 0 {
 					t.Errorf("tail %d lines, seconds since start %v", len(f.LogTail), f.SecondsSinceStart)
 				}
 				if res.Stop == nil || !res.Stop.AlreadyExited || res.Stop.Leak != nil {
