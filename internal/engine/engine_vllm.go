@@ -53,7 +53,16 @@ func init() {
 			{Text: "estimated maximum model length is", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 			{Text: "larger than the maximum number of tokens that can be stored in KV cache", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 			{Text: "larger than the available KV cache memory", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
-			{Text: "No available memory for the cache blocks", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit},
+			// Weak: V1 counts memory other processes hold on the GPU against
+			// this instance's gpu_memory_utilization budget, so the same line
+			// ends a model too large for it and a second instance on a busy
+			// GPU (accelerator_busy, wrong strongly at first sight:
+			// testdata/first-sight.json, r5); the log does not say which
+			{Text: "No available memory for the cache blocks", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit, Weak: true,
+				NextStep: "No GPU memory was left for the KV cache within --gpu-memory-utilization: if another process uses " +
+					"this GPU (nvidia-smi), vLLM counts its memory against this budget, so stop it or raise the budget to cover " +
+					"both; otherwise the weights and activations fill it: raise --gpu-memory-utilization, lower " +
+					"--max-num-seqs or --max-model-len, or use a smaller quant / more GPUs (--tensor-parallel-size)."},
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
 			{Text: "Bfloat16 is only supported on GPUs with compute capability", Class: failure.ClassGPUArchUnsupported},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},

@@ -466,6 +466,12 @@ const ncclStep = "NCCL (RCCL on AMD) failed between the GPUs or nodes: rerun wit
 	"have no peer-to-peer path try NCCL_P2P_DISABLE=1; across nodes check the interface (NCCL_SOCKET_IFNAME) and " +
 	"InfiniBand (NCCL_IB_DISABLE=1 to test without it)."
 
+// ncclUsageStep is the advice when NCCL refuses a call as invalid usage.
+const ncclUsageStep = "NCCL refused the engine's call as invalid usage (ncclInvalidUsage): most often two ranks " +
+	"share one GPU or the ranks disagree on the layout. Rerun with NCCL_DEBUG=WARN to see the reason; check that each " +
+	"rank sees its own GPU (CUDA_VISIBLE_DEVICES, one process per GPU) and that every node starts the same world " +
+	"size and parallel sizes; otherwise report it to the engine with that output."
+
 // peerAccessStep is the advice when GPUs cannot map each other's memory
 // (peer access, CUDA IPC), which custom all-reduce kernels need.
 const peerAccessStep = "The GPUs cannot map each other's memory (peer access or CUDA IPC), which the engine's custom " +
@@ -484,7 +490,13 @@ var ncclFamily = family("nccl", []Rule{
 	// socket, malloc) or external library call failed or device error",
 	// a wrapper whose cause is the detail NCCL prints after it: a hint
 	{Text: "unhandled system error", Pattern: regexp.MustCompile(`(?i)nccl`), Class: failure.ClassHostCapability, Tier: TierHint, NextStep: ncclStep},
-	{Text: "NCCL error", Pattern: regexp.MustCompile(`(?i)nccl error.{0,80}(unhandled cuda error|internal error|invalid usage|remote process exited|network error)`), Class: failure.ClassHostCapability, NextStep: ncclStep},
+	{Text: "NCCL error", Pattern: regexp.MustCompile(`(?i)nccl error.{0,80}(unhandled cuda error|internal error|remote process exited|network error)`), Class: failure.ClassHostCapability, NextStep: ncclStep},
+	// ncclInvalidUsage: "the call to NCCL is incorrect, usually a
+	// programming error" (nccl src/misc/utils.cc ncclGetErrorString):
+	// the engine's own call or rank layout, not the host (host_capability
+	// was wrong strongly at first sight, r5); weak: which call the log
+	// seldom says
+	{Text: "invalid usage", Also: "nccl", Class: failure.ClassEngineDied, Weak: true, NextStep: ncclUsageStep},
 	{Text: "ncclSystemError", Class: failure.ClassHostCapability, Tier: TierHint, NextStep: ncclStep},
 	{Text: "ncclUnhandledCudaError", Class: failure.ClassHostCapability, NextStep: ncclStep},
 	{Text: "ncclInternalError", Class: failure.ClassHostCapability, NextStep: ncclStep},

@@ -326,6 +326,11 @@ var ggmlSignatures = family("ggml", []Rule{
 	// ("error loading model: vk::Device::createComputePipeline:
 	// ErrorUnknown"): the device's, not the model's
 	{Text: "createComputePipeline", Pattern: regexp.MustCompile(`createComputePipeline: Error(Unknown|InitializationFailed|FeatureNotPresent)`), Class: failure.ClassGPUArchUnsupported},
+	// the device lost while the loader uploaded the weights ("error
+	// loading model: vk::Queue::submit: ErrorDeviceLost"): the GPU was
+	// reset under the engine, not a model it cannot read (model_load_failed
+	// was wrong strongly at first sight, r5)
+	{Name: "ggml/device-lost-while-loading", Text: "error loading model", Pattern: regexp.MustCompile(`(?i)error loading model: .*(ErrorDeviceLost|DEVICE_LOST)`), Class: failure.ClassEngineDied, Fatal: true, NextStep: gpuResetStep},
 	{Text: "error loading model", Class: failure.ClassModelLoadFailed},
 	{Text: "failed to load model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 })

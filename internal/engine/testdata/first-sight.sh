@@ -28,6 +28,8 @@ sets=(
   "r3b 6400073^ internal/engine/heldout-r3b"
   "r4a 9f40101 internal/engine/heldout-r4a"
   "r4b 9f40101 internal/engine/heldout-r4b"
+  "r5a 7a15fe6 internal/engine/heldout-r5a"
+  "r5b 7a15fe6 internal/engine/heldout-r5b"
 )
 
 for s in "${sets[@]}"; do
