@@ -89,6 +89,11 @@ func init() {
 			// MLC LLM's chat runs the conversation's system prompt first:
 			// its first kernels
 			{Text: "Running system prompts", Phase: failure.PhaseWarmup},
+			// OpenVINO Model Server builds a servable from the model's files
+			// ("Initializing Language Model Continuous Batching servable",
+			// src/llm/servable_initializer.cpp): the weights are read and
+			// compiled for the device
+			{Text: "servable", Pattern: regexp.MustCompile(`\]\s*Initializing [\w ]*servable`), Phase: failure.PhaseLoad, Reload: true},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},

@@ -263,6 +263,15 @@ var gpuFamily = family("gpu", []Rule{
 	// the engine cannot size its KV cache on it
 	{Text: "doesn't support querying the available free memory", Class: failure.ClassHostCapability, NextStep: memQueryStep},
 	{Text: "no usable GPU found", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
+	// Triton's launcher (python/triton/runtime/errors.py OutOfResources:
+	// "out of resource: shared memory, Required: N, Hardware limit: M"):
+	// the kernel's block configuration needs more shared memory per block
+	// than this GPU has, a configuration tuned for another GPU
+	{Text: "out of resource: shared memory", Class: failure.ClassGPUArchUnsupported},
+	// OpenVINO's GPU plugin (src/plugins/intel_gpu, its OpenCL USM
+	// allocator: "[CL ext] Can not allocate N bytes for USM Device"):
+	// the device's memory is short (an iGPU's share of system RAM)
+	{Text: "[CL ext] Can not allocate", Class: failure.ClassGPUOOM},
 	// a CPU-only build given GPU layers (llama.cpp common/arg.cpp)
 	{Text: "not compiled with GPU offload support", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	{Text: "falling back to CPU", Pattern: regexp.MustCompile(`(?i)\bno (usable |compatible |supported )?(GPUs?|CUDA devices?|accelerators?)\b.{0,80}(found|detected|available)?.{0,40}falling back to CPU`),
@@ -437,6 +446,27 @@ var neuronFamily = family("neuron", []Rule{
 var gaudiFamily = family("gaudi", []Rule{
 	{Text: "Device already acquired", Class: failure.ClassAcceleratorBusy},
 	{Text: "Device acquire failed", Class: failure.ClassAcceleratorBusy, Tier: TierHint},
+	// the device memory allocator of the PyTorch bridge ("[Rank:0] FATAL
+	// ERROR :: MODULE:PT_DEVMEM Allocation failed for size::N (M)MB"),
+	// printed after the bridge's "Exception in Launch thread..." that
+	// only reports it
+	{Text: "MODULE:PT_DEVMEM", Also: "Allocation failed", Class: failure.ClassGPUOOM},
+})
+
+// ascendFamily: Huawei Ascend NPUs through CANN (torch_npu, vllm-ascend,
+// SGLang's NPU backend, llama.cpp's ggml-cann). CANN states each error
+// as a code ("EE1001: [PID: N] DATE The argument is invalid.Reason:
+// ...", E + module letter + 4 characters; ggml-cann relays it as "CANN
+// error: EE1001: ..."); the line with the code is the cause, the Python
+// RuntimeError after it ("The Inner error is reported as above") and
+// ggml's "CANN error" abort only report it.
+var ascendFamily = family("ascend", []Rule{
+	// an operator CANN has no implementation of for this SoC
+	{Name: "ascend/not-implemented-for-soc", Text: "is not implemented", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: .*support for \S+ is not implemented`), Class: failure.ClassGPUArchUnsupported},
+	// any other code: the root-cause line, its class depending on the
+	// message (an invalid kernel argument, a device query refused), so weak
+	{Name: "ascend/error-code", Text: "[PID: ", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\]`), Class: failure.ClassEngineDied, Weak: true},
+	{Name: "ascend/cann-error-code", Text: "CANN error: E", Pattern: regexp.MustCompile(`CANN error: E[A-Z][0-9A-Z]{4}\b`), Class: failure.ClassEngineDied, Weak: true},
 })
 
 // nativeFrameHints name the component of a native (C++, Objective-C)

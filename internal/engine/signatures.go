@@ -130,6 +130,10 @@ var pythonSignatures = family("python", []Rule{
 	// exception block they introduce can name the cause.
 	{Text: "Scheduler hit an exception", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "EngineCore encountered a fatal error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// a vLLM worker's busy loop (v1/executor/multiproc_executor.py
+	// worker_busy_loop: "WorkerProc hit an exception.", then its
+	// traceback): the engine core's fatal error after it only relays it
+	{Text: "WorkerProc hit an exception", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "EngineDeadError", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Engine loop has died", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "AsyncLLM output_handler failed", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
@@ -365,6 +369,9 @@ var ggmlWrappers = []string{
 	"llama_load_model_from_file: failed to load model",
 	"srv    load_model: failed to load model",
 	"cleaning up before exit",
+	// ggml-sycl's exception report: the file and line of the check; the
+	// failed call is on the line after it ("SYCL error: CHECK_TRY_ERROR(...)")
+	"Exception caught at file:",
 }
 
 // ggmlFacts are llama.cpp's numbers. Buffer sizes are logged once per

@@ -1236,8 +1236,10 @@ func (t *Tracker) cutBlock() {
 
 // exceptionLine recognises a Python exception line: a dotted name ending
 // in Error, Exception, Exit, Interrupt, Fault or Failure, then ":" or the
-// end ("ValueError: ...", "torch.OutOfMemoryError: ...", "KeyError").
-var exceptionLine = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning)(?::|$)`)
+// end ("ValueError: ...", "torch.OutOfMemoryError: ...", "KeyError"), or
+// a class of another name under its module path, then its message
+// ("triton.runtime.errors.OutOfResources: out of resource: ...").
+var exceptionLine = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning)(?::|$)|^(?:[a-z_]\w*\.)+[A-Z]\w*: `)
 
 func isExceptionLine(msg string) bool {
 	return exceptionLine.MatchString(strings.TrimSpace(msg))
