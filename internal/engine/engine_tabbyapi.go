@@ -32,6 +32,12 @@ func init() {
 			// than the cache has (prompt plus max_tokens beyond cache_size)
 			{Text: "cannot be enqueued", Pattern: regexp.MustCompile(`requires \d+ pages \(only \d+ available\)`), Class: failure.ClassContextExceedsKV},
 			{Text: "exllamav2", Also: "version", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+			// exllamav2's sampler asserts that the job's filters (its
+			// constraints: a JSON schema or grammar through
+			// lm-format-enforcer or outlines) left a token to sample
+			// (exllamav2/generator/dynamic.py receive_logits): the
+			// constrained generation has nowhere to go
+			{Text: "Filter excluded all tokens", Class: failure.ClassStructuredOutputCrash, Phase: failure.PhaseInference},
 		}, pythonSignatures, hostFamilies),
 		// ExLlamaV2/V3 is this engine, not a quant kernel beneath it: its
 		// frames name no component

@@ -53,6 +53,11 @@ func init() {
 			{Text: "max_batch_prefill_tokens", Pattern: regexp.MustCompile(`(?i)(lower|too (large|high|small)|not enough)`), Class: failure.ClassContextExceedsKV},
 			{Text: "text-generation-server not found in PATH", Class: failure.ClassEngineDied},
 			{Text: "Download encountered an error", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+			// the launcher's word that a shard died (launcher/src/main.rs:
+			// "Shard {rank} crashed"): a crash that names no cause, its
+			// class refined by what was served (a grammar request's crash is
+			// structured_output_crash)
+			{Name: "tgi/shard-crashed", Text: "crashed", Pattern: regexp.MustCompile(`\bShard \d+ crashed`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 		}, pythonSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,

@@ -960,7 +960,10 @@ var grammarWords = []string{"grammar_backend=", "guided_decoding_backend", "stru
 	"response_format", "json_schema", "guided_json", "xgrammar", "llguidance", "outlines", "token_bitmask", "grammar_bitmask",
 	// TGI's grammar logits processor (server/text_generation_server/utils/logits_process.py:
 	// GrammarLogitProcessor, self.grammar_processor, fsm_grammar_states)
-	"grammar_processor", "fsm_grammar"}
+	"grammar_processor", "fsm_grammar",
+	// TGI's router logs a request's parameters, its grammar among them
+	// (router/src/lib.rs GenerateParameters: "grammar: Some(Json(...))")
+	"grammar: Some("}
 
 // unsafeBytes views s as bytes without copying; the bytes must not be
 // changed.
