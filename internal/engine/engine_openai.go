@@ -115,7 +115,7 @@ func init() {
 			"Shard process was signaled to shutdown",
 			"Webserver Crashed",
 		}),
-		facts:   joinLists(shardFacts, ggmlFacts),
+		facts:   joinLists(shardFacts, ggmlFacts, trtllmFacts),
 		devices: joinLists(pythonDevices, ggmlDevices),
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower the server's batch and context bounds (TGI --max-batch-total-tokens, " +

@@ -35,6 +35,16 @@ var trtllmRuntime = family("trtllm", []Rule{
 	{Text: "maxTokensInPagedKvCache", Pattern: regexp.MustCompile(`maxTokensInPagedKvCache.{0,40}must be large enough`), Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 })
 
+// trtllmFacts are the TensorRT-LLM runtime's numbers, whichever server
+// hosts it: the paged KV cache's memory and tokens (the C++ runtime's
+// MemUsageChange line; older releases: "Using N tokens in paged KV
+// cache."), the weights' memory.
+var trtllmFacts = []FactParser{
+	{Trigger: "for max tokens in paged KV cache", Pattern: regexp.MustCompile(`Allocated ([\d.]+) GiB for max tokens in paged KV cache \((\d+)\)`), Names: []string{"kv_cache_memory_gib", "kv_cache_tokens"}},
+	{Trigger: "tokens in paged KV cache", Pattern: regexp.MustCompile(`Using (\d+) tokens in paged KV cache`), Names: []string{"kv_cache_tokens"}},
+	{Trigger: "for model weights", Pattern: regexp.MustCompile(`Use ([\d.]+) GB for model weights`), Names: []string{"model_memory_gib"}},
+}
+
 func init() {
 	register(&Engine{
 		Kind:       "trtllm",
@@ -48,6 +58,10 @@ func init() {
 			// serving (tensorrt_llm/_torch/autotuner.py)
 			{Text: "Autotuning process starts", Phase: failure.PhaseWarmup},
 			{Text: "for model weights", Phase: failure.PhaseKVInit},
+			// the PyTorch backend's model engine has built the model and
+			// read its weights ("Model init total -- 387.22s"): the KV
+			// cache's estimation run comes next
+			{Text: "Model init total -- ", Phase: failure.PhaseKVInit},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
 			{Text: "Engine loaded and ready to serve", Phase: failure.PhaseReadyWait},
 		}, genericMarkers),
@@ -60,10 +74,7 @@ func init() {
 			"Executor worker returned error",
 			"Executor worker initialization error",
 		}),
-		facts: joinLists(shardFacts, []FactParser{
-			{Trigger: "for max tokens in paged KV cache", Pattern: regexp.MustCompile(`Allocated ([\d.]+) GiB for max tokens in paged KV cache \((\d+)\)`), Names: []string{"kv_cache_memory_gib", "kv_cache_tokens"}},
-			{Trigger: "for model weights", Pattern: regexp.MustCompile(`Use ([\d.]+) GB for model weights`), Names: []string{"model_memory_gib"}},
-		}),
+		facts:   joinLists(shardFacts, trtllmFacts),
 		devices: pythonDevices,
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower kv_cache_config.free_gpu_memory_fraction, --max_batch_size or " +
