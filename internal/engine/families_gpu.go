@@ -173,6 +173,11 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	// gpu_arch_unsupported
 	{Text: "no kernel image is available", Class: failure.ClassGPUArchUnsupported},
 	{Text: "compiled without support for the current GPU architecture", Class: failure.ClassGPUArchUnsupported},
+	// ggml-cuda's NO_DEVICE_CODE (ggml/src/ggml-cuda/common.cuh: "ERROR:
+	// CUDA kernel NAME has no device code compatible with CUDA arch N.
+	// ggml-cuda.cu was compiled for: ..."): the build has no kernel for
+	// this GPU's architecture, before ggml's abort
+	{Text: "has no device code compatible with CUDA arch", Class: failure.ClassGPUArchUnsupported},
 	{Text: "is not compatible with the current PyTorch installation", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
 	{Text: "compute capability", Pattern: regexp.MustCompile(`(?i)(only supported|requires?|need|at least|minimum|not supported|unsupported).{0,60}compute capability|compute capability.{0,60}(not supported|unsupported|is required|or higher|or newer|at least)`), Class: failure.ClassGPUArchUnsupported},
 	{Text: "Unsupported gpu architecture", Class: failure.ClassGPUArchUnsupported},
@@ -496,6 +501,12 @@ const ncclStep = "NCCL (RCCL on AMD) failed between the GPUs or nodes: rerun wit
 	"have no peer-to-peer path try NCCL_P2P_DISABLE=1; across nodes check the interface (NCCL_SOCKET_IFNAME) and " +
 	"InfiniBand (NCCL_IB_DISABLE=1 to test without it)."
 
+// shmFullStep is the advice when /dev/shm has no space left for NCCL's
+// segments.
+const shmFullStep = "Shared memory (/dev/shm) is full: remove the segments earlier runs left there (nccl-*, psm_*; " +
+	"df -h /dev/shm shows the use), or start the container with a fresh, larger /dev/shm (--shm-size=16g or --ipc=host; " +
+	"in Kubernetes an emptyDir with medium: Memory mounted at /dev/shm)."
+
 // ncclUsageStep is the advice when NCCL refuses a call as invalid usage.
 const ncclUsageStep = "NCCL refused the engine's call as invalid usage (ncclInvalidUsage): most often two ranks " +
 	"share one GPU or the ranks disagree on the layout. Rerun with NCCL_DEBUG=WARN to see the reason; check that each " +
@@ -515,6 +526,10 @@ const peerAccessStep = "The GPUs cannot map each other's memory (peer access or 
 var ncclFamily = family("nccl", []Rule{
 	// NCCL's "Last error:" detail (NCCL's shm transport,
 	// src/transport/shm.cc): /dev/shm cannot hold its segments
+	// with ENOSPC named (shmutils.cc: "..., error: No space left on
+	// device (28)"): /dev/shm is full, of earlier runs' segments or too
+	// small for this one's
+	{Name: "nccl/shared-memory-segment-no-space", Text: "Error while creating shared memory segment", Also: "No space left on device", Class: failure.ClassDiskFull, NextStep: shmFullStep},
 	{Text: "Error while creating shared memory segment", Class: failure.ClassHostCapability, NextStep: shmStep},
 	// "unhandled system error" / ncclSystemError: "System call (e.g.
 	// socket, malloc) or external library call failed or device error",

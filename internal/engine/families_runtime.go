@@ -84,6 +84,11 @@ var fsFamily = family("fs", []Rule{
 	{Text: "disk space", Pattern: regexp.MustCompile(`(?i)(not enough|insufficient|no) (free )?disk space`), Class: failure.ClassDiskFull},
 	{Text: "There is not enough space on the disk", Class: failure.ClassDiskFull},
 	{Text: "% full", Pattern: regexp.MustCompile(`(?i)is over \d+% full, available space: 0\b`), Class: failure.ClassDiskFull},
+	// a PyInstaller one-file program cannot unpack itself into its temp
+	// folder (bootloader pyi_archive.c: "[PYI-N:ERROR] Failed to extract
+	// NAME: decompression resulted in return code -1!"): the write
+	// failed, a full /tmp of earlier runs' _MEI folders the usual cause
+	{Text: "decompression resulted in return code", Also: "Failed to extract", Class: failure.ClassDiskFull, NextStep: pyinstallerTmpStep},
 	{Text: "Permission denied", Class: failure.ClassPermissionDenied},
 	{Text: "[Errno 13]", Class: failure.ClassPermissionDenied},
 	{Text: "EACCES", Class: failure.ClassPermissionDenied},
@@ -91,6 +96,12 @@ var fsFamily = family("fs", []Rule{
 	{Text: "[Errno 30]", Class: failure.ClassPermissionDenied},
 	{Text: "Access is denied", Pattern: regexp.MustCompile(`(?i)(WinError 5|os error 5)\b.{0,10}Access is denied|Access is denied.{0,20}\(os error 5\)`), Class: failure.ClassPermissionDenied},
 })
+
+// pyinstallerTmpStep is the advice when a one-file program cannot
+// unpack itself into its temp folder.
+const pyinstallerTmpStep = "The program could not unpack itself into its temp folder: free space there (each run of " +
+	"a one-file build unpacks into /tmp/_MEI*, and crashed runs leave theirs: delete them), check it is writable, or " +
+	"point TMPDIR at a folder with room."
 
 // structuredFamily: a server refusing a structured-output request (a
 // JSON Schema response_format, a grammar) in its own words, whatever the
