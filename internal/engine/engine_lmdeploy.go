@@ -27,6 +27,10 @@ func init() {
 			{Text: "Building CacheEngine", Phase: failure.PhaseKVInit},
 			{Text: "model_config:", Phase: failure.PhaseLoad},
 			{Text: "model_source:", Phase: failure.PhaseLoad},
+			// TurboMind's DEBUG trace of a layer's forward pass
+			// ("[TM][DEBUG] void turbomind::UnifiedAttentionLayer::Forward(...)"):
+			// the model runs, before readiness its warmup steps
+			{Text: "Layer::Forward(", Pattern: regexp.MustCompile(`\bturbomind::\w+Layer::Forward\(`), Phase: failure.PhaseWarmup},
 			// TurboMind logs only once the engine builds the model and its
 			// weights ("[TM][WARN] ... turbomind.cc:123] ...")
 			{Text: "[TM][", Phase: failure.PhaseLoad},

@@ -201,7 +201,10 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "-capable device is detected", Pattern: regexp.MustCompile(`(?i)no \w+-capable device is detected`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "Found no NVIDIA driver on your system", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "Failed to infer device type", Class: failure.ClassAcceleratorUnavailable},
-	{Text: ".so", Pattern: regexp.MustCompile(`(?i)lib(cudart|cublas|cublasLt|nvrtc|cudnn|amdhip64|hipblas|rocblas)\S*\.so[.\d]*: cannot open shared object file`), Class: failure.ClassAcceleratorUnavailable},
+	// the runtime libraries of CUDA, ROCm and Moore Threads' MUSA (its
+	// driver's user-mode libsrv_um_MUSA.so, mounted into a container by
+	// the MT container toolkit): a GPU the container or host cannot use
+	{Text: ".so", Pattern: regexp.MustCompile(`(?i)lib(cudart|cublas|cublasLt|nvrtc|cudnn|amdhip64|hipblas|rocblas|musa|musart|mublas|srv_um_MUSA)\S*\.so[.\d]*: cannot open shared object file`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "libcuda.so", Pattern: regexp.MustCompile(`(?i)libcuda\.so[.\d]*: cannot open shared object file`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "libnvidia-ml.so", Pattern: regexp.MustCompile(`(?i)(load library failed|cannot open shared object).{0,40}libnvidia-ml|libnvidia-ml.{0,60}(cannot open|not found)`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "could not select device driver", Class: failure.ClassAcceleratorUnavailable},
@@ -358,6 +361,10 @@ var metalFamily = family("metal", []Rule{
 	// A Metal shader library that does not compile for this GPU or OS:
 	// the compiler's own error after ggml's Metal init began.
 	{Text: "static_assert failed", After: "ggml_metal", Class: failure.ClassGPUArchUnsupported},
+	// the Metal compiler's errors in ggml's library compiled from source
+	// ("program_source:6450:1: error: expected expression" after
+	// ggml_metal_load_library): the first states the cause
+	{Text: "program_source:", Pattern: regexp.MustCompile(`^\s*program_source:\d+:\d+: error: `), After: "ggml_metal", Class: failure.ClassGPUArchUnsupported},
 	{Text: "MTLLibraryErrorDomain", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
 	{Text: "failed to initialize the Metal library", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
 	{Text: "no Metal device", Class: failure.ClassAcceleratorUnavailable},
