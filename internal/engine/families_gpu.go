@@ -357,6 +357,10 @@ var metalFamily = family("metal", []Rule{
 	// candle's Metal kernels (mistral.rs): a kernel this GPU's Metal
 	// cannot load (a bfloat16 kernel on a GPU without bf16).
 	{Text: "Error while loading function", Class: failure.ClassGPUArchUnsupported},
+	// candle's Metal kernels (candle-metal-kernels MetalKernelError::
+	// LoadLibraryError): the GPU compiler would not build the kernels'
+	// library for this device (a bfloat16 type the M1/M2 compiler rejects)
+	{Text: "LoadLibraryError", Class: failure.ClassGPUArchUnsupported},
 	{Text: "MTLCreateSystemDefaultDevice", Class: failure.ClassAcceleratorUnavailable},
 	// A Metal shader library that does not compile for this GPU or OS:
 	// the compiler's own error after ggml's Metal init began.
