@@ -58,6 +58,8 @@ func TestDecide(t *testing.T) {
 			evidence.RampHold, "3 of the 150 candidate requests"},
 		{"errors shown above the margin reverse at once", Input{Share: 0.25, Elapsed: time.Second, Candidate: sample(8, 4, fast, 0, 0), Production: prod},
 			evidence.RampReverse, "error_rate: candidate 0.500"},
+		{"a clean step that is still open says when it would decide", Input{Share: 0.1, Elapsed: time.Hour, Candidate: sample(160, 0, fast, 0, 0), Production: prod},
+			evidence.RampHold, "the error rate would pass from about "},
 		{"one error in 150 is within the margin's reach but not conclusive", Input{Share: 0.1, Elapsed: time.Hour, Candidate: sample(150, 1, fast, 0, 0), Production: prod},
 			evidence.RampHold, "inconclusive: error_rate"},
 		{"a slower candidate above the floor reverses", Input{Share: 0.25, Elapsed: time.Second, Candidate: sample(20, 0, slow, 0, 0), Production: prod},
@@ -412,4 +414,28 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestToDecide: the estimate is where the error-rate check turns
+// passed at the rates seen, and not one request earlier.
+func TestToDecide(t *testing.T) {
+	p := policy(t, 150, time.Minute)
+	conf := 1 - 2*LookAlpha(1)/2
+	n := toDecide(0, 58, 0, 520, p, conf)
+	if n <= 58 || n > 5000 {
+		t.Fatalf("toDecide(0 of 58, production 0 of 520) = %d", n)
+	}
+	pn := func(m int) int { return int(math.Round(520 * float64(m) / 58)) }
+	if c := rateCheck(MeasureErrors, 0, n, 0, pn(n), p, conf); c.Outcome != Passed {
+		t.Errorf("at %d requests the check is %s", n, c.Outcome)
+	}
+	if c := rateCheck(MeasureErrors, 0, n-1, 0, pn(n-1), p, conf); c.Outcome == Passed {
+		t.Errorf("at %d requests (one fewer) the check already passes", n-1)
+	}
+	// A candidate failing above the limit never decides by passing.
+	if n := toDecide(6, 100, 0, 900, p, conf); n != 0 {
+		t.Errorf("6 %% errors against a margin of 2 %%: %d, want 0", n)
+	}
+	d := Decide(p, Input{Share: 0.1, Elapsed: time.Hour, Candidate: sample(160, 0, fast, 0, 0), Production: sample(1440, 0, fast, 0, 0)})
+	t.Logf("clean step at 160 candidate requests: %s", d.Reason)
 }
