@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -111,7 +112,9 @@ type Change struct {
 // Pin it may be a plain directory, a Hugging Face snapshot directory or a
 // Hugging Face repository cache directory (then snapshots/<manifest
 // revision> is checked). The manifest file itself is ignored if it lies in
-// the directory.
+// the directory, and so is a byte-identical copy of it there (a user who
+// keeps manifest.json beside the weights): it holds no model content. A
+// file of that name with other bytes is extra.
 //
 // Drift is not an error: it returns a Report with OK false and a nil error.
 // It returns an error (and no report) when the check cannot be made: an
@@ -176,8 +179,17 @@ func Verify(ctx context.Context, manifestPath, dir string, opts VerifyOptions) (
 			toHash = append(toHash, e)
 		}
 	}
+	var manifestBytes []byte
 	for _, e := range entries {
 		if _, ok := want[e.rel]; !ok {
+			if manifestBytes == nil {
+				if manifestBytes, err = os.ReadFile(manifestPath); err != nil {
+					return nil, err
+				}
+			}
+			if sameBytes(e, manifestBytes) {
+				continue
+			}
 			r.Extra = append(r.Extra, e.rel)
 		}
 	}
@@ -203,6 +215,16 @@ func Verify(ctx context.Context, manifestPath, dir string, opts VerifyOptions) (
 	r.OK = len(r.Missing) == 0 && len(r.Changed) == 0 && len(r.Extra) == 0 && len(r.Mismatch) == 0
 	r.DurationMS = time.Since(start).Milliseconds()
 	return r, nil
+}
+
+// sameBytes reports whether the file of e holds exactly b (read only when
+// its size is b's).
+func sameBytes(e *entry, b []byte) bool {
+	if e.size != int64(len(b)) {
+		return false
+	}
+	got, err := os.ReadFile(e.abs)
+	return err == nil && bytes.Equal(got, b)
 }
 
 // Summary returns one line describing the report, e.g.

@@ -265,3 +265,27 @@ func TestMissingManifestIsNotFound(t *testing.T) {
 		t.Errorf("Load of a missing manifest: %v", err)
 	}
 }
+
+// TestVerifyIgnoresACopiedManifest: a byte-identical copy of the manifest
+// being verified, kept as manifest.json beside the weights, is not an
+// extra file (it was reported as one: drift, exit 1); a manifest.json
+// with other bytes still is.
+func TestVerifyIgnoresACopiedManifest(t *testing.T) {
+	dir, _ := plainDir(t)
+	mpath, _ := pinTo(t, dir)
+	b, err := os.ReadFile(mpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := writeFile(t, dir, "manifest.json", b)
+	r, err := Verify(context.Background(), mpath, dir, VerifyOptions{})
+	if err != nil || !r.OK || len(r.Extra) != 0 {
+		t.Fatalf("a copy of the manifest counted as extra: %v %+v", err, r)
+	}
+	// Another manifest under that name (one more byte) is extra.
+	writeFile(t, dir, "manifest.json", append(b, '\n'))
+	r, err = Verify(context.Background(), mpath, dir, VerifyOptions{})
+	if err != nil || r.OK || len(r.Extra) != 1 || r.Extra[0] != "manifest.json" {
+		t.Fatalf("a different manifest.json (%s) not reported as extra: %v %+v", copied, err, r)
+	}
+}
