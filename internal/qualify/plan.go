@@ -46,14 +46,15 @@ type Plan struct {
 	Path   string `toml:"-"`
 	Dir    string `toml:"-"`
 	Digest string `toml:"-"`
-	// Title names the campaign in the evidence and the report.
+	// Title names the campaign in the evidence and the report (required).
 	Title string `toml:"title"`
 	// Summary is an optional sentence on why the campaign is run.
 	Summary string `toml:"summary"`
 	// Config is the hiro configuration holding the profiles, relative to
 	// the plan; empty means the --config given to hiro.
 	Config string `toml:"config"`
-	// Candidate is the profile under test.
+	// Candidate is the profile under test: a backend of the configuration
+	// (required).
 	Candidate string `toml:"candidate"`
 	// Production is the production profile; default the active
 	// production (production.Name: the latest activation, else the
