@@ -151,3 +151,36 @@ func TestFreezeNamesEveryBadLine(t *testing.T) {
 		t.Errorf("%d bad lines: %v", FreezeShown+5, err)
 	}
 }
+
+// Issue 26 (F18): a document that is not UTF-8 (Latin-1 here), one that
+// is empty and one of white space only are each refused, the file named
+// with what is wrong (the byte offset and line of the first invalid
+// byte; "empty") and what to do; nothing is written. They were frozen.
+func TestFreezeRefusesDocumentsThatAreNotText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c")
+	writeTree(t, dir, map[string]string{
+		"docs/latin1.txt": "First line.\ncaf\xe9 au lait.\n",
+		"docs/empty.txt":  "",
+		"docs/blank.md":   " \n\t\n",
+		"docs/good.txt":   "Caf\u00e9 is UTF-8 here.",
+	})
+	_, _, err := Freeze(dir, "")
+	var fe *FreezeError
+	if !errors.As(err, &fe) || len(fe.Problems) != 3 {
+		t.Fatalf("want a FreezeError with 3 problems, got %v", err)
+	}
+	for _, w := range []string{
+		"docs/latin1.txt: not UTF-8: byte 0xe9 at byte offset 15 (line 2)", "iconv -f LATIN1 -t UTF-8",
+		"docs/empty.txt: empty (0 bytes)", "docs/blank.md: only white space (4 bytes)", "remove the file",
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q lacks %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "good.txt") {
+		t.Errorf("a UTF-8 document was refused: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
+		t.Error("a manifest was written")
+	}
+}

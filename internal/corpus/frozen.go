@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agnivade/levenshtein"
 	"github.com/hiro-dev/hiro/internal/atomicfile"
@@ -419,6 +420,33 @@ func (e *FreezeError) Error() string {
 	return b.String()
 }
 
+// docTextProblem returns the problem of the document at path (rel in
+// messages) as a freeze refusal's line, or "" when it is text a run can
+// extract from: not empty, not only white space, and valid UTF-8 (the
+// byte offset and line of the first byte that starts no valid sequence
+// are named, so a Latin-1 or UTF-16 file can be found and converted).
+func docTextProblem(path, rel string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", rel, err)
+	}
+	if len(b) == 0 {
+		return fmt.Sprintf("%s: empty (0 bytes): a document needs text; write it or remove the file", rel)
+	}
+	for off := 0; off < len(b); {
+		r, n := utf8.DecodeRune(b[off:])
+		if r == utf8.RuneError && n <= 1 {
+			line := 1 + bytes.Count(b[:off], []byte("\n"))
+			return fmt.Sprintf("%s: not UTF-8: byte 0x%02x at byte offset %d (line %d) starts no valid UTF-8 sequence; convert it to UTF-8 (from Latin-1: iconv -f LATIN1 -t UTF-8 %s, its output in the file's place) or remove it", rel, b[off], off, line, shellquote.Quote(rel))
+		}
+		off += n
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return fmt.Sprintf("%s: only white space (%d bytes): a document needs text; write it or remove the file", rel, len(b))
+	}
+	return ""
+}
+
 // WriteFileAtomic writes data to path through a temporary file in the same
 // directory, fsynced and renamed over path.
 func WriteFileAtomic(path string, data []byte) error {
@@ -427,7 +455,8 @@ func WriteFileAtomic(path string, data []byte) error {
 
 // Freeze makes dir, laid out as a frozen corpus (documents under docs/,
 // optionally gold claims in gold.jsonl), a frozen corpus: it checks the
-// layout and every gold claim (strict JSON, a doc_id that is one of the
+// layout, every document (UTF-8 text, not empty: docTextProblem) and
+// every gold claim (strict JSON, a doc_id that is one of the
 // documents, a sentence_index of 0 or more, a text), then writes
 // manifest.json (Seal) and returns it with the digest of the manifest it
 // replaced ("" when there was none). Nothing is written when a check
@@ -450,6 +479,9 @@ func Freeze(dir, name string) (m *Manifest, previous string, err error) {
 			if !hasDocExt(rel) {
 				problems = append(problems, fmt.Sprintf("%s: not a document (.txt, .md or .markdown)", f.Path))
 				continue
+			}
+			if p := docTextProblem(filepath.Join(dir, filepath.FromSlash(f.Path)), f.Path); p != "" {
+				problems = append(problems, p)
 			}
 			id := DocID(rel)
 			if prev, ok := ids[id]; ok {
