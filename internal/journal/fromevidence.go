@@ -77,13 +77,31 @@ type AddOptions struct {
 	Warn func(string)
 }
 
+// AbortedError is AddFromEvidence's refusal of an aborted campaign's
+// evidence (verdict aborted: interrupted, a harness error, or production
+// not restored, exit 3 or 4): it judged no candidate, and a published
+// entry stays, so only a verdict (exit 0, 1 or 5) is published; the
+// evidence folder keeps the account of what happened.
+type AbortedError struct {
+	ID       string
+	ExitCode int
+	// Reason is the evidence's termination_reason.
+	Reason string
+}
+
+func (e *AbortedError) Error() string {
+	return fmt.Sprintf("campaign %s was aborted (exit %d: %s): it reached no verdict on its candidate, and the journal publishes only campaigns that did (exit 0, 1 or 5); its evidence folder keeps what happened: fix what stopped it, run the campaign again and add that campaign's evidence",
+		e.ID, e.ExitCode, strings.TrimSuffix(e.Reason, "."))
+}
+
 // ErrUnsigned is wrapped by AddFromEvidence for evidence without a
 // signature added without AddOptions.TrustUnsigned.
 var ErrUnsigned = errors.New("unsigned evidence")
 
 // AddFromEvidence reads the public evidence at path, refuses it when its
 // own facts contradict each other (evidence.Consistent: an
-// *evidence.InconsistentError naming the field, signed or not), verifies its
+// *evidence.InconsistentError naming the field, signed or not) or when
+// the campaign was aborted (an *AbortedError), verifies its
 // signature (refused when it does not verify, or when it has none unless
 // o.TrustUnsigned; a key not in the trust list is published with a
 // warning: shipped example evidence is signed by a key of its own), records
@@ -110,6 +128,9 @@ func (j *Journal) AddFromEvidence(path string, o AddOptions) (string, error) {
 	}
 	if err := ev.Consistent(); err != nil {
 		return "", fmt.Errorf("%s: refused: %w", path, err)
+	}
+	if ev.Verdict == evidence.VerdictAborted {
+		return "", fmt.Errorf("%s: refused: %w", path, &AbortedError{ID: ev.ID, ExitCode: ev.ExitCode, Reason: ev.TerminationReason})
 	}
 	// Evidence written before check names passed the path step (v1, early
 	// v2) names local folders in its prereq checks ("disk /srv/hiro"): that

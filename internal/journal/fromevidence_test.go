@@ -448,3 +448,36 @@ func TestCampaignsFinishingInOneSecondAreTwoEntries(t *testing.T) {
 		t.Fatalf("check: %v\n%s", err, problemText(r))
 	}
 }
+
+// Issue 26 (F19): an aborted campaign's evidence (interrupted by Ctrl-C
+// here; a harness error, or production not restored, alike) has no
+// verdict on the candidate: journal add refuses it, saying why and what
+// to do, and writes no entry and no evidence copy. It was published as
+// if complete. (README and examples/demo/run.sh: only a verdict, exit 0,
+// 1 or 5, is published; an aborted campaign leaves its evidence folder
+// and no entry.)
+func TestAddRefusesAnAbortedCampaign(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "journal")
+	os.Mkdir(dir, 0o755)
+	j, _ := Load(dir)
+	for _, exit := range []int{3, 4} {
+		ev := seedEvidence()
+		ev.ID += fmt.Sprintf("-exit%d", exit)
+		ev.Verdict, ev.ExitCode, ev.TerminationReason = evidence.VerdictAborted, exit, "aborted: interrupted by SIGINT"
+		ev.Gates[1].Status, ev.Gates[1].Reason = evidence.StatusNotRun, "aborted: interrupted by SIGINT"
+		ev.Gates[1].Attempts = nil
+		if exit == 4 {
+			ev.Production.Restored = &evidence.Restored{OK: false, Attempts: 3, Error: "connection refused"}
+		}
+		_, err := j.AddFromEvidence(writeEvidence(t, ev), addOpts)
+		if err == nil || !strings.Contains(err.Error(), "campaign "+ev.ID+" was aborted (exit "+fmt.Sprint(exit)+": aborted: interrupted by SIGINT)") ||
+			!strings.Contains(err.Error(), "run the campaign again") {
+			t.Fatalf("exit %d: err %v; want a refusal naming the campaign, why it was aborted and what to do", exit, err)
+		}
+	}
+	for _, sub := range []string{"entries", "evidence"} {
+		if ents, _ := os.ReadDir(filepath.Join(dir, sub)); len(ents) != 0 {
+			t.Errorf("%s/ holds %d files after refusals", sub, len(ents))
+		}
+	}
+}
