@@ -146,10 +146,15 @@ func upgradeV1(b []byte, e *Evidence) error {
 var reEnvChange = regexp.MustCompile(`^env ([A-Za-z_][A-Za-z0-9_]*)=.*$`)
 
 // withholdEnvValues returns doc, the JSON encoding of e, with each
-// environment value that e's launch attempts set withheld: every
-// "env NAME=VALUE" change and every attempt's reason with "NAME=VALUE"
-// (also quoted, or with spaces around "=") replaced, wherever that change
-// or reason text appears in doc.
+// environment value that e's launch attempts set and that may be a secret
+// withheld: its name looks secret (redact.SecretName: HF_TOKEN,
+// DB_PASSWORD) or the value looks like a token (redact.LooksLikeToken).
+// Its "env NAME=VALUE" change and every attempt's reason with
+// "NAME=VALUE" (also quoted, or with spaces around "=") are replaced,
+// wherever that change or reason text appears in doc. Other values (a
+// mode, a flag, a port, a path) are what a reader needs to follow the
+// attempt and are kept; a value hiro learnt is secret at run time
+// (redact.AddEnv) is still removed by the redaction step.
 func withholdEnvValues(e *Evidence, doc []byte) []byte {
 	type pair struct{ name, value string }
 	var pairs []pair
@@ -162,7 +167,7 @@ func withholdEnvValues(e *Evidence, doc []byte) []byte {
 					continue
 				}
 				v := strings.TrimPrefix(ch, "env "+m[1]+"=")
-				if v == "" || v == redact.Placeholder {
+				if v == "" || v == redact.Placeholder || !(redact.SecretName(m[1]) || redact.LooksLikeToken(v)) {
 					continue
 				}
 				pairs = append(pairs, pair{m[1], v})
@@ -249,11 +254,13 @@ const PrivateDirMode = 0o700
 // Every string of it has passed through package redact (secrets known to
 // this process, token shapes, secret-looking flags and keys, the user's
 // home and the project's folders as placeholders). An environment value a
-// launch attempt set is withheld wherever the campaign repeats it: its
-// change ("env NAME=<redacted>") in the attempt and in the report's
-// sentences, and "NAME=value" in the plan's written reason for the attempt
-// (in the attempt, the decisions and the report), so that no sentence
-// shows the value its own change list withholds. hiro's own advice (a
+// launch attempt set that may be a secret (a secret-looking name, a
+// token-looking value: withholdEnvValues) is withheld wherever the
+// campaign repeats it: its change ("env NAME=<redacted>") in the attempt
+// and in the report's sentences, and "NAME=value" in the plan's written
+// reason for the attempt (in the attempt, the decisions and the report),
+// so that no sentence shows the value its own change list withholds;
+// other values (a port, a mode, a flag) are kept, local paths as <path>. hiro's own advice (a
 // failure's next step naming a documented setting) is not the user's
 // environment and is kept.
 func (e *Evidence) Public() *Evidence {
@@ -284,7 +291,13 @@ func (e *Evidence) Public() *Evidence {
 			a.Effective = nil
 			for i, ch := range a.Changes {
 				if m := reEnvChange.FindStringSubmatch(ch); m != nil {
-					a.Changes[i] = "env " + m[1] + "=<redacted>"
+					// A value that may be a secret is withheld; any
+					// other keeps its meaning, local paths as <path>.
+					if v := strings.TrimPrefix(ch, "env "+m[1]+"="); redact.SecretName(m[1]) || redact.LooksLikeToken(v) {
+						a.Changes[i] = "env " + m[1] + "=" + redact.Placeholder
+					} else {
+						a.Changes[i] = RedactPaths(ch)
+					}
 				}
 			}
 			if a.Failure != nil {

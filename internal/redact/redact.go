@@ -170,6 +170,32 @@ func (r *Redactor) AddArgs(args []string) {
 
 var reNumber = regexp.MustCompile(`^[0-9.,:-]+$`)
 
+// LooksLikeToken reports whether v has the shape of a credential whatever
+// the name it is kept under: a well-known token shape (sk-..., hf_...,
+// ghp_..., xoxb-..., AKIA...) or a run of at least MinTokenRun letters and
+// digits, both present, with no separator (a random key, a hex digest, a
+// JWT's parts). Words, flags, ports, paths and model names
+// ("--enforce-eager", "8000", "/srv/cache", "Qwen2.5-7B-Instruct") are
+// not.
+func LooksLikeToken(v string) bool {
+	if reToken.MatchString(v) {
+		return true
+	}
+	for _, run := range reAlnumRun.FindAllString(v, -1) {
+		if len(run) >= MinTokenRun && strings.ContainsAny(run, "0123456789") && strings.IndexFunc(run, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// MinTokenRun is the shortest run of letters and digits LooksLikeToken
+// takes for a token: 20, the length of the shortest common API keys
+// (an AWS access key id) and longer than any word or model name.
+const MinTokenRun = 20
+
+var reAlnumRun = regexp.MustCompile(`[A-Za-z0-9]+`)
+
 // secretWords are the words of a name that say it holds a credential;
 // secretPairs the same for two consecutive words; secretStems are stems
 // that say it inside a longer word (PGPASSWORD, CLIENTSECRET, XAPIKEY).

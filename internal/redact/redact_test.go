@@ -136,3 +136,21 @@ func TestSecretName(t *testing.T) {
 		}
 	}
 }
+
+// TestLooksLikeToken: token shapes and long random runs of letters and
+// digits are tokens; words, flags, ports, paths, devices and model names
+// are not (issue 26, F21: evidence withheld every env value).
+func TestLooksLikeToken(t *testing.T) {
+	for _, v := range []string{"sk-AbCdEfGhIjKlMnOpQrSt", "hf_AbCdEfGhIjKlMnOpQrSt", "AKIAABCDEFGHIJKLMNOP", "0123456789abcdef0123456789abcdef",
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0", "x-key:Zq8XkP2mN7vR4tY9wL3sB6"} {
+		if !LooksLikeToken(v) {
+			t.Errorf("%q is not taken for a token", v)
+		}
+	}
+	for _, v := range []string{"0", "8000", "fast", "--enforce-eager", "/srv/cache/models", "0,1,2,3", "FLASH_ATTN", "expandable_segments:True",
+		"Qwen2.5-7B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3", "abcdefghijklmnopqrstuvwxyz", "127.0.0.1:11434"} {
+		if LooksLikeToken(v) {
+			t.Errorf("%q is taken for a token", v)
+		}
+	}
+}
