@@ -2,7 +2,6 @@ package ramp
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
@@ -33,6 +32,10 @@ type Ramp struct {
 	// the last one; soakLooked says the look at the soak's end was taken.
 	looks, lookN int
 	soakLooked   bool
+	// shortHold says the step's last look held for too few candidate
+	// requests: its reason is then a count, said anew from the sample
+	// shown (countReason).
+	shortHold bool
 }
 
 // New starts a ramp from production to candidate under pol (filled) at
@@ -135,22 +138,22 @@ func (r *Ramp) Tick(now time.Time, down string) Decision {
 		in.Look = r.looks
 		d = Decide(r.pol, in)
 		h.Checks, h.Looks = d.Checks, r.looks
+		// Decide's order: a failed check, then the soak, then the count.
+		r.shortHold = d.Action == evidence.RampHold && in.Elapsed >= r.pol.Soak.Duration && n < r.pol.MinRequests
+		h.Reason = d.Reason
 	} else {
 		// Between looks only the step timeout decides: the last look's
-		// checks stand.
+		// checks stand, and so does its reason, unless it is a count.
 		d = Decision{Action: evidence.RampHold, Reason: fmt.Sprintf("next look at %d candidate requests (%d now; look %d held: %s)", max(1, 2*r.lookN), n, r.looks, h.Reason)}
-		if r.looks == 0 {
-			d.Reason = "no candidate request yet"
+		if c, ok := r.countReason(n); ok {
+			d.Reason = c
+			h.Reason = c
 		}
 		if r.pol.StepTimeout.Duration > 0 && in.Elapsed >= r.pol.StepTimeout.Duration {
 			d = Decision{Action: evidence.RampReverse, Reason: fmt.Sprintf("still undecided after the step timeout (%s)", r.pol.StepTimeout.Duration)}
+			h.Reason = d.Reason
 		}
 		d.Checks = h.Checks
-	}
-	if d.Action == evidence.RampHold && strings.HasPrefix(d.Reason, "next look") {
-		// Keep the last look's own reason in the account.
-	} else {
-		h.Reason = d.Reason
 	}
 	h.Decision = d.Action
 	switch d.Action {
@@ -158,7 +161,7 @@ func (r *Ramp) Tick(now time.Time, down string) Decision {
 		r.endStep(now)
 		r.earlier = r.earlier.Merge(r.cur[SideProduction])
 		r.cur = [2]Sample{}
-		r.looks, r.lookN, r.soakLooked = 0, 0, false
+		r.looks, r.lookN, r.soakLooked, r.shortHold = 0, 0, false, false
 		r.step++
 		r.stepStart = now
 		r.res.Step, r.res.Share = r.step, r.pol.Steps[r.step]
@@ -222,7 +225,10 @@ func (r *Ramp) end(now time.Time, state, reason string) {
 	r.res.State, r.res.Reason, r.res.EndedAt = state, reason, &t
 }
 
-// Result is the account now, the current step's samples included.
+// Result is the account now, the current step's samples included (the
+// requests answered so far, not only those of the last tick): a hold for
+// too few requests is said from that same sample (countReason), so the
+// count `hiro status` shows and the hold's reason never disagree.
 func (r *Ramp) Result() evidence.RampResult {
 	res := r.res
 	res.Steps = append([]float64(nil), r.res.Steps...)
@@ -231,6 +237,29 @@ func (r *Ramp) Result() evidence.RampResult {
 	if r.res.State == evidence.RampRamping {
 		h := &res.History[len(res.History)-1]
 		h.Candidate, h.Production = r.cur[SideCandidate].Evidence(), r.cur[SideProduction].Evidence()
+		if c, ok := r.countReason(h.Candidate.Requests); ok && h.Decision == evidence.RampHold {
+			h.Reason = c
+		}
 	}
 	return res
+}
+
+// countReason is the reason of the current step's hold when it holds
+// for its count of candidate requests, said for n of them: none yet
+// before the step's first look, or fewer than MinRequests after a look
+// that held for that (the next look comes at twice the last one's
+// count). ok is false when the hold is for another reason (soaking, an
+// inconclusive check), which stands as the last look gave it.
+func (r *Ramp) countReason(n int) (reason string, ok bool) {
+	switch {
+	case r.looks == 0 && n == 0:
+		return "no candidate request yet", true
+	case r.looks == 0:
+		return fmt.Sprintf("%d candidate requests, not looked at yet (the step's first look comes at the next tick)", n), true
+	case !r.shortHold:
+		return "", false
+	case n < r.pol.MinRequests:
+		return fmt.Sprintf("%d of the %d candidate requests a step advances on", n, r.pol.MinRequests), true
+	}
+	return fmt.Sprintf("%d candidate requests, at least the %d a step advances on: the next look, at %d, decides", n, r.pol.MinRequests, max(1, 2*r.lookN)), true
 }

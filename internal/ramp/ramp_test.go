@@ -439,3 +439,48 @@ func TestToDecide(t *testing.T) {
 	d := Decide(p, Input{Share: 0.1, Elapsed: time.Hour, Candidate: sample(160, 0, fast, 0, 0), Production: sample(1440, 0, fast, 0, 0)})
 	t.Logf("clean step at 160 candidate requests: %s", d.Reason)
 }
+
+// Issue 26 (F15): `hiro status` prints the current step's sample as
+// Result fills it (every request answered so far) beside the step's hold
+// reason, which was the last tick's: "candidate 5 requests" beside "no
+// candidate request yet", "20 requests" beside "12 of the 150". A hold
+// for its count is now said from the sample shown, between ticks and
+// between looks; a hold for another reason (the soak) stands.
+func TestHoldReasonCountsTheSampleShown(t *testing.T) {
+	p := policy(t, 150, time.Minute)
+	t0 := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	r := New(p, "cand", "prod", t0)
+	feed := func(n int) {
+		for range n {
+			r.Observe(r.Step(), SideCandidate, false, 12*time.Millisecond, false, false)
+			r.Observe(r.Step(), SideProduction, false, 12*time.Millisecond, false, false)
+		}
+	}
+	shown := func(want string) {
+		t.Helper()
+		h := r.Result().History[0]
+		if strings.Contains(want, "%d") {
+			want = fmt.Sprintf(want, h.Candidate.Requests)
+		}
+		if h.Decision != evidence.RampHold || h.Reason != want {
+			t.Fatalf("status shows candidate %d requests, %s (%s); want hold (%s)", h.Candidate.Requests, h.Decision, h.Reason, want)
+		}
+	}
+	r.Tick(t0.Add(time.Second), "")
+	shown("no candidate request yet")
+	feed(5) // answered after the tick
+	shown("%d candidate requests, not looked at yet (the step's first look comes at the next tick)")
+	r.Tick(t0.Add(2*time.Second), "") // a look, during the soak
+	feed(3)
+	if h := r.Result().History[0]; !strings.HasPrefix(h.Reason, "soaking: 2s of 1m0s served") {
+		t.Fatalf("a soaking hold changed its reason: %q", h.Reason)
+	}
+	r.Tick(t0.Add(61*time.Second), "") // a look at 8 requests (past 2×5), soak over
+	shown("%d of the 150 candidate requests a step advances on")
+	feed(4) // 12 now: the next look is at 16
+	shown("%d of the 150 candidate requests a step advances on")
+	if d := r.Tick(t0.Add(62*time.Second), ""); d.Action != evidence.RampHold || d.Reason != "12 of the 150 candidate requests a step advances on" {
+		t.Fatalf("tick between looks: %s (%s)", d.Action, d.Reason)
+	}
+	shown("%d of the 150 candidate requests a step advances on")
+}
