@@ -107,6 +107,11 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 	if es := plan.CheckRun(cfg); len(es) > 0 {
 		return UsageError(es)
 	}
+	// The candidate launched and watched by a live hiro whose lease is
+	// elsewhere (another HOME): busy, as when its lease is seen.
+	if err := plan.CheckBusy(cfg); err != nil {
+		return busyError(c.Context(), err)
+	}
 	if o.Out != "" {
 		// The evidence folder is made after production may have been
 		// stopped: a path that cannot be one is refused now (exit 2).

@@ -134,6 +134,9 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 	if es := plan.CheckRun(cfg); len(es) > 0 {
 		return nil, es
 	}
+	if err := plan.CheckBusy(cfg); err != nil {
+		return nil, err
+	}
 	start := opts.Now()
 	c := &campaign{plan: plan, cfg: cfg, opts: opts, out: newProgress(opts.Progress, opts.Terminal)}
 	c.candidate, _ = cfg.Backend(plan.Candidate)

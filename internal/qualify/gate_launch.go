@@ -3,6 +3,7 @@ package qualify
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -189,7 +190,7 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 		// Recorded from the start (the supervisor writes the record): if
 		// hiro is killed, 'hiro backend status/stop' and the lease
 		// recovery can reach the attempt.
-		opts := supervisor.Options{Attempt: r.Name, Progress: func(p supervisor.Progress) {
+		opts := supervisor.Options{Attempt: r.Name, Owner: "campaign " + filepath.Base(h.Dir), Progress: func(p supervisor.Progress) {
 			h.Statusf("attempt %d/%d %s: %s, phase %s, %s / %s", i+1, len(rungs), r.Name, p.Step, p.Phase,
 				p.Elapsed.Round(time.Second), r.Profile.ReadyTimeout.Duration)
 		}}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -371,4 +372,79 @@ func TestBackendStartRefusedUnderAnotherStateHome(t *testing.T) {
 	if code := exitCode(t, cmd, lines, &seen); code != 0 {
 		t.Fatalf("campaign exit %d:\n%s", code, strings.Join(seen, "\n"))
 	}
+}
+
+// Issue 26 (F5): a second campaign with the same configuration started
+// under another HOME (here another HIRO_LEASE_DIR: the lease folder moves
+// with HOME) shares the state_dir but not the leases. While the first
+// campaign's candidate loads, the second is refused as busy (exit 6, by
+// --check and by the run) naming the first campaign, its hiro pid and
+// how to wait or stop it, and writes no evidence; it was told (exit 2) to
+// stop the live candidate with 'hiro backend stop' as if it were a
+// leftover. A record whose candidate process is gone, its owner alive, is
+// stale: not refused, and 'hiro backend status' says stale.
+func TestCampaignUnderAnotherHomeIsBusy(t *testing.T) {
+	e := newEnv(t, []string{"--load-time", "4s"}, "", nil)
+	e.startProduction()
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n")
+	cmd, lines := startHiro(t, e, plan)
+	var seen []string
+	waitLine(t, lines, "[launch] attempt 1/1 base", &seen)
+	ls, _ := qualify.Leases(e.leaseDir)
+	if len(ls) != 1 {
+		t.Fatalf("want the campaign's lease, got %d", len(ls))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := supervisor.Status(e.cfg.StateDir, "cand")
+		if err == nil && st.Status == supervisor.StatusRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the candidate was never recorded running: %+v %v\n%s", st, err, strings.Join(seen, "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	otherHome := filepath.Join(e.dir, "other-home-leases")
+	other := func(args ...string) (int, string) {
+		c := exec.Command(hiroBin, append([]string{"--config", e.cfgPath}, args...)...)
+		c.Env = append(os.Environ(), "HIRO_LEASE_DIR="+otherHome)
+		out, err := c.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	for _, args := range [][]string{{"qualify", "--check", plan}, {"qualify", plan}} {
+		code, out := other(args...)
+		want := fmt.Sprintf("candidate cand is in use by campaign %s (hiro pid %d)", ls[0].Campaign, cmd.Process.Pid)
+		if code != qualify.ExitBusy || !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("kill -TERM %d", cmd.Process.Pid)) || strings.Contains(out, "hiro backend stop") {
+			t.Errorf("hiro %s under another HOME: exit %d, want 6 (busy) saying %q and how to stop it, not to stop the candidate\n%s", strings.Join(args, " "), code, want, out)
+		}
+	}
+	if ev, _ := filepath.Glob(filepath.Join(e.dir, "evidence", "*")); len(ev) != 1 {
+		t.Errorf("evidence folders %v; want the first campaign's alone", ev)
+	}
+	if code := exitCode(t, cmd, lines, &seen); code != 0 {
+		t.Fatalf("first campaign exit %d:\n%s", code, strings.Join(seen, "\n"))
+	}
+
+	// The candidate's process gone, its recorded owner alive: stale.
+	sleeper := exec.Command("sleep", "60")
+	must(t, sleeper.Start())
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	dead := exec.Command("true")
+	must(t, dead.Run())
+	ownerTicks, _ := procfs.StartTicks(sleeper.Process.Pid)
+	must(t, supervisor.WriteRecord(e.cfg.StateDir, supervisor.Record{Schema: supervisor.RecordSchema, Name: "cand", Engine: "vllm", PID: dead.Process.Pid, PGID: dead.Process.Pid,
+		StartTicks: 1, Port: e.candPort, StartedAt: time.Now(), Owner: &supervisor.Owner{PID: sleeper.Process.Pid, StartTicks: ownerTicks, What: "campaign gone"}}))
+	if code, out := other("qualify", "--check", plan); code != 0 {
+		t.Errorf("qualify --check beside a stale candidate record: exit %d, want 0\n%s", code, out)
+	}
+	if code, out := other("backend", "status", "cand"); !strings.Contains(out, "stale") {
+		t.Errorf("backend status cand of a dead pid: exit %d, does not say stale\n%s", code, out)
+	}
+	must(t, supervisor.RemoveRecord(e.cfg.StateDir, "cand"))
 }

@@ -59,23 +59,79 @@ func (p *Plan) CheckRun(cfg *config.Config) config.Errors {
 }
 
 // candidateRunning returns an error when hiro's state record says the
-// candidate runs now and no live hiro holds its lease (a live campaign's
-// candidate is refused by that lease instead, exit 6, naming it).
+// candidate runs now and no live hiro holds its lease or watches it (a
+// live campaign's candidate is refused by that lease instead, exit 6,
+// naming it, or by CheckBusy when the campaign's lease is in another
+// lease folder). A record whose process is gone is stale, not refused:
+// the launch replaces it.
 func candidateRunning(cfg *config.Config, cand *config.Profile) *config.Error {
 	st, err := supervisor.Status(cfg.StateDir, cand.Name)
-	if err != nil || st.Status != supervisor.StatusRunning {
+	if err != nil || st.Status != supervisor.StatusRunning || st.OwnerAlive() {
 		return nil
 	}
-	if dir, err := lease.Dir(); err == nil {
-		for _, k := range production.LeaseKeys(false, cand) {
-			if lease.HeldBy(dir, k) != nil {
-				return nil
-			}
-		}
+	if candidateLeaseHeld(cand) {
+		return nil
 	}
 	return &PlanError{File: cfg.Path, Key: "backends." + cand.Name, Msg: fmt.Sprintf("candidate %s is already running (pid %d, started %s by 'hiro backend start' or an earlier hiro): a campaign launches its candidate itself; stop it with 'hiro backend stop %s' and rerun (nothing was started or stopped)",
 		cand.Name, st.PID, st.StartedAt.Format(time.RFC3339), shellquote.Quote(cand.Name))}
 }
+
+// candidateLeaseHeld reports whether a live hiro holds the candidate's
+// endpoint in this user's lease folder.
+func candidateLeaseHeld(cand *config.Profile) bool {
+	dir, err := lease.Dir()
+	if err != nil {
+		return false
+	}
+	for _, k := range production.LeaseKeys(false, cand) {
+		if lease.HeldBy(dir, k) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckBusy refuses a run whose candidate another live hiro launched and
+// still watches (its state record's Owner, hiro's process with its start
+// time) without holding the candidate's lease in this user's lease
+// folder: a campaign started under another HOME (or HIRO_LEASE_DIR) with
+// the same configuration shares the state_dir but not the leases. It
+// returns a *CandidateInUseError (errors.Is lease.ErrHeld: exit 6, busy)
+// naming that hiro, or nil. A candidate whose recorded process is gone,
+// or that runs with no live hiro watching it, is CheckRun's.
+func (p *Plan) CheckBusy(cfg *config.Config) error {
+	cand := cfg.Backends[p.Candidate]
+	if cand == nil || cand.Unmanaged || !p.launches() {
+		return nil
+	}
+	st, err := supervisor.Status(cfg.StateDir, cand.Name)
+	if err != nil || st.Status != supervisor.StatusRunning || !st.OwnerAlive() || candidateLeaseHeld(cand) {
+		return nil
+	}
+	return &CandidateInUseError{Candidate: cand.Name, Record: st.Record}
+}
+
+// CandidateInUseError says the candidate runs under another live hiro
+// (Record.Owner) whose lease this hiro cannot see. errors.Is(err,
+// lease.ErrHeld) is true: the command exits 6 (busy), nothing started or
+// stopped.
+type CandidateInUseError struct {
+	Candidate string
+	Record    supervisor.Record
+}
+
+func (e *CandidateInUseError) Error() string {
+	o := e.Record.Owner
+	restores := ""
+	if strings.HasPrefix(o.What, "campaign ") {
+		restores = " (a campaign restores production before it exits)"
+	}
+	return fmt.Sprintf("candidate %s is in use by %s (hiro pid %d), which launched it (pid %d, started %s) and still runs; its lease is in another lease folder (another HOME or HIRO_LEASE_DIR: campaigns of one user see each other only through one folder). Nothing was started or stopped: wait for it to finish, or stop it with kill -TERM %d%s, then run this again",
+		e.Candidate, o.What, o.PID, e.Record.PID, e.Record.StartedAt.Format(time.RFC3339), o.PID, restores)
+}
+
+// Is makes errors.Is(err, lease.ErrHeld) true.
+func (e *CandidateInUseError) Is(target error) bool { return target == lease.ErrHeld }
 
 // launches reports whether the plan has a launch gate that runs.
 func (p *Plan) launches() bool {

@@ -79,6 +79,10 @@ type Options struct {
 	HealthRequestTimeout time.Duration
 	// LogPoll is how often the log file is read; default DefaultLogPoll.
 	LogPoll time.Duration
+	// Owner says what the hiro starting the engine does, for another
+	// hiro that finds the engine's record while this one lives
+	// (Record.Owner): "campaign <id>"; default its command line.
+	Owner string
 	// OnStart, when set, is called once the process has been started
 	// and its state record written (Start writes it in StateDir at
 	// launch), before readiness is awaited.
@@ -176,6 +180,7 @@ type Process struct {
 	logPath   string
 	port      int
 	startedAt time.Time
+	owner     string // Options.Owner
 
 	exited   chan struct{} // closed when Wait returned
 	exitInfo engine.ExitInfo
@@ -324,8 +329,12 @@ func Start(ctx context.Context, prof *config.Profile, opts Options) (*Process, *
 		return nil, res
 	}
 	logf.Close() // the engine holds its own descriptor
+	owner := opts.Owner
+	if owner == "" {
+		owner = "'hiro " + strings.Join(os.Args[1:], " ") + "'"
+	}
 	proc := &Process{profile: prof, eng: eng, cmd: cmd, tracker: tracker, fl: fl, stateDir: opts.StateDir,
-		logPath: logPath, port: port, startedAt: start, exited: make(chan struct{})}
+		logPath: logPath, port: port, startedAt: start, owner: owner, exited: make(chan struct{})}
 	res.PID, res.PGID, res.StartedAt = cmd.Process.Pid, cmd.Process.Pid, start
 	go proc.own()
 	fl.start(opts.LogPoll)

@@ -53,6 +53,33 @@ type Record struct {
 	// declared ready.
 	StartedAt time.Time `json:"started_at"`
 	ReadyAt   time.Time `json:"ready_at"`
+	// Owner is the hiro that launched the engine and watches it, from
+	// Start until Detach (nil after: the engine runs on its own, as after
+	// 'hiro backend start'; nil in older records). While it lives
+	// (OwnerAlive) the engine is that hiro's, not a leftover: another
+	// hiro sharing the state_dir (under another HOME, whose lease folder
+	// it does not see) is told who runs it instead of to stop it.
+	Owner *Owner `json:"owner,omitempty"`
+}
+
+// Owner identifies a hiro process beyond its pid (the start time, in
+// clock ticks since boot, must match too) and says what it is doing for
+// a person: "campaign <id>", or its command line.
+type Owner struct {
+	PID        int    `json:"pid"`
+	StartTicks uint64 `json:"start_ticks"`
+	What       string `json:"what"`
+}
+
+// OwnerAlive reports whether r's Owner is a live process, the one
+// recorded (its start time matches), other than this one.
+func (r Record) OwnerAlive() bool {
+	o := r.Owner
+	if o == nil || o.PID <= 0 || o.StartTicks == 0 || o.PID == os.Getpid() {
+		return false
+	}
+	s, err := procfs.ReadStat(o.PID)
+	return err == nil && s.Alive() && s.StartTicks == o.StartTicks
 }
 
 // Status values of a RecordStatus.
@@ -100,6 +127,9 @@ func (p *Process) Record() Record {
 	if s, err := procfs.ReadStat(r.PID); err == nil {
 		r.StartTicks, r.SID = s.StartTicks, s.SID
 	}
+	if t, ok := procfs.StartTicks(os.Getpid()); ok {
+		r.Owner = &Owner{PID: os.Getpid(), StartTicks: t, What: p.owner}
+	}
 	return r
 }
 
@@ -109,6 +139,7 @@ func (p *Process) Record() Record {
 // followed. Errors: writing the record (the process is left running).
 func (p *Process) Detach() (Record, error) {
 	r := p.Record()
+	r.Owner = nil // no hiro watches it any more
 	p.fl.close()
 	return r, WriteRecord(p.stateDir, r)
 }
