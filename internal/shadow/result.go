@@ -287,11 +287,17 @@ func denominators(s [2][]stats.Ratio) float64 {
 	return d
 }
 
-// decide sets the outcome: inconclusive below MinPairs; else failed when
-// a comparison failed, inconclusive when one could not decide, passed.
+// decide sets the outcome: failed when a comparison failed (a drop
+// shown at the confidence decides on any number of pairs, as a ramp's
+// reversal does: only passing needs MinPairs); else inconclusive below
+// MinPairs or when one could not decide; else passed.
 func decide(r *Result) {
 	r.Reasons = []string{}
-	if r.Pairs < r.MinPairs {
+	shown := false
+	for _, c := range r.Comparisons {
+		shown = shown || stats.Outcome(c.Outcome) == stats.Failed
+	}
+	if r.Pairs < r.MinPairs && !shown {
 		r.Outcome = string(stats.Inconclusive)
 		r.Reasons = append(r.Reasons, fmt.Sprintf("%d pairs scored, fewer than the %d a decision needs", r.Pairs, r.MinPairs))
 	} else {

@@ -107,6 +107,11 @@ func TestDecide(t *testing.T) {
 	if r := result(10, 0, good); r.Outcome != "inconclusive" || !strings.Contains(r.Reasons[0], "fewer than the 30") {
 		t.Errorf("10 pairs: %s %v", r.Outcome, r.Reasons)
 	}
+	// A drop shown at the confidence decides below min_pairs: only
+	// passing needs them.
+	if r := result(10, 10, "not json"); r.Outcome != "failed" || !strings.Contains(strings.Join(r.Reasons, ";"), MeasureSchemaValid) {
+		t.Errorf("10 pairs, every candidate reply not JSON: %s %v", r.Outcome, r.Reasons)
+	}
 	// Pairs that all agree have bootstrap bounds of width 0; the
 	// candidate's own count decides whether its rate is shown: 40 of 40
 	// bounds it above 0.928 only (inconclusive at the margin 0.02), 150
