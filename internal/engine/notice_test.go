@@ -55,6 +55,28 @@ func TestNoticesNeverDecideStrongly(t *testing.T) {
 	}
 }
 
+// TestHeadedWarningStaysAHint: under LM Studio's "[DEBUG]" header the
+// runtime's own "warning: ..." line is still a warning: llama.cpp's mlock
+// advice (lmstudio-bug-tracker#1343) never outranks the loader's error.
+func TestHeadedWarningStaysAHint(t *testing.T) {
+	const mlock = " warning: failed to mlock 1555828736-byte buffer (after previously locking 0 bytes): Cannot allocate memory"
+	const load = " llama_model_load: error loading model: read error: Bad address"
+	tr := mustLookup(t, "openai").NewTracker()
+	for _, l := range []string{"2026-01-01 08:05:07 [DEBUG]", mlock, "2026-01-01 08:05:07 [DEBUG]", load} {
+		tr.Feed(l)
+	}
+	f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)})
+	if f.Class != failure.ClassModelLoadFailed || !strings.Contains(f.RootCause, "read error: Bad address") {
+		t.Errorf("mlock warning, then the loader's error: %s %q (rule %s), want model_load_failed from the loader", f.Class, f.RootCause, f.Rule)
+	}
+	alone := mustLookup(t, "openai").NewTracker()
+	alone.Feed("2026-01-01 08:05:07 [DEBUG]")
+	alone.Feed(mlock)
+	if f := alone.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)}); f.Confidence == failure.ConfidenceStrong {
+		t.Errorf("headed mlock warning alone: %s said strongly (rule %s)", f.Class, f.Rule)
+	}
+}
+
 // TestFramesNeverDecideStrongly: a class taken from a traceback's frames
 // (the component the exception was raised in) says where the engine
 // failed, not why: the verdict keeps the frames' class but is weak.

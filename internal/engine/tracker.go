@@ -184,7 +184,9 @@ func (t *Tracker) feed(line string) {
 // headed reads a message logged on the line after a header that holds
 // only its time and level (LM Studio: "2026-05-07 16:42:48 [ERROR]", then
 // " [LM STUDIO SERVER] Error loading model ..." indented by one space):
-// that line is the message, at the header's level, not a frame.
+// that line is the message, at the header's level, not a frame, unless
+// the message states its own (the runtime's " warning: failed to mlock
+// ..." under a "[DEBUG]" header is a warning).
 func (t *Tracker) headed(msg, level string) (string, string) {
 	if strings.TrimSpace(msg) == "" {
 		t.header = level
@@ -192,6 +194,9 @@ func (t *Tracker) headed(msg, level string) (string, string) {
 	}
 	if t.header != "" && strings.HasPrefix(msg, " ") && !strings.HasPrefix(msg, "  ") {
 		msg, level = msg[1:], t.header
+		if own := cLevel(msg); own != "" {
+			level = own
+		}
 	}
 	t.header = ""
 	return msg, level
