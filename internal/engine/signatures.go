@@ -40,6 +40,10 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "TemplateSyntaxError", Class: failure.ClassTokenizerTemplate},
 	{Text: "jinja2.exceptions", Class: failure.ClassTokenizerTemplate},
 	{Text: "Can't load tokenizer", Class: failure.ClassTokenizerTemplate},
+	// HF tokenizers' serde error on a tokenizer.json written by a newer
+	// tokenizers than the one linked ("data did not match any variant of
+	// untagged enum PreTokenizerWrapper|ModelWrapper"): read at model load
+	{Text: "untagged enum", Pattern: regexp.MustCompile(`untagged enum \w*(Wrapper|Tokenizer|Normalizer|Decoder|Processor)\b`), Class: failure.ClassTokenizerTemplate, Phase: failure.PhaseLoad},
 	{Text: "does not exist or is not currently imported", Pattern: regexp.MustCompile(`(?i)tokenizer class`), Class: failure.ClassTokenizerTemplate},
 	{Text: "tokenizer", Pattern: regexp.MustCompile(`(?i)(failed|unable|could not|couldn't|error).{0,30}(load|instantiate|find|init\w*).{0,20}tokenizer|tokenizer.{0,40}(failed to load|could not be loaded|not found)`), Class: failure.ClassTokenizerTemplate},
 	// structured output: the grammar backend refuses the schema or tokens.
