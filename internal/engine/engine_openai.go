@@ -81,6 +81,10 @@ func init() {
 			// operators while it loads ("Injecting model.layers.0 as ...")
 			{Text: "Injecting model", Phase: failure.PhaseLoad},
 			{Text: "Using library model", Phase: failure.PhaseLoad},
+			// MLC LLM's advice on its engine mode (serve/engine_base.py: "We
+			// choose small max batch size and KV cache capacity ...") names
+			// the KV cache but sizes nothing yet: the model loads next
+			{Text: "KV cache capacity to use less GPU memory", Phase: failure.PhaseLoad},
 			// mlx_lm.server processing a request's prompt
 			// (mlx_lm/server.py: "Prompt processing progress: 4096/11873");
 			// its "Starting httpd at" comes before the default model loads
