@@ -32,6 +32,14 @@ var trtllmRuntime = family("trtllm", []Rule{
 	// ("... with an error which might indicate insufficient GPU memory")
 	{Text: "Executor creation failed with an error which might indicate insufficient GPU memory", Class: failure.ClassGPUOOM,
 		Phase: failure.PhaseKVInit, Tier: TierHint},
+	// TensorRT's engine deserialisation (stdArchiveReader: "Serialization
+	// assertion stdVersionRead == kSERIALIZATION_VERSION failed.Version tag
+	// does not match"): the engine was built by another TensorRT version
+	{Text: "Version tag does not match", Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad},
+	// the attention plugin's check when the engine starts (common/
+	// attentionOp.cpp: "FP8 FMHA cannot be enabled because Context FMHA is
+	// not supported"): no context FMHA kernel for this GPU and dtype
+	{Text: "Context FMHA is not supported", Class: failure.ClassGPUArchUnsupported, Phase: failure.PhaseLoad},
 	{Text: "maxTokensInPagedKvCache", Pattern: regexp.MustCompile(`maxTokensInPagedKvCache.{0,40}must be large enough`), Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 })
 
@@ -63,6 +71,11 @@ func init() {
 			// cache's estimation run comes next
 			{Text: "Model init total -- ", Phase: failure.PhaseKVInit},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
+			// the executor takes its GPU (runtime/utils: "Rank 0 is using GPU
+			// 0"), then deserialises the engine; Triton's tensorrtllm backend
+			// loads its models (model_lifecycle.cc: "loading: tensorrt_llm:1")
+			{Text: " is using GPU ", Pattern: regexp.MustCompile(`Rank \d+ is using GPU \d+`), Phase: failure.PhaseLoad},
+			{Text: "loading: ", Pattern: regexp.MustCompile(`\.cc:\d+\] "?loading: \S+:\d+`), Phase: failure.PhaseLoad},
 			{Text: "Engine loaded and ready to serve", Phase: failure.PhaseReadyWait},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
