@@ -102,6 +102,13 @@ func init() {
 		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},
 			{Text: "Not enough memory to handle", Class: failure.ClassGPUOOM},
+			// LM Studio's loadModel errors relay its llmworker's: the child's
+			// exception follows the wrapper's stack as "- Caused By: TypeError:
+			// ..." (an LM Studio bug), a hint over the wrapper's line
+			{Text: "- Caused By: ", Pattern: regexp.MustCompile(`^- Caused By: \w*Error: `), Class: failure.ClassEngineDied, Tier: TierHint},
+			// LM Studio found no GPU to read memory from ("Live GPU memory
+			// info:" then this): a hint, the engine may still run on the CPU
+			{Text: "No live GPU info available", Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
 			{Text: "max_batch_prefill_tokens", Pattern: regexp.MustCompile(`(?i)(lower|too (large|high|small)|not enough)`), Class: failure.ClassContextExceedsKV},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
 			// Triton: a backend could not make the model's instance (its
