@@ -52,6 +52,10 @@ func init() {
 			{Text: "requires Flash Attention", Class: failure.ClassGPUArchUnsupported},
 			{Text: "max_batch_prefill_tokens", Pattern: regexp.MustCompile(`(?i)(lower|too (large|high|small)|not enough)`), Class: failure.ClassContextExceedsKV},
 			{Text: "text-generation-server not found in PATH", Class: failure.ClassEngineDied},
+			// the launcher's check of its own arguments before any shard starts
+			// (launcher/src/main.rs: Err(LauncherError::ArgumentValidation(
+			// "`max_input_tokens`(N) must be < `max_total_tokens`(M)")))
+			{Text: "ArgumentValidation(", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
 			{Text: "Download encountered an error", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 			// the launcher's word that a shard died (launcher/src/main.rs:
 			// "Shard {rank} crashed"): a crash that names no cause, its
