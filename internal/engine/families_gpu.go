@@ -373,6 +373,13 @@ var metalFamily = family("metal", []Rule{
 	{Text: "failed to initialize the Metal library", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
 	{Text: "no Metal device", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "MPS backend is not available", Class: failure.ClassAcceleratorUnavailable},
+	// Metal's API validation asserting on a call ("-[MTLDebugDevice
+	// newResidencySetWithDescriptor:error:]:2768: failed assertion `device
+	// does not support residency sets.'"): a device without residency
+	// sets (an AMD GPU in an Intel Mac) for ggml's; any other is the
+	// engine misusing the API, which aborts it
+	{Name: "metal/residency-sets-unsupported", Text: "failed assertion `", Also: "residency set", Pattern: regexp.MustCompile(`^-\[\w+ [^\]]+\]:\d+: failed assertion `), Class: failure.ClassGPUArchUnsupported, Fatal: true},
+	{Name: "metal/api-validation-assertion", Text: "failed assertion `", Pattern: regexp.MustCompile(`^-\[\w+ [^\]]+\]:\d+: failed assertion `), Class: failure.ClassEngineDied, Fatal: true},
 	{Text: "kIOGPUCommandBufferCallbackErrorHang", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	// the command buffer's error (MTLCommandBuffer.error, printed by
 	// ggml-metal after "command buffer N failed with status 5", llama.cpp@49d0981
