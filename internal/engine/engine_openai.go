@@ -102,6 +102,7 @@ func init() {
 		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},
 			{Text: "Not enough memory to handle", Class: failure.ClassGPUOOM},
+			vllmNoCacheBlocks, // vLLM's forks (vllm-ascend)
 			// LM Studio's loadModel errors relay its llmworker's: the child's
 			// exception follows the wrapper's stack as "- Caused By: TypeError:
 			// ..." (an LM Studio bug), a hint over the wrapper's line

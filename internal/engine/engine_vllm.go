@@ -11,6 +11,19 @@ import (
 
 // vLLM: the OpenAI-compatible server answers HTTP only once the engine is
 // built, so /health 200 means ready; 503 means the engine core is dead.
+// vllmNoCacheBlocks: vLLM's KV cache sizing found no memory left, in
+// vLLM and in the forks served as openai (vllm-ascend). Weak: V1 counts
+// memory other processes hold on the GPU against this instance's
+// gpu_memory_utilization budget, so the same line ends a model too large
+// for it and a second instance on a busy GPU (accelerator_busy, wrong
+// strongly at first sight: testdata/first-sight.json, r5); the log does
+// not say which.
+var vllmNoCacheBlocks = Rule{Text: "No available memory for the cache blocks", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit, Weak: true,
+	NextStep: "No GPU memory was left for the KV cache within --gpu-memory-utilization: if another process uses " +
+		"this GPU (nvidia-smi), vLLM counts its memory against this budget, so stop it or raise the budget to cover " +
+		"both; otherwise the weights and activations fill it: raise --gpu-memory-utilization, lower " +
+		"--max-num-seqs or --max-model-len, or use a smaller quant / more GPUs (--tensor-parallel-size)."}
+
 func init() {
 	register(&Engine{
 		Kind:       "vllm",
@@ -53,16 +66,7 @@ func init() {
 			{Text: "estimated maximum model length is", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 			{Text: "larger than the maximum number of tokens that can be stored in KV cache", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 			{Text: "larger than the available KV cache memory", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
-			// Weak: V1 counts memory other processes hold on the GPU against
-			// this instance's gpu_memory_utilization budget, so the same line
-			// ends a model too large for it and a second instance on a busy
-			// GPU (accelerator_busy, wrong strongly at first sight:
-			// testdata/first-sight.json, r5); the log does not say which
-			{Text: "No available memory for the cache blocks", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit, Weak: true,
-				NextStep: "No GPU memory was left for the KV cache within --gpu-memory-utilization: if another process uses " +
-					"this GPU (nvidia-smi), vLLM counts its memory against this budget, so stop it or raise the budget to cover " +
-					"both; otherwise the weights and activations fill it: raise --gpu-memory-utilization, lower " +
-					"--max-num-seqs or --max-model-len, or use a smaller quant / more GPUs (--tensor-parallel-size)."},
+			vllmNoCacheBlocks,
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
 			{Text: "Bfloat16 is only supported on GPUs with compute capability", Class: failure.ClassGPUArchUnsupported},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
