@@ -42,6 +42,7 @@ kind = "shadow"
 share = 1.0
 max_pairs = 150
 min_pairs = 150
+queue_size = 256
 for = "`+bound+`"
 `), 0o644))
 	return p

@@ -84,7 +84,7 @@ access_log = "off"
 	if code, out, errs := hiro("shadow", "status"); code != ExitFailed || !strings.Contains(out, "no run since this router started") {
 		t.Errorf("status before a run: %d %q %q", code, out, errs)
 	}
-	code, out, errs := hiro("shadow", "start", "cand", "--share", "1", "--max-pairs", "150", "--min-pairs", "150")
+	code, out, errs := hiro("shadow", "start", "cand", "--share", "1", "--max-pairs", "150", "--min-pairs", "150", "--queue", "256")
 	if code != ExitOK || !strings.Contains(out, "mirroring 100 % of production prod's chat and completion requests to cand (on this machine)") {
 		t.Fatalf("start: %d %q %q", code, out, errs)
 	}

@@ -81,7 +81,7 @@ func TestShadowMirrorsAndScores(t *testing.T) {
 	auth := []string{"Authorization", "Bearer sk-router-client-key-1"}
 
 	run := func(cand string, n int) *shadow.Result {
-		st, err := r.ctl.ShadowStart(context.Background(), control.ShadowStartRequest{Candidate: cand, Config: shadow.Config{Share: 1, MaxPairs: n, MinPairs: n}})
+		st, err := r.ctl.ShadowStart(context.Background(), control.ShadowStartRequest{Candidate: cand, Config: shadow.Config{Share: 1, MaxPairs: n, MinPairs: n, QueueSize: 2 * n}})
 		if err != nil || !st.Active || st.Result.Remote {
 			t.Fatalf("start %s: %+v %v", cand, st, err)
 		}
