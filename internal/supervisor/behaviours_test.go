@@ -156,8 +156,40 @@ func TestBehaviourAliveNotServing(t *testing.T) {
 			if len(res.ModelIDs) == 0 {
 				t.Errorf("identity was not checked before the completion")
 			}
+			if f := res.Failure; mode == "hang" && (!strings.Contains(f.RootCause, "ready_probe.timeout") || !strings.Contains(f.NextStep, "generation hangs")) {
+				t.Errorf("a probe that got no answer: root cause %q, next step %q; want ready_probe.timeout named and a hung generation", f.RootCause, f.NextStep)
+			}
 		})
 	}
+}
+
+// A ready timeout that expires while the probe is out names the probe
+// (issue 26 G9: was "ready_timeout in phase launch", told to read the log
+// and raise the ready timeout).
+func TestBehaviourReadyTimeoutDuringProbe(t *testing.T) {
+	port := freePort(t)
+	p, state := fakeProfile(t, "llamacpp", port, []string{"--port", strconv.Itoa(port), "--chat", "hang"}, `
+ready_timeout = "2s"
+stall_timeout = "1s"`)
+	_, res := startFake(t, p, state)
+	f := res.Failure
+	if res.State != StateFailed || f == nil {
+		t.Fatalf("state %s: a server whose completions hang is never ready", res.State)
+	}
+	if f.Class != failure.ClassProbeFailed || f.Phase != failure.PhaseReadyWait {
+		t.Errorf("class %s phase %s, want probe_failed in ready_wait", f.Class, f.Phase)
+	}
+	for _, want := range []string{"ready probe (POST /v1/chat/completions", "was sent", "unanswered when the ready timeout (2s) expired"} {
+		if !strings.Contains(f.RootCause, want) {
+			t.Errorf("root cause %q lacks %q", f.RootCause, want)
+		}
+	}
+	for _, want := range []string{"generation hangs", "ready_probe.timeout (now 30s)", "ready_timeout (now 2s)"} {
+		if !strings.Contains(f.NextStep, want) {
+			t.Errorf("next step %q lacks %q", f.NextStep, want)
+		}
+	}
+	t.Logf("root cause: %s\nnext step: %s", f.RootCause, f.NextStep)
 }
 
 func TestBehaviourIgnoreSigterm(t *testing.T) {

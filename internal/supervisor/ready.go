@@ -52,6 +52,7 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 	defer tick.Stop()
 
 	var lastHealth *engine.HealthResult
+	var probeAt time.Time // when the ready probe was sent; zero before
 	step := "launch"
 	lastPhase := failure.PhaseLaunch
 	lastReport := time.Now()
@@ -90,6 +91,7 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 		default:
 		}
 		f := p.tracker.Classify(o)
+		adviseProbeHung(prof, f, o)
 		if o.Kind != engine.OutcomeExited {
 			// A server that answers but refuses the key, or whose
 			// certificate is not trusted: say which setting to fix.
@@ -127,6 +129,9 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 			if ev.step != "" && ev.step != step {
 				step = ev.step
 				changed = true
+				if step == "probe" {
+					probeAt = time.Now()
+				}
 			}
 			if changed {
 				progressAt = time.Now()
@@ -177,6 +182,11 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 
 		case <-hard.C:
 			p.fl.read(false)
+			if step == "probe" {
+				// Health and identity passed and the probe is still out:
+				// the wait ended on an unanswered completion, not a load.
+				return failWith(probeUnanswered(prof, probeAt.Sub(p.startedAt), time.Since(probeAt)))
+			}
 			return failWith(engine.Outcome{Kind: engine.OutcomeReadyTimeout, Timeout: prof.ReadyTimeout.Duration})
 
 		case now := <-tick.C:
@@ -344,7 +354,7 @@ func probe(ctx context.Context, prof *config.Profile, hc *http.Client) (*llm.Rep
 		}
 		msg := err.Error()
 		if errors.Is(err, context.DeadlineExceeded) {
-			msg = "timed out"
+			msg = fmt.Sprintf("the ready probe (POST /v1/chat/completions, max_tokens %d) reached ready_probe.timeout", rp.MaxTokens)
 		}
 		return reply, &engine.Outcome{Kind: engine.OutcomeCompletionFailed, Timeout: rp.Timeout.Duration, Message: msg}
 	}
@@ -356,6 +366,32 @@ func probe(ctx context.Context, prof *config.Profile, hc *http.Client) (*llm.Rep
 			Message: "the completion stream ended with no content and no usage"}
 	}
 	return reply, nil
+}
+
+// probeUnanswered is the outcome of a ready timeout that expired while
+// the ready probe was out: sentAfter is when it was sent (from the
+// start), waited how long it went unanswered. It is a completion
+// failure (probe_failed, phase ready_wait) naming the request, so the
+// verdict does not read as a slow load.
+func probeUnanswered(prof *config.Profile, sentAfter, waited time.Duration) engine.Outcome {
+	return engine.Outcome{Kind: engine.OutcomeCompletionFailed, Timeout: waited.Round(100 * time.Millisecond),
+		Message: fmt.Sprintf("the ready probe (POST /v1/chat/completions, max_tokens %d) was sent %.1f s after start "+
+			"and was still unanswered when the ready timeout (%s) expired",
+			prof.ReadyProbe.MaxTokens, sentAfter.Seconds(), prof.ReadyTimeout.Duration)}
+}
+
+// adviseProbeHung gives f the next step of a ready probe that got no
+// answer (status 0, no log line deciding): the HTTP side answered health
+// and the model list, so the engine's generation hangs. f nil or another
+// failure is left as it is.
+func adviseProbeHung(prof *config.Profile, f *failure.Failure, o engine.Outcome) {
+	if f == nil || o.Kind != engine.OutcomeCompletionFailed || o.Status != 0 || f.Rule != "outcome/completion-failed" {
+		return
+	}
+	f.NextStep = fmt.Sprintf("The server answered its health check and model list but not the ready probe's "+
+		"completion: its generation hangs. Check the model and the accelerator (the engine's log, nvidia-smi, one "+
+		"chat request by hand); if generation is only slow, raise ready_probe.timeout (now %s) and ready_timeout (now %s).",
+		prof.ReadyProbe.Timeout.Duration, prof.ReadyTimeout.Duration)
 }
 
 // JudgeReply is hiro's one rule for the reply of a readiness completion
@@ -442,6 +478,7 @@ func CheckReadyTracked(ctx context.Context, prof *config.Profile, hc *http.Clien
 	classify := func(o engine.Outcome) ReadyResult {
 		o.Elapsed = time.Since(start)
 		rr.Failure = t.Classify(o)
+		adviseProbeHung(prof, rr.Failure, o)
 		rr.Duration = time.Since(start)
 		rr.Advice = adviseFailure(prof, rr.Failure, rr.Health)
 		return rr
