@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tidwall/sjson"
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/config"
@@ -136,9 +137,53 @@ case answered wrong; 2 bad usage (no such file, unknown engine kind, both
 	return cmd
 }
 
+// diagnosed is what readDiagnosis's reader found.
+type diagnosed struct {
+	d    engine.Diagnosis
+	seen *textSeen
+	err  error
+}
+
+// readDiagnosis opens the log path ("-": stdin) and diagnoses it. Opening
+// and reading a pipe (stdin, a FIFO, <(...)) block until the writer
+// writes or ends, and such a read cannot be cancelled: it runs apart, and
+// ctx's end (Ctrl-C, SIGTERM) returns at once with exit 3, nothing being
+// held (issue 26 G13: only SIGKILL ended it).
+func readDiagnosis(ctx context.Context, path string, stdin io.Reader, kind string, do engine.DiagnoseOptions) (engine.Diagnosis, *textSeen, error) {
+	done := make(chan diagnosed, 1)
+	go func() {
+		in := stdin
+		if path != "-" {
+			fh, err := os.Open(path)
+			if err != nil {
+				done <- diagnosed{err: UsageErrorf("diagnose: cannot read the log %s: %w: give the path of the engine's log file, or - to read it from standard input", path, errors.Unwrap(err))}
+				return
+			}
+			defer fh.Close()
+			in = fh
+		}
+		seen := &textSeen{r: in}
+		d, err := engine.DiagnoseLog(seen, kind, do)
+		if err != nil {
+			err = UsageErrorf("diagnose: %s: %w", path, err)
+		}
+		done <- diagnosed{d: d, seen: seen, err: err}
+	}()
+	select {
+	case r := <-done:
+		return r.d, r.seen, r.err
+	case <-ctx.Done():
+		from := path
+		if path == "-" {
+			from = "standard input"
+		}
+		return engine.Diagnosis{}, nil, AbortedError(fmt.Errorf("diagnose: %v while waiting for the log on %s: nothing was diagnosed", context.Cause(ctx), from))
+	}
+}
+
 // runDiagnose classifies the log args[0] ("-": stdin) and prints the
 // failure.
-func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string, stdin io.Reader) error {
+func runDiagnose(ctx context.Context, g *Globals, o *diagnoseOpts, args []string, stdin io.Reader) error {
 	if o.Engine == "" {
 		return UsageErrorf("diagnose: --engine is required: the kind of engine that wrote the log, one of %s", strings.Join(engine.Kinds(), ", "))
 	}
@@ -167,19 +212,17 @@ func runDiagnose(_ context.Context, g *Globals, o *diagnoseOpts, args []string, 
 	}
 
 	path := args[0]
-	in := stdin
-	if path != "-" {
-		fh, err := os.Open(path)
-		if err != nil {
-			return UsageErrorf("diagnose: cannot read the log %s: %w: give the path of the engine's log file, or - to read it from standard input", path, errors.Unwrap(err))
+	// Say what a read that can wait forever waits on.
+	if path == "-" {
+		if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			fmt.Fprintln(g.Stderr, "diagnose: reading the log from standard input (the terminal); end it with Ctrl-D, or pipe the log in")
 		}
-		defer fh.Close()
-		in = fh
+	} else if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		fmt.Fprintf(g.Stderr, "diagnose: waiting for the log on the named pipe %s (Ctrl-C stops)\n", path)
 	}
-	seen := &textSeen{r: in}
-	d, err := engine.DiagnoseLog(seen, o.Engine, engine.DiagnoseOptions{Exit: exit, RequiresAccelerator: o.RequiresAccelerator})
+	d, seen, err := readDiagnosis(ctx, path, stdin, o.Engine, engine.DiagnoseOptions{Exit: exit, RequiresAccelerator: o.RequiresAccelerator})
 	if err != nil {
-		return UsageErrorf("diagnose: %s: %w", path, err)
+		return err
 	}
 	if !seen.text && o.Signal == "" && !o.HasExit {
 		// Nothing to read and no exit status: any class would be a guess

@@ -318,6 +318,13 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
+	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
+		// A named pipe or a terminal would block the read (hiro reads
+		// its configuration more than once, and a read is not
+		// interruptible): refuse before reading.
+		return nil, &Error{File: path, Msg: fmt.Sprintf("is a %s, not a regular file: hiro reads its configuration more than once; "+
+			"write it to a file and pass that with --config", fileKind(fi.Mode()))}
+	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -326,6 +333,23 @@ func Load(path string) (*Config, error) {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
 	return Parse(data, abs)
+}
+
+// fileKind names a file mode that is not a regular file, for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&os.ModeCharDevice != 0:
+		return "character device (a terminal?)"
+	case m&os.ModeDevice != 0:
+		return "device"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }
 
 // Parse is Load for bytes already read; path is used to resolve relative
