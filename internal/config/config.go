@@ -156,14 +156,13 @@ type Profile struct {
 	// container without GPUs, a driver the engine could not use), the
 	// start fails with accelerator_unavailable instead of being ready.
 	RequiresAccelerator bool `toml:"requires_accelerator" json:"requires_accelerator,omitempty"`
-	// ReadyTimeout is the hard bound from start to ready.
+	// ReadyTimeout is the hard bound from start to ready; default
+	// DefaultReadyTimeout, or stall_timeout when that is set and longer.
 	ReadyTimeout Duration `toml:"ready_timeout" json:"ready_timeout"`
 	// StallTimeout ends a start when the server neither logs nor gets
-	// closer to ready for this long; it resets on every log line.
+	// closer to ready for this long; it resets on every log line. Default
+	// DefaultStallTimeout, or ready_timeout when that is set and shorter.
 	StallTimeout Duration `toml:"stall_timeout" json:"stall_timeout"`
-	// stallDefaulted says StallTimeout is DefaultStallTimeout because the
-	// profile set none (for the message when it exceeds ready_timeout).
-	stallDefaulted bool
 	// StopGrace is how long stop waits after SIGTERM before SIGKILL.
 	StopGrace Duration `toml:"stop_grace" json:"stop_grace"`
 	// ReadyProbe is the bounded real completion of readiness.
@@ -648,11 +647,17 @@ func (c *Config) fillDefaults() {
 			p.BaseURL = "http://" + net.JoinHostPort(p.Host, strconv.Itoa(p.Port))
 		}
 		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
-		if p.ReadyTimeout.Duration == 0 {
-			p.ReadyTimeout.Duration = DefaultReadyTimeout
-		}
-		if p.StallTimeout.Duration == 0 {
-			p.StallTimeout.Duration, p.stallDefaulted = DefaultStallTimeout, true
+		// A default fits the other timeout when the profile sets that one:
+		// ready_timeout = "30s" alone gets a 30 s stall timeout, a long
+		// stall_timeout alone a ready timeout as long. Two explicit
+		// values that conflict are still refused (validate).
+		switch {
+		case p.ReadyTimeout.Duration == 0 && p.StallTimeout.Duration == 0:
+			p.ReadyTimeout.Duration, p.StallTimeout.Duration = DefaultReadyTimeout, DefaultStallTimeout
+		case p.ReadyTimeout.Duration == 0:
+			p.ReadyTimeout.Duration = max(DefaultReadyTimeout, p.StallTimeout.Duration)
+		case p.StallTimeout.Duration == 0:
+			p.StallTimeout.Duration = min(DefaultStallTimeout, p.ReadyTimeout.Duration)
 		}
 		if p.StopGrace.Duration == 0 {
 			p.StopGrace.Duration = DefaultStopGrace
@@ -846,11 +851,7 @@ func (p *Profile) validate(file, k string) Errors {
 		}
 	}
 	if p.StallTimeout.Duration > p.ReadyTimeout.Duration {
-		set := ""
-		if p.stallDefaulted {
-			set = " (the default: this profile sets none)"
-		}
-		add(k+".stall_timeout", "%s%s is longer than ready_timeout %s; the stall timeout must fit under the hard ready timeout: set stall_timeout below it or raise ready_timeout", p.StallTimeout.Duration, set, p.ReadyTimeout.Duration)
+		add(k+".stall_timeout", "%s is longer than ready_timeout %s; the stall timeout must fit under the hard ready timeout: set stall_timeout below it or raise ready_timeout", p.StallTimeout.Duration, p.ReadyTimeout.Duration)
 	}
 	if p.ReadyProbe.MaxTokens < 0 {
 		add(k+".ready_probe.max_tokens", "must be positive")
