@@ -7,12 +7,15 @@
 here="$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cd "$root" || exit 2
-./scripts/install-ollama.sh >&2 || exit 2
+# One run of an example at a time (exit 6 naming the run that holds it).
+source "$root/scripts/example-lock.sh"
+example_lock
+./scripts/install-ollama.sh >&2 9>&- || exit 2
 export PATH="$(go env GOPATH)/bin:$PATH"
-./scripts/build.sh || exit 2
-./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 || exit 2
+./scripts/build.sh 9>&- || exit 2
+./scripts/prepare-models.sh "$root/.hiro/ollama-models" >&2 9>&- || exit 2
 hiro_config="$here/hiro.toml"
-hiro() { "$root/.bin/hiro" --config "$hiro_config" "$@"; }
+hiro() { "$root/.bin/hiro" --config "$hiro_config" "$@" 9>&-; }
 
 # example_ports PORT...: replace ports other programs hold (example-ports.sh).
 source "$root/scripts/example-ports.sh"
