@@ -657,6 +657,13 @@ func gateHeadline(e *evidence.Evidence, g *evidence.Gate) string {
 			sr.CandidateScores.F1, sr.ProductionScores.F1, sr.CandidateScores.GroundingRate, sr.ProductionScores.GroundingRate,
 			sr.CandidateStats.SchemaValidRate, sr.ProductionStats.SchemaValidRate)
 	case g.Requests != nil:
+		if g.Status == evidence.StatusFailed && g.Reason != "" {
+			// "2 of 2 requests succeeded" beside "failed" says nothing
+			// of why: the reason comes first, its detail left to the
+			// gate's section.
+			why, _, _ := strings.Cut(g.Reason, ": ")
+			return why + "; " + requestsHeadline(g.Requests)
+		}
 		return requestsHeadline(g.Requests)
 	case len(g.Checks) > 0:
 		ok := 0

@@ -222,3 +222,20 @@ func TestFailureSaysConfidence(t *testing.T) {
 		}
 	}
 }
+
+// A failed gate with request counts says why in its table row (issue 26
+// G7: "failed  2 of 2 requests succeeded; end-to-end p95 7 ms"), the
+// reason's detail left to the gate's section.
+func TestFailedRequestsGateSaysWhy(t *testing.T) {
+	g := &evidence.Gate{ID: "structured", Kind: "structured_control", Status: evidence.StatusFailed,
+		Reason:   "the server accepted the schema but 2 of 2 replies do not validate (fail-open): jsonschema: missing property 'claims'",
+		Requests: &evidence.RequestStats{Count: 2}}
+	got := gateHeadline(&evidence.Evidence{}, g)
+	if want := "the server accepted the schema but 2 of 2 replies do not validate (fail-open); 2 of 2 requests succeeded"; got != want {
+		t.Errorf("headline %q, want %q", got, want)
+	}
+	g.Status, g.Reason = evidence.StatusPassed, ""
+	if got := gateHeadline(&evidence.Evidence{}, g); got != "2 of 2 requests succeeded" {
+		t.Errorf("passed gate headline %q", got)
+	}
+}

@@ -792,9 +792,9 @@ func decisionWords(d stats.Difference, margin float64, out stats.Outcome) string
 	conf := fmt.Sprintf("%.0f %%", 100*d.Confidence)
 	switch out {
 	case stats.Passed:
-		return fmt.Sprintf("no worse than production by more than %.2f: at %s confidence the difference is above %+.3f", margin, conf, d.Lower)
+		return fmt.Sprintf("no worse than production by more than %.2f: at %s confidence the difference is at least %+.3f", margin, conf, d.Lower)
 	case stats.Failed:
-		return fmt.Sprintf("worse than production by more than %.2f: at %s confidence the difference is below %+.3f", margin, conf, d.Upper)
+		return fmt.Sprintf("worse than production by more than %.2f: at %s confidence the difference is at most %+.3f", margin, conf, d.Upper)
 	}
 	if k := stats.MinDocuments(d.Confidence); d.Documents < k {
 		return fmt.Sprintf("cannot tell: %d documents are fewer than the %d a paired comparison at %s needs to decide anything", d.Documents, k, conf)

@@ -191,7 +191,7 @@ func (p *PerfCompare) latency(measure string, cand, prod []float64) evidence.Per
 	switch {
 	case rt.Upper < limit:
 		m.Outcome = evidence.StatusPassed
-		m.Decision = fmt.Sprintf("not slower than production by more than %s: at %s confidence the shift is below %s", margin, conf, signedMS(rt.Upper))
+		m.Decision = fmt.Sprintf("not slower than production by more than %s: at %s confidence the shift is at most %s", margin, conf, signedMS(rt.Upper))
 	case rt.Lower > limit:
 		m.Outcome = evidence.StatusFailed
 		m.Decision = fmt.Sprintf("slower than production by more than %s: at %s confidence the shift is above %s", margin, conf, signedMS(rt.Lower))

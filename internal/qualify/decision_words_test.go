@@ -1,0 +1,22 @@
+package qualify
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hiro-dev/hiro/internal/stats"
+)
+
+// A decisive bound is said as the inclusive bound it is (issue 26 G7: a
+// difference of exactly -1.000 was "below -1.000", which it cannot be).
+func TestDecisionWordsSayTheBoundInclusive(t *testing.T) {
+	d := stats.Difference{Estimate: -1, Lower: -1, Upper: -1, Confidence: 0.95, Documents: 40}
+	got := decisionWords(d, 0.05, stats.Failed)
+	if !strings.Contains(got, "the difference is at most -1.000") || strings.Contains(got, "below") {
+		t.Errorf("failed: %q", got)
+	}
+	d = stats.Difference{Estimate: 0, Lower: 0, Upper: 0, Confidence: 0.95, Documents: 40}
+	if got := decisionWords(d, 0.05, stats.Passed); !strings.Contains(got, "the difference is at least +0.000") || strings.Contains(got, "above") {
+		t.Errorf("passed: %q", got)
+	}
+}
