@@ -321,7 +321,14 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 			launched = true
 		}
 		if kind.NeedsCandidate && !launched && !undecoded {
-			add(k+".kind", "%s gate %q needs a launch gate before it (it sends requests to the candidate)", g.Kind, g.ID)
+			why := ""
+			if c := cfg.Backends[p.Candidate]; c != nil && c.Unmanaged {
+				// No gate kind qualifies a server that is already running:
+				// a campaign's candidate is launched and stopped by hiro.
+				why = fmt.Sprintf("; candidate %s is unmanaged, and a campaign's candidate must be one hiro launches: "+
+					"give it a managed profile (command and port) that runs the same server, see docs/endpoints.md", p.Candidate)
+			}
+			add(k+".kind", "%s gate %q needs a launch gate before it (it sends requests to the candidate)%s", g.Kind, g.ID, why)
 		}
 		if g.Timeout.Duration < 0 {
 			add(k+".timeout", "%s is negative; give a positive bound such as \"10m\", or leave it out for the kind's default", g.Timeout.Duration)
