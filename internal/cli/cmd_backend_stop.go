@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -32,13 +34,17 @@ its port is free and no process of the group is left, else report
 shutdown_leak with the pids. A stale record (the process is gone, or its pid
 now belongs to another process) is reported and removed; no signal is sent.
 
-A backend that a running 'hiro serve' serves as production is not stopped
-(the router would start it again at once): stop the router instead. A
+A backend that a running 'hiro serve' serves as production (its router found
+through the control socket of this state home, or of another one named in
+the router's lease) is not stopped (exit 6, naming the router): switch
+production away with 'hiro rollback' or 'hiro activate', or stop the router.
+With --force it is stopped anyway; the router sees the stop as this
+command's hand-over (not as engine_died) and starts it again. A
 production that a running campaign uses beside its candidate is not
 stopped either (exit 6, naming the campaign) unless --force.
 
-Exit status: 0 stopped; 1 not running (no record, or a stale one), served by
-a router, or a shutdown leak; 2 bad usage or configuration; 6 busy: a
+Exit status: 0 stopped; 1 not running (no record, or a stale one), or a
+shutdown leak; 2 bad usage or configuration; 6 busy: a router serves it, or a
 campaign or another command holds its lease (named; nothing stopped).`,
 		Args: needArgs(1, 1, "the name of one backend profile", "hiro backend stop prod"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -46,7 +52,7 @@ campaign or another command holds its lease (named; nothing stopped).`,
 		},
 	}
 	cmd.Flags().DurationVar(&o.Grace, "grace", 0, "time between SIGTERM and SIGKILL (default: the recorded stop_grace)")
-	cmd.Flags().BoolVar(&o.Force, "force", false, "stop it even while a running campaign uses it beside its candidate (the campaign then fails)")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "stop it even while a router serves it or a running campaign uses it beside its candidate (the campaign then fails; the router starts it again)")
 	cmd.Flags().BoolVar(&g.JSON, "json", false, "print one JSON object (errors too)")
 	return cmd
 }
@@ -80,6 +86,7 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 	if err != nil {
 		return err
 	}
+	var router *servingRouter
 	prof, err := cfg.Backend(name)
 	if err != nil {
 		// A record may outlive its profile; still stop what is recorded.
@@ -92,15 +99,23 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 				return BusyError(fmt.Errorf("backend stop refused: %s is in use by %s since %s, whose candidate runs beside it and which extracts through it: stopping it would cut the campaign short; wait for it to finish, stop the campaign with kill -TERM %d (it exits cleanly), or pass --force",
 					name, l.Holder(), l.Created.Format(time.RFC3339), l.PID))
 			}
-			if l := lease.HeldBy(dir, lease.RouterKey(prof.BaseURL)); l != nil {
-				return FailedError(fmt.Errorf("backend stop: hiro serve (pid %d) serves %s and would start it again at once; stop the router instead (SIGTERM; with [serve] on_exit = \"stop\" it stops %s too), or switch production with 'hiro activate'", l.PID, name, name))
-			}
+		}
+		router = routerServing(ctx, prof.BaseURL)
+		if router != nil && !o.Force {
+			return BusyError(fmt.Errorf("backend stop refused: %s is the production %s serves to clients: stopping it would fail their requests, and the router would start it again at once; switch production away first ('hiro rollback' or 'hiro activate'), stop the router (kill -TERM %d; with [serve] on_exit = \"stop\" it stops %s too), or pass --force to stop it anyway (the router sees an operator's stop and starts it again)",
+				name, router, router.PID, name))
 		}
 		hold, err := backendHold(prof, "backend stop "+name)
 		if err != nil {
 			return err
 		}
 		defer hold.Release()
+		if router != nil {
+			// Held until the router has seen the stop as this command's
+			// hand-over (its watch discards a death under a live lease
+			// holder), not as engine_died.
+			defer waitRouterSaw(ctx, router)
+		}
 	}
 	if o.Grace < 0 {
 		return UsageErrorf("backend stop: --grace %s: must be positive", o.Grace)
@@ -153,6 +168,9 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 	if !g.JSON {
 		how := stopHow(sr)
 		fmt.Fprintf(g.Stdout, "%s: stopped %s in %d ms (pid %d); port %d free, no process of group %d left\n", name, how, sr.DurationMS, st.PID, st.Port, st.PGID)
+		if router != nil {
+			fmt.Fprintf(g.Stdout, "%s: %s serves it as production and starts it again once this stop releases it\n", name, router)
+		}
 	}
 	return nil
 }
@@ -171,4 +189,34 @@ func stopHow(sr supervisor.StopResult) string {
 		return "with SIGKILL after the grace period"
 	}
 	return "gracefully (SIGTERM)"
+}
+
+// waitRouterSaw waits, up to three of its health intervals' worth (15 s),
+// until the router r no longer says its production ready with no
+// hand-over: it has seen the stop while this command holds production's
+// lease. A router whose socket is unknown is given one default interval.
+func waitRouterSaw(ctx context.Context, r *servingRouter) {
+	deadline := time.Now().Add(3 * config.DefaultServeHealthInterval)
+	if r.Socket == "" {
+		deadline = time.Now().Add(config.DefaultServeHealthInterval + time.Second)
+	}
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if r.Socket != "" {
+			if c, err := control.Dial(filepath.Dir(r.Socket)); err == nil {
+				sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				st, err := c.Status(sctx)
+				cancel()
+				c.Close()
+				if err != nil || st.Handover != nil || st.Production.State != control.StateReady {
+					return
+				}
+			} else {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/tlstest"
 )
 
@@ -110,13 +112,55 @@ served = ["side"]
 	}
 	out.Reset()
 	errb.Reset()
-	// The router serves prod: 'backend stop' refuses (the router would
-	// start it again at once) and prod keeps serving.
+	// The router serves prod: 'backend stop' refuses, busy (exit 6),
+	// naming the router, its socket and the ways out, and prod keeps
+	// serving; from a shell under another state home too, the router
+	// found through its lease (issue 26 G15: that stop went through).
+	router := "hiro serve pid " + strconv.Itoa(os.Getpid()) + " (configuration " + cfg + ", control socket " + filepath.Join(os.Getenv("HIRO_STATE_HOME"), "serve", "control.sock") + ")"
+	home0 := os.Getenv("HIRO_STATE_HOME")
+	for _, home := range []string{home0, t.TempDir()} {
+		out.Reset()
+		errb.Reset()
+		t.Setenv("HIRO_STATE_HOME", home)
+		if code := Run(context.Background(), []string{"--config", cfg, "backend", "stop", "prod"}, &out, &errb); code != ExitBusy ||
+			!strings.Contains(errb.String(), "prod is the production "+router+" serves to clients") ||
+			!strings.Contains(errb.String(), "'hiro rollback'") || !strings.Contains(errb.String(), "--force") {
+			t.Errorf("backend stop under the router (state home %s): exit %d: %s%s", home, code, out.String(), errb.String())
+		}
+	}
+	// 'hiro status' under that other state home says where it looked
+	// and names the router's own, with the variable that reaches it.
+	errb.Reset()
+	if code := Run(context.Background(), []string{"--config", cfg, "status"}, &out, &errb); code != ExitFailed ||
+		!strings.Contains(errb.String(), "looked in state home "+os.Getenv("HIRO_STATE_HOME")) ||
+		!strings.Contains(errb.String(), "runs under state home "+home0+": HIRO_STATE_HOME="+home0+" hiro status") {
+		t.Errorf("status under another state home: exit %d: %s", code, errb.String())
+	}
+	t.Setenv("HIRO_STATE_HOME", home0)
+	// --force stops it; the router takes the stop for this command's
+	// hand-over, not a death: no failure, no restart spent, and it
+	// serves prod again.
 	out.Reset()
 	errb.Reset()
-	if code := Run(context.Background(), []string{"--config", cfg, "backend", "stop", "prod"}, &out, &errb); code != ExitFailed ||
-		!strings.Contains(errb.String(), "hiro serve (pid "+strconv.Itoa(os.Getpid())+") serves prod") {
-		t.Errorf("backend stop under the router: exit %d: %s%s", code, out.String(), errb.String())
+	if code := Run(context.Background(), []string{"--config", cfg, "backend", "stop", "prod", "--force"}, &out, &errb); code != ExitOK ||
+		!strings.Contains(out.String(), "prod: "+router+" serves it as production and starts it again") {
+		t.Errorf("backend stop --force under the router: exit %d: %s%s", code, out.String(), errb.String())
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		out.Reset()
+		errb.Reset()
+		code := Run(context.Background(), []string{"--config", cfg, "status", "--json"}, &out, &errb)
+		if code == ExitOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the router did not serve prod again after the forced stop: exit %d\n%s%s", code, out.String(), errb.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var st control.Status
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.Production.LastFailure != nil || st.Production.Restarts != 0 {
+		t.Errorf("the forced stop was recorded as a failure (%v):\n%s", err, out.String())
 	}
 	// 'backend start' finds it running and names the router, not the
 	// refused 'backend stop', as the way to stop it.
@@ -159,6 +203,9 @@ served = ["side"]
 	}
 	if !strings.Contains(serveErr.String(), `"event":"production_stopped"`) {
 		t.Errorf("production not stopped at exit:\n%s", serveErr.String())
+	}
+	if !strings.Contains(serveErr.String(), "hiro backend stop prod") {
+		t.Errorf("the router's events do not name the forced stop:\n%s", serveErr.String())
 	}
 }
 

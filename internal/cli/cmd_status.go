@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/redact"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 func init() { registerCommand(newStatusCmd) }
@@ -45,7 +47,7 @@ func runStatus(ctx context.Context, g *Globals) error {
 	}
 	c, err := control.Dial(dir)
 	if err != nil {
-		return FailedError(fmt.Errorf("status: %w", err))
+		return FailedError(fmt.Errorf("status: %w; %s", err, otherStateHomes(dir)))
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -159,4 +161,29 @@ func checkText(c *control.Check) string {
 		return s
 	}
 	return fmt.Sprintf("FAILED %s ago: %s", time.Since(c.At).Round(time.Second), c.Error)
+}
+
+// otherStateHomes says which state home a command looked in (ctlDir is
+// its control socket folder) and names the live routers that run under
+// another one (their leases name their control sockets), with the
+// HIRO_STATE_HOME that reaches each.
+func otherStateHomes(ctlDir string) string {
+	msg := fmt.Sprintf("looked in state home %s (set HIRO_STATE_HOME to look in another)", filepath.Dir(ctlDir))
+	dir, err := lease.Dir()
+	if err != nil {
+		return msg
+	}
+	ls, _ := lease.List(dir)
+	var others []string
+	for _, l := range ls {
+		if l.Control == "" || filepath.Dir(l.Control) == ctlDir || !l.OwnerAlive() {
+			continue
+		}
+		others = append(others, fmt.Sprintf("hiro serve pid %d (configuration %s) runs under state home %s: HIRO_STATE_HOME=%s hiro status",
+			l.PID, l.Config, filepath.Dir(filepath.Dir(l.Control)), shellquote.Quote(filepath.Dir(filepath.Dir(l.Control)))))
+	}
+	if len(others) == 0 {
+		return msg
+	}
+	return msg + "; " + strings.Join(others, "; ")
 }

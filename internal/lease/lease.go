@@ -68,6 +68,10 @@ type Lease struct {
 	// shadow traffic), without holding production's key: 'hiro backend
 	// stop' of that production is refused while the campaign lives.
 	UsesProduction string `json:"uses_production,omitempty"`
+	// Control is the control socket of a `hiro serve` holder (its
+	// RouterKey lease): commands under another state home find the router
+	// through it.
+	Control string `json:"control,omitempty"`
 	// PID, PGID and PIDStart identify the holder (start time in clock
 	// ticks since boot, /proc/PID/stat field 22); UID is its user.
 	PID      int       `json:"pid"`

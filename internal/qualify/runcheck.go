@@ -2,6 +2,7 @@ package qualify
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -72,8 +73,8 @@ func candidateRunning(cfg *config.Config, cand *config.Profile) *config.Error {
 	if candidateLeaseHeld(cand) {
 		return nil
 	}
-	return &PlanError{File: cfg.Path, Key: "backends." + cand.Name, Msg: fmt.Sprintf("candidate %s is already running (pid %d, started %s by 'hiro backend start' or an earlier hiro): a campaign launches its candidate itself; stop it with 'hiro backend stop %s' and rerun (nothing was started or stopped)",
-		cand.Name, st.PID, st.StartedAt.Format(time.RFC3339), shellquote.Quote(cand.Name))}
+	return &PlanError{File: cfg.Path, Key: "backends." + cand.Name, Msg: fmt.Sprintf("candidate %s is already running (pid %d, started %s by 'hiro backend start' or an earlier hiro): a campaign launches its candidate itself; stop it with 'hiro backend stop %s' and rerun (nothing was started or stopped)%s",
+		cand.Name, st.PID, st.StartedAt.Format(time.RFC3339), shellquote.Quote(cand.Name), stateHomeNote())}
 }
 
 // candidateLeaseHeld reports whether a live hiro holds the candidate's
@@ -186,4 +187,15 @@ func candidatePortHeld(cfg *config.Config, cand, prod *config.Profile, exclusive
 	}
 	return &PlanError{File: cfg.Path, Key: key, Msg: fmt.Sprintf("candidate %s's address %s is already in use (%s), held by %s: its launch would fail (port_in_use); stop that process or give the candidate another port, then rerun (nothing was started or stopped)",
 		cand.Name, u.Addr, u.Why, who)}
+}
+
+// stateHomeNote says which state home named production for this check:
+// a candidate that a router under another state home serves as the
+// active production is not told apart from a leftover here (issue 26 G15).
+func stateHomeNote() string {
+	d, err := production.Dir()
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("; production as recorded in state home %s: if a hiro serve of another state home serves it, set HIRO_STATE_HOME to that one first", filepath.Dir(d))
 }

@@ -436,7 +436,8 @@ func (s *Server) holdProduction() (*lease.Hold, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	prof := s.prod.prof()
-	l := &lease.Lease{Kind: lease.KindCommand, Command: "hiro serve", Config: s.cfg.Path, Production: prof.Name}
+	l := &lease.Lease{Kind: lease.KindCommand, Command: "hiro serve", Config: s.cfg.Path, Production: prof.Name,
+		Control: control.SocketPath(s.ctlDir)}
 	h, err := lease.Acquire(dir, l, lease.RouterKey(prof.BaseURL))
 	if err != nil {
 		var held *lease.HeldError
