@@ -656,8 +656,24 @@ func (c *campaign) finish(start time.Time, failedGate string, inconclusive []str
 		ctx, cancel := context.WithTimeout(context.Background(), 3*supervisor.DefaultHealthRequestTimeout)
 		e.Production.AtEnd = servingAtEnd(ctx, c.prod)
 		cancel()
+		router := ""
 		if !e.Production.AtEnd.OK {
+			if router = routerOf(c.cfg.Path, c.prod); router != "" {
+				// The router restarts a production that died: give it
+				// the profile's ready_timeout, and its backoff, to be back.
+				c.out.line("production %s does not serve now (%s); %s serves it and restarts it: waiting up to %s for it to serve again", c.prod.Name, e.Production.AtEnd.Error, router, c.prod.ReadyTimeout.Duration+routerBackoff)
+				t0 := time.Now()
+				e.Production.AtEnd = servingWithin(c.prod, c.prod.ReadyTimeout.Duration+routerBackoff)
+				c.waited(t0)
+			}
+		}
+		switch {
+		case !e.Production.AtEnd.OK && router != "":
+			c.out.line("production %s does not serve at the end of the campaign (%s); the campaign did not stop it, and %s did not have it back within %s: see 'hiro status' and 'hiro backend logs %s'", c.prod.Name, e.Production.AtEnd.Error, router, c.prod.ReadyTimeout.Duration+routerBackoff, shellquote.Quote(c.prod.Name))
+		case !e.Production.AtEnd.OK:
 			c.out.line("production %s does not serve at the end of the campaign (%s); the campaign did not stop it: start it with 'hiro backend start %s'", c.prod.Name, e.Production.AtEnd.Error, shellquote.Quote(c.prod.Name))
+		case router != "":
+			c.out.line("production %s serves again: %s restarted it (health and model checked at %s)", c.prod.Name, router, e.Production.AtEnd.At.Format("15:04:05 UTC"))
 		}
 	}
 	if c.prod != nil {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
@@ -138,6 +140,53 @@ func TestProductionStoppedBesideCampaignIsCheckedAtTheEnd(t *testing.T) {
 	}
 	if !strings.Contains(w.String(), "production prod does not serve at the end of the campaign (connection refused)") {
 		t.Errorf("the terminal does not say production does not serve at the end:\n%s", w.String())
+	}
+}
+
+// TestProductionRestartedByRouterIsWaitedFor (issue 26 G12): production
+// dies beside a campaign while a 'hiro serve' (its router lease, held
+// here) serves it, and comes back as the router restarts it. The check
+// at the end waits for it and says the router restarted it, never
+// "start it with 'hiro backend start'"; the report says it served again.
+func TestProductionRestartedByRouterIsWaitedFor(t *testing.T) {
+	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
+	e.startProduction()
+	h, err := lease.Acquire(e.leaseDir, &lease.Lease{Kind: lease.KindCommand, Command: "hiro serve"}, lease.RouterKey(e.cfg.Backends["prod"].BaseURL))
+	must(t, err)
+	defer h.Release()
+	w := stopProductionAt(t, e, "launch gate: started")
+	stop := w.act
+	restarted, fired := make(chan struct{}), false
+	w.act = func() {
+		stop()
+		// The router's restart, once the campaign's end check has
+		// found production down.
+		w.marker, w.done = "serves it and restarts it: waiting up to", false
+		w.act = func() {
+			fired = true
+			go func() {
+				defer close(restarted)
+				proc, res := supervisor.Start(context.Background(), e.cfg.Backends["prod"], supervisor.Options{StateDir: e.cfg.StateDir})
+				if res.State != supervisor.StateReady {
+					t.Errorf("production did not start again: %+v %v", res.Failure, res.Err)
+					return
+				}
+				proc.Detach()
+			}()
+		}
+	}
+	out := runWithProgress(t, e, e.writePlan("exclusive = false\n[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"ready_control\"\n"), w)
+	log := w.String() // under w's lock: fired is set
+	if fired {
+		<-restarted
+	}
+	p := out.Evidence.Production
+	if out.ExitCode != qualify.ExitQualified || p.AtEnd == nil || !p.AtEnd.OK {
+		t.Fatalf("exit %d, at end %+v\n%s", out.ExitCode, p.AtEnd, log)
+	}
+	want := "production prod serves again: hiro serve pid " + strconv.Itoa(os.Getpid()) + " restarted it"
+	if !strings.Contains(log, want) || strings.Contains(log, "hiro backend start") {
+		t.Errorf("the terminal does not say the router restarted production (%q):\n%s", want, log)
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // handOver asks a running 'hiro serve' of this configuration, when it
@@ -77,4 +79,44 @@ func restoreAfterDeath(ctx context.Context, cfg *config.Config, prod *config.Pro
 		}
 	}
 	return Restore(ctx, cfg, prod, cfg.Production.RestoreAttempts, progress)
+}
+
+// routerBackoff is what a router's restart may add to production's
+// ready_timeout before it is back: its backoff at the default policy.
+const routerBackoff = 30 * time.Second
+
+// routerOf names the live 'hiro serve' that serves prod as production
+// ("hiro serve pid N"), "" when none does: the router of this state home
+// when its production is prod's endpoint, else the holder of the
+// endpoint's router lease (lease.RouterKey), whatever its state home.
+func routerOf(cfgPath string, prod *config.Profile) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if rc, st, err := control.DialFor(ctx, cfgPath, prod.BaseURL); err == nil {
+		rc.Close()
+		if lease.ProductionKey(st.Production.BaseURL) == lease.ProductionKey(prod.BaseURL) {
+			return fmt.Sprintf("hiro serve pid %d", st.PID)
+		}
+	}
+	if dir, err := lease.Dir(); err == nil {
+		if l := lease.HeldBy(dir, lease.RouterKey(prod.BaseURL)); l != nil {
+			return fmt.Sprintf("hiro serve pid %d", l.PID)
+		}
+	}
+	return ""
+}
+
+// servingWithin checks prod every prodWatchEvery until it serves or d
+// has passed; the last check is returned.
+func servingWithin(prod *config.Profile, d time.Duration) *evidence.ServingCheck {
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*supervisor.DefaultHealthRequestTimeout)
+		c := servingAtEnd(ctx, prod)
+		cancel()
+		if c.OK || time.Now().After(deadline) {
+			return c
+		}
+		time.Sleep(min(prodWatchEvery, time.Until(deadline)+time.Millisecond))
+	}
 }
