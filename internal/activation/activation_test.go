@@ -665,3 +665,36 @@ func TestEnvironmentChangeRefusedNamingTheField(t *testing.T) {
 		}
 	}
 }
+
+// TestSwitchJournalSlugTakenGetsSuffix (issue 26 G11): another
+// configuration file naming the same production shares the state_dir,
+// so its journal, but counts its switches itself: its "activate 1
+// switched" entry is there already. This switch's entry is written all
+// the same, under the slug with a suffix (it was lost: "slug ... already
+// in the journal" on stderr, exit 0).
+func TestSwitchJournalSlugTakenGetsSuffix(t *testing.T) {
+	w := newWorld(t, false)
+	w.startProduction()
+	evPath := w.qualify()
+	must(t, os.MkdirAll(w.journal, 0o755))
+	j, err := journal.Load(w.journal)
+	must(t, err)
+	other := &journal.Entry{Timestamp: time.Now().UTC().Add(-time.Hour).Truncate(time.Second), Slug: "production-activate-1-switched",
+		Title: "Production switched from prod to weak on the evidence of campaign other", Summary: "Another configuration's switch.",
+		CurrentState: "weak is production."}
+	if _, err := j.Create(other); err != nil {
+		t.Fatalf("seeding the other configuration's entry: %v", err)
+	}
+	out, err := activation.Activate(context.Background(), w.cfg, evPath, opts(w))
+	if err != nil || out.Record.Seq != 1 {
+		t.Fatalf("activate: %v (%+v)", err, out)
+	}
+	if !strings.HasSuffix(out.Journal, "_production-activate-1-switched-2.json") {
+		t.Fatalf("the switch's journal entry is %q, want one with the slug production-activate-1-switched-2", out.Journal)
+	}
+	j, err = journal.Load(w.journal)
+	must(t, err)
+	if len(j.Entries) != 2 || j.Find("production-activate-1-switched-2") == nil || !strings.HasPrefix(j.Find("production-activate-1-switched-2").Title, "Production switched from prod to cand") {
+		t.Fatalf("journal has %d entries (newest %q); want the other's and this switch's", len(j.Entries), title(j))
+	}
+}

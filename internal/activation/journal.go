@@ -72,7 +72,7 @@ func (s *switcher) journal() string {
 	}
 	title := Headline(r)
 	e := &journal.Entry{Timestamp: r.FinishedAt.Truncate(time.Second), Title: title, Summary: title + "."}
-	e.Slug = journal.Slugify(fmt.Sprintf("production %s %d %s", r.Kind, r.Seq, r.Outcome))
+	e.Slug = uniqueSlug(j, journal.Slugify(fmt.Sprintf("production %s %d %s", r.Kind, r.Seq, r.Outcome)))
 	items := make([]string, 0, len(r.Steps))
 	for _, st := range r.Steps {
 		mark := "done"
@@ -126,7 +126,7 @@ func (s *switcher) journal() string {
 		// Two entries may not share a second: take the next one.
 		e.Timestamp = e.Timestamp.Add(time.Second)
 		if i == 2 {
-			s.opts.Progress("journal: " + err.Error())
+			s.opts.Progress(fmt.Sprintf("journal: NO ENTRY WRITTEN for this switch: %v; the switch itself stands, recorded in %s", err, r.Path))
 		}
 	}
 	return ""
@@ -137,4 +137,18 @@ func passFail(ok bool) string {
 		return journal.StatusPassed
 	}
 	return journal.StatusFailed
+}
+
+// uniqueSlug is slug, or slug-2, slug-3... when an entry of j already has
+// it: switch numbers (Record.Seq) count per configuration file while two
+// files naming one production share a state_dir and so one journal.
+func uniqueSlug(j *journal.Journal, slug string) string {
+	if j.Find(slug) == nil {
+		return slug
+	}
+	for n := 2; ; n++ {
+		if s := fmt.Sprintf("%s-%d", slug, n); j.Find(s) == nil {
+			return s
+		}
+	}
 }
