@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/serve"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
 func init() { registerCommand(newServeCmd) }
@@ -82,6 +85,7 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
+	sayResumed(g, cfg)
 	s, err := serve.New(serve.Options{Config: cfg, Listen: o.listen, Events: g.Stderr, Reopen: hup, OwnsProcess: true,
 		RecoverCampaign: recoverCampaign})
 	if err != nil {
@@ -107,4 +111,35 @@ func recoverCampaign(ctx context.Context, campaign string, progress func(string)
 			progress(r.Err.Error())
 		}
 	}
+}
+
+// sayResumed says, before the router starts, which production it resumes
+// and why (the latest switch recorded for this configuration file, else
+// its [production]), and warns when another configuration file switched
+// that production's endpoint to another server since: switch records are
+// kept per configuration file, so this router does not follow that one
+// (issue 26 G11).
+func sayResumed(g *Globals, cfg *config.Config) {
+	a, err := production.Resolve(cfg)
+	if err != nil || a == nil || a.Profile == nil {
+		return // serve.New says what is wrong
+	}
+	why := "the configuration's [production]: no switch is recorded for " + cfg.Path
+	if a.Record != nil {
+		why = fmt.Sprintf("%s %d of %s, %s", a.Record.Kind, a.Record.Seq, cfg.Path, a.Record.FinishedAt.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(g.Stderr, "hiro: serve: production %s at %s (%s)\n", a.Name, a.Profile.BaseURL, why)
+	if r := production.SwitchedElsewhere(cfg, a); r != nil {
+		fmt.Fprintf(g.Stderr, "hiro: serve: warning: %s switched production from %s to %s at %s (record %s); switch records are kept per configuration file, so this router serves %s, not %s: to serve %s run 'hiro --config %s serve' instead, or return it with 'hiro --config %s rollback'\n",
+			r.Config, label(r.From), label(r.To), r.FinishedAt.UTC().Format(time.RFC3339), r.Path, a.Name, label(r.To), label(r.To),
+			shellquote.Quote(r.Config), shellquote.Quote(r.Config))
+	}
+}
+
+// label names a recorded production: its profile name.
+func label(s *production.Snapshot) string {
+	if s == nil {
+		return "(none)"
+	}
+	return s.Name
 }

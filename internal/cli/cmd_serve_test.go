@@ -204,6 +204,9 @@ served = ["side"]
 	if !strings.Contains(serveErr.String(), `"event":"production_stopped"`) {
 		t.Errorf("production not stopped at exit:\n%s", serveErr.String())
 	}
+	if !strings.Contains(serveErr.String(), "hiro: serve: production prod at http://127.0.0.1:"+strconv.Itoa(port)+" (the configuration's [production]: no switch is recorded for "+cfg+")") {
+		t.Errorf("the router does not say which production it resumes and why:\n%s", serveErr.String())
+	}
 	if !strings.Contains(serveErr.String(), "hiro backend stop prod") {
 		t.Errorf("the router's events do not name the forced stop:\n%s", serveErr.String())
 	}

@@ -373,6 +373,11 @@ func History(cfgPath string) ([]*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading production records: %w", err)
 	}
+	return historyIn(dir)
+}
+
+// historyIn is History of the records folder dir.
+func historyIn(dir string) ([]*Record, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading production records: %w", err)

@@ -247,3 +247,46 @@ func TestDirWithoutHomeIsNotShared(t *testing.T) {
 		t.Fatalf("with HOME unset the production folder is %s: a shared folder", d)
 	}
 }
+
+// TestSwitchedElsewhere (issue 26 G11): a second configuration file
+// naming the same production switched it to cand; records are kept per
+// file, so the first file still resolves to prod, and SwitchedElsewhere
+// names that switch (what 'hiro serve' warns of at start). Once the
+// second file rolls back to prod, there is nothing to warn of.
+func TestSwitchedElsewhere(t *testing.T) {
+	cfg := setup(t)
+	p2 := filepath.Join(filepath.Dir(cfg.Path), "hiro2.toml")
+	must(t, os.WriteFile(p2, []byte(cfgText), 0o644))
+	cfg2, err := config.Load(p2)
+	must(t, err)
+	a, err := production.Resolve(cfg)
+	must(t, err)
+	if r := production.SwitchedElsewhere(cfg, a); r != nil {
+		t.Fatalf("before any switch: %+v", r)
+	}
+	a2, err := production.Resolve(cfg2)
+	must(t, err)
+	sw := &production.Record{Kind: production.KindActivate, Outcome: production.OutcomeSwitched, Config: cfg2.Path,
+		From: &a2.Snapshot, To: production.Snap(cfg2.Backends["cand"], "base", "activation"), StartedAt: time.Now(), FinishedAt: time.Now()}
+	must(t, production.Append(sw))
+	if a, _ := production.Resolve(cfg); a.Name != "prod" {
+		t.Fatalf("the first file resolves to %s, want prod (records are per file)", a.Name)
+	}
+	r := production.SwitchedElsewhere(cfg, a)
+	if r == nil || r.Config != cfg2.Path || r.To.Name != "cand" || r.Path != sw.Path {
+		t.Fatalf("switched elsewhere: %+v, want the second file's switch to cand", r)
+	}
+	back := &production.Record{Kind: production.KindRollback, Outcome: production.OutcomeSwitched, Config: cfg2.Path,
+		From: sw.To, To: &a2.Snapshot, StartedAt: time.Now(), FinishedAt: time.Now()}
+	must(t, production.Append(back))
+	if r := production.SwitchedElsewhere(cfg, a); r != nil {
+		t.Fatalf("after the second file's rollback to prod: %+v, want nothing", r)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
