@@ -30,8 +30,8 @@ sets=(
   "r4b 9f40101 internal/engine/heldout-r4b"
   "r5a 7a15fe6 internal/engine/heldout-r5a"
   "r5b 7a15fe6 internal/engine/heldout-r5b"
-  "r6a c12d5b3 internal/engine/heldout-r6a"
-  "r6b c12d5b3 internal/engine/heldout-r6b"
+  "r6a 311ec7e internal/engine/heldout-r6a"
+  "r6b 311ec7e internal/engine/heldout-r6b"
 )
 
 for s in "${sets[@]}"; do
