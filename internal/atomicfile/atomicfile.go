@@ -104,26 +104,32 @@ func CheckDirPath(path string) error {
 	st, err := os.Stat(path)
 	switch {
 	case err == nil && !st.IsDir():
-		return &notDirError{fmt.Sprintf("%s is an existing %s, not a directory", path, fileKind(st.Mode()))}
+		return &notDirError{fmt.Sprintf("%s is an existing %s, not a directory", path, FileKind(st.Mode()))}
 	case err != nil && errors.Is(err, syscall.ENOTDIR):
 		return &notDirError{path + ": a folder above it is a file"}
 	}
 	return nil
 }
 
-// fileKind names a non-directory file mode for messages.
-func fileKind(m fs.FileMode) string {
+// FileKind names a file mode's kind for messages: "directory", "file",
+// "symbolic link", "named pipe (FIFO)", "character device (a
+// terminal?)", "device", "socket", else "special file".
+func FileKind(m fs.FileMode) string {
 	switch {
+	case m.IsDir():
+		return "directory"
 	case m.IsRegular():
 		return "file"
 	case m&fs.ModeSymlink != 0:
 		return "symbolic link"
 	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
+		return "named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "character device (a terminal?)"
 	case m&fs.ModeDevice != 0:
 		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
 	}
-	return "non-directory"
+	return "special file"
 }

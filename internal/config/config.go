@@ -20,6 +20,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/redact"
 )
@@ -322,7 +323,7 @@ func Load(path string) (*Config, error) {
 		// its configuration more than once, and a read is not
 		// interruptible): refuse before reading.
 		return nil, &Error{File: path, Msg: fmt.Sprintf("is a %s, not a regular file: hiro reads its configuration more than once; "+
-			"write it to a file and pass that with --config", fileKind(fi.Mode()))}
+			"write it to a file and pass that with --config", atomicfile.FileKind(fi.Mode()))}
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
@@ -332,23 +333,6 @@ func Load(path string) (*Config, error) {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
 	return Parse(data, abs)
-}
-
-// fileKind names a file mode that is not a regular file, for messages.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case m&os.ModeCharDevice != 0:
-		return "character device (a terminal?)"
-	case m&os.ModeDevice != 0:
-		return "device"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	}
-	return "special file"
 }
 
 // Parse is Load for bytes already read; path is used to resolve relative
