@@ -86,7 +86,7 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 	if err != nil {
 		return err
 	}
-	var router *servingRouter
+	var router *control.ServingRouter
 	prof, err := cfg.Backend(name)
 	if err != nil {
 		// A record may outlive its profile; still stop what is recorded.
@@ -100,7 +100,7 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 					name, l.Holder(), l.Created.Format(time.RFC3339), l.PID))
 			}
 		}
-		router = routerServing(ctx, prof.BaseURL)
+		router = control.RouterServing(ctx, prof.BaseURL)
 		if router != nil && !o.Force {
 			return BusyError(fmt.Errorf("backend stop refused: %s is the production %s serves to clients: stopping it would fail their requests, and the router would start it again at once; switch production away first ('hiro rollback' or 'hiro activate'), stop the router (kill -TERM %d; with [serve] on_exit = \"stop\" it stops %s too), or pass --force to stop it anyway (the router sees an operator's stop and starts it again)",
 				name, router, router.PID, name))
@@ -195,7 +195,7 @@ func stopHow(sr supervisor.StopResult) string {
 // until the router r no longer says its production ready with no
 // hand-over: it has seen the stop while this command holds production's
 // lease. A router whose socket is unknown is given one default interval.
-func waitRouterSaw(ctx context.Context, r *servingRouter) {
+func waitRouterSaw(ctx context.Context, r *control.ServingRouter) {
 	deadline := time.Now().Add(3 * config.DefaultServeHealthInterval)
 	if r.Socket == "" {
 		deadline = time.Now().Add(config.DefaultServeHealthInterval + time.Second)

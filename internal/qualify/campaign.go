@@ -658,7 +658,7 @@ func (c *campaign) finish(start time.Time, failedGate string, inconclusive []str
 		cancel()
 		router := ""
 		if !e.Production.AtEnd.OK {
-			if router = routerOf(c.cfg.Path, c.prod); router != "" {
+			if router = routerOf(c.prod); router != "" {
 				// The router restarts a production that died: give it
 				// the profile's ready_timeout, and its backoff, to be back.
 				c.out.line("production %s does not serve now (%s); %s serves it and restarts it: waiting up to %s for it to serve again", c.prod.Name, e.Production.AtEnd.Error, router, c.prod.ReadyTimeout.Duration+routerBackoff)

@@ -86,22 +86,14 @@ func restoreAfterDeath(ctx context.Context, cfg *config.Config, prod *config.Pro
 const routerBackoff = 30 * time.Second
 
 // routerOf names the live 'hiro serve' that serves prod as production
-// ("hiro serve pid N"), "" when none does: the router of this state home
-// when its production is prod's endpoint, else the holder of the
-// endpoint's router lease (lease.RouterKey), whatever its state home.
-func routerOf(cfgPath string, prod *config.Profile) string {
+// ("hiro serve pid N"), "" when none does (control.RouterServing: this
+// state home's router, any live router named in the leases, then the
+// endpoint's router lease).
+func routerOf(prod *config.Profile) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if rc, st, err := control.DialFor(ctx, cfgPath, prod.BaseURL); err == nil {
-		rc.Close()
-		if lease.ProductionKey(st.Production.BaseURL) == lease.ProductionKey(prod.BaseURL) {
-			return fmt.Sprintf("hiro serve pid %d", st.PID)
-		}
-	}
-	if dir, err := lease.Dir(); err == nil {
-		if l := lease.HeldBy(dir, lease.RouterKey(prod.BaseURL)); l != nil {
-			return fmt.Sprintf("hiro serve pid %d", l.PID)
-		}
+	if r := control.RouterServing(ctx, prod.BaseURL); r != nil {
+		return fmt.Sprintf("hiro serve pid %d", r.PID)
 	}
 	return ""
 }

@@ -1,4 +1,4 @@
-package cli
+package control
 
 import (
 	"context"
@@ -6,13 +6,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/lease"
 )
 
-// servingRouter is a live `hiro serve` whose production is at a given
+// ServingRouter is a live `hiro serve` whose production is at a given
 // endpoint.
-type servingRouter struct {
+type ServingRouter struct {
 	// PID is the router's; Config its configuration file; Socket its
 	// control socket ("" when only its lease was found).
 	PID    int
@@ -23,7 +22,7 @@ type servingRouter struct {
 }
 
 // String names the router for a message: pid, configuration, socket.
-func (r *servingRouter) String() string {
+func (r *ServingRouter) String() string {
 	s := fmt.Sprintf("hiro serve pid %d (configuration %s", r.PID, r.Config)
 	if r.Socket != "" {
 		s += ", control socket " + r.Socket
@@ -31,18 +30,18 @@ func (r *servingRouter) String() string {
 	return s + ")"
 }
 
-// routerServing returns the live router that serves the server at baseURL
-// as production, nil when none does. It asks the router of this state
-// home (control.Dir), then every live router's control socket named in
+// RouterServing returns the live router that serves the server at
+// baseURL as production, nil when none does. It asks the router of this
+// state home (Dir), then every live router's control socket named in
 // its lease (a router started under another HIRO_STATE_HOME: leases are
 // the user's whatever the state home), and last the router lease of the
 // endpoint itself (lease.RouterKey, held for the production a router
 // started with).
-func routerServing(ctx context.Context, baseURL string) *servingRouter {
+func RouterServing(ctx context.Context, baseURL string) *ServingRouter {
 	key := lease.ProductionKey(baseURL)
 	answered := map[string]bool{}
-	ask := func(dir string) *servingRouter {
-		c, err := control.Dial(dir)
+	ask := func(dir string) *ServingRouter {
+		c, err := Dial(dir)
 		if err != nil {
 			return nil
 		}
@@ -53,15 +52,15 @@ func routerServing(ctx context.Context, baseURL string) *servingRouter {
 		if err != nil {
 			return nil
 		}
-		answered[control.SocketPath(dir)] = true
+		answered[SocketPath(dir)] = true
 		if lease.ProductionKey(st.Production.BaseURL) != key {
 			return nil
 		}
-		return &servingRouter{PID: st.PID, Config: st.Config, Socket: control.SocketPath(dir), Production: st.Production.Name}
+		return &ServingRouter{PID: st.PID, Config: st.Config, Socket: SocketPath(dir), Production: st.Production.Name}
 	}
 	asked := map[string]bool{}
-	if dir, err := control.Dir(); err == nil {
-		asked[control.SocketPath(dir)] = true
+	if dir, err := Dir(); err == nil {
+		asked[SocketPath(dir)] = true
 		if r := ask(dir); r != nil {
 			return r
 		}
@@ -82,7 +81,7 @@ func routerServing(ctx context.Context, baseURL string) *servingRouter {
 	}
 	if l := lease.HeldBy(dir, lease.RouterKey(baseURL)); l != nil && !answered[l.Control] {
 		// A router that answered serves another production now (a switch).
-		return &servingRouter{PID: l.PID, Config: l.Config, Socket: l.Control, Production: l.Production}
+		return &ServingRouter{PID: l.PID, Config: l.Config, Socket: l.Control, Production: l.Production}
 	}
 	return nil
 }
