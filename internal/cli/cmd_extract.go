@@ -310,8 +310,19 @@ func printExtractSummary(g *Globals, s *extract.Summary, p *config.Profile) {
 	if s.Interrupted {
 		label = "the documents this run finished"
 	}
+	// A sentence that addresses the model is a reject no request carried:
+	// say so beside the count, else the rejects seem to contradict a count
+	// taken of the requests (the router's shadow account scores requests).
+	rejects := account.Plural(s.Rejects, "reject", "rejects")
+	if s.NotSent > 0 {
+		why := "it addresses"
+		if s.NotSent > 1 {
+			why = "they address"
+		}
+		rejects += fmt.Sprintf(" (%s never sent: %s the model)", account.Plural(s.NotSent, "sentence", "sentences"), why)
+	}
 	fmt.Fprintf(g.Stdout, "%s: %s, %s, %s, %s, %s in %.1fs (%.1f tokens/s)\n", label,
-		account.Plural(s.Claims, "claim", "claims"), account.Plural(s.Rejects, "reject", "rejects"), account.Plural(s.Requests, "request", "requests"),
+		account.Plural(s.Claims, "claim", "claims"), rejects, account.Plural(s.Requests, "request", "requests"),
 		account.Plural(s.Replies, "reply", "replies"), account.Plural(int(s.CompletionTokens), "output token", "output tokens"), s.WallSeconds, s.OutputTokensPerSecond)
 	if c := s.Client; c != nil && c.Retries() > 0 {
 		fmt.Fprintf(g.Stdout, "overload: %s retried (%d HTTP 429, %d HTTP 503, %.1fs waited), %s after retries, %d gave up at the bound\n",

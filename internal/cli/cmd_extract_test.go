@@ -347,6 +347,31 @@ func TestExtractTooLongSaysTheRealSize(t *testing.T) {
 	}
 }
 
+// A run whose rejects include sentences that address the model says so on
+// its "this run" line: those rejects were never sent, so a count taken of
+// the requests (the router's shadow account) cannot show them.
+func TestExtractSummarySaysRejectsNotSent(t *testing.T) {
+	var out bytes.Buffer
+	p := &config.Profile{Name: "router", BaseURL: "http://127.0.0.1:1", Model: "m"}
+	s := &extract.Summary{OutDir: "out", Documents: 5, Done: 5, Claims: 46, Rejects: 3, NotSent: 2, Requests: 25, Replies: 25, WallSeconds: 1}
+	printExtractSummary(&Globals{Stdout: &out}, s, p)
+	if want := "\nthis run: 46 claims, 3 rejects (2 sentences never sent: they address the model), 25 requests, 25 replies,"; !strings.Contains(out.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	s.NotSent = 1
+	printExtractSummary(&Globals{Stdout: &out}, s, p)
+	if want := "3 rejects (1 sentence never sent: it addresses the model), 25 requests"; !strings.Contains(out.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	s.NotSent = 0
+	printExtractSummary(&Globals{Stdout: &out}, s, p)
+	if strings.Contains(out.String(), "never sent") {
+		t.Errorf("no sentence left unsent, yet the summary says one was:\n%s", out.String())
+	}
+}
+
 // extract's and extract merge's summary lines say "1 document", "1 claim",
 // "1 reject"... when a count is one, and the plural otherwise.
 func TestExtractSummaryPlurals(t *testing.T) {

@@ -169,8 +169,12 @@ type Summary struct {
 	Done      int `json:"done"`
 	Failed    int `json:"failed"`
 	// This run's counts.
-	Claims           int   `json:"claims"`
-	Rejects          int   `json:"rejects"`
+	Claims  int `json:"claims"`
+	Rejects int `json:"rejects"`
+	// NotSent counts the rejects (within Rejects) of sentences that
+	// address the model (ReasonAddressesModel): recorded as data and
+	// never sent, so no request, and no router or shadow pair, has them.
+	NotSent          int   `json:"not_sent,omitempty"`
 	Requests         int   `json:"requests"`
 	Replies          int   `json:"replies"`
 	PromptTokens     int64 `json:"prompt_tokens"`
@@ -426,6 +430,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 			}
 			sum.Claims += p.Claims
 			sum.Rejects += p.Rejects
+			sum.NotSent += p.AddressesModel
 			sum.Requests += p.Requests
 			sum.Replies += p.Replies
 			sum.PromptTokens += p.PromptTokens

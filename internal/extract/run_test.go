@@ -119,7 +119,7 @@ func TestRunMiniCorpusEcho(t *testing.T) {
 	// instruction with an embedded reply, a SYSTEM: role marker) are data:
 	// recorded as sentence rejects, never sent as targets, no claim.
 	const addressing = 2
-	if len(claims) != sentences-addressing || sum.Done != len(docs) || sum.Requests != sentences-addressing || sum.Stats.SchemaValidRate != 1 || sum.Stats.AddressesModel != addressing {
+	if len(claims) != sentences-addressing || sum.Done != len(docs) || sum.Requests != sentences-addressing || sum.Stats.SchemaValidRate != 1 || sum.Stats.AddressesModel != addressing || sum.NotSent != addressing || sum.Rejects != addressing {
 		t.Errorf("claims %d of %d sentences; summary %+v", len(claims), sentences, sum)
 	}
 	kinds := map[string]int{}
