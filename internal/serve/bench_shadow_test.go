@@ -106,12 +106,15 @@ access_log = %q
 // profiles' deltas (their rates: HIRO_SERVE_PPROF_RATES in
 // HIRO_BENCH_ENV), or with HIRO_BENCH_PPROF_TRACE=1 an execution trace,
 // written to DIR as NAME.cpu.pprof, NAME.block.pprof, NAME.mutex.pprof,
-// NAME.trace; and the collections and allocations of the phase (the
-// router's /debug/gc before and after). wait returns them.
-func (sb *shadowBench) profilePhase(name string, secs time.Duration) (wait func() string) {
+// NAME.trace, and with HIRO_BENCH_PPROF_ALLOCS=1 the allocations' delta
+// (NAME.allocs.pprof); and the
+// collections and allocations of the phase (the router's /debug/gc
+// before and after), also per client request of the n the phase sent.
+// wait returns them.
+func (sb *shadowBench) profilePhase(name string, secs time.Duration) (wait func(n int) string) {
 	dir := os.Getenv("HIRO_BENCH_PPROF")
 	if sb.debug == "" || dir == "" {
-		return func() string { return "" }
+		return func(int) string { return "" }
 	}
 	os.MkdirAll(dir, 0o755)
 	get := func(path string) []byte {
@@ -139,8 +142,13 @@ func (sb *shadowBench) profilePhase(name string, secs time.Duration) (wait func(
 		fetch("/debug/pprof/profile?seconds="+itoa(s), ".cpu.pprof")
 		fetch("/debug/pprof/block?seconds="+itoa(s), ".block.pprof")
 		fetch("/debug/pprof/mutex?seconds="+itoa(s), ".mutex.pprof")
+		if os.Getenv("HIRO_BENCH_PPROF_ALLOCS") == "1" {
+			// Its collection allocates in the router: opt-in, so that the
+			// per-request counts below stay comparable between runs.
+			fetch("/debug/pprof/allocs?seconds="+itoa(s), ".allocs.pprof")
+		}
 	}
-	return func() string {
+	return func(n int) string {
 		wg.Wait()
 		gc1 := strings.Fields(string(get("/debug/gc")))
 		if len(gc0) != 3 || len(gc1) != 3 {
@@ -151,7 +159,8 @@ func (sb *shadowBench) profilePhase(name string, secs time.Duration) (wait func(
 			b, _ := strconv.ParseInt(gc1[i], 10, 64)
 			return b - a
 		}
-		return fmt.Sprintf("%d GCs, %d mallocs, %d bytes", d(0), d(1), d(2))
+		return fmt.Sprintf("%d GCs, %d mallocs, %d bytes: %.1f allocations and %.0f bytes per request", d(0), d(1), d(2),
+			float64(d(1))/float64(max(n, 1)), float64(d(2))/float64(max(n, 1)))
 	}
 }
 
@@ -246,7 +255,7 @@ func BenchmarkShadowOverhead(b *testing.B) {
 				runLoad(hc, tg.sb.url, body, 4, 300*time.Millisecond, false) // warm-up
 				prof := tg.sb.profilePhase(fmt.Sprintf("%s-r%d-%v", tg.name, round, map[bool]string{false: "off", true: "on"}[on]), secs)
 				lat, n, errs := runLoad(hc, tg.sb.url, body, 1, secs, false)
-				if g := prof(); g != "" {
+				if g := prof(int(n)); g != "" {
 					fmt.Printf("# %s round %d shadow %v: %d requests; router %s\n", tg.name, round, on, n, g)
 				}
 				if errs > 0 {
