@@ -232,6 +232,7 @@ type Mirror struct {
 	production string
 	remote     bool
 	hc         *http.Client
+	oneShot    bool // hc is the profile's own client: no request reused (sendBuf)
 	base       *url.URL
 	validator  *extract.Validator
 	queue      chan *Job
@@ -307,7 +308,7 @@ func StartWith(cfg Config, cand *config.Profile, production string, tr http.Roun
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Mirror{cfg: cfg, cand: cand, production: production, remote: remote, hc: hc, base: base, validator: v,
+	m := &Mirror{cfg: cfg, cand: cand, production: production, remote: remote, hc: hc, oneShot: tr == nil, base: base, validator: v,
 		queue: make(chan *Job, cfg.QueueSize), work: make(chan *Job), started: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	m.active.Store(true)
 	m.wg.Add(1 + cfg.Workers)
@@ -466,7 +467,8 @@ func (m *Mirror) dispatch() {
 // worker mirrors and scores the jobs the dispatcher hands it.
 func (m *Mirror) worker() {
 	defer m.wg.Done()
-	var buf sendBuf
+	buf := sendBuf{oneShot: m.oneShot}
+	defer buf.close()
 	for {
 		select {
 		case <-m.ctx.Done():
@@ -534,6 +536,78 @@ type sendBuf struct {
 	chunk []byte
 	reply bytes.Buffer
 	urls  map[string]*url.URL // by route
+
+	// The worker's request to the candidate, reused from one mirrored
+	// request to the next (the transport is done with it once the reply
+	// is read and closed): its body reader, headers and GetBody are made
+	// once. Its context ctx lives until a request runs past the timeout
+	// (timer cancels it with context.DeadlineExceeded as the cause), or
+	// the run ends; then the next request makes both again.
+	// oneShot: a request is made for each mirrored request (net/http's
+	// transport, which may still write a body after the reply came).
+	oneShot bool
+	req     *http.Request
+	rd      *bytes.Reader
+	rc      io.ReadCloser // rd, as the request's body
+	body    []byte        // what rd reads, for GetBody
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	timer   *time.Timer
+}
+
+// request is the worker's request for body (a stream's when stream),
+// its context armed to end after timeout; disarm must be called once the
+// reply is read and closed. The request, its context and timer are made
+// again only after one ran past the timeout.
+func (sb *sendBuf) request(parent context.Context, u *url.URL, body []byte, stream bool, timeout time.Duration) (*http.Request, error) {
+	if sb.req == nil {
+		ctx, cancel := context.WithCancelCause(parent)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", nil)
+		if err != nil {
+			cancel(nil)
+			return nil, err
+		}
+		rd := new(bytes.Reader)
+		rc := io.NopCloser(rd)
+		req.GetBody = func() (io.ReadCloser, error) {
+			rd.Reset(sb.body)
+			return rc, nil
+		}
+		req.Header["Content-Type"] = jsonType
+		sb.req, sb.rd, sb.rc, sb.ctx, sb.cancel = req, rd, rc, ctx, cancel
+		sb.timer = time.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
+	} else {
+		sb.timer.Reset(timeout)
+	}
+	req := sb.req
+	sb.body = body
+	sb.rd.Reset(body)
+	req.ContentLength = int64(len(body))
+	req.Body = sb.rc
+	req.URL, req.Host = u, u.Host
+	if stream {
+		req.Header["Accept"] = eventStreamType
+	} else {
+		delete(req.Header, "Accept")
+	}
+	return req, nil
+}
+
+// disarm stops the request's timer; a request that ran past it (its
+// context is ended) is made again for the next one.
+func (sb *sendBuf) disarm() {
+	if sb.timer != nil && (!sb.timer.Stop() || sb.oneShot) {
+		sb.cancel(context.Canceled)
+		sb.req, sb.rd, sb.rc, sb.ctx, sb.cancel, sb.timer = nil, nil, nil, nil, nil, nil
+	}
+}
+
+// close ends the worker's request context.
+func (sb *sendBuf) close() {
+	if sb.cancel != nil {
+		sb.timer.Stop()
+		sb.cancel(context.Canceled)
+	}
 }
 
 // Header values of a mirrored request (read only: shared by all).
@@ -583,20 +657,15 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 		s.err = err.Error()
 		return s
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout.Duration)
-	defer cancel()
-	// The request as http.NewRequestWithContext makes it for u, without
-	// parsing u again for every request.
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(body))
+	// The worker's request, reused (sendBuf.request): as
+	// http.NewRequestWithContext makes it for u, without parsing u or
+	// allocating the request, its headers and its body's reader again.
+	req, err := sb.request(m.ctx, u, body, j.Stream, m.cfg.RequestTimeout.Duration)
 	if err != nil {
 		s.err = err.Error()
 		return s
 	}
-	req.URL, req.Host = u, u.Host
-	req.Header["Content-Type"] = jsonType
-	if j.Stream {
-		req.Header["Accept"] = eventStreamType
-	}
+	defer sb.disarm()
 	t0 := time.Now()
 	resp, err := m.roundTrip(req, body)
 	if err != nil {

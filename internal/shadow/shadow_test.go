@@ -271,3 +271,47 @@ func TestSendRequest(t *testing.T) {
 		t.Errorf("redirected: the candidate got %+v; send read %+v", r, s)
 	}
 }
+
+// A worker's request to the candidate is made once and reused: each send
+// carries its own body, and one that runs past the request timeout ends
+// as "timeout" and leaves the worker a fresh request (its context was
+// ended), with which the next send succeeds.
+func TestSendReusesItsRequestPastATimeout(t *testing.T) {
+	hang := make(chan struct{})
+	bodies := make(chan string, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), "hang") {
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		bodies <- string(b)
+		w.Write([]byte(`{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}]}`))
+	}))
+	defer srv.Close()
+	defer close(hang)
+	m := &Mirror{cand: &config.Profile{Name: "c", Model: "m"}, hc: srv.Client(), ctx: context.Background()}
+	m.cfg.RequestTimeout.Duration = 200 * time.Millisecond
+	m.base, _ = url.Parse(srv.URL)
+	var sb sendBuf
+	defer sb.close()
+	send := func(content string) side {
+		return m.send(&Job{Route: "/v1/chat/completions", Body: []byte(`{"model":"m","messages":[{"role":"user","content":"` + content + `"}]}`)}, &sb)
+	}
+	if s := send("one"); s.status != 200 || !strings.Contains(<-bodies, `"one"`) {
+		t.Fatalf("first send: %+v", s)
+	}
+	first := sb.req
+	if s := send("two"); s.status != 200 || !strings.Contains(<-bodies, `"two"`) || sb.req != first {
+		t.Errorf("second send: %+v; request reused %v", s, sb.req == first)
+	}
+	if s := send("hang"); s.err != "timeout" || sb.req != nil {
+		t.Errorf("a send past the timeout: err %q, request kept %v", s.err, sb.req != nil)
+	}
+	if s := send("three"); s.status != 200 || s.err != "" || !strings.Contains(<-bodies, `"three"`) {
+		t.Errorf("the send after a timeout: %+v", s)
+	}
+}
