@@ -85,9 +85,20 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
-	sayResumed(g, cfg)
+	// Production is resolved once: the line that says which production
+	// this router resumes and the router itself use that one answer (a
+	// switch recorded between two resolutions would make them differ).
+	a, err := resolveProduction(cfg)
+	if err != nil {
+		return UsageError(fmt.Errorf("serve: %w", err))
+	}
+	prod, err := serve.ProductionOf(cfg, a)
+	if err != nil {
+		return UsageError(fmt.Errorf("serve: %w", err))
+	}
+	sayResumed(g, cfg, a)
 	s, err := serve.New(serve.Options{Config: cfg, Listen: o.listen, Events: g.Stderr, Reopen: hup, OwnsProcess: true,
-		RecoverCampaign: recoverCampaign})
+		RecoverCampaign: recoverCampaign, Production: prod})
 	if err != nil {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
@@ -96,6 +107,11 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 	}
 	return nil
 }
+
+// resolveProduction is production.Resolve, the one resolution of the
+// production 'hiro serve' resumes; a test replaces it to record a switch
+// right after it (TestServeResolvesProductionOnce).
+var resolveProduction = production.Resolve
 
 // recoverCampaign is the router's settling of a campaign whose hiro died
 // during a hand-over (serve.Options.RecoverCampaign): its leases in the
@@ -119,11 +135,7 @@ func recoverCampaign(ctx context.Context, campaign string, progress func(string)
 // that production's endpoint to another server since: switch records are
 // kept per configuration file, so this router does not follow that one
 // (issue 26 G11).
-func sayResumed(g *Globals, cfg *config.Config) {
-	a, err := production.Resolve(cfg)
-	if err != nil || a == nil || a.Profile == nil {
-		return // serve.New says what is wrong
-	}
+func sayResumed(g *Globals, cfg *config.Config, a *production.Active) {
 	why := "the configuration's [production]: no switch is recorded for " + cfg.Path
 	if a.Record != nil {
 		why = fmt.Sprintf("%s %d of %s, %s", a.Record.Kind, a.Record.Seq, cfg.Path, a.Record.FinishedAt.UTC().Format(time.RFC3339))

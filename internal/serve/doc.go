@@ -21,7 +21,7 @@
 // (canary.go), hand-over (handover.go), a foreign record (foreign.go),
 // starts and restarts (restart.go), the switch (switch.go).
 //
-// API: New(Options) → *Server, Run, Addr, Status; ProductionProfile;
+// API: New(Options) → *Server, Run, Addr, Status; ProductionProfile, ProductionOf;
 // CheckRecordedProduction and *ForeignProductionError; LeaseHolder.
 //
 // It must not parse configuration files (config does), start or stop a

@@ -35,7 +35,9 @@ type Options struct {
 	// ControlDir is where the control socket goes; default control.Dir().
 	ControlDir string
 	// Production, when set, is the production profile (an activated
-	// one); default ProductionProfile(Config).
+	// one), used as is: 'hiro serve' resolves production once, says
+	// which, and passes it here (ProductionOf); default
+	// ProductionProfile(Config).
 	Production *config.Profile
 	// CampaignHolding reports the live hiro that holds production's
 	// lease, or nil; default LeaseHolder (package lease). The router never
@@ -142,6 +144,15 @@ func ProductionProfile(cfg *config.Config) (*config.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ProductionOf(cfg, a)
+}
+
+// ProductionOf is ProductionProfile for a production already resolved
+// (production.Resolve of cfg): a copy of its profile under its name, for
+// Options.Production, so that a command that says which production it
+// serves and the router serve the one resolution. A nil a (nothing names
+// a production) is a *config.Error on production.backend.
+func ProductionOf(cfg *config.Config, a *production.Active) (*config.Profile, error) {
 	if a == nil || a.Profile == nil {
 		return nil, &config.Error{File: cfg.Path, Key: "production.backend", Msg: "no production profile: hiro serve routes to production; set [production] backend = \"NAME\""}
 	}
