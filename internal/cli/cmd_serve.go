@@ -141,11 +141,24 @@ func sayResumed(g *Globals, cfg *config.Config, a *production.Active) {
 		why = fmt.Sprintf("%s %d of %s, %s", a.Record.Kind, a.Record.Seq, cfg.Path, a.Record.FinishedAt.UTC().Format(time.RFC3339))
 	}
 	fmt.Fprintf(g.Stderr, "hiro: serve: production %s at %s (%s)\n", a.Name, a.Profile.BaseURL, why)
-	if r := production.SwitchedElsewhere(cfg, a); r != nil {
-		fmt.Fprintf(g.Stderr, "hiro: serve: warning: %s switched production from %s to %s at %s (record %s); switch records are kept per configuration file, so this router serves %s, not %s: to serve %s run 'hiro --config %s serve' instead, or return it with 'hiro --config %s rollback'\n",
-			r.Config, label(r.From), label(r.To), r.FinishedAt.UTC().Format(time.RFC3339), r.Path, a.Name, label(r.To), label(r.To),
-			shellquote.Quote(r.Config), shellquote.Quote(r.Config))
+	if w := switchedElsewhereWarning(cfg, a); w != "" {
+		fmt.Fprintf(g.Stderr, "hiro: serve: warning: %s\n", w)
 	}
+}
+
+// switchedElsewhereWarning is the warning, "" when there is none, that
+// another configuration file switched the production a (cfg's active
+// production, the one a router of cfg serves) to another server
+// (production.SwitchedElsewhere): 'hiro serve' says it as it starts,
+// 'hiro status' beside the router's status (issue 26 G11).
+func switchedElsewhereWarning(cfg *config.Config, a *production.Active) string {
+	r := production.SwitchedElsewhere(cfg, a)
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s switched production from %s to %s at %s (record %s); switch records are kept per configuration file, so this router serves %s, not %s: to serve %s run 'hiro --config %s serve' instead, or return it with 'hiro --config %s rollback'",
+		r.Config, label(r.From), label(r.To), r.FinishedAt.UTC().Format(time.RFC3339), r.Path, a.Name, label(r.To), label(r.To),
+		shellquote.Quote(r.Config), shellquote.Quote(r.Config))
 }
 
 // label names a recorded production: its profile name.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,10 @@ $XDG_STATE_HOME/hiro/serve, else ~/.local/state/hiro/serve) for production's sta
 check and canary, its restarts within the budget and its last failure with its
 next step (for a server that refuses hiro's key or whose certificate is not
 trusted: the profile setting to fix, api_key_env/api_key_file or ca_file).
+When another configuration file switched this production's endpoint to
+another server since (switch records are kept per file), a warning on stderr
+names that file, its record and the --config that serves or rolls it back,
+as 'hiro serve' says when it starts.
 
 Exit status: 0 production is ready; 1 it is not, or no router is running.`,
 		Args: needArgs(0, 0, "", ""),
@@ -56,11 +61,19 @@ func runStatus(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return FailedError(fmt.Errorf("status: %w", err))
 	}
-	if cfg, err := config.Load(g.ConfigPath); err == nil && st.Config != cfg.Path && !servesProductionOf(st, cfg) {
-		// The one router of this user serves another configuration and
-		// another production: its status is not this configuration's.
-		return FailedError(fmt.Errorf("status: no hiro serve runs for %s: the running one (pid %d, %s) serves %s, production %s at %s; one router runs per user at a time (its control socket is %s)",
-			cfg.Path, st.PID, st.Listen, st.Config, st.Production.Name, st.Production.BaseURL, control.SocketPath(dir)))
+	warning := ""
+	if cfg, err := config.Load(g.ConfigPath); err == nil {
+		if st.Config != cfg.Path && !servesProductionOf(st, cfg) {
+			// The one router of this user serves another configuration and
+			// another production: its status is not this configuration's.
+			return FailedError(fmt.Errorf("status: no hiro serve runs for %s: the running one (pid %d, %s) serves %s, production %s at %s; one router runs per user at a time (its control socket is %s)",
+				cfg.Path, st.PID, st.Listen, st.Config, st.Production.Name, st.Production.BaseURL, control.SocketPath(dir)))
+		}
+		if a, err := production.Resolve(cfg); err == nil && a != nil && a.Profile != nil &&
+			lease.ProductionKey(a.Profile.BaseURL) == lease.ProductionKey(st.Production.BaseURL) {
+			// The warning 'hiro serve' gave as it started (issue 26 G11).
+			warning = switchedElsewhereWarning(cfg, a)
+		}
 	}
 	if g.JSON {
 		if err := backendPrintJSON(g, st); err != nil {
@@ -68,6 +81,13 @@ func runStatus(ctx context.Context, g *Globals) error {
 		}
 	} else {
 		printServeStatus(g, st)
+	}
+	switch {
+	case warning != "" && g.JSON:
+		b, _ := json.Marshal(map[string]string{"warning": warning})
+		fmt.Fprintln(g.Stderr, string(b))
+	case warning != "":
+		fmt.Fprintf(g.Stderr, "hiro: status: warning: %s\n", warning)
 	}
 	if st.Production.State != control.StateReady || st.Draining {
 		return Silent(ExitFailed)

@@ -1,13 +1,19 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/private"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
@@ -44,5 +50,37 @@ func TestStatusRefusesAnotherUsersSocket(t *testing.T) {
 	testsupport.GiveToNobody(t, filepath.Dir(path))
 	if code, out, errs := runHiro(t, "status"); code != ExitFailed || strings.Contains(out, "planted") || !strings.Contains(errs, dir) {
 		t.Fatalf("status in a folder owned by nobody: %d %q %q", code, out, errs)
+	}
+}
+
+// TestStatusWarnsOfSwitchElsewhere (issue 26 G11): another configuration
+// file (hiro2.toml, same production endpoint) recorded a switch from prod
+// to side; the router of hiro.toml serves prod. 'hiro status' warns of it
+// on stderr as 'hiro serve' does at its start, in text and --json; it
+// said nothing.
+func TestStatusWarnsOfSwitchElsewhere(t *testing.T) {
+	dir := serveTestState(t)
+	pp, sp, lp := cliFreePort(t), cliFreePort(t), cliFreePort(t)
+	cfgPath := routerConfig(t, dir, "hiro.toml", pp, sp, lp)
+	cfg2Path := routerConfig(t, dir, "hiro2.toml", pp, sp, lp)
+	cfg2, err := config.Load(cfg2Path)
+	must(t, err)
+	a2, err := production.Resolve(cfg2)
+	must(t, err)
+	must(t, production.Append(&production.Record{Kind: production.KindActivate, Outcome: production.OutcomeSwitched, Config: cfg2.Path,
+		From: &a2.Snapshot, To: production.Snap(cfg2.Backends["side"], "base", "activation"), StartedAt: time.Now(), FinishedAt: time.Now()}))
+	startRouter(t, cfgPath)
+	want := cfg2.Path + " switched production from prod to side at "
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"--config", cfgPath, "status"}, &out, &errb); code != ExitOK ||
+		!strings.Contains(errb.String(), "hiro: status: warning: "+want) || !strings.Contains(errb.String(), "'hiro --config "+cfg2.Path+" rollback'") {
+		t.Errorf("status: exit %d, stderr lacks the warning %q:\n%s", code, want, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	var w struct{ Warning string }
+	if code := Run(context.Background(), []string{"--config", cfgPath, "status", "--json"}, &out, &errb); code != ExitOK ||
+		json.Unmarshal(errb.Bytes(), &w) != nil || !strings.Contains(w.Warning, want) {
+		t.Errorf("status --json: exit %d, stderr lacks the JSON warning %q:\n%s", code, want, errb.String())
 	}
 }
