@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -41,7 +43,10 @@ production away with 'hiro rollback' or 'hiro activate', or stop the router.
 With --force it is stopped anyway; the router sees the stop as this
 command's hand-over (not as engine_died) and starts it again. A
 production that a running campaign uses beside its candidate is not
-stopped either (exit 6, naming the campaign) unless --force.
+stopped either (exit 6, naming the campaign) unless --force. A campaign's
+candidate is never stopped (exit 6, naming the campaign and its hiro pid),
+--force or not: its lease refuses it, or, for a campaign started under
+another HOME or HIRO_LEASE_DIR, its state record's live owner.
 
 Exit status: 0 stopped; 1 not running (no record, or a stale one), or a
 shutdown leak; 2 bad usage or configuration; 6 busy: a router serves it, or a
@@ -71,6 +76,21 @@ func campaignUsing(dir, baseURL string) *lease.Lease {
 		}
 	}
 	return nil
+}
+
+// campaignLaunched returns a *qualify.CandidateInUseError when name's
+// state record says a live campaign launched it and still watches it
+// (supervisor.Record.Owner, "campaign <id>"): its candidate. Called once
+// this command holds name's lease keys: a campaign in this lease folder
+// holds them itself (backendHold refuses, naming it), so this is one
+// started under another HOME or HIRO_LEASE_DIR, sharing the state_dir and
+// not the leases. --force does not pass it, as it does not pass a lease.
+func campaignLaunched(stateDir, name string) error {
+	st, err := supervisor.Status(stateDir, name)
+	if err != nil || st.Status != supervisor.StatusRunning || !st.OwnerAlive() || !strings.HasPrefix(st.Record.Owner.What, "campaign ") {
+		return nil
+	}
+	return &qualify.CandidateInUseError{Candidate: name, Record: st.Record}
 }
 
 // backendStopReport is the JSON of 'hiro backend stop --json'.
@@ -110,6 +130,9 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 			return err
 		}
 		defer hold.Release()
+		if err := campaignLaunched(cfg.StateDir, name); err != nil {
+			return BusyError(fmt.Errorf("backend stop refused: %w", err))
+		}
 		if router != nil {
 			// Held until the router has seen the stop as this command's
 			// hand-over (its watch discards a death under a live lease

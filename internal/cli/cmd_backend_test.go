@@ -12,8 +12,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/testsupport"
@@ -517,5 +519,60 @@ func TestStopRefusedWhileACampaignUsesProduction(t *testing.T) {
 	code, out, errs = runHiro(t, "--config", cfg, "backend", "stop", "fake", "--force")
 	if code != ExitOK || !strings.Contains(out, "port "+strconv.Itoa(port)+" free") {
 		t.Errorf("stop --force: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestStopRefusesAnotherHomesCampaignCandidate (issue 26 leftover 2): a
+// live campaign started under another HOME launched this backend (its
+// state record's owner, alive) and holds its lease in a lease folder this
+// command does not see. 'backend stop' is refused (exit 6) naming the
+// campaign and its hiro pid, --force too, and the process keeps running;
+// it was stopped.
+func TestStopRefusesAnotherHomesCampaignCandidate(t *testing.T) {
+	cfg, _, _ := fakeProfileConfig(t, "100ms")
+	code, out, errs := runHiro(t, "--config", cfg, "backend", "start", "fake", "--json")
+	var res struct {
+		PID int `json:"pid"`
+	}
+	if code != ExitOK || json.Unmarshal([]byte(out), &res) != nil || res.PID == 0 {
+		t.Fatalf("start: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Cleanup(func() { syscall.Kill(-res.PID, syscall.SIGKILL) })
+	owner := exec.Command("sleep", "60")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	ticks, ok := procfs.StartTicks(owner.Process.Pid)
+	if !ok {
+		t.Fatal("no start time of the owner")
+	}
+	c, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stateDir := c.StateDir
+	rec, err := supervisor.ReadRecord(stateDir, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Owner = &supervisor.Owner{PID: owner.Process.Pid, StartTicks: ticks, What: "campaign demo-3"}
+	if err := supervisor.WriteRecord(stateDir, rec); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HIRO_LEASE_DIR", t.TempDir()) // the other HOME's lease folder
+	for _, force := range []bool{false, true} {
+		args := []string{"--config", cfg, "backend", "stop", "fake"}
+		if force {
+			args = append(args, "--force")
+		}
+		code, _, errs = runHiro(t, args...)
+		if code != ExitBusy || !strings.Contains(errs, fmt.Sprintf("in use by campaign demo-3 (hiro pid %d)", owner.Process.Pid)) ||
+			!strings.Contains(errs, fmt.Sprintf("kill -TERM %d", owner.Process.Pid)) {
+			t.Errorf("stop (force %v) of another HOME's campaign's candidate: exit %d, stderr %q; want 6 naming the campaign", force, code, errs)
+		}
+		if err := syscall.Kill(res.PID, 0); err != nil {
+			t.Fatalf("the candidate was stopped although the stop was refused: %v", err)
+		}
 	}
 }

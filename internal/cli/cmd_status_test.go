@@ -13,8 +13,8 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
-	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/private"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
