@@ -89,3 +89,25 @@ func TestConfigNamedPipeRefused(t *testing.T) {
 	}
 	_ = os.Remove(fifo)
 }
+
+// The second signal's line says what the command still finishes: a
+// command that restores production says so, one that touches none
+// names no production (issue 26 leftover 4: every command said
+// "restoring production where needed").
+func TestSecondSignalSaysWhatTheCommandFinishes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", "x.toml", "qualify", "plan.toml"}, "still finishing (stopping the candidate and restoring production where needed)"},
+		{[]string{"rollback"}, "still finishing (finishing or undoing the production switch)"},
+		{[]string{"recover"}, "still finishing (restoring production)"},
+		{[]string{"extract", "doc.md", "--out", "o"}, "hiro: SIGINT again: still finishing; hiro exits when done"},
+		{[]string{"diagnose", "log", "--engine", "vllm"}, "hiro: SIGINT again: still finishing; hiro exits when done"},
+	} {
+		got := againLine("SIGINT", finishingFor(c.args))
+		if !strings.Contains(got, c.want) || (!strings.Contains(c.want, "production") && strings.Contains(got, "production")) {
+			t.Errorf("hiro %s: second signal says %q, want %q", strings.Join(c.args, " "), got, c.want)
+		}
+	}
+}

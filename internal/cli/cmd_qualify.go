@@ -46,8 +46,9 @@ type qualifySummary struct {
 func newQualifyCmd(g *Globals) *cobra.Command {
 	o := &qualifyOpts{}
 	cmd := &cobra.Command{
-		Use:   "qualify PLAN [--check] [--out DIR] [--json] [--no-preflight] [--host-facts FILE]",
-		Short: "Run a bounded qualification campaign for a candidate backend",
+		Annotations: map[string]string{annotationFinishing: "stopping the candidate and restoring production where needed"},
+		Use:         "qualify PLAN [--check] [--out DIR] [--json] [--no-preflight] [--host-facts FILE]",
+		Short:       "Run a bounded qualification campaign for a candidate backend",
 		Long: `Run the campaign in PLAN (TOML): its gates in order (prereq, artifact, launch
 with its attempt ladder, ready_control, structured_control, sequential,
 concurrency, semantic), each only if every gate before it passed. When the candidate needs

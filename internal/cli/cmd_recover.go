@@ -21,8 +21,9 @@ func init() {
 
 func newRecoverCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "recover",
-		Short: "Restore a production left stopped by a campaign whose hiro was killed",
+		Annotations: map[string]string{annotationFinishing: "restoring production"},
+		Use:         "recover",
+		Short:       "Restore a production left stopped by a campaign whose hiro was killed",
 		Long: `A campaign that stops production writes a lease first and removes it only once
 production is restored and verified. If hiro was killed in between (SIGKILL,
 power loss), the lease remains: every hiro command restores production from

@@ -17,8 +17,9 @@ func init() { registerCommand(newRollbackCmd) }
 func newRollbackCmd(g *Globals) *cobra.Command {
 	o := &switchOpts{}
 	cmd := &cobra.Command{
-		Use:   "rollback [--check] [--trust-unsigned] [--journal DIR] [--json]",
-		Short: "Switch production back to the one the last activation replaced",
+		Annotations: map[string]string{annotationFinishing: "finishing or undoing the production switch"},
+		Use:         "rollback [--check] [--trust-unsigned] [--journal DIR] [--json]",
+		Short:       "Switch production back to the one the last activation replaced",
 		Long: `Switch production back to the production the active activation replaced
 (repeat it to go further back), verified ready the same way as an activation
 (health, model id, a bounded READY completion); the old one is put back if the

@@ -298,10 +298,36 @@ func Main(args []string) int {
 				cancel(&InterruptError{Signal: name})
 				continue
 			}
-			fmt.Fprintf(os.Stderr, "hiro: %s again: still finishing (restoring production where needed); hiro exits when done\n", name)
+			fmt.Fprintln(os.Stderr, againLine(name, finishingFor(args)))
 		}
 	}()
 	return Run(ctx, args, os.Stdout, os.Stderr)
+}
+
+// annotationFinishing is a command's annotation saying what it still
+// finishes after the first signal cancelled it ("restoring production
+// where needed"); the second signal's line says it (againLine). A
+// command without one touches no production: the line names nothing.
+const annotationFinishing = "hiro:finishing"
+
+// finishingFor is the annotationFinishing of the command args run, ""
+// when it has none or args name no command.
+func finishingFor(args []string) string {
+	root := NewRoot(&Globals{Stdout: io.Discard, Stderr: io.Discard})
+	c, _, err := root.Find(args)
+	if err != nil || c == nil {
+		return ""
+	}
+	return c.Annotations[annotationFinishing]
+}
+
+// againLine is what a second signal prints: hiro keeps finishing, and
+// what, when the command said (finishingFor).
+func againLine(signal, finishing string) string {
+	if finishing == "" {
+		return fmt.Sprintf("hiro: %s again: still finishing; hiro exits when done", signal)
+	}
+	return fmt.Sprintf("hiro: %s again: still finishing (%s); hiro exits when done", signal, finishing)
 }
 
 // hupReopens is set by 'hiro serve', for which SIGHUP reopens the logs
