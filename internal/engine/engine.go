@@ -116,6 +116,26 @@ type FrameHint struct {
 	Class failure.Class
 	// NextStep, when set, is the advice when this hint decides.
 	NextStep string
+	// Until, when set, is the last phase in which the hint gives Class:
+	// the frame names where code lives, not the step that runs it (a
+	// model's own modelling code is built in load and runs again in
+	// warmup and in every request). An exception raised below it later
+	// is a crash in that code, whose class the moment gives (warmup_failed
+	// in warmup, probe_failed or engine_died once serving).
+	Until failure.Phase
+}
+
+// frameHint returns the frame hint whose rule name is name, or nil.
+func (e *Engine) frameHint(name string) *FrameHint {
+	if !strings.HasPrefix(name, framePrefix) {
+		return nil
+	}
+	for i := range e.frameHints {
+		if framePrefix+slug(e.frameHints[i].Text) == name {
+			return &e.frameHints[i]
+		}
+	}
+	return nil
 }
 
 // FramePhase names the phase of a traceback frame: a frame whose line
@@ -196,7 +216,7 @@ func prepare(e *Engine) {
 	e.acTrig = trig
 	hints := make([]FrameHint, len(e.frameHints))
 	for i, h := range e.frameHints {
-		hints[i] = FrameHint{Text: strings.ToLower(h.Text), Class: h.Class, NextStep: h.NextStep}
+		hints[i] = FrameHint{Text: strings.ToLower(h.Text), Class: h.Class, NextStep: h.NextStep, Until: h.Until}
 	}
 	e.frameHints = hints
 }

@@ -209,9 +209,13 @@ var pythonFrameHints = []FrameHint{
 	{Text: "profile_run", Class: failure.ClassWarmupFailed},
 	{Text: "determine_available_memory", Class: failure.ClassWarmupFailed},
 	{Text: "_wait_and_warmup", Class: failure.ClassWarmupFailed},
-	{Text: "custom_modeling", Class: failure.ClassModelLoadFailed},
-	{Text: "model_executor/models/", Class: failure.ClassModelLoadFailed},
-	{Text: "srt/models/", Class: failure.ClassModelLoadFailed},
+	// a model's own modelling code (TGI's custom_modeling, vLLM's
+	// model_executor/models, SGLang's srt/models): built while the model
+	// loads, run again by every warmup step and request, so it names the
+	// class only up to load (FrameHint.Until)
+	{Text: "custom_modeling", Class: failure.ClassModelLoadFailed, Until: failure.PhaseLoad},
+	{Text: "model_executor/models/", Class: failure.ClassModelLoadFailed, Until: failure.PhaseLoad},
+	{Text: "srt/models/", Class: failure.ClassModelLoadFailed, Until: failure.PhaseLoad},
 	{Text: "model_loader", Class: failure.ClassModelLoadFailed},
 	{Text: "load_weights", Class: failure.ClassModelLoadFailed},
 	{Text: "weight_utils", Class: failure.ClassModelLoadFailed},

@@ -275,6 +275,7 @@ func lineExplains(v *verdict) bool {
 // phase, refined by context (structuredRefine, the phase where the engine
 // stopped when it outlived the line).
 func giveLine(v *verdict) {
+	v.codeFrameLater()
 	f, c := v.f, v.cand
 	v.lineCause()
 	v.rule, v.step = c.rule, v.e.ruleStep(c.rule)
@@ -297,6 +298,17 @@ func giveLine(v *verdict) {
 		v.detail["traceback_frames"] = v.frames
 	}
 	v.outcomeDetail()
+}
+
+// codeFrameLater makes a class taken from a frame that names where code
+// lives (FrameHint.Until) a crash in that code when the exception was
+// raised after the hint's last phase: the model's forward failing in
+// warmup or in a request is not its load failing.
+func (v *verdict) codeFrameLater() {
+	h := v.e.frameHint(v.cand.rule)
+	if h != nil && h.Until != "" && v.cand.phase.Index() > h.Until.Index() {
+		v.cand.class, v.cand.crash = failure.ClassEngineDied, true
+	}
 }
 
 // weak reports a root-cause line whose verdict is weak: a hint or a
