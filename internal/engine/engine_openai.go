@@ -102,7 +102,6 @@ func init() {
 		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},
 			{Text: "Not enough memory to handle", Class: failure.ClassGPUOOM},
-			vllmNoCacheBlocks, // vLLM's forks (vllm-ascend)
 			// LM Studio's loadModel errors relay its llmworker's: the child's
 			// exception follows the wrapper's stack as "- Caused By: TypeError:
 			// ..." (an LM Studio bug), a hint over the wrapper's line
@@ -119,7 +118,7 @@ func init() {
 			// the repository that could not be loaded, its reason after
 			// the colon (a rule for the reason wins on the line)
 			{Text: "failed to load '", Pattern: regexp.MustCompile(`failed to load '[^']+' version \d+: \S`), Class: failure.ClassModelLoadFailed, Tier: TierHint},
-		}, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
+		}, vllmKVRules, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{
@@ -127,7 +126,7 @@ func init() {
 			"Shard process was signaled to shutdown",
 			"Webserver Crashed",
 		}),
-		facts:   joinLists(shardFacts, ggmlFacts, trtllmFacts),
+		facts:   joinLists(shardFacts, ggmlFacts, trtllmFacts, vllmKVFacts),
 		devices: joinLists(pythonDevices, ggmlDevices),
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower the server's batch and context bounds (TGI --max-batch-total-tokens, " +

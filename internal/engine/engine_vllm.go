@@ -24,6 +24,28 @@ var vllmNoCacheBlocks = Rule{Text: "No available memory for the cache blocks", C
 		"both; otherwise the weights and activations fill it: raise --gpu-memory-utilization, lower " +
 		"--max-num-seqs or --max-model-len, or use a smaller quant / more GPUs (--tensor-parallel-size)."}
 
+// vllmKVRules: vLLM's KV cache sizing errors, in vLLM and in the forks
+// and wrappers served as openai (vllm-ascend, KAITO, llm-scaler): raised
+// in kv_init, after "Available KV cache memory" (a warmup marker) was
+// logged (vllm/worker/worker.py raise_if_cache_size_invalid in V0,
+// vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory in V1).
+var vllmKVRules = []Rule{
+	{Text: "estimated maximum model length is", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
+	{Text: "larger than the maximum number of tokens that can be stored in KV cache", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
+	{Text: "larger than the available KV cache memory", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
+	vllmNoCacheBlocks,
+}
+
+// vllmKVFacts: the KV cache's figures vLLM logs and its sizing errors
+// state (both sides of the shortfall), wherever vLLM runs.
+var vllmKVFacts = []FactParser{
+	{Trigger: "Available KV cache memory", Pattern: regexp.MustCompile(`Available KV cache memory: ` + num + ` GiB`), Names: []string{"kv_cache_memory_gib"}},
+	{Trigger: "GPU KV cache size", Pattern: regexp.MustCompile(`GPU KV cache size: ([\d,]+) tokens`), Names: []string{"kv_cache_tokens"}},
+	{Trigger: "maximum number of tokens that can be stored in KV cache", Pattern: regexp.MustCompile(`max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`), Names: []string{"max_model_len", "kv_cache_tokens"}},
+	{Trigger: "KV cache is needed, which is larger than the available KV cache memory", Pattern: regexp.MustCompile(`max seq len \((\d+)\), \(` + num + ` GiB KV cache is needed, which is larger than the available KV cache memory \(` + num + ` GiB\)`), Names: []string{"max_model_len", "kv_cache_needed_gib", "kv_cache_memory_gib"}},
+	{Trigger: "estimated maximum model length is", Pattern: regexp.MustCompile(`estimated maximum model length is (\d+)`), Names: []string{"suggested_max_model_len"}},
+}
+
 func init() {
 	register(&Engine{
 		Kind:       "vllm",
@@ -61,12 +83,7 @@ func init() {
 				NextStep: "vLLM's own engine-ready timeout ended the start before the engines finished loading: raise " +
 					"VLLM_ENGINE_READY_TIMEOUT_S (600 s by default) to cover the load, or pre-warm the weights (page cache, a local copy)."},
 			{Text: "less than desired GPU memory utilization", Class: failure.ClassAcceleratorBusy},
-			// KV sizing errors are raised in kv_init, after "Available KV
-			// cache memory" (a warmup marker) was logged.
-			{Text: "estimated maximum model length is", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
-			{Text: "larger than the maximum number of tokens that can be stored in KV cache", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
-			{Text: "larger than the available KV cache memory", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
-			vllmNoCacheBlocks,
+		}, vllmKVRules, []Rule{
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
 			{Text: "Bfloat16 is only supported on GPUs with compute capability", Class: failure.ClassGPUArchUnsupported},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},
@@ -84,14 +101,7 @@ func init() {
 			{Trigger: "Loading weights took", Pattern: regexp.MustCompile(`Loading weights took ([\d.]+) seconds`), Names: []string{"weights_load_seconds"}},
 			{Trigger: "Model loading took", Pattern: regexp.MustCompile(`Model loading took ([\d.]+) GiB(?: memory)?(?: and ([\d.]+) seconds)?`), Names: []string{"model_memory_gib", "model_load_seconds"}},
 			{Trigger: "Loading model weights took", Pattern: regexp.MustCompile(`Loading model weights took ([\d.]+) GB`), Names: []string{"model_memory_gib"}},
-			{Trigger: "Available KV cache memory", Pattern: regexp.MustCompile(`Available KV cache memory: ` + num + ` GiB`), Names: []string{"kv_cache_memory_gib"}},
-			{Trigger: "GPU KV cache size", Pattern: regexp.MustCompile(`GPU KV cache size: ([\d,]+) tokens`), Names: []string{"kv_cache_tokens"}},
-			// The KV cache check (vllm/worker/worker.py raise_if_cache_size_invalid in
-			// V0, vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory in V1)
-			// states both sides of the shortfall in its error line.
-			{Trigger: "maximum number of tokens that can be stored in KV cache", Pattern: regexp.MustCompile(`max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`), Names: []string{"max_model_len", "kv_cache_tokens"}},
-			{Trigger: "KV cache is needed, which is larger than the available KV cache memory", Pattern: regexp.MustCompile(`max seq len \((\d+)\), \(` + num + ` GiB KV cache is needed, which is larger than the available KV cache memory \(` + num + ` GiB\)`), Names: []string{"max_model_len", "kv_cache_needed_gib", "kv_cache_memory_gib"}},
-			{Trigger: "estimated maximum model length is", Pattern: regexp.MustCompile(`estimated maximum model length is (\d+)`), Names: []string{"suggested_max_model_len"}},
+		}, vllmKVFacts, []FactParser{
 			{Trigger: "Free memory on device", Pattern: regexp.MustCompile(`Free memory on device \(([\d.]+)/([\d.]+) GiB\)`), Names: []string{"device_free_gib", "device_total_gib"}},
 			{Trigger: "Maximum concurrency", Pattern: regexp.MustCompile(`Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x`), Names: []string{"max_model_len", "max_concurrency"}},
 			{Trigger: "init engine", Pattern: regexp.MustCompile(`init engine \(profile, create kv cache, warmup model\) took ([\d.]+) seconds`), Names: []string{"engine_init_seconds"}},
