@@ -285,6 +285,13 @@ var gpuFamily = family("gpu", []Rule{
 	{Text: "falling back to CPU", Pattern: regexp.MustCompile(`(?i)\bno (usable |compatible |supported )?(GPUs?|CUDA devices?|accelerators?)\b.{0,80}(found|detected|available)?.{0,40}falling back to CPU`),
 		Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	{Text: "discovery", Pattern: regexp.MustCompile(`(?i)(fail\w*|error)\W.{0,30}GPU discovery|GPU discovery.{0,30}(failed|error)`), Class: failure.ClassAcceleratorUnavailable},
+	// PyTorch's caching allocator names its device type before the size
+	// (c10/cuda/CUDACachingAllocator.cpp "CUDA out of memory. Tried to
+	// allocate ", XPU's, MPS's), and every out-of-tree backend built on it
+	// prints the same words with its own (torch_npu's NPUCachingAllocator
+	// "NPU out of memory. Tried to allocate 30.00 MiB (NPU 3; ...)", MUSA,
+	// MLU, HPU): one rule for every device name
+	{Name: "gpu/torch-device-out-of-memory", Text: "out of memory. Tried to allocate", Pattern: regexp.MustCompile(`\b[A-Z][A-Za-z0-9]{1,11}( backend)? out of memory\. Tried to allocate`), Class: failure.ClassGPUOOM},
 	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
 	{Text: "memory", Pattern: regexp.MustCompile(`(?i)(insufficient|not enough) (gpu|device|vram|cuda) memory`), Class: failure.ClassGPUOOM},
 	// a runtime's allocator that names the size, not the memory (TVM/MLC
@@ -362,6 +369,15 @@ var metalFamily = family("metal", []Rule{
 	// library for this device (a bfloat16 type the M1/M2 compiler rejects)
 	{Text: "LoadLibraryError", Class: failure.ClassGPUArchUnsupported},
 	{Text: "MTLCreateSystemDefaultDevice", Class: failure.ClassAcceleratorUnavailable},
+	// MLX's Metal device (mlx/backend/metal/device.cpp, ml-explore/mlx@2118c3d
+	// "[metal::Device] Unable to load kernel NAME", later "Unable to load
+	// function NAME" / "Function NAME was not found in the library", and the
+	// JIT's "Unable to build metal library from source"): the build's
+	// library has no kernel this GPU family can use (an M5's nax kernels in
+	// an older MLX) or the OS's Metal compiler will not build it. Weak: a
+	// kernel may also be missing for a quantization the build never
+	// instantiated (the name says which).
+	{Text: "[metal::Device] Unable to", Pattern: regexp.MustCompile(`\[metal::Device\] Unable to (load (kernel|function) \S|build metal library)`), Class: failure.ClassGPUArchUnsupported, Weak: true, NextStep: mlxKernelStep},
 	// A Metal shader library that does not compile for this GPU or OS:
 	// the compiler's own error after ggml's Metal init began.
 	{Text: "static_assert failed", After: "ggml_metal", Class: failure.ClassGPUArchUnsupported},
@@ -387,6 +403,11 @@ var metalFamily = family("metal", []Rule{
 	// fault, or a recovery after another process's fault discarded it
 	{Text: "kIOGPUCommandBufferCallbackError", Pattern: regexp.MustCompile(`kIOGPUCommandBufferCallbackError(InnocentVictim|Timeout|PageFault|SubmissionsIgnored)\b`), Class: failure.ClassEngineDied, Fatal: true, NextStep: gpuResetStep},
 })
+
+// mlxKernelStep is the advice when MLX's Metal library lacks a kernel.
+const mlxKernelStep = "MLX's Metal library has no kernel this GPU or macOS can use (a newer chip than the MLX build " +
+	"knows, or a dtype or quantization it did not compile): update MLX / mlx-lm (in LM Studio the MLX runtime, e.g. " +
+	"its Beta channel), update macOS, or use another dtype or quant of the model."
 
 // cudaLibraryStep is the advice when the CUDA driver or runtime library
 // cannot be loaded.

@@ -155,7 +155,7 @@ var netFamily = family("net", []Rule{
 // after the engine's own rules and its stack's (python, ggml).
 var hostFamilies = joinLists(libraryAccessFamily, cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, syclFamily, tpuFamily, neuronFamily, gaudiFamily, ascendFamily, ncclFamily,
 	memoryFamily, cpuFamily, osFamily, processFamily, configFamily, netFamily, hubFamily, fsFamily, modelFamily, signalFamily, ntStatusFamily, nativeFamily, rustFamily, goFamily,
-	structuredFamily)
+	structuredFamily, templateFamily)
 
 // libraryAccessFamily: a shared library the dynamic loader (ld.so's
 // "error while loading shared libraries: X: cannot open shared object

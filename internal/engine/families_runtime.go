@@ -53,6 +53,15 @@ var modelFamily = family("model", []Rule{
 	// serde's error for a config file without a field the loader needs
 	// (Rust engines: "missing field `vocab_size` at line 46 column 1")
 	{Text: "missing field `", Class: failure.ClassModelLoadFailed},
+	// serde's other errors for a file that does not parse as the type
+	// the loader reads, whatever the Rust engine (mistral.rs, candle, TGI's
+	// router): serde's de::Error ("invalid type: null, expected usize",
+	// "invalid value", "invalid length", "unknown variant", "unknown
+	// field", "duplicate field") and serde_json's syntax errors ("EOF
+	// while parsing a value", "expected `,` or `}`", "trailing comma"...),
+	// which serde_json ends with the place, " at line 19 column 24"
+	// (serde-rs/json@8b681ff src/error.rs, ErrorCode and ErrorImpl's Display)
+	{Name: "model/serde-json-error", Text: " column ", Pattern: regexp.MustCompile(`\b(?:invalid (?:type|value|length|escape|number|unicode code point)|unknown (?:variant|field)|duplicate field|EOF while parsing|expected (?:value|ident|` + "`" + `)|number out of range|control character|key must be a string|lone leading surrogate|trailing (?:comma|characters)|unexpected end of hex escape|recursion limit exceeded).{0,300} at line \d+ column \d+`), Class: failure.ClassModelLoadFailed},
 	// the engine cannot split this architecture over the GPUs as asked:
 	// ExLlamaV2's "Tensor-parallel is not supported for
 	// Gemma3ForConditionalGeneration" (exllamav2/tensor_p.py), vLLM's
@@ -113,6 +122,17 @@ var structuredFamily = family("structured", []Rule{
 	{Text: "invalid format: expected", Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
 	{Text: "json schema", Pattern: regexp.MustCompile(`(?i)invalid json schema|json schema.{0,40}(is invalid|not supported|unsupported|failed to (parse|convert|compile))`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
 	{Text: "can be specified, but not both", Pattern: regexp.MustCompile(`(?i)json_schema.{0,20}grammar.{0,20}can be specified, but not both`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+})
+
+// templateFamily: a chat template that fails while the prompt is
+// rendered, in the engine's own template engine: llama.cpp's jinja
+// (common/jinja/value.cpp, ggml-org/llama.cpp@c811cb8: a template's
+// raise_exception(msg) throws "Jinja Exception: " + msg, and the server
+// answers 400 "Unable to generate parser for this template" around it);
+// Python's jinja2 is pythonSignatures' ("jinja2.exceptions").
+var templateFamily = family("template", []Rule{
+	{Text: "Jinja Exception: ", Class: failure.ClassTokenizerTemplate},
+	{Text: "Unable to generate parser for this template", Class: failure.ClassTokenizerTemplate},
 })
 
 // signalNumbers are the Linux signal numbers a line may name

@@ -199,6 +199,9 @@ var pythonFrameHints = []FrameHint{
 	{Text: "grammar", Class: failure.ClassStructuredOutputCrash},
 	{Text: "chat_template", Class: failure.ClassTokenizerTemplate},
 	{Text: "chat_utils", Class: failure.ClassTokenizerTemplate},
+	// SGLang's template manager (srt/managers/template_manager.py) loads
+	// and inspects the model's chat template at start
+	{Text: "template_manager", Class: failure.ClassTokenizerTemplate},
 	{Text: "jinja2", Class: failure.ClassTokenizerTemplate},
 	{Text: "tokenization_", Class: failure.ClassTokenizerTemplate},
 	{Text: "/tokenizer.py", Class: failure.ClassTokenizerTemplate},
