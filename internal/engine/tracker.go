@@ -218,6 +218,12 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 		// errors relay the C++ frames): the exception line that ends
 		// it states the message
 		return true
+	case relayedException.MatchString(strings.TrimSpace(msg)):
+		// a task's exception relayed from another process (Ray's
+		// "ray.exceptions.RayTaskError(CompilationError): ray::..."):
+		// the remote frames follow, and the exception line that ends
+		// them, the task's own, closes the block
+		return true
 	case isExceptionLine(msg):
 		t.closeBlock(line, stored)
 		t.prev, t.prevErr = stored, true
@@ -1248,6 +1254,12 @@ func (t *Tracker) cutBlock() {
 // a class of another name under its module path, then its message
 // ("triton.runtime.errors.OutOfResources: out of resource: ...").
 var exceptionLine = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning)(?::|$)|^(?:[a-z_]\w*\.)+[A-Z]\w*: `)
+
+// relayedException recognises the line that relays another process's
+// exception inside a traceback, its remote frames after it: Ray's
+// "ray.exceptions.RayTaskError(CompilationError): ray::Actor.method()
+// (pid=N, ...)" (ray/exceptions.py, RayTaskError.__str__ at ray-2.40.0).
+var relayedException = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*\.)?\w*TaskError\([A-Za-z_][\w.]*\): `)
 
 func isExceptionLine(msg string) bool {
 	return exceptionLine.MatchString(strings.TrimSpace(msg))

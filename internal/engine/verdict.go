@@ -543,6 +543,13 @@ func giveEngineDied(v *verdict) {
 	f := v.f
 	f.Class = failure.ClassEngineDied
 	if v.fallback != "" {
+		if f.Phase == failure.PhaseWarmup && !v.served && len(v.frames) > 0 {
+			// an exception no rule explains, raised in the engine's
+			// own first steps (its warmup forward, graph capture): the
+			// warmup failed, as a crash there does (crashRefine); a
+			// native abort with no traceback (ggml's) stays the engine's
+			f.Class = failure.ClassWarmupFailed
+		}
 		f.RootCause = v.fallback
 		if len(v.frames) > 0 {
 			v.detail["traceback_frames"] = v.frames
