@@ -60,6 +60,7 @@ type Tracker struct {
 	ttouched []int32
 	logged   []bool // the rules' After/NotAfter texts logged so far (Engine.precede)
 	panicked bool   // the previous line was a Rust panic's header
+	inWhat   bool   // in a C++ exception's message that goes on below its what() line
 	header   string // the level of a header line alone (headed), "" after any other
 	// lastExc is the exception line of the last block that gave no root
 	// cause; chainCause the innermost exception of the raise ... from
@@ -146,6 +147,7 @@ func (t *Tracker) feed(line string) {
 
 	msg, level := t.headed(splitLine(line))
 	frame := isFrame(msg) || strings.TrimSpace(msg) == ""
+	frame = t.whatMessage(msg, frame)
 	if !frame {
 		t.request(line)
 		if t.scanTriggers(line) {
@@ -255,6 +257,27 @@ func (t *Tracker) continued(line, stored, msg string) bool {
 	return true
 }
 
+// whatMessage reports whether msg is a frame, reading the lines of a
+// C++ exception's message that goes on below its what() line (TVM's
+// "  what():  [18:53:29] .../vulkan_instance.cc:111: ", a banner, then
+// "  Check failed: (__e == VK_SUCCESS) is false: Vulkan Error, code=-9:
+// VK_ERROR_INCOMPATIBLE_DRIVER", then "Stack trace:"): its indented lines
+// are the message, not frames, until the stack trace or a blank line.
+func (t *Tracker) whatMessage(msg string, frame bool) bool {
+	m := strings.TrimSpace(msg)
+	switch {
+	case strings.HasPrefix(m, "what():"):
+		t.inWhat = strings.HasSuffix(m, ":")
+		return frame
+	case !t.inWhat:
+		return frame
+	case m == "" || strings.HasPrefix(m, "Stack trace:") || strings.HasPrefix(m, "[bt]"):
+		t.inWhat = false
+		return frame
+	}
+	return false
+}
+
 // whatLine takes the what() line right after a C++ terminate line that
 // gave the root cause ("terminate called after throwing an instance of
 // 'std::bad_alloc'", then "  what():  std::bad_alloc"): the message is
@@ -267,6 +290,12 @@ func (t *Tracker) whatLine(line, stored, msg string) bool {
 	}
 	if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && !s.Crash {
 		t.cand.rule, t.cand.line, t.cand.class = s.Name, stored, cls
+	} else if strings.HasSuffix(strings.TrimSpace(msg), ":") {
+		// the message goes on below (TVM's InternalError: "what():
+		// [time] file.cc:111: ", a banner, then "Check failed: ...:
+		// Vulkan Error, code=-9: VK_ERROR_INCOMPATIBLE_DRIVER"):
+		// a specific rule's match there states the cause (continued)
+		t.cand.more = true
 	}
 	return true
 }
