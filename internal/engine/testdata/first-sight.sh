@@ -32,6 +32,8 @@ sets=(
   "r5b 7a15fe6 internal/engine/heldout-r5b"
   "r6a 311ec7e internal/engine/heldout-r6a"
   "r6b 311ec7e internal/engine/heldout-r6b"
+  "r7a 27604cf internal/engine/heldout-r7a"
+  "r7b 27604cf internal/engine/heldout-r7b"
 )
 
 for s in "${sets[@]}"; do
