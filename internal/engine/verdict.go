@@ -391,11 +391,32 @@ func servedThenFailed(v *verdict) bool {
 }
 
 // servedOnCPU: the server stayed up and served, no line names a failure,
-// and the engine's own device discovery found no accelerator (Ollama's
-// "inference compute id=cpu library=cpu" on a Jetson whose JetPack it
-// does not map): the replies came from the CPU, slow or wrong.
+// and the engine's own device discovery fell back to the CPU without
+// saying why (Ollama's "inference compute id=cpu library=cpu" on a Jetson
+// whose JetPack it does not map): the replies came from the CPU, slow or
+// wrong. Not when the engine said outright that the host has no GPU
+// (hostHasNoGPU): that is a CPU-only host serving as it should, a failure
+// only for a profile that requires an accelerator (outcome/cpu-serving).
 func servedOnCPU(v *verdict) bool {
-	return servedThenFailed(v) && v.fallback == "" && v.device.Kind == DeviceCPU && v.device.Evidence != ""
+	return servedThenFailed(v) && v.fallback == "" && v.device.Kind == DeviceCPU && v.device.Evidence != "" &&
+		!hostHasNoGPU(v.device.Evidence)
+}
+
+// noGPUStatements are the device-discovery lines in which an engine says
+// it looked and the host has no GPU it supports (Ollama before 0.12:
+// gpu.go's "no compatible GPUs were discovered"), as against a silent
+// fallback that lists only the CPU.
+var noGPUStatements = []string{"no compatible GPUs were discovered"}
+
+// hostHasNoGPU says whether the device evidence line is one of
+// noGPUStatements.
+func hostHasNoGPU(evidence string) bool {
+	for _, s := range noGPUStatements {
+		if strings.Contains(evidence, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // giveServedOnCPU: accelerator_unavailable from the start (launch, where
