@@ -56,3 +56,25 @@ func TestCPUHostServedIsNoAcceleratorFailure(t *testing.T) {
 		t.Errorf("requires_accelerator: %s, want accelerator_unavailable", d.Failure.Class)
 	}
 }
+
+// TestServedThenStoppedFromOutside (finding N5): the same log ended by a
+// TERM (hiro's own graceful stop) after serving: "stopped from outside",
+// not a death with the OOM killer's advice; a KILL keeps that advice.
+func TestServedThenStoppedFromOutside(t *testing.T) {
+	for _, sig := range []string{"TERM", "INT"} {
+		f := diagnoseCPUHost(t, DiagnoseOptions{Exit: Signaled(sig)}).Failure
+		if f.Rule != "exit/stopped-after-serving" || !strings.Contains(f.RootCause, "stopped from outside") ||
+			strings.Contains(f.NextStep, "OOM") || strings.Contains(f.NextStep, "dmesg") ||
+			f.Confidence == failure.ConfidenceStrong || f.Detail["stopped_by"] != "outside" {
+			t.Errorf("%s after serving: %s %s rule %s confidence %s: %q; next step %q", sig, f.Class, f.Phase, f.Rule, f.Confidence, f.RootCause, f.NextStep)
+		}
+	}
+	f := diagnoseCPUHost(t, DiagnoseOptions{Exit: Exited(143)}).Failure
+	if f.Rule != "exit/stopped-after-serving" {
+		t.Errorf("exit 143 after serving: rule %s", f.Rule)
+	}
+	f = diagnoseCPUHost(t, DiagnoseOptions{Exit: Signaled("KILL")}).Failure
+	if f.Class != failure.ClassEngineDied || !strings.Contains(f.RootCause+f.NextStep, "OOM") {
+		t.Errorf("KILL after serving: %s %q %q", f.Class, f.RootCause, f.NextStep)
+	}
+}

@@ -79,11 +79,25 @@ var exitRules = family("exit", []Rule{
 		Explain: "%[1]s during %[2]s: bus error, typically shared memory (/dev/shm) too small in a container"},
 	{Name: "exit/stopped-from-outside", Signals: []string{"TERM", "INT", "HUP", "QUIT"}, BeforeReady: true, Class: failure.ClassReadyTimeout,
 		Explain: "stopped from outside (%[1]s) while still starting, in phase %[2]s: another supervisor's timeout or an operator ended it before ready"},
+	// the same signals once it had served (the rule above takes them
+	// before ready): hiro's own graceful stop, a router's or campaign's
+	// end, systemd, a container stop. With no error line the log shows
+	// no failure, so no OOM advice (that is a KILL's); weak, as the stop
+	// may have come for a reason the log does not show.
+	{Name: "exit/stopped-after-serving", Signals: []string{"TERM", "INT", "HUP", "QUIT"}, Class: failure.ClassEngineDied, Tier: TierHint,
+		NextStep: stoppedAfterServingStep,
+		Explain:  "stopped from outside (%[1]s) after it served, in phase %[2]s: no line of the log shows a failure; a supervisor or an operator ended it"},
 	{Name: "exit/command-not-executable", Codes: []int{126}, Class: failure.ClassEngineDied,
 		Explain: "%[1]s: the command could not be executed (permission or format) (shell or container convention)"},
 	{Name: "exit/command-not-found", Codes: []int{127}, Class: failure.ClassEngineDied,
 		Explain: "%[1]s: the command was not found (shell or container convention)"},
 })
+
+// stoppedAfterServingStep is the next step of a server stopped by a
+// signal from outside after it served, with no error line in its log.
+const stoppedAfterServingStep = "The log shows no failure: the server served and was then stopped by a signal from " +
+	"outside. If you or hiro stopped it (hiro backend stop, the end of a campaign or of 'hiro serve'), there is nothing " +
+	"to fix; if not, find who sent the signal (systemd, a container runtime's stop, another supervisor's timeout)."
 
 // Classify returns the failure of an attempt that ended as o, from what
 // the tracker saw: the verdict of the first rule of outcomeRules that
@@ -550,7 +564,7 @@ func giveExit(v *verdict) {
 	if v.fallback != "" {
 		v.f.RootCause += "; first error line: " + v.fallback
 	}
-	if r.BeforeReady {
+	if r.BeforeReady || r.Name == "exit/stopped-after-serving" {
 		v.detail["stopped_by"] = "outside"
 	}
 	if r.Tier == TierHint {
