@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
@@ -20,8 +22,12 @@ import (
 // two ports before it binds either (production's and the candidate's)
 // never gets one twice. It is drawn from 20000-31999, below the kernel's
 // ephemeral range (32768+), so the client side of another test's
-// connection cannot take it before the engine binds it. It fails t when
-// 200 draws found none free.
+// connection cannot take it before the engine binds it. Test binaries of
+// other packages run at the same time (go test ./... runs packages in
+// parallel), so each port given is also claimed across processes: an
+// exclusive flock on os.TempDir()/hiro-test-ports/PORT, held until this
+// binary exits (the kernel drops it then, so nothing goes stale). It
+// fails t when 200 draws found none free.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	portsMu.Lock()
@@ -36,6 +42,9 @@ func FreePort(t testing.TB) int {
 			continue
 		}
 		l.Close()
+		if !claimPort(port) {
+			continue
+		}
 		portsGiven[port] = true
 		return port
 	}
@@ -46,7 +55,28 @@ func FreePort(t testing.TB) int {
 var (
 	portsMu    sync.Mutex
 	portsGiven = map[int]bool{}
+	portClaims []*os.File // held open: each keeps its port's flock
 )
+
+// claimPort takes port's cross-process claim (see FreePort): false when
+// another live test binary holds it. Where the claim file cannot be
+// made at all, the port is given unclaimed, as before claims existed.
+func claimPort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "hiro-test-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	portClaims = append(portClaims, f)
+	return true
+}
 
 // Import paths of the commands tests run as real processes.
 const (
