@@ -263,7 +263,7 @@ func failedWhy(g *evidence.Gate) []string {
 		}
 		return []string{"No inference request executed, because no attempt reached ready: " + joinSemi(parts) + "."}
 	case g.Semantic != nil && len(g.Semantic.Reasons) > 0:
-		return []string{"On the frozen corpus the candidate did not hold production's level: " + joinSemi(semanticReasons(g.Semantic)) + "."}
+		return []string{"On the frozen corpus the candidate did not hold production's level. " + semanticVerdictLine(g.Semantic)}
 	case g.Failure != nil:
 		return []string{fmt.Sprintf("The server failed as %s in %s: %s.", g.Failure.Class, g.Failure.Phase, strings.TrimRight(g.Failure.RootCause, ". "))}
 	case g.Reason != "":

@@ -239,3 +239,38 @@ func TestFailedRequestsGateSaysWhy(t *testing.T) {
 		t.Errorf("passed gate headline %q", got)
 	}
 }
+
+// TestFailedChecksKeepUndecidedApart: a semantic gate that failed on one
+// comparison and could not decide another lists the second apart ("Not
+// decided"), not among its failed checks, in the gate's prose and in the
+// campaign's reasons (trial 9, P3).
+func TestFailedChecksKeepUndecidedApart(t *testing.T) {
+	sr := &evidence.SemanticResult{CorpusName: "c", Tolerance: 0.05, Outcome: evidence.StatusFailed,
+		Method:  &evidence.StatMethod{Confidence: 0.95, Resamples: 10000, Power: 0.8},
+		Reasons: []string{"f1 worse", "schema-valid rate inconclusive"},
+		Comparisons: []evidence.Comparison{
+			{Measure: "f1", Candidate: 0.60, Production: 0.77, Difference: -0.17, Lower: -0.25, Upper: -0.09, Margin: 0.05, Outcome: evidence.StatusFailed, Decision: "worse"},
+			{Measure: "schema_valid_rate", Candidate: 0.95, Production: 0.99, Difference: -0.044, Lower: -0.068, Upper: -0.022, Margin: 0.05, Outcome: evidence.StatusInconclusive, Decision: "cannot tell"},
+		},
+		Differences: []evidence.DocDiff{{DocID: "a"}}}
+	e := &evidence.Evidence{Verdict: evidence.VerdictNotQualified, Candidate: "cand",
+		Gates: []evidence.Gate{{ID: "semantic", Kind: "semantic", Status: evidence.StatusFailed, Semantic: sr}}}
+	a := Build(e)
+	text := strings.Join(a.Sections[0].Items, "\n") + "\n" + a.Summary + "\n" + strings.Join(failedWhy(&e.Gates[0]), "\n")
+	var line string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, "Failed checks: ") {
+			line = l
+		}
+	}
+	failed, undecided, ok := strings.Cut(line[strings.Index(line, "Failed checks: ")+len("Failed checks: "):], "Not decided: ")
+	if line == "" || !ok {
+		t.Fatalf("no line with both failed checks and undecided ones:\n%s", text)
+	}
+	if !strings.Contains(failed, "F1 is worse than production's") || strings.Contains(failed, "schema-valid") {
+		t.Errorf("failed checks %q: want F1 only", failed)
+	}
+	if !strings.Contains(undecided, "schema-valid rate could not be told from production's") {
+		t.Errorf("not decided %q: want the schema-valid rate", undecided)
+	}
+}

@@ -308,7 +308,7 @@ func semanticItems(sr *evidence.SemanticResult) []string {
 	case sr.Outcome == evidence.StatusInconclusive:
 		out = append(out, "No check failed, but not every comparison could decide: "+joinSemi(semanticReasons(sr))+".")
 	case len(sr.Reasons) > 0:
-		out = append(out, "Failed checks: "+joinSemi(semanticReasons(sr))+".")
+		out = append(out, semanticVerdictLine(sr))
 	case len(sr.Comparisons) > 0:
 		out = append(out, "Every check passed: the candidate is above each floor and, at the stated confidence, no worse than production by more than the tolerance.")
 	default:
@@ -341,9 +341,39 @@ func firstComparison(sr *evidence.SemanticResult, measure string) *evidence.Comp
 	return nil
 }
 
-// semanticReasons are the failed checks in words.
+// semanticReasons are the gate's failed checks in words, then its
+// undecided comparisons; a gate with none of either gives its recorded
+// reasons.
 func semanticReasons(sr *evidence.SemanticResult) []string {
-	var out []string
+	failed, undecided := semanticFindings(sr)
+	out := append(failed, undecided...)
+	if len(out) == 0 {
+		out = append(out, sr.Reasons...)
+	}
+	return out
+}
+
+// semanticVerdictLine is the sentence that closes the semantic gate's
+// prose: what failed and, apart from it, what could not be decided, so a
+// reader sees which findings made the verdict a failure (exit 1) and
+// which alone would have left it inconclusive (exit 5).
+func semanticVerdictLine(sr *evidence.SemanticResult) string {
+	failed, undecided := semanticFindings(sr)
+	switch {
+	case len(failed) > 0 && len(undecided) > 0:
+		return "Failed checks: " + joinSemi(failed) + ". Not decided: " + joinSemi(undecided) + "."
+	case len(failed) > 0:
+		return "Failed checks: " + joinSemi(failed) + "."
+	case len(undecided) > 0:
+		return "Not decided: " + joinSemi(undecided) + "."
+	}
+	return "Failed checks: " + joinSemi(sr.Reasons) + "."
+}
+
+// semanticFindings splits the gate's findings into failed checks (a floor,
+// a fixed tolerance, a comparison shown worse) and comparisons that could
+// not decide.
+func semanticFindings(sr *evidence.SemanticResult) (failed, undecided []string) {
 	for _, c := range sr.Checks {
 		if c.Passed {
 			continue
@@ -355,25 +385,22 @@ func semanticReasons(sr *evidence.SemanticResult) []string {
 		}
 		switch kind {
 		case "floor":
-			out = append(out, fmt.Sprintf("%s %.3f is below the floor %.3f", name, c.Value, c.Limit))
+			failed = append(failed, fmt.Sprintf("%s %.3f is below the floor %.3f", name, c.Value, c.Limit))
 		case "vs production":
-			out = append(out, fmt.Sprintf("%s %.3f is below production's less the tolerance, %.3f", name, c.Value, c.Limit))
+			failed = append(failed, fmt.Sprintf("%s %.3f is below production's less the tolerance, %.3f", name, c.Value, c.Limit))
 		default:
-			out = append(out, fmt.Sprintf("%s: %.3f, needs %.3f", c.Name, c.Value, c.Limit))
+			failed = append(failed, fmt.Sprintf("%s: %.3f, needs %.3f", c.Name, c.Value, c.Limit))
 		}
 	}
 	for _, c := range sr.Comparisons {
 		switch c.Outcome {
 		case evidence.StatusFailed:
-			out = append(out, fmt.Sprintf("%s is worse than production's by more than %.2f (difference %+.3f, upper bound %+.3f)", MeasureName(c.Measure), c.Margin, c.Difference, c.Upper))
+			failed = append(failed, fmt.Sprintf("%s is worse than production's by more than %.2f (difference %+.3f, upper bound %+.3f)", MeasureName(c.Measure), c.Margin, c.Difference, c.Upper))
 		case evidence.StatusInconclusive:
-			out = append(out, fmt.Sprintf("%s could not be told from production's within %.2f (difference %+.3f, bounds %+.3f to %+.3f)", MeasureName(c.Measure), c.Margin, c.Difference, c.Lower, c.Upper))
+			undecided = append(undecided, fmt.Sprintf("%s could not be told from production's within %.2f (difference %+.3f, bounds %+.3f to %+.3f)", MeasureName(c.Measure), c.Margin, c.Difference, c.Lower, c.Upper))
 		}
 	}
-	if len(out) == 0 {
-		out = append(out, sr.Reasons...)
-	}
-	return out
+	return failed, undecided
 }
 
 var measureName = map[string]string{"f1": "F1", "grounding_rate": "grounding", "schema_valid_rate": "schema-valid rate"}
