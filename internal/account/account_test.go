@@ -178,7 +178,7 @@ func TestForestPlotOfComparisons(t *testing.T) {
 		t.Fatalf("%d charts, %v", len(cs), err)
 	}
 	f := cs[0]
-	for _, want := range []string{"margin −0.05", "F1 -0.016 (-0.079 to +0.032, inconclusive)", "grounding +0.000"} {
+	for _, want := range []string{"margin -0.05", "F1 -0.016 (-0.079 to +0.032, inconclusive)", "grounding +0.000"} {
 		if !strings.Contains(f.Caption+string(f.SVG), want) {
 			t.Errorf("forest plot lacks %q: %s", want, f.Caption)
 		}

@@ -19,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/stats"
 )
 
 // Chart is one picture of the account: an SVG document (no XML prolog, so
@@ -283,7 +284,7 @@ func documentsPlot(title string, rows []evidence.DocDiff) (*plot.Plot, *plot.Leg
 func forestChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 	p := plot.New()
 	p.Title.Text = gate + ": difference to production"
-	p.X.Label.Text = "candidate − production"
+	p.X.Label.Text = "candidate - production"
 	n := len(sr.Comparisons)
 	labels := make([]string, n)
 	lo, hi := -sr.Tolerance, 0.0
@@ -303,7 +304,7 @@ func forestChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 		dot.GlyphStyle.Color, dot.GlyphStyle.Radius, dot.GlyphStyle.Shape = forestColor(c.Outcome), vg.Points(3.5), draw.CircleGlyph{}
 		p.Add(bar, dot)
 		lo, hi = min(lo, c.Lower), max(hi, c.Upper)
-		words = append(words, fmt.Sprintf("%s %+.3f (%+.3f to %+.3f, %s)", MeasureName(c.Measure), c.Difference, c.Lower, c.Upper, c.Outcome))
+		words = append(words, fmt.Sprintf("%s %s (%s to %s, %s)", MeasureName(c.Measure), stats.Signed(c.Difference, 3), stats.Signed(c.Lower, 3), stats.Signed(c.Upper, 3), c.Outcome))
 	}
 	pad := (hi - lo) * 0.1
 	if pad == 0 {
@@ -324,7 +325,7 @@ func forestChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 		l.LineStyle.Width, l.LineStyle.Color = vg.Points(1), color.Gray{Y: 0x60}
 		if v.dashed {
 			l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			legend.Add(fmt.Sprintf("margin −%.2f", sr.Tolerance), l)
+			legend.Add("margin "+stats.Signed(-sr.Tolerance, 2), l)
 		}
 		p.Add(l)
 	}
@@ -343,8 +344,8 @@ func forestChart(gate string, sr *evidence.SemanticResult) (Chart, error) {
 		conf = fmt.Sprintf("%.0f %% one-sided", 100*sr.Method.Confidence)
 	}
 	return Chart{Title: gate + ": difference to production with its bounds", SVG: svg,
-		Caption: fmt.Sprintf("Each gated measure's difference, candidate − production, between its %s bounds (paired bootstrap over the %s); the dashed line is the margin −%.2f: a bar wholly right of it passes, wholly left fails, across it cannot decide. %s.",
-			conf, Plural(len(sr.Differences), "document", "documents"), sr.Tolerance, upperFirst(joinSemi(words)))}, nil
+		Caption: fmt.Sprintf("Each gated measure's difference, candidate - production, between its %s bounds (paired bootstrap over the %s); the dashed line is the margin %s: a bar wholly right of it passes, wholly left fails, across it cannot decide. %s.",
+			conf, Plural(len(sr.Differences), "document", "documents"), stats.Signed(-sr.Tolerance, 2), upperFirst(joinSemi(words)))}, nil
 }
 
 // forestColor is a comparison's colour by outcome.

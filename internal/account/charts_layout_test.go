@@ -201,7 +201,7 @@ func TestLatencyLabelsAreWhole(t *testing.T) {
 }
 
 // The forest plot's legend for the margin sits under the plot, away from
-// the zero line (issue 26 F14: "margin −0.05" sat on the zero line, the
+// the zero line (issue 26 F14: "margin -0.05" sat on the zero line, the
 // right edge when the candidate is no better): its box neither spans the
 // zero line's x nor reaches the height of its lower end, whichever side
 // of the chart zero is on.
@@ -232,7 +232,7 @@ func TestForestLegendClearOfTheZeroLine(t *testing.T) {
 		}
 		var label *svgText
 		for _, tx := range svgTexts(svg) {
-			if tx.s == "margin −0.05" {
+			if tx.s == "margin -0.05" {
 				label = &tx
 			}
 		}

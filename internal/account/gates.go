@@ -8,6 +8,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/stats"
 	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
@@ -320,8 +321,8 @@ func semanticItems(sr *evidence.SemanticResult) []string {
 // ComparisonSentence is one comparison in words: candidate, production,
 // the difference with its bounds, the margin and the decision.
 func ComparisonSentence(c evidence.Comparison, m *evidence.StatMethod) string {
-	return fmt.Sprintf("%s: candidate %.3f, production %.3f, difference %+.3f (%s bounds %+.3f to %+.3f), margin %.2f: %s.",
-		upperFirst(MeasureName(c.Measure)), c.Candidate, c.Production, c.Difference, boundsText(m), c.Lower, c.Upper, c.Margin, c.Decision)
+	return fmt.Sprintf("%s: candidate %.3f, production %.3f, difference %s (%s bounds %s to %s), margin %.2f: %s.",
+		upperFirst(MeasureName(c.Measure)), c.Candidate, c.Production, stats.Signed(c.Difference, 3), boundsText(m), stats.Signed(c.Lower, 3), stats.Signed(c.Upper, 3), c.Margin, c.Decision)
 }
 
 // boundsText is the method's one-sided confidence, "95 % one-sided".
@@ -395,9 +396,9 @@ func semanticFindings(sr *evidence.SemanticResult) (failed, undecided []string) 
 	for _, c := range sr.Comparisons {
 		switch c.Outcome {
 		case evidence.StatusFailed:
-			failed = append(failed, fmt.Sprintf("%s is worse than production's by more than %.2f (difference %+.3f, upper bound %+.3f)", MeasureName(c.Measure), c.Margin, c.Difference, c.Upper))
+			failed = append(failed, fmt.Sprintf("%s is worse than production's by more than %.2f (difference %s, upper bound %s)", MeasureName(c.Measure), c.Margin, stats.Signed(c.Difference, 3), stats.Signed(c.Upper, 3)))
 		case evidence.StatusInconclusive:
-			undecided = append(undecided, fmt.Sprintf("%s could not be told from production's within %.2f (difference %+.3f, bounds %+.3f to %+.3f)", MeasureName(c.Measure), c.Margin, c.Difference, c.Lower, c.Upper))
+			undecided = append(undecided, fmt.Sprintf("%s could not be told from production's within %.2f (difference %s, bounds %s to %s)", MeasureName(c.Measure), c.Margin, stats.Signed(c.Difference, 3), stats.Signed(c.Lower, 3), stats.Signed(c.Upper, 3)))
 		}
 	}
 	return failed, undecided
@@ -450,8 +451,8 @@ func comparisonsMarkdown(b *strings.Builder, sr *evidence.SemanticResult) {
 		if cm.DocumentsNeeded > 0 {
 			need = fmt.Sprintf("%d", cm.DocumentsNeeded)
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %+.3f | %+.3f to %+.3f | %s | %s | %s | %s |\n", upperFirst(MeasureName(cm.Measure)), f3(cm.Candidate), f3(cm.Production),
-			cm.Difference, cm.Lower, cm.Upper, f2(cm.Margin), floor, res, need)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s to %s | %s | %s | %s | %s |\n", upperFirst(MeasureName(cm.Measure)), f3(cm.Candidate), f3(cm.Production),
+			stats.Signed(cm.Difference, 3), stats.Signed(cm.Lower, 3), stats.Signed(cm.Upper, 3), f2(cm.Margin), floor, res, need)
 	}
 	c, p := sr.CandidateScores, sr.ProductionScores
 	fmt.Fprintf(b, "\nRecorded, not gated: precision %s vs %s, coverage %s vs %s, duplicates %s vs %s (candidate vs production).\n",
@@ -473,15 +474,15 @@ func limitsMarkdown(b *strings.Builder, sr *evidence.SemanticResult) {
 			l := math.Max(floor.Limit, vsProd.Limit)
 			lim = f3(l)
 			if vsProd.Limit >= floor.Limit {
-				how = fmt.Sprintf("production %s − tolerance %s (above the floor %s)", f3(pv), f2(sr.Tolerance), f3(floor.Limit))
+				how = fmt.Sprintf("production %s - tolerance %s (above the floor %s)", f3(pv), f2(sr.Tolerance), f3(floor.Limit))
 			} else {
-				how = fmt.Sprintf("absolute floor %s (production − tolerance is %s)", f3(floor.Limit), f3(vsProd.Limit))
+				how = fmt.Sprintf("absolute floor %s (production - tolerance is %s)", f3(floor.Limit), f3(vsProd.Limit))
 			}
 			res = passText(floor.Passed && vsProd.Passed)
 		case floor != nil:
 			lim, how, res = f3(floor.Limit), "absolute floor", passText(floor.Passed)
 		case vsProd != nil:
-			lim, how, res = f3(vsProd.Limit), fmt.Sprintf("production %s − tolerance %s", f3(pv), f2(sr.Tolerance)), passText(vsProd.Passed)
+			lim, how, res = f3(vsProd.Limit), fmt.Sprintf("production %s - tolerance %s", f3(pv), f2(sr.Tolerance)), passText(vsProd.Passed)
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", name, f3(cv), f3(pv), lim, how, res)
 	}
@@ -507,7 +508,7 @@ func documentsMarkdown(b *strings.Builder, sr *evidence.SemanticResult) {
 	if len(big) > 0 {
 		b.WriteString("\nLargest per-document differences:\n\n| Document | Candidate F1 | Production F1 | Difference | Claims (candidate / production) |\n| --- | --- | --- | --- | --- |\n")
 		for _, d := range big {
-			fmt.Fprintf(b, "| %s | %s | %s | %+.3f | %d / %d |\n", cellText(d.DocID), f3(d.CandidateF1), f3(d.ProductionF1), d.DeltaF1, d.CandidateClaims, d.ProductionClaims)
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %d / %d |\n", cellText(d.DocID), f3(d.CandidateF1), f3(d.ProductionF1), stats.Signed(d.DeltaF1, 3), d.CandidateClaims, d.ProductionClaims)
 		}
 	} else if len(diffs) > 0 {
 		b.WriteString("\nNo document's F1 differs between candidate and production.\n")
@@ -580,8 +581,8 @@ func perfMeasureSentence(m evidence.PerformanceMeasure, conf string) string {
 		return fmt.Sprintf("%s: candidate %.1f, production %.1f (means), ratio %.3f (%s bounds %.3f to %.3f), limit %.2f: %s",
 			perfMeasureTitle(m.Measure), m.Candidate, m.Production, m.Estimate, conf, m.Lower, m.Upper, m.Limit, m.Decision)
 	}
-	return fmt.Sprintf("%s: candidate %s, production %s (medians), shift %+.1f ms (Hodges-Lehmann; %s bounds %+.1f to %+.1f ms, Mann-Whitney p = %.3g), margin %s: %s",
-		perfMeasureTitle(m.Measure), msText(m.Candidate), msText(m.Production), m.Estimate, conf, m.Lower, m.Upper, m.P, msText(m.Limit), m.Decision)
+	return fmt.Sprintf("%s: candidate %s, production %s (medians), shift %s ms (Hodges-Lehmann; %s bounds %s to %s ms, Mann-Whitney p = %.3g), margin %s: %s",
+		perfMeasureTitle(m.Measure), msText(m.Candidate), msText(m.Production), stats.Signed(m.Estimate, 1), conf, stats.Signed(m.Lower, 1), stats.Signed(m.Upper, 1), m.P, msText(m.Limit), m.Decision)
 }
 
 var perfMeasureTitles = map[string]string{"latency_ms": "end-to-end latency", "ttft_ms": "time to first token", "output_tokens_per_second": "output tokens/s per request"}
@@ -612,7 +613,7 @@ func PerformanceMarkdown(pc *evidence.PerformanceComparison) string {
 			fmt.Fprintf(&b, "| %s | %.1f | %.1f | ratio %.3f | %.3f to %.3f | ≥ %.2f | ratio of means, bootstrap | %s |\n", upperFirst(perfMeasureTitle(m.Measure)), m.Candidate, m.Production, m.Estimate, m.Lower, m.Upper, m.Limit, res)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %+.1f ms | %+.1f to %+.1f ms | ≤ %+.1f ms | Mann-Whitney, Hodges-Lehmann shift | %s |\n", upperFirst(perfMeasureTitle(m.Measure)), msText(m.Candidate), msText(m.Production), m.Estimate, m.Lower, m.Upper, m.Limit, res)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s ms | %s to %s ms | ≤ %s ms | Mann-Whitney, Hodges-Lehmann shift | %s |\n", upperFirst(perfMeasureTitle(m.Measure)), msText(m.Candidate), msText(m.Production), stats.Signed(m.Estimate, 1), stats.Signed(m.Lower, 1), stats.Signed(m.Upper, 1), stats.Signed(m.Limit, 1), res)
 	}
 	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/shadow"
+	"github.com/hiro-dev/hiro/internal/stats"
 )
 
 func init() { registerCommand(newShadowCmd) }
@@ -177,7 +178,7 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 	if r.CandidateLatency != nil && r.ProductionLatency != nil {
 		fmt.Fprintf(w, "latency     p50 candidate %.1f ms, production %.1f ms", r.CandidateLatency.P50, r.ProductionLatency.P50)
 		if s := r.LatencyShift; s != nil {
-			fmt.Fprintf(w, "; shift %+.1f ms [%+.1f, %+.1f]", s.ShiftMS, s.LowerMS, s.UpperMS)
+			fmt.Fprintf(w, "; shift %s ms [%s, %s]", stats.Signed(s.ShiftMS, 1), stats.Signed(s.LowerMS, 1), stats.Signed(s.UpperMS, 1))
 		}
 		fmt.Fprintln(w)
 	}
@@ -196,7 +197,7 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 		if c.Note != "" {
 			note = " (" + c.Note + ")"
 		}
-		fmt.Fprintf(w, "  %-20s candidate %.3f, production %.3f, difference %+.3f [%+.3f, %+.3f], margin %.3f: %s%s\n", c.Measure, c.Candidate, c.Production, c.Difference, c.Lower, c.Upper, c.Margin, c.Outcome, note)
+		fmt.Fprintf(w, "  %-20s candidate %.3f, production %.3f, difference %s [%s, %s], margin %.3f: %s%s\n", c.Measure, c.Candidate, c.Production, stats.Signed(c.Difference, 3), stats.Signed(c.Lower, 3), stats.Signed(c.Upper, 3), c.Margin, c.Outcome, note)
 	}
 	fmt.Fprintf(w, "outcome     %s", r.Outcome)
 	if len(r.Reasons) > 0 {

@@ -179,7 +179,7 @@ func TestReportAndPageTellTheSameAccount(t *testing.T) {
 	}
 	// Content the issue asks for, in words.
 	for _, want := range []string{
-		"| F1 | 0.769 | 0.848 | 0.797 | production 0.848 − tolerance 0.05 (above the floor 0.200) | **failed** |",
+		"| F1 | 0.769 | 0.848 | 0.797 | production 0.848 - tolerance 0.05 (above the floor 0.200) | **failed** |",
 		"| Precision | 0.850 | 0.833 | — | recorded, not gated | — |",
 		"| Duplicates |", "Largest per-document differences", "| bakery | 0.444 | 0.727 | -0.283 | 2 / 4 |",
 		"| schema_invalid | 2 | reply is not JSON: unexpected end of input |",

@@ -20,3 +20,17 @@ func TestDecisionWordsSayTheBoundInclusive(t *testing.T) {
 		t.Errorf("passed: %q", got)
 	}
 }
+
+// An undecided comparison writes its bounds and the margin with one minus
+// sign, ASCII's (issue 26 N1: "between -0.068 and -0.022 (95 % bounds),
+// which holds the margin −0.05" mixed two).
+func TestDecisionWordsOneMinusSign(t *testing.T) {
+	d := stats.Difference{Estimate: -0.045, Lower: -0.068, Upper: -0.022, Confidence: 0.95, Documents: 48}
+	got := decisionWords(d, 0.05, stats.Inconclusive)
+	if want := "the difference lies between -0.068 and -0.022 (95 % bounds), which holds the margin -0.05;"; !strings.Contains(got, want) {
+		t.Errorf("inconclusive: %q lacks %q", got, want)
+	}
+	if strings.ContainsRune(got, '\u2212') {
+		t.Errorf("inconclusive: %q holds the Unicode minus sign", got)
+	}
+}

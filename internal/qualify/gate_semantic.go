@@ -651,7 +651,7 @@ func seedParts(fp *evidence.Fingerprints) []string {
 const semanticSeeding = "each measure's seed is the first 16 bytes of SHA-256(\"hiro.stats/seed\", then the fingerprints plan, prompts, schemas, corpus, artifact_manifest, candidate_profile, production_config_before and the measure's name, each followed by a zero byte); PCG generator"
 
 // semanticTest is StatMethod.Test's text.
-const semanticTest = "paired bootstrap over documents of the micro-averaged difference (candidate − production), expanded percentile bounds (each the level quantile, level = Φ(−sqrt(n/(n−1))·t_{n−1}(confidence)), Hesterberg 2015); one-sided non-inferiority with the tolerance as margin: passed when the lower bound is above −margin, failed when the upper bound is below it, else inconclusive"
+const semanticTest = "paired bootstrap over documents of the micro-averaged difference (candidate - production), expanded percentile bounds (each the level quantile, level = Φ(-sqrt(n/(n-1))·t_{n-1}(confidence)), Hesterberg 2015); one-sided non-inferiority with the tolerance as margin: passed when the lower bound is above -margin, failed when the upper bound is below it, else inconclusive"
 
 // compare decides: every rate (F1, grounding, schema-valid) must reach
 // its floor, the candidate must finish every document, and each rate is
@@ -792,14 +792,14 @@ func decisionWords(d stats.Difference, margin float64, out stats.Outcome) string
 	conf := fmt.Sprintf("%.0f %%", 100*d.Confidence)
 	switch out {
 	case stats.Passed:
-		return fmt.Sprintf("no worse than production by more than %.2f: at %s confidence the difference is at least %+.3f", margin, conf, d.Lower)
+		return fmt.Sprintf("no worse than production by more than %.2f: at %s confidence the difference is at least %s", margin, conf, stats.Signed(d.Lower, 3))
 	case stats.Failed:
-		return fmt.Sprintf("worse than production by more than %.2f: at %s confidence the difference is at most %+.3f", margin, conf, d.Upper)
+		return fmt.Sprintf("worse than production by more than %.2f: at %s confidence the difference is at most %s", margin, conf, stats.Signed(d.Upper, 3))
 	}
 	if k := stats.MinDocuments(d.Confidence); d.Documents < k {
 		return fmt.Sprintf("cannot tell: %d documents are fewer than the %d a paired comparison at %s needs to decide anything", d.Documents, k, conf)
 	}
-	return fmt.Sprintf("cannot tell: the difference lies between %+.3f and %+.3f (%s bounds), which holds the margin −%.2f; more documents would decide", d.Lower, d.Upper, conf, margin)
+	return fmt.Sprintf("cannot tell: the difference lies between %s and %s (%s bounds), which holds the margin %s; more documents would decide", stats.Signed(d.Lower, 3), stats.Signed(d.Upper, 3), conf, stats.Signed(-margin, 2))
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }

@@ -277,4 +277,4 @@ func positive(xs []float64) bool {
 
 func msText(x float64) string { return fmt.Sprintf("%.1f ms", x) }
 
-func signedMS(x float64) string { return fmt.Sprintf("%+.1f ms", x) }
+func signedMS(x float64) string { return stats.Signed(x, 1) + " ms" }

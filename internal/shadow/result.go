@@ -306,12 +306,12 @@ func decide(r *Result) {
 			switch stats.Outcome(c.Outcome) {
 			case stats.Failed:
 				r.Outcome = string(stats.Failed)
-				r.Reasons = append(r.Reasons, fmt.Sprintf("%s: candidate %.3f against production %.3f, worse by more than %.3f (upper bound %+.3f)", c.Measure, c.Candidate, c.Production, c.Margin, c.Upper))
+				r.Reasons = append(r.Reasons, fmt.Sprintf("%s: candidate %.3f against production %.3f, worse by more than %.3f (upper bound %s)", c.Measure, c.Candidate, c.Production, c.Margin, stats.Signed(c.Upper, 3)))
 			case stats.Inconclusive:
 				if r.Outcome == string(stats.Passed) {
 					r.Outcome = string(stats.Inconclusive)
 				}
-				why := fmt.Sprintf("bounds %+.3f to %+.3f", c.Lower, c.Upper)
+				why := fmt.Sprintf("bounds %s to %s", stats.Signed(c.Lower, 3), stats.Signed(c.Upper, 3))
 				if c.Note != "" {
 					why = c.Note
 				}
@@ -326,7 +326,7 @@ func decide(r *Result) {
 		fmt.Fprintf(&b, "; extraction agreement with production %.3f", r.Extraction.Agreement)
 	}
 	if r.LatencyShift != nil {
-		fmt.Fprintf(&b, "; latency shift %+.1f ms", r.LatencyShift.ShiftMS)
+		fmt.Fprintf(&b, "; latency shift %s ms", stats.Signed(r.LatencyShift.ShiftMS, 1))
 	}
 	r.Summary = b.String()
 }

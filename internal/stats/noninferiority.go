@@ -124,7 +124,7 @@ func SampleSizeSentence(d Difference, margin float64) string {
 	}
 	sd := d.PerDocumentSD()
 	if sd == 0 {
-		return fmt.Sprintf("Every resample of the %s gave the same difference (%+.3f): these documents show no spread, which more documents may still show.", docs, d.Estimate)
+		return fmt.Sprintf("Every resample of the %s gave the same difference (%s): these documents show no spread, which more documents may still show.", docs, Signed(d.Estimate, 3))
 	}
 	drop := DetectableDrop(sd, d.Documents, d.Confidence, DefaultPower)
 	need := DocumentsNeeded(sd, margin, d.Confidence, DefaultPower)
@@ -134,9 +134,9 @@ func SampleSizeSentence(d Difference, margin float64) string {
 		return s + "; a margin of 0 can never be shown."
 	case NonInferior(d, margin) == Inconclusive:
 		if n := DocumentsToDecide(d, margin); n > 0 {
-			return s + fmt.Sprintf("; at the difference observed (%+.3f, the margin −%.2g) about %d documents would decide.", d.Estimate, margin, n)
+			return s + fmt.Sprintf("; at the difference observed (%s, the margin %s) about %d documents would decide.", Signed(d.Estimate, 3), Signed(-margin, -1), n)
 		}
-		return s + fmt.Sprintf("; the difference observed (%+.3f) lies on the margin: no number of documents is expected to decide.", d.Estimate)
+		return s + fmt.Sprintf("; the difference observed (%s) lies on the margin: no number of documents is expected to decide.", Signed(d.Estimate, 3))
 	case need <= d.Documents:
 		return s + fmt.Sprintf("; these documents are enough to show %.2g (about %d needed).", margin, need)
 	}

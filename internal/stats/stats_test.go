@@ -208,7 +208,7 @@ func TestDocumentsToDecide(t *testing.T) {
 		t.Errorf("DocumentsToDecide = %d (plan %d), want 1718 (plan 25)", n, plan)
 	}
 	s := SampleSizeSentence(d, 0.05)
-	if want := "at the difference observed (-0.044, the margin −0.05) about 1718 documents would decide."; !strings.HasSuffix(s, want) {
+	if want := "at the difference observed (-0.044, the margin -0.05) about 1718 documents would decide."; !strings.HasSuffix(s, want) {
 		t.Errorf("sentence %q,\nwant it to end %q", s, want)
 	}
 	d.Estimate = -0.05
@@ -310,5 +310,22 @@ func TestExpandedBoundHoldsItsLevel(t *testing.T) {
 	}
 	if r := float64(passed) / trials; r < 0.035 || r > 0.065 {
 		t.Errorf("passed at the margin in %.4f of samples, want about 0.05", r)
+	}
+}
+
+// TestSigned: the sign always shown, ASCII's hyphen-minus for a negative
+// number, the decimals asked for or the shortest exact form.
+func TestSigned(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		dec  int
+		want string
+	}{
+		{-0.05, 2, "-0.05"}, {0.0123, 3, "+0.012"}, {0, 3, "+0.000"}, {-0.0678, 3, "-0.068"},
+		{2.25, 1, "+2.2"}, {-0.05, -1, "-0.05"}, {-0.005, -1, "-0.005"}, {0.1, -1, "+0.1"},
+	} {
+		if got := Signed(c.x, c.dec); got != c.want {
+			t.Errorf("Signed(%v, %d) = %q, want %q", c.x, c.dec, got, c.want)
+		}
 	}
 }
