@@ -1,0 +1,102 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hiro-dev/hiro/internal/evidence"
+)
+
+// comparisonsEvidence is the demo's campaign with its semantic gate's
+// comparisons (evidence v3): the measures table of nine columns, the one
+// whose Decision column a 1280 px desktop hid behind a scrollbar.
+func comparisonsEvidence() *evidence.Evidence {
+	ev := demoEvidence()
+	sr := ev.Gates[len(ev.Gates)-1].Semantic
+	sr.Outcome = evidence.StatusFailed
+	sr.Method = &evidence.StatMethod{Test: "paired bootstrap", Resamples: 10000, Confidence: 0.95, Power: 0.8, Seeding: "seeded"}
+	sr.Comparisons = []evidence.Comparison{
+		{Measure: "f1", Candidate: 0.769, Production: 0.848, Difference: -0.079, Lower: -0.131, Upper: -0.027, Margin: 0.05, Outcome: evidence.StatusInconclusive,
+			Decision: "cannot tell", DocumentsNeeded: 1718, SampleSize: "With 48 documents a drop smaller than 0.061 cannot be told from noise."},
+		{Measure: "grounding_rate", Candidate: 1, Production: 1, Margin: 0.05, Outcome: evidence.StatusPassed, Decision: "no worse"},
+		{Measure: "schema_valid_rate", Candidate: 0.926, Production: 1, Difference: -0.074, Lower: -0.148, Upper: -0.037, Margin: 0.05, Outcome: evidence.StatusInconclusive,
+			Decision: "cannot tell", DocumentsNeeded: 412},
+	}
+	return ev
+}
+
+// TestBrowserMeasuresTableFitsTheDesktop (issue 26 N3): Chromium lays out
+// the entry page of a campaign with the nine-column measures table at
+// 1280 px wide: every table of the page is shown whole (no scrollbar of
+// its own, its Decision header inside the window); at 390 px the page
+// itself does not scroll sideways (a wide table scrolls in its own box).
+func TestBrowserMeasuresTableFitsTheDesktop(t *testing.T) {
+	bin := chromiumPath(t)
+	page, site := publishDemo(t, comparisonsEvidence())
+	if !strings.Contains(page, "<th>Documents needed</th>") {
+		t.Fatal("the page has no measures table")
+	}
+	// Once laid out, the probe writes the window's width, the page's
+	// scroll width, each table's hidden width (scroll less client
+	// width) and how far the measures table's Decision header reaches
+	// past the right edge of the table's visible box (0 or less: shown).
+	probe := filepath.Join(site, "entries", "probe.html")
+	script := `<script>addEventListener("load",()=>{const out=["window="+innerWidth,"page="+document.documentElement.scrollWidth];` +
+		`for(const tb of document.querySelectorAll("table")){const box=tb.closest(".table")||tb;out.push("hidden="+(box.scrollWidth-box.clientWidth))}` +
+		`for(const th of document.querySelectorAll("th")){if(th.textContent==="Decision"&&th.parentElement.textContent.includes("Documents needed")){const box=th.closest(".table")||th.closest("table");out.push("decision="+Math.round(th.getBoundingClientRect().right-box.getBoundingClientRect().right))}}` +
+		`document.title=out.join(";")})</script></body>`
+	if err := os.WriteFile(probe, []byte(strings.Replace(page, "</body>", script, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, width := range []int{1280, 390} {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
+			fmt.Sprintf("--window-size=%d,1000", width), "--virtual-time-budget=2000", "--dump-dom", "file://"+probe).Output()
+		cancel()
+		if err != nil {
+			t.Fatalf("chromium --dump-dom: %v", err)
+		}
+		got := domTitle(t, string(out))
+		var win, pageW, decision, tables int
+		found := false
+		hidden := 0
+		for _, part := range strings.Split(got, ";") {
+			name, v, _ := strings.Cut(part, "=")
+			var n int
+			if _, err := fmt.Sscan(v, &n); err != nil {
+				t.Fatalf("at %d px: probe wrote %q", width, got)
+			}
+			switch name {
+			case "window":
+				win = n
+			case "page":
+				pageW = n
+			case "decision":
+				decision, found = n, true
+			case "hidden":
+				tables++
+				hidden = max(hidden, n)
+			}
+		}
+		if !found || tables == 0 {
+			t.Fatalf("at %d px: no measures table laid out: %q", width, got)
+		}
+		if pageW > win {
+			t.Errorf("at %d px the page scrolls sideways: %d px wide in a %d px window", width, pageW, win)
+		}
+		if width == 1280 {
+			if hidden > 0 {
+				t.Errorf("at 1280 px a table hides %d px behind its scrollbar (%s)", hidden, got)
+			}
+			if decision > 0 {
+				t.Errorf("at 1280 px the measures table's Decision header ends %d px past the table's visible box", decision)
+			}
+		}
+	}
+}
