@@ -21,6 +21,11 @@ type ExitInfo struct {
 	// Signal is the name of the signal that ended it, without "SIG"
 	// ("KILL", "SEGV").
 	Signal string
+	// Unknown says why neither is known, when a reason is: a process
+	// another hiro started is not this one's child, so its exit status
+	// cannot be read (the router watching a production that 'hiro
+	// activate' or 'hiro rollback' started).
+	Unknown string
 }
 
 // Exited is ExitInfo for a process that exited with code.
@@ -51,13 +56,17 @@ func ExitInfoFrom(ps *os.ProcessState) ExitInfo {
 func (x ExitInfo) Known() bool { return x.Code != nil || x.Signal != "" }
 
 // String says how the process ended: "exited with code 1", "killed by
-// signal KILL", "ended (exit status unknown)".
+// signal KILL", "ended (exit status unknown)", or with the reason it is
+// unknown: "ended (exit status unknown: ...)".
 func (x ExitInfo) String() string {
 	switch {
 	case x.Signal != "":
 		return "killed by signal " + x.Signal
 	case x.Code != nil:
 		return fmt.Sprintf("exited with code %d", *x.Code)
+	}
+	if x.Unknown != "" {
+		return "ended (exit status unknown: " + x.Unknown + ")"
 	}
 	return "ended (exit status unknown)"
 }

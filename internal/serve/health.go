@@ -77,16 +77,22 @@ func (p *prodCtl) tracker() *engine.Tracker {
 	return p.current().eng.NewTracker()
 }
 
+// notStartedHere is why the router cannot know how an adopted process
+// ended: it did not start it, so the process is not its child.
+const notStartedHere = "this router did not start it (another hiro did, such as 'hiro activate' or 'hiro rollback'), so it cannot know whether it exited or was killed"
+
 // adoptedDeath classifies the death of a process another hiro started,
-// from its log file.
+// from its log file; its exit status is unknown, and says why
+// (notStartedHere).
 func adoptedDeath(rec *supervisor.Record) *failure.Failure {
 	var f *failure.Failure
+	exit := engine.ExitInfo{Unknown: notStartedHere}
 	if lf, err := os.Open(rec.LogPath); err == nil {
-		f, _ = engine.Diagnose(lf, rec.Engine, engine.ExitInfo{})
+		f, _ = engine.Diagnose(lf, rec.Engine, exit)
 		lf.Close()
 	}
 	if f == nil {
-		f = &failure.Failure{Class: failure.ClassEngineDied, RootCause: fmt.Sprintf("pid %d ended (exit status unknown: not this router's child)", rec.PID)}
+		f = &failure.Failure{Class: failure.ClassEngineDied, RootCause: fmt.Sprintf("pid %d %s", rec.PID, exit)}
 	}
 	if f.SecondsSinceStart <= 0 && !rec.StartedAt.IsZero() {
 		// The log alone does not say how long the process ran; its record does.
