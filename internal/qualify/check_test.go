@@ -194,9 +194,9 @@ func TestCheckCountsGatesInTheSingular(t *testing.T) {
 func TestWrongTypeInAGateIsAPlanError(t *testing.T) {
 	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
 	for _, tc := range []struct{ gates, want string }{
-		{"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequests = \"20\"\n", "gates[1]: sequential gate: key requests: incompatible types"},
-		{"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\ntimeout = \"1 m\"\n", "gates[1]: key timeout: invalid duration \"1 m\""},
-		{"exclusive = false\n[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"shadow\"\nmax_pairs = \"10\"\n", "gates[1]: shadow gate: key max_pairs: incompatible types"},
+		{"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequests = \"20\"\n", "gates[1].requests: sequential gate: incompatible types"},
+		{"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\ntimeout = \"1 m\"\n", "gates[1].timeout: invalid duration \"1 m\""},
+		{"exclusive = false\n[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"shadow\"\nmax_pairs = \"10\"\n", "gates[1].max_pairs: shadow gate: incompatible types"},
 	} {
 		plan := e.writePlan(tc.gates)
 		var err error
@@ -213,6 +213,45 @@ func TestWrongTypeInAGateIsAPlanError(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "line ") {
 			t.Errorf("plan %q: error %v gives a line that is not the plan file's", tc.gates, err)
+		}
+	}
+}
+
+// TestPlanErrorsComeInOneRound (issue 26 N6): a plan with independent
+// mistakes, decoding errors (wrongly typed values, at the top and in a
+// gate) beside unknown keys and out-of-range values, reports every one
+// of them in one run: a wrongly typed timeout used to hide the misspelt
+// tolerence of the same gate until it was fixed. A value that did not
+// decode is not reported "missing" too, nor is the key a typo meant.
+func TestPlanErrorsComeInOneRound(t *testing.T) {
+	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
+	plan := e.writePlan("exclusive = \"no\"\nsumary = \"x\"\n" +
+		"[[gates]]\nkind = \"launch\"\n" +
+		"[[gates]]\nkind = \"sequentail\"\n" +
+		"[[gates]]\nkind = \"sequential\"\nrequests = \"20\"\ntimeout = \"90\"\nmax_tokenz = 3\n" +
+		"[[gates]]\nkind = \"semantic\"\ncorpus = \"c\"\ntolerence = 0.05\nmin_f1 = 2.0\ntimeout = \"90\"\n")
+	_, _, err := qualify.LoadPlan(plan, e.cfgPath)
+	if err == nil {
+		t.Fatal("the plan loaded")
+	}
+	for _, want := range []string{
+		"exclusive: incompatible types",
+		"sumary: unknown key; did you mean summary?",
+		`gates[1].kind: unknown gate kind "sequentail"`,
+		"gates[2].requests: sequential gate: incompatible types",
+		`gates[2].timeout: invalid duration "90"`,
+		"gates[2].max_tokenz: unknown key for a sequential gate; did you mean max_tokens?",
+		`gates[3].timeout: invalid duration "90"`,
+		"gates[3].tolerence: unknown key for a semantic gate; did you mean tolerance?",
+		"gates[3].min_f1: 2: use a fraction between 0 and 1",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the errors lack %q:\n%v", want, err)
+		}
+	}
+	for _, not := range []string{"gates[3].tolerance:", "gates[2].requests: missing", "line "} {
+		if strings.Contains(err.Error(), not) {
+			t.Errorf("the errors hold %q:\n%v", not, err)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -93,6 +94,11 @@ type GateSpec struct {
 	// keys are the keys the plan wrote in this gate's table (so that a
 	// written 0 is told from an absent key).
 	keys map[string]bool
+	// reported are the gate's keys that decoding already reported: a
+	// value of the wrong type (left at its default), and the key an
+	// unknown key's "did you mean" names. Their validation errors are
+	// not reported beside them.
+	reported map[string]bool
 }
 
 // MaxGateTimeout is the longest timeout a gate may set (7 days): a longer
@@ -123,7 +129,9 @@ type PlanError = config.Error
 // profile the plan names. It never starts or stops anything. Errors name
 // the plan by its absolute path; once the TOML parses, every error is
 // reported at once (config.Errors): unknown keys, unknown gate kinds and
-// every value out of range.
+// every value out of range, wrongly typed values included (each key whose
+// value does not decode is reported, and the rest is decoded and
+// validated without it).
 func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -139,17 +147,39 @@ func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 	}
 	var p Plan
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&p)
-	if err != nil {
-		return nil, nil, &PlanError{File: path, Msg: strings.TrimPrefix(err.Error(), "toml: ") + "; fix the plan's TOML"}
-	}
+	und := md.Undecoded()
+	// reported: top-level keys decoding reported (see GateSpec.reported).
+	reported := map[string]bool{}
 	var es config.Errors
-	for _, k := range md.Undecoded() {
+	if err != nil {
+		var top map[string]any
+		if toml.Unmarshal(data, &top) != nil {
+			// A syntax error: the rest of the file cannot be read.
+			return nil, nil, &PlanError{File: path, Msg: strings.TrimPrefix(err.Error(), "toml: ") + "; fix the plan's TOML"}
+		}
+		// A value of the wrong type: decode key by key, so that every
+		// such value is reported with the other errors.
+		delete(top, "gates") // decoded per gate below
+		v, u, bad := decodeKeys(top, func() any { return &Plan{} })
+		if v == nil {
+			return nil, nil, &PlanError{File: path, Msg: strings.TrimPrefix(err.Error(), "toml: ") + "; fix the plan's TOML"}
+		}
+		p, und = *v.(*Plan), u
+		for _, key := range badKeyOrder(bad) {
+			reported[key] = true
+			es = append(es, &PlanError{File: path, Key: key, Msg: valueError(key, bad[key])})
+		}
+	}
+	for _, k := range und {
 		if len(k) > 0 && k[0] == "gates" {
 			continue // decoded per gate below
 		}
 		var known []string
 		if len(k) == 1 {
 			known = tomlKeys(reflect.TypeOf(p))
+			if s := config.Suggest(k[0], known); s != "" {
+				reported[s] = true
+			}
 		}
 		es = append(es, &PlanError{File: path, Key: k.String(), Msg: unknownPlanKey(k[len(k)-1], known)})
 	}
@@ -190,7 +220,11 @@ func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 		}
 		return nil, nil, es
 	}
-	es = append(es, p.validate(cfg)...)
+	for _, e := range p.validate(cfg) {
+		if !reported[planKeyRoot(e.Key)] {
+			es = append(es, e)
+		}
+	}
 	if len(es) > 0 {
 		return nil, nil, es
 	}
@@ -222,10 +256,12 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 		if g.ID != "" {
 			k = "gates[" + g.ID + "]"
 		}
+		before := len(es)
 		config.CheckValues(g, k, add)
 		if g.Gate != nil {
 			config.CheckValues(g.Gate, k, add)
 		}
+		es = append(es[:before], g.unreported(es[before:])...)
 	}
 	if strings.TrimSpace(p.Title) == "" {
 		add("title", "missing; give the campaign a title (it heads the evidence and the report)")
@@ -337,9 +373,105 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 		}
 		v := &Validation{Plan: p, Config: cfg, Spec: g, key: k}
 		g.Gate.Validate(v)
-		es = append(es, v.errs...)
+		es = append(es, g.unreported(v.errs)...)
 	}
 	return es
+}
+
+// unreported drops the errors of the gate's keys that decoding already
+// reported (g.reported): a value that did not decode is not "missing"
+// too, nor is the key a misspelt one meant.
+func (g *GateSpec) unreported(es config.Errors) config.Errors {
+	if len(g.reported) == 0 {
+		return es
+	}
+	var out config.Errors
+	for _, e := range es {
+		key := e.Key
+		if i := strings.Index(key, "]."); strings.HasPrefix(key, "gates[") && i >= 0 {
+			key = key[i+2:]
+		}
+		if !g.reported[planKeyRoot(key)] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// planKeyRoot is the first part of a key path: "variants" of
+// "variants[0].reason", "title" of "title".
+func planKeyRoot(key string) string {
+	if i := strings.IndexAny(key, ".["); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// decodeKeys decodes the table m strictly into a new value (newV), and,
+// when the whole table does not decode, key by key: each key whose value
+// does not decode alone is left out (bad holds its error) and the others
+// are decoded together, so that one wrongly typed value hides no other
+// error. It returns the value (nil when an error belongs to no one key:
+// bad[""]), the keys the value does not know, and the bad keys.
+func decodeKeys(m map[string]any, newV func() any) (v any, undecoded []toml.Key, bad map[string]error) {
+	encode := func(m map[string]any) (string, error) {
+		var buf bytes.Buffer
+		err := toml.NewEncoder(&buf).Encode(m)
+		return buf.String(), err
+	}
+	decode := func(m map[string]any) (any, toml.MetaData, error) {
+		text, err := encode(m)
+		if err != nil {
+			return nil, toml.MetaData{}, err
+		}
+		v := newV()
+		md, err := toml.Decode(text, v)
+		return v, md, err
+	}
+	v, md, err := decode(m)
+	if err == nil {
+		return v, md.Undecoded(), nil
+	}
+	bad = map[string]error{}
+	good := map[string]any{}
+	for key, val := range m {
+		if _, _, kerr := decode(map[string]any{key: val}); kerr != nil {
+			bad[key] = kerr
+		} else {
+			good[key] = val
+		}
+	}
+	if len(bad) == 0 {
+		return nil, nil, map[string]error{"": err}
+	}
+	if v, md, err = decode(good); err != nil {
+		return nil, nil, map[string]error{"": err}
+	}
+	return v, md.Undecoded(), bad
+}
+
+// valueError is the decoding error of key's value alone for a person:
+// without the line of a table re-encoded alone, and naming the inner key
+// when it is not key itself ("variants[0]": "key reason: ...").
+func valueError(key string, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "toml: ")
+	if m := reDecodeLine.FindStringSubmatch(msg); m != nil {
+		msg = msg[len(m[0]):]
+		if m[1] != key {
+			msg = "key " + m[1] + ": " + msg
+		}
+	}
+	return msg
+}
+
+// badKeyOrder are the keys of bad in order.
+func badKeyOrder(m map[string]error) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // decodeGate decodes gate i of the plan strictly: the common keys into a
@@ -350,45 +482,61 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 	fail := func(key, format string, a ...any) config.Errors {
 		return config.Errors{&PlanError{File: file, Key: key, Msg: fmt.Sprintf(format, a...)}}
 	}
-	// Re-encode the table alone, so that its keys are checked against its
-	// own kind (a key one gate knows must not pass in another).
-	var buf bytes.Buffer
-	if err := toml.NewEncoder(&buf).Encode(m); err != nil {
-		return nil, fail(k, "cannot read the gate: %v", err)
+	// Decode the table alone, so that its keys are checked against its
+	// own kind (a key one gate knows must not pass in another), and key by
+	// key when a value does not decode, so that every error is reported.
+	var es config.Errors
+	reported := map[string]bool{}
+	badKeys := func(bad map[string]error, what string) {
+		for _, key := range badKeyOrder(bad) {
+			reported[key] = true
+			es = append(es, &PlanError{File: file, Key: k + "." + key, Msg: what + valueError(key, bad[key])})
+		}
 	}
-	g := &GateSpec{}
-	md1, err := toml.Decode(buf.String(), g)
-	if err != nil {
-		return nil, fail(k, "%s", gateDecodeError(err))
+	v1, und1, bad1 := decodeKeys(m, func() any { return &GateSpec{} })
+	if v1 == nil {
+		return nil, fail(k, "%s", gateDecodeError(bad1[""]))
 	}
+	g := v1.(*GateSpec)
+	badKeys(bad1, "")
+	g.reported = reported
 	// A gate without a known kind is kept with its common part (its id
 	// is still checked) and no Gate.
 	if g.Kind == "" {
-		return g, fail(k+".kind", "missing; use one of %s", kindList())
+		if bad1["kind"] != nil {
+			return g, es
+		}
+		return g, append(es, fail(k+".kind", "missing; use one of %s", kindList())...)
 	}
 	kind, ok := LookupKind(g.Kind)
 	if !ok {
-		return g, fail(k+".kind", "unknown gate kind %q%s; use one of %s", g.Kind, config.DidYouMean(g.Kind, KindNames()), kindList())
+		return g, append(es, fail(k+".kind", "unknown gate kind %q%s; use one of %s", g.Kind, config.DidYouMean(g.Kind, KindNames()), kindList())...)
 	}
-	g.Gate = kind.New()
 	g.keys = map[string]bool{}
 	for key := range m {
 		g.keys[key] = true
 	}
-	md2, err := toml.Decode(buf.String(), g.Gate)
-	if err != nil {
-		return nil, fail(k, "%s gate: %s", g.Kind, gateDecodeError(err))
+	v2, und2, bad2 := decodeKeys(m, func() any { return kind.New() })
+	if v2 == nil {
+		return nil, append(es, fail(k, "%s gate: %s", g.Kind, gateDecodeError(bad2[""]))...)
 	}
-	var es config.Errors
+	g.Gate = v2.(Gate)
+	for key := range bad1 {
+		delete(bad2, key) // reported once, as a key every gate has
+	}
+	badKeys(bad2, g.Kind+" gate: ")
 	undec2 := map[string]bool{}
-	for _, key := range md2.Undecoded() {
+	for _, key := range und2 {
 		undec2[key.String()] = true
 	}
-	for _, key := range md1.Undecoded() {
+	for _, key := range und1 {
 		if undec2[key.String()] {
 			var known []string
 			if len(key) == 1 {
 				known = append(tomlKeys(reflect.TypeOf(*g)), tomlKeys(reflect.TypeOf(g.Gate))...)
+				if s := config.Suggest(key[0], known); s != "" {
+					reported[s] = true
+				}
 			}
 			es = append(es, &PlanError{File: file, Key: k + "." + key.String(), Msg: "unknown key for a " + g.Kind + " gate" + strings.TrimPrefix(unknownPlanKey(key[len(key)-1], known), "unknown key")})
 		}
