@@ -60,15 +60,36 @@ if ! dpkg-query -W -f='${Status}' nlohmann-json3-dev 2>/dev/null | grep -q "inst
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq nlohmann-json3-dev >&2
 fi
 
-echo "install-ollama: building ${module}@${version}${cflags:+ with cgo flags $cflags}: about 3 minutes cold on 2 idle cores, 10-25 minutes on a busy machine; the cgo build of llama.cpp prints nothing, so a line every minute says it is still going" >&2
+echo "install-ollama: building ${module}@${version}${cflags:+ with cgo flags $cflags}: about 3 minutes cold on 2 idle cores, 10-25 minutes on a busy machine; a line every minute says it is still going, and the C/C++ compiler's output (pages of harmless gcc warnings about llama.cpp's code) goes to a log, shown in full only if the build fails" >&2
 source "$(dirname "$0")/heartbeat.sh"
 start=$SECONDS
 if [ -n "$cflags" ]; then
   export CGO_CFLAGS="$cflags" CGO_CXXFLAGS="$cflags"
 fi
-if ! heartbeat_run install-ollama "${module}@${version} (cgo, llama.cpp)" go install "${module}@${version}" >&2; then
-  echo "install-ollama: go install ${module}@${version} failed (its output is above)" >&2
+build_log="$(mktemp "${TMPDIR:-/tmp}/install-ollama.XXXXXX")"
+# logged FILE CMD...: runs CMD with its output in FILE (the heartbeat's
+# lines still reach the terminal).
+logged() {
+  local file="$1"
+  shift
+  "$@" >"$file" 2>&1
+}
+if ! heartbeat_run install-ollama "${module}@${version} (cgo, llama.cpp)" logged "$build_log" go install "${module}@${version}"; then
+  cat "$build_log" >&2
+  echo "install-ollama: go install ${module}@${version} failed (its output is above, and in $build_log)" >&2
   exit 1
+fi
+# gcc's warnings on llama.cpp's vendored ggml code (-Wstringop-overflow in
+# ggml-cpu-aarch64.cpp and the like) are harmless: the build succeeded.
+warnings="$(grep -c ': warning: ' "$build_log" || true)"
+if [ "$warnings" -gt 0 ]; then
+  [ "$warnings" -eq 1 ] && noun=warning || noun=warnings
+  echo "install-ollama: the C/C++ compiler printed $warnings $noun on llama.cpp's code (gcc's -Wstringop-overflow and the like): harmless, the build succeeded; the output is in $build_log" >&2
+elif [ -s "$build_log" ]; then
+  cat "$build_log" >&2
+  rm -f "$build_log"
+else
+  rm -f "$build_log"
 fi
 if ! go version -m "$bin" | grep -q "${module}[[:space:]]*${version}"; then
   echo "install-ollama: built $bin but it does not report ${module} ${version}" >&2

@@ -21,7 +21,7 @@ func TestInstallOllamaScriptHeartbeat(t *testing.T) {
 	}
 	stub, gopath := stubGo(t)
 	cmd := exec.Command(bash, filepath.Join(RepoRoot(t), "scripts", "install-ollama.sh"))
-	cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "HIRO_HEARTBEAT_SECONDS=1")
+	cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "HIRO_HEARTBEAT_SECONDS=1", "TMPDIR="+t.TempDir())
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -61,7 +61,7 @@ func TestBuildScriptsSayWhatTheyBuild(t *testing.T) {
 		{"install-ollama.sh", []string{"install-ollama: built " + filepath.Join(gopath, "bin", "ollama") + " in "}},
 	} {
 		cmd := exec.Command(bash, filepath.Join(RepoRoot(t), "scripts", c.script))
-		cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "HIRO_HEARTBEAT_SECONDS=1")
+		cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "HIRO_HEARTBEAT_SECONDS=1", "TMPDIR="+t.TempDir())
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		if _, err := cmd.Output(); err != nil {
@@ -75,6 +75,48 @@ func TestBuildScriptsSayWhatTheyBuild(t *testing.T) {
 	}
 }
 
+// TestInstallOllamaScriptKeepsWarningsAside (issue 26 N2): the cgo
+// build's pages of harmless gcc warnings go to a log and one line says
+// how many there were and where, instead of scrolling past a new user;
+// a failed build prints its whole output. The stand-in go prints two
+// warnings (or an error, with STUB_GO_FAIL).
+func TestInstallOllamaScriptKeepsWarningsAside(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	for _, fail := range []string{"", "unknown type name 'nlohmann'"} {
+		stub, _ := stubGo(t)
+		cmd := exec.Command(bash, filepath.Join(RepoRoot(t), "scripts", "install-ollama.sh"))
+		cmd.Env = append(os.Environ(), "PATH="+stub+":/usr/bin:/bin", "HIRO_HEARTBEAT_SECONDS=60", "TMPDIR="+t.TempDir(), "STUB_GO_FAIL="+fail)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		log := stderr.String()
+		if fail != "" {
+			if err == nil || !strings.Contains(log, "error: "+fail) || !strings.Contains(log, "go install github.com/ollama/ollama@v0.6.5 failed (its output is above") {
+				t.Errorf("a failed build: %v, its output not shown:\n%s", err, log)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("install-ollama.sh: %v\n%s", err, log)
+		}
+		if strings.Contains(log, "writing 32 bytes") {
+			t.Errorf("the compiler's warnings reached the terminal:\n%s", log)
+		}
+		const want = "install-ollama: the C/C++ compiler printed 2 warnings on llama.cpp's code (gcc's -Wstringop-overflow and the like): harmless, the build succeeded; the output is in "
+		i := strings.Index(log, want)
+		if i < 0 {
+			t.Fatalf("no line saying the warnings are harmless and where they are:\n%s", log)
+		}
+		path, _, _ := strings.Cut(log[i+len(want):], "\n")
+		if b, err := os.ReadFile(path); err != nil || strings.Count(string(b), ": warning: ") != 2 {
+			t.Errorf("the log %s does not hold the two warnings: %v %q", path, err, b)
+		}
+	}
+}
+
 // stubGo writes a stand-in go (and dpkg-query) into a folder for PATH:
 // its install of Ollama and its build each take 3 s; gopath is what its
 // 'go env GOPATH' says.
@@ -84,7 +126,11 @@ func stubGo(t *testing.T) (stub, gopath string) {
 case "$1" in
   env) echo "` + gopath + `" ;;
   version) [ -x "` + gopath + `/bin/ollama" ] && printf '\tmod\tgithub.com/ollama/ollama\tv0.6.5\th1:x\n' || exit 1 ;;
-  install) sleep 3; mkdir -p "` + gopath + `/bin"; printf '#!/bin/sh\n' > "` + gopath + `/bin/ollama"; chmod +x "` + gopath + `/bin/ollama" ;;
+  install) if [ -n "$STUB_GO_FAIL" ]; then echo "ggml.c:1:1: error: $STUB_GO_FAIL" >&2; exit 1; fi
+    echo "# github.com/ollama/ollama/ml/backend/ggml/ggml/src/ggml-cpu" >&2
+    echo "ggml-cpu-aarch64.cpp:3614:19: warning: writing 32 bytes into a region of size 0 [-Wstringop-overflow=]" >&2
+    echo "ggml-cpu-aarch64.cpp:3620:19: warning: writing 32 bytes into a region of size 0 [-Wstringop-overflow=]" >&2
+    sleep 3; mkdir -p "` + gopath + `/bin"; printf '#!/bin/sh\n' > "` + gopath + `/bin/ollama"; chmod +x "` + gopath + `/bin/ollama" ;;
   build) sleep 3 ;;
 esac
 `
