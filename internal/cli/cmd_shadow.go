@@ -172,8 +172,8 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 		state = "active"
 	}
 	fmt.Fprintf(w, "shadow      %s → %s, %s of requests, %s, started %s\n", r.Production, r.Candidate, pct(r.Share), state, r.StartedAt.Local().Format(time.TimeOnly))
-	fmt.Fprintf(w, "requests    %d seen, %d sampled: %d mirrored (%d pairs scored), %d dropped (queue full), %d too large, %d abandoned (client left), %d unsent (at the end), %d queued, %d pending (production answering)\n",
-		r.Seen, r.Sampled, r.Mirrored, r.Pairs, r.Dropped, r.TooLarge, r.Abandoned, r.Unsent, r.Queued, r.Pending)
+	fmt.Fprintf(w, "requests    %d seen%s, %d sampled: %d mirrored (%d pairs scored), %d dropped (queue full), %d too large, %d abandoned (client left), %d unsent (at the end), %d queued, %d pending (production answering)\n",
+		r.Seen, seenUntil(st), r.Sampled, r.Mirrored, r.Pairs, r.Dropped, r.TooLarge, r.Abandoned, r.Unsent, r.Queued, r.Pending)
 	fmt.Fprintf(w, "errors      candidate %d, production %d\n", r.CandidateErrors, r.ProductionErrors)
 	if r.CandidateLatency != nil && r.ProductionLatency != nil {
 		fmt.Fprintf(w, "latency     p50 candidate %.1f ms, production %.1f ms", r.CandidateLatency.P50, r.ProductionLatency.P50)
@@ -204,6 +204,26 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 		fmt.Fprintf(w, ": %s", strings.Join(r.Reasons, "; "))
 	}
 	fmt.Fprintln(w)
+}
+
+// seenUntil says, for a run that ended, that its counts stopped with it:
+// production's requests after the end are not seen (issue 26 N7: 25
+// requests went through the router, the account said "8 seen").
+func seenUntil(st *control.ShadowStatus) string {
+	r := st.Result
+	if st.Active || r.Ended == "" {
+		return ""
+	}
+	why := "it ended (" + r.Ended + ")"
+	switch r.Ended {
+	case "max_pairs":
+		why = fmt.Sprintf("it ended at max_pairs, %d pairs scored", r.MaxPairs)
+	case "duration":
+		why = "it ended after its duration, " + r.Duration
+	case "command":
+		why = "hiro shadow stop ended it"
+	}
+	return " while the run lasted (" + why + "; production's later requests are not counted)"
 }
 
 func pct(f float64) string { return fmt.Sprintf("%g %%", f*100) }

@@ -137,3 +137,28 @@ func TestPrintShadowSaysTheNote(t *testing.T) {
 		t.Errorf("account lacks %q:\n%s", want, b.String())
 	}
 }
+
+// TestPrintShadowSaysTheCountStopped (issue 26 N7): an ended run's
+// account says its "seen" count stopped when the run ended (at
+// max_pairs, its duration or a stop), so that 8 seen beside 25 requests
+// sent through the router is not read as requests lost; an active run's
+// count says nothing of an end.
+func TestPrintShadowSaysTheCountStopped(t *testing.T) {
+	for _, c := range []struct {
+		ended, duration string
+		active          bool
+		want            string
+	}{
+		{"max_pairs", "", false, "requests    8 seen while the run lasted (it ended at max_pairs, 5 pairs scored; production's later requests are not counted), 8 sampled"},
+		{"duration", "10m0s", false, "8 seen while the run lasted (it ended after its duration, 10m0s; production's later requests are not counted)"},
+		{"command", "", false, "8 seen while the run lasted (hiro shadow stop ended it; production's later requests are not counted)"},
+		{"", "", true, "requests    8 seen, 8 sampled"},
+	} {
+		var b strings.Builder
+		r := &shadow.Result{Candidate: "cand", Production: "prod", Share: 1, Ended: c.ended, MaxPairs: 5, Duration: c.duration, Seen: 8, Sampled: 8, Mirrored: 8, Pairs: 5, Outcome: "inconclusive"}
+		printShadow(&b, &control.ShadowStatus{Active: c.active, Result: r})
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("ended %q: account lacks %q:\n%s", c.ended, c.want, b.String())
+		}
+	}
+}
