@@ -40,6 +40,9 @@ A backend that a running 'hiro serve' serves as production (its router found
 through the control socket of this state home, or of another one named in
 the router's lease) is not stopped (exit 6, naming the router): switch
 production away with 'hiro rollback' or 'hiro activate', or stop the router.
+The active production that no router serves (after 'hiro activate' without
+'hiro serve', or the configuration's [production]) is stopped, with a line
+saying that it is production and that nothing will start it again.
 With --force it is stopped anyway; the router sees the stop as this
 command's hand-over (not as engine_died) and starts it again. A
 production that a running campaign uses beside its candidate is not
@@ -99,6 +102,10 @@ type backendStopReport struct {
 	Record *supervisor.RecordStatus `json:"record,omitempty"`
 	Stop   *supervisor.StopResult   `json:"stop,omitempty"`
 	Stale  bool                     `json:"stale,omitempty"`
+	// ActiveProduction is set when NAME was the active production and
+	// no router serves it, so nothing starts it again: what made it
+	// production ("activation 5", "the configuration's [production]").
+	ActiveProduction string `json:"active_production,omitempty"`
 }
 
 func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name string) error {
@@ -153,6 +160,14 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 		return fmt.Errorf("backend stop: %w", err)
 	}
 	rep := backendStopReport{Name: name, Record: &st}
+	if router == nil {
+		if a, err := production.Resolve(cfg); err == nil && a != nil && a.Name == name {
+			rep.ActiveProduction = "the configuration's [production]"
+			if a.Seq > 0 {
+				rep.ActiveProduction = activeOrigin(a.Source, a.Variant)
+			}
+		}
+	}
 	if st.Status == supervisor.StatusStale {
 		rep.Stale = true
 	}
@@ -193,6 +208,10 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 		fmt.Fprintf(g.Stdout, "%s: stopped %s in %d ms (pid %d); port %d free, no process of group %d left\n", name, how, sr.DurationMS, st.PID, st.Port, st.PGID)
 		if router != nil {
 			fmt.Fprintf(g.Stdout, "%s: %s serves it as production and starts it again once this stop releases it\n", name, router)
+		}
+		if rep.ActiveProduction != "" {
+			fmt.Fprintf(g.Stdout, "%s: it is the active production (%s) and no router serves it: nothing will start it again, and requests to %s fail until 'hiro backend start %s' (or 'hiro serve', which keeps production serving)\n",
+				name, rep.ActiveProduction, st.BaseURL, name)
 		}
 	}
 	return nil
