@@ -32,29 +32,42 @@ var cudaErrors = []struct {
 	// GPU's memory): the traceback's frames name the call (frameHints).
 	tier Tier
 }{
-	{"2", "cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", "out of memory", failure.ClassGPUOOM, 0},
-	{"3", "cudaErrorInitializationError|CUDA_ERROR_NOT_INITIALIZED", "initialization error", failure.ClassAcceleratorUnavailable, 0},
-	{"35", "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version", failure.ClassDriverMismatch, 0},
+	{"2", "cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory", "out of memory", failure.ClassGPUOOM, 0},
+	{"3", "cudaErrorInitializationError|CUDA_ERROR_NOT_INITIALIZED|hipErrorNotInitialized", "initialization error", failure.ClassAcceleratorUnavailable, 0},
+	{"35", "cudaErrorInsufficientDriver|hipErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version", failure.ClassDriverMismatch, 0},
 	{"46", "cudaErrorDevicesUnavailable", "CUDA-capable device(s) is/are busy or unavailable", failure.ClassAcceleratorBusy, 0},
-	{"100", "cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected", failure.ClassAcceleratorUnavailable, 0},
-	{"101", "cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal", failure.ClassAcceleratorUnavailable, TierHint},
+	{"100", "cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|hipErrorNoDevice", "no CUDA-capable device is detected", failure.ClassAcceleratorUnavailable, 0},
+	{"101", "cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE|hipErrorInvalidDevice", "invalid device ordinal", failure.ClassAcceleratorUnavailable, TierHint},
 	// 200: a kernel image (CUDA cubin, HIP code object) not built for
 	// this GPU; HIP reports it as hipErrorInvalidImage, same text
 	{"200", "cudaErrorInvalidKernelImage|CUDA_ERROR_INVALID_IMAGE|hipErrorInvalidImage", "device kernel image is invalid", failure.ClassGPUArchUnsupported, 0},
-	{"209", "cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device", failure.ClassGPUArchUnsupported, 0},
+	{"209", "cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU|hipErrorNoBinaryForGpu", "no kernel image is available for execution on the device", failure.ClassGPUArchUnsupported, 0},
 	{"218", "cudaErrorInvalidPtx|CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed", failure.ClassDriverMismatch, 0},
 	{"500", "cudaErrorSymbolNotFound|CUDA_ERROR_NOT_FOUND|hipErrorNotFound", "named symbol not found", failure.ClassGPUArchUnsupported, 0},
 	{"222", "cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain", failure.ClassDriverMismatch, 0},
 	// 304: an OS call the runtime made failed; what it means depends on
 	// the call (shared memory, pinned memory, IPC, a driver bug)
-	{"304", "cudaErrorOperatingSystem|CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS", failure.ClassEngineDied, TierHint},
-	{"801", "cudaErrorNotSupported|CUDA_ERROR_NOT_SUPPORTED", "operation not supported", failure.ClassHostCapability, 0},
+	{"304", "cudaErrorOperatingSystem|CUDA_ERROR_OPERATING_SYSTEM|hipErrorOperatingSystem", "OS call failed or operation not supported on this OS", failure.ClassEngineDied, TierHint},
+	{"801", "cudaErrorNotSupported|CUDA_ERROR_NOT_SUPPORTED|hipErrorNotSupported", "operation not supported", failure.ClassHostCapability, 0},
 	// 702: a kernel ran past the display driver's watchdog (a GPU that
 	// also drives a screen): the device is reset under the process
-	{"702", "cudaErrorLaunchTimeout|CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated", failure.ClassEngineDied, TierHint},
+	{"702", "cudaErrorLaunchTimeout|CUDA_ERROR_LAUNCH_TIMEOUT|hipErrorLaunchTimeOut", "the launch timed out and was terminated", failure.ClassEngineDied, TierHint},
 	{"802", "cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized", failure.ClassAcceleratorUnavailable, 0},
 	{"803", "cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination", failure.ClassDriverMismatch, 0},
 	{"804", "cudaErrorCompatNotSupportedOnDevice|CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW", failure.ClassDriverMismatch, 0},
+	// 900-908: stream capture (CUDA graphs, captured while the engine
+	// warms up): a call the capture does not allow, or a capture an
+	// earlier error broke. HIP mirrors each with the same text
+	// (ROCm/clr@f9f995c hipamd/src/hip_error.cpp, ihipGetErrorString).
+	{"900", "cudaErrorStreamCaptureUnsupported|CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED|hipErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing", failure.ClassWarmupFailed, 0},
+	{"901", "cudaErrorStreamCaptureInvalidated|CUDA_ERROR_STREAM_CAPTURE_INVALIDATED|hipErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture", failure.ClassWarmupFailed, 0},
+	{"902", "cudaErrorStreamCaptureMerge|CUDA_ERROR_STREAM_CAPTURE_MERGE|hipErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences", failure.ClassWarmupFailed, 0},
+	{"903", "cudaErrorStreamCaptureUnmatched|CUDA_ERROR_STREAM_CAPTURE_UNMATCHED|hipErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began", failure.ClassWarmupFailed, 0},
+	{"904", "cudaErrorStreamCaptureUnjoined|CUDA_ERROR_STREAM_CAPTURE_UNJOINED|hipErrorStreamCaptureUnjoined", "capturing stream has unjoined work", failure.ClassWarmupFailed, 0},
+	{"905", "cudaErrorStreamCaptureIsolation|CUDA_ERROR_STREAM_CAPTURE_ISOLATION|hipErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream", failure.ClassWarmupFailed, 0},
+	{"906", "cudaErrorStreamCaptureImplicit|CUDA_ERROR_STREAM_CAPTURE_IMPLICIT|hipErrorStreamCaptureImplicit", "operation would make the legacy stream depend on a capturing blocking stream", failure.ClassWarmupFailed, 0},
+	{"907", "cudaErrorCapturedEvent|CUDA_ERROR_CAPTURED_EVENT|hipErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream", failure.ClassWarmupFailed, 0},
+	{"908", "cudaErrorStreamCaptureWrongThread|CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD|hipErrorStreamCaptureWrongThread", "attempt to terminate a thread-local capture sequence from another thread", failure.ClassWarmupFailed, 0},
 	{"999", "cudaErrorUnknown|CUDA_ERROR_UNKNOWN", "", failure.ClassAcceleratorUnavailable, 0},
 }
 
@@ -139,6 +152,10 @@ func cudaErrorSignatures() []Rule {
 		Rule{Text: "cudaError", Pattern: regexp.MustCompile(`\b(cudaError[A-Za-z]+)\b`),
 			Lookup: func(m []string) (failure.Class, bool) { c, ok := byName[m[1]]; return c, ok }},
 		Rule{Text: "CUDA_ERROR_", Pattern: regexp.MustCompile(`\b(CUDA_ERROR_[A-Z_]+)\b`),
+			Lookup: func(m []string) (failure.Class, bool) { c, ok := byName[m[1]]; return c, ok }},
+		// HIP's names for the same errors (hipGetErrorName), whatever wording
+		// surrounds them ("HIP error: ... Search for `hipErrorCapturedEvent'")
+		Rule{Text: "hipError", Pattern: regexp.MustCompile(`\b(hipError[A-Za-z]+)\b`),
 			Lookup: func(m []string) (failure.Class, bool) { c, ok := byName[m[1]]; return c, ok }},
 		// "error" is the rarer word in a healthy log, so it is the prefilter.
 		Rule{Text: "error", Also: "cuda", Pattern: regexp.MustCompile(`(?i)cuda.{0,40}?(?:error|err|code|status|failure)\s*(?:=|:|\(|#|\s)\s*(\d+)\b`),
@@ -321,6 +338,17 @@ var rocmFamily = family("rocm", []Rule{
 	{Text: "invalid device function", Class: failure.ClassGPUArchUnsupported},
 	{Text: "hipErrorInvalidDeviceFunction", Class: failure.ClassGPUArchUnsupported},
 	{Text: "hipErrorNoBinaryForGpu", Class: failure.ClassGPUArchUnsupported},
+	// the HIP runtime's loader finds no code object for the device's ISA
+	// in a fat binary (ROCm/clr@078cf80 hipamd/src/hip_fatbin.cpp,
+	// ExtractFatBinaryUsingCOMGR: "No compatible code objects found for:
+	// gfx1152, value of HIP_FORCE_SPIRV_CODEOBJECT: 0"; older clr,
+	// hip_code_object.cpp: "hipErrorNoBinaryForGpu: Unable to find code
+	// object for all current devices!", and hip_fatbin.cpp's "Missing CO
+	// for these ISAs - "): the build has no kernels for this GPU; the
+	// process often segfaults at the launch right after, with no other line
+	{Text: "No compatible code objects found for", Class: failure.ClassGPUArchUnsupported},
+	{Text: "Unable to find code object for all current devices", Class: failure.ClassGPUArchUnsupported},
+	{Text: "Missing CO for these ISAs", Class: failure.ClassGPUArchUnsupported},
 	// hipModuleLoad* refusing a code object built for another gfx target
 	// or ROCm release (hipErrorSharedObjectInitFailed, TVM/MLC, PyTorch
 	// extensions)
@@ -447,8 +475,12 @@ var vulkanFamily = family("vulkan", []Rule{
 	// device lost (mesa src/amd/vulkan/winsys/amdgpu/radv_amdgpu_cs.c,
 	// src/gallium/winsys/amdgpu/drm/amdgpu_cs.c)
 	{Text: "because the context is lost", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
-	{Text: "ErrorDeviceLost", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "VK_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// the device lost (vk::DeviceLostError, VK_ERROR_DEVICE_LOST): the
+	// driver reset the GPU under the engine, whatever step it was in (a
+	// warm-up run is not what failed; the device is), so not a crash its
+	// moment refines
+	{Text: "ErrorDeviceLost", Class: failure.ClassEngineDied, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
+	{Text: "VK_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
 })
 
 // syclFamily: SYCL / oneAPI (Intel GPUs: llama.cpp's ggml-sycl, IPEX).
@@ -467,7 +499,8 @@ var syclFamily = family("sycl", []Rule{
 	{Text: "PI_ERROR_INVALID_KERNEL_NAME", Class: failure.ClassGPUArchUnsupported},
 	{Text: "UR_RESULT_ERROR_INVALID_KERNEL_NAME", Class: failure.ClassGPUArchUnsupported},
 	{Text: "PI_ERROR_INVALID_BINARY", Class: failure.ClassGPUArchUnsupported},
-	{Text: "UR_RESULT_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// the device lost, as vulkanFamily's: the GPU's, whatever the step
+	{Text: "UR_RESULT_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
 })
 
 // tpuFamily: Google TPUs through XLA (vLLM's and JetStream's TPU
@@ -507,6 +540,14 @@ var gaudiFamily = family("gaudi", []Rule{
 var ascendFamily = family("ascend", []Rule{
 	// an operator CANN has no implementation of for this SoC
 	{Name: "ascend/not-implemented-for-soc", Text: "is not implemented", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: .*support for \S+ is not implemented`), Class: failure.ClassGPUArchUnsupported},
+	// an operator whose kernel binary the installed operator package has
+	// not for this SoC: the aclnn op's lookup of its registration fails
+	// (EZ1001 "Get regInfo failed, The binary_info_config.json of
+	// socVersion [ascend910] does not support opType [ApplyRotaryPosEmb]",
+	// older and custom-op packages "The bin of socVersion [ascend910b] does
+	// not support opType [X]", as torch_npu relays it in "call aclnnX
+	// failed, detail:..."): the device generation lacks the kernel
+	{Name: "ascend/op-not-built-for-soc", Text: "does not support opType", Pattern: regexp.MustCompile(`socVersion \[\w+\] does not support opType`), Class: failure.ClassGPUArchUnsupported},
 	// any other code: the root-cause line, its class depending on the
 	// message (an invalid kernel argument, a device query refused), so weak
 	{Name: "ascend/error-code", Text: "[PID: ", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\]`), Class: failure.ClassEngineDied, Weak: true},

@@ -156,6 +156,30 @@ func TestSharedFamilies(t *testing.T) {
 	}
 }
 
+// TestGPURuntimeErrorTable: every error of the CUDA/HIP table gives its
+// class on every kind, by each enum name (CUDA runtime, driver API, HIP)
+// and by its message as the runtimes print it ("CUDA error: TEXT", "HIP
+// error: TEXT"), so that a HIP name or a stream-capture error is the same
+// entry as CUDA's.
+func TestGPURuntimeErrorTable(t *testing.T) {
+	for _, kind := range Kinds() {
+		for _, e := range cudaErrors {
+			var lines []string
+			for _, n := range strings.Split(e.names, "|") {
+				lines = append(lines, "RuntimeError: "+n)
+			}
+			if e.text != "" {
+				lines = append(lines, "RuntimeError: CUDA error: "+e.text, "RuntimeError: HIP error: "+e.text)
+			}
+			for _, line := range lines {
+				if cls, _, ok := feed(t, kind, line).Signature(); !ok || cls != e.class {
+					t.Errorf("%s: %q: %s (ok %v), want %s (error %s)", kind, line, cls, ok, e.class, e.code)
+				}
+			}
+		}
+	}
+}
+
 // TestRuleNextStep: a rule's own next step is the verdict's advice when
 // that rule decides (an illegal instruction, whatever the engine; vLLM's
 // host_capability advice is about UVA under WSL2).
