@@ -133,12 +133,16 @@ var pythonSignatures = family("python", []Rule{
 	// crashes while serving, refined by context; hints, so that the
 	// exception block they introduce can name the cause.
 	{Text: "Scheduler hit an exception", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "EngineCore encountered a fatal error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// vLLM's engine core reporting its own death (v1/engine/core.py
+	// run_engine_core: "EngineCore encountered a fatal error.", then the
+	// API server's EngineDeadError): the API server may still exit 0 after
+	// it, but the engine is gone (Fatal)
+	{Text: "EngineCore encountered a fatal error", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	// a vLLM worker's busy loop (v1/executor/multiproc_executor.py
 	// worker_busy_loop: "WorkerProc hit an exception.", then its
 	// traceback): the engine core's fatal error after it only relays it
 	{Text: "WorkerProc hit an exception", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "EngineDeadError", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "EngineDeadError", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "Engine loop has died", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "AsyncLLM output_handler failed", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "AsyncLLMEngine has failed", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
@@ -320,6 +324,15 @@ var ggmlSignatures = family("ggml", []Rule{
 	{Text: "error parsing grammar", Class: failure.ClassStructuredOutputFailOpen, Phase: failure.PhaseInference},
 	{Text: "failed to parse grammar", Class: failure.ClassStructuredOutputFailOpen, Phase: failure.PhaseInference},
 	{Text: "error initializing grammar sampler", Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	// the grammar sampler left with no stack that accepts the token the
+	// model wrote (llama.cpp@0433293 src/llama-grammar.cpp,
+	// llama_grammar_accept_token / accept_str: a std::runtime_error
+	// "Unexpected empty grammar stack after accepting piece: P (N)"):
+	// uncaught in the sampler it aborts the server (C++'s "terminate
+	// called after throwing ...", then "what():  ..."; libc++'s
+	// "terminating due to uncaught exception of type std::runtime_error:
+	// ..."), caught by the server it fails the request (structuredRefine)
+	{Text: "Unexpected empty grammar stack", Class: failure.ClassStructuredOutputCrash, Phase: failure.PhaseInference},
 	{Text: "at row", Pattern: regexp.MustCompile(`at row \d+, column \d+`), Class: failure.ClassTokenizerTemplate},
 	{Text: "exceeds the available context size", Class: failure.ClassContextExceedsKV},
 	{Text: "input is too large to process", Class: failure.ClassContextExceedsKV},

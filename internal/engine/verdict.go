@@ -368,18 +368,22 @@ func (v *verdict) crashRefine() {
 // structuredRefine turns a crash or grammar line's class into the
 // structured-output class the context shows: an engine crash while
 // serving with a grammar backend in use is structured_output_crash; a
-// grammar failure is crash when the engine died of it, rejected when the
-// server stayed up and requests failed after it.
+// grammar failure is crash when the engine died of it (the process, or an
+// engine child a line reports dead: Rule.Fatal), rejected when the server
+// stayed up and requests failed after it.
 func (v *verdict) structuredRefine(c failure.Class) failure.Class {
 	inServing := v.cand.phase.Index() >= failure.PhaseReadyWait.Index()
 	switch {
 	case v.cand.crash && v.grammar && inServing:
 		return failure.ClassStructuredOutputCrash
-	case isStructured(c) && v.died:
+	case isStructured(c) && (v.died || v.childDied):
+		// the engine died of it: the process, or the engine child of a
+		// server that exited cleanly after it (vLLM's API server after
+		// its engine core's fatal error)
 		return failure.ClassStructuredOutputCrash
 	case isStructured(c) && v.stayedUp && v.errAfter:
 		return failure.ClassStructuredOutputRejected
-	case c == failure.ClassStructuredOutputCrash && v.stayedUp:
+	case c == failure.ClassStructuredOutputCrash && v.stayedUp && !v.childDied:
 		return failure.ClassStructuredOutputRejected
 	}
 	return c
