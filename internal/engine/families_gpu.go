@@ -199,6 +199,21 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "compute capability", Pattern: regexp.MustCompile(`(?i)(only supported|requires?|need|at least|minimum|not supported|unsupported).{0,60}compute capability|compute capability.{0,60}(not supported|unsupported|is required|or higher|or newer|at least)`), Class: failure.ClassGPUArchUnsupported},
 	{Text: "Unsupported gpu architecture", Class: failure.ClassGPUArchUnsupported},
 	{Text: "only supports Ampere GPUs or newer", Class: failure.ClassGPUArchUnsupported},
+	// the attention kernels an older GPU gets lack a feature the model
+	// needs: TGI's flash-attn v1 path for pre-Ampere GPUs
+	// (huggingface/text-generation-inference@db931fc
+	// server/text_generation_server/layers/attention/cuda.py: "window_size_left
+	// is only available with flash attn v2", "softcap is not available in
+	// flash attn v1", "Flash decoding requires Flash Attention V2"), vLLM's
+	// XFormers backend, its choice on Volta and Turing ("XFormers does not
+	// support attention logits soft capping.", vllm/attention/backends/xformers.py)
+	{Name: "cuda/flash-attn-v1-lacks-feature", Text: "flash attn v", Pattern: regexp.MustCompile(`(?i)only available with flash attn v2|not available in flash attn v1`), Class: failure.ClassGPUArchUnsupported},
+	{Text: "Flash decoding requires Flash Attention V2", Class: failure.ClassGPUArchUnsupported},
+	{Text: "XFormers does not support attention logits soft capping", Class: failure.ClassGPUArchUnsupported},
+	// TGI's own check of the GPU's generation (same file, and rocm.py: "GPU
+	// with CUDA capability 7 0 is not supported", "AMD GPU with ROCm
+	// capability 9 0 is not supported")
+	{Text: "capability", Pattern: regexp.MustCompile(`GPU with (CUDA|ROCm) capability \d+ \d+ is not supported`), Class: failure.ClassGPUArchUnsupported},
 	{Text: "is not defined for option 'gpu-name'", Class: failure.ClassGPUArchUnsupported},
 	// an engine's own check of the architecture, as the assert statement a
 	// bare AssertionError's frame shows ("assert is_sm100_supported() or

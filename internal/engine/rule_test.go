@@ -123,6 +123,16 @@ func TestSharedFamilies(t *testing.T) {
 		{"ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\")", failure.ClassGPUArchUnsupported},
 		{"AssertionError: fp8e4nv data type is not supported on CUDA arch < 89", failure.ClassGPUArchUnsupported},
 		{"RuntimeError: [metal::malloc] Resource limit (499000) exceeded.", failure.ClassGPUOOM},
+		// an older GPU's attention kernels (TGI's flash-attn v1, vLLM's
+		// XFormers), TGI's own generation check
+		{"NotImplementedError: softcap is not available in flash attn v1", failure.ClassGPUArchUnsupported},
+		{"ValueError: Flash decoding requires Flash Attention V2", failure.ClassGPUArchUnsupported},
+		{"ImportError: AMD GPU with ROCm capability 9 0 is not supported", failure.ClassGPUArchUnsupported},
+		{"ImportError: GPU with CUDA capability 7 0 is not supported", failure.ClassGPUArchUnsupported},
+		// CANN's operator with no kernel binary for the SoC, both wordings
+		{"RuntimeError: call aclnnDispatchLayout failed, detail:[PID: 1] 2026-08-10-09:47:34.932.611 AclNN_Parameter_Error(EZ1001): Get regInfo failed, The bin of socVersion [ascend910b] does not support opType [DispatchLayout].", failure.ClassGPUArchUnsupported},
+		// HIP's fat-binary loader, old and new wording
+		{":1:hip_code_object.cpp      :570 : 1234 us: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", failure.ClassGPUArchUnsupported},
 	}
 	for _, kind := range Kinds() {
 		for _, c := range lines {

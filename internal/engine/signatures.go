@@ -228,6 +228,13 @@ var pythonFrameHints = []FrameHint{
 	{Text: "weight_utils", Class: failure.ClassModelLoadFailed},
 	{Text: "huggingface_hub", Class: failure.ClassModelLoadFailed},
 	{Text: "configuration_auto", Class: failure.ClassModelLoadFailed},
+	// transformers' config class (PretrainedConfig.__getattribute__ and
+	// its kin in configuration_utils modules): the engine reading the
+	// model's configuration with a transformers that cannot give what it
+	// asks (an attribute the model's config lacks or stores per layer);
+	// model code reads the config again in warmup and requests, so only
+	// up to load
+	{Text: "configuration_utils", Class: failure.ClassModelLoadFailed, Until: failure.PhaseLoad},
 }
 
 // pythonFramePhases name the step a traceback frame belongs to: an
