@@ -52,9 +52,19 @@ func init() {
 			{Text: "not found, try pulling it first", Class: failure.ClassModelLoadFailed},
 			{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(401|403|unauthorized|forbidden)`), Class: failure.ClassModelAccessDenied},
 			{Text: "pull model manifest", Class: failure.ClassModelLoadFailed},
-			{Text: "amdgpu is not supported", Class: failure.ClassGPUArchUnsupported},
-			{Text: "amdgpu too old", Class: failure.ClassGPUArchUnsupported},
-			{Text: "CUDA GPU is too old", Class: failure.ClassGPUArchUnsupported},
+			// discovery dropping a GPU it will not use and going on without it
+			// (ollama discover/amd_linux.go WARN "amdgpu is not supported
+			// (supported types:[...])", "amdgpu too old"; gpu.go INFO "[0] CUDA
+			// GPU is too old. Compute Capability detected: 3.5"): the server
+			// serves on what is left, the CPU, so what failed is the
+			// accelerator, chosen at launch; the GPU's generation is the
+			// line's reason, not the class (as gpuFamily's "falling back to
+			// CPU"). Before "no compatible GPUs were discovered" it says the
+			// host has a GPU (hostHasNoGPU does not hold). Notices: an error
+			// line after them (the CPU runner's own) explains more.
+			{Text: "amdgpu is not supported", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true},
+			{Text: "amdgpu too old", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true},
+			{Text: "CUDA GPU is too old", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true},
 			// Go text/template errors of a Modelfile's TEMPLATE.
 			{Text: "template: ", Pattern: regexp.MustCompile(`template: \S*:\d+(:\d+)?: `), Class: failure.ClassTokenizerTemplate},
 			{Text: "truncating input prompt", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseInference},

@@ -540,10 +540,12 @@ func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
 var negativeSize = regexp.MustCompile(`[:=]\s*-\d[\d.]*\s*(?:[KMGT]i?B|bytes)\b`)
 
 // reportsFailure reports an INFO line that reports a failure: it says
-// error or fail, or gives a negative memory figure (lower is the line
-// lower-cased).
+// error or fail, calls a device or driver too old (Ollama's discovery
+// skipping a GPU at INFO: "CUDA GPU is too old"), or gives a negative
+// memory figure (lower is the line lower-cased).
 func reportsFailure(line string, lower []byte) bool {
 	return bytes.Contains(lower, []byte("error")) || bytes.Contains(lower, []byte("fail")) ||
+		bytes.Contains(lower, []byte("too old")) ||
 		bytes.Contains(lower, []byte(" -")) && negativeSize.MatchString(line)
 }
 
