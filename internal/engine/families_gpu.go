@@ -615,6 +615,26 @@ const peerAccessStep = "The GPUs cannot map each other's memory (peer access or 
 	"TensorRT-LLM allreduce_strategy: NCCL), keep tensor-parallel ranks on one node, check nvidia-smi topo -m; in a " +
 	"container use --ipc=host."
 
+// asyncCrashTexts are the CUDA runtime's messages of a kernel that
+// crashed (cudaGetErrorString of 700, 716, 719, 710, 715): reported by
+// whichever call comes next, so they name no call's own failure.
+var asyncCrashTexts = []string{"illegal memory access was encountered", "misaligned address",
+	"unspecified launch failure", "device-side assert triggered", "illegal instruction was encountered"}
+
+// notAsyncCrash is a Lookup that gives class unless the rest of the line
+// (the pattern's last submatch) is one of asyncCrashTexts.
+func notAsyncCrash(class failure.Class) func(m []string) (failure.Class, bool) {
+	return func(m []string) (failure.Class, bool) {
+		rest := strings.ToLower(m[len(m)-1])
+		for _, t := range asyncCrashTexts {
+			if strings.Contains(rest, t) {
+				return "", false
+			}
+		}
+		return class, true
+	}
+}
+
 // ncclFamily: NCCL and RCCL, custom all-reduce and CUDA IPC between the
 // GPUs of a multi-GPU run: the host's interconnect, shared memory or
 // peer access is what fails.
@@ -650,7 +670,13 @@ var ncclFamily = family("nccl", []Rule{
 	// Weak: what failed depends on the step (a CUDA IPC handle the host
 	// refuses, or a graph capture in warmup); wrong strongly at first sight
 	// (testdata/first-sight.json, r2)
-	{Text: "custom_all_reduce", Pattern: regexp.MustCompile(`(?i)(error|fail|assert).{0,120}custom_all_reduce|custom_all_reduce.{0,120}(error|fail|assert)`), Class: failure.ClassHostCapability, Weak: true, NextStep: peerAccessStep},
+	// A kernel's crash the custom all-reduce's check reports only because
+	// it is the next CUDA call (vLLM's CUDACHECK: "Failed: Cuda error
+	// .../custom_all_reduce.cuh:594 'an illegal memory access was
+	// encountered'"): CUDA errors are asynchronous, so the crash is the
+	// engine's, not the host's IPC (asyncCrash); the crash rules take it.
+	{Text: "custom_all_reduce", Pattern: regexp.MustCompile(`(?i)(?:(?:error|fail|assert).{0,120}custom_all_reduce|custom_all_reduce.{0,120}(?:error|fail|assert))(.*)$`),
+		Lookup: notAsyncCrash(failure.ClassHostCapability), Class: failure.ClassHostCapability, Weak: true, NextStep: peerAccessStep},
 	{Text: "rcclSystemError", Class: failure.ClassHostCapability, NextStep: ncclStep},
 	{Text: "rcclUnhandledCudaError", Class: failure.ClassHostCapability, NextStep: ncclStep},
 	{Text: "DistBackendError", Pattern: regexp.MustCompile(`(?i)DistBackendError.{0,40}(nccl|rccl)`), Class: failure.ClassHostCapability, NextStep: ncclStep},

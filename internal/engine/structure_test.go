@@ -296,6 +296,11 @@ func TestAfterReadiness(t *testing.T) {
 			"    _scores = self.grammar_processor(_scores, self.fsm_grammar_states)",
 			"RuntimeError: CUDA error: device-side assert triggered",
 		}, failure.ClassStructuredOutputCrash},
+		{"a kernel's crash under a request vLLM logged with its guided-decoding parameters", "vllm", []string{
+			`(APIServer pid=1) INFO 09-02 08:03:58 [logger.py:40] Received request chatcmpl-1: prompt: 'x', params: SamplingParams(n=1, temperature=0.0, max_tokens=64, guided_decoding=GuidedDecodingParams(json={'type': 'object'}, backend=None)), prompt_token_ids: None.`,
+			`(APIServer pid=1) INFO:     10.0.0.5:51228 - "POST /v1/chat/completions HTTP/1.1" 200 OK`,
+			"(VllmWorker TP1 pid=443) Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:594 'an illegal memory access was encountered'",
+		}, failure.ClassStructuredOutputCrash},
 		{"a native check in the grammar's token bitmask", "lmdeploy", []string{
 			"INFO:     Uvicorn running on http://0.0.0.0:23333 (Press CTRL+C to quit)",
 			`INFO:     10.0.3.17:40120 - "POST /v1/chat/completions HTTP/1.1" 200 OK`,

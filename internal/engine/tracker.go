@@ -1005,7 +1005,11 @@ var grammarWords = []string{"grammar_backend=", "guided_decoding_backend", "stru
 	"grammar_processor", "fsm_grammar",
 	// TGI's router logs a request's parameters, its grammar among them
 	// (router/src/lib.rs GenerateParameters: "grammar: Some(Json(...))")
-	"grammar: Some("}
+	"grammar: Some(",
+	// vLLM's request log prints the SamplingParams, a structured request's
+	// parameters among them only when set (GuidedDecodingParams(json=...),
+	// from 0.10.2 StructuredOutputsParams(...); "guided_decoding=None" else)
+	"GuidedDecodingParams(", "StructuredOutputsParams("}
 
 // unsafeBytes views s as bytes without copying; the bytes must not be
 // changed.
