@@ -472,31 +472,69 @@ const memQueryStep = "The device cannot report its free memory, which the engine
 	"otherwise give the engine a fixed KV cache size (vLLM: --num-gpu-blocks-override) or use another device."
 
 // vulkanFamily: Vulkan (llama.cpp's ggml-vulkan, MLC).
-var vulkanFamily = family("vulkan", []Rule{
-	{Text: "ErrorOutOfDeviceMemory", Class: failure.ClassGPUOOM},
-	{Text: "VK_ERROR_OUT_OF_DEVICE_MEMORY", Class: failure.ClassGPUOOM},
+var vulkanFamily = family("vulkan", joinLists(vulkanResultRules(), []Rule{
 	{Text: "Device memory allocation of size", Pattern: regexp.MustCompile(`(?i)ggml_vulkan: Device memory allocation of size \d+ failed`), Class: failure.ClassGPUOOM},
-	{Text: "ErrorIncompatibleDriver", Class: failure.ClassDriverMismatch},
-	{Text: "VK_ERROR_INCOMPATIBLE_DRIVER", Class: failure.ClassDriverMismatch},
 	{Text: "ggml_vulkan: No devices found", Class: failure.ClassAcceleratorUnavailable},
 	// the driver will not build a compute pipeline from the engine's
 	// shader for this device (ggml-vulkan's ggml_vk_create_pipeline: "Compute
 	// pipeline creation failed for NAME", then the vk::SystemError): a
 	// shader the device or its driver does not support (Adreno, MoltenVK)
 	{Text: "Compute pipeline creation failed for", Class: failure.ClassGPUArchUnsupported},
-	{Text: "VK_ERROR_INITIALIZATION_FAILED", Class: failure.ClassAcceleratorUnavailable},
 	// the kernel driver reset the GPU's context (a job that ran too long,
 	// a fault): Mesa's amdgpu winsys says so before the API reports the
 	// device lost (mesa src/amd/vulkan/winsys/amdgpu/radv_amdgpu_cs.c,
 	// src/gallium/winsys/amdgpu/drm/amdgpu_cs.c)
 	{Text: "because the context is lost", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
+}))
+
+// vulkanResults are the VkResult error codes a compute engine meets
+// (the Vulkan specification's VkResult; Vulkan-Hpp's to_string names,
+// which its exceptions' what() ends with: "vk::Queue::submit:
+// ErrorDeviceLost", KhronosGroup/Vulkan-Hpp vulkan_to_string.hpp and
+// throwResultException), each in both spellings, with the class hiro
+// gives it. Codes whose meaning is the call's (too many objects, a
+// fragmented or exhausted descriptor pool, unknown) name no class and
+// are left out.
+var vulkanResults = []struct {
+	enum, hpp string
+	class     failure.Class
+	// tier is TierHint where the code says where the engine stopped
+	// more than why (a lost device, a map that failed, a missing
+	// extension or format the engine may have asked for needlessly)
+	tier  Tier
+	fatal bool
+	step  string
+}{
+	{"VK_ERROR_OUT_OF_HOST_MEMORY", "ErrorOutOfHostMemory", failure.ClassHostOOM, 0, false, ""},
+	{"VK_ERROR_OUT_OF_DEVICE_MEMORY", "ErrorOutOfDeviceMemory", failure.ClassGPUOOM, 0, false, ""},
+	{"VK_ERROR_INCOMPATIBLE_DRIVER", "ErrorIncompatibleDriver", failure.ClassDriverMismatch, 0, false, ""},
+	{"VK_ERROR_INITIALIZATION_FAILED", "ErrorInitializationFailed", failure.ClassAcceleratorUnavailable, 0, false, ""},
+	// the device lacks a feature the engine enabled at device creation
+	// (16-bit storage, shader float16 / int8 on an old iGPU)
+	{"VK_ERROR_FEATURE_NOT_PRESENT", "ErrorFeatureNotPresent", failure.ClassGPUArchUnsupported, 0, false, ""},
+	{"VK_ERROR_EXTENSION_NOT_PRESENT", "ErrorExtensionNotPresent", failure.ClassGPUArchUnsupported, TierHint, false, ""},
+	{"VK_ERROR_FORMAT_NOT_SUPPORTED", "ErrorFormatNotSupported", failure.ClassGPUArchUnsupported, TierHint, false, ""},
+	{"VK_ERROR_MEMORY_MAP_FAILED", "ErrorMemoryMapFailed", failure.ClassGPUOOM, TierHint, false, ""},
 	// the device lost (vk::DeviceLostError, VK_ERROR_DEVICE_LOST): the
 	// driver reset the GPU under the engine, whatever step it was in (a
 	// warm-up run is not what failed; the device is), so not a crash its
 	// moment refines
-	{Text: "ErrorDeviceLost", Class: failure.ClassEngineDied, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
-	{Text: "VK_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
-})
+	{"VK_ERROR_DEVICE_LOST", "ErrorDeviceLost", failure.ClassEngineDied, TierHint, true, gpuResetStep},
+}
+
+// vulkanResultRules are the rules of vulkanResults: each spelling
+// anywhere in a line (Vulkan-Hpp's first, as the Text of the rule names
+// it: vulkan/erroroutofdevicememory).
+func vulkanResultRules() []Rule {
+	var out []Rule
+	for _, r := range vulkanResults {
+		for _, text := range []string{r.hpp, r.enum} {
+			out = append(out, Rule{Text: text, Class: r.class, Tier: r.tier, Fatal: r.fatal, NextStep: r.step,
+				Source: "Vulkan VkResult " + r.enum})
+		}
+	}
+	return out
+}
 
 // syclFamily: SYCL / oneAPI (Intel GPUs: llama.cpp's ggml-sycl, IPEX).
 var syclFamily = family("sycl", []Rule{

@@ -190,6 +190,23 @@ func TestGPURuntimeErrorTable(t *testing.T) {
 	}
 }
 
+// TestVulkanResultTable: every VkResult of the table gives its class on
+// every kind, in both spellings as engines print them (Vulkan-Hpp's
+// exception what() "vk::Device::allocateMemory: ErrorOutOfHostMemory",
+// TVM's "Check failed: ... Vulkan Error, code=-1: VK_ERROR_OUT_OF_HOST_MEMORY").
+func TestVulkanResultTable(t *testing.T) {
+	for _, kind := range Kinds() {
+		for _, r := range vulkanResults {
+			for _, line := range []string{"  what():  vk::Device::allocateMemory: " + r.hpp,
+				"InternalError: Check failed: (__e == VK_SUCCESS) is false: Vulkan Error, code=-1: " + r.enum} {
+				if cls, _, ok := feed(t, kind, line).Signature(); !ok || cls != r.class {
+					t.Errorf("%s: %q: %s (ok %v), want %s", kind, line, cls, ok, r.class)
+				}
+			}
+		}
+	}
+}
+
 // TestRuleNextStep: a rule's own next step is the verdict's advice when
 // that rule decides (an illegal instruction, whatever the engine; vLLM's
 // host_capability advice is about UVA under WSL2).
