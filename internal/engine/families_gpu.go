@@ -554,6 +554,23 @@ var syclFamily = family("sycl", []Rule{
 	{Text: "PI_ERROR_INVALID_BINARY", Class: failure.ClassGPUArchUnsupported},
 	// the device lost, as vulkanFamily's: the GPU's, whatever the step
 	{Text: "UR_RESULT_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
+	// the rest of the runtime's results that name a class, as the SYCL
+	// runtime relays them ("Native API failed. Native API returns: 38
+	// (UR_RESULT_ERROR_OUT_OF_HOST_MEMORY)"; numbers move between
+	// releases, names do not: oneapi-src/unified-runtime include/ur_api.h
+	// ur_result_t), their PI forerunners and Level Zero's own
+	// (ze_api.h ze_result_t) under them
+	{Text: "_ERROR_OUT_OF_HOST_MEMORY", Pattern: regexp.MustCompile(`\b(UR_RESULT|PI|ZE_RESULT)_ERROR_OUT_OF_HOST_MEMORY\b`), Class: failure.ClassHostOOM},
+	{Text: "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", Class: failure.ClassGPUOOM},
+	{Text: "_ERROR_MEM_OBJECT_ALLOCATION_FAILURE", Pattern: regexp.MustCompile(`\b(UR_RESULT|PI)_ERROR_MEM_OBJECT_ALLOCATION_FAILURE\b`), Class: failure.ClassGPUOOM},
+	{Text: "ZE_RESULT_ERROR_DEVICE_LOST", Class: failure.ClassEngineDied, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
+	// the device's compiler would not build the program's kernels for it
+	// (an aspect it lacks, fp64 on most Arc GPUs): weak, a kernel's own
+	// error is the other reading
+	{Text: "_BUILD_FAILURE", Pattern: regexp.MustCompile(`\b(UR_RESULT_ERROR_(PROGRAM|MODULE)|ZE_RESULT_ERROR_MODULE)_BUILD_FAILURE\b`), Class: failure.ClassGPUArchUnsupported, Weak: true},
+	{Text: "PI_ERROR_BUILD_PROGRAM_FAILURE", Class: failure.ClassGPUArchUnsupported, Weak: true},
+	{Text: "_ERROR_UNSUPPORTED_FEATURE", Pattern: regexp.MustCompile(`\b(UR_RESULT|ZE_RESULT)_ERROR_UNSUPPORTED_FEATURE\b`), Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
+	{Text: "_ERROR_UNINITIALIZED", Pattern: regexp.MustCompile(`\b(UR_RESULT|ZE_RESULT)_ERROR_UNINITIALIZED\b`), Class: failure.ClassAcceleratorUnavailable, Tier: TierHint},
 })
 
 // tpuFamily: Google TPUs through XLA (vLLM's and JetStream's TPU

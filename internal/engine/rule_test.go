@@ -131,6 +131,13 @@ func TestSharedFamilies(t *testing.T) {
 		{"ImportError: GPU with CUDA capability 7 0 is not supported", failure.ClassGPUArchUnsupported},
 		// CANN's operator with no kernel binary for the SoC, both wordings
 		{"RuntimeError: call aclnnDispatchLayout failed, detail:[PID: 1] 2026-08-10-09:47:34.932.611 AclNN_Parameter_Error(EZ1001): Get regInfo failed, The bin of socVersion [ascend910b] does not support opType [DispatchLayout].", failure.ClassGPUArchUnsupported},
+		// the SYCL runtime's results, Level Zero's under them
+		{"Native API failed. Native API returns: 38 (UR_RESULT_ERROR_OUT_OF_HOST_MEMORY)", failure.ClassHostOOM},
+		{"Native API failed. Native API returns: -6 (PI_ERROR_OUT_OF_HOST_MEMORY)", failure.ClassHostOOM},
+		{"Native API failed. Native API returns: 35 (UR_RESULT_ERROR_MEM_OBJECT_ALLOCATION_FAILURE)", failure.ClassGPUOOM},
+		{"level_zero backend failed with error: 2013265923 (ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)", failure.ClassGPUOOM},
+		{"Native API failed. Native API returns: 41 (UR_RESULT_ERROR_PROGRAM_BUILD_FAILURE)", failure.ClassGPUArchUnsupported},
+		{"Native API failed. Native API returns: -11 (PI_ERROR_BUILD_PROGRAM_FAILURE)", failure.ClassGPUArchUnsupported},
 		// HIP's fat-binary loader, old and new wording
 		{":1:hip_code_object.cpp      :570 : 1234 us: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", failure.ClassGPUArchUnsupported},
 	}
