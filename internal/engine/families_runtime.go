@@ -36,6 +36,18 @@ var hubFamily = family("hub", []Rule{
 	{Text: "awaiting a review from the repo authors", Class: failure.ClassModelAccessDenied},
 	{Text: "Client Error", Pattern: regexp.MustCompile(`(?i)\b404 Client Error.{0,160}(huggingface|hf\.co|hf-mirror|modelscope)`), Class: failure.ClassModelLoadFailed},
 	{Text: "RepositoryNotFoundError", Class: failure.ClassModelLoadFailed},
+	// huggingface_hub's other errors for a repository that exists
+	// (huggingface_hub src/huggingface_hub/errors.py): a revision it has
+	// not ("RevisionNotFoundError: 404 Client Error. ... Revision Not Found
+	// for url: ..."), a file it has not (EntryNotFoundError, from 1.0
+	// RemoteEntryNotFoundError: "Entry Not Found for url: ..."), a revision
+	// that cannot be resolved offline and is not cached
+	// (RevisionResolutionError): the model as named cannot be fetched
+	{Text: "RevisionNotFoundError", Class: failure.ClassModelLoadFailed},
+	{Text: "Revision Not Found for url", Class: failure.ClassModelLoadFailed},
+	{Text: "EntryNotFoundError", Class: failure.ClassModelLoadFailed},
+	{Text: "Entry Not Found for url", Class: failure.ClassModelLoadFailed},
+	{Text: "RevisionResolutionError", Class: failure.ClassModelLoadFailed},
 	// Ollama's registry
 	{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(401|403|unauthorized|forbidden)`), Class: failure.ClassModelAccessDenied},
 	{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(file does not exist|not found|404)`), Class: failure.ClassModelLoadFailed},

@@ -131,6 +131,10 @@ func TestSharedFamilies(t *testing.T) {
 		{"ImportError: GPU with CUDA capability 7 0 is not supported", failure.ClassGPUArchUnsupported},
 		// CANN's operator with no kernel binary for the SoC, both wordings
 		{"RuntimeError: call aclnnDispatchLayout failed, detail:[PID: 1] 2026-08-10-09:47:34.932.611 AclNN_Parameter_Error(EZ1001): Get regInfo failed, The bin of socVersion [ascend910b] does not support opType [DispatchLayout].", failure.ClassGPUArchUnsupported},
+		// huggingface_hub's errors for a revision or a file the repository has not
+		{"huggingface_hub.errors.RevisionNotFoundError: 404 Client Error. (Request ID: Mwhe_c3Kt650GcdKEFomX)", failure.ClassModelLoadFailed},
+		{"huggingface_hub.errors.RemoteEntryNotFoundError: 404 Client Error. (Request ID: 53pNl6M0MxsnG5Sw8JA6x)", failure.ClassModelLoadFailed},
+		{"Entry Not Found for url: https://huggingface.co/bert-base-cased/resolve/main/%3Cnon-existent-file%3E.", failure.ClassModelLoadFailed},
 		// the SYCL runtime's results, Level Zero's under them
 		{"Native API failed. Native API returns: 38 (UR_RESULT_ERROR_OUT_OF_HOST_MEMORY)", failure.ClassHostOOM},
 		{"Native API failed. Native API returns: -6 (PI_ERROR_OUT_OF_HOST_MEMORY)", failure.ClassHostOOM},
