@@ -97,7 +97,31 @@ var processFamily = family("process", []Rule{
 	// permission refused); wrong strongly at first sight (r4a,
 	// testdata/first-sight.json)
 	{Text: "error while loading shared libraries", Class: failure.ClassEngineDied, Weak: true, NextStep: brokenInstallStep},
+	// a compiled library built against another version of what it links
+	// (a PyTorch extension such as flash-attn against another torch ABI,
+	// a backend against another server release): the dynamic loader's
+	// "X.so: undefined symbol: NAME", whatever wraps it (ImportError,
+	// OSError, dlopen)
+	{Name: "process/library-undefined-symbol", Text: "undefined symbol", Pattern: regexp.MustCompile(`\.so[.\d]*: undefined symbol: \S`), Class: failure.ClassEngineDied, NextStep: brokenInstallStep},
+	// the dynamic loader's symbol versions: a binary built against a newer
+	// C library than the host's ("/lib/x86_64-linux-gnu/libc.so.6: version
+	// `GLIBC_2.34' not found (required by ./llama-server)") is the host's
+	// OS; against a newer C++ runtime (GLIBCXX_, CXXABI_) it is an older
+	// libstdc++ earlier on the library path (a conda environment's)
+	{Name: "process/glibc-version-not-found", Text: "not found (required by", Pattern: regexp.MustCompile("version `GLIBC_[\\d.]+' not found \\(required by"), Class: failure.ClassHostCapability, NextStep: glibcStep},
+	{Name: "process/libstdcxx-version-not-found", Text: "not found (required by", Pattern: regexp.MustCompile("version `(GLIBCXX|CXXABI)_[\\d.]+' not found \\(required by"), Class: failure.ClassEngineDied, NextStep: libstdcxxStep},
 })
+
+// glibcStep is the advice when a binary needs a newer C library than the
+// host has.
+const glibcStep = "The engine's binary was built against a newer C library (glibc) than this host has: use a build " +
+	"made for this OS release (or the engine's container image), or run it on a newer OS."
+
+// libstdcxxStep is the advice when a library needs a newer C++ runtime
+// than the one the loader found first.
+const libstdcxxStep = "A library needs a newer C++ runtime (libstdc++) than the one the loader found first, usually " +
+	"an older copy in a conda or virtual environment: update it there (conda install -c conda-forge libstdcxx-ng), " +
+	"or put the system's libstdc++ first (LD_LIBRARY_PATH), or use the engine's container image."
 
 // configFamily: the engine refused the configuration it was given before
 // it served: each command-line parser's own words for a flag it does not

@@ -135,6 +135,10 @@ func TestSharedFamilies(t *testing.T) {
 		{"huggingface_hub.errors.RevisionNotFoundError: 404 Client Error. (Request ID: Mwhe_c3Kt650GcdKEFomX)", failure.ClassModelLoadFailed},
 		{"huggingface_hub.errors.RemoteEntryNotFoundError: 404 Client Error. (Request ID: 53pNl6M0MxsnG5Sw8JA6x)", failure.ClassModelLoadFailed},
 		{"Entry Not Found for url: https://huggingface.co/bert-base-cased/resolve/main/%3Cnon-existent-file%3E.", failure.ClassModelLoadFailed},
+		// the dynamic loader: a symbol or a symbol version a library needs
+		{"ImportError: /usr/lib/python3/dist-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi", failure.ClassEngineDied},
+		{"./llama-server: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by ./llama-server)", failure.ClassHostCapability},
+		{"ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by /usr/lib/libLLVM.so.17)", failure.ClassEngineDied},
 		// the SYCL runtime's results, Level Zero's under them
 		{"Native API failed. Native API returns: 38 (UR_RESULT_ERROR_OUT_OF_HOST_MEMORY)", failure.ClassHostOOM},
 		{"Native API failed. Native API returns: -6 (PI_ERROR_OUT_OF_HOST_MEMORY)", failure.ClassHostOOM},
