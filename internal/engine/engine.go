@@ -123,6 +123,14 @@ type FrameHint struct {
 	// is a crash in that code, whose class the moment gives (warmup_failed
 	// in warmup, probe_failed or engine_died once serving).
 	Until failure.Phase
+	// From, when set, is the first phase in which the hint gives Class;
+	// before it the hint gives Early. A grammar backend's code runs for
+	// requests, so its frames name a structured-output failure only once
+	// the server serves; the same code failing while the engine starts
+	// is the configuration it was given (a grammar backend or reasoning
+	// parser this model's tokenizer cannot take).
+	From  failure.Phase
+	Early failure.Class
 }
 
 // frameHint returns the frame hint whose rule name is name, or nil.
@@ -216,7 +224,7 @@ func prepare(e *Engine) {
 	e.acTrig = trig
 	hints := make([]FrameHint, len(e.frameHints))
 	for i, h := range e.frameHints {
-		hints[i] = FrameHint{Text: strings.ToLower(h.Text), Class: h.Class, NextStep: h.NextStep, Until: h.Until}
+		hints[i] = FrameHint{Text: strings.ToLower(h.Text), Class: h.Class, NextStep: h.NextStep, Until: h.Until, From: h.From, Early: h.Early}
 	}
 	e.frameHints = hints
 }

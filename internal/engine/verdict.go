@@ -317,11 +317,18 @@ func giveLine(v *verdict) {
 // codeFrameLater makes a class taken from a frame that names where code
 // lives (FrameHint.Until) a crash in that code when the exception was
 // raised after the hint's last phase: the model's forward failing in
-// warmup or in a request is not its load failing.
+// warmup or in a request is not its load failing. Before a hint's first
+// phase (FrameHint.From), in an engine that never served, the frame
+// gives its Early class: a grammar backend failing at start-up is the
+// configuration, not a request.
 func (v *verdict) codeFrameLater() {
 	h := v.e.frameHint(v.cand.rule)
-	if h != nil && h.Until != "" && v.cand.phase.Index() > h.Until.Index() {
+	switch {
+	case h == nil:
+	case h.Until != "" && v.cand.phase.Index() > h.Until.Index():
 		v.cand.class, v.cand.crash = failure.ClassEngineDied, true
+	case h.From != "" && v.cand.phase.Index() < h.From.Index() && !v.served:
+		v.cand.class = h.Early
 	}
 }
 
