@@ -721,6 +721,11 @@ var ncclFamily = family("nccl", []Rule{
 	// crashed peer, a link that stopped), not a missing host feature
 	{Text: "Watchdog caught collective operation timeout", Class: failure.ClassEngineDied, NextStep: collectiveTimeoutStep},
 	{Text: "cudaIpcOpenMemHandle", Pattern: regexp.MustCompile(`(?i)cudaIpcOpenMemHandle.{0,80}(fail|error|invalid)|(fail|error).{0,80}cudaIpcOpenMemHandle`), Class: failure.ClassHostCapability, NextStep: peerAccessStep},
+	// the same call in HIP (hipIpcOpenMemHandle) and Level Zero
+	// (zeMemOpenIpcHandle, under oneCCL's collectives on Intel GPUs: "ze
+	// error at zeMemOpenIpcHandle, code: ZE_RESULT_ERROR_INVALID_ARGUMENT")
+	{Text: "hipIpcOpenMemHandle", Pattern: regexp.MustCompile(`(?i)hipIpcOpenMemHandle.{0,80}(fail|error|invalid)|(fail|error).{0,80}hipIpcOpenMemHandle`), Class: failure.ClassHostCapability, NextStep: peerAccessStep},
+	{Text: "zeMemOpenIpcHandle", Pattern: regexp.MustCompile(`(?i)zeMemOpenIpcHandle.{0,80}(fail|error|invalid)|(fail|error).{0,80}zeMemOpenIpcHandle`), Class: failure.ClassHostCapability, NextStep: peerAccessStep},
 	{Text: "ipc open mem handle", Class: failure.ClassHostCapability, NextStep: peerAccessStep},
 	// Weak: what failed depends on the step (a CUDA IPC handle the host
 	// refuses, or a graph capture in warmup); wrong strongly at first sight

@@ -139,6 +139,9 @@ func TestSharedFamilies(t *testing.T) {
 		{"ImportError: /usr/lib/python3/dist-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi", failure.ClassEngineDied},
 		{"./llama-server: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by ./llama-server)", failure.ClassHostCapability},
 		{"ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by /usr/lib/libLLVM.so.17)", failure.ClassEngineDied},
+		// opening another GPU's memory by IPC handle, every vendor's call
+		{"RuntimeError: hipIpcOpenMemHandle failed: invalid argument", failure.ClassHostCapability},
+		{"RuntimeError: oneCCL: ze_call.cpp:28 do_call: EXCEPTION: ze error at zeMemOpenIpcHandle, code: ZE_RESULT_ERROR_INVALID_ARGUMENT", failure.ClassHostCapability},
 		// the SYCL runtime's results, Level Zero's under them
 		{"Native API failed. Native API returns: 38 (UR_RESULT_ERROR_OUT_OF_HOST_MEMORY)", failure.ClassHostOOM},
 		{"Native API failed. Native API returns: -6 (PI_ERROR_OUT_OF_HOST_MEMORY)", failure.ClassHostOOM},
