@@ -325,6 +325,11 @@ var gpuFamily = family("gpu", []Rule{
 	// MLU, HPU): one rule for every device name
 	{Name: "gpu/torch-device-out-of-memory", Text: "out of memory. Tried to allocate", Pattern: regexp.MustCompile(`\b[A-Z][A-Za-z0-9]{1,11}( backend)? out of memory\. Tried to allocate`), Class: failure.ClassGPUOOM},
 	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
+	// the memory left after the weights cannot hold a KV cache, in any
+	// engine's words (SGLang: "Loaded weights leave no GPU memory for the
+	// KV cache under --mem-fraction-static=0.88."): raised while the cache
+	// is sized, whatever marker came last
+	{Name: "gpu/no-memory-for-kv-cache", Text: "memory for", Pattern: regexp.MustCompile(`(?i)\b(no|not enough|insufficient) (free )?(GPU |device |NPU )?memory (left )?for (the )?KV[ -]?cache\b`), Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit},
 	{Text: "memory", Pattern: regexp.MustCompile(`(?i)(insufficient|not enough) (gpu|device|vram|cuda) memory`), Class: failure.ClassGPUOOM},
 	// a runtime's allocator that names the size, not the memory (TVM/MLC
 	// "Failed to allocate N bytes with alignment 16 bytes", XLA "Out of

@@ -142,6 +142,9 @@ func TestSharedFamilies(t *testing.T) {
 		// opening another GPU's memory by IPC handle, every vendor's call
 		{"RuntimeError: hipIpcOpenMemHandle failed: invalid argument", failure.ClassHostCapability},
 		{"RuntimeError: oneCCL: ze_call.cpp:28 do_call: EXCEPTION: ze error at zeMemOpenIpcHandle, code: ZE_RESULT_ERROR_INVALID_ARGUMENT", failure.ClassHostCapability},
+		// the memory left after the weights holds no KV cache
+		{"ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.88.", failure.ClassGPUOOM},
+		{"RuntimeError: not enough GPU memory for the KV cache: 0.41 GiB free after the weights", failure.ClassGPUOOM},
 		// the SYCL runtime's results, Level Zero's under them
 		{"Native API failed. Native API returns: 38 (UR_RESULT_ERROR_OUT_OF_HOST_MEMORY)", failure.ClassHostOOM},
 		{"Native API failed. Native API returns: -6 (PI_ERROR_OUT_OF_HOST_MEMORY)", failure.ClassHostOOM},
