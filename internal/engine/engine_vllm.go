@@ -36,6 +36,17 @@ var vllmKVRules = []Rule{
 	vllmNoCacheBlocks,
 }
 
+// vllmModeRules: vLLM refusing the engine version (V0, V1) a flag or a
+// platform needs, in vLLM and in the forks served as openai: the engine
+// was started with a configuration this build cannot run (arg_utils.py
+// _raise_or_fallback: "VLLM_USE_V1=1 is not supported with
+// --otlp-traces-endpoint."; a platform's own check: "CPU backend only
+// supports V1.").
+var vllmModeRules = []Rule{
+	{Text: "is not supported with", Pattern: regexp.MustCompile(`VLLM_USE_V1=1 is not supported with \S`), Class: failure.ClassInvalidConfiguration},
+	{Text: "only supports V", Pattern: regexp.MustCompile(`\b\w+ backend only supports V[01]\b`), Class: failure.ClassInvalidConfiguration},
+}
+
 // vllmKVFacts: the KV cache's figures vLLM logs and its sizing errors
 // state (both sides of the shortfall), wherever vLLM runs.
 var vllmKVFacts = []FactParser{
@@ -83,7 +94,7 @@ func init() {
 				NextStep: "vLLM's own engine-ready timeout ended the start before the engines finished loading: raise " +
 					"VLLM_ENGINE_READY_TIMEOUT_S (600 s by default) to cover the load, or pre-warm the weights (page cache, a local copy)."},
 			{Text: "less than desired GPU memory utilization", Class: failure.ClassAcceleratorBusy},
-		}, vllmKVRules, []Rule{
+		}, vllmKVRules, vllmModeRules, []Rule{
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
 			{Text: "Bfloat16 is only supported on GPUs with compute capability", Class: failure.ClassGPUArchUnsupported},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},

@@ -162,6 +162,18 @@ func TestSharedFamilies(t *testing.T) {
 			}
 		}
 	}
+	// vLLM (and its forks as openai) refusing the engine version a flag or
+	// platform needs: the configuration
+	for _, kind := range []string{"vllm", "openai"} {
+		for _, line := range []string{
+			"ERROR 09-05 06:01:06 [engine.py:467] ValueError: CPU backend only supports V1.",
+			"NotImplementedError: VLLM_USE_V1=1 is not supported with --otlp-traces-endpoint.",
+		} {
+			if cls, _, ok := feed(t, kind, line).Signature(); !ok || cls != failure.ClassInvalidConfiguration {
+				t.Errorf("%s: %q: %s (ok %v), want invalid_configuration", kind, line, cls, ok)
+			}
+		}
+	}
 	// the Python stacks: a model architecture's module or class the
 	// engine does not have, not a module of the engine's own install
 	for _, kind := range []string{"vllm", "sglang", "lmdeploy", "trtllm", "openai"} {
