@@ -44,7 +44,7 @@ func init() {
 			// the launcher's report of a scheduler child that died before
 			// it said ready (entrypoints/engine.py): the child's own line,
 			// when it printed one, explains more
-			{Text: "scheduler is dead", Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true},
+			{Text: "scheduler is dead", Class: failure.ClassEngineDied, Tier: TierHint, Fatal: true, Summary: true},
 			// the scheduler's watchdog: a forward step that never finished
 			// (a hung collective, a stuck kernel); where it hung says more
 			{Text: "Scheduler watchdog timeout", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},

@@ -61,7 +61,7 @@ func init() {
 			// "Shard {rank} crashed"): a crash that names no cause, its
 			// class refined by what was served (a grammar request's crash is
 			// structured_output_crash)
-			{Name: "tgi/shard-crashed", Text: "crashed", Pattern: regexp.MustCompile(`\bShard \d+ crashed`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+			{Name: "tgi/shard-crashed", Text: "crashed", Pattern: regexp.MustCompile(`\bShard \d+ crashed`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint, Summary: true},
 		}, pythonSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,

@@ -314,7 +314,7 @@ func TestFamiliesBeyondTheCases(t *testing.T) {
 		{"ollama", []string{"/bin/sh: 1: /usr/bin/ollama: exec format error"}, Exited(126), failure.ClassHostCapability, failure.PhaseLaunch},
 		{"sglang", []string{"[2025-01-01 00:00:00] The server is fired up and ready to roll!",
 			"[2025-01-01 00:01:00 TP0] RuntimeError: CUDA error: an illegal instruction was encountered"}, Exited(1),
-			failure.ClassEngineDied, failure.PhaseReadyWait},
+			failure.ClassEngineDied, failure.PhaseInference}, // after "fired up", with no request line: a request's (failedOnRequest)
 		{"vllm", []string{"ERROR 01-01 00:00:00 [worker.py:1] RuntimeError: synStatus=20 [Device already acquired] Device acquire failed."}, Exited(1),
 			failure.ClassAcceleratorBusy, failure.PhaseLaunch},
 	} {

@@ -137,7 +137,7 @@ var pythonSignatures = family("python", []Rule{
 	// run_engine_core: "EngineCore encountered a fatal error.", then the
 	// API server's EngineDeadError): the API server may still exit 0 after
 	// it, but the engine is gone (Fatal)
-	{Text: "EngineCore encountered a fatal error", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	{Text: "EngineCore encountered a fatal error", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint, Summary: true},
 	// a vLLM worker's busy loop (v1/executor/multiproc_executor.py
 	// worker_busy_loop: "WorkerProc hit an exception.", then its
 	// traceback): the engine core's fatal error after it only relays it

@@ -355,36 +355,130 @@ func TestPhaseFromWhatTheLinesSay(t *testing.T) {
 		name, kind string
 		lines      []string
 		phase      failure.Phase
+		probed     bool // hiro's health check had answered ready: its probe was the request
 	}{
 		{"a throughput logger with tokens served", "mistralrs", []string{
 			"2025-05-27T01:09:52.403004Z  INFO mistralrs_server: Serving on http://0.0.0.0:1234.",
 			"2025-05-27T01:10:14.516982Z  INFO mistralrs_core::engine::logger: Throughput (T/s) 38.60, Prefix cache hitrate 0.00%, 0 running, 0 waiting",
 			"thread '<unnamed>' panicked at mistralrs-core/src/pipeline/mod.rs:462:35:",
 			"Did not get any inputs. This is shocking.",
-		}, failure.PhaseInference},
+		}, failure.PhaseInference, true},
 		{"a throughput logger with nothing served yet", "mistralrs", []string{
 			"2025-05-27T01:09:52.403004Z  INFO mistralrs_server: Serving on http://0.0.0.0:1234.",
 			"2025-05-27T01:10:14.516982Z  INFO mistralrs_core::engine::logger: Throughput (T/s) 0.00, Prefix cache hitrate 0.00%, 0 running, 0 waiting",
 			"thread '<unnamed>' panicked at mistralrs-core/src/pipeline/mod.rs:462:35:",
 			"Did not get any inputs. This is shocking.",
-		}, failure.PhaseReadyWait},
+		}, failure.PhaseReadyWait, true},
 		{"MLC sizing its KV cache", "openai", []string{
 			"Traceback (most recent call last):",
 			`  File "/x/cpp/serve/config.cc", line 757, in mlc::llm::serve::InferrableEngineConfig::InferForKVCache(mlc::llm::serve::EngineMode)`,
 			"TVMError: Check failed: (output_res.IsOk()) is false: Insufficient GPU memory error: The available single GPU memory is 23669.327 MB",
-		}, failure.PhaseKVInit},
+		}, failure.PhaseKVInit, false},
 		{"CUDA's forward compatibility refused after config files were read", "mistralrs", []string{
 			"2026-02-03T08:12:40.701103Z  INFO mistralrs_core::pipeline::paths: Found model weight filenames [\"model-00001-of-00005.safetensors\"]",
 			`Error: DriverError(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, "forward compatibility was attempted on non supported HW")`,
-		}, failure.PhaseLaunch},
+		}, failure.PhaseLaunch, false},
 	} {
 		tr := mustLookup(t, c.kind).NewTracker()
 		for _, l := range c.lines {
 			tr.Feed(l)
 		}
-		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)})
+		o := Outcome{Kind: OutcomeExited, Exit: Exited(1)}
+		if c.probed {
+			o.Health = &HealthResult{State: HealthReady}
+		}
+		f := tr.Classify(o)
 		if f.Phase != c.phase {
 			t.Errorf("%s: phase %s (rule %s, root %q), want %s", c.name, f.Phase, f.Rule, f.RootCause, c.phase)
+		}
+	}
+}
+
+// TestFailureAfterListenIsARequest: a failure after the server said it
+// was up, with no request line, is a request's (inference): a server
+// does no device work after it listens but for a request. Not when hiro's
+// own health check had answered ready (its probe completion was the
+// request: ready_wait), not for the start-up's own failures (a port
+// taken at bind time after "Application startup complete"), not for a
+// warning (Ollama listens first and warns of the devices it drops), not
+// for an error logged before the listen line.
+func TestFailureAfterListenIsARequest(t *testing.T) {
+	listened := []string{
+		"INFO:     Application startup complete.",
+		"INFO:     Uvicorn running on http://0.0.0.0:23333 (Press CTRL+C to quit)",
+	}
+	cudaErr := "RuntimeError: CUDA error: an illegal memory access was encountered"
+	for _, c := range []struct {
+		name, kind string
+		lines      []string
+		probed     bool
+		phase      failure.Phase
+	}{
+		{"a CUDA error after uvicorn listens", "lmdeploy", append(listened[:2:2], cudaErr), false, failure.PhaseInference},
+		{"an unexplained error after mistral.rs serves", "mistralrs", []string{
+			"2025-05-27T01:09:52.403004Z  INFO mistralrs_server: Serving on http://0.0.0.0:1234.",
+			"Error: worker thread gone",
+		}, false, failure.PhaseInference},
+		{"the same while hiro's probe ran", "lmdeploy", append(listened[:2:2], cudaErr), true, failure.PhaseReadyWait},
+		{"a port taken at bind time", "openai", []string{listened[0],
+			"ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use"}, false, failure.PhaseReadyWait},
+		{"Ollama's device warning after it listens", "ollama", []string{
+			`time=2025-08-25T09:14:02.127+02:00 level=INFO source=routes.go:1384 msg="Listening on 127.0.0.1:11434 (version 0.11.6)"`,
+			`time=2025-08-25T09:14:02.402+02:00 level=WARN source=amd_windows.go:139 msg="amdgpu is not supported (supported types:[])" gpu_type=gfx1103 gpu=0`,
+		}, false, failure.PhaseLaunch}, // the rule's own phase: the device was dropped at discovery
+		{"an error logged before the listen line", "lmdeploy", append([]string{cudaErr}, listened...), false, failure.PhaseReadyWait},
+	} {
+		tr := mustLookup(t, c.kind).NewTracker()
+		for _, l := range c.lines {
+			tr.Feed(l)
+		}
+		o := Outcome{Kind: OutcomeExited, Exit: Exited(1)}
+		if c.probed {
+			o.Health = &HealthResult{State: HealthReady}
+		}
+		if f := tr.Classify(o); f.Phase != c.phase {
+			t.Errorf("%s: phase %s (class %s, rule %s, root %q), want %s", c.name, f.Phase, f.Class, f.Rule, f.RootCause, c.phase)
+		}
+	}
+}
+
+// TestSummaryTakesTheChildsLine: a wrapper's summary that names no cause
+// (TGI's "Shard 0 crashed", SGLang's "scheduler is dead", vLLM's
+// "EngineCore encountered a fatal error") gives the first error line
+// before it as the root cause, unless that line only says the channel to
+// the dead child broke (a gRPC transport error); a C++ terminate line's
+// what() message is the cause whatever its words.
+func TestSummaryTakesTheChildsLine(t *testing.T) {
+	for _, c := range []struct {
+		name, kind string
+		lines      []string
+		root       string
+	}{
+		{"the router's relayed request error before the shard's crash", "tgi", []string{
+			"2025-03-17T07:49:36.921507Z  INFO text_generation_router::server: router/src/server.rs:2419: Connected",
+			"2025-03-17T07:51:38.200715Z ERROR generate_stream{parameters=..}:infer:send_error: text_generation_router_v3::backend: backends/v3/src/backend.rs:546: Request failed during generation: Server error: CUDA error: an illegal instruction",
+			"2025-03-17T07:51:40.101702Z ERROR shard-manager: text_generation_launcher: Shard 0 crashed",
+		}, "Request failed during generation"},
+		{"a lost channel before the shard's crash", "tgi", []string{
+			"2024-04-30T08:24:37.551308Z ERROR batch{batch_size=1}:prefill: text_generation_client: router/client/src/lib.rs:33: Server error: transport error",
+			"2024-04-30T08:24:38.203116Z ERROR text_generation_launcher: Shard 0 crashed",
+		}, "Shard 0 crashed"},
+		{"a what() under terminate before the scheduler's death", "sglang", []string{
+			"terminate called after throwing an instance of 'c10::DistBackendError'",
+			"  what():  [PG ID 2 PG GUID 3 Rank 0] Process group watchdog thread terminated with exception: HIP error: operation not permitted",
+			"[2026-06-25 03:13:09] Rank 0 scheduler is dead. Please check if there are relevant logs.",
+		}, "what():  [PG ID 2"},
+		{"a what() with no error word", "llamacpp", []string{
+			"terminate called after throwing an instance of 'std::runtime_error'",
+			`  what():  Unexpected empty grammar stack after accepting piece: "`,
+		}, "Unexpected empty grammar stack"},
+	} {
+		tr := mustLookup(t, c.kind).NewTracker()
+		for _, l := range c.lines {
+			tr.Feed(l)
+		}
+		if f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)}); !strings.Contains(f.RootCause, c.root) {
+			t.Errorf("%s: root %q (rule %s), want it to hold %q", c.name, f.RootCause, f.Rule, c.root)
 		}
 	}
 }

@@ -71,6 +71,9 @@ type Tracker struct {
 	fallbackCause       bool            // the fallback came from a "Caused by:" list
 	classes             []failure.Class // classes other specific rules give the root-cause line or error lines after it
 	died                bool            // a line reported a process's death (Rule.Fatal), the root cause's or a later one
+	// upAt: the number of the line in which the server first said it was
+	// up (a ready_wait marker) before any unexplained error line; 0: never
+	upAt int64
 }
 
 // traceback is an open Python traceback block.
@@ -524,14 +527,23 @@ func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
 	switch {
 	case t.panicked:
 		t.prevErr = true // the message is on the next line
-	case isErrorLine(msg, level) || afterPanic:
+	case isErrorLine(msg, level) || afterPanic || t.whatOfTerminate(msg):
 		t.prevErr = true
-		if t.fallback == "" || strings.HasPrefix(strings.TrimSpace(msg), "what():") && strings.Contains(t.fallback, "terminate called") {
+		if t.fallback == "" || t.whatOfTerminate(msg) {
 			t.fallback = stored // a C++ exception's what() is its message, the terminate line only its type
 		}
 	case strings.HasSuffix(strings.TrimSpace(msg), ":"):
 		t.prevErr = true
 	}
+}
+
+// whatOfTerminate reports the what() line of the C++ terminate line that
+// is the fallback ("terminate called after throwing an instance of
+// 'std::runtime_error'", then "  what():  Unexpected empty grammar stack
+// ..."): the message, whatever its words, is the cause, the terminate
+// line only the exception's type.
+func (t *Tracker) whatOfTerminate(msg string) bool {
+	return strings.HasPrefix(strings.TrimSpace(msg), "what():") && strings.Contains(t.fallback, "terminate called")
 }
 
 // negativeSize recognises a memory figure below zero ("Available KV
@@ -732,10 +744,35 @@ func (t *Tracker) offer(rule, line string, class failure.Class, pinned failure.P
 		ph = t.phase
 	}
 	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != "", prior: t.fallback, at: t.lines}
+	if lostChannel(t.fallback) {
+		t.cand.prior = "" // the wrapper's side of the child's death, not its cause
+	}
 	t.errAfter, t.okAfter = false, false
 	if t.tb.open || len(t.tb.frames) > 0 {
 		t.frames = append([]string(nil), t.tb.frames...)
 	}
+}
+
+// lostChannels are the words of an error line in which a wrapper says
+// only that its channel to the child broke (TGI's router: "Server error:
+// transport error", "error trying to connect: No such file or
+// directory"; a refused or reset socket, a broken pipe): the child's
+// death, seen from outside, explains nothing a summary after it does not.
+var lostChannels = []string{"transport error", "error trying to connect", "connection refused", "connection reset", "broken pipe"}
+
+// lostChannel reports an error line that only says the channel to a
+// child process broke (lostChannels); it runs only when a rule is offered.
+func lostChannel(line string) bool {
+	if line == "" {
+		return false
+	}
+	lower := strings.ToLower(line)
+	for _, w := range lostChannels {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // request reads an access-log line of a completion request (uvicorn,
@@ -908,6 +945,9 @@ func (t *Tracker) mark(line string) {
 		if m.Phase.Index() >= t.phase.Index() || m.Reload && t.phase.Index() >= failure.PhaseReadyWait.Index() {
 			t.phase = m.Phase
 			t.marker = m.Text
+			if m.Phase == failure.PhaseReadyWait && t.upAt == 0 && t.fallback == "" {
+				t.upAt = t.lines
+			}
 		}
 		if m.Phase == failure.PhaseInference {
 			t.served = true

@@ -35,6 +35,7 @@ type verdict struct {
 	died      bool   // exited by a signal or a non-zero code
 	classes   []failure.Class
 	childDied bool   // a line reported a process's death (the engine child's, under a wrapper that outlived it)
+	upAt      int64  // the line in which the server said it was up (Tracker.upAt)
 	rule      string // the name of the rule that decided
 	step      string // the deciding rule's own next step, if any
 	strength  failure.Confidence
@@ -147,7 +148,7 @@ func (t *Tracker) snapshot(o Outcome) *verdict {
 			LogTail: t.tailLocked(), Facts: t.factsLocked(), Signal: o.Exit.Signal},
 		cand: t.cand, fallback: t.fallback, frames: t.frames, marker: t.marker, grammar: t.grammar,
 		requests: t.served, errAfter: t.errAfter, okAfter: t.okAfter, device: t.device, phaseNow: t.phase,
-		classes: append([]failure.Class(nil), t.classes...), childDied: t.died}
+		classes: append([]failure.Class(nil), t.classes...), childDied: t.died, upAt: t.upAt}
 	v.served = t.served || t.phase.Index() >= failure.PhaseReady.Index() || o.AfterReady
 	if n := len(v.f.LogTail); n > 0 {
 		v.last = v.f.LogTail[n-1]
@@ -172,6 +173,7 @@ func (t *Tracker) snapshot(o Outcome) *verdict {
 // health answer and marker, the rule, confidence and next step.
 func (v *verdict) finish() *failure.Failure {
 	f, o := v.f, v.o
+	v.requestPhase()
 	if o.AfterReady && f.Phase.Index() < failure.PhaseReady.Index() {
 		f.Phase = failure.PhaseReady
 	}
@@ -197,6 +199,40 @@ func (v *verdict) finish() *failure.Failure {
 		f.NextStep = engineCrashStep
 	}
 	return f
+}
+
+// requestPhase makes the phase inference when failedOnRequest holds.
+func (v *verdict) requestPhase() {
+	if v.failedOnRequest() {
+		v.f.Phase = failure.PhaseInference
+	}
+}
+
+// failedOnRequest reports a failure after the server said it was up,
+// with no request line in the log: the phase is inference, not
+// ready_wait. An engine does no device work after it listens but for a
+// request (its own warmup, where it has one after listening, its markers
+// name), and servers log requests seldom (Triton, LMDeploy, TGI's shards,
+// most engines run as openai print none). Not when hiro's own health
+// check had answered ready (its probe completion was the request, phase
+// ready_wait), nor for failures of the start-up itself: a port taken
+// when the listener binds after "Application startup complete", a
+// configuration refused; nor for a warning (Ollama listens first, then
+// discovers its devices and warns of those it drops).
+func (v *verdict) failedOnRequest() bool {
+	f, h := v.f, v.o.Health
+	if v.upAt == 0 || f.Phase != failure.PhaseReadyWait || v.requests || v.o.Kind != OutcomeExited ||
+		h != nil && h.State == HealthReady {
+		return false
+	}
+	switch {
+	case f.Class == failure.ClassPortInUse, f.Class == failure.ClassInvalidConfiguration:
+		return false
+	}
+	if v.cand.tier > 0 {
+		return v.cand.at > v.upAt && !v.cand.warn
+	}
+	return v.fallback != "" // none before the server was up (upAt)
 }
 
 // rule returns the engine's signature named name, or the zero Rule (a
