@@ -24,6 +24,14 @@ var genericMarkers = []Marker{
 	{Text: "server started", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
 	{Text: "Server started", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
 	{Text: "server is ready", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
+	// gradio's launch ("Running on local URL:  http://...", its strings
+	// RUNNING_LOCALLY) and text-generation-webui's OpenAI extension
+	// ("OpenAI-compatible API URL:", extensions/openai/script.py): the
+	// web UI and its API listen; only after a load, as they also start
+	// before a model is loaded on demand, whose loader's lines do not
+	// move the phase back
+	{Text: "Running on local URL:", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
+	{Text: "OpenAI-compatible API URL:", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
 	{Text: "apturing CUDA graph", Phase: failure.PhaseWarmup},
 	{Text: "CUDA graph", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
 	{Text: "cuda graph", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},

@@ -369,6 +369,18 @@ func TestPhaseFromWhatTheLinesSay(t *testing.T) {
 			"thread '<unnamed>' panicked at mistralrs-core/src/pipeline/mod.rs:462:35:",
 			"Did not get any inputs. This is shocking.",
 		}, failure.PhaseReadyWait, true},
+		{"a ggml operation's CUDA error after the KV cache (a derivative's warmup)", "koboldcpp", []string{
+			"llama_kv_cache: size = 11776.00 MiB ( 32768 cells,  92 layers,  1/1 seqs), K (f16): 5888.00 MiB, V (f16): 5888.00 MiB",
+			"CUDA error: invalid argument",
+			"  current device: 0, in function ggml_cuda_mul_mat_id at ggml/src/ggml-cuda/ggml-cuda.cu:2346",
+			"ggml/src/ggml-cuda/ggml-cuda.cu:96: CUDA error",
+		}, failure.PhaseWarmup, false},
+		{"a CUDA error clearing the KV cache's buffer", "koboldcpp", []string{
+			"llama_kv_cache: size = 11776.00 MiB ( 32768 cells,  92 layers,  1/1 seqs), K (f16): 5888.00 MiB, V (f16): 5888.00 MiB",
+			"CUDA error: invalid argument",
+			"  current device: 0, in function ggml_backend_cuda_buffer_clear at ggml/src/ggml-cuda/ggml-cuda.cu:620",
+			"ggml/src/ggml-cuda/ggml-cuda.cu:96: CUDA error",
+		}, failure.PhaseKVInit, false},
 		{"MLC sizing its KV cache", "openai", []string{
 			"Traceback (most recent call last):",
 			`  File "/x/cpp/serve/config.cc", line 757, in mlc::llm::serve::InferrableEngineConfig::InferForKVCache(mlc::llm::serve::EngineMode)`,

@@ -149,6 +149,7 @@ func (t *Tracker) feed(line string) {
 	t.next = (t.next + 1) % len(t.tail)
 
 	msg, level := t.headed(splitLine(line))
+	t.graphRun(msg)
 	frame := isFrame(msg) || strings.TrimSpace(msg) == ""
 	frame = t.whatMessage(msg, frame)
 	if !frame {
@@ -184,6 +185,50 @@ func (t *Tracker) feed(line string) {
 	}
 	t.plainLine(line, stored, msg, level)
 	t.prev = stored
+}
+
+// graphRun reads a line logged once the KV cache is sized (phase
+// kv_init) that reports a failure inside a ggml backend's graph run
+// (computeSite): the first graph run after the KV cache is the warmup,
+// which llama.cpp's derivatives (KoboldCpp, llamafile, llama-cpp-python)
+// run with no line of their own. The phase is warmup, and so is that of
+// a root-cause line the report continues (a few lines before, unpinned).
+func (t *Tracker) graphRun(msg string) {
+	if t.phase != failure.PhaseKVInit || !computeSite(msg) {
+		return
+	}
+	t.phase, t.marker = failure.PhaseWarmup, "a graph run's error report"
+	if c := &t.cand; c.tier > 0 && !c.pinned && c.phase == failure.PhaseKVInit && t.lines-c.at <= 3 {
+		c.phase = failure.PhaseWarmup
+	}
+}
+
+// computeSite reports a line of a ggml backend's error report that
+// places the failure in its graph run: ggml_cuda_error's "  current
+// device: N, in function F at FILE:LINE" (ggml-org/llama.cpp
+// f6d77a1ba0ac794e950bd3abb630b904bdcd8fb8, ggml/src/ggml-cuda/ggml-cuda.cu;
+// ROCm and MUSA builds share it) for an operation or the graph's compute
+// (ggml_cuda_mul_mat_id, ggml_backend_cuda_graph_compute; not the
+// device, pool or buffer helpers the KV cache's allocation also calls),
+// old ggml-cuda's host dispatch of a kernel the build lacks ("ggml-cuda
+// was compiled without support for the current GPU architecture"), and
+// a GGML_ASSERT in a GPU backend's own source (ggml-metal.m,
+// ggml-cuda.cu, ggml-vulkan.cpp), whose allocation failures are logged,
+// not asserted.
+func computeSite(msg string) bool {
+	if i := strings.Index(msg, "in function "); i >= 0 {
+		f := msg[i+len("in function "):]
+		if j := strings.IndexByte(f, ' '); j >= 0 {
+			f = f[:j]
+		}
+		return strings.Contains(f, "graph_compute") || strings.HasPrefix(f, "ggml_cuda_") && !strings.Contains(f, "device") &&
+			!strings.Contains(f, "pool") && !strings.Contains(f, "buffer") && !strings.Contains(f, "malloc") && f != "ggml_cuda_init"
+	}
+	if strings.Contains(msg, "compiled without support for the current GPU architecture") {
+		return true
+	}
+	return strings.Contains(msg, "GGML_ASSERT") && (strings.Contains(msg, "ggml-metal.m:") || strings.Contains(msg, "ggml-cuda.cu:") ||
+		strings.Contains(msg, "ggml-vulkan.cpp:"))
 }
 
 // headed reads a message logged on the line after a header that holds
