@@ -438,6 +438,12 @@ func TestFailureAfterListenIsARequest(t *testing.T) {
 			`time=2025-08-25T09:14:02.127+02:00 level=INFO source=routes.go:1384 msg="Listening on 127.0.0.1:11434 (version 0.11.6)"`,
 			`time=2025-08-25T09:14:02.402+02:00 level=WARN source=amd_windows.go:139 msg="amdgpu is not supported (supported types:[])" gpu_type=gfx1103 gpu=0`,
 		}, false, failure.PhaseLaunch}, // the rule's own phase: the device was dropped at discovery
+		{"KoboldCpp's own warmup after it listens", "koboldcpp", []string{
+			"Load Text Model OK: True",
+			"Please connect to custom endpoint at http://localhost:5001",
+			"Starting model warm up, please wait a moment...",
+			"CUDA error: an illegal memory access was encountered",
+		}, false, failure.PhaseReadyWait},
 		{"an error logged before the listen line", "lmdeploy", append([]string{cudaErr}, listened...), false, failure.PhaseReadyWait},
 	} {
 		tr := mustLookup(t, c.kind).NewTracker()

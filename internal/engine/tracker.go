@@ -187,6 +187,20 @@ func (t *Tracker) feed(line string) {
 	t.prev = stored
 }
 
+// upNote keeps upAt for a marker of phase p just seen: the first
+// ready_wait marker before any unexplained error line sets it; a warmup
+// marker after it clears it (KoboldCpp says "Please connect to custom
+// endpoint at" and then "Starting model warm up": its own run, not a
+// request, until the next ready_wait marker).
+func (t *Tracker) upNote(p failure.Phase) {
+	switch {
+	case p == failure.PhaseReadyWait && t.upAt == 0 && t.fallback == "":
+		t.upAt = t.lines
+	case p == failure.PhaseWarmup && t.upAt > 0:
+		t.upAt = 0
+	}
+}
+
 // graphRun reads a line logged once the KV cache is sized (phase
 // kv_init) that reports a failure inside a ggml backend's graph run
 // (computeSite): the first graph run after the KV cache is the warmup,
@@ -990,10 +1004,8 @@ func (t *Tracker) mark(line string) {
 		if m.Phase.Index() >= t.phase.Index() || m.Reload && t.phase.Index() >= failure.PhaseReadyWait.Index() {
 			t.phase = m.Phase
 			t.marker = m.Text
-			if m.Phase == failure.PhaseReadyWait && t.upAt == 0 && t.fallback == "" {
-				t.upAt = t.lines
-			}
 		}
+		t.upNote(m.Phase)
 		if m.Phase == failure.PhaseInference {
 			t.served = true
 		}
