@@ -486,6 +486,11 @@ func TestSummaryTakesTheChildsLine(t *testing.T) {
 			"  what():  [PG ID 2 PG GUID 3 Rank 0] Process group watchdog thread terminated with exception: HIP error: operation not permitted",
 			"[2026-06-25 03:13:09] Rank 0 scheduler is dead. Please check if there are relevant logs.",
 		}, "what():  [PG ID 2"},
+		{"a terminate line and its what(), neither an error word", "llamacpp", []string{
+			"terminate called after throwing an instance of 'std::out_of_range'",
+			"  what():  vector::_M_range_check: __n (which is 151936) >= this->size() (which is 151936)",
+			"srv    operator(): operator(): cleaning up before exit...",
+		}, "what():  vector::_M_range_check"},
 		{"a what() with no error word", "llamacpp", []string{
 			"terminate called after throwing an instance of 'std::runtime_error'",
 			`  what():  Unexpected empty grammar stack after accepting piece: "`,

@@ -586,7 +586,9 @@ func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
 	switch {
 	case t.panicked:
 		t.prevErr = true // the message is on the next line
-	case isErrorLine(msg, level) || afterPanic || t.whatOfTerminate(msg):
+	case isErrorLine(msg, level) || afterPanic || t.whatOfTerminate(msg) || strings.HasPrefix(msg, "terminate called"):
+		// libstdc++'s "terminate called after throwing an instance of
+		// 'std::out_of_range'" ends the process whatever the type's name
 		t.prevErr = true
 		if t.fallback == "" || t.whatOfTerminate(msg) {
 			t.fallback = stored // a C++ exception's what() is its message, the terminate line only its type
