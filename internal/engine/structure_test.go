@@ -465,7 +465,9 @@ func TestFailureAfterListenIsARequest(t *testing.T) {
 // "EngineCore encountered a fatal error") gives the first error line
 // before it as the root cause, unless that line only says the channel to
 // the dead child broke (a gRPC transport error); a C++ terminate line's
-// what() message is the cause whatever its words.
+// what() message is the cause whatever its words; an exception line a
+// worker's logger relayed stays the cause when the parent's traceback
+// restates it bare (it adds no words of its own).
 func TestSummaryTakesTheChildsLine(t *testing.T) {
 	for _, c := range []struct {
 		name, kind string
@@ -486,6 +488,15 @@ func TestSummaryTakesTheChildsLine(t *testing.T) {
 			"  what():  [PG ID 2 PG GUID 3 Rank 0] Process group watchdog thread terminated with exception: HIP error: operation not permitted",
 			"[2026-06-25 03:13:09] Rank 0 scheduler is dead. Please check if there are relevant logs.",
 		}, "what():  [PG ID 2"},
+		{"a worker's relayed exception line, restated bare by the parent's traceback", "vllm", []string{
+			"ERROR 06-06 14:09:57 worker_base.py:148] Error executing method init_device. This might cause deadlock in distributed execution.",
+			"ERROR 06-06 14:09:57 worker_base.py:148] Traceback (most recent call last):",
+			`ERROR 06-06 14:09:57 worker_base.py:148]   File "/x/vllm/worker/worker.py", line 110, in init_device`,
+			"ERROR 06-06 14:09:57 worker_base.py:148] RuntimeError: CUDA error: out of memory",
+			"Traceback (most recent call last):",
+			`  File "/x/vllm/executor/multiproc_gpu_executor.py", line 70, in _init_executor`,
+			"RuntimeError: CUDA error: out of memory",
+		}, "worker_base.py:148] RuntimeError: CUDA error: out of memory"},
 		{"a terminate line and its what(), neither an error word", "llamacpp", []string{
 			"terminate called after throwing an instance of 'std::out_of_range'",
 			"  what():  vector::_M_range_check: __n (which is 151936) >= this->size() (which is 151936)",

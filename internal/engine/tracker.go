@@ -438,6 +438,10 @@ func wraps(header, exc string) bool {
 	m := strings.TrimSpace(exc[i+2:])
 	h, _ := splitLine(header)
 	h = strings.TrimSpace(h)
+	e, _ := splitLine(exc)
+	if strings.HasSuffix(h, strings.TrimSpace(e)) {
+		return false // the header is the exception line itself, relayed (vLLM's worker_base.py:148] RuntimeError: ...)
+	}
 	return m != "" && len(h) > len(m) && strings.HasSuffix(h, m)
 }
 
