@@ -105,7 +105,18 @@ type Marker struct {
 	// demand (LM Studio, oMLX, TabbyAPI's inline load): seen once the
 	// server listens, it moves the phase back to Phase.
 	Reload bool
+	// Continues marks a line that goes on reporting a failure logged just
+	// before it (within continuesLines lines): the step it names is that
+	// failure's too, so the root-cause line's phase moves with it unless
+	// its rule pins one (ggml-cuda's cudaMalloc failure, then the graph
+	// allocator's "ggml_gallocr_reserve_n: failed to allocate ..." for the
+	// context's compute buffers).
+	Continues bool
 }
+
+// continuesLines bounds how far a Marker.Continues line may follow the
+// root-cause line it continues.
+const continuesLines = 3
 
 // FrameHint names the component a Python traceback frame belongs to: a
 // frame whose line contains Text (lower case: file paths and function

@@ -53,6 +53,13 @@ var ggmlMarkers = []Marker{
 	{Text: "warming up the model", Phase: failure.PhaseWarmup},
 	// the compute buffers are the last allocation: the graph runs next
 	{Text: "compute buffer size", Phase: failure.PhaseWarmup},
+	// the graph allocator reserving the context's compute buffers
+	// (ggml/src/ggml-alloc.c ggml_gallocr_reserve_n: "failed to allocate
+	// %s buffer of size %zu"): the context's buffers are being sized, as
+	// after "llama_kv_cache", also where the engine logs no context line
+	// first (Ollama's own engine after "model weights"); the device
+	// allocator's failure just before it is that step's (Continues)
+	{Text: "ggml_gallocr_reserve_n", Phase: failure.PhaseKVInit, After: failure.PhaseLoad, Continues: true},
 	{Text: "llama_context: constructing llama_context", Phase: failure.PhaseKVInit},
 	{Text: "llama_new_context_with_model", Phase: failure.PhaseKVInit},
 	{Text: "llama_kv_cache", Phase: failure.PhaseKVInit},

@@ -381,6 +381,11 @@ func TestPhaseFromWhatTheLinesSay(t *testing.T) {
 			"  current device: 0, in function ggml_backend_cuda_buffer_clear at ggml/src/ggml-cuda/ggml-cuda.cu:620",
 			"ggml/src/ggml-cuda/ggml-cuda.cu:96: CUDA error",
 		}, failure.PhaseKVInit, false},
+		{"the device allocator's failure the graph allocator's reserve continues", "ollama", []string{
+			`time=2025-09-10T14:02:43.512Z level=INFO source=ggml.go:381 msg="model weights" buffer=CUDA0 size="7.3 GiB"`,
+			"ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4136.07 MiB on device 0: cudaMalloc failed: out of memory",
+			"ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 4336976896",
+		}, failure.PhaseKVInit, false},
 		{"MLC sizing its KV cache", "openai", []string{
 			"Traceback (most recent call last):",
 			`  File "/x/cpp/serve/config.cc", line 757, in mlc::llm::serve::InferrableEngineConfig::InferForKVCache(mlc::llm::serve::EngineMode)`,

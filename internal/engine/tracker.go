@@ -187,6 +187,16 @@ func (t *Tracker) feed(line string) {
 	t.prev = stored
 }
 
+// continues moves the root-cause line's phase to that of a
+// Marker.Continues line that follows it within continuesLines lines,
+// when its rule pins none and the marker's phase is later.
+func (t *Tracker) continues(m *Marker) {
+	c := &t.cand
+	if m.Continues && c.tier > 0 && !c.pinned && t.lines-c.at <= continuesLines && m.Phase.Index() > c.phase.Index() {
+		c.phase = m.Phase
+	}
+}
+
 // upNote keeps upAt for a marker of phase p just seen: the first
 // ready_wait marker before any unexplained error line sets it; a warmup
 // marker after it clears it (KoboldCpp says "Please connect to custom
@@ -212,7 +222,7 @@ func (t *Tracker) graphRun(msg string) {
 		return
 	}
 	t.phase, t.marker = failure.PhaseWarmup, "a graph run's error report"
-	if c := &t.cand; c.tier > 0 && !c.pinned && c.phase == failure.PhaseKVInit && t.lines-c.at <= 3 {
+	if c := &t.cand; c.tier > 0 && !c.pinned && c.phase == failure.PhaseKVInit && t.lines-c.at <= continuesLines {
 		c.phase = failure.PhaseWarmup
 	}
 }
@@ -1012,6 +1022,7 @@ func (t *Tracker) mark(line string) {
 			t.marker = m.Text
 		}
 		t.upNote(m.Phase)
+		t.continues(m)
 		if m.Phase == failure.PhaseInference {
 			t.served = true
 		}
