@@ -472,7 +472,8 @@ func TestFailureAfterListenIsARequest(t *testing.T) {
 // the dead child broke (a gRPC transport error); a C++ terminate line's
 // what() message is the cause whatever its words; an exception line a
 // worker's logger relayed stays the cause when the parent's traceback
-// restates it bare (it adds no words of its own).
+// restates it bare (it adds no words of its own); a thread's death the
+// process went on after yields to a later failure.
 func TestSummaryTakesTheChildsLine(t *testing.T) {
 	for _, c := range []struct {
 		name, kind string
@@ -502,6 +503,21 @@ func TestSummaryTakesTheChildsLine(t *testing.T) {
 			`  File "/x/vllm/executor/multiproc_gpu_executor.py", line 70, in _init_executor`,
 			"RuntimeError: CUDA error: out of memory",
 		}, "worker_base.py:148] RuntimeError: CUDA error: out of memory"},
+		{"a thread's death the engine went on after, then the engine's own failure", "vllm", []string{
+			"(EngineCore pid=84) Exception in thread Thread-2 (_report_usage_worker):",
+			"(EngineCore pid=84) Traceback (most recent call last):",
+			`(EngineCore pid=84)   File "<frozen os>", line 225, in makedirs`,
+			"(EngineCore pid=84) PermissionError: [Errno 13] Permission denied: '/.config'",
+			"(EngineCore pid=84) INFO 05-07 14:21:17 [gpu_model_runner.py:4190] Starting to load model Qwen/Qwen3-0.6B...",
+			"(EngineCore pid=84) ERROR 05-07 14:22:51 [core.py:1108] PermissionError: [Errno 13] Permission denied: '/.triton'",
+		}, "'/.triton'"},
+		{"a thread's death and nothing after it", "vllm", []string{
+			"(EngineCore pid=84) Exception in thread Thread-2 (_report_usage_worker):",
+			"(EngineCore pid=84) Traceback (most recent call last):",
+			`(EngineCore pid=84)   File "<frozen os>", line 225, in makedirs`,
+			"(EngineCore pid=84) PermissionError: [Errno 13] Permission denied: '/.config'",
+			"(EngineCore pid=84) INFO 05-07 14:21:17 [gpu_model_runner.py:4190] Starting to load model Qwen/Qwen3-0.6B...",
+		}, "'/.config'"},
 		{"a terminate line and its what(), neither an error word", "llamacpp", []string{
 			"terminate called after throwing an instance of 'std::out_of_range'",
 			"  what():  vector::_M_range_check: __n (which is 151936) >= this->size() (which is 151936)",

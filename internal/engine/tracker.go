@@ -71,6 +71,7 @@ type Tracker struct {
 	fallbackCause       bool            // the fallback came from a "Caused by:" list
 	classes             []failure.Class // classes other specific rules give the root-cause line or error lines after it
 	died                bool            // a line reported a process's death (Rule.Fatal), the root cause's or a later one
+	outlived            candidate       // a thread's death the process went on after (outlive)
 	// upAt: the number of the line in which the server first said it was
 	// up (a ready_wait marker) before any unexplained error line; 0: never
 	upAt int64
@@ -99,17 +100,19 @@ type candidate struct {
 	class     failure.Class
 	phase     failure.Phase // the phase when it was seen, or the signature's pinned phase
 	tier      Tier
-	crash     bool   // an engine crash line; class refined from context
-	fromCause bool   // from a "Caused by:" list entry
-	pinned    bool   // the phase is the rule's pinned one
-	warn      bool   // from a warning-level line
-	summary   bool   // the rule is a wrapper's summary (Rule.Summary)
-	fatal     bool   // the line reports its process's death (Rule.Fatal)
-	at        int64  // the number of the line fed when it was offered
-	exc       bool   // an exception line that closed its block, with only blank lines since
-	more      bool   // that exception line ends with a colon: its message goes on below (continued)
-	prior     string // the first unexplained error line before it
-	split     bool   // the class and the root-cause line come from different lines (the verdict is weak)
+	crash     bool          // an engine crash line; class refined from context
+	fromCause bool          // from a "Caused by:" list entry
+	pinned    bool          // the phase is the rule's pinned one
+	warn      bool          // from a warning-level line
+	summary   bool          // the rule is a wrapper's summary (Rule.Summary)
+	fatal     bool          // the line reports its process's death (Rule.Fatal)
+	at        int64         // the number of the line fed when it was offered
+	exc       bool          // an exception line that closed its block, with only blank lines since
+	more      bool          // that exception line ends with a colon: its message goes on below (continued)
+	prior     string        // the first unexplained error line before it
+	split     bool          // the class and the root-cause line come from different lines (the verdict is weak)
+	thread    bool          // the exception that killed a thread ("Exception in thread NAME:"), not the process
+	seen      failure.Phase // the phase in progress when it was offered
 }
 
 // NewTracker returns a Tracker for one attempt of this engine, in phase
@@ -818,13 +821,25 @@ func (t *Tracker) offer(rule, line string, class failure.Class, pinned failure.P
 	if ph == "" {
 		ph = t.phase
 	}
-	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != "", prior: t.fallback, at: t.lines}
+	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != "", prior: t.fallback, at: t.lines, seen: t.phase}
 	if lostChannel(t.fallback) {
 		t.cand.prior = "" // the wrapper's side of the child's death, not its cause
 	}
 	t.errAfter, t.okAfter = false, false
 	if t.tb.open || len(t.tb.frames) > 0 {
 		t.frames = append([]string(nil), t.tb.frames...)
+	}
+}
+
+// outlive sets aside a root-cause line that is a thread's death
+// (candidate.thread) when the phase moves past the one it was seen in:
+// the process went on without the thread (vLLM's usage thread dies of a
+// PermissionError and the engine core goes on to load and profile), so
+// a later failure is read as if none were held; the thread's comes back
+// when none follows (snapshot).
+func (t *Tracker) outlive() {
+	if t.cand.thread && t.phase.Index() > t.cand.seen.Index() {
+		t.outlived, t.cand = t.cand, candidate{}
 	}
 }
 
@@ -1023,6 +1038,7 @@ func (t *Tracker) mark(line string) {
 		}
 		t.upNote(m.Phase)
 		t.continues(m)
+		t.outlive()
 		if m.Phase == failure.PhaseInference {
 			t.served = true
 		}
@@ -1273,6 +1289,9 @@ func (t *Tracker) closeBlock(line, stored string) {
 	}
 	if t.cand.tier == TierError {
 		t.tb.frames = nil
+		// a thread's death (threading's "Exception in thread NAME:"): the
+		// process may go on without it (threadDeath)
+		t.cand.thread = t.cand.at == t.lines && strings.Contains(tb.header, "Exception in thread ")
 		t.cand.exc = t.cand.at == t.lines // a chain may follow (causeStack)
 		t.cand.more = t.cand.exc && strings.HasSuffix(strings.TrimSpace(stored), ":")
 		return

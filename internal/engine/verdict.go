@@ -149,6 +149,9 @@ func (t *Tracker) snapshot(o Outcome) *verdict {
 		cand: t.cand, fallback: t.fallback, frames: t.frames, marker: t.marker, grammar: t.grammar,
 		requests: t.served, errAfter: t.errAfter, okAfter: t.okAfter, device: t.device, phaseNow: t.phase,
 		classes: append([]failure.Class(nil), t.classes...), childDied: t.died, upAt: t.upAt}
+	if v.cand.tier == 0 {
+		v.cand = t.outlived // nothing failed after the thread the process outlived
+	}
 	v.served = t.served || t.phase.Index() >= failure.PhaseReady.Index() || o.AfterReady
 	if n := len(v.f.LogTail); n > 0 {
 		v.last = v.f.LogTail[n-1]
