@@ -77,6 +77,13 @@ func init() {
 			{Text: " is using GPU ", Pattern: regexp.MustCompile(`Rank \d+ is using GPU \d+`), Phase: failure.PhaseLoad},
 			{Text: "loading: ", Pattern: regexp.MustCompile(`\.cc:\d+\] "?loading: \S+:\d+`), Phase: failure.PhaseLoad},
 			{Text: "Engine loaded and ready to serve", Phase: failure.PhaseReadyWait},
+			// Triton Inference Server serving TensorRT-LLM engines (its
+			// tensorrtllm backend, whose "loading: " is above): the services
+			// it starts once every model is loaded (grpc_server.cc,
+			// http_server.cc at triton-inference-server/server r24.05, as in
+			// engine_openai.go)
+			{Text: "Started GRPCInferenceService at", Phase: failure.PhaseReadyWait},
+			{Text: "Started HTTPService at", Phase: failure.PhaseReadyWait},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "undefined symbol", Pattern: regexp.MustCompile(`(?i)(ImportError|OSError).{0,200}undefined symbol`), Class: failure.ClassEngineDied},
