@@ -85,7 +85,7 @@ func Build(e *evidence.Evidence) *Account {
 	a.Summary = summary(e, failed)
 	for i := range e.Gates {
 		g := &e.Gates[i]
-		a.Validation = append(a.Validation, Row{Check: gateTitle(g), Status: rowStatus(g.Status), Result: gateHeadline(e, g)})
+		a.Validation = append(a.Validation, Row{Check: gateTitle(g), Status: rowStatus(g.Status), Result: gateHeadline(e, g) + lossSuffix(g)})
 		if Ran(g.Status) {
 			a.Sections = append(a.Sections, gateSection(e, g))
 		}

@@ -56,8 +56,51 @@ func gateSection(e *evidence.Evidence, g *evidence.Gate) Section {
 	if g.Status == evidence.StatusFailed && len(g.Attempts) == 0 && g.Semantic == nil && g.Failure == nil && g.Reason != "" {
 		s.Items = append(s.Items, "It failed: "+sentence(g.Reason))
 	}
+	s.Items = append(s.Items, productionLossItems(e.ProductionBackend, g.ProductionLosses)...)
 	return s
 }
+
+// productionLossItems are the sentences of a gate's losses of production
+// (evidence.Gate.ProductionLosses), one a loss: when and why production
+// stopped answering, the router waited for and how long production was
+// away, what was run again; or why the campaign could not go on.
+func productionLossItems(prod string, losses []evidence.ProductionLoss) []string {
+	var items []string
+	for i, l := range losses {
+		again := ""
+		if i > 0 {
+			again = " again"
+		}
+		s := fmt.Sprintf("Production %s stopped answering%s at %s (%s) while this gate asked it", prod, again, clock(l.At), l.Error)
+		switch {
+		case i > 0:
+			s += "; a second loss in one gate is not waited for: the gate has no result and the campaign aborted"
+		case l.BackAt != nil:
+			s += fmt.Sprintf("; %s restarted it and it served again at %s (away %s, waited %s of at most %s), and %s was run again",
+				l.Router, clock(*l.BackAt), secondsText(l.AwayMS), secondsText(l.WaitedMS), secondsText(l.BoundMS), l.Rerun)
+		case l.Router != "":
+			s += fmt.Sprintf("; %s did not have it back within %s: the gate has no result and the campaign aborted", l.Router, secondsText(l.BoundMS))
+		default:
+			s += "; no hiro serve served it to restart it: the gate has no result and the campaign aborted"
+		}
+		items = append(items, sentence(s))
+	}
+	return items
+}
+
+// lossSuffix is what a gate's validation row adds for a loss of
+// production it came back from ("; production away 4.2 s mid-gate,
+// restarted by hiro serve pid 42: re-run"); "" otherwise.
+func lossSuffix(g *evidence.Gate) string {
+	if len(g.ProductionLosses) != 1 || g.ProductionLosses[0].BackAt == nil {
+		return ""
+	}
+	l := g.ProductionLosses[0]
+	return fmt.Sprintf("; production away %s mid-gate, restarted by %s: re-run", secondsText(l.AwayMS), l.Router)
+}
+
+// secondsText is a duration in milliseconds as seconds ("4.2 s").
+func secondsText(msec int64) string { return fmt.Sprintf("%.1f s", ms(msec)) }
 
 func artifactItems(ar *evidence.ArtifactResult) []string {
 	out := []string{fmt.Sprintf("The manifest pins %s at revision %s: %s, %s (manifest digest %s).",

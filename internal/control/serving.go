@@ -17,8 +17,11 @@ type ServingRouter struct {
 	PID    int
 	Config string
 	Socket string
-	// Production is the profile it serves as production.
+	// Production is the profile it serves as production; State
+	// production's state as the router said it ("" when only its lease
+	// was found: the router did not answer).
 	Production string
+	State      State
 }
 
 // String names the router for a message: pid, configuration, socket.
@@ -56,7 +59,7 @@ func RouterServing(ctx context.Context, baseURL string) *ServingRouter {
 		if lease.ProductionKey(st.Production.BaseURL) != key {
 			return nil
 		}
-		return &ServingRouter{PID: st.PID, Config: st.Config, Socket: SocketPath(dir), Production: st.Production.Name}
+		return &ServingRouter{PID: st.PID, Config: st.Config, Socket: SocketPath(dir), Production: st.Production.Name, State: st.Production.State}
 	}
 	asked := map[string]bool{}
 	if dir, err := Dir(); err == nil {

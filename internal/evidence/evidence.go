@@ -164,6 +164,41 @@ type Gate struct {
 	Shadow *ShadowResult `json:"shadow,omitempty"`
 	// Failure classifies a failed gate (e.g. structured_output_fail_open).
 	Failure *failure.Failure `json:"failure,omitempty"`
+	// ProductionLosses (v3) are the times production, serving beside the
+	// candidate, stopped answering while this gate asked it, in order: at
+	// most two (a second loss in one gate aborts the campaign). Absent
+	// when production never stopped answering during the gate.
+	ProductionLosses []ProductionLoss `json:"production_losses,omitempty"`
+}
+
+// ProductionLoss (v3) is one time production stopped answering during a
+// gate that asks it, and what came of it: a live `hiro serve` serving
+// production restarts it, the campaign waits for that (at most the
+// profile's ready_timeout plus 30 s of the router's backoff) and runs
+// the gate's production side again; without a router, or when
+// production is not back within the bound, the campaign aborts.
+type ProductionLoss struct {
+	// At is the first failed check of production (health and identity);
+	// Error its reason in a few words ("connection refused").
+	At    time.Time `json:"at"`
+	Error string    `json:"error"`
+	// Router names the router waited for ("hiro serve pid 4242"); empty
+	// when none served production (nothing was waited for).
+	Router string `json:"router,omitempty"`
+	// WaitedMS is how long the campaign waited for production to serve
+	// again, in milliseconds; BoundMS the most it would wait.
+	WaitedMS int64 `json:"waited_ms,omitempty"`
+	BoundMS  int64 `json:"bound_ms,omitempty"`
+	// BackAt is when production served again (health and model
+	// checked); nil when it did not within the bound.
+	BackAt *time.Time `json:"back_at,omitempty"`
+	// AwayMS is how long production was away: from At to BackAt, in
+	// milliseconds (0 when it did not come back).
+	AwayMS int64 `json:"away_ms,omitempty"`
+	// Rerun says what was run again once production was back ("the
+	// production side: production's extraction of the corpus");
+	// empty when nothing was.
+	Rerun string `json:"rerun,omitempty"`
 }
 
 // Attempt is one rung of the launch gate's attempt ladder.

@@ -246,7 +246,7 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		}
 		failedGate, inconclusive, aborted, abortReason = c.runGates(ctx)
 		c.h.shared.watch.close()
-		if lost := c.h.shared.watch.Lost(); lost != nil {
+		if lost := c.h.shared.watch.First(); lost != nil {
 			c.ev.Production.Lost = &evidence.ServingCheck{At: lost.At.UTC(), Error: lost.Problem}
 		}
 	}
@@ -501,7 +501,8 @@ func (c *campaign) runGates(ctx context.Context) (failedGate string, inconclusiv
 			g.Status = evidence.StatusNotRun
 			g.Reason = fmt.Sprintf("%s after %s: no result", reason, time.Duration(g.DurationMS)*time.Millisecond)
 		case errors.As(err, &lost):
-			// Production went away: the candidate was not compared, so
+			// Production went away (and no router had it back in time,
+			// or it went away twice): the candidate was not compared, so
 			// the gate has no result, and the campaign cannot go on.
 			aborted, reason = true, lost.Error()
 			g.Status = evidence.StatusNotRun
@@ -579,7 +580,55 @@ func interruptReason(ctx context.Context) string {
 
 // runGate runs one gate under its bound. A returned error fails the gate
 // (its message is the reason); an error wrapping ErrHarness aborts.
+//
+// When production, serving beside the candidate, is lost while the gate
+// asks it and a live 'hiro serve' serves production, the campaign waits
+// for the router's restart (awaitRouter) and runs the gate again under a
+// bound of its own: its production side (productionRerunner says what
+// that is). Each loss is recorded on the gate (ProductionLosses). A
+// *ProductionLostError comes back when there was no router, production
+// was not back within the bound, or it was lost again in the re-run.
 func (c *campaign) runGate(ctx context.Context, spec *GateSpec, g *evidence.Gate) error {
+	err := c.runGateOnce(ctx, spec, g)
+	var lost *ProductionLostError
+	if !errors.As(err, &lost) || ctx.Err() != nil {
+		return err
+	}
+	loss, back, note := c.awaitRouter(ctx, lost)
+	if !back {
+		g.ProductionLosses = append(g.ProductionLosses, loss)
+		l := *lost
+		l.Note = note
+		return &l
+	}
+	loss.Rerun = "the whole gate"
+	if r, ok := spec.Gate.(productionRerunner); ok {
+		loss.Rerun = r.productionRerun()
+	}
+	g.ProductionLosses = append(g.ProductionLosses, loss)
+	c.out.line("[%s] production %s serves again (%s had it back after %s away): running %s again", spec.ID, c.prod.Name, loss.Router,
+		(time.Duration(loss.AwayMS) * time.Millisecond).Round(100*time.Millisecond), loss.Rerun)
+	_ = c.save()
+	g.Requests, g.Semantic, g.Failure = nil, nil, nil // the re-run's results replace the cut run's
+	c.h.shared.watch.resume()
+	err = c.runGateOnce(ctx, spec, g)
+	if errors.As(err, &lost) && ctx.Err() == nil {
+		g.ProductionLosses = append(g.ProductionLosses, evidence.ProductionLoss{At: lost.At.UTC(), Error: lost.Problem, Router: loss.Router})
+		l := *lost
+		l.Note = fmt.Sprintf("lost a second time in this gate, after %s had it back at %s: the campaign waits for a restart once a gate", loss.Router, loss.BackAt.UTC().Format("15:04:05 UTC"))
+		return &l
+	}
+	return err
+}
+
+// productionRerunner is a gate that names what of it runs again when
+// production, lost mid-gate, is back (evidence.ProductionLoss.Rerun).
+type productionRerunner interface {
+	productionRerun() string
+}
+
+// runGateOnce is one run of a gate under its bound.
+func (c *campaign) runGateOnce(ctx context.Context, spec *GateSpec, g *evidence.Gate) error {
 	h := c.h.forGate(spec.ID)
 	bound := spec.Bound(h)
 	gctx, cancel := context.WithTimeout(ctx, bound)
@@ -656,20 +705,21 @@ func (c *campaign) finish(start time.Time, failedGate string, inconclusive []str
 		ctx, cancel := context.WithTimeout(context.Background(), 3*supervisor.DefaultHealthRequestTimeout)
 		e.Production.AtEnd = servingAtEnd(ctx, c.prod)
 		cancel()
-		router := ""
+		router, note := "", ""
 		if !e.Production.AtEnd.OK {
 			if router = routerOf(c.prod); router != "" {
 				// The router restarts a production that died: give it
-				// the profile's ready_timeout, and its backoff, to be back.
+				// the profile's ready_timeout, and its backoff, to be back
+				// (less when the router says it will not restart it).
 				c.out.line("production %s does not serve now (%s); %s serves it and restarts it: waiting up to %s for it to serve again", c.prod.Name, e.Production.AtEnd.Error, router, c.prod.ReadyTimeout.Duration+routerBackoff)
 				t0 := time.Now()
-				e.Production.AtEnd = servingWithin(c.prod, c.prod.ReadyTimeout.Duration+routerBackoff)
+				e.Production.AtEnd, note = servingWithin(context.Background(), c.prod, router, c.prod.ReadyTimeout.Duration+routerBackoff)
 				c.waited(t0)
 			}
 		}
 		switch {
 		case !e.Production.AtEnd.OK && router != "":
-			c.out.line("production %s does not serve at the end of the campaign (%s); the campaign did not stop it, and %s did not have it back within %s: see 'hiro status' and 'hiro backend logs %s'", c.prod.Name, e.Production.AtEnd.Error, router, c.prod.ReadyTimeout.Duration+routerBackoff, shellquote.Quote(c.prod.Name))
+			c.out.line("production %s does not serve at the end of the campaign (%s); the campaign did not stop it, and %s: see 'hiro status' and 'hiro backend logs %s'", c.prod.Name, e.Production.AtEnd.Error, note, shellquote.Quote(c.prod.Name))
 		case !e.Production.AtEnd.OK:
 			c.out.line("production %s does not serve at the end of the campaign (%s); the campaign did not stop it: start it with 'hiro backend start %s'", c.prod.Name, e.Production.AtEnd.Error, shellquote.Quote(c.prod.Name))
 		case router != "":

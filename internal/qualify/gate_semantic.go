@@ -877,3 +877,12 @@ func topRejects(dirs ...string) []evidence.RejectReason {
 	}
 	return out
 }
+
+// productionRerun: the production side is the gate's first step, and
+// the only one a loss of production cuts short (guardProduction), so a
+// re-run redoes production's extraction (documents it finished before
+// the loss are kept, failed ones redone) and then runs the candidate's
+// side for the first time.
+func (g *SemanticGate) productionRerun() string {
+	return "its production side (production's extraction of the corpus; the candidate's side had not started)"
+}

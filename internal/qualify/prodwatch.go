@@ -29,17 +29,29 @@ const prodWatchGrace = 30 * time.Second
 const refused = "connection refused"
 
 // ProductionLostError says production stopped answering during the
-// campaign: a gate that compares with production ends on it at once,
-// with no result, and the campaign is aborted (exit 3).
+// campaign: a gate that compares with production ends on it at once.
+// When a live 'hiro serve' serves production the campaign waits for its
+// restart and runs the gate's production side again (campaign.runGate);
+// otherwise, when production is not back within the bound, or when it is
+// lost a second time in the same gate, the gate has no result and the
+// campaign is aborted (exit 3).
 type ProductionLostError struct {
 	Production string
 	// At is the first failed check of the streak; Problem its reason.
 	At      time.Time
 	Problem string
+	// Note says what came of the loss when the campaign could not go
+	// on ("hiro serve pid 42 did not have it back within 45s"); "" when
+	// nothing was tried.
+	Note string
 }
 
 func (e *ProductionLostError) Error() string {
-	return fmt.Sprintf("production %s stopped answering at %s (%s)", e.Production, e.At.UTC().Format("15:04:05 UTC"), e.Problem)
+	s := fmt.Sprintf("production %s stopped answering at %s (%s)", e.Production, e.At.UTC().Format("15:04:05 UTC"), e.Problem)
+	if e.Note != "" {
+		s += "; " + e.Note
+	}
+	return s
 }
 
 // productionWatch polls production while the gates run beside it. The
@@ -47,9 +59,10 @@ func (e *ProductionLostError) Error() string {
 // and cancels lost: gates that ask production run under a context
 // derived from it (productionUser).
 type productionWatch struct {
-	prof *config.Profile
-	hc   *http.Client // one client (one pool) for every check
-	logf func(string)
+	prof  *config.Profile
+	hc    *http.Client // one client (one pool) for every check
+	logf  func(string)
+	every time.Duration
 
 	lost   context.Context
 	cancel context.CancelCauseFunc
@@ -58,15 +71,36 @@ type productionWatch struct {
 
 	mu  sync.Mutex
 	err *ProductionLostError
+	// first is the campaign's first loss, kept across resume
+	// (evidence.Production.Lost).
+	first *ProductionLostError
 }
 
 // watchProduction starts the watch of prof every interval.
 func watchProduction(prof *config.Profile, every time.Duration, logf func(string)) *productionWatch {
-	w := &productionWatch{prof: prof, logf: logf, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &productionWatch{prof: prof, logf: logf, every: every, stop: make(chan struct{}), done: make(chan struct{})}
 	w.hc, _ = llm.HTTPClient(prof) // nil on error: CheckServing then says why
 	w.lost, w.cancel = context.WithCancelCause(context.Background())
 	go w.run(every)
 	return w
+}
+
+// resume watches production again once it serves again after a loss (a
+// router restarted it): the loss is forgotten (First keeps the
+// campaign's first one), lost is a fresh context, and the polling
+// starts over. Contexts guard made before stay cancelled. Called from
+// the goroutine that runs the gates, as guard and close are.
+func (w *productionWatch) resume() {
+	if w == nil {
+		return
+	}
+	w.halt()
+	w.mu.Lock()
+	w.err = nil
+	w.lost, w.cancel = context.WithCancelCause(context.Background())
+	w.stop, w.done = make(chan struct{}), make(chan struct{})
+	w.mu.Unlock()
+	go w.run(w.every)
 }
 
 func (w *productionWatch) run(every time.Duration) {
@@ -106,6 +140,9 @@ func (w *productionWatch) declare(at time.Time, problem string) *ProductionLostE
 		return w.err
 	}
 	w.err = &ProductionLostError{Production: w.prof.Name, At: at, Problem: problem}
+	if w.first == nil {
+		w.first = w.err
+	}
 	w.logf(w.err.Error() + ": a gate comparing with production ends at once, with no result")
 	w.cancel(w.err)
 	return w.err
@@ -139,17 +176,33 @@ func (w *productionWatch) Lost() *ProductionLostError {
 	return w.err
 }
 
-// close ends the watch and waits for its goroutine.
-func (w *productionWatch) close() {
+// First is the campaign's first loss of production, kept when the watch
+// resumed after it; nil when production never stopped answering.
+func (w *productionWatch) First() *ProductionLostError {
 	if w == nil {
-		return
+		return nil
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.first
+}
+
+// halt stops the polling goroutine and waits for it.
+func (w *productionWatch) halt() {
 	select {
 	case <-w.stop:
 	default:
 		close(w.stop)
 	}
 	<-w.done
+}
+
+// close ends the watch and waits for its goroutine.
+func (w *productionWatch) close() {
+	if w == nil {
+		return
+	}
+	w.halt()
 	if w.hc != nil {
 		w.hc.CloseIdleConnections()
 	}
@@ -212,4 +265,11 @@ func servingAtEnd(ctx context.Context, prof *config.Profile) *evidence.ServingCh
 // serving before, a gate run alone) it returns ctx.
 func (h *Handle) guardProduction(ctx context.Context) (context.Context, func()) {
 	return h.shared.watch.guard(ctx)
+}
+
+// productionRerun: a request gate's requests to production interleave
+// with the candidate's (alternating, or ABBA phases), so its production
+// side cannot be measured again alone: the whole gate runs again.
+func (p *PerfCompare) productionRerun() string {
+	return "the whole gate (production's requests interleave with the candidate's, so both sides are measured again)"
 }

@@ -99,16 +99,69 @@ func routerOf(prod *config.Profile) string {
 }
 
 // servingWithin checks prod every prodWatchEvery until it serves or d
-// has passed; the last check is returned.
-func servingWithin(prod *config.Profile, d time.Duration) *evidence.ServingCheck {
+// has passed, the router r names restarting it: the last check is
+// returned, and note says why it stopped waiting when prod does not
+// serve (the router will not restart it, is gone, d passed,
+// interrupted).
+func servingWithin(ctx context.Context, prod *config.Profile, router string, d time.Duration) (last *evidence.ServingCheck, note string) {
 	deadline := time.Now().Add(d)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*supervisor.DefaultHealthRequestTimeout)
-		c := servingAtEnd(ctx, prod)
+		cctx, cancel := context.WithTimeout(ctx, 3*supervisor.DefaultHealthRequestTimeout)
+		last = servingAtEnd(cctx, prod)
 		cancel()
-		if c.OK || time.Now().After(deadline) {
-			return c
+		switch {
+		case last.OK:
+			return last, ""
+		case ctx.Err() != nil:
+			return last, "interrupted while waiting for " + router + " to restart it"
+		case time.Now().After(deadline):
+			return last, fmt.Sprintf("%s did not have it back within %s", router, d)
 		}
-		time.Sleep(min(prodWatchEvery, time.Until(deadline)+time.Millisecond))
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		r := control.RouterServing(rctx, prod.BaseURL)
+		cancel()
+		switch {
+		case r == nil && ctx.Err() == nil:
+			return last, router + " no longer serves it"
+		case r != nil && (r.State == control.StateDown || r.State == control.StateStopped || r.State == control.StateHandedOver):
+			return last, fmt.Sprintf("%s will not restart it (production %s there)", router, r.State)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(prodWatchEvery, time.Until(deadline)+time.Millisecond)):
+		}
 	}
+}
+
+// awaitRouter is what the campaign does when production, serving beside
+// the candidate, was lost mid-gate: when a live 'hiro serve' serves
+// production it waits for the router's restart, up to the profile's
+// ready_timeout plus routerBackoff, checking every prodWatchEvery
+// (health and identity). It returns the loss as the gate's evidence
+// records it, and back when production serves again; otherwise note
+// says why the campaign cannot go on (the router will not restart it or
+// is gone, not back within the bound, interrupted), "" when no router
+// serves production (nothing was waited for).
+func (c *campaign) awaitRouter(ctx context.Context, lost *ProductionLostError) (loss evidence.ProductionLoss, back bool, note string) {
+	loss = evidence.ProductionLoss{At: lost.At.UTC(), Error: lost.Problem}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	r := control.RouterServing(rctx, c.prod.BaseURL)
+	cancel()
+	if r == nil {
+		return loss, false, ""
+	}
+	loss.Router = fmt.Sprintf("hiro serve pid %d", r.PID)
+	bound := c.prod.ReadyTimeout.Duration + routerBackoff
+	loss.BoundMS = bound.Milliseconds()
+	c.out.line("production %s stopped answering mid-gate; %s serves it and restarts it: waiting up to %s for it to serve again", c.prod.Name, loss.Router, bound)
+	t0 := time.Now()
+	check, note := servingWithin(ctx, c.prod, loss.Router, bound)
+	loss.WaitedMS = time.Since(t0).Milliseconds()
+	c.waited(t0)
+	if !check.OK {
+		return loss, false, fmt.Sprintf("%s (%s)", note, check.Error)
+	}
+	at := check.At
+	loss.BackAt, loss.AwayMS = &at, at.Sub(loss.At).Milliseconds()
+	return loss, true, ""
 }
