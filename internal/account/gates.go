@@ -60,30 +60,20 @@ func gateSection(e *evidence.Evidence, g *evidence.Gate) Section {
 	return s
 }
 
-// productionLossItems are the sentences of a gate's losses of production
-// (evidence.Gate.ProductionLosses), one a loss: when and why production
-// stopped answering, the router waited for and how long production was
-// away, what was run again; or why the campaign could not go on.
+// productionLossItems are the sentences of a gate's losses of
+// production it came back from (evidence.Gate.ProductionLosses with
+// BackAt): when and why production stopped answering, the router that
+// restarted it, how long production was away, what was run again. A
+// loss it did not come back from leaves the gate without a result (not
+// run: its reason says so).
 func productionLossItems(prod string, losses []evidence.ProductionLoss) []string {
 	var items []string
-	for i, l := range losses {
-		again := ""
-		if i > 0 {
-			again = " again"
+	for _, l := range losses {
+		if l.BackAt == nil {
+			continue
 		}
-		s := fmt.Sprintf("Production %s stopped answering%s at %s (%s) while this gate asked it", prod, again, clock(l.At), l.Error)
-		switch {
-		case i > 0:
-			s += "; a second loss in one gate is not waited for: the gate has no result and the campaign aborted"
-		case l.BackAt != nil:
-			s += fmt.Sprintf("; %s restarted it and it served again at %s (away %s, waited %s of at most %s), and %s was run again",
-				l.Router, clock(*l.BackAt), secondsText(l.AwayMS), secondsText(l.WaitedMS), secondsText(l.BoundMS), l.Rerun)
-		case l.Router != "":
-			s += fmt.Sprintf("; %s did not have it back within %s: the gate has no result and the campaign aborted", l.Router, secondsText(l.BoundMS))
-		default:
-			s += "; no hiro serve served it to restart it: the gate has no result and the campaign aborted"
-		}
-		items = append(items, sentence(s))
+		items = append(items, sentence(fmt.Sprintf("Production %s stopped answering at %s (%s) while this gate asked it; %s restarted it and it served again at %s (away %s, waited %s of at most %s), and %s was run again",
+			prod, clock(l.At), l.Error, l.Router, clock(*l.BackAt), secondsText(l.AwayMS), secondsText(l.WaitedMS), secondsText(l.BoundMS), l.Rerun)))
 	}
 	return items
 }

@@ -182,3 +182,58 @@ func TestProductionNotBackFromRouterMidGateAborts(t *testing.T) {
 		t.Errorf("production at end %+v; want not serving, not stopped by the campaign", p.AtEnd)
 	}
 }
+
+// TestProductionLostTwiceInAGateAborts (issue 26): production is killed
+// as the semantic gate starts and again as its production side is run
+// again after the router's restart: a second loss in one gate is not
+// waited for; the gate has no result and the campaign aborts, both
+// losses recorded.
+func TestProductionLostTwiceInAGateAborts(t *testing.T) {
+	prod := []string{fakeEngine, "--port", "PRODPORT", "--model", "prod-model", "--reply", "READY", "--chat", "claims"}
+	e, rc, routerPID := routerEnv(t, prod, "")
+	w := killProductionAt(t, rc, "semantic gate: started")
+	kill := w.act
+	w.act = func() {
+		kill()
+		w.marker, w.done, w.act = "running its production side", false, kill
+	}
+	out := runWithProgress(t, e, e.writePlan("exclusive = false\n[[gates]]\nkind = \"launch\"\n"+semanticGate(0.05)), w)
+	log := w.String()
+	ev := out.Evidence
+	g := ev.Gates[1]
+	router := "hiro serve pid " + strconv.Itoa(routerPID)
+	if out.ExitCode != qualify.ExitAborted || g.Status != evidence.StatusNotRun || !strings.Contains(g.Reason, "lost a second time in this gate, after "+router+" had it back at ") {
+		t.Fatalf("exit %d, semantic gate %s (%q); want 3, not_run, lost a second time\n%s", out.ExitCode, g.Status, g.Reason, log)
+	}
+	if len(g.ProductionLosses) != 2 || g.ProductionLosses[0].BackAt == nil || g.ProductionLosses[1].BackAt != nil ||
+		g.ProductionLosses[1].Router != router || !g.ProductionLosses[1].At.After(*g.ProductionLosses[0].BackAt) {
+		t.Errorf("production losses %+v; want the first one back, then a second one after it, not waited for", g.ProductionLosses)
+	}
+	if strings.Count(log, "stopped answering mid-gate; ") != 1 {
+		t.Errorf("the campaign waited for the router more than once in the gate:\n%s", log)
+	}
+}
+
+// TestRequestGateRerunWholeAfterRouterRestart (issue 26): a sequential
+// gate comparing with production loses production as it starts; its
+// requests to production interleave with the candidate's, so once the
+// router has production back the whole gate runs again: it ends with a
+// result whose comparison has every one of production's requests
+// answered (the cut run's failed ones replaced), the loss recorded.
+func TestRequestGateRerunWholeAfterRouterRestart(t *testing.T) {
+	prod := []string{fakeEngine, "--port", "PRODPORT", "--model", "prod-model", "--reply", "READY", "--chat", "claims"}
+	e, rc, _ := routerEnv(t, prod, "")
+	w := killProductionAt(t, rc, "sequential gate: started")
+	out := runWithProgress(t, e, e.writePlan("exclusive = false\n[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequests = 6\n"+perfCompareKeys), w)
+	log := w.String()
+	g := out.Evidence.Gates[1]
+	if out.ExitCode == qualify.ExitAborted || g.Status == evidence.StatusNotRun || g.Requests == nil || g.Requests.Comparison == nil {
+		t.Fatalf("exit %d, sequential gate %s (%q); want a result after the router's restart\n%s", out.ExitCode, g.Status, g.Reason, log)
+	}
+	if pc := g.Requests.Comparison; pc.Requests != 6 || pc.Errors != 0 || g.Requests.Count != 6 {
+		t.Errorf("comparison of %d production requests, %d failed, %d candidate requests; want 6, 0, 6 (the re-run's)", pc.Requests, pc.Errors, g.Requests.Count)
+	}
+	if len(g.ProductionLosses) != 1 || g.ProductionLosses[0].BackAt == nil || !strings.HasPrefix(g.ProductionLosses[0].Rerun, "the whole gate") {
+		t.Errorf("production losses %+v; want one, back, the whole gate re-run", g.ProductionLosses)
+	}
+}

@@ -159,7 +159,7 @@ func (c *campaign) awaitRouter(ctx context.Context, lost *ProductionLostError) (
 	loss.WaitedMS = time.Since(t0).Milliseconds()
 	c.waited(t0)
 	if !check.OK {
-		return loss, false, fmt.Sprintf("%s (%s)", note, check.Error)
+		return loss, false, fmt.Sprintf("%s; the last check: %s", note, check.Error)
 	}
 	at := check.At
 	loss.BackAt, loss.AwayMS = &at, at.Sub(loss.At).Milliseconds()
