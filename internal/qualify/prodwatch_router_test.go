@@ -78,16 +78,27 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // killProductionAt kills production's process group (SIGKILL: a crash,
 // not a stop) when the campaign writes a line holding marker; the pid is
-// the one the router reports.
+// the one the router reports ready (a later kill waits, at most 10 s,
+// for the router to report the restarted one: the campaign may see it
+// serve first).
 func killProductionAt(t *testing.T, rc *control.Client, marker string) *onLine {
+	killed := 0
 	return &onLine{marker: marker, act: func() {
-		st, err := rc.Status(context.Background())
-		if err != nil || st.Production.PID == 0 {
-			t.Errorf("no production pid from hiro serve: %v", err)
-			return
-		}
-		if err := syscall.Kill(-st.Production.PID, syscall.SIGKILL); err != nil {
-			t.Errorf("killing production: %v", err)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, err := rc.Status(context.Background())
+			if err == nil && st.Production.State == control.StateReady && st.Production.PID != 0 && st.Production.PID != killed {
+				killed = st.Production.PID
+				if err := syscall.Kill(-killed, syscall.SIGKILL); err != nil {
+					t.Errorf("killing production: %v", err)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("hiro serve reports no ready production to kill (%v, %+v)", err, st)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}}
 }
