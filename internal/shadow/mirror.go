@@ -524,7 +524,8 @@ func (m *Mirror) pairOf(j *Job, cand side) pair {
 	prod := side{status: j.status, ttfb: j.ttfb, latency: j.latency, bytes: j.size, reply: j.streamed}
 	if !j.Stream {
 		prod.reply = parseReply(j.reply, false)
-		j.releaseReply()
+		// Its text points into the capture buffer: given back once scored.
+		defer j.releaseReply()
 	}
 	return m.score(j, prod, cand)
 }
@@ -645,7 +646,7 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	body := j.Body
 	// Production's request names production's model; one that already
 	// names the candidate's is sent as it is.
-	if cur := gjson.GetBytes(body, "model"); cur.Type != gjson.String || cur.Str != m.cand.Model {
+	if cur := gjson.Get(view(body), "model"); cur.Type != gjson.String || cur.Str != m.cand.Model {
 		var err error
 		if body, err = sjson.SetBytes(body, "model", m.cand.Model); err != nil {
 			s.err = "model field: " + err.Error()

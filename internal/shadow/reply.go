@@ -20,10 +20,11 @@ type reply struct {
 	buf        []byte // a stream's text so far (text is set from it by end)
 }
 
-// end sets r.text from a stream's events.
+// end sets r.text from a stream's events: a view of r.buf, which
+// nothing appends to after (no copy of the text).
 func (r *reply) end() {
 	if r.buf != nil {
-		r.text, r.buf = string(r.buf), nil
+		r.text, r.buf = view(r.buf), nil
 	}
 }
 
@@ -33,8 +34,10 @@ func (r *reply) end() {
 func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // parseReply reads body, a JSON answer or an SSE stream ("data: {...}"
-// lines, "data: [DONE]" at the end) of route (chat or completions). The
-// reply keeps no reference to body.
+// lines, "data: [DONE]" at the end) of route (chat or completions). A
+// JSON answer's text points into body (no copy: it is read only while
+// the pair is scored, and dropped then), so body must not change while
+// the reply is in use; a stream's text is its own.
 func parseReply(body []byte, stream bool) reply {
 	var r reply
 	if !stream && !bytes.HasPrefix(bytes.TrimSpace(body), []byte("data:")) {
@@ -42,7 +45,6 @@ func parseReply(body []byte, stream bool) reply {
 			return r
 		}
 		take(&r, gjson.Parse(view(body)), false)
-		r.text = strings.Clone(r.text)
 		return r
 	}
 	// Line by line, as bufio.ScanLines splits (event trims the '\r').

@@ -59,8 +59,11 @@ func TestTakeReadsAsPaths(t *testing.T) {
 	}
 }
 
-// TestParseReplyKeepsNoReference: a parsed reply holds none of the
-// buffer it was read from (the readers reuse theirs).
+// TestParseReplyKeepsNoReference: a parsed reply's finish_reason, and a
+// stream's text, hold none of the buffer they were read from (the
+// readers reuse theirs); a JSON answer's text is read in place (no copy
+// per pair: it is only read while the pair is scored, before the buffer
+// is reused), so it changes with its buffer.
 func TestParseReplyKeepsNoReference(t *testing.T) {
 	for _, c := range []struct {
 		body   string
@@ -74,8 +77,8 @@ func TestParseReplyKeepsNoReference(t *testing.T) {
 		for i := range b {
 			b[i] = 'x'
 		}
-		if r.text != "hello" || r.finish != "odd_reason" {
-			t.Errorf("stream %v: after its buffer changed the reply reads %q, %q", c.stream, r.text, r.finish)
+		if wantText := map[bool]string{false: "xxxxx", true: "hello"}[c.stream]; r.text != wantText || r.finish != "odd_reason" {
+			t.Errorf("stream %v: after its buffer changed the reply reads %q, %q; want %q, %q", c.stream, r.text, r.finish, wantText, "odd_reason")
 		}
 	}
 }

@@ -42,7 +42,9 @@ type pair struct {
 // score scores a pair (see the package doc).
 func (m *Mirror) score(j *Job, prod, cand side) pair {
 	sum := sha256.Sum256(j.Body)
-	p := pair{prod: prod, cand: cand, rec: evidence.ShadowPair{RequestSHA256: hex.EncodeToString(sum[:]), Route: j.Route, Stream: j.Stream,
+	var hexSum [2 * sha256.Size]byte // one allocation for the string, not two
+	hex.Encode(hexSum[:], sum[:])
+	p := pair{prod: prod, cand: cand, rec: evidence.ShadowPair{RequestSHA256: string(hexSum[:]), Route: j.Route, Stream: j.Stream,
 		RequestBytes: len(j.Body), ProductionStatus: prod.status, CandidateStatus: cand.status,
 		ProductionBytes: prod.bytes, CandidateBytes: cand.bytes,
 		ProductionTTFTMS: ms(prod.ttfb), CandidateTTFTMS: ms(cand.ttfb), ProductionMS: ms(prod.latency), CandidateMS: ms(cand.latency)}}
