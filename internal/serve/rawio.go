@@ -29,9 +29,26 @@ import (
 // *net.OpError wrapping an *os.SyscallError (ECONNRESET, EPIPE), a
 // deadline (Timeout() true, errors.Is os.ErrDeadlineExceeded) or
 // net.ErrClosed.
+//
+// A read's and a write's state (the buffer, the count, the errno) live in
+// the rawIO and their functions are bound once (newRawIO), so that a
+// Read or a Write allocates nothing (a closure over its locals, passed to
+// RawConn, escaped: one allocation per call, on the client's connection
+// and the backend's). One Read and one Write may run at once, not two of
+// either (the router reads a connection on one goroutine and writes it on
+// one).
 type rawIO struct {
 	c  net.Conn
 	rc syscall.RawConn
+
+	rp      []byte
+	rn      int
+	rerrno  syscall.Errno
+	readFn  func(fd uintptr) bool
+	wp      []byte
+	wn      int
+	werrno  syscall.Errno
+	writeFn func(fd uintptr) bool
 }
 
 // newRawIO returns raw I/O for c when it is a TCP connection, nil
@@ -45,7 +62,9 @@ func newRawIO(c net.Conn) *rawIO {
 	if err != nil {
 		return nil
 	}
-	return &rawIO{c: c, rc: rc}
+	r := &rawIO{c: c, rc: rc}
+	r.readFn, r.writeFn = r.readOnce, r.writeAll
+	return r
 }
 
 func (r *rawIO) opError(op string, err error) error {
@@ -58,13 +77,10 @@ func (r *rawIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := r.rc.Read(func(fd uintptr) bool {
-		var again bool
-		n, again, errno = sysRW(syscall.SYS_READ, fd, p)
-		return !again
-	})
+	r.rp, r.rn, r.rerrno = p, 0, 0
+	err := r.rc.Read(r.readFn)
+	n, errno := r.rn, r.rerrno
+	r.rp = nil
 	if err := r.result("read", err, errno); err != nil {
 		return 0, err
 	}
@@ -74,21 +90,34 @@ func (r *rawIO) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// readOnce is Read's function for RawConn: one read into r.rp; false
+// when the socket is not ready.
+func (r *rawIO) readOnce(fd uintptr) bool {
+	var again bool
+	r.rn, again, r.rerrno = sysRW(syscall.SYS_READ, fd, r.rp)
+	return !again
+}
+
 // Write writes all of p (waiting for room in the socket's buffer).
 func (r *rawIO) Write(p []byte) (int, error) {
-	var n int
-	var errno syscall.Errno
-	err := r.rc.Write(func(fd uintptr) bool {
-		for n < len(p) && errno == 0 {
-			m, again, e := sysRW(syscall.SYS_WRITE, fd, p[n:])
-			if again {
-				return false
-			}
-			n, errno = n+m, e
-		}
-		return true
-	})
+	r.wp, r.wn, r.werrno = p, 0, 0
+	err := r.rc.Write(r.writeFn)
+	n, errno := r.wn, r.werrno
+	r.wp = nil
 	return n, r.result("write", err, errno)
+}
+
+// writeAll is Write's function for RawConn: writes r.wp from r.wn on
+// until all is written or an error; false when the socket is full.
+func (r *rawIO) writeAll(fd uintptr) bool {
+	for r.wn < len(r.wp) && r.werrno == 0 {
+		m, again, e := sysRW(syscall.SYS_WRITE, fd, r.wp[r.wn:])
+		if again {
+			return false
+		}
+		r.wn, r.werrno = r.wn+m, e
+	}
+	return true
 }
 
 // sysRW makes one read or write system call (trap) on fd with p,

@@ -124,3 +124,27 @@ func TestRawIO(t *testing.T) {
 		t.Errorf("write error %#v is not a *net.OpError for write", werr)
 	}
 }
+
+// TestRawIOAllocatesNothing: a raw write and a raw read of a connection
+// allocate nothing (the router makes several per request on the client's
+// connection and the backend's, and the shadow mirror as many again).
+func TestRawIOAllocatesNothing(t *testing.T) {
+	a, b := tcpPair(t)
+	ra, rb := newRawIO(a), newRawIO(b)
+	msg, buf := []byte("POST / HTTP/1.1\r\n\r\n"), make([]byte, 64)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := ra.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		for got := 0; got < len(msg); {
+			n, err := rb.Read(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a raw write and read allocate %.1f times, want 0", allocs)
+	}
+}
