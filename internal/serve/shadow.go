@@ -207,8 +207,12 @@ func (s *Server) candidateTransport(prof *config.Profile) (http.RoundTripper, er
 	if err != nil {
 		return nil, err
 	}
-	if rt.upstreamKey == "" {
+	dt, direct := rt.tr.(*directTransport)
+	switch {
+	case rt.upstreamKey == "":
 		return rt.tr, nil
+	case direct:
+		return keyedDirect{t: dt, key: rt.upstreamKey}, nil
 	}
 	return keyedTransport{tr: rt.tr, key: rt.upstreamKey}, nil
 }

@@ -232,7 +232,8 @@ type Mirror struct {
 	production string
 	remote     bool
 	hc         *http.Client
-	oneShot    bool // hc is the profile's own client: no request reused (sendBuf)
+	oneShot    bool   // hc is the profile's own client: no request reused (sendBuf)
+	poster     Poster // the transport, when it posts itself (the router's); nil: hc
 	base       *url.URL
 	validator  *extract.Validator
 	queue      chan *Job
@@ -284,7 +285,9 @@ func Start(cfg Config, cand *config.Profile, production string) (*Mirror, error)
 // router's own upstream transport does, with the key of its route for
 // the candidate: one transport, no reader and writer goroutines per
 // connection beside the clients' requests); nil: the profile's own
-// client (llm.HTTPClient), as Start.
+// client (llm.HTTPClient), as Start. A tr that is also a Poster posts
+// the mirrored requests itself (Poster.Post); redirects still go through
+// an http.Client on tr.
 func StartWith(cfg Config, cand *config.Profile, production string, tr http.RoundTripper) (*Mirror, error) {
 	if err := cfg.Fill(); err != nil {
 		return nil, err
@@ -308,7 +311,8 @@ func StartWith(cfg Config, cand *config.Profile, production string, tr http.Roun
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Mirror{cfg: cfg, cand: cand, production: production, remote: remote, hc: hc, oneShot: tr == nil, base: base, validator: v,
+	poster, _ := tr.(Poster)
+	m := &Mirror{cfg: cfg, cand: cand, production: production, remote: remote, hc: hc, oneShot: tr == nil, poster: poster, base: base, validator: v,
 		queue: make(chan *Job, cfg.QueueSize), work: make(chan *Job), started: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	m.active.Store(true)
 	m.wg.Add(1 + cfg.Workers)
@@ -535,7 +539,7 @@ func (m *Mirror) pairOf(j *Job, cand side) pair {
 // collection work competing with the primary path).
 type sendBuf struct {
 	chunk []byte
-	reply bytes.Buffer
+	sink  replySink
 	urls  map[string]*url.URL // by route
 
 	// The worker's request to the candidate, reused from one mirrored
@@ -561,11 +565,11 @@ type sendBuf struct {
 // reply is read and closed. The request, its context and timer are made
 // again only after one ran past the timeout.
 func (sb *sendBuf) request(parent context.Context, u *url.URL, body []byte, stream bool, timeout time.Duration) (*http.Request, error) {
+	ctx := sb.arm(parent, timeout)
 	if sb.req == nil {
-		ctx, cancel := context.WithCancelCause(parent)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", nil)
 		if err != nil {
-			cancel(nil)
+			sb.disarm()
 			return nil, err
 		}
 		rd := new(bytes.Reader)
@@ -575,10 +579,7 @@ func (sb *sendBuf) request(parent context.Context, u *url.URL, body []byte, stre
 			return rc, nil
 		}
 		req.Header["Content-Type"] = jsonType
-		sb.req, sb.rd, sb.rc, sb.ctx, sb.cancel = req, rd, rc, ctx, cancel
-		sb.timer = time.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
-	} else {
-		sb.timer.Reset(timeout)
+		sb.req, sb.rd, sb.rc = req, rd, rc
 	}
 	req := sb.req
 	sb.body = body
@@ -592,6 +593,20 @@ func (sb *sendBuf) request(parent context.Context, u *url.URL, body []byte, stre
 		delete(req.Header, "Accept")
 	}
 	return req, nil
+}
+
+// arm returns the worker's request context, armed to end after timeout
+// (made again after one ran past it); disarm must be called once the
+// reply is read and closed.
+func (sb *sendBuf) arm(parent context.Context, timeout time.Duration) context.Context {
+	if sb.ctx == nil {
+		ctx, cancel := context.WithCancelCause(parent)
+		sb.ctx, sb.cancel = ctx, cancel
+		sb.timer = time.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
+	} else {
+		sb.timer.Reset(timeout)
+	}
+	return sb.ctx
 }
 
 // disarm stops the request's timer; a request that ran past it (its
@@ -609,6 +624,19 @@ func (sb *sendBuf) close() {
 		sb.timer.Stop()
 		sb.cancel(context.Canceled)
 	}
+}
+
+// Poster is a transport that sends a mirrored request and reads its
+// answer itself (the router's own: package serve), without an
+// *http.Request and *http.Response and their allocations. Post sends
+// body to u (POST, HTTP/1.1) with Content-Type application/json, Accept
+// text/event-stream when stream, and the candidate profile's key; it
+// writes the answer's body to reply as it is read and returns its status
+// (redirects are not followed). status 0: no answer came (err says why);
+// an err with a status: the body was cut mid-way. It returns when the
+// body has ended; ctx's end cuts it.
+type Poster interface {
+	Post(ctx context.Context, u *url.URL, stream bool, body []byte, reply io.Writer) (status int, err error)
 }
 
 // Header values of a mirrored request (read only: shared by all).
@@ -640,7 +668,8 @@ func (sb *sendBuf) url(base *url.URL, route string) (*url.URL, error) {
 // send posts j's body to the candidate: the route under its base URL, its
 // model in "model", only Content-Type and Accept as headers (the client's
 // headers, its key among them, are never sent); the profile's key is
-// attached by its transport.
+// attached by its transport. Through a Poster (post) when the transport
+// is one.
 func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	var s side
 	body := j.Body
@@ -657,6 +686,9 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	if err != nil {
 		s.err = err.Error()
 		return s
+	}
+	if m.poster != nil {
+		return m.post(j, sb, u, body)
 	}
 	// The worker's request, reused (sendBuf.request): as
 	// http.NewRequestWithContext makes it for u, without parsing u or
@@ -680,6 +712,92 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	return s
 }
 
+// post sends body to u through m.poster, the worker's context armed
+// with the request timeout (send's other path: the same side, without an
+// *http.Request or *http.Response). A redirect is followed through the
+// client as roundTrip follows it.
+func (m *Mirror) post(j *Job, sb *sendBuf, u *url.URL, body []byte) side {
+	var s side
+	ctx := sb.arm(m.ctx, m.cfg.RequestTimeout.Duration)
+	defer sb.disarm()
+	t0 := time.Now()
+	sb.sink.reset(t0)
+	status, err := m.poster.Post(ctx, u, j.Stream, body, &sb.sink)
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		req, rerr := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+		if rerr != nil {
+			s.err = rerr.Error()
+			return s
+		}
+		req.Header["Content-Type"] = jsonType
+		if j.Stream {
+			req.Header["Accept"] = eventStreamType
+		}
+		resp, err := m.hc.Do(req)
+		if err != nil {
+			s.err = errClass(err)
+			s.latency = time.Since(t0)
+			return s
+		}
+		defer resp.Body.Close()
+		s.status = resp.StatusCode
+		readReply(&s, resp.Body, j.Stream, sb, t0)
+		return s
+	}
+	s.latency = time.Since(t0)
+	if status == 0 {
+		s.err = errClass(err)
+		return s
+	}
+	s.status = status
+	if err != nil {
+		s.err = errClass(err)
+	}
+	sb.sink.into(&s, j.Stream)
+	return s
+}
+
+// replySink takes the candidate's answer's body as it is read: its time
+// to first byte (from t0, the request's start), its size, and up to
+// MaxCapture bytes of it (past them: cut).
+type replySink struct {
+	buf   bytes.Buffer
+	t0    time.Time
+	ttfb  time.Duration
+	bytes int
+	cut   bool
+}
+
+func (r *replySink) reset(t0 time.Time) {
+	r.buf.Reset()
+	r.t0, r.ttfb, r.bytes, r.cut = t0, 0, 0, false
+}
+
+// Write keeps p (never fails).
+func (r *replySink) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if r.ttfb == 0 {
+		r.ttfb = time.Since(r.t0)
+	}
+	r.bytes += len(p)
+	if r.buf.Len()+len(p) <= MaxCapture {
+		r.buf.Write(p)
+	} else {
+		r.cut = true
+	}
+	return len(p), nil
+}
+
+// into sets s's time to first byte, size, cut and reply (parsed from the
+// buffer in place: valid until the sink's next reset).
+func (r *replySink) into(s *side, stream bool) {
+	s.ttfb, s.bytes, s.cut = r.ttfb, r.bytes, r.cut
+	s.reply = parseReply(r.buf.Bytes(), stream)
+}
+
 // readReply reads the candidate's answer from body (its request sent at
 // t0) into s: its time to first byte, size and latency, and its reply
 // (kept up to MaxCapture bytes; past it s.cut).
@@ -687,21 +805,11 @@ func readReply(s *side, body io.Reader, stream bool, sb *sendBuf, t0 time.Time) 
 	if sb.chunk == nil {
 		sb.chunk = make([]byte, 32<<10)
 	}
-	chunk, buf := sb.chunk, &sb.reply
-	buf.Reset()
+	chunk, sink := sb.chunk, &sb.sink
+	sink.reset(t0)
 	for {
 		n, err := body.Read(chunk)
-		if n > 0 {
-			if s.ttfb == 0 {
-				s.ttfb = time.Since(t0)
-			}
-			s.bytes += n
-			if buf.Len()+n <= MaxCapture {
-				buf.Write(chunk[:n])
-			} else {
-				s.cut = true
-			}
-		}
+		sink.Write(chunk[:n])
 		if err == io.EOF {
 			break
 		}
@@ -711,7 +819,7 @@ func readReply(s *side, body io.Reader, stream bool, sb *sendBuf, t0 time.Time) 
 		}
 	}
 	s.latency = time.Since(t0)
-	s.reply = parseReply(buf.Bytes(), stream)
+	sink.into(s, stream)
 }
 
 // roundTrip sends req (its body: body) through the client's transport
