@@ -541,6 +541,10 @@ type sendBuf struct {
 	chunk []byte
 	sink  replySink
 	urls  map[string]*url.URL // by route
+	// The request with the candidate's model (withModel), and that
+	// model's JSON value (for the model named).
+	rewritten        []byte
+	model, modelJSON string
 
 	// The worker's request to the candidate, reused from one mirrored
 	// request to the next (the transport is done with it once the reply
@@ -626,6 +630,31 @@ func (sb *sendBuf) close() {
 	}
 }
 
+// withModel is body with its "model" set to model, as sjson.SetBytes
+// sets it (the same bytes: TestWithModelAsSjson), written into the
+// worker's buffer (valid until its next send) instead of a new one per
+// request; cur is body's "model" as gjson read it. A body whose model
+// gjson did not place (none) goes through sjson, and so does every body
+// of a oneShot worker (net/http's transport may still be writing one
+// after its reply came).
+func (sb *sendBuf) withModel(body []byte, cur gjson.Result, model string) ([]byte, error) {
+	if sb.oneShot || !cur.Exists() || cur.Index <= 0 || cur.Index+len(cur.Raw) > len(body) || string(body[cur.Index:cur.Index+len(cur.Raw)]) != cur.Raw {
+		return sjson.SetBytes(body, "model", model)
+	}
+	if sb.modelJSON == "" || sb.model != model {
+		b, err := sjson.SetBytes([]byte(`{"model":null}`), "model", model)
+		if err != nil {
+			return nil, err
+		}
+		sb.model, sb.modelJSON = model, gjson.GetBytes(b, "model").Raw
+	}
+	out := append(sb.rewritten[:0], body[:cur.Index]...)
+	out = append(out, sb.modelJSON...)
+	out = append(out, body[cur.Index+len(cur.Raw):]...)
+	sb.rewritten = out
+	return out, nil
+}
+
 // Poster is a transport that sends a mirrored request and reads its
 // answer itself (the router's own: package serve), without an
 // *http.Request and *http.Response and their allocations. Post sends
@@ -677,7 +706,7 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	// names the candidate's is sent as it is.
 	if cur := gjson.Get(view(body), "model"); cur.Type != gjson.String || cur.Str != m.cand.Model {
 		var err error
-		if body, err = sjson.SetBytes(body, "model", m.cand.Model); err != nil {
+		if body, err = sb.withModel(body, cur, m.cand.Model); err != nil {
 			s.err = "model field: " + err.Error()
 			return s
 		}

@@ -1,6 +1,9 @@
 package shadow
 
 import (
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -348,5 +351,50 @@ func TestSendReusesItsRequestPastATimeout(t *testing.T) {
 		if s := send("three"); s.status != 200 || s.err != "" || !strings.Contains(<-bodies, `"three"`) {
 			t.Errorf("poster %T, the send after a timeout: %+v", poster, s)
 		}
+	}
+}
+
+// TestWithModelAsSjson: the worker's rewrite of a request's model writes
+// the bytes sjson.SetBytes writes (which the mirror used for each
+// request), whatever the model was (a string, escaped, null, a number,
+// repeated, absent, nested only), into one buffer reused from one
+// request to the next.
+func TestWithModelAsSjson(t *testing.T) {
+	var sb sendBuf
+	var first []byte
+	for _, model := range []string{"cand-model", `we"ird\model é`} {
+		for i, body := range []string{
+			`{"model":"prod","messages":[]}`,
+			`{"messages":[{"role":"user","content":"the model"}],"model":"prod"}`,
+			`{ "model" : "pr\"od\u00e9" , "stream":true}`,
+			`{"model":null,"x":1}`,
+			`{"model":42}`,
+			`{"model":"a","model":"b"}`,
+			`{"messages":[{"model":"inner"}]}`,
+			`{}`,
+		} {
+			want, werr := sjson.SetBytes([]byte(body), "model", model)
+			got, gerr := sb.withModel([]byte(body), gjson.Get(body, "model"), model)
+			if string(got) != string(want) || (gerr == nil) != (werr == nil) {
+				t.Errorf("model %q, body %s: %s (%v), sjson %s (%v)", model, body, got, gerr, want, werr)
+			}
+			if i == 0 {
+				first = bytes.Clone(got)
+			}
+		}
+		again, _ := sb.withModel(first, gjson.Get(string(first), "model"), model)
+		if again2, _ := sb.withModel(first, gjson.Get(string(first), "model"), model); &again[0] != &again2[0] {
+			t.Error("the worker's buffer was not reused")
+		}
+		cur := gjson.Get(string(first), "model")
+		if n := testing.AllocsPerRun(50, func() { sb.withModel(first, cur, model) }); n != 0 {
+			t.Errorf("a rewrite allocates %.0f times, want 0 (sjson: a new body each)", n)
+		}
+	}
+	one := sendBuf{oneShot: true}
+	a, _ := one.withModel([]byte(`{"model":"p"}`), gjson.Get(`{"model":"p"}`, "model"), "c")
+	b, _ := one.withModel([]byte(`{"model":"p"}`), gjson.Get(`{"model":"p"}`, "model"), "c")
+	if &a[0] == &b[0] {
+		t.Error("a oneShot worker reused its buffer (net/http may still be writing the last one)")
 	}
 }
