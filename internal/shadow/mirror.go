@@ -253,7 +253,7 @@ type Mirror struct {
 	outstanding atomic.Int64
 
 	mu      sync.Mutex
-	pairs   []pair
+	pairs   pairChunks
 	started time.Time
 	endedAt time.Time
 	ended   string
@@ -485,8 +485,8 @@ func (m *Mirror) worker() {
 			}
 			m.mu.Lock()
 			if m.ended == "" {
-				m.pairs = append(m.pairs, p)
-				if len(m.pairs) >= m.cfg.MaxPairs {
+				m.pairs.add(p)
+				if m.pairs.n >= m.cfg.MaxPairs {
 					m.mu.Unlock()
 					m.end("max_pairs")
 					continue
@@ -495,6 +495,37 @@ func (m *Mirror) worker() {
 			m.mu.Unlock()
 		}
 	}
+}
+
+// pairChunks holds a run's scored pairs in chunks, each filled before
+// the next is made: a growing run never copies what it holds (one slice
+// doubling as it grew allocated about twice each pair's 456 bytes, and
+// copied up to MaxPairsLimit pairs, 45 MB, beside the clients' requests).
+type pairChunks struct {
+	chunks [][]pair
+	n      int
+}
+
+// Chunk sizes: the next chunk holds as many pairs as all before it,
+// at least minPairChunk and at most maxPairChunk.
+const minPairChunk, maxPairChunk = 64, 4096
+
+func (c *pairChunks) add(p pair) {
+	if k := len(c.chunks); k == 0 || len(c.chunks[k-1]) == cap(c.chunks[k-1]) {
+		c.chunks = append(c.chunks, make([]pair, 0, min(maxPairChunk, max(minPairChunk, c.n))))
+	}
+	last := &c.chunks[len(c.chunks)-1]
+	*last = append(*last, p)
+	c.n++
+}
+
+// all is a copy of the pairs, in the order they were added.
+func (c *pairChunks) all() []pair {
+	out := make([]pair, 0, c.n)
+	for _, ch := range c.chunks {
+		out = append(out, ch...)
+	}
+	return out
 }
 
 // side is one side's answer as measured.

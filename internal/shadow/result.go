@@ -116,7 +116,7 @@ func (m *Mirror) Result() *Result {
 // result computes the account as it stands.
 func (m *Mirror) result() *Result {
 	m.mu.Lock()
-	pairs := append([]pair(nil), m.pairs...)
+	pairs := m.pairs.all()
 	r := &Result{Candidate: m.cand.Name, Production: m.production, Remote: m.remote, Share: m.cfg.Share, MaxPairs: m.cfg.MaxPairs,
 		StartedAt: m.started.UTC(), Ended: m.ended, QueueSize: m.cfg.QueueSize, Workers: m.cfg.Workers,
 		MinPairs: m.cfg.MinPairs, Margin: m.cfg.Margin, Resamples: stats.DefaultResamples, Confidence: stats.DefaultConfidence}

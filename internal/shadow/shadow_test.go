@@ -398,3 +398,36 @@ func TestWithModelAsSjson(t *testing.T) {
 		t.Error("a oneShot worker reused its buffer (net/http may still be writing the last one)")
 	}
 }
+
+// TestPairChunksNeverCopy: a run's pairs are kept in the order scored,
+// and a pair once kept stays where it is as the run grows (no slice
+// copied to grow it); the chunks' capacity stays within one chunk of
+// what they hold.
+func TestPairChunksNeverCopy(t *testing.T) {
+	var c pairChunks
+	const n = 3*maxPairChunk + 17
+	c.add(pair{match: 0})
+	first := &c.chunks[0][0]
+	for i := 1; i < n; i++ {
+		c.add(pair{match: i})
+	}
+	if &c.chunks[0][0] != first {
+		t.Error("the first pair moved as the run grew")
+	}
+	all := c.all()
+	if c.n != n || len(all) != n {
+		t.Fatalf("%d pairs added, %d counted, %d read back", n, c.n, len(all))
+	}
+	for i, p := range all {
+		if p.match != i {
+			t.Fatalf("pair %d read back as %d", i, p.match)
+		}
+	}
+	capacity := 0
+	for _, ch := range c.chunks {
+		capacity += cap(ch)
+	}
+	if capacity > n+maxPairChunk {
+		t.Errorf("%d pairs held in chunks of %d in all", n, capacity)
+	}
+}
