@@ -249,8 +249,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 			rt = s.rampRoute(ctx, x, rc, body, stream, rt)
 		}
 	}
+	owned := false // body is the router's own copy, not the client request's buffer
 	if model != rt.prof.Model {
 		var err error
+		owned = true
 		if body, err = withModel(body, rt.prof.Model); err != nil {
 			x.fail(ctx, http.StatusBadRequest, "invalid_request_error", "cannot set the model field: "+err.Error(), 0)
 			return false
@@ -260,7 +262,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	x.proxied = true
 	if x.counted != nil && x.rampSide != ramp.SideCandidate {
 		if m := s.sampleShadow(x.route); m != nil {
-			x.mirror, x.mirrorJob = m, &shadow.Job{Route: x.route, Body: bytes.Clone(body), Stream: stream}
+			// The mirror reads the body after production's answer, when
+			// the client's request buffer is reused: a copy (in a lent
+			// buffer), unless the model's rewrite made one already.
+			x.mirror, x.mirrorJob = m, shadow.NewJob(x.route, body, stream, owned)
 		}
 	}
 	s.inFlight.Add(1)

@@ -140,6 +140,9 @@ type Job struct {
 	Body   []byte
 	Stream bool
 
+	bodyBox  *[]byte // the bodyBufs entry Body was lent from, if any
+	bodyBufd bool    // Body is a buffer NewJob lent or made (given back by releaseBody)
+
 	status   int
 	ttfb     time.Duration
 	latency  time.Duration
@@ -186,6 +189,45 @@ func (j *Job) Capture(b []byte) {
 		j.streamed.event(line)
 		b = b[i+1:]
 	}
+}
+
+// NewJob is a Job for a production request of route with body: a copy
+// of body in a buffer lent by bodyBufs (given back once the job is scored
+// or dropped: no allocation on the client's path for a typical request),
+// or, when owned, body itself (the caller's own copy, which nothing
+// writes after: production's transport and the mirror only read it).
+func NewJob(route string, body []byte, stream, owned bool) *Job {
+	j := &Job{Route: route, Body: body, Stream: stream}
+	if owned {
+		return j
+	}
+	j.bodyBufd = true
+	if p, ok := bodyBufs.Get().(*[]byte); ok && cap(*p) >= len(body) {
+		j.bodyBox, j.Body = p, append((*p)[:0], body...)
+		return j
+	}
+	j.Body = append(make([]byte, 0, max(len(body), 2<<10)), body...)
+	return j
+}
+
+// bodyBufs lends the buffers NewJob copies request bodies into (*[]byte);
+// one over maxPooledReply is not kept.
+var bodyBufs sync.Pool
+
+// releaseBody gives j's body buffer back when NewJob lent or made it
+// (nothing may read j.Body after).
+func (j *Job) releaseBody() {
+	if !j.bodyBufd {
+		return
+	}
+	if b := j.Body; cap(b) > 0 && cap(b) <= maxPooledReply {
+		if j.bodyBox == nil {
+			j.bodyBox = new([]byte)
+		}
+		*j.bodyBox = b[:0]
+		bodyBufs.Put(j.bodyBox)
+	}
+	j.bodyBox, j.Body, j.bodyBufd = nil, nil, false
 }
 
 // replyBufs lends the buffers production's JSON answers are captured in
@@ -362,7 +404,8 @@ func (m *Mirror) Sample() bool {
 
 // Abandon releases a sampled request that will not be offered (its
 // client left, or the router's stop cut it), counted as abandoned.
-func (m *Mirror) Abandon(*Job) {
+func (m *Mirror) Abandon(j *Job) {
+	j.releaseBody()
 	m.abandoned.Add(1)
 	m.pending.Add(-1)
 	m.outstanding.Add(-1)
@@ -386,6 +429,7 @@ func (m *Mirror) Offer(j *Job) {
 			m.dropped.Add(1)
 		}
 	}
+	j.releaseBody()
 	m.pending.Add(-1)
 	m.outstanding.Add(-1)
 }
@@ -479,6 +523,8 @@ func (m *Mirror) worker() {
 			return
 		case j := <-m.work:
 			p, ok := m.mirror(j, &buf)
+			j.releaseReply()
+			j.releaseBody()
 			m.outstanding.Add(-1)
 			if !ok {
 				continue

@@ -431,3 +431,38 @@ func TestPairChunksNeverCopy(t *testing.T) {
 		t.Errorf("%d pairs held in chunks of %d in all", n, capacity)
 	}
 }
+
+// TestNewJob: a job's body is a copy of the client's buffer (which the
+// router reuses), or the caller's own copy when owned; releasing it gives
+// the copy back once (an owned body or a job made otherwise is not
+// pooled), and a copy in a buffer given back allocates only the job.
+func TestNewJob(t *testing.T) {
+	buf := []byte(`{"model":"m","messages":[]}`)
+	j := NewJob("/v1/chat/completions", buf, true, false)
+	buf[2] = 'X'
+	if string(j.Body) != `{"model":"m","messages":[]}` || j.Route != "/v1/chat/completions" || !j.Stream {
+		t.Errorf("the job's body changed with the client's buffer: %s", j.Body)
+	}
+	j.releaseBody()
+	if j.Body != nil {
+		t.Error("a released body is still held")
+	}
+	own := []byte(`{"model":"other"}`)
+	o := NewJob("/v1/completions", own, false, true)
+	if &o.Body[0] != &own[0] {
+		t.Error("an owned body was copied")
+	}
+	o.releaseBody()
+	if len(own) == 0 || o.Body == nil {
+		t.Error("an owned body was taken for the pool")
+	}
+	if raceEnabled {
+		return // sync.Pool drops buffers at random under the race detector
+	}
+	n := testing.AllocsPerRun(100, func() {
+		NewJob("/v1/chat/completions", buf, false, false).releaseBody()
+	})
+	if n > 1 {
+		t.Errorf("a job with its body copied allocates %.0f times, want 1 (the job; its buffer is lent)", n)
+	}
+}
