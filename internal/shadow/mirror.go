@@ -807,6 +807,14 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	defer sb.disarm()
 	t0 := time.Now()
 	resp, err := m.roundTrip(req, body)
+	return answered(resp, err, j, sb, t0)
+}
+
+// answered is the candidate's side from an exchange through net/http
+// started at t0: the error's class and the time to it, or the status and
+// the reply read (readReply); the body is closed.
+func answered(resp *http.Response, err error, j *Job, sb *sendBuf, t0 time.Time) side {
+	var s side
 	if err != nil {
 		s.err = errClass(err)
 		s.latency = time.Since(t0)
@@ -841,15 +849,7 @@ func (m *Mirror) post(j *Job, sb *sendBuf, u *url.URL, body []byte) side {
 			req.Header["Accept"] = eventStreamType
 		}
 		resp, err := m.hc.Do(req)
-		if err != nil {
-			s.err = errClass(err)
-			s.latency = time.Since(t0)
-			return s
-		}
-		defer resp.Body.Close()
-		s.status = resp.StatusCode
-		readReply(&s, resp.Body, j.Stream, sb, t0)
-		return s
+		return answered(resp, err, j, sb, t0)
 	}
 	s.latency = time.Since(t0)
 	if status == 0 {
