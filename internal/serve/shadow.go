@@ -207,12 +207,8 @@ func (s *Server) candidateTransport(prof *config.Profile) (http.RoundTripper, er
 	if err != nil {
 		return nil, err
 	}
-	dt, direct := rt.tr.(*directTransport)
-	switch {
-	case rt.upstreamKey == "":
+	if rt.upstreamKey == "" {
 		return rt.tr, nil
-	case direct:
-		return keyedDirect{t: dt, key: rt.upstreamKey}, nil
 	}
 	return keyedTransport{tr: rt.tr, key: rt.upstreamKey}, nil
 }

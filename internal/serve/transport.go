@@ -45,8 +45,6 @@ type pconn struct {
 	addr   string
 	reused bool
 	idleAt time.Time
-	// closeFn closes c (closeFunc: made once, for the context's end).
-	closeFn func()
 }
 
 func newDirectTransport(fallback http.RoundTripper) *directTransport {

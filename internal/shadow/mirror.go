@@ -274,8 +274,7 @@ type Mirror struct {
 	production string
 	remote     bool
 	hc         *http.Client
-	oneShot    bool   // hc is the profile's own client: no request reused (sendBuf)
-	poster     Poster // the transport, when it posts itself (the router's); nil: hc
+	oneShot    bool // hc is the profile's own client: no request reused (sendBuf)
 	base       *url.URL
 	validator  *extract.Validator
 	queue      chan *Job
@@ -327,9 +326,7 @@ func Start(cfg Config, cand *config.Profile, production string) (*Mirror, error)
 // router's own upstream transport does, with the key of its route for
 // the candidate: one transport, no reader and writer goroutines per
 // connection beside the clients' requests); nil: the profile's own
-// client (llm.HTTPClient), as Start. A tr that is also a Poster posts
-// the mirrored requests itself (Poster.Post); redirects still go through
-// an http.Client on tr.
+// client (llm.HTTPClient), as Start.
 func StartWith(cfg Config, cand *config.Profile, production string, tr http.RoundTripper) (*Mirror, error) {
 	if err := cfg.Fill(); err != nil {
 		return nil, err
@@ -353,8 +350,7 @@ func StartWith(cfg Config, cand *config.Profile, production string, tr http.Roun
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	poster, _ := tr.(Poster)
-	m := &Mirror{cfg: cfg, cand: cand, production: production, remote: remote, hc: hc, oneShot: tr == nil, poster: poster, base: base, validator: v,
+	m := &Mirror{cfg: cfg, cand: cand, production: production, remote: remote, hc: hc, oneShot: tr == nil, base: base, validator: v,
 		queue: make(chan *Job, cfg.QueueSize), work: make(chan *Job), started: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	m.active.Store(true)
 	m.wg.Add(1 + cfg.Workers)
@@ -732,19 +728,6 @@ func (sb *sendBuf) withModel(body []byte, cur gjson.Result, model string) ([]byt
 	return out, nil
 }
 
-// Poster is a transport that sends a mirrored request and reads its
-// answer itself (the router's own: package serve), without an
-// *http.Request and *http.Response and their allocations. Post sends
-// body to u (POST, HTTP/1.1) with Content-Type application/json, Accept
-// text/event-stream when stream, and the candidate profile's key; it
-// writes the answer's body to reply as it is read and returns its status
-// (redirects are not followed). status 0: no answer came (err says why);
-// an err with a status: the body was cut mid-way. It returns when the
-// body has ended; ctx's end cuts it.
-type Poster interface {
-	Post(ctx context.Context, u *url.URL, stream bool, body []byte, reply io.Writer) (status int, err error)
-}
-
 // Header values of a mirrored request (read only: shared by all).
 var (
 	jsonType        = []string{"application/json"}
@@ -774,8 +757,7 @@ func (sb *sendBuf) url(base *url.URL, route string) (*url.URL, error) {
 // send posts j's body to the candidate: the route under its base URL, its
 // model in "model", only Content-Type and Accept as headers (the client's
 // headers, its key among them, are never sent); the profile's key is
-// attached by its transport. Through a Poster (post) when the transport
-// is one.
+// attached by its transport.
 func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	var s side
 	body := j.Body
@@ -792,9 +774,6 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	if err != nil {
 		s.err = err.Error()
 		return s
-	}
-	if m.poster != nil {
-		return m.post(j, sb, u, body)
 	}
 	// The worker's request, reused (sendBuf.request): as
 	// http.NewRequestWithContext makes it for u, without parsing u or
@@ -823,44 +802,6 @@ func answered(resp *http.Response, err error, j *Job, sb *sendBuf, t0 time.Time)
 	defer resp.Body.Close()
 	s.status = resp.StatusCode
 	readReply(&s, resp.Body, j.Stream, sb, t0)
-	return s
-}
-
-// post sends body to u through m.poster, the worker's context armed
-// with the request timeout (send's other path: the same side, without an
-// *http.Request or *http.Response). A redirect is followed through the
-// client as roundTrip follows it.
-func (m *Mirror) post(j *Job, sb *sendBuf, u *url.URL, body []byte) side {
-	var s side
-	ctx := sb.arm(m.ctx, m.cfg.RequestTimeout.Duration)
-	defer sb.disarm()
-	t0 := time.Now()
-	sb.sink.reset(t0)
-	status, err := m.poster.Post(ctx, u, j.Stream, body, &sb.sink)
-	switch status {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		req, rerr := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-		if rerr != nil {
-			s.err = rerr.Error()
-			return s
-		}
-		req.Header["Content-Type"] = jsonType
-		if j.Stream {
-			req.Header["Accept"] = eventStreamType
-		}
-		resp, err := m.hc.Do(req)
-		return answered(resp, err, j, sb, t0)
-	}
-	s.latency = time.Since(t0)
-	if status == 0 {
-		s.err = errClass(err)
-		return s
-	}
-	s.status = status
-	if err != nil {
-		s.err = errClass(err)
-	}
-	sb.sink.into(&s, j.Stream)
 	return s
 }
 

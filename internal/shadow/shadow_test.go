@@ -215,33 +215,11 @@ type got struct {
 	method, path, ctype, accept, auth, model, body string
 }
 
-// clientPoster is a Poster on an http.RoundTripper (package serve's
-// Poster is the router's own transport): it follows no redirect.
-type clientPoster struct{ tr http.RoundTripper }
-
-func (p clientPoster) Post(ctx context.Context, u *url.URL, stream bool, body []byte, reply io.Writer) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	resp, err := p.tr.RoundTrip(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, err = io.Copy(reply, resp.Body)
-	return resp.StatusCode, err
-}
-
 // TestSendRequest: what the candidate receives: a POST to the route under
 // its base URL's path, the request with its model set to the candidate's
 // (unchanged when it names it already), Content-Type and, for a stream,
 // Accept; nothing else of the client's. Each worker's URL is parsed once
-// and reused; a redirect is followed. The same through a Poster.
+// and reused; a redirect is followed.
 func TestSendRequest(t *testing.T) {
 	reqs := make(chan got, 8)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -261,14 +239,7 @@ func TestSendRequest(t *testing.T) {
 		w.Write([]byte(`{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}]}`))
 	}))
 	defer srv.Close()
-	for _, poster := range []Poster{nil, clientPoster{srv.Client().Transport}} {
-		sendRequests(t, srv, poster, reqs)
-	}
-}
-
-// sendRequests is TestSendRequest through poster (nil: the client).
-func sendRequests(t *testing.T, srv *httptest.Server, poster Poster, reqs chan got) {
-	m := &Mirror{cand: &config.Profile{Name: "c", Model: "cand-model"}, hc: srv.Client(), poster: poster, ctx: context.Background()}
+	m := &Mirror{cand: &config.Profile{Name: "c", Model: "cand-model"}, hc: srv.Client(), ctx: context.Background()}
 	m.cfg.RequestTimeout.Duration = 10 * time.Second
 	var err error
 	if m.base, err = url.Parse(srv.URL + "/base/"); err != nil {
@@ -289,7 +260,7 @@ func sendRequests(t *testing.T, srv *httptest.Server, poster Poster, reqs chan g
 		s := m.send(&Job{Route: "/v1/chat/completions", Body: []byte(c.body), Stream: c.stream}, &sb)
 		r := <-reqs
 		if s.status != 200 || s.reply.text != "ok" || r.method != "POST" || r.path != "/base/v1/chat/completions" || r.ctype != "application/json" || r.auth != "" || r.model != c.model {
-			t.Errorf("poster %T, request %d: the candidate got %+v; send read %+v", poster, i, r, s)
+			t.Errorf("request %d: the candidate got %+v; send read %+v", i, r, s)
 		}
 		if want := map[bool]string{false: "", true: "text/event-stream"}[c.stream]; r.accept != want {
 			t.Errorf("request %d: Accept %q, want %q", i, r.accept, want)
@@ -304,7 +275,7 @@ func sendRequests(t *testing.T, srv *httptest.Server, poster Poster, reqs chan g
 	// A redirect is followed, as http.Client follows it.
 	s := m.send(&Job{Route: "/v1/moved", Body: []byte(`{"model":"prod-model"}`)}, &sb)
 	if r := <-reqs; s.status != 200 || s.reply.text != "ok" || r.path != "/base/v1/chat/completions" || r.model != "cand-model" {
-		t.Errorf("poster %T, redirected: the candidate got %+v; send read %+v", poster, r, s)
+		t.Errorf("redirected: the candidate got %+v; send read %+v", r, s)
 	}
 }
 
@@ -329,28 +300,26 @@ func TestSendReusesItsRequestPastATimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(hang)
-	for _, poster := range []Poster{nil, clientPoster{srv.Client().Transport}} {
-		m := &Mirror{cand: &config.Profile{Name: "c", Model: "m"}, hc: srv.Client(), poster: poster, ctx: context.Background()}
-		m.cfg.RequestTimeout.Duration = 200 * time.Millisecond
-		m.base, _ = url.Parse(srv.URL)
-		var sb sendBuf
-		defer sb.close()
-		send := func(content string) side {
-			return m.send(&Job{Route: "/v1/chat/completions", Body: []byte(`{"model":"m","messages":[{"role":"user","content":"` + content + `"}]}`)}, &sb)
-		}
-		if s := send("one"); s.status != 200 || !strings.Contains(<-bodies, `"one"`) {
-			t.Fatalf("poster %T, first send: %+v", poster, s)
-		}
-		first, ctx := sb.req, sb.ctx
-		if s := send("two"); s.status != 200 || !strings.Contains(<-bodies, `"two"`) || sb.req != first || sb.ctx != ctx {
-			t.Errorf("poster %T, second send: %+v; request reused %v, context reused %v", poster, s, sb.req == first, sb.ctx == ctx)
-		}
-		if s := send("hang"); s.err != "timeout" || sb.req != nil || sb.ctx != nil {
-			t.Errorf("poster %T, a send past the timeout: err %q, request kept %v, context kept %v", poster, s.err, sb.req != nil, sb.ctx != nil)
-		}
-		if s := send("three"); s.status != 200 || s.err != "" || !strings.Contains(<-bodies, `"three"`) {
-			t.Errorf("poster %T, the send after a timeout: %+v", poster, s)
-		}
+	m := &Mirror{cand: &config.Profile{Name: "c", Model: "m"}, hc: srv.Client(), ctx: context.Background()}
+	m.cfg.RequestTimeout.Duration = 200 * time.Millisecond
+	m.base, _ = url.Parse(srv.URL)
+	var sb sendBuf
+	defer sb.close()
+	send := func(content string) side {
+		return m.send(&Job{Route: "/v1/chat/completions", Body: []byte(`{"model":"m","messages":[{"role":"user","content":"` + content + `"}]}`)}, &sb)
+	}
+	if s := send("one"); s.status != 200 || !strings.Contains(<-bodies, `"one"`) {
+		t.Fatalf("first send: %+v", s)
+	}
+	first, ctx := sb.req, sb.ctx
+	if s := send("two"); s.status != 200 || !strings.Contains(<-bodies, `"two"`) || sb.req != first || sb.ctx != ctx {
+		t.Errorf("second send: %+v; request reused %v, context reused %v", s, sb.req == first, sb.ctx == ctx)
+	}
+	if s := send("hang"); s.err != "timeout" || sb.req != nil || sb.ctx != nil {
+		t.Errorf("a send past the timeout: err %q, request kept %v, context kept %v", s.err, sb.req != nil, sb.ctx != nil)
+	}
+	if s := send("three"); s.status != 200 || s.err != "" || !strings.Contains(<-bodies, `"three"`) {
+		t.Errorf("the send after a timeout: %+v", s)
 	}
 }
 
