@@ -37,6 +37,15 @@ func init() {
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "[TM][ERROR]", Pattern: regexp.MustCompile(`(?i)out of memory`), Class: failure.ClassGPUOOM},
+			// the PyTorch engine imports the dlinfer plugin only for the
+			// devices served through it (ascend, npu, maca, camb) and stops
+			// when it is missing ("ModuleNotFoundError: No module named
+			// 'dlinfer'", then "<dlinfer> check failed!"): this host has no
+			// backend for the --device given, not a broken install of the
+			// engine itself (python's generic rule; engine_died was wrong
+			// strongly at first sight, r8)
+			{Name: "lmdeploy/no-dlinfer", Text: "No module named 'dlinfer", Class: failure.ClassHostCapability,
+				NextStep: dlinferStep, Source: "InternLM/lmdeploy lmdeploy/pytorch/check_env/deeplink.py"},
 		}, pythonSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
@@ -54,3 +63,9 @@ func init() {
 		},
 	})
 }
+
+// dlinferStep is the advice when LMDeploy's dlinfer plugin, the backend
+// of its non-CUDA devices, is missing.
+const dlinferStep = "LMDeploy serves --device ascend, npu, maca and camb through the dlinfer plugin, which is not " +
+	"installed: on a host with that accelerator install the dlinfer build for it (and its vendor's PyTorch); " +
+	"otherwise give the device this host has (--device cuda, or none)."

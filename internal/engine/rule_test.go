@@ -328,3 +328,40 @@ func TestFamiliesBeyondTheCases(t *testing.T) {
 		}
 	}
 }
+
+// TestEighthSetConfidentWrongKinds: the two kinds said strongly and
+// wrongly at first sight on the eighth held-out set (first-sight.json).
+// LMDeploy's missing dlinfer plugin is the host's missing device backend,
+// not a broken install; LM Studio's "Error loading model. (Exit code:
+// N)" says the engine died, weakly (it names no cause), and leaves the
+// cause to an engine line before it.
+func TestEighthSetConfidentWrongKinds(t *testing.T) {
+	classify := func(kind string, exit int, lines ...string) *failure.Failure {
+		tr := feed(t, kind, lines...)
+		return tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(exit)})
+	}
+	f := classify("lmdeploy", 1,
+		"2025-03-24 17:58:14,284 - lmdeploy - ERROR - base.py:53 - ModuleNotFoundError: No module named 'dlinfer'",
+		"2025-03-24 17:58:14,284 - lmdeploy - ERROR - base.py:54 - <dlinfer> check failed!",
+		"dlinfer is not available.")
+	if f.Class != failure.ClassHostCapability || f.Rule != "lmdeploy/no-dlinfer" || !strings.Contains(f.RootCause, "No module named 'dlinfer'") {
+		t.Errorf("dlinfer: %s by %s, %q; want host_capability by lmdeploy/no-dlinfer", f.Class, f.Rule, f.RootCause)
+	}
+	if f := classify("lmdeploy", 1, "ModuleNotFoundError: No module named 'flash_attn'"); f.Class != failure.ClassEngineDied {
+		t.Errorf("another module: %s, want engine_died (a broken install)", f.Class)
+	}
+	const summary = "[2026-01-14 11:07:46][ERROR] [LM Studio] Failed to load model m: Error loading model. (Exit code: 18446744072635812000). Unknown error. Try a different model and/or config."
+	f = classify("openai", 0, "[2026-01-14 11:06:48][INFO] Server started.", summary)
+	if f.Class != failure.ClassEngineDied || f.Confidence != failure.ConfidenceWeak || f.Rule != "ggml/summary-error-loading-model-exit-code" {
+		t.Errorf("LM Studio's exit code: %s %s by %s, want engine_died weak", f.Class, f.Confidence, f.Rule)
+	}
+	f = classify("openai", 0, "[2026-01-14 11:06:48][INFO] Server started.", "ROCm error: invalid device function", summary)
+	if f.Class != failure.ClassGPUArchUnsupported || !strings.Contains(f.RootCause, "invalid device function") {
+		t.Errorf("LM Studio's exit code after the engine's line: %s %q, want that line's gpu_arch_unsupported", f.Class, f.RootCause)
+	}
+	f = classify("openai", 0, "[2026-01-14 11:06:48][INFO] Server started.",
+		"[2026-01-14 11:07:46][ERROR] llama_model_load: error loading model: unknown model architecture: 'x'")
+	if f.Class != failure.ClassModelLoadFailed {
+		t.Errorf("the loader's own error loading model: %s, want model_load_failed", f.Class)
+	}
+}

@@ -366,6 +366,16 @@ var ggmlSignatures = family("ggml", []Rule{
 	// reset under the engine, not a model it cannot read (model_load_failed
 	// was wrong strongly at first sight, r5)
 	{Name: "ggml/device-lost-while-loading", Text: "error loading model", Pattern: regexp.MustCompile(`(?i)error loading model: .*(ErrorDeviceLost|DEVICE_LOST)`), Class: failure.ClassEngineDied, Fatal: true, NextStep: gpuResetStep},
+	// LM Studio's summary of its engine process's end ("Failed to load
+	// model M: Error loading model. (Exit code: 18446744072635812000).
+	// Unknown error."): the code says only that the engine died (there a
+	// fast fail, 0xC0000409 printed as a rounded float), not why; the
+	// engine's own error line before it, when any, is the cause
+	// (model_load_failed was wrong strongly at first sight, r8). An error
+	// tier, so that the generic rule below does not take the line, but
+	// weak: the line names no cause
+	{Name: "ggml/summary-error-loading-model-exit-code", Text: "error loading model", Pattern: regexp.MustCompile(`(?i)error loading model\.\s*\(exit code: -?\d+\)`),
+		Class: failure.ClassEngineDied, Summary: true, Fatal: true, Weak: true},
 	{Text: "error loading model", Class: failure.ClassModelLoadFailed},
 	{Text: "failed to load model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 })
