@@ -6,7 +6,8 @@
 #
 # For each set it checks out the commit in a scratch worktree
 # (FIRST_SIGHT_WT, default /tmp/hiro-first-sight-wt), builds hiro there,
-# extracts the set's folder as it was at that commit, runs
+# extracts the set's folder as it was at that commit (or at the commit
+# that froze it, when it landed after that binary), runs
 # 'hiro diagnose LOG --engine K [--exit N | --signal S] [--requires-accelerator] --json'
 # on every case and 'hiro diagnose --coverage --json' on the set (whose
 # list of wrong cases says which cases were right in full: class, phase,
@@ -20,7 +21,9 @@ tmp="$(mktemp -d)"
 made=""
 trap 'rm -rf "$tmp"; [ -z "$made" ] || git worktree remove --force "$wt"' EXIT
 
-# set name, commit scored with, folder of the set at that commit
+# set name, commit scored with, folder of the set, and the commit the
+# folder is taken from when the set landed after the binary that scored it
+# (default: the commit scored with)
 sets=(
   "r1 70495a1^ internal/engine/heldout"
   "r2 10474a5 internal/engine/heldout"
@@ -34,10 +37,12 @@ sets=(
   "r6b 311ec7e internal/engine/heldout-r6b"
   "r7a 27604cf internal/engine/heldout-r7a"
   "r7b 27604cf internal/engine/heldout-r7b"
+  "r8a 45ca3ba internal/engine/heldout-r8a 62dda72"
+  "r8b 45ca3ba internal/engine/heldout-r8b 446598f"
 )
 
 for s in "${sets[@]}"; do
-  read -r name commit dir <<<"$s"
+  read -r name commit dir from <<<"$s"
   [[ " ${FIRST_SIGHT_SETS:-$name} " == *" $name "* ]] || continue
   rev="$(git rev-parse --short "$commit")"
   bin="${FIRST_SIGHT_BINS:-$tmp}/hiro-$rev"
@@ -50,7 +55,7 @@ for s in "${sets[@]}"; do
     (cd "$wt" && go build -o "$bin" ./cmd/hiro)
   fi
   mkdir -p "$tmp/$name"
-  git archive "$rev" "$dir" | tar -x -C "$tmp/$name" --strip-components="$(tr -cd / <<<"$dir" | wc -c | awk '{print $1+1}')"
+  git archive "${from:-$rev}" "$dir" | tar -x -C "$tmp/$name" --strip-components="$(tr -cd / <<<"$dir" | wc -c | awk '{print $1+1}')"
   "$bin" diagnose --coverage --json "$tmp/$name" >"$tmp/$name.coverage.json" || true
   n="$(jq '.cases | length' "$tmp/$name/cases.json")"
   for ((i = 0; i < n; i++)); do
