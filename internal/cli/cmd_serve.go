@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -103,6 +104,11 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
 	if err := s.Run(ctx); err != nil {
+		var elsewhere *serve.RouterElsewhereError
+		if errors.As(err, &elsewhere) {
+			// Another live router watches production: busy, nothing started.
+			return BusyError(err)
+		}
 		return err
 	}
 	return nil

@@ -121,6 +121,40 @@ func (k Keeper) Adopt(st supervisor.RecordStatus) {
 	_ = supervisor.WriteRecord(k.StateDir, rec)
 }
 
+// Claim marks the recorded process st (FoundOwn, proven ready by the
+// caller) as adopted and watched by this hiro: its record says when it
+// was proven ready and names this process as its Owner (pid, start
+// time, what: "hiro serve" for the router), so that another hiro sharing
+// the state_dir, under another HOME whose lease folder it does not see,
+// finds production watched by a live hiro instead of free to stop
+// (supervisor.Record.OwnerAlive). The record is written only while it
+// still names st's process (another hiro may have replaced it); false
+// when it did not.
+func (k Keeper) Claim(st supervisor.RecordStatus, what string) bool {
+	cur, err := supervisor.ReadRecord(k.StateDir, st.Name)
+	if err != nil || cur.PID != st.PID || cur.StartTicks != st.StartTicks {
+		return false
+	}
+	cur.ReadyAt = time.Now()
+	cur.Owner = supervisor.ThisHiro(what)
+	return supervisor.WriteRecord(k.StateDir, cur) == nil
+}
+
+// Release ends this hiro's Claim of rec's process: its record no longer
+// names an Owner (the engine runs on its own, as after 'hiro backend
+// start'), when it still names rec's process and this hiro as Owner.
+func (k Keeper) Release(rec supervisor.Record) {
+	cur, err := supervisor.ReadRecord(k.StateDir, rec.Name)
+	if err != nil || cur.PID != rec.PID || cur.StartTicks != rec.StartTicks || cur.Owner == nil {
+		return
+	}
+	if me := supervisor.ThisHiro("-"); me == nil || cur.Owner.PID != me.PID || cur.Owner.StartTicks != me.StartTicks {
+		return
+	}
+	cur.Owner = nil
+	_ = supervisor.WriteRecord(k.StateDir, cur)
+}
+
 // Start launches prof through the supervisor, recorded from launch in
 // StateDir, and waits for ready; the process stays the caller's (its
 // exit is watched with Process.Exited). opts.StateDir is set here.

@@ -22,7 +22,7 @@ func TestAdoptedDeathSaysTheRouterDidNotStartIt(t *testing.T) {
 		{filepath.Join(t.TempDir(), "gone.log"), "pid 4242 ended (exit status unknown: this router did not start it"},
 	} {
 		rec := &supervisor.Record{Name: "twin", Engine: "ollama", PID: 4242, LogPath: c.log, StartedAt: time.Now().Add(-time.Minute)}
-		f := adoptedDeath(rec)
+		f := adoptedDeath(t.TempDir(), rec)
 		if f.Class != failure.ClassEngineDied || !strings.Contains(f.RootCause, c.want) {
 			t.Errorf("%s: %s: %q, want engine_died with %q", filepath.Base(c.log), f.Class, f.RootCause, c.want)
 		}

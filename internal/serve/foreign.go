@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
@@ -15,8 +16,12 @@ import (
 // recorded acts on a running process that production's record names,
 // before the router starts one (its first start, a restart, the start
 // after a campaign's lease was released): started with the same
-// configuration and ready, it is adopted; with the same configuration
-// but not ready, it is stopped (the caller starts a fresh one); started
+// configuration and ready, it is adopted and claimed (Keeper.Claim: its
+// record names this router as Owner); with the same configuration but
+// not ready, it is stopped (the caller starts a fresh one), unless
+// another live hiro watches it (Record.OwnerAlive: another router, a
+// start still under way), when it is left to that hiro (leaveToOwner);
+// started
 // with another configuration (another hiro sharing state_dir, or
 // `hiro backend start` from another file), it is left running and
 // production is left to it (leaveToForeign): never stopped, never
@@ -35,8 +40,19 @@ func (p *prodCtl) recorded(ctx context.Context, what string) bool {
 	default:
 		return false
 	}
+	if st.OwnerAlive() {
+		// Another live hiro launched it and watches it (another router,
+		// a 'hiro backend start' still waiting for ready), under a lease
+		// folder this router does not see: never stopped from here, even
+		// while it is not ready yet.
+		p.leaveToOwner(st, what)
+		return true
+	}
 	if rr := supervisor.CheckReady(ctx, prof, p.current().hc); rr.OK {
 		rec := st.Record
+		// Watched from now on by this router: a router under another
+		// HOME finds it so (holdProduction) and leaves it alone.
+		p.keeper().Claim(st, RouterOwner)
 		p.adopted, p.foreign = &rec, nil
 		p.pid.Store(int64(rec.PID))
 		p.setHealth(true, "")
@@ -103,12 +119,43 @@ func (p *prodCtl) leaveToForeign(ctx context.Context, st supervisor.RecordStatus
 		name, st.PID, st.BaseURL, st.StartedAt.Local().Format(time.RFC3339), p.stateDir(), shellquote.Quote(name)))
 }
 
+// leaveToOwner leaves production to st, a running process of the
+// router's configuration that another live hiro watches (its record's
+// Owner, found at what): it is not stopped or adopted, the router starts
+// nothing over it, and the state (down) and the event production_owned
+// say who has it and what to do. The health tick looks again
+// (foreignGone): once that hiro lets it go (a 'hiro backend start' that
+// ended) or the process is gone, the router brings production up again
+// (adopting it when ready).
+func (p *prodCtl) leaveToOwner(st supervisor.RecordStatus, what string) {
+	p.foreign = &st
+	p.restart = nil
+	p.mu.Lock()
+	p.restartAt = time.Time{}
+	p.mu.Unlock()
+	name, o := p.name(), st.Owner
+	p.s.event("production_owned", map[string]any{"backend": name, "pid": st.PID, "owner_pid": o.PID, "owner": o.What,
+		"record": st.RecordPath, "what": what, "reason": "production's record names a process another live hiro watches; it is left to it, not stopped"})
+	if strings.HasPrefix(o.What, RouterOwner) {
+		p.setState(control.StateDown, fmt.Sprintf("%s (pid %d) is watched by another hiro serve (pid %d), which started or adopted it, under a lease folder this router does not see (another HOME or HIRO_LEASE_DIR); "+
+			"this router neither stops nor restarts it: stop that router (kill -TERM %d) and serve from one, or give this router a production of its own",
+			name, st.PID, o.PID, o.PID))
+		return
+	}
+	p.setState(control.StateDown, fmt.Sprintf("%s (pid %d) is started or watched by %s (hiro pid %d); this router leaves it running and adopts it once that hiro lets it go",
+		name, st.PID, o.What, o.PID))
+}
+
 // foreignGone looks again at the process production was left to (the
 // watch's effCheckForeign): gone is true, with its pid, once its record no
-// longer names it running.
+// longer names it running, or, for one of the router's configuration
+// left to its live Owner (leaveToOwner), once no live hiro watches it.
 func (p *prodCtl) foreignGone() (pid int, gone bool) {
 	st, err := supervisor.Status(p.stateDir(), p.name())
 	if err == nil && st.Status == supervisor.StatusRunning && st.PID == p.foreign.PID && st.StartTicks == p.foreign.StartTicks {
+		if p.foreign.Owner != nil && st.ProfileHash == p.prof().Hash() && !st.OwnerAlive() {
+			return p.foreign.PID, true
+		}
 		return 0, false
 	}
 	return p.foreign.PID, true

@@ -31,14 +31,14 @@ func (p *prodCtl) checkHealth(ctx context.Context) (event, bool) {
 				// Another process is recorded under production's name:
 				// replaced, not dead (failed says so). The adopted one,
 				// if still alive, is no longer recorded: stopAny stops it.
-				return p.sense(evFailure, adoptedDeath(rec), "health"), true
+				return p.sense(evFailure, adoptedDeath(p.stateDir(), rec), "health"), true
 			}
 			// What outlived the dead leader (an engine's runner, holding
 			// the port and VRAM) is stopped before the restart.
 			if sr := p.stopAny(ctx); sr != nil && sr.Leftovers > 0 {
 				p.s.event("leftovers_stopped", map[string]any{"backend": p.name(), "pid": rec.PID, "stop": sr})
 			}
-			return p.sense(evFailure, adoptedDeath(rec), "death"), true
+			return p.sense(evFailure, adoptedDeath(p.stateDir(), rec), "death"), true
 		}
 	}
 	start := time.Now()
@@ -83,8 +83,9 @@ const notStartedHere = "this router did not start it (another hiro did, such as 
 
 // adoptedDeath classifies the death of a process another hiro started,
 // from its log file; its exit status is unknown, and says why
-// (notStartedHere).
-func adoptedDeath(rec *supervisor.Record) *failure.Failure {
+// (notStartedHere), unless another hiro left a note that it stopped it
+// (stoppedByAnother).
+func adoptedDeath(stateDir string, rec *supervisor.Record) *failure.Failure {
 	var f *failure.Failure
 	exit := engine.ExitInfo{Unknown: notStartedHere}
 	if lf, err := os.Open(rec.LogPath); err == nil {
@@ -94,6 +95,7 @@ func adoptedDeath(rec *supervisor.Record) *failure.Failure {
 	if f == nil {
 		f = &failure.Failure{Class: failure.ClassEngineDied, RootCause: fmt.Sprintf("pid %d %s", rec.PID, exit)}
 	}
+	stoppedByAnother(f, stateDir, rec.Name, rec.PID, rec.StartedAt)
 	if f.SecondsSinceStart <= 0 && !rec.StartedAt.IsZero() {
 		// The log alone does not say how long the process ran; its record does.
 		f.SecondsSinceStart = time.Since(rec.StartedAt).Seconds()

@@ -115,9 +115,19 @@ func (p *prodCtl) keeper() production.Keeper { return production.Keeper{StateDir
 // supOpts are the options of the router's starts: the pid is known from
 // launch (the supervisor records the process at once: a router killed
 // now leaves a record the next one, or `hiro backend stop`, acts on).
+// Their Owner is RouterOwner: another router sharing state_dir under
+// another lease folder is refused while this one watches production
+// (holdProduction).
 func (p *prodCtl) supOpts() supervisor.Options {
-	return supervisor.Options{OnStart: func(pr *supervisor.Process) { p.pid.Store(int64(pr.PID())) }}
+	return supervisor.Options{Owner: RouterOwner, OnStart: func(pr *supervisor.Process) { p.pid.Store(int64(pr.PID())) }}
 }
+
+// RouterOwner is what a router records as the Owner of the production
+// process it starts or adopts (supervisor.Record.Owner.What, with its
+// pid and start time): a second router, or any hiro, that finds
+// production's record names a live "hiro serve" knows another router
+// watches and restarts it.
+const RouterOwner = "hiro serve"
 
 // lookedAt tells requests waiting in awaitAfterRefusal that the watch
 // has looked at production.
@@ -188,6 +198,11 @@ func (p *prodCtl) setState(st control.State, msg string) {
 		// Nothing checks a managed production that is down: the last
 		// checks say what was, not what is.
 		p.lastHealth, p.lastCanary = staleCheck(p.lastHealth), staleCheck(p.lastCanary)
+	} else if changed && p.st == control.StateReady && !p.current().prof.Unmanaged {
+		// Leaving ready (a death, a failed check, a hand-over): the last
+		// canary probed the process that was ready, not the one a
+		// restart brings up; it stays stale until the next canary.
+		p.lastCanary = staleCheck(p.lastCanary)
 	}
 	// Messages quote engine logs (root causes): no key goes into the
 	// status or the event log.
@@ -391,7 +406,9 @@ func (p *prodCtl) shutdown(onExit string) {
 			p.notRunning(fmt.Sprintf("the adopted production (pid %d) is no longer running (not yet seen by the watch)", p.adopted.PID))
 			return
 		}
-		// Adopted from an earlier router: its record stays as it was.
+		// Adopted from an earlier router: its record stays as it was,
+		// with no hiro watching it any more (Release of the Claim).
+		p.keeper().Release(*p.adopted)
 		p.s.event("production_left_running", map[string]any{"backend": p.name(), "pid": p.adopted.PID, "adopted": true})
 		return
 	}

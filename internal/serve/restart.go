@@ -73,6 +73,7 @@ func (p *prodCtl) died(ctx context.Context, symptom string) event {
 	t := proc.Tracker()
 	f := t.Classify(engine.Outcome{Kind: engine.OutcomeExited, Exit: proc.ExitInfo(), Elapsed: time.Since(p.since)})
 	servingPhase(f)
+	stoppedByAnother(f, p.stateDir(), p.name(), proc.PID(), proc.StartedAt())
 	proc.Stop(ctx) // reaps the group, removes the record (when still its own)
 	p.pid.Store(0)
 	if symptom != "" {
@@ -183,4 +184,25 @@ func (p *prodCtl) stopAny(ctx context.Context) *supervisor.StopResult {
 		return &sr
 	}
 	return nil
+}
+
+// stoppedByAnother rewrites f, the death of production's process pid
+// (started at startedAt), when another hiro stopped it (its
+// supervisor.StopNote, left before the first signal): an exit after that
+// hiro's SIGTERM (code 0) is not the engine ending by itself, and the
+// failure says who stopped it, when, and what to do (Detail
+// "stopped_by": that hiro's pid and what it was doing).
+func stoppedByAnother(f *failure.Failure, stateDir, name string, pid int, startedAt time.Time) {
+	n, ok := supervisor.StoppedBy(stateDir, name, pid, startedAt)
+	if !ok {
+		return
+	}
+	f.RootCause = fmt.Sprintf("pid %d was stopped by another hiro: %s (hiro pid %d) stopped it at %s; the engine did not fail",
+		pid, n.By.What, n.By.PID, n.At.Local().Format(time.RFC3339))
+	f.NextStep = "Another hiro on this state_dir (under another HOME or HIRO_LEASE_DIR, so it did not see this router's lease) stopped production. " +
+		"Run every command of one production under one HOME, or give that hiro a production of its own; hiro serve starts production again."
+	if f.Detail == nil {
+		f.Detail = map[string]any{}
+	}
+	f.Detail["stopped_by"] = map[string]any{"pid": n.By.PID, "what": n.By.What, "at": n.At}
 }

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/procmem"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // Options tune a router. Config is required; the rest have defaults.
@@ -458,7 +460,51 @@ func (s *Server) holdProduction() (*lease.Hold, error) {
 		}
 		return nil, fmt.Errorf("serve: %w", err)
 	}
+	if err := CheckRouterElsewhere(s.cfg, prof); err != nil {
+		h.Release()
+		return nil, err
+	}
 	return h, nil
+}
+
+// RouterElsewhereError says that production's record names a process a
+// live router watches (Record.Owner RouterOwner: it started or adopted
+// it) whose lease this router cannot see: one under another HOME or
+// HIRO_LEASE_DIR sharing the configuration's state_dir. Two routers on
+// one production undo each other's restarts, so Run refuses
+// (errors.Is(err, lease.ErrHeld): hiro serve exits 6, busy) and starts
+// nothing.
+type RouterElsewhereError struct {
+	// Config is the router's configuration file; Record production's
+	// record (its pid, and the watching router as Owner).
+	Config string
+	Record supervisor.RecordStatus
+}
+
+func (e *RouterElsewhereError) Error() string {
+	r, o := e.Record, e.Record.Owner
+	return fmt.Sprintf("serve: production %s (%s) is already served by another hiro serve (pid %d), which started or adopted its process (pid %d, record %s) and restarts it; "+
+		"its lease is in another lease folder (another HOME or HIRO_LEASE_DIR), so only the record shows it. Two routers on one production undo each other's restarts: "+
+		"stop that router (kill -TERM %d) and start this one again, or serve that one's address; for a trial beside it, give this router a production of its own (a profile on its own port, and its own state_dir)",
+		r.Name, r.BaseURL, o.PID, r.PID, r.RecordPath, o.PID)
+}
+
+// Is makes errors.Is(err, lease.ErrHeld) true.
+func (e *RouterElsewhereError) Is(target error) bool { return target == lease.ErrHeld }
+
+// CheckRouterElsewhere returns a *RouterElsewhereError when prof's
+// record in cfg's state_dir names a running process that another live
+// router watches (RouterOwner), nil otherwise (no record, a stale one, no
+// live owner, an owner that is not a router, this process).
+func CheckRouterElsewhere(cfg *config.Config, prof *config.Profile) error {
+	if prof.Unmanaged {
+		return nil
+	}
+	st, err := supervisor.Status(cfg.StateDir, prof.Name)
+	if err != nil || st.Status != supervisor.StatusRunning || !st.OwnerAlive() || !strings.HasPrefix(st.Owner.What, RouterOwner) {
+		return nil
+	}
+	return &RouterElsewhereError{Config: cfg.Path, Record: st}
 }
 
 // listenAddr is the address the router says it listens on: the bound

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
 // switchTo makes name (effective, when given) the production the router
@@ -59,11 +60,13 @@ func (p *prodCtl) switchNow(c *command) {
 		_, _ = p.proc.Detach()
 	} else if p.adopted != nil {
 		c.switched.PreviousPID = p.adopted.PID
+		p.keeper().Release(*p.adopted)
 	}
 	p.proc, p.adopted, p.restart, p.foreign = nil, c.Record, nil, nil
 	p.pid.Store(0)
 	if c.Record != nil {
 		p.pid.Store(int64(c.Record.PID))
+		p.keeper().Claim(supervisor.RecordStatus{Record: *c.Record}, RouterOwner)
 	}
 	p.mu.Lock()
 	p.lastFailure, p.lastCanary = nil, nil

@@ -198,6 +198,9 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 // the process runs (the structured-output gate reads it).
 func (p *Process) Tracker() *engine.Tracker { return p.tracker }
 
+// StartedAt returns when the engine process was started.
+func (p *Process) StartedAt() time.Time { return p.startedAt }
+
 // LogPath returns the attempt's log file.
 func (p *Process) LogPath() string { return p.logPath }
 

@@ -127,9 +127,7 @@ func (p *Process) Record() Record {
 	if s, err := procfs.ReadStat(r.PID); err == nil {
 		r.StartTicks, r.SID = s.StartTicks, s.SID
 	}
-	if t, ok := procfs.StartTicks(os.Getpid()); ok {
-		r.Owner = &Owner{PID: os.Getpid(), StartTicks: t, What: p.owner}
-	}
+	r.Owner = ThisHiro(p.owner)
 	return r
 }
 
@@ -275,6 +273,7 @@ func StopRecord(ctx context.Context, stateDir string, r Record, grace time.Durat
 		removeRecordIfOurs(stateDir, r.Name, r.PID)
 		return st, res
 	}
+	noteStop(stateDir, r)
 	res := stopGroup(ctx, r.PGID, r.Port, grace, r.StartedAt, nil)
 	removeRecordIfOurs(stateDir, r.Name, r.PID)
 	return st, res
@@ -295,7 +294,8 @@ func removeRecordIfOurs(stateDir, name string, pid int) {
 // status says stale, and only the members of its group that outlived the
 // leader and are provably hiro's (Leftovers) are stopped, each by itself
 // (StopResult.Leftovers counts them). The record is removed after a stop
-// when it still names the stopped process.
+// when it still names the stopped process. A process another live hiro
+// watches (Record.Owner) gets a StopNote first, naming this hiro.
 func StopRecorded(ctx context.Context, stateDir, name string, grace time.Duration) (RecordStatus, StopResult, error) {
 	st, err := Status(stateDir, name)
 	if err != nil {
@@ -308,6 +308,7 @@ func StopRecorded(ctx context.Context, stateDir, name string, grace time.Duratio
 		res := stopLeftovers(ctx, st.Record, grace)
 		return st, res, RemoveRecord(stateDir, name)
 	}
+	noteStop(stateDir, st.Record)
 	res := stopGroup(ctx, st.PGID, st.Port, grace, st.StartedAt, nil)
 	// Only the stopped process's record: a router that saw it gone may
 	// have started production again meanwhile and recorded that one.
