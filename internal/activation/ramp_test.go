@@ -90,7 +90,7 @@ func (w *world) hiroBackground(args ...string) func() (int, string) {
 func TestProgressiveActivationRampsThenSwitches(t *testing.T) {
 	w := newWorld(t, false)
 	evPath, sp, l := w.underLoad(4)
-	code, out := w.hiro("activate", evPath, "--progressive", "10,50,100", "--soak", "300ms", "--min-requests", "150", "--journal", w.journal)
+	code, out := w.hiro("activate", evPath, "--progressive", "10,50,100", "--soak", "300ms", "--min-requests", "456", "--journal", w.journal)
 	l.waitMore(t, 20)
 	l.finish()
 	if code != 0 || !strings.Contains(out, "ramp: step 1 of 3: 10 % of production's requests to cand") || !strings.Contains(out, "ramp: step 3 of 3: 100 %") {
@@ -172,7 +172,7 @@ func TestProgressiveActivationReversesOnARegression(t *testing.T) {
 			sp := startServe(t, w.cfgPath, url, w.stateHome, w.env, 30*time.Second)
 			l := startLoadWith(url, 4, false, extractionBody)
 			l.waitMore(t, 20)
-			wait := w.hiroBackground("activate", evPath, "--progressive", "10,25,100", "--soak", "3s", "--min-requests", "150", "--journal", w.journal)
+			wait := w.hiroBackground("activate", evPath, "--progressive", "10,25,100", "--soak", "3s", "--min-requests", "456", "--journal", w.journal)
 			if r := waitRampShare(t, sp, 0.25, 60*time.Second); r.State != evidence.RampRamping {
 				l.finish()
 				code, out := wait()

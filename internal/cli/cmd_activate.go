@@ -34,11 +34,14 @@ type switchOpts struct {
 	// NoPreflight activates without predicting the new production first.
 	NoPreflight bool
 	// Progressive is activate's --progressive (percentages, "" for a
-	// switch at once), Soak its --soak and MinRequests its
-	// --min-requests.
+	// switch at once), Soak its --soak, MinRequests its --min-requests
+	// (0: the ramp's default), Margin its --margin (0: the default) and
+	// MaxDuration its --max-duration (0: the default bound).
 	Progressive string
 	Soak        time.Duration
 	MinRequests int
+	Margin      float64
+	MaxDuration time.Duration
 	// TrustUnsigned accepts evidence (or a record) without a signature.
 	TrustUnsigned bool
 	// journalSet is whether --journal was given; without it the entry
@@ -144,7 +147,9 @@ ramp at any step.
 	cmd.Flags().BoolVar(&o.NoPreflight, "no-preflight", false, "switch without predicting the new production's memory fit and host capabilities first")
 	cmd.Flags().StringVar(&o.Progressive, "progressive", "", "ramp production's requests to the new production by these increasing percentages, ending at 100, through hiro serve, e.g. 1,5,25,50,100")
 	cmd.Flags().DurationVar(&o.Soak, "soak", ramp.DefaultSoak, "with --progressive: the least time each step serves")
-	cmd.Flags().IntVar(&o.MinRequests, "min-requests", ramp.DefaultMinRequests, "with --progressive: the fewest candidate requests a step advances on")
+	cmd.Flags().IntVar(&o.MinRequests, "min-requests", 0, fmt.Sprintf("with --progressive: the fewest candidate requests a step advances on; at least the count a step with no failed request needs to pass at --margin (default that count: %d at the default margin); fewer is refused", max(ramp.DefaultMinRequests, ramp.MinRequestsToDecide(ramp.DefaultMargin))))
+	cmd.Flags().Float64Var(&o.Margin, "margin", ramp.DefaultMargin, "with --progressive: how much worse than production's the new backend's error and invalid rates may be (a fraction: 0.02 is two points); a wider margin decides on fewer requests")
+	cmd.Flags().DurationVar(&o.MaxDuration, "max-duration", 0, fmt.Sprintf("with --progressive: the ramp's overall bound; still ramping then, it is reversed and the old backend serves every request (default %d × soak × steps, at least %s)", ramp.DefaultMaxDurationFactor, ramp.DefaultMaxDurationFloor))
 	return cmd
 }
 
@@ -174,6 +179,24 @@ func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) err
 	if err != nil {
 		return UsageError(fmt.Errorf("activate: %w", err))
 	}
+	var pol *ramp.Policy
+	if o.Progressive != "" {
+		steps, err := ramp.ParseSteps(o.Progressive)
+		if err != nil {
+			return UsageError(fmt.Errorf("activate: %w", err))
+		}
+		pol = &ramp.Policy{Steps: steps, Soak: config.Duration{Duration: o.Soak}, MinRequests: o.MinRequests, Margin: o.Margin,
+			MaxDuration: config.Duration{Duration: o.MaxDuration}}
+		if err := pol.Fill(); err != nil {
+			return UsageError(fmt.Errorf("activate: %w", err))
+		}
+		// A floor no clean step can advance on is refused before anything
+		// starts: the count status would say a step waits for would not be
+		// what it waits for.
+		if err := pol.CheckDecidable(); err != nil {
+			return UsageError(fmt.Errorf("activate: --progressive: %w", err))
+		}
+	}
 	path, err := activation.EvidencePath(arg)
 	if err != nil {
 		return UsageError(fmt.Errorf("activate: %w", err))
@@ -190,17 +213,7 @@ func runActivate(ctx context.Context, g *Globals, o *switchOpts, arg string) err
 	so := switchOptions(ctx, g, o, cfg)
 	so.Accept.Inconclusive = o.AcceptInconclusive
 	so.Accept.OlderEvidence = o.AcceptOlder
-	if o.Progressive != "" {
-		steps, err := ramp.ParseSteps(o.Progressive)
-		if err != nil {
-			return UsageError(fmt.Errorf("activate: %w", err))
-		}
-		pol := &ramp.Policy{Steps: steps, Soak: config.Duration{Duration: o.Soak}, MinRequests: o.MinRequests}
-		if err := pol.Fill(); err != nil {
-			return UsageError(fmt.Errorf("activate: %w", err))
-		}
-		so.Progressive = pol
-	}
+	so.Progressive = pol
 	out, err := activation.Activate(ctx, cfg, path, so)
 	if err != nil {
 		return switchError(g, "activate", err)

@@ -165,3 +165,35 @@ func TestRecoverSaysNothingToRecover(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }
+
+// A --min-requests no clean step can advance on at the margin in force
+// is refused (exit 2) before anything is read or started, naming the
+// smallest count that can decide; the same count passes the check (it
+// then fails later, on the evidence: exit 2 names the evidence, not the
+// count), and a wider --margin lowers it. Before, --progressive 25,100
+// --min-requests 8 was accepted and its steps held for ever.
+func TestActivateRefusesMinRequestsThatCannotDecide(t *testing.T) {
+	cfg := switchTestConfig(t)
+	ev := filepath.Join(t.TempDir(), "evidence.json")
+	if err := os.WriteFile(ev, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), append([]string{"--config", cfg, "activate", ev, "--check", "--progressive", "25,100"}, args...), &out, &errb)
+		return code, errb.String()
+	}
+	code, msg := run("--min-requests", "8")
+	if code != ExitUsage || !strings.Contains(msg, "min_requests 8 cannot decide at a margin of 0.02") || !strings.Contains(msg, "use --min-requests 456 or more") {
+		t.Fatalf("--min-requests 8: exit %d, stderr %q", code, msg)
+	}
+	if _, msg := run("--min-requests", "456"); strings.Contains(msg, "cannot decide") {
+		t.Errorf("--min-requests 456 refused: %q", msg)
+	}
+	if _, msg := run("--min-requests", "100", "--margin", "0.1"); strings.Contains(msg, "cannot decide") {
+		t.Errorf("--min-requests 100 at margin 0.1 refused: %q", msg)
+	}
+	if code, msg := run("--max-duration", "1s", "--soak", "1m"); code != ExitUsage || !strings.Contains(msg, "below the soak of every step") {
+		t.Errorf("--max-duration 1s: exit %d, stderr %q", code, msg)
+	}
+}

@@ -203,10 +203,25 @@ func Decide(p Policy, in Input) Decision {
 	case in.Candidate.Requests < p.MinRequests:
 		d.Action, d.Reason = evidence.RampHold, fmt.Sprintf("%d of the %d candidate requests a step advances on", in.Candidate.Requests, p.MinRequests)
 	case len(open) > 0:
-		d.Action, d.Reason = evidence.RampHold, "inconclusive: "+strings.Join(open, ", ")
-		if n := toDecide(in.Candidate.Errors, in.Candidate.Requests, base.Errors, base.Requests, p, conf); n > 0 && open[0] == MeasureErrors {
-			d.Reason += fmt.Sprintf("; at the rates seen the error rate would pass from about %d candidate requests", n)
+		var what []string
+		for _, c := range d.Checks {
+			if c.Outcome != Inconclusive {
+				continue
+			}
+			switch c.Measure {
+			case MeasureErrors:
+				w := openRate(c, in.Candidate.Errors, in.Candidate.Requests, "failed", "error rate")
+				if n := toDecide(in.Candidate.Errors, in.Candidate.Requests, base.Errors, base.Requests, p, conf); n > 0 {
+					w += fmt.Sprintf("; at the rates seen it would pass from about %d candidate requests", n)
+				}
+				what = append(what, w)
+			case MeasureInvalid:
+				what = append(what, openRate(c, in.Candidate.Invalid, in.Candidate.Checked, "checked replies invalid", "invalid rate"))
+			default:
+				what = append(what, c.Measure)
+			}
 		}
+		d.Action, d.Reason = evidence.RampHold, "inconclusive: "+strings.Join(what, "; ")
 	case in.Last:
 		d.Action, d.Reason = evidence.RampComplete, fmt.Sprintf("%d candidate requests at %s: every check passed", in.Candidate.Requests, Percent(in.Share))
 	default:
@@ -216,6 +231,30 @@ func Decide(p Policy, in Input) Decision {
 		d.Action, d.Reason = evidence.RampReverse, fmt.Sprintf("still %s after the step timeout (%s)", d.Reason, p.StepTimeout.Duration)
 	}
 	return d
+}
+
+// openRate says what an inconclusive rate check shows: k of n (what
+// they are) bound the candidate's rate (name) below Upper only, against
+// the limit the margin asks ("error_rate: 0 of 34 failed show an error
+// rate below 0.323 only; the limit is 0.020 (production 0.000 + margin
+// 0.020)"); with production's sample still empty, that too.
+func openRate(c evidence.RampCheck, k, n int, what, name string) string {
+	if n == 0 {
+		return fmt.Sprintf("%s: no candidate request counted yet", c.Measure)
+	}
+	s := fmt.Sprintf("%s: %d of %d %s show %s below %.3f only; the limit is %.3f (production %.3f + margin %.3f)",
+		c.Measure, k, n, what, article(name), c.Upper, c.Limit, c.Production, c.Limit-c.Production)
+	if c.Lower <= c.Limit && c.Upper <= c.Limit {
+		s += "; production has no counted request to compare with yet"
+	}
+	return s
+}
+
+func article(name string) string {
+	if strings.IndexAny(name[:1], "aeiou") == 0 {
+		return "an " + name
+	}
+	return "a " + name
 }
 
 // rateCheck compares the candidate's rate k/n (errors, or invalid

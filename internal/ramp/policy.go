@@ -3,22 +3,33 @@ package ramp
 import (
 	"fmt"
 	"hash/fnv"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/stats"
 )
 
 // Defaults of Policy.
 const (
 	// DefaultSoak is the least time a step serves before it may advance.
 	DefaultSoak = 5 * time.Minute
-	// DefaultMinRequests is the fewest candidate requests a step advances
-	// on, a floor only: with the correction for repeated looks
-	// (LookAlpha) a clean step becomes conclusive at a 2-point margin at
-	// its look at 512 requests (about 435 needed there).
+	// DefaultMinRequests is the floor of the default of
+	// Policy.MinRequests: the default is the larger of it and
+	// MinRequestsToDecide(margin), the fewest at which a step with no
+	// failed request can pass its error-rate check (456 at the default
+	// 2-point margin).
 	DefaultMinRequests = 150
+	// DefaultMaxDurationFactor makes the default of Policy.MaxDuration:
+	// the soak times the number of steps times this factor (5 steps of
+	// 5 minutes: 4 h 10 min), at least DefaultMaxDurationFloor. A ramp still ramping then is reversed: the
+	// old backend serves every request again, with that reason.
+	DefaultMaxDurationFactor = 10
+	// DefaultMaxDurationFloor is the least default of Policy.MaxDuration
+	// (short soaks: a ramp of two 10 s steps is bounded at 1 h, not 200 s).
+	DefaultMaxDurationFloor = time.Hour
 	// DefaultMargin is how much worse than production's the candidate's
 	// error and invalid rates may be (a fraction: 0.02 is two points).
 	DefaultMargin = 0.02
@@ -64,6 +75,11 @@ type Policy struct {
 	// StepTimeout, when set, reverses a step still inconclusive after
 	// this long (0: a step holds until it decides or is stopped).
 	StepTimeout config.Duration `json:"step_timeout,omitempty"`
+	// MaxDuration bounds the whole ramp: one still ramping this long
+	// after its start is reversed (0: DefaultMaxDurationFactor × Soak ×
+	// the number of steps, at least DefaultMaxDurationFloor), so a ramp whose traffic stopped or whose
+	// checks cannot decide does not hold for ever.
+	MaxDuration config.Duration `json:"max_duration,omitempty"`
 }
 
 // Fill sets the defaults and checks the values; errors name the setting
@@ -81,17 +97,17 @@ func (p *Policy) Fill() error {
 	if p.Soak.Duration < 0 {
 		return fmt.Errorf("ramp soak %s: use a positive duration, e.g. 5m", p.Soak.Duration)
 	}
-	if p.MinRequests == 0 {
-		p.MinRequests = DefaultMinRequests
-	}
-	if p.MinRequests < 1 {
-		return fmt.Errorf("ramp min_requests %d: use at least 1 (default %d)", p.MinRequests, DefaultMinRequests)
-	}
 	if p.Margin == 0 {
 		p.Margin = DefaultMargin
 	}
 	if !(p.Margin > 0 && p.Margin < 1) {
 		return fmt.Errorf("ramp margin %v: use a fraction in (0, 1), e.g. 0.02", p.Margin)
+	}
+	if p.MinRequests == 0 {
+		p.MinRequests = max(DefaultMinRequests, MinRequestsToDecide(p.Margin))
+	}
+	if p.MinRequests < 1 {
+		return fmt.Errorf("ramp min_requests %d: use at least 1 (default %d)", p.MinRequests, max(DefaultMinRequests, MinRequestsToDecide(p.Margin)))
 	}
 	if p.LatencyFloorMS == 0 {
 		p.LatencyFloorMS = DefaultLatencyFloorMS
@@ -105,7 +121,73 @@ func (p *Policy) Fill() error {
 	if p.StepTimeout.Duration < 0 {
 		return fmt.Errorf("ramp step_timeout %s: use a positive duration, or none", p.StepTimeout.Duration)
 	}
+	if p.MaxDuration.Duration < 0 {
+		return fmt.Errorf("ramp max_duration %s: use a positive duration, e.g. 2h, or none for the default (%d × soak × steps, at least %s)", p.MaxDuration.Duration, DefaultMaxDurationFactor, DefaultMaxDurationFloor)
+	}
+	if p.MaxDuration.Duration == 0 {
+		p.MaxDuration.Duration = max(DefaultMaxDurationFloor, time.Duration(DefaultMaxDurationFactor*len(p.Steps))*p.Soak.Duration)
+	}
+	if p.MaxDuration.Duration < p.Soak.Duration*time.Duration(len(p.Steps)) {
+		return fmt.Errorf("ramp max_duration %s is below the soak of every step (%d × %s = %s): the ramp would be reversed before it could complete; use at least %s, or leave it out (default %d × soak × steps)",
+			p.MaxDuration.Duration, len(p.Steps), p.Soak.Duration, p.Soak.Duration*time.Duration(len(p.Steps)), p.Soak.Duration*time.Duration(len(p.Steps)), DefaultMaxDurationFactor)
+	}
 	return nil
+}
+
+// CheckDecidable refuses a policy (filled) whose MinRequests is below
+// MinRequestsToDecide at its margin: a step cannot advance on that many
+// candidate requests however clean they are, so the count it says it
+// waits for would not be what it waits for. The error names the count,
+// what a clean step of that many requests shows, and the smallest count
+// that can decide. 'hiro activate --progressive' checks it before
+// anything starts.
+func (p Policy) CheckDecidable() error {
+	least := MinRequestsToDecide(p.Margin)
+	if p.MinRequests >= least {
+		return nil
+	}
+	k := lookAt(p.MinRequests)
+	_, hi, _ := stats.ClopperPearson(0, p.MinRequests, 1-2*LookAlpha(k)/3)
+	return fmt.Errorf("ramp min_requests %d cannot decide at a margin of %.3g: even with none of %d candidate requests failed, the error rate is shown below %.3f only, and the limit is production's rate + %.3g; "+
+		"a step with no failed request passes from %d requests: use --min-requests %d or more (or leave it out: the default is %d), or a wider --margin",
+		p.MinRequests, p.Margin, p.MinRequests, hi, p.Margin, least, least, max(DefaultMinRequests, least))
+}
+
+// lookAt is the look a step has reached by n candidate requests, counted
+// high: its looks at 1, 2, 4, … (each time the count doubled) and the
+// one at the soak's end (Ramp.Tick).
+func lookAt(n int) int {
+	return bits.Len(uint(max(n, 1))) + 1
+}
+
+// MinRequestsToDecide is the fewest candidate requests at which a step
+// with none failed can pass its error-rate check at margin (a fraction):
+// the Clopper-Pearson upper bound of 0 failures in n, at the look that n
+// requests have reached (lookAt, LookAlpha split between three checks:
+// error rate, invalid rate, latency), within the margin. Below it the
+// check is inconclusive whatever the traffic says (0 failures in 8 show
+// a rate below 0.62 only). 456 at the default 2-point margin, 84 at 10
+// points.
+func MinRequestsToDecide(margin float64) int {
+	passes := func(n int) bool {
+		_, hi, err := stats.ClopperPearson(0, n, 1-2*LookAlpha(lookAt(n))/3)
+		return err == nil && hi <= margin
+	}
+	lo, hi := 0, 1
+	for !passes(hi) {
+		if hi >= maxToDecide {
+			return maxToDecide
+		}
+		lo, hi = hi, min(2*hi, maxToDecide)
+	}
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; passes(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 func checkSteps(steps []float64) error {

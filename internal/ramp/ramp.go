@@ -155,6 +155,14 @@ func (r *Ramp) Tick(now time.Time, down string) Decision {
 		}
 		d.Checks = h.Checks
 	}
+	if d.Action == evidence.RampHold && r.pol.MaxDuration.Duration > 0 && now.Sub(r.res.StartedAt) >= r.pol.MaxDuration.Duration {
+		// The ramp's overall bound: traffic that stopped, or checks that
+		// cannot decide, do not hold the two backends for ever.
+		d = Decision{Action: evidence.RampReverse, Checks: d.Checks,
+			Reason: fmt.Sprintf("the ramp's bound (max_duration %s) passed %s after its start with the step at %s still holding (%s); the old backend serves every request again",
+				r.pol.MaxDuration.Duration, now.Sub(r.res.StartedAt).Round(time.Second), Percent(r.res.Share), d.Reason)}
+		h.Reason = d.Reason
+	}
 	h.Decision = d.Action
 	switch d.Action {
 	case evidence.RampAdvance:

@@ -59,7 +59,7 @@ func TestDecide(t *testing.T) {
 		{"errors shown above the margin reverse at once", Input{Share: 0.25, Elapsed: time.Second, Candidate: sample(8, 4, fast, 0, 0), Production: prod},
 			evidence.RampReverse, "error_rate: candidate 0.500"},
 		{"a clean step that is still open says when it would decide", Input{Share: 0.1, Elapsed: time.Hour, Candidate: sample(160, 0, fast, 0, 0), Production: prod},
-			evidence.RampHold, "the error rate would pass from about "},
+			evidence.RampHold, "error_rate: 0 of 160 failed show an error rate below 0.026 only; the limit is 0.020 (production 0.000 + margin 0.020); at the rates seen it would pass from about "},
 		{"one error in 150 is within the margin's reach but not conclusive", Input{Share: 0.1, Elapsed: time.Hour, Candidate: sample(150, 1, fast, 0, 0), Production: prod},
 			evidence.RampHold, "inconclusive: error_rate"},
 		{"a slower candidate above the floor reverses", Input{Share: 0.25, Elapsed: time.Second, Candidate: sample(20, 0, slow, 0, 0), Production: prod},
@@ -77,7 +77,7 @@ func TestDecide(t *testing.T) {
 		{"a candidate that is down reverses without a comparison", Input{Share: 0.05, Down: "connection refused"},
 			evidence.RampReverse, "the candidate is down: connection refused"},
 		{"at share 1 without a production baseline nothing is conclusive", Input{Share: 1, Last: true, Elapsed: time.Hour, Candidate: sample(200, 0, fast, 0, 0)},
-			evidence.RampHold, "inconclusive: error_rate, latency"},
+			evidence.RampHold, "inconclusive: error_rate: 0 of 200 failed show an error rate below 0.021 only; the limit is 0.020 (production 0.000 + margin 0.020); latency"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := Decide(p, c.in)
@@ -222,8 +222,74 @@ func TestPolicyRefusals(t *testing.T) {
 		t.Errorf("margin 2: %v", err)
 	}
 	var d Policy
-	if err := d.Fill(); err != nil || len(d.Steps) != 5 || d.MinRequests != DefaultMinRequests || d.Soak.Duration != DefaultSoak {
+	if err := d.Fill(); err != nil || len(d.Steps) != 5 || d.MinRequests != MinRequestsToDecide(DefaultMargin) || d.MinRequests != 456 ||
+		d.Soak.Duration != DefaultSoak || d.MaxDuration.Duration != 250*time.Minute {
 		t.Errorf("defaults: %+v %v", d, err)
+	}
+}
+
+// TestMinRequestsThatCannotDecideAreRefused: a min_requests below what a
+// clean step needs to pass its error-rate check at the margin (0 of 8
+// failed show a rate below 0.62 only, the limit is 0.02) is refused,
+// naming the smallest that can decide; that smallest is right: a clean
+// step of that many requests (every check counted: error rate, invalid
+// rate, latency) passes its error-rate check at the look it has reached,
+// one fewer does not. Before, --min-requests 8 was accepted and the step
+// held for ever while status said it waited for 8.
+func TestMinRequestsThatCannotDecideAreRefused(t *testing.T) {
+	p := Policy{Steps: []float64{0.25, 1}, Soak: config.Duration{Duration: 10 * time.Second}, MinRequests: 8}
+	must(t, p.Fill())
+	err := p.CheckDecidable()
+	for _, want := range []string{"min_requests 8 cannot decide at a margin of 0.02", "none of 8 candidate requests failed", "below 0.623 only",
+		"passes from 456 requests", "--min-requests 456"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("min_requests 8: %v, want %q", err, want)
+		}
+	}
+	for _, m := range []float64{0.02, 0.1} {
+		least := MinRequestsToDecide(m)
+		ok := Policy{Steps: []float64{1}, MinRequests: least, Margin: m}
+		must(t, ok.Fill())
+		if err := ok.CheckDecidable(); err != nil {
+			t.Errorf("margin %v, min_requests %d: %v", m, least, err)
+		}
+		alpha := LookAlpha(lookAt(least)) / 3
+		if c := rateCheck(MeasureErrors, 0, least, 0, 5000, ok, 1-2*alpha); c.Outcome != Passed {
+			t.Errorf("margin %v: a clean step of %d requests at its look %d: %+v, want passed", m, least, lookAt(least), c)
+		}
+		alpha = LookAlpha(lookAt(least-1)) / 3
+		if c := rateCheck(MeasureErrors, 0, least-1, 0, 5000, ok, 1-2*alpha); c.Outcome == Passed {
+			t.Errorf("margin %v: %d requests already pass (%+v): the least is wrong", m, least-1, c)
+		}
+	}
+}
+
+// TestRampEndsAtItsMaxDuration: a ramp still holding at its overall
+// bound is reversed with that reason (share 0: the old backend serves
+// every request); the default bound is 10 × soak × steps, at least an
+// hour. Before, a step whose traffic stopped held for ever.
+func TestRampEndsAtItsMaxDuration(t *testing.T) {
+	p := Policy{Steps: []float64{0.25, 1}, Soak: config.Duration{Duration: time.Second}, MinRequests: 10, MaxDuration: config.Duration{Duration: time.Minute}}
+	must(t, p.Fill())
+	t0 := time.Now()
+	r := New(p, "cand", "prod", t0)
+	if d := r.Tick(t0.Add(30*time.Second), ""); d.Action != evidence.RampHold {
+		t.Fatalf("at 30 s: %+v", d)
+	}
+	d := r.Tick(t0.Add(61*time.Second), "")
+	res := r.Result()
+	if d.Action != evidence.RampReverse || res.State != evidence.RampReversed || r.Share() != 0 ||
+		!strings.Contains(res.Reason, "the ramp's bound (max_duration 1m0s) passed 1m1s after its start with the step at 25 % still holding") {
+		t.Errorf("at 61 s: %+v; result %s %q share %v", d, res.State, res.Reason, r.Share())
+	}
+	short := Policy{Steps: []float64{0.25, 1}, Soak: config.Duration{Duration: 10 * time.Second}}
+	must(t, short.Fill())
+	if short.MaxDuration.Duration != time.Hour {
+		t.Errorf("default max_duration of two 10 s steps: %s, want 1h", short.MaxDuration.Duration)
+	}
+	bad := Policy{Steps: []float64{0.25, 1}, Soak: config.Duration{Duration: time.Minute}, MaxDuration: config.Duration{Duration: time.Minute}}
+	if err := bad.Fill(); err == nil || !strings.Contains(err.Error(), "below the soak of every step") {
+		t.Errorf("max_duration below 2 soaks: %v", err)
 	}
 }
 
