@@ -579,3 +579,27 @@ func TestRampOwnerGoneReverses(t *testing.T) {
 		}
 	}
 }
+
+// TestRampWithoutTrafficEndsAtItsMaxDuration: a ramp whose traffic never
+// comes holds its first step until its overall bound (max_duration),
+// then the router reverses it with that reason and production answers
+// every request again. Before, such a ramp held both backends for ever.
+func TestRampWithoutTrafficEndsAtItsMaxDuration(t *testing.T) {
+	cand, _ := rampCandidate(t, "cand", "--chat", "claims")
+	r := startRouter(t, fakeConfig(t, []string{"--chat", "claims"}, cand), nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	p := rampTestPolicy(0.5, 1)
+	p.MaxDuration = config.Duration{Duration: 1500 * time.Millisecond}
+	started := time.Now()
+	if _, err := r.ctl.RampStart(context.Background(), control.RampStartRequest{Candidate: "cand", Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	res := waitRamp(t, r, 10*time.Second, "reversed", func(r *evidence.RampResult) bool { return r.State != evidence.RampRamping })
+	if took := time.Since(started); res.State != evidence.RampReversed || !strings.Contains(res.Reason, "the ramp's bound (max_duration 1.5s) passed") ||
+		!strings.Contains(res.Reason, "step at 50 % still holding (0 of the 20 candidate requests a step advances on)") || took < 1500*time.Millisecond {
+		t.Fatalf("after %s: ramp %s, reason %q", took, res.State, res.Reason)
+	}
+	if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 || answeredBy(body) != "fake-model" {
+		t.Errorf("after the reversal: %d, answered by %q", code, answeredBy(body))
+	}
+}
