@@ -103,7 +103,8 @@ unless --slug gives one; the timestamp is now unless --time gives one. Edit
 the JSON afterwards to add sections; 'hiro journal check' validates it.
 
 Exit status: 0 written; 2 bad usage (no title, a bad slug or time, a slug
-or timestamp already in the journal).`,
+or timestamp already in the journal): nothing is written, not even the
+journal folder.`,
 		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runJournalNew(c.Context(), g, jo, o)
@@ -151,16 +152,15 @@ func runJournalNew(_ context.Context, g *Globals, jo *journalOpts, o *journalNew
 		}
 		e.Body = string(b)
 	}
-	if err := os.MkdirAll(jo.Dir, 0o755); err != nil {
-		return UsageErrorf("journal new: %w", err)
-	}
-	j, err := journal.Load(jo.Dir)
+	// Opened, not made: the folder appears with the entry, so a refusal
+	// writes nothing.
+	j, err := journal.Open(jo.Dir)
 	if err != nil {
 		return UsageErrorf("journal new: %w", err)
 	}
 	rel, err := j.Create(e)
 	if err != nil {
-		if errors.Is(err, journal.ErrExists) {
+		if errors.Is(err, journal.ErrExists) || errors.Is(err, journal.ErrInvalid) {
 			return UsageErrorf("journal new: %w", err)
 		}
 		return fmt.Errorf("journal new: %w", err)
@@ -201,10 +201,7 @@ func runJournalAdd(_ context.Context, g *Globals, jo *journalOpts, args []string
 	if _, err := os.Stat(args[0]); err != nil {
 		return UsageErrorf("journal add: %w", err)
 	}
-	if err := os.MkdirAll(jo.Dir, 0o755); err != nil {
-		return UsageErrorf("journal add: %w", err)
-	}
-	j, err := journal.Load(jo.Dir)
+	j, err := journal.Open(jo.Dir)
 	if err != nil {
 		return UsageErrorf("journal add: %w", err)
 	}

@@ -118,7 +118,7 @@ func TestJournalCommands(t *testing.T) {
 	}
 }
 
-func writeTestEvidence(t *testing.T, path string) {
+func writeTestEvidence(t *testing.T, path string, edits ...func(*evidence.Evidence)) {
 	t.Helper()
 	start := time.Date(2025, 6, 12, 14, 0, 0, 0, time.UTC)
 	end := start.Add(time.Hour)
@@ -130,6 +130,9 @@ func writeTestEvidence(t *testing.T, path string) {
 			Attempts: []evidence.Attempt{{Name: "base", Failure: &failure.Failure{Class: failure.ClassHostCapability, Phase: failure.PhaseKVInit, RootCause: "UVA is not available"}}}}},
 		Fingerprints: evidence.Fingerprints{Plan: strings.Repeat("0", 64)},
 		Report:       evidence.Report{Sections: []evidence.Section{}, Validation: []evidence.Validation{}},
+	}
+	for _, edit := range edits {
+		edit(ev)
 	}
 	// Signed with this user's key, as a campaign writes it.
 	key, err := signing.LoadOrCreate()
@@ -322,5 +325,48 @@ func TestJournalBuildRefusesAnotherJournalsSite(t *testing.T) {
 	// Now it is journal-b's: journal-a is refused, naming journal-b.
 	if code, _, errs := runHiro(t, "journal", "build", "--journal", a); code != ExitUsage || !strings.Contains(errs, `journal "journal-b"`) {
 		t.Errorf("build a into b's site: %d %q", code, errs)
+	}
+}
+
+// A new user's report (issue 26 P6): a refused 'journal add' of an
+// aborted campaign's evidence (exit 2) left the journal folder behind,
+// though docs/commands.md says nothing is written. Every refusal of add
+// and new, into a journal that does not exist yet, now leaves no folder;
+// the first accepted one makes it.
+func TestJournalRefusalsCreateNothing(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "j1")
+	aborted := filepath.Join(t.TempDir(), evidence.PublicFile)
+	writeTestEvidence(t, aborted, func(ev *evidence.Evidence) {
+		ev.Verdict, ev.ExitCode, ev.TerminationReason = evidence.VerdictAborted, 3, "aborted: interrupted by SIGINT"
+		ev.Gates[0].Status, ev.Gates[0].Reason, ev.Gates[0].Attempts = evidence.StatusNotRun, "aborted: interrupted by SIGINT", nil
+	})
+	notEvidence := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(notEvidence, []byte("hello\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add", aborted}, "was aborted (exit 3"},
+		{[]string{"add", notEvidence}, "not hiro evidence"},
+		{[]string{"add", filepath.Join(parent, "missing.json")}, "no such file"},
+		{[]string{"new", "--title", "Year zero", "--time", "0000-01-01T00:00:00Z"}, "year 0 is out of range"},
+	} {
+		args := append([]string{"journal", c.args[0], "--journal", dir}, c.args[1:]...)
+		code, _, errs := runHiro(t, args...)
+		if code != ExitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("journal %s: exit %d, want %d and %q\n%s", strings.Join(c.args, " "), code, ExitUsage, c.want, errs)
+		}
+		if _, err := os.Lstat(dir); err == nil {
+			t.Fatalf("the refused 'journal %s' created %s", strings.Join(c.args, " "), dir)
+		}
+	}
+	good := filepath.Join(t.TempDir(), evidence.PublicFile)
+	writeTestEvidence(t, good)
+	if code, out, errs := runHiro(t, "journal", "add", "--journal", dir, good); code != ExitOK {
+		t.Fatalf("journal add into a new folder: exit %d\n%s%s", code, out, errs)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(dir, "entries", "*.json")); len(ents) != 1 {
+		t.Errorf("entries after the first accepted add: %q, want 1", ents)
 	}
 }

@@ -234,6 +234,11 @@ func (j *Journal) addOnce(e *Entry, data []byte) (string, error) {
 		return "", fmt.Errorf("campaign %s: %w: every slug of %q is taken; retitle the plan", e.Campaign, ErrExists, e.Title)
 	}
 	e.Evidence = EvidenceDir + "/" + e.FileName()
+	// Every refusal of the entry comes before the evidence copy: a
+	// refused add writes nothing (not even the folder).
+	if _, err := j.checkNew(e); err != nil {
+		return "", err
+	}
 	dst := filepath.Join(j.Dir, filepath.FromSlash(e.Evidence))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", fmt.Errorf("journal evidence folder: %w", err)

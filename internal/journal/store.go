@@ -164,6 +164,18 @@ func Load(dir string) (*Journal, error) {
 	return j, nil
 }
 
+// Open is Load for a command that adds to the journal: a dir that does
+// not exist is an empty journal (Dir set, no entries), and the folder is
+// made only by the first file written (Create, AddFromEvidence), after
+// every check passed, so a refused add or new leaves nothing behind.
+// Errors are Load's for a dir that exists.
+func Open(dir string) (*Journal, error) {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return &Journal{Dir: dir}, nil
+	}
+	return Load(dir)
+}
+
 // entryFiles lists the *.json names in dir/entries, sorted.
 func entryFiles(dir string) ([]string, error) {
 	des, err := os.ReadDir(filepath.Join(dir, EntriesDir))
@@ -293,29 +305,9 @@ var ErrExists = errors.New("already in the journal")
 // taken, and writes it atomically to entries/<stamp>_<slug>.json (creating
 // the directories). It returns the path written, relative to j.Dir.
 func (j *Journal) Create(e *Entry) (string, error) {
-	// An entry is public: every string passes through package redact
-	// before it is validated and written.
-	redact.Value(e)
-	if probs := e.Validate(); len(probs) > 0 {
-		return "", fmt.Errorf("new entry: %s", strings.Join(probs, "; "))
-	}
-	for _, o := range j.Entries {
-		if o.Timestamp.Equal(e.Timestamp) {
-			return "", fmt.Errorf("timestamp %s: %w (%s); wait a second or set another time", e.Timestamp.Format(time.RFC3339), ErrExists, o.Path)
-		}
-		taken := append([]string{o.Slug}, o.Aliases...)
-		for _, name := range append([]string{e.Slug}, e.Aliases...) {
-			if slices.Contains(taken, name) {
-				return "", fmt.Errorf("slug %q: %w (%s); choose another with --slug", name, ErrExists, o.Path)
-			}
-		}
-	}
-	data, err := MarshalEntry(e)
+	data, err := j.checkNew(e)
 	if err != nil {
 		return "", err
-	}
-	if err := ValidateJSON(data); err != nil {
-		return "", fmt.Errorf("new entry does not validate against the entry schema: %s", oneLine(err.Error()))
 	}
 	rel := EntriesDir + "/" + e.FileName()
 	path := filepath.Join(j.Dir, EntriesDir, e.FileName())
@@ -333,6 +325,47 @@ func (j *Journal) Create(e *Entry) (string, error) {
 	j.Entries = append(j.Entries, &Stored{Entry: *e, Path: rel})
 	sortNewestFirst(j.Entries)
 	return rel, nil
+}
+
+// ErrInvalid is matched (errors.Is) by Create's refusal of an entry that
+// fails Entry.Validate or the entry schema: bad input, nothing written.
+var ErrInvalid = errors.New("invalid journal entry")
+
+// invalidEntryError is such a refusal: its message lists the problems.
+type invalidEntryError struct{ msg string }
+
+func (e *invalidEntryError) Error() string        { return e.msg }
+func (e *invalidEntryError) Is(target error) bool { return target == ErrInvalid }
+
+// checkNew is every refusal of Create, made before anything is written:
+// it redacts e (an entry is public: every string passes through package
+// redact before it is validated and written), validates it, checks that
+// its slug, aliases and timestamp are free, and returns the bytes to
+// write.
+func (j *Journal) checkNew(e *Entry) ([]byte, error) {
+	redact.Value(e)
+	if probs := e.Validate(); len(probs) > 0 {
+		return nil, &invalidEntryError{"new entry: " + strings.Join(probs, "; ")}
+	}
+	for _, o := range j.Entries {
+		if o.Timestamp.Equal(e.Timestamp) {
+			return nil, fmt.Errorf("timestamp %s: %w (%s); wait a second or set another time", e.Timestamp.Format(time.RFC3339), ErrExists, o.Path)
+		}
+		taken := append([]string{o.Slug}, o.Aliases...)
+		for _, name := range append([]string{e.Slug}, e.Aliases...) {
+			if slices.Contains(taken, name) {
+				return nil, fmt.Errorf("slug %q: %w (%s); choose another with --slug", name, ErrExists, o.Path)
+			}
+		}
+	}
+	data, err := MarshalEntry(e)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateJSON(data); err != nil {
+		return nil, &invalidEntryError{"new entry does not validate against the entry schema: " + oneLine(err.Error())}
+	}
+	return data, nil
 }
 
 // MarshalEntry is the on-disk form of an entry: indented JSON (two spaces),
