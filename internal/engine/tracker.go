@@ -1597,13 +1597,18 @@ func glogLevel(msg string) (rest, level string, ok bool) {
 	return msg[i+2:], lv, true
 }
 
-// stripProcPrefix removes vLLM's process prefix "(EngineCore_DP0 pid=301) ".
+// stripProcPrefix removes vLLM's process prefixes: "(EngineCore_DP0
+// pid=301) ", and the nested ones of a process started by another that
+// relays its output ("(APIServer pid=1) (EngineCore_DP0 pid=112)
+// (VllmWorker TP1 pid=304) ": vLLM 0.10 and later, each process adds its
+// own), so that the innermost process's traceback reads as a block.
 func stripProcPrefix(msg string) string {
-	if !strings.HasPrefix(msg, "(") {
-		return msg
-	}
-	if i := strings.Index(msg, ") "); i > 0 && i < 80 && strings.Contains(msg[:i], "pid=") {
-		return msg[i+2:]
+	for strings.HasPrefix(msg, "(") {
+		i := strings.Index(msg, ") ")
+		if i <= 0 || i >= 80 || !strings.Contains(msg[:i], "pid=") {
+			break
+		}
+		msg = msg[i+2:]
 	}
 	return msg
 }
