@@ -1276,16 +1276,7 @@ func (t *Tracker) closeBlock(line, stored string) {
 		t.cand = held
 	}
 	if hs != nil && !hs.Crash {
-		// a header that names its cause (a JSON line holding the whole
-		// traceback) beats an exception line that only hints; a summary
-		// header ("warmup error: Traceback ...") gives the class, and the
-		// exception line that ends its block states the cause
-		cause := tb.header
-		if hs.Summary {
-			cause = root
-		}
-		t.offer(hs.Name, cause, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), false)
-		t.splitIf(hs.Name, cause, hs.Summary) // the class from the header, the cause the block's exception
+		t.offerHeader(&tb, hs, root)
 	}
 	if t.cand.tier == TierError {
 		t.tb.frames = nil
@@ -1302,6 +1293,26 @@ func (t *Tracker) closeBlock(line, stored string) {
 	}
 	t.lastExc = stored
 	t.tb.frames = nil
+}
+
+// offerHeader offers the header of a block whose own rule hs is not a
+// crash's (root: the block's exception line or the innermost of its
+// chain). A header that names its cause (a JSON line holding the whole
+// traceback) beats an exception line that only hints; a summary header
+// ("warmup error: Traceback ...") gives the class, and the exception
+// line that ends its block states the cause, also when the summary was
+// offered on its own line before the block (Xinference's "Failed to load
+// model qwen3-0", then the traceback).
+func (t *Tracker) offerHeader(tb *traceback, hs *Rule, root string) {
+	cause := tb.header
+	if hs.Summary {
+		cause = root
+	}
+	t.offer(hs.Name, cause, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), false)
+	t.splitIf(hs.Name, cause, hs.Summary) // the class from the header, the cause the block's exception
+	if c := &t.cand; hs.Summary && c.rule == hs.Name && c.line == tb.header {
+		c.line, c.split = cause, true
+	}
 }
 
 // assertSource returns the statement of a bare AssertionError (no
