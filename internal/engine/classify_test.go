@@ -226,6 +226,10 @@ func TestMarkersAndFacts(t *testing.T) {
 		"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [x.py:1] Model loading took 4.1 GiB and 6.0 seconds",
 		"(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [x.py:1] GPU KV cache size: 123,456 tokens",
 	)
+	if tr.Phase() != failure.PhaseKVInit {
+		t.Errorf("phase %s, want kv_init (the KV cache is allocated after its size is logged)", tr.Phase())
+	}
+	tr.Feed("(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [x.py:1] Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%")
 	if tr.Phase() != failure.PhaseWarmup {
 		t.Errorf("phase %s, want warmup", tr.Phase())
 	}

@@ -26,7 +26,7 @@ var vllmNoCacheBlocks = Rule{Text: "No available memory for the cache blocks", C
 
 // vllmKVRules: vLLM's KV cache sizing errors, in vLLM and in the forks
 // and wrappers served as openai (vllm-ascend, KAITO, llm-scaler): raised
-// in kv_init, after "Available KV cache memory" (a warmup marker) was
+// in kv_init, after "Available KV cache memory" (a kv_init marker) was
 // logged (vllm/worker/worker.py raise_if_cache_size_invalid in V0,
 // vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory in V1).
 var vllmKVRules = []Rule{
@@ -34,6 +34,16 @@ var vllmKVRules = []Rule{
 	{Text: "larger than the maximum number of tokens that can be stored in KV cache", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 	{Text: "larger than the available KV cache memory", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 	vllmNoCacheBlocks,
+}
+
+// vllmWarmupRules: vLLM's own words for a failure of its warmup runs,
+// which come after the KV cache is allocated (the KV cache's markers
+// are kv_init): the sampler's dummy run of max_num_seqs requests
+// (vllm@00f6c9b v1/worker/gpu_model_runner.py _dummy_sampler_run:
+// "CUDA out of memory occurred when warming up sampler with N dummy
+// requests"), in vLLM and in the forks served as openai.
+var vllmWarmupRules = []Rule{
+	{Text: "out of memory occurred when warming up", Class: failure.ClassGPUOOM, Phase: failure.PhaseWarmup},
 }
 
 // vllmModeRules: vLLM refusing the engine version (V0, V1) a flag or a
@@ -67,16 +77,21 @@ func init() {
 			{Text: "Added request", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Avg prompt throughput", Pattern: regexp.MustCompile(`Running: [1-9]`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Loading model weights took", Phase: failure.PhaseKVInit},
-			{Text: "# GPU blocks", Phase: failure.PhaseWarmup},
-			{Text: "# TPU blocks", Phase: failure.PhaseWarmup},
+			{Text: "# GPU blocks", Phase: failure.PhaseKVInit},
+			{Text: "# TPU blocks", Phase: failure.PhaseKVInit},
 			{Text: "Compiling the model with different input shapes", Phase: failure.PhaseWarmup},
-			{Text: "# cuda blocks", Phase: failure.PhaseWarmup},
+			{Text: "# cuda blocks", Phase: failure.PhaseKVInit},
 			{Text: "Starting to load model", Phase: failure.PhaseLoad},
 			{Text: "Loading weights took", Phase: failure.PhaseKernelSetup},
 			{Text: "Model loading took", Phase: failure.PhaseKVInit},
-			{Text: "GPU KV cache size", Phase: failure.PhaseWarmup},
-			{Text: "Available KV cache memory", Phase: failure.PhaseWarmup},
+			{Text: "GPU KV cache size", Phase: failure.PhaseKVInit},
+			{Text: "Available KV cache memory", Phase: failure.PhaseKVInit},
 			{Text: "Capturing CUDA graph", Phase: failure.PhaseWarmup},
+			// V0's capture (worker/model_runner.py capture_model: "Capturing
+			// the model for CUDA graphs. This may lead to ...", later
+			// "Capturing cudagraphs for decoding")
+			{Text: "Capturing the model for CUDA graphs", Phase: failure.PhaseWarmup},
+			{Text: "Capturing cudagraphs", Phase: failure.PhaseWarmup},
 			{Text: "Starting vLLM API server", Phase: failure.PhaseReadyWait},
 		}),
 		signatures: joinLists([]Rule{
@@ -94,7 +109,7 @@ func init() {
 				NextStep: "vLLM's own engine-ready timeout ended the start before the engines finished loading: raise " +
 					"VLLM_ENGINE_READY_TIMEOUT_S (600 s by default) to cover the load, or pre-warm the weights (page cache, a local copy)."},
 			{Text: "less than desired GPU memory utilization", Class: failure.ClassAcceleratorBusy},
-		}, vllmKVRules, vllmModeRules, []Rule{
+		}, vllmKVRules, vllmWarmupRules, vllmModeRules, []Rule{
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
 			{Text: "Bfloat16 is only supported on GPUs with compute capability", Class: failure.ClassGPUArchUnsupported},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},

@@ -269,6 +269,10 @@ var pythonFramePhases = []FramePhase{
 	{"init_cuda_graphs", failure.PhaseWarmup},
 	{"capture_model", failure.PhaseWarmup},
 	{"warmup", failure.PhaseWarmup},
+	// vLLM's workers compile and capture after the KV cache is allocated
+	// (v1/worker/gpu_worker.py compile_or_warm_up_model, its sampler's
+	// dummy run)
+	{"warm_up", failure.PhaseWarmup},
 }
 
 // ggmlSignatures are llama.cpp's (and so Ollama's runner's) errors.
