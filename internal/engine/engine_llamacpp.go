@@ -63,6 +63,9 @@ var ggmlMarkers = []Marker{
 	{Text: "llama_context: constructing llama_context", Phase: failure.PhaseKVInit},
 	{Text: "llama_new_context_with_model", Phase: failure.PhaseKVInit},
 	{Text: "llama_kv_cache", Phase: failure.PhaseKVInit},
-	{Text: "loading model", Phase: failure.PhaseLoad},
-	{Text: "llama_model_loader: loaded meta data", Phase: failure.PhaseLoad},
+	// a model loaded once the server listens (llama-server's HTTP server
+	// starts before the model loads; LM Studio and other wrappers load
+	// on demand) is a load again (Reload)
+	{Text: "loading model", Phase: failure.PhaseLoad, Reload: true},
+	{Text: "llama_model_loader: loaded meta data", Phase: failure.PhaseLoad, Reload: true},
 }
