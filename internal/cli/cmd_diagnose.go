@@ -323,9 +323,15 @@ func diagnoseSignalName(s string) (string, error) {
 }
 
 // printDiagnosis writes a failure as a few readable lines (package
-// account's one rendering of a failure).
+// account's one rendering of a failure). A log that shows no failure at
+// all, its exit not given (engine.RuleNoFailureShown), is said so, with
+// the best guess if the engine did end, not as "failed".
 func printDiagnosis(w io.Writer, f *failure.Failure) {
 	for i, l := range account.Failure(f) {
+		if i == 0 && f.Rule == engine.RuleNoFailureShown {
+			fmt.Fprintf(w, "no failure in this log (if the engine ended: %s)\n", l)
+			continue
+		}
 		if i == 0 {
 			fmt.Fprintf(w, "failed: %s\n", l)
 			continue

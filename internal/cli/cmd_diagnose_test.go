@@ -330,3 +330,45 @@ func TestDiagnoseJSONLeavesStartTimeOut(t *testing.T) {
 		}
 	}
 }
+
+// A log that shows no failure at all, read with no exit status given
+// ("echo hello | hiro diagnose - --engine ollama"), is said to show none,
+// not "failed", with confidence none and the rule that says so; given an
+// exit status, or with an error line, it is a failure as before.
+func TestDiagnoseNoFailureInLog(t *testing.T) {
+	dir := t.TempDir()
+	quiet := filepath.Join(dir, "quiet.log")
+	os.WriteFile(quiet, []byte("hello\n"), 0o644)
+	erring := filepath.Join(dir, "erring.log")
+	os.WriteFile(erring, []byte("hello\nError: the frobnicator refused the widget\n"), 0o644)
+	run := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), append([]string{"diagnose"}, args...), &out, &errb); code != ExitOK {
+			t.Fatalf("diagnose %v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	got := run(quiet, "--engine", "ollama")
+	for _, want := range []string{"no failure in this log (if the engine ended: engine_died in phase launch)",
+		"no line of the log shows a failure", "last line: hello", "confidence: none", "--exit CODE or --signal NAME"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "failed:") {
+		t.Errorf("a log with no failure is said to have failed:\n%s", got)
+	}
+	var rep struct {
+		Failure struct{ Class, Rule, Confidence string }
+	}
+	if err := json.Unmarshal([]byte(run(quiet, "--engine", "ollama", "--json")), &rep); err != nil ||
+		rep.Failure.Rule != engine.RuleNoFailureShown || rep.Failure.Confidence != "none" || rep.Failure.Class != "engine_died" {
+		t.Errorf("JSON failure %+v (%v), want rule %s, confidence none, class engine_died", rep.Failure, err, engine.RuleNoFailureShown)
+	}
+	for _, args := range [][]string{{quiet, "--engine", "ollama", "--exit", "1"}, {quiet, "--engine", "ollama", "--signal", "KILL"},
+		{erring, "--engine", "ollama"}} {
+		if got := run(args...); !strings.HasPrefix(got, "failed: ") {
+			t.Errorf("diagnose %v: want a failure:\n%s", args, got)
+		}
+	}
+}

@@ -68,7 +68,36 @@ var outcomeRules = []outcomeRule{
 	{"outcome/health-failed", failure.ConfidenceStrong, isKind(OutcomeHealthFailed), giveHealthFailed},
 	{"outcome/timeout", failure.ConfidenceStrong, isTimeout, giveTimeout},
 	{"exit", failure.ConfidenceStrong, exitExplains, giveExit},
+	{RuleNoFailureShown, failure.ConfidenceNone, noFailureShown, giveNoFailureShown},
 	{"fallback/engine-died", failure.ConfidenceNone, func(*verdict) bool { return true }, giveEngineDied},
+}
+
+// RuleNoFailureShown is the rule of a log read after the fact that shows
+// no failure at all: no line a rule explains, no error line, no process's
+// death, and no exit status given (hiro diagnose without --exit or
+// --signal). Its class is engine_died, the best guess if the engine did
+// end, with confidence none; 'hiro diagnose' says "no failure in this
+// log" for it rather than "failed".
+const RuleNoFailureShown = "outcome/no-failure-in-log"
+
+// noFailureShown: the attempt "exited" only because the log was read
+// after the fact (no exit code, signal or reason for not knowing them),
+// and nothing in the log says anything failed.
+func noFailureShown(v *verdict) bool {
+	x := v.o.Exit
+	return v.o.Kind == OutcomeExited && x.Code == nil && x.Signal == "" && x.Unknown == "" &&
+		v.cand.tier == 0 && v.fallback == "" && !v.childDied && v.detail["survived"] == nil
+}
+
+// giveNoFailureShown says that the log shows no failure, and what it
+// does show: the phase it reached and its last line.
+func giveNoFailureShown(v *verdict) {
+	f := v.f
+	f.Class = failure.ClassEngineDied
+	f.RootCause = fmt.Sprintf("no line of the log shows a failure (no error line, no process's death), and how the "+
+		"engine ended is not given; the log reaches phase %s (last line: %s)", f.Phase, v.last)
+	v.step = "The log shows no failure. If the engine did stop, say how it ended (--exit CODE or --signal NAME) and give " +
+		"the whole log, from its start; then check the kernel log (dmesg: OOM killer, Xid errors) for a death the log could not show."
 }
 
 // exitRules say what an exit means when no log line explains it, first
