@@ -1260,7 +1260,11 @@ func (t *Tracker) closeBlock(line, stored string) {
 	if t.chainCause != "" {
 		root = t.chainCause // the innermost exception of a raise ... from chain
 	} else if src, ok := assertSource(&tb, line); ok {
-		line, root, stored = src, src, src
+		// the rules read the statement; the root cause is the
+		// exception line with it
+		line = src
+		root = stored + " (failed: " + src + ")"
+		stored = root
 	}
 	s, cls := t.match(line, t.lower(line))
 	held, yielded := t.yieldCrash(&tb, root, s)
@@ -1318,7 +1322,9 @@ func (t *Tracker) offerHeader(tb *traceback, hs *Rule, root string) {
 // assertSource returns the statement of a bare AssertionError (no
 // message: "AssertionError" alone) that its block's last frame shows
 // ("    assert self.grammar_backend is not None"): the condition that
-// failed is the cause the exception line does not state.
+// failed is the cause the exception line does not state, so the root
+// cause is the exception line with it ("AssertionError (failed: assert
+// self.grammar_backend is not None)").
 func assertSource(tb *traceback, line string) (string, bool) {
 	msg, _ := splitLine(line)
 	if strings.TrimSpace(msg) != "AssertionError" || !strings.HasPrefix(tb.src, "assert ") {
