@@ -554,10 +554,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 	}
 	if s, cls := t.match(line, lower); s != nil {
 		t.died = t.died || s.Fatal
-		tier := s.tier()
-		if level == "WARNING" || level == "WARN" || isErrorTree(msg) {
-			tier = TierHint // a warning or a nested dump explains only when no error line does
-		}
+		tier := t.lineTier(s, msg, level)
 		t.offer(s.Name, stored, cls, s.Phase, tier, s.Crash)
 		t.lineConflict(s, cls, line, lower)
 		if t.cand.line == stored {
@@ -577,6 +574,22 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 		return
 	}
 	t.unexplained(stored, msg, level, afterPanic)
+}
+
+// lineTier is the tier of a line outside a traceback that rule s
+// matched: a warning or a nested dump explains only when no error line
+// does (a hint). A line that is neither, after a warning held as a hint
+// of the same tier (a crash's line, also a hint), makes the warning give
+// way (Ollama's "truncating input prompt", then CUDA's illegal memory
+// access).
+func (t *Tracker) lineTier(s *Rule, msg, level string) Tier {
+	if level == "WARNING" || level == "WARN" || isErrorTree(msg) {
+		return TierHint
+	}
+	if t.cand.warn && t.cand.tier == s.tier() {
+		t.cand.tier = 0
+	}
+	return s.tier()
 }
 
 // namesCause reports a line that, beside a wrapper's words, names its
