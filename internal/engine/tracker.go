@@ -91,6 +91,7 @@ type traceback struct {
 	fphase    failure.Phase // phase named by the frames (latest wins)
 	frames    []string
 	src       string // the last source line of a frame (an "assert ..." statement)
+	warn      bool   // its header is a warning's line ("WARNING  Failed to load flash-attention ...:")
 }
 
 // candidate is a root-cause line a signature matched.
@@ -1249,6 +1250,9 @@ func (t *Tracker) openBlock(line, stored, before string) {
 	}
 	if t.tb.header == "" {
 		t.tb.header = stored
+	} else {
+		_, lv := splitLine(t.tb.header)
+		t.tb.warn = lv == "WARNING" || lv == "WARN"
 	}
 	if t.fallback != "" && t.fallback == t.tb.header {
 		t.fbHeader = true
@@ -1266,6 +1270,10 @@ func (t *Tracker) closeBlock(line, stored string) {
 	t.tb = traceback{frames: tb.frames}
 	if t.isWrapper(line) {
 		t.tb.frames = nil
+		return
+	}
+	if tb.warn {
+		t.warnedBlock(line, stored)
 		return
 	}
 	hs := tb.headerSig
@@ -1310,6 +1318,22 @@ func (t *Tracker) closeBlock(line, stored string) {
 	}
 	t.lastExc = stored
 	t.tb.frames = nil
+}
+
+// warnedBlock takes the exception line of a traceback a warning
+// introduced (text-generation-webui's "WARNING  Failed to load
+// flash-attention due to the following error:", then the ImportError
+// it caught and went on without): like the warning, it explains only
+// when no error line does, so a rule's match is a hint and no rule's
+// match is no fallback.
+func (t *Tracker) warnedBlock(line, stored string) {
+	t.tb.frames = nil
+	if s, cls := t.match(line, t.lower(line)); s != nil {
+		t.offer(s.Name, stored, cls, s.Phase, TierHint, s.Crash)
+		if t.cand.line == stored {
+			t.cand.warn = true
+		}
+	}
 }
 
 // offerHeader offers the header of a block whose own rule hs is not a
@@ -1608,7 +1632,31 @@ func relayed(msg, level string) (string, string) {
 var relayMarks = [...]string{"): stderr ", "): stdout ", "-stderr MODEL_LOG - ", "-stdout MODEL_LOG - "}
 
 // levelReaders read a line's level where its format puts one, in order.
-var levelReaders = [...]func(msg string) (rest, level string, ok bool){tracingLevel, timestampLevel, zerologLevel, glogLevel, prefixLevel}
+var levelReaders = [...]func(msg string) (rest, level string, ok bool){tracingLevel, timestampLevel, zerologLevel, glogLevel, prefixLevel, clockLevel}
+
+// clockLevel reads a level after a time of day with its fraction and no
+// date: text-generation-webui's logger ("16:36:42-092387 WARNING  Failed
+// to load flash-attention ...", modules/logging_colors.py at
+// oobabooga/text-generation-webui v2.0: "%(asctime)s-%(msecs)03d
+// %(levelname)s", the fraction as digits).
+func clockLevel(msg string) (rest, level string, ok bool) {
+	if len(msg) < 16 || msg[2] != ':' || msg[5] != ':' || msg[8] != '-' || !isDigits(msg[:2]) {
+		return msg, "", false
+	}
+	i := strings.IndexByte(msg[9:], ' ')
+	if i < 3 || !isDigits(msg[9:9+i]) {
+		return msg, "", false
+	}
+	after := strings.TrimLeft(msg[9+i:], " ")
+	j := strings.IndexByte(after, ' ')
+	if j < 0 {
+		return msg, "", false
+	}
+	if lv, ok := pyLevels[after[:j]]; ok {
+		return strings.TrimLeft(after[j:], " "), lv, true
+	}
+	return msg, "", false
+}
 
 // glogLevels are glog's one-letter levels.
 var glogLevels = map[byte]string{'E': "ERROR", 'W': "WARN", 'I': "INFO", 'F': "FATAL"}
