@@ -107,6 +107,12 @@ func init() {
 			// src/llm/servable_initializer.cpp): the weights are read and
 			// compiled for the device
 			{Text: "servable", Pattern: regexp.MustCompile(`\]\s*Initializing [\w ]*servable`), Phase: failure.PhaseLoad, Reload: true},
+			// OVMS's servables are up once its servable manager started
+			// (src/servablemanagermodule.cpp: "{} started"), and its LLM
+			// executors count the requests they hold each loop
+			// (src/llm/...executor: "All requests: N;")
+			{Text: "ServableManagerModule started", Phase: failure.PhaseReadyWait},
+			{Text: "All requests: ", Pattern: regexp.MustCompile(`All requests: [1-9]\d*;`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},

@@ -69,6 +69,7 @@ type Tracker struct {
 	chained             bool
 	causedBy            bool            // in a "Caused by:" list
 	fallbackCause       bool            // the fallback came from a "Caused by:" list
+	fbMoreAt            int64           // the line whose error, ending in a colon, set the fallback: its message may follow
 	classes             []failure.Class // classes other specific rules give the root-cause line or error lines after it
 	died                bool            // a line reported a process's death (Rule.Fatal), the root cause's or a later one
 	outlived            candidate       // a thread's death the process went on after (outlive)
@@ -621,11 +622,28 @@ func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
 		// libstdc++'s "terminate called after throwing an instance of
 		// 'std::out_of_range'" ends the process whatever the type's name
 		t.prevErr = true
-		if t.fallback == "" || t.whatOfTerminate(msg) {
-			t.fallback = stored // a C++ exception's what() is its message, the terminate line only its type
-		}
+		t.setFallback(stored, msg, level)
 	case strings.HasSuffix(strings.TrimSpace(msg), ":"):
 		t.prevErr = true
+	}
+}
+
+// setFallback makes an error line no rule explains the fallback root
+// cause when it is the first, or when it states what the fallback
+// announced: a C++ exception's what() is its message (the terminate
+// line only its type), and an unlevelled line right after a fallback
+// that ends in a colon is that error's message (OpenVINO's "VLM pipeline
+// generation failed: Exception from src/inference/src/cpp/
+// infer_request.cpp:224:", then "[GPU] clFinish, error code: -5
+// CL_OUT_OF_RESOURCES").
+func (t *Tracker) setFallback(stored, msg, level string) {
+	more := t.fbMoreAt > 0 && t.lines == t.fbMoreAt+1 && level == ""
+	if t.fallback != "" && !t.whatOfTerminate(msg) && !more {
+		return
+	}
+	t.fallback, t.fbMoreAt = stored, 0
+	if strings.HasSuffix(strings.TrimSpace(msg), ":") { // (a message may announce another: "Exception from FILE:LINE:")
+		t.fbMoreAt = t.lines
 	}
 }
 
