@@ -67,7 +67,10 @@ func init() {
 			{Text: "CUDA GPU is too old", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true},
 			// Go text/template errors of a Modelfile's TEMPLATE.
 			{Text: "template: ", Pattern: regexp.MustCompile(`template: \S*:\d+(:\d+)?: `), Class: failure.ClassTokenizerTemplate},
-			{Text: "truncating input prompt", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseInference},
+			// the runner cut a prompt longer than the context and went on
+			// (runner.go: WARN "truncating input prompt"): a notice, the
+			// cause only when nothing after it explains the failure
+			{Text: "truncating input prompt", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseInference, Tier: TierHint, Notice: true},
 			{Text: "unable to load model", Class: failure.ClassModelLoadFailed},
 			// the runner's death, which the server outlives (Fatal: a crash
 			// line before it is the engine dying, not a request failing)

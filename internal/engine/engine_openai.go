@@ -129,6 +129,16 @@ func init() {
 			// Triton: a backend could not make the model's instance (its
 			// reason follows on the line: a rule for it wins there)
 			{Text: "Failed to create instance", Class: failure.ClassModelLoadFailed, Tier: TierHint},
+			// Cortex (Jan's server) with no engine to run the model:
+			// janhq/cortex.cpp@ee9e0ad engine/services/engine_service.cc
+			// ("Default engine variant for X is not set yet!", "Engine
+			// variant V-X is not installed yet!", "Remote engine 'X' is not
+			// installed", "No compatible variants found for X"): the
+			// server's engine setup, not the model
+			{Name: "openai/cortex-engine-not-set", Text: "engine variant", Pattern: regexp.MustCompile(`(?i)\bengine variant\b.{0,80}\bis not (?:set|installed) yet\b`),
+				Class: failure.ClassInvalidConfiguration, NextStep: cortexEngineStep},
+			{Text: "Remote engine '", Also: "is not installed", Class: failure.ClassInvalidConfiguration, NextStep: cortexEngineStep},
+			{Text: "No compatible variants found for", Class: failure.ClassInvalidConfiguration, NextStep: cortexEngineStep},
 			// Triton's model lifecycle (model_lifecycle.cc): a model of
 			// the repository that could not be loaded, its reason after
 			// the colon (a rule for the reason wins on the line)
@@ -173,3 +183,9 @@ func modelsHealth(ctx context.Context, e *Engine, client *http.Client, baseURL, 
 	}
 	return r
 }
+
+// cortexEngineStep is the advice when Cortex has no engine variant to run
+// a model with.
+const cortexEngineStep = "The server has no inference engine selected for this model (Cortex/Jan: no llama.cpp variant " +
+	"installed or set as default): install one and make it the default (Jan's Settings > Engines, or cortex engines " +
+	"install llama-cpp and cortex engines default llama-cpp VARIANT), then start the model again."

@@ -36,12 +36,30 @@ var trtllmRuntime = family("trtllm", []Rule{
 	// assertion stdVersionRead == kSERIALIZATION_VERSION failed.Version tag
 	// does not match"): the engine was built by another TensorRT version
 	{Text: "Version tag does not match", Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad},
+	// TensorRT's other refusals of a serialised engine (its runtime's
+	// deserialisation: "The engine plan file is not compatible with this
+	// version of TensorRT, expecting library version A got B, please
+	// rebuild.", "The engine plan file is generated on an incompatible
+	// device, expecting compute X got compute Y, please rebuild.", and
+	// the magic tag of a file that is no plan): the engine must be built
+	// again for this runtime and GPU
+	{Name: "trtllm/engine-plan-incompatible", Text: "The engine plan file is", Pattern: regexp.MustCompile(`The engine plan file is (not compatible with this version of TensorRT|generated on an incompatible device)`),
+		Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad, NextStep: trtPlanStep},
+	{Text: "Serialization assertion", Pattern: regexp.MustCompile(`Serialization assertion \S*[mM]agicTag\S* == \S+ failed`), Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad, NextStep: trtPlanStep},
+	// TensorRT-LLM's runtime after such a refusal (tllmRuntime.cpp:
+	// "Failed to deserialize cuda engine"): only a report of it
+	{Text: "Failed to deserialize cuda engine", Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad, Tier: TierHint, NextStep: trtPlanStep},
 	// the attention plugin's check when the engine starts (common/
 	// attentionOp.cpp: "FP8 FMHA cannot be enabled because Context FMHA is
 	// not supported"): no context FMHA kernel for this GPU and dtype
 	{Text: "Context FMHA is not supported", Class: failure.ClassGPUArchUnsupported, Phase: failure.PhaseLoad},
 	{Text: "maxTokensInPagedKvCache", Pattern: regexp.MustCompile(`maxTokensInPagedKvCache.{0,40}must be large enough`), Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 })
+
+// trtPlanStep is the advice when TensorRT refuses a serialised engine.
+const trtPlanStep = "TensorRT cannot read this engine file: it was built by another TensorRT version or for another GPU. " +
+	"Build the engine again (trtllm-build) inside the container that serves it, on the GPU model it will run on, or " +
+	"serve it with the container release it was built with."
 
 // trtllmFacts are the TensorRT-LLM runtime's numbers, whichever server
 // hosts it: the paged KV cache's memory and tokens (the C++ runtime's

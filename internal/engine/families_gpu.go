@@ -2,6 +2,7 @@ package engine
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/hiro-dev/hiro/internal/failure"
@@ -81,6 +82,17 @@ func CUDAError(code int) (name, text string, class failure.Class, ok bool) {
 		}
 	}
 	return "", "", "", false
+}
+
+// gpuGenerations names GPU generations as kernels and libraries write
+// them: NVIDIA's architecture names and SM numbers (sm75, sm_90a,
+// SM 8.0), AMD's gfx targets and CDNA/RDNA generations.
+const gpuGenerations = `(?:Volta|Turing|Ampere|Ada(?: Lovelace)?|Hopper|Blackwell|sm_?\d{2,3}[af]?|SM ?\d\.\d|gfx\d{3,4}[a-z]?|CDNA ?\d|RDNA ?\d)`
+
+// gpuGeneration is a pattern of before, a GPU generation (gpuGenerations)
+// and after, case-insensitive.
+func gpuGeneration(before, after string) *regexp.Regexp {
+	return regexp.MustCompile(`(?i)` + before + gpuGenerations + after)
 }
 
 func firstAlt(s string) string {
@@ -199,6 +211,18 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "compute capability", Pattern: regexp.MustCompile(`(?i)(only supported|requires?|need|at least|minimum|not supported|unsupported).{0,60}compute capability|compute capability.{0,60}(not supported|unsupported|is required|or higher|or newer|at least)`), Class: failure.ClassGPUArchUnsupported},
 	{Text: "Unsupported gpu architecture", Class: failure.ClassGPUArchUnsupported},
 	{Text: "only supports Ampere GPUs or newer", Class: failure.ClassGPUArchUnsupported},
+	// a kernel or library refusing the GPU's generation by name or SM
+	// number, whatever the engine: Triton's layout conversion ("mma -> mma
+	// layout conversion is only supported on Ampere", triton-lang/triton
+	// lib/Analysis/Allocation.cpp getCvtOrder), FlashInfer's JIT
+	// ("FlashInfer requires GPUs with sm75 or higher", flashinfer/jit),
+	// "requires Hopper", "sm_90a or newer"
+	{Name: "cuda/arch-only-supported-on", Text: "supported on", Pattern: gpuGeneration(`\bonly (?:be )?supported on (?:an? )?(?:NVIDIA |AMD )?`, ``), Class: failure.ClassGPUArchUnsupported},
+	{Name: "cuda/arch-or-higher", Text: " or higher", Pattern: gpuGeneration(`\b`, `(?: GPUs?)? or higher\b`), Class: failure.ClassGPUArchUnsupported},
+	{Name: "cuda/arch-or-newer", Text: " or newer", Pattern: gpuGeneration(`\b`, `(?: GPUs?)? or newer\b`), Class: failure.ClassGPUArchUnsupported},
+	{Name: "cuda/arch-or-later", Text: " or later", Pattern: gpuGeneration(`\b`, `(?: GPUs?)? or later\b`), Class: failure.ClassGPUArchUnsupported},
+	{Name: "cuda/arch-or-above", Text: " or above", Pattern: gpuGeneration(`\b`, `(?: GPUs?)? or above\b`), Class: failure.ClassGPUArchUnsupported},
+	{Name: "cuda/arch-requires", Text: "requires", Pattern: gpuGeneration(`\brequires? (?:an? )?(?:GPUs? with |NVIDIA |AMD )?`, `\b`), Class: failure.ClassGPUArchUnsupported},
 	// the attention kernels an older GPU gets lack a feature the model
 	// needs: TGI's flash-attn v1 path for pre-Ampere GPUs
 	// (huggingface/text-generation-inference@db931fc
@@ -270,14 +294,18 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "OutOfMemoryError", Class: failure.ClassGPUOOM},
 	{Text: "CUBLAS_STATUS_ALLOC_FAILED", Class: failure.ClassGPUOOM},
 	{Text: "CUBLAS_STATUS_NOT_INITIALIZED", Class: failure.ClassGPUOOM, Tier: TierHint},
-	// engine crashes that name no cause by themselves.
-	{Text: "illegal memory access was encountered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "misaligned address", Pattern: regexp.MustCompile(`(?i)cuda error: misaligned address`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// engine crashes that name no cause by themselves. A kernel's fault
+	// (cudaErrorIllegalAddress 700, MisalignedAddress 716, LaunchFailure
+	// 719, Assert 710, IllegalInstruction 715) is sticky: "the process is
+	// left in an inconsistent state and any further CUDA work will return
+	// the same error" (CUDA Runtime API, cudaError), so a server that
+	// stays up after one serves nothing more (Fatal: the engine died).
+	{Text: "illegal memory access was encountered", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	{Text: "misaligned address", Pattern: regexp.MustCompile(`(?i)cuda error: misaligned address`), Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: ".cu:", Pattern: regexp.MustCompile(`\.cu:\d+:.*Assertion .*failed`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "device-side assert triggered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "unspecified launch failure", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	// cudaErrorIllegalInstruction (715): a kernel faulted on the GPU
-	{Text: "illegal instruction was encountered", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "device-side assert triggered", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	{Text: "unspecified launch failure", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	{Text: "illegal instruction was encountered", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "Xid", Pattern: regexp.MustCompile(`NVRM: Xid`), Class: failure.ClassEngineDied, Tier: TierHint},
 }, cudaErrorSignatures()))
 
@@ -312,6 +340,12 @@ var gpuFamily = family("gpu", []Rule{
 	// allocator: "[CL ext] Can not allocate N bytes for USM Device"):
 	// the device's memory is short (an iGPU's share of system RAM)
 	{Text: "[CL ext] Can not allocate", Class: failure.ClassGPUOOM},
+	// OpenVINO's device plugins compiling a graph with an operation they
+	// have no implementation of ("Operation: NAME of type TYPE(OPSET) is
+	// not supported", src/plugins/intel_gpu/src/plugin/program_builder.cpp
+	// and the CPU plugin's node factory): the model as given cannot be
+	// compiled for this device
+	{Name: "gpu/openvino-operation-not-supported", Text: "Operation: ", Also: "is not supported", Pattern: regexp.MustCompile(`\bOperation: \S+ of type \S+ is not supported\b`), Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad},
 	// a CPU-only build given GPU layers (llama.cpp common/arg.cpp)
 	{Text: "not compiled with GPU offload support", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	{Text: "falling back to CPU", Pattern: regexp.MustCompile(`(?i)\bno (usable |compatible |supported )?(GPUs?|CUDA devices?|accelerators?)\b.{0,80}(found|detected|available)?.{0,40}falling back to CPU`),
@@ -541,6 +575,46 @@ func vulkanResultRules() []Rule {
 	return out
 }
 
+// openclErrors are the OpenCL runtime's error codes that name a class
+// (KhronosGroup/OpenCL-Headers CL/cl.h, CL/cl_ext.h), as OpenCL's
+// callers relay them: OpenVINO's GPU plugin ("clFinish, error code: -5
+// CL_OUT_OF_RESOURCES"), llama.cpp's ggml-opencl, MLC's OpenCL target.
+var openclErrors = []struct {
+	name  string
+	code  int
+	class failure.Class
+	tier  Tier
+	// weak: the code is returned for more than its name says (Intel's
+	// and Qualcomm's drivers give CL_OUT_OF_RESOURCES for a GPU hang or
+	// reset too, not only for memory)
+	weak bool
+}{
+	{"CL_DEVICE_NOT_FOUND", -1, failure.ClassAcceleratorUnavailable, TierError, false},
+	{"CL_DEVICE_NOT_AVAILABLE", -2, failure.ClassAcceleratorUnavailable, TierError, false},
+	{"CL_COMPILER_NOT_AVAILABLE", -3, failure.ClassHostCapability, TierError, false},
+	{"CL_MEM_OBJECT_ALLOCATION_FAILURE", -4, failure.ClassGPUOOM, TierError, false},
+	{"CL_OUT_OF_RESOURCES", -5, failure.ClassGPUOOM, TierError, true},
+	{"CL_OUT_OF_HOST_MEMORY", -6, failure.ClassHostOOM, TierError, false},
+	// the device's compiler refused a kernel the build carries as source
+	{"CL_BUILD_PROGRAM_FAILURE", -11, failure.ClassGPUArchUnsupported, TierError, true},
+	{"CL_INVALID_DEVICE", -33, failure.ClassAcceleratorUnavailable, TierHint, false},
+	// a queue left unusable, most often by an earlier fault on the device
+	{"CL_INVALID_COMMAND_QUEUE", -36, failure.ClassEngineDied, TierHint, false},
+	// the ICD loader found no OpenCL driver
+	{"CL_PLATFORM_NOT_FOUND_KHR", -1001, failure.ClassAcceleratorUnavailable, TierError, false},
+}
+
+// openclFamily: the rules of openclErrors, each name as a word.
+var openclFamily = family("opencl", func() []Rule {
+	var out []Rule
+	for _, e := range openclErrors {
+		out = append(out, Rule{Name: "opencl/" + strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(e.name, "CL_"), "_", "-")),
+			Text: e.name, Pattern: regexp.MustCompile(`\b` + e.name + `\b`), Class: e.class, Tier: e.tier, Weak: e.weak,
+			Source: "OpenCL CL/cl.h " + e.name + " (" + strconv.Itoa(e.code) + ")"})
+	}
+	return out
+}())
+
 // syclFamily: SYCL / oneAPI (Intel GPUs: llama.cpp's ggml-sycl, IPEX).
 var syclFamily = family("sycl", []Rule{
 	{Text: "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", Class: failure.ClassGPUOOM},
@@ -623,6 +697,16 @@ var ascendFamily = family("ascend", []Rule{
 	// not support opType [X]", as torch_npu relays it in "call aclnnX
 	// failed, detail:..."): the device generation lacks the kernel
 	{Name: "ascend/op-not-built-for-soc", Text: "does not support opType", Pattern: regexp.MustCompile(`socVersion \[\w+\] does not support opType`), Class: failure.ClassGPUArchUnsupported},
+	// CANN's catch-all codes (EE8888, EE9999 "Inner Error!"; Ascend's
+	// error-code reference): the header names no cause, the runtime's own
+	// lines indented below it do ("rtGetDeviceCount execution failed,
+	// reason=driver error:internal error"), so it is only a hint
+	{Name: "ascend/inner-error", Text: "Inner Error", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\].*\bInner Error!?\s*$`), Class: failure.ClassEngineDied, Tier: TierHint, Below: true},
+	// the runtime's device calls failing (rtGetDeviceCount,
+	// rtSetDevice, rtGetDevice, rtSetDefaultDeviceId: "NAME execution
+	// failed, reason=driver error:..."): no NPU can be used, as
+	// cudaGetDeviceCount failing is for CUDA
+	{Name: "ascend/device-call-failed", Text: "execution failed", Pattern: regexp.MustCompile(`\brt(?:Get|Set)(?:Default)?Device\w* execution failed\b`), Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	// any other code: the root-cause line, its class depending on the
 	// message (an invalid kernel argument, a device query refused), so weak
 	{Name: "ascend/error-code", Text: "[PID: ", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\]`), Class: failure.ClassEngineDied, Weak: true},

@@ -115,8 +115,23 @@ var fsFamily = family("fs", []Rule{
 	{Text: "EACCES", Class: failure.ClassPermissionDenied},
 	{Text: "Read-only file system", Class: failure.ClassPermissionDenied},
 	{Text: "[Errno 30]", Class: failure.ClassPermissionDenied},
+	// a write to a path refused in the engine's own words (NVIDIA NIM's
+	// start-up check: "Unable to write to NIM_CACHE_PATH (/mnt/models/
+	// cache)", a cache "is not writable"): the path or the variable that
+	// names it follows the words; a full disk says so itself (above).
+	// Weak: words without an errno may hide a full disk or a missing
+	// folder as well as a refused permission
+	{Name: "fs/cannot-write-path", Text: " write to", Pattern: writeRefused, Class: failure.ClassPermissionDenied, Weak: true},
+	{Name: "fs/cannot-write-path-2", Text: " write into", Pattern: writeRefused, Class: failure.ClassPermissionDenied, Weak: true},
+	{Name: "fs/not-writable-path", Text: "not writ", Pattern: writeRefused, Class: failure.ClassPermissionDenied, Weak: true},
+	{Name: "fs/no-write-access-path", Text: "no write ", Pattern: writeRefused, Class: failure.ClassPermissionDenied, Weak: true},
 	{Text: "Access is denied", Pattern: regexp.MustCompile(`(?i)(WinError 5|os error 5)\b.{0,10}Access is denied|Access is denied.{0,20}\(os error 5\)`), Class: failure.ClassPermissionDenied},
 })
+
+// writeRefused is a write to a path refused in words: the words, then
+// within 40 bytes the path (/, \, ~) or the variable that names it
+// (NIM_CACHE_PATH, HF_HOME).
+var writeRefused = regexp.MustCompile(`(?i:\b(?:unable to|cannot|can ?not|can't|could not|couldn't|failed to) write (?:to|into|in)\b|\bis not writ(?:e)?able\b|\bno write (?:access|permission)\b).{0,40}(?:[/\\~]|\b[A-Z][A-Z0-9]*_(?:PATH|DIR|HOME|CACHE)\b)`)
 
 // pyinstallerTmpStep is the advice when a one-file program cannot
 // unpack itself into its temp folder.
@@ -219,7 +234,16 @@ func ntStatusRules() []Rule {
 	var out []Rule
 	for _, s := range ntStatuses {
 		name := "ntstatus/" + strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(s.name, "STATUS_"), "_", "-"))
-		forms := []string{fmt.Sprintf("0x%08x", s.code), strconv.FormatUint(uint64(s.code), 10), strconv.FormatInt(int64(int32(s.code)), 10)}
+		forms := []string{fmt.Sprintf("0x%08x", s.code), strconv.FormatUint(uint64(s.code), 10), strconv.FormatInt(int64(int32(s.code)), 10),
+			// the signed code as an unsigned 64-bit number (a wrapper that
+			// reads the exit status as uint64: 18446744072635810825), and
+			// that number as a float64 prints it (JavaScript's Number, LM
+			// Studio's "Exit code: 18446744072635812000"), when no other
+			// code of the table rounds to the same float
+			strconv.FormatUint(uint64(int64(int32(s.code))), 10)}
+		if f, ok := uniqueFloatForm(s.code); ok {
+			forms = append(forms, f)
+		}
 		for i, f := range forms {
 			r := Rule{Name: name, Text: f, Class: s.class, Crash: s.crash, Fatal: s.crash, Tier: s.tier, NextStep: s.step,
 				Source: "ntstatus.h " + s.name}
@@ -231,6 +255,25 @@ func ntStatusRules() []Rule {
 		}
 	}
 	return out
+}
+
+// floatForm is code, sign-extended to 64 bits and read as unsigned, in
+// the shortest decimal a float64 of it prints as, without exponent.
+func floatForm(code uint32) string {
+	return strconv.FormatFloat(float64(uint64(int64(int32(code)))), 'f', -1, 64)
+}
+
+// uniqueFloatForm is code's floatForm when no other code of ntStatuses
+// has the same one (float64 keeps 53 bits: codes 0xC0000005 to 0xC0000374
+// all print as 18446744072635810000, and that number names none of them).
+func uniqueFloatForm(code uint32) (string, bool) {
+	f := floatForm(code)
+	for _, o := range ntStatuses {
+		if o.code != code && floatForm(o.code) == f {
+			return "", false
+		}
+	}
+	return f, true
 }
 
 // ntStatusFamily: the Windows exception codes of ntStatuses.

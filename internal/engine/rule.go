@@ -111,6 +111,12 @@ type Rule struct {
 	// later rules of the table would say of it, so it explains the failure
 	// only when no error line follows.
 	Notice bool
+	// Below marks a header whose message is on the indented lines after
+	// it (CANN's catch-all "EE9999: [PID: N] ... Inner Error!", then the
+	// runtime's own lines): they are read as lines, not as frames, until
+	// a blank line or a stack trace, and a rule that matches one of them
+	// states the cause. Tier must be TierHint.
+	Below bool
 	// Weak marks a rule whose verdict is weak whatever line it matched:
 	// its class was wrong when it decided strongly on a held-out set at
 	// first sight (testdata/first-sight.json), and nothing in the line's

@@ -30,6 +30,15 @@ var pythonSignatures = family("python", []Rule{
 	// vllm.model_executor.models.X, a checkpoint's own code under
 	// transformers_modules): this version does not know the model
 	{Text: "No module named", Pattern: regexp.MustCompile(`No module named '(transformers_modules\.|[\w.]*\.models?\.)\w+`), Class: failure.ClassModelLoadFailed},
+	// ... or a vendor's device plugin, the PyTorch bridge a device type
+	// needs (LMDeploy's --device maca and camb through dlinfer, Ascend's
+	// torch_npu, Cambricon's torch_mlu, Moore Threads' torch_musa,
+	// Enflame's torch_gcu, Gaudi's habana_frameworks, Intel's
+	// intel_extension_for_pytorch, TPUs' torch_xla, Neuron's
+	// torch_neuronx, vllm-ascend's plugin): the host lacks the device's
+	// software stack, or the profile names a device this host has not
+	{Name: "python/no-device-plugin-module", Text: "No module named", Pattern: regexp.MustCompile(`No module named '(dlinfer|torch_npu|torch_mlu|torch_musa|torch_gcu|habana_frameworks|intel_extension_for_pytorch|torch_xla|torch_neuronx|vllm_ascend)\b`),
+		Class: failure.ClassHostCapability, NextStep: devicePluginStep},
 	{Text: "No module named", Class: failure.ClassEngineDied, Crash: true, NextStep: brokenInstallStep},
 	{Text: "cannot import name", Class: failure.ClassEngineDied, Crash: true, NextStep: brokenInstallStep},
 	// tokenizer_template
@@ -112,6 +121,12 @@ var pythonSignatures = family("python", []Rule{
 	// some platforms' engine cores die without one
 	{Text: "KV cache memory", Pattern: regexp.MustCompile(`(?i)KV cache memory:? -\d`), Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit, Tier: TierHint},
 	{Text: "Unrecognized configuration class", Class: failure.ClassModelLoadFailed},
+	// the engine reads a field the model's configuration class has not
+	// ("AttributeError: 'Mistral3Config' object has no attribute
+	// 'hidden_size'"): a transformers PretrainedConfig subclass of an
+	// architecture this engine version does not read (a multimodal
+	// config whose text fields sit under text_config)
+	{Name: "python/config-lacks-attribute", Text: "object has no attribute", Pattern: regexp.MustCompile(`'\w+Config' object has no attribute '\w+'`), Class: failure.ClassModelLoadFailed},
 	{Text: "does not exist", Pattern: regexp.MustCompile(`(?i)weight \S+ does not exist`), Class: failure.ClassModelLoadFailed},
 	{Text: "failed loading model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 	{Text: "DownloadError", Class: failure.ClassModelLoadFailed, Tier: TierHint},
@@ -166,6 +181,12 @@ var pythonSignatures = family("python", []Rule{
 const brokenInstallStep = "The engine's installation is broken: a module or a name it imports is missing, usually " +
 	"packages out of step (a kernel library such as aiter, flash-attn or a grammar backend built for another version). " +
 	"Reinstall the engine with the versions it pins (its requirements or its container image), or install the missing package."
+
+// devicePluginStep is the advice when the PyTorch bridge of a device
+// type is not installed.
+const devicePluginStep = "The engine was asked for a device type whose vendor plugin is not installed (dlinfer, torch_npu, " +
+	"habana_frameworks, intel_extension_for_pytorch...): install the plugin the engine's docs name for that device, " +
+	"in the version the engine pins, or start the engine for the device this host has (its --device flag)."
 
 // deviceQueryStep is the advice when the GPU runtime refuses the first
 // query of a device it lists.

@@ -273,10 +273,13 @@ func TestAfterReadiness(t *testing.T) {
 			"CUDA error: an illegal memory access was encountered",
 			`time=2025-04-14T20:20:48.993+08:00 level=ERROR source=server.go:449 msg="llama runner terminated" error="exit status 0xc0000409"`,
 		}, failure.ClassEngineDied},
+		// a kernel's fault is sticky: the CUDA context serves nothing
+		// more (CUDA Runtime API, cudaErrorIllegalAddress), so a server
+		// that outlives the line has lost its engine
 		{"a kernel's crash the server outlived, no runner death", "ollama", []string{
 			`[GIN] 2025/04/14 - 20:20:32 | 200 |    4.2413769s |       127.0.0.1 | POST     "/api/generate"`,
 			"CUDA error: an illegal memory access was encountered",
-		}, failure.ClassProbeFailed},
+		}, failure.ClassEngineDied},
 		{"a 500 and the request's exception", "openai", []string{
 			"INFO:     Uvicorn running on http://127.0.0.1:5000 (Press CTRL+C to quit)",
 			`INFO:     127.0.0.1:50112 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error`,

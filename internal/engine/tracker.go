@@ -108,6 +108,7 @@ type candidate struct {
 	warn      bool          // from a warning-level line
 	summary   bool          // the rule is a wrapper's summary (Rule.Summary)
 	fatal     bool          // the line reports its process's death (Rule.Fatal)
+	notice    bool          // the engine went on after the line (Rule.Notice): a later crash of its tier replaces it
 	at        int64         // the number of the line fed when it was offered
 	exc       bool          // an exception line that closed its block, with only blank lines since
 	more      bool          // that exception line ends with a colon: its message goes on below (continued)
@@ -555,7 +556,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 		return
 	}
 	if s, cls := t.match(line, lower); s != nil {
-		t.died = t.died || s.Fatal
+		t.matched(s)
 		tier := t.lineTier(s, msg, level)
 		t.offer(s.Name, stored, cls, s.Phase, tier, s.Crash)
 		t.lineConflict(s, cls, line, lower)
@@ -567,6 +568,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 			// the engine went on in a lesser way (a CPU fallback): the
 			// failure is where it said so, whatever it did after
 			t.cand.pinned = t.cand.pinned || s.Notice
+			t.cand.notice = s.Notice
 		}
 		t.prevErr = true
 		return
@@ -592,6 +594,14 @@ func (t *Tracker) lineTier(s *Rule, msg, level string) Tier {
 		t.cand.tier = 0
 	}
 	return s.tier()
+}
+
+// matched notes what a line's rule s says of the lines around it: the
+// process died (Fatal), its message is on the indented lines below
+// (Below, read by whatMessage).
+func (t *Tracker) matched(s *Rule) {
+	t.died = t.died || s.Fatal
+	t.inWhat = t.inWhat || s.Below
 }
 
 // namesCause reports a line that, beside a wrapper's words, names its
@@ -799,6 +809,9 @@ func (t *Tracker) match(line string, lower []byte) (*Rule, failure.Class) {
 		case r.Notice:
 			return r, c
 		case r.tier() == TierError && !r.Crash && (weak == nil || c != weakCls || wrapsAfter(weak, r, lower)):
+			if f, fc := t.fatalWithin(r, c, i, line, lower); f != nil {
+				return f, fc
+			}
 			return r, c
 		case weak == nil:
 			weak, weakCls = r, c
@@ -806,6 +819,34 @@ func (t *Tracker) match(line string, lower []byte) (*Rule, failure.Class) {
 	}
 	return weak, weakCls
 }
+
+// fatalWithin returns a Fatal rule that reads how a process ended
+// (endsProcess) among the hits after index i whose text comes after the step rule r's in lower, with its class: a
+// wrapper's words for the step (LM Studio's "Error loading model. (Exit
+// code: 18446744072635812000)") around how the engine's process ended
+// (a Windows fail-fast code): the process died, the step only reports
+// it. Nil when r gives no step class (stepClasses) or none follows.
+func (t *Tracker) fatalWithin(r *Rule, c failure.Class, i int, line string, lower []byte) (*Rule, failure.Class) {
+	if !stepClasses[c] || len(r.lower) == 0 {
+		return nil, ""
+	}
+	at := bytes.Index(lower, r.lower)
+	sigs := t.e.signatures
+	for j := i + 1; j < len(sigs); j++ {
+		f := &sigs[j]
+		if !t.hits[j] || !f.Fatal || !endsProcess[f.Family] || bytes.LastIndex(lower, f.lower) <= at {
+			continue
+		}
+		if fc, ok := f.classOf(line, lower); ok {
+			return f, fc
+		}
+	}
+	return nil, ""
+}
+
+// endsProcess are the families of rules that read how a process ended
+// (a signal, a Windows exception code) from a line.
+var endsProcess = map[string]bool{"signal": true, "ntstatus": true}
 
 // wrapsAfter reports whether the summary rule weak's text comes before
 // the specific rule r's last occurrence in lower: the summary wraps the
@@ -846,7 +887,7 @@ func (t *Tracker) scanSignatures(lower []byte) int {
 // offer makes line the root-cause candidate when its tier beats the one
 // held.
 func (t *Tracker) offer(rule, line string, class failure.Class, pinned failure.Phase, tier Tier, crash bool) {
-	if tier <= t.cand.tier {
+	if tier < t.cand.tier || tier == t.cand.tier && !(t.cand.notice && crash) {
 		return
 	}
 	ph := pinned
@@ -1147,6 +1188,9 @@ func (t *Tracker) context(line string) {
 	base := len(t.e.markers) + len(t.e.facts) + len(t.e.devices)
 	for i, w := range grammarWords {
 		if t.thits[base+i] {
+			if strings.HasPrefix(strings.TrimSpace(line), "Extension modules: ") {
+				return // faulthandler's list of the C extensions loaded, a grammar backend's among them: loaded, not used
+			}
 			if w == "grammar_backend=" && strings.Contains(line, "grammar_backend=None") {
 				continue
 			}
