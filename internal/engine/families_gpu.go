@@ -612,6 +612,17 @@ var openclFamily = family("opencl", func() []Rule {
 			Text: e.name, Pattern: regexp.MustCompile(`\b` + e.name + `\b`), Class: e.class, Tier: e.tier, Weak: e.weak,
 			Source: "OpenCL CL/cl.h " + e.name + " (" + strconv.Itoa(e.code) + ")"})
 	}
+	// ggml-opencl's CL_CHECK prints the call and the number alone
+	// ("ggml_opencl: clEnqueueNDRangeKernel(...) error -4 at
+	// ggml-opencl.cpp:N", ggml/src/ggml-opencl/ggml-opencl.cpp)
+	byCode := map[string]failure.Class{}
+	for _, e := range openclErrors {
+		if e.tier == TierError && !e.weak {
+			byCode[strconv.Itoa(e.code)] = e.class
+		}
+	}
+	out = append(out, Rule{Name: "opencl/ggml-opencl-error-code", Text: "ggml_opencl: ", Pattern: regexp.MustCompile(`ggml_opencl: .* error (-\d+) at \S+:\d+`),
+		Lookup: func(m []string) (failure.Class, bool) { c, ok := byCode[m[1]]; return c, ok }})
 	return out
 }())
 

@@ -368,6 +368,11 @@ var ggmlSignatures = family("ggml", []Rule{
 	{Text: "at row", Pattern: regexp.MustCompile(`at row \d+, column \d+`), Class: failure.ClassTokenizerTemplate},
 	{Text: "exceeds the available context size", Class: failure.ClassContextExceedsKV},
 	{Text: "input is too large to process", Class: failure.ClassContextExceedsKV},
+	// the server's retry with a smaller batch (tools/server: "failed to
+	// find free space in the KV cache, retrying with smaller batch size"):
+	// a notice, it goes on; its failure, when the batch cannot shrink,
+	// is the lines below
+	{Name: "ggml/kv-cache-full-retrying", Text: "failed to find free space in the KV cache", Also: "retrying with smaller batch", Class: failure.ClassContextExceedsKV, Tier: TierHint, Notice: true},
 	{Text: "failed to find free space in the KV cache", Class: failure.ClassContextExceedsKV},
 	// the server's decode of a batch the KV cache has no room for
 	// (llama.cpp@aa6192d tools/server/server.cpp) and the error the request

@@ -1352,6 +1352,7 @@ func (t *Tracker) closeBlock(line, stored string) {
 	s, cls := t.match(line, t.lower(line))
 	held, yielded := t.yieldCrash(&tb, root, s)
 	if s != nil {
+		t.matched(s) // a sticky kernel fault raised as an exception ends the engine too
 		t.offerException(&tb, s, cls, root)
 		t.lineConflict(s, cls, line, t.low)
 		t.splitIf(s.Name, root, root != stored) // the class from this line, the cause the chain's innermost
