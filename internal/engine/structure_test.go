@@ -143,7 +143,7 @@ func TestRootCauseByStructure(t *testing.T) {
 			"[ERROR] llama-server process has terminated with exit code: 18446744072635809821",
 		}, Exited(0), failure.ClassHostCapability, "18446744072635809821"},
 		{"a wrapper's step words around a Windows code printed as a float64", "openai", []string{
-			"[ERROR] [LM Studio] Failed to load model m: Error loading model. (Exit code: 18446744072635812000). Unknown error.",
+			"[ERROR] llama_model_load: error loading model: the engine process ended, exit code 18446744072635812000",
 		}, Exited(0), failure.ClassEngineDied, "18446744072635812000"},
 		{"an error line that wraps the traceback after it: its exception line", "trtllm", []string{
 			"[07/11/2025-03:15:58] [TRT-LLM] [E] Failed to initialize executor on rank 0: Executor creation failed due to insufficient GPU memory.",

@@ -825,9 +825,10 @@ func (t *Tracker) match(line string, lower []byte) (*Rule, failure.Class) {
 // wrapper's words for the step (LM Studio's "Error loading model. (Exit
 // code: 18446744072635812000)") around how the engine's process ended
 // (a Windows fail-fast code): the process died, the step only reports
-// it. Nil when r gives no step class (stepClasses) or none follows.
+// it. Nil when r gives no step class (stepClasses) but engine_died, or
+// none follows.
 func (t *Tracker) fatalWithin(r *Rule, c failure.Class, i int, line string, lower []byte) (*Rule, failure.Class) {
-	if !stepClasses[c] || len(r.lower) == 0 {
+	if !stepClasses[c] || c == failure.ClassEngineDied || len(r.lower) == 0 {
 		return nil, ""
 	}
 	at := bytes.Index(lower, r.lower)
