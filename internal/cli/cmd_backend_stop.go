@@ -15,6 +15,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/serve"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -96,6 +97,19 @@ func campaignLaunched(stateDir, name string) error {
 	return &qualify.CandidateInUseError{Candidate: name, Record: st.Record}
 }
 
+// routerWatching returns the live router that production's state record
+// names as its owner (serve.RouterOwner: it started or adopted the
+// process and restarts it) when its lease is not in this user's lease
+// folder (a router under another HOME or HIRO_LEASE_DIR sharing the
+// state_dir); nil when none.
+func routerWatching(stateDir, name string) *control.ServingRouter {
+	st, err := supervisor.Status(stateDir, name)
+	if err != nil || st.Status != supervisor.StatusRunning || !st.OwnerAlive() || !strings.HasPrefix(st.Record.Owner.What, serve.RouterOwner) {
+		return nil
+	}
+	return &control.ServingRouter{PID: st.Record.Owner.PID, Config: "unknown: its lease is in another lease folder, another HOME or HIRO_LEASE_DIR", Production: name}
+}
+
 // backendStopReport is the JSON of 'hiro backend stop --json'.
 type backendStopReport struct {
 	Name   string                   `json:"name"`
@@ -128,6 +142,9 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 			}
 		}
 		router = control.RouterServing(ctx, prof.BaseURL)
+		if router == nil {
+			router = routerWatching(cfg.StateDir, name)
+		}
 		if router != nil && !o.Force {
 			return BusyError(fmt.Errorf("backend stop refused: %s is the production %s serves to clients: stopping it would fail their requests, and the router would start it again at once; switch production away first ('hiro rollback' or 'hiro activate'), stop the router (kill -TERM %d; with [serve] on_exit = \"stop\" it stops %s too), or pass --force to stop it anyway (the router sees an operator's stop and starts it again)",
 				name, router, router.PID, name))

@@ -144,8 +144,9 @@ func TestRouterLeavesAStartAnotherHiroWatches(t *testing.T) {
 	}
 }
 
-// TestStopByAnotherHiroIsNamed: a `hiro backend stop --force` under
-// another HOME stops the production a router started; the router's
+// TestStopByAnotherHiroIsNamed: a `hiro backend stop` under another HOME
+// of the production a router started is refused (exit 6, naming the
+// router the record names as owner); with --force it stops it, and the router's
 // failure says that another hiro stopped it (its pid and command), not
 // that the engine exited with code 0 by itself, and production is
 // started again.
@@ -155,8 +156,21 @@ func TestStopByAnotherHiroIsNamed(t *testing.T) {
 	killEngines(t, cfg.Backends["prod"].Port)
 	r := startRouter(t, cfg, nil)
 	first := r.waitState(t, control.StateReady, 20*time.Second).Production.PID
+	env := otherHomeEnv(t)
+	// Without --force the stop is refused: the record names this live
+	// router as its owner, though its lease is not in that hiro's folder.
+	refused := exec.Command(bin, "--config", cfg.Path, "backend", "stop", "prod")
+	refused.Env = env
+	out, _ := refused.CombinedOutput()
+	if code := refused.ProcessState.ExitCode(); code != exitcode.Busy || !strings.Contains(string(out), "hiro serve pid "+strconv.Itoa(os.Getpid())) ||
+		!strings.Contains(string(out), "serves to clients") {
+		t.Fatalf("backend stop without --force: exit %d, want %d naming the router:\n%s", code, exitcode.Busy, out)
+	}
+	if pids := enginePIDs(cfg.Backends["prod"].Port); len(pids) != 1 || pids[0] != first {
+		t.Fatalf("after the refused stop the engines are %v, want %d", pids, first)
+	}
 	stop := exec.Command(bin, "--config", cfg.Path, "backend", "stop", "prod", "--force")
-	stop.Env = otherHomeEnv(t)
+	stop.Env = env
 	out, err := stop.CombinedOutput()
 	if err != nil {
 		t.Fatalf("backend stop: %v\n%s", err, out)
