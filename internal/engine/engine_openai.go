@@ -107,6 +107,15 @@ func init() {
 			// src/llm/servable_initializer.cpp): the weights are read and
 			// compiled for the device
 			{Text: "servable", Pattern: regexp.MustCompile(`\]\s*Initializing [\w ]*servable`), Phase: failure.PhaseLoad, Reload: true},
+			// Ray Serve's application up (ray@3addb93 python/ray/serve/
+			// _private/client.py: "Application '{app.name}' is
+			// ready{url_part}."; before applications, "Deployment 'NAME' is
+			// ready at `URL`."), and
+			// a vLLM engine under a wrapper taking a request
+			// (engine/async_llm_engine.py, v1/engine/async_llm.py: "Added
+			// request ID.")
+			{Text: "' is ready", Pattern: regexp.MustCompile(`\b(Application|Deployment) '[^']*' is ready\b`), Phase: failure.PhaseReadyWait},
+			{Text: "Added request ", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			// OVMS's servables are up once its servable manager started
 			// (src/servablemanagermodule.cpp: "{} started"), and its LLM
 			// executors count the requests they hold each loop

@@ -2049,7 +2049,9 @@ func isErrorLine(msg, level string) bool {
 		// a child's exception a wrapper relays at its own level
 		return isExceptionLine(msg) && !strings.Contains(msg, "Warning")
 	}
-	for _, w := range [...]string{"rror", "RROR", "xception", "atal", "ATAL", "panic", "Abort", "abort"} {
+	// (glibc's failed assert(): "prog: FILE:LINE: FUNC: Assertion `EXPR'
+	// failed.", the cause of the SIGABRT after it: Triton's LLVM passes)
+	for _, w := range [...]string{"rror", "RROR", "xception", "atal", "ATAL", "panic", "Abort", "abort", "Assertion `"} {
 		if strings.Contains(msg, w) {
 			return true
 		}

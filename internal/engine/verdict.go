@@ -408,13 +408,16 @@ func (c candidate) weak(e *Engine) bool {
 }
 
 // lineCause takes the root-cause line's class, phase and line: for a
-// wrapper's summary the child's own line relayed before it; a GPU out of
-// memory is never before load (nothing takes GPU memory before the
-// model loads).
+// wrapper's summary the child's own line relayed before it, and for a
+// crash line (a signal's report) the failed C assert() just before it
+// (glibc's "prog: FILE:LINE: FUNC: Assertion `EXPR' failed.", the
+// abort's cause: Triton's LLVM passes under vLLM); a GPU out of memory
+// is never before load (nothing takes GPU memory before the model
+// loads).
 func (v *verdict) lineCause() {
 	f, c := v.f, v.cand
 	f.Class, f.Phase, f.RootCause = c.class, c.phase, c.line
-	if c.summary && c.prior != "" {
+	if c.summary && c.prior != "" || c.crash && strings.Contains(c.prior, "Assertion `") {
 		f.RootCause = c.prior
 	}
 	if c.class == failure.ClassGPUOOM && f.Phase.Index() < failure.PhaseLoad.Index() {
