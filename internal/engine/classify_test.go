@@ -364,3 +364,17 @@ func TestKVShortfallFacts(t *testing.T) {
 		}
 	}
 }
+
+// TensorRT-LLM's check that the paged KV cache holds one sequence states
+// the cache's size in tokens (kv_cache_tokens), also inside Triton's
+// per-model load failure line.
+func TestTRTLLMKVTooSmallFact(t *testing.T) {
+	for _, kind := range []string{"trtllm", "openai"} {
+		tr := feed(t, kind, "E0306 16:40:07.708802 117 backend_model.cc:691] ERROR: Failed to create instance: unexpected error when creating "+
+			"modelInstanceState: maxTokensInPagedKvCache (29184) must be large enough to process at least 1 sequence to completion "+
+			"(i.e. must be larger than beam_width (1) * tokensPerBlock (128) * maxBlocksPerSeq (272))")
+		if got := tr.Facts()["kv_cache_tokens"]; got != 29184 {
+			t.Errorf("%s: kv_cache_tokens = %v, want 29184", kind, got)
+		}
+	}
+}

@@ -69,6 +69,11 @@ var trtllmFacts = []FactParser{
 	{Trigger: "for max tokens in paged KV cache", Pattern: regexp.MustCompile(`Allocated ([\d.]+) GiB for max tokens in paged KV cache \((\d+)\)`), Names: []string{"kv_cache_memory_gib", "kv_cache_tokens"}},
 	{Trigger: "tokens in paged KV cache", Pattern: regexp.MustCompile(`Using (\d+) tokens in paged KV cache`), Names: []string{"kv_cache_tokens"}},
 	{Trigger: "for model weights", Pattern: regexp.MustCompile(`Use ([\d.]+) GB for model weights`), Names: []string{"model_memory_gib"}},
+	// the KV cache too small for one sequence (the batch manager's check:
+	// "maxTokensInPagedKvCache (N) must be large enough to process at
+	// least 1 sequence to completion", also inside Triton's "Failed to
+	// create instance" line)
+	{Trigger: "maxTokensInPagedKvCache (", Pattern: regexp.MustCompile(`maxTokensInPagedKvCache \((\d+)\) must be large enough`), Names: []string{"kv_cache_tokens"}},
 }
 
 func init() {
