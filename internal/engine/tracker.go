@@ -76,6 +76,11 @@ type Tracker struct {
 	// upAt: the number of the line in which the server first said it was
 	// up (a ready_wait marker) before any unexplained error line; 0: never
 	upAt int64
+	// cut is the block the last non-frame line cut, at line cutAt: its
+	// frames may go on after another writer's lines (resume)
+	cut     traceback
+	cutAt   int64
+	cutCand candidate // the candidate held before the cut offered its header
 }
 
 // traceback is an open Python traceback block.
@@ -158,6 +163,7 @@ func (t *Tracker) feed(line string) {
 	t.graphRun(msg)
 	frame := isFrame(msg) || strings.TrimSpace(msg) == ""
 	frame = t.whatMessage(msg, frame)
+	t.resume(msg, frame)
 	if !frame {
 		t.request(line)
 		if t.scanTriggers(line) {
@@ -311,6 +317,26 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 	}
 	t.cutBlock()
 	return t.cand.tier == TierError
+}
+
+// resumeLines bounds how many lines after the one that cut a block its
+// frames may resume.
+const resumeLines = 4
+
+// resume reopens the block a line cut when a traceback frame ("File
+// ...", frame: msg is one) follows within resumeLines lines: the cutting lines were another
+// writer's, interleaved on the same stream (nanobind's "nanobind: leaked
+// 1 instances!" report inside vLLM's engine-core traceback), and the
+// block's exception line is still to come. It reports whether it did.
+func (t *Tracker) resume(msg string, frame bool) bool {
+	if !frame || !t.cut.open || t.tb.open || t.lines-t.cutAt > resumeLines || !strings.HasPrefix(strings.TrimSpace(msg), "File \"") {
+		return false
+	}
+	if t.cand.at == t.cutAt {
+		t.cand = t.cutCand // the header the cut offered waits for the block's end
+	}
+	t.tb, t.cut = t.cut, traceback{}
+	return true
 }
 
 // continued reads the lines that go on with the message of the
@@ -1296,6 +1322,7 @@ func (tb *traceback) blockPhase(pinned failure.Phase) failure.Phase {
 // before "Traceback" on the same line ("Scheduler hit an exception: ").
 func (t *Tracker) openBlock(line, stored, before string) {
 	t.tb = traceback{open: true, phase: t.phase}
+	t.cut = traceback{}
 	if !t.chained {
 		t.chainCause = ""
 	}
@@ -1520,6 +1547,7 @@ func (t *Tracker) offerException(tb *traceback, s *Rule, cls failure.Class, root
 func (t *Tracker) cutBlock() {
 	tb := t.tb
 	t.tb = traceback{frames: tb.frames}
+	t.cut, t.cutAt, t.cutCand = tb, t.lines, t.cand
 	switch {
 	case tb.hint != "":
 		t.offer(tb.hintRule, tb.header, tb.hint, tb.blockPhase(""), TierError, false)
