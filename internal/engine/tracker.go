@@ -421,7 +421,7 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 		if !isExceptionLine(msg) {
 			return false
 		}
-		if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && cls == t.cand.class && wraps(t.cand.line, msg) {
+		if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && cls == t.cand.class && (wraps(t.cand.line, msg) || bareHeader(t.cand.line)) {
 			t.cand.rule, t.cand.line = s.Name, stored
 		}
 		t.cand.exc = true // the chain that may follow is its call path (causeStack)
@@ -431,6 +431,15 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 		return true
 	}
 	return false
+}
+
+// bareHeader reports a logged line that names a step and no message of
+// its own (vLLM's "Chat template warmup failed", then the traceback of
+// what failed): the exception line that ends its block states the cause.
+func bareHeader(line string) bool {
+	msg, _ := splitLine(line)
+	m := strings.TrimSpace(msg)
+	return !strings.Contains(m, ": ") && strings.HasSuffix(strings.TrimRight(m, "."), "failed")
 }
 
 // causeStack follows the blocks a raise ... from chain (or a "During
