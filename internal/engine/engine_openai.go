@@ -67,12 +67,13 @@ func init() {
 			{Text: " requests", Pattern: regexp.MustCompile(`\bmodel \S+, instance \S+, executing \d+ requests`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			// text-generation-webui (oobabooga/text-generation-webui
 			// modules/models.py: 'Loading "NAME"', 'Loaded "NAME" in N
-			// seconds.'; modules/text_generation.py: "Output generated in N
+			// seconds.', before 2024 'Loaded the model in N seconds.';
+			// modules/text_generation.py: "Output generated in N
 			// seconds (...)" after each reply): its UI and API listen
 			// before a model loads on demand, the load's end is ready, and
 			// each reply is one request served
 			{Text: `Loading "`, Pattern: regexp.MustCompile(`\bLoading "[^"]+"\s*$`), Phase: failure.PhaseLoad, Reload: true},
-			{Text: `Loaded "`, Pattern: regexp.MustCompile(`\bLoaded "[^"]+" in [\d.]+ seconds`), Phase: failure.PhaseReadyWait},
+			{Text: "Loaded ", Pattern: regexp.MustCompile(`\bLoaded (the model|"[^"]+") in [\d.]+ seconds`), Phase: failure.PhaseReadyWait},
 			{Text: "Output generated in ", Pattern: regexp.MustCompile(`Output generated in [\d.]+ seconds \(`), Phase: failure.PhaseInference, After: failure.PhaseLoad},
 			// servers that load a model when asked, once up: Xinference's
 			// worker (launch_builtin_model), TorchServe's backend worker
