@@ -276,6 +276,10 @@ var pythonFramePhases = []FramePhase{
 	{"download_weights_from_hf", failure.PhaseLoad},
 	{"in get_model_architecture", failure.PhaseLoad},
 	{"in load_model", failure.PhaseLoad},
+	// llama-cpp-python's server loading its model before it listens
+	// (llama_cpp/server/model.py load_llama_from_model_settings, then
+	// llama.py's Llama.__init__ building _internals.LlamaModel)
+	{"in load_llama_from_model_settings", failure.PhaseLoad},
 	// the model's classes are built from its config (LMDeploy's
 	// build_model_agent, _build_model, build_patched_model)
 	{"build_model", failure.PhaseLoad},
