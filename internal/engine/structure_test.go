@@ -520,6 +520,23 @@ func TestSummaryTakesTheChildsLine(t *testing.T) {
 			"(EngineCore pid=84) INFO 05-07 14:21:17 [gpu_model_runner.py:4190] Starting to load model Qwen/Qwen3-0.6B...",
 			"(EngineCore pid=84) ERROR 05-07 14:22:51 [core.py:1108] PermissionError: [Errno 13] Permission denied: '/.triton'",
 		}, "'/.triton'"},
+		{"a traceback a warning introduced, then the engine's own failure", "openai", []string{
+			"16:36:42-092387 WARNING  Failed to load flash-attention due to the following error:",
+			"",
+			"Traceback (most recent call last):",
+			`  File "/x/modules/exllamav2_hf.py", line 23, in <module>`,
+			"ModuleNotFoundError: No module named 'flash_attn'",
+			`16:38:21-561203 INFO     Loaded "m" in 100.77 seconds.`,
+			"Traceback (most recent call last):",
+			`  File "/x/exllamav2/attn.py", line 1045, in forward_torch`,
+			"torch.OutOfMemoryError: HIP out of memory. Tried to allocate 3.54 GiB.",
+		}, "HIP out of memory"},
+		{"a traceback a warning introduced, and nothing after it", "vllm", []string{
+			"WARNING 03-10 10:00:00 [utils.py:12] Failed to import the custom kernels due to the following error:",
+			"Traceback (most recent call last):",
+			`  File "/x/vllm/utils.py", line 10, in <module>`,
+			"ModuleNotFoundError: No module named 'flash_attn'",
+		}, "No module named 'flash_attn'"},
 		{"a thread's death and nothing after it", "vllm", []string{
 			"(EngineCore pid=84) Exception in thread Thread-2 (_report_usage_worker):",
 			"(EngineCore pid=84) Traceback (most recent call last):",
