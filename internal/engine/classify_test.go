@@ -185,8 +185,10 @@ func TestExitWithoutSignature(t *testing.T) {
 		"(EngineCore_DP0 pid=1) ERROR 01-01 00:00:01 [core.py:708] KeyError: 'lm_head.weight'",
 		"(APIServer pid=2) RuntimeError: Engine core initialization failed. See root cause above.")
 	f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(0)})
-	if f.Class != failure.ClassEngineDied || f.Phase != failure.PhaseLoad {
-		t.Fatalf("got %s/%s", f.Class, f.Phase)
+	// an exception no rule explains, raised while the model loads: the
+	// load failed (stepFailures), said with no confidence
+	if f.Class != failure.ClassModelLoadFailed || f.Phase != failure.PhaseLoad || f.Confidence != failure.ConfidenceNone {
+		t.Fatalf("got %s/%s %s", f.Class, f.Phase, f.Confidence)
 	}
 	if !strings.HasSuffix(f.RootCause, "KeyError: 'lm_head.weight'") {
 		t.Errorf("root cause %q", f.RootCause)

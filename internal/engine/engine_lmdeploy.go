@@ -46,6 +46,13 @@ func init() {
 			// strongly at first sight, r8)
 			{Name: "lmdeploy/no-dlinfer", Text: "No module named 'dlinfer", Class: failure.ClassHostCapability,
 				NextStep: dlinferStep, Source: "InternLM/lmdeploy lmdeploy/pytorch/check_env/deeplink.py"},
+			// TurboMind's Windows build has no barrier between GPUs: its
+			// _MSC_VER Barrier checks count == 1 (FT_CHECK, TM_CHECK: "[TM]
+			// [ERROR] Assertion fail: ...src/turbomind/models/llama/Barrier.h:20"),
+			// so any --tp above 1 stops there
+			{Name: "lmdeploy/windows-barrier-one-gpu", Text: "Barrier.h", Pattern: regexp.MustCompile(`Assertion fail: \S*[/\\]turbomind[/\\]models[/\\]llama[/\\]Barrier\.h:\d+|Barrier\.h\D{0,3}\d+.*Check failed: count == 1\b`),
+				Class: failure.ClassHostCapability, NextStep: turbomindWindowsTPStep,
+				Source: "InternLM/lmdeploy@1263d5c src/turbomind/models/llama/Barrier.h (the _MSC_VER Barrier)"},
 		}, pythonSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
@@ -63,6 +70,11 @@ func init() {
 		},
 	})
 }
+
+// turbomindWindowsTPStep is the advice when TurboMind's Windows build is
+// asked for more than one GPU.
+const turbomindWindowsTPStep = "TurboMind's Windows build runs on one GPU only (it has no barrier between GPUs): use --tp 1 " +
+	"on Windows, or run tensor parallel on Linux (or WSL2), or use the PyTorch backend."
 
 // dlinferStep is the advice when LMDeploy's dlinfer plugin, the backend
 // of its non-CUDA devices, is missing.

@@ -48,6 +48,10 @@ func init() {
 			{Text: "does not fit on the devices", Pattern: regexp.MustCompile(`(?i)\(avail: 0MB\)`), Class: failure.ClassAcceleratorUnavailable},
 			{Text: "does not fit on the devices", Class: failure.ClassGPUOOM},
 			{Text: "Model failed with error", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+			// mistralrs-core's warm-up request failed (WARN "Dummy run
+			// failed!" after its thread's panic) and the server goes on to
+			// listen: the warm-up's class, the panic's message the cause
+			{Text: "Dummy run failed", Class: failure.ClassWarmupFailed, Phase: failure.PhaseWarmup, Tier: TierHint, Summary: true},
 		}, hostFamilies),
 		facts: []FactParser{
 			{Trigger: "for PagedAttention KV cache", Pattern: regexp.MustCompile(`Allocating (\d+) MB for PagedAttention KV cache`), Names: []string{"kv_cache_memory_mib"}},

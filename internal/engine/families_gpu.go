@@ -340,6 +340,12 @@ var gpuFamily = family("gpu", []Rule{
 	// allocator: "[CL ext] Can not allocate N bytes for USM Device"):
 	// the device's memory is short (an iGPU's share of system RAM)
 	{Text: "[CL ext] Can not allocate", Class: failure.ClassGPUOOM},
+	// a GPU job the driver reset, in any vendor's or wrapper's words
+	// (Lemonade's watchdog: "backend marked unavailable: GPU Hang /
+	// compute error detected; terminating"; ROCR's "reason :GPU Hang" is
+	// rocmFamily's; i915's "GPU HANG: ecode"): the engine's GPU work is
+	// gone with it
+	{Name: "gpu/gpu-hang", Text: "GPU hang", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
 	// OpenVINO's device plugins compiling a graph with an operation they
 	// have no implementation of ("Operation: NAME of type TYPE(OPSET) is
 	// not supported", src/plugins/intel_gpu/src/plugin/program_builder.cpp
@@ -420,8 +426,9 @@ var rocmFamily = family("rocm", []Rule{
 	{Text: "no ROCm-capable device is detected", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "hipErrorInsufficientDriver", Class: failure.ClassDriverMismatch},
 	{Text: "HSA_STATUS_ERROR", Pattern: regexp.MustCompile(`HSA_STATUS_ERROR_(INVALID_ISA|INCOMPATIBLE_ARGUMENTS)`), Class: failure.ClassGPUArchUnsupported},
-	{Text: "hipErrorIllegalAddress", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	{Text: "Memory access fault by GPU", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// a kernel's fault, sticky as CUDA's (HIP mirrors cudaErrorIllegalAddress)
+	{Text: "hipErrorIllegalAddress", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	{Text: "Memory access fault by GPU", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	// the HSA runtime's report of a GPU job the kernel driver reset
 	// (ROCR-Runtime: "HW Exception by GPU node-N (Agent handle: 0x...)
 	// reason :GPU Hang"): the process aborts after it
@@ -688,6 +695,13 @@ var gaudiFamily = family("gaudi", []Rule{
 	// printed after the bridge's "Exception in Launch thread..." that
 	// only reports it
 	{Text: "MODULE:PT_DEVMEM", Also: "Allocation failed", Class: failure.ClassGPUOOM},
+	// any other module's fatal error of the bridge ("[Rank:0] FATAL ERROR
+	// :: MODULE:PT_LAZY Error, ValidateSyncInputTensors tensor_data is
+	// empty"; not PT_BRIDGE's "Exception in Launch thread...", which only
+	// reports another module's line): the root-cause line, its class
+	// depending on the message (an unsupported device generation, a bad
+	// graph), so weak, as CANN's codes are
+	{Name: "gaudi/pt-module-fatal", Text: "FATAL ERROR :: MODULE:PT_", Pattern: regexp.MustCompile(`MODULE:PT_[A-Z_]+ Error\b`), Class: failure.ClassEngineDied, Fatal: true, Weak: true},
 })
 
 // ascendFamily: Huawei Ascend NPUs through CANN (torch_npu, vllm-ascend,

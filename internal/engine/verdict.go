@@ -654,18 +654,26 @@ func giveExit(v *verdict) {
 	}
 }
 
+// stepFailures are the classes of a step of the engine's start that an
+// exception no rule explains was raised in: the step is what failed.
+var stepFailures = map[failure.Phase]failure.Class{
+	failure.PhaseWarmup: failure.ClassWarmupFailed,
+	failure.PhaseLoad:   failure.ClassModelLoadFailed,
+}
+
 // giveEngineDied is the fallback: engine_died, with the first error line
 // of the log as root cause when there is one.
 func giveEngineDied(v *verdict) {
 	f := v.f
 	f.Class = failure.ClassEngineDied
 	if v.fallback != "" {
-		if f.Phase == failure.PhaseWarmup && !v.served && len(v.frames) > 0 {
-			// an exception no rule explains, raised in the engine's
-			// own first steps (its warmup forward, graph capture): the
-			// warmup failed, as a crash there does (crashRefine); a
-			// native abort with no traceback (ggml's) stays the engine's
-			f.Class = failure.ClassWarmupFailed
+		if c, ok := stepFailures[f.Phase]; ok && !v.served && len(v.frames) > 0 {
+			// an exception no rule explains, raised in a step of the
+			// engine's own start (its warmup forward, graph capture; the
+			// model's load): that step failed, as a crash in warmup does
+			// (crashRefine); a native abort with no traceback (ggml's)
+			// stays the engine's
+			f.Class = c
 		}
 		f.RootCause = v.fallback
 		if len(v.frames) > 0 {
