@@ -31,12 +31,12 @@ kind = "launch"
 name = "v1-runner"
 reason = "documented fallback: V1 runner, since the V2 runner needs UVA"
 env = { VLLM_USE_V2_MODEL_RUNNER = "0" }
-args_set = { "--replay" = "CASES/vllm-marlin-repack.log" }
+args_set = { "--replay" = "LOGS/v1-marlin-repack.log" }
 [[gates.variants]]
 name = "triton-w4a16"
 based_on = "v1-runner"
 reason = "one bounded kernel retry: Triton W4A16 instead of Marlin"
-args_set = { "--replay" = "CASES/vllm-triton-died-before-ready.log", "--signal" = "KILL" }
+args_set = { "--replay" = "LOGS/triton-w4a16-died.log", "--signal" = "KILL" }
 args_remove = ["--exit"]
 
 [[gates]]
@@ -53,10 +53,11 @@ kind = "sequential"
 requests = 20
 `
 
+// seedEnv is the seed replay's campaign world: the candidate replays
+// examples/seed-replay/logs, the logs examples/seed-replay/run.sh plays.
 func seedEnv(t *testing.T) (*env, string) {
-	needCases(t)
-	e := newEnv(t, []string{"--replay", casesDir + "/vllm-wsl2-uva.log", "--line-delay", "2ms", "--exit", "1", "--health-style", "vllm", "--load-time", "60s"}, "", nil)
-	return e, e.writePlan(strings.ReplaceAll(seedLadder, "CASES", casesDir))
+	e := newEnv(t, []string{"--replay", seedLogs + "/v2-runner-uva.log", "--line-delay", "2ms", "--exit", "1", "--health-style", "vllm", "--load-time", "60s"}, "", nil)
+	return e, e.writePlan(strings.ReplaceAll(seedLadder, "LOGS", seedLogs))
 }
 
 func runPlan(t *testing.T, e *env, plan string) *qualify.Outcome {

@@ -19,7 +19,6 @@ import (
 // running: a refused plan exits 2, names the key, and leaves production
 // serving, with no evidence written and no lease taken.
 func TestCheckRefusesBeforeProductionIsStopped(t *testing.T) {
-	needCases(t)
 	e := newEnv(t, nil, "", nil)
 	e.startProduction()
 	mini, _ := filepath.Abs("../../corpora/hiro-mini")

@@ -19,13 +19,17 @@ import (
 var (
 	fakeEngine string
 	hiroBin    string
-	casesDir   string
+	// seedLogs holds the seed replay's own engine logs, shipped with the
+	// checkout (examples/seed-replay/logs), so the seed ladder's tests
+	// run in a fresh clone (they read ../shared's case set and skipped
+	// without it: issue 26 P8).
+	seedLogs string
 )
 
 func TestMain(m *testing.M) {
 	fakeEngine = testsupport.MustBuild(testsupport.FakeEnginePkg)
 	hiroBin = testsupport.MustBuild(testsupport.HiroPkg)
-	casesDir, _ = filepath.Abs("../../../shared/cases/failure-logs")
+	seedLogs, _ = filepath.Abs("../../examples/seed-replay/logs")
 	code := m.Run()
 	if err := testsupport.Cleanup(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -36,12 +40,6 @@ func TestMain(m *testing.M) {
 
 // freePort is testsupport.FreePort, the one free-port helper of hiro's tests.
 var freePort = testsupport.FreePort
-
-func needCases(t testing.TB) {
-	if _, err := os.Stat(filepath.Join(casesDir, "cases.json")); err != nil {
-		t.Skipf("failure-log cases not found at %s (they live in ../shared beside the repository): %v", casesDir, err)
-	}
-}
 
 // env is one test's campaign world: a configuration with a production
 // profile (the fake engine answering READY) and a candidate profile.
