@@ -9,6 +9,6 @@
 // touches backends, production or the configuration. Everything it renders
 // goes through html/template, and Markdown through goldmark with raw HTML
 // disabled: entry text can hold model output and quoted sources, which may
-// contain markup. The placeholders of redacted text (<redacted>, <home>,
-// ...), which Markdown would take for raw HTML tags, are shown as text.
+// contain markup. What Markdown takes for raw HTML (a tag a writer typed,
+// the placeholders of redacted text: <redacted>, <home>) is shown as text.
 package journal

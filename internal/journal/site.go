@@ -447,11 +447,13 @@ func (b *builder) copyEvidence(dir string) error {
 }
 
 func newMarkdown() goldmark.Markdown {
-	// Raw HTML stays disabled (goldmark's default): <script> in Markdown is
-	// dropped, and javascript: links are not rendered as links. The
-	// placeholders of redacted text (<redacted>, <home>) are shown as text.
+	// Raw HTML stays disabled (goldmark's default): no markup of an entry
+	// is rendered, and javascript: links are not rendered as links. What
+	// Markdown parses as raw HTML (a <script> line, <details>, the
+	// placeholders of redacted text: <redacted>, <home>) is shown as its
+	// text, escaped (rawHTMLRenderer), never dropped.
 	return goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify),
-		goldmark.WithRendererOptions(renderer.WithNodeRenderers(placeholderRendering)))
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(rawHTMLRendering)))
 }
 
 func renderMarkdown(md goldmark.Markdown, src string) (template.HTML, error) {
