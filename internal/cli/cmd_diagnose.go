@@ -329,7 +329,11 @@ func diagnoseSignalName(s string) (string, error) {
 func printDiagnosis(w io.Writer, f *failure.Failure) {
 	for i, l := range account.Failure(f) {
 		if i == 0 && f.Rule == engine.RuleNoFailureShown {
-			fmt.Fprintf(w, "no failure in this log (if the engine ended: %s)\n", l)
+			if f.Class == failure.ClassProbeFailed {
+				fmt.Fprintf(w, "no failure in this log (if its replies were wrong: %s)\n", l)
+			} else {
+				fmt.Fprintf(w, "no failure in this log (if the engine ended: %s)\n", l)
+			}
 			continue
 		}
 		if i == 0 {

@@ -365,6 +365,23 @@ func TestDiagnoseNoFailureInLog(t *testing.T) {
 		rep.Failure.Rule != engine.RuleNoFailureShown || rep.Failure.Confidence != "none" || rep.Failure.Class != "engine_died" {
 		t.Errorf("JSON failure %+v (%v), want rule %s, confidence none, class engine_died", rep.Failure, err, engine.RuleNoFailureShown)
 	}
+	// An engine that served and ended with code 0 (a graceful stop: the
+	// trial's 'hiro backend stop' of Ollama) shows no failure either; the
+	// best guess is a wrong reply, which no log line could show.
+	served := filepath.Join(dir, "served.log")
+	os.WriteFile(served, []byte(`time=2026-12-03T13:12:13.147Z level=INFO source=server.go:619 msg="llama runner started in 0.51 seconds"
+[GIN] 2026/12/03 - 13:12:13 | 200 |  631.612014ms |       127.0.0.1 | POST     "/v1/chat/completions"
+`), 0o644)
+	got = run(served, "--engine", "ollama", "--exit", "0")
+	for _, want := range []string{"no failure in this log (if its replies were wrong: probe_failed", "served requests and ended with code 0",
+		"confidence: none"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("served, exit 0: output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "the replies themselves were wrong") {
+		t.Errorf("served, exit 0: says the replies were wrong with nothing showing it:\n%s", got)
+	}
 	for _, args := range [][]string{{quiet, "--engine", "ollama", "--exit", "1"}, {quiet, "--engine", "ollama", "--signal", "KILL"},
 		{erring, "--engine", "ollama"}} {
 		if got := run(args...); !strings.HasPrefix(got, "failed: ") {

@@ -61,6 +61,7 @@ var outcomeRules = []outcomeRule{
 	{"outcome/completion-chat-template", failure.ConfidenceStrong, completionTemplateError, giveCompletionTemplate},
 	{"line", failure.ConfidenceStrong, lineExplains, giveLine},
 	{"outcome/served-on-cpu", failure.ConfidenceWeak, servedOnCPU, giveServedOnCPU},
+	{RuleNoFailureShown, failure.ConfidenceNone, noFailureShown, giveNoFailureShown},
 	{"outcome/served-then-failed", failure.ConfidenceWeak, servedThenFailed, giveServedThenFailed},
 	{"outcome/cpu-serving", failure.ConfidenceStrong, isKind(OutcomeAcceleratorUnavailable), giveCPUServing},
 	{"outcome/completion-failed", failure.ConfidenceStrong, isKind(OutcomeCompletionFailed), giveCompletionFailed},
@@ -68,7 +69,6 @@ var outcomeRules = []outcomeRule{
 	{"outcome/health-failed", failure.ConfidenceStrong, isKind(OutcomeHealthFailed), giveHealthFailed},
 	{"outcome/timeout", failure.ConfidenceStrong, isTimeout, giveTimeout},
 	{"exit", failure.ConfidenceStrong, exitExplains, giveExit},
-	{RuleNoFailureShown, failure.ConfidenceNone, noFailureShown, giveNoFailureShown},
 	{"fallback/engine-died", failure.ConfidenceNone, func(*verdict) bool { return true }, giveEngineDied},
 }
 
@@ -85,8 +85,18 @@ const RuleNoFailureShown = "outcome/no-failure-in-log"
 // and nothing in the log says anything failed.
 func noFailureShown(v *verdict) bool {
 	x := v.o.Exit
-	return v.o.Kind == OutcomeExited && x.Code == nil && x.Signal == "" && x.Unknown == "" &&
+	untold := x.Code == nil && x.Signal == "" && x.Unknown == ""
+	return v.o.Kind == OutcomeExited && (untold || servedCleanly(v)) &&
 		v.cand.tier == 0 && v.fallback == "" && !v.childDied && v.detail["survived"] == nil
+}
+
+// servedCleanly: the engine served (a request line, or phase inference)
+// and ended with code 0, or stayed up (a case's exit 0): with no line
+// showing a failure, nothing says a reply was wrong either (a graceful
+// stop after serving, such as 'hiro backend stop', ends so).
+func servedCleanly(v *verdict) bool {
+	x := v.o.Exit
+	return x.Code != nil && *x.Code == 0 && x.Signal == "" && (v.requests || v.phaseNow == failure.PhaseInference)
 }
 
 // giveNoFailureShown says that the log shows no failure, and what it
@@ -94,6 +104,15 @@ func noFailureShown(v *verdict) bool {
 func giveNoFailureShown(v *verdict) {
 	f := v.f
 	f.Class = failure.ClassEngineDied
+	if servedCleanly(v) {
+		f.Class = failure.ClassProbeFailed
+		f.RootCause = fmt.Sprintf("no line of the log shows a failure: the server served requests and ended with code 0 "+
+			"or stayed up; the log reaches phase %s (last line: %s)", f.Phase, v.last)
+		v.step = "The log shows no failure. If a client saw wrong replies, the log cannot show them: compare the " +
+			"replies with what was expected (hiro eval, or the probe's expect); if the engine was stopped on purpose " +
+			"(hiro backend stop, the end of a campaign), there is nothing to fix."
+		return
+	}
 	f.RootCause = fmt.Sprintf("no line of the log shows a failure (no error line, no process's death), and how the "+
 		"engine ended is not given; the log reaches phase %s (last line: %s)", f.Phase, v.last)
 	v.step = "The log shows no failure. If the engine did stop, say how it ended (--exit CODE or --signal NAME) and give " +
