@@ -78,9 +78,10 @@ type Tracker struct {
 	upAt int64
 	// cut is the block the last non-frame line cut, at line cutAt: its
 	// frames may go on after another writer's lines (resume)
-	cut     traceback
-	cutAt   int64
-	cutCand candidate // the candidate held before the cut offered its header
+	devicePhase failure.Phase // the phase in progress when the device's evidence line was seen
+	cut         traceback
+	cutAt       int64
+	cutCand     candidate // the candidate held before the cut offered its header
 }
 
 // traceback is an open Python traceback block.
@@ -1182,6 +1183,7 @@ func (t *Tracker) facts1(line string) {
 		// listing); a GPU's is the most precise (the offload line).
 		if d.read(line, &t.device) && (t.device.Kind != before || before != DeviceCPU || t.device.Evidence == "") {
 			t.device.Evidence = strings.TrimSpace(clip(line))
+			t.devicePhase = t.phase
 		}
 	}
 }

@@ -27,6 +27,7 @@ type verdict struct {
 	errAfter  bool // a request failed after the root-cause line
 	okAfter   bool // a request succeeded after the root-cause line
 	device    ServingDevice
+	devPhase  failure.Phase // the phase in progress when the device's evidence line was seen
 	phaseNow  failure.Phase
 	last      string // the last log line
 	sig       string // the signal that ended the process (or its 128+N code)
@@ -195,7 +196,7 @@ func (t *Tracker) snapshot(o Outcome) *verdict {
 		f: &failure.Failure{Phase: t.phase, SecondsSinceStart: o.Elapsed.Seconds(),
 			LogTail: t.tailLocked(), Facts: t.factsLocked(), Signal: o.Exit.Signal},
 		cand: t.cand, fallback: t.fallback, frames: t.frames, marker: t.marker, grammar: t.grammar,
-		requests: t.served, errAfter: t.errAfter, okAfter: t.okAfter, device: t.device, phaseNow: t.phase,
+		requests: t.served, errAfter: t.errAfter, okAfter: t.okAfter, device: t.device, devPhase: t.devicePhase, phaseNow: t.phase,
 		classes: append([]failure.Class(nil), t.classes...), childDied: t.died, upAt: t.upAt}
 	if v.cand.tier == 0 {
 		v.cand = t.outlived // nothing failed after the thread the process outlived
@@ -540,6 +541,13 @@ func hostHasNoGPU(evidence string) bool {
 func giveServedOnCPU(v *verdict) {
 	v.f.Class, v.f.Phase = failure.ClassAcceleratorUnavailable, failure.PhaseLaunch
 	v.f.RootCause = "the server stayed up and served, but its device discovery found no accelerator: " + v.device.Evidence
+	if v.devPhase == failure.PhaseLoad {
+		// the device was chosen while the model loaded (Ollama's runner
+		// placing 0 of N layers on the GPU it was told of): the load put
+		// it on the CPU, not the discovery at launch
+		v.f.Phase = failure.PhaseLoad
+		v.f.RootCause = "the server stayed up and served, but the model was placed on the CPU while it loaded: " + v.device.Evidence
+	}
 	v.detail["device"] = v.device.String()
 }
 
