@@ -245,22 +245,62 @@ func runDiagnose(ctx context.Context, g *Globals, o *diagnoseOpts, args []string
 	if dev != nil {
 		fmt.Fprintf(g.Stdout, "serving device: %s (%s)\n", dev, dev.Evidence)
 	}
+	if h := otherKindsHint(seen, o.Engine, d.Failure, engine.DiagnoseOptions{Exit: exit, RequiresAccelerator: o.RequiresAccelerator}); h != "" {
+		fmt.Fprintln(g.Stdout, h)
+	}
 	return nil
 }
 
 // textSeen passes a log through, noting whether it held anything but
 // white space.
+// It keeps up to maxKept bytes of it (kept; cut past them), for
+// reading it again with other engine kinds (otherKindsHint).
 type textSeen struct {
 	r    io.Reader
 	text bool
+	kept []byte
+	cut  bool
 }
+
+// maxKept bounds the log textSeen keeps (16 MiB): a bigger one is not
+// read again with other kinds.
+const maxKept = 16 << 20
 
 func (t *textSeen) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	if !t.text && len(bytes.TrimSpace(p[:n])) > 0 {
 		t.text = true
 	}
+	if !t.cut {
+		if len(t.kept)+n > maxKept {
+			t.cut, t.kept = true, nil
+		} else {
+			t.kept = append(t.kept, p[:n]...)
+		}
+	}
 	return n, err
+}
+
+// otherKindsHint is a line saying which other engine kinds read the log
+// strongly, when its own kind's verdict has confidence none (a rule for
+// another engine's words: the wrong --engine, most likely); "" when
+// none does or the verdict is not none.
+func otherKindsHint(seen *textSeen, kind string, f *failure.Failure, do engine.DiagnoseOptions) string {
+	if f == nil || f.Confidence != failure.ConfidenceNone || seen == nil || seen.cut || !seen.text {
+		return ""
+	}
+	other := engine.OtherKinds(seen.kept, kind, do)
+	if len(other) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, r := range other {
+		parts = append(parts, fmt.Sprintf("--engine %s reads it as %s (rule %s)", r.Kind, r.Failure.Class, r.Failure.Rule))
+		if len(parts) == 3 {
+			break
+		}
+	}
+	return fmt.Sprintf("hint: no %s rule explains this log, but another engine's does: %s; is it that engine's log?", kind, strings.Join(parts, "; "))
 }
 
 // runDiagnoseCoverage diagnoses every case of the sets in dirs and prints

@@ -389,3 +389,30 @@ func TestDiagnoseNoFailureInLog(t *testing.T) {
 		}
 	}
 }
+
+// A log diagnosed with the wrong --engine (the shipped vLLM example read
+// as Ollama's), whose own kind's verdict has confidence none, names the
+// kinds that read it strongly; with the right kind, or a log no kind
+// explains, there is no hint.
+func TestDiagnoseHintsTheEngineThatExplainsIt(t *testing.T) {
+	run := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), append([]string{"diagnose"}, args...), &out, &errb); code != ExitOK {
+			t.Fatalf("diagnose %v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	log := filepath.Join("..", "..", "examples", "diagnose", "vllm.log")
+	got := run(log, "--engine", "ollama")
+	if !strings.Contains(got, "hint: no ollama rule explains this log") || !strings.Contains(got, "--engine vllm reads it as context_exceeds_kv") {
+		t.Errorf("wrong --engine: no hint naming vllm:\n%s", got)
+	}
+	if got := run(log, "--engine", "vllm"); strings.Contains(got, "hint:") {
+		t.Errorf("right --engine: a hint:\n%s", got)
+	}
+	quiet := filepath.Join(t.TempDir(), "quiet.log")
+	os.WriteFile(quiet, []byte("hello\n"), 0o644)
+	if got := run(quiet, "--engine", "ollama"); strings.Contains(got, "hint:") {
+		t.Errorf("a log no kind explains: a hint:\n%s", got)
+	}
+}

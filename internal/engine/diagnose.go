@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -57,4 +58,29 @@ func DiagnoseLog(r io.Reader, kind string, o DiagnoseOptions) (Diagnosis, error)
 		out = Outcome{Kind: OutcomeAcceleratorUnavailable, Exit: o.Exit, Device: dev}
 	}
 	return Diagnosis{Failure: t.Classify(out), Device: dev}, nil
+}
+
+// KindReading is how another engine kind reads a log (OtherKinds).
+type KindReading struct {
+	Kind    string
+	Failure *failure.Failure
+}
+
+// OtherKinds diagnoses log with every registered kind but kind, and
+// returns those whose verdict is strong (a specific rule matched its
+// root-cause line), in Kinds order: when kind's own verdict explains
+// nothing, a log another engine wrote (given the wrong --engine) says
+// so. Unknown kinds cannot occur (the registry's own).
+func OtherKinds(log []byte, kind string, o DiagnoseOptions) []KindReading {
+	var out []KindReading
+	for _, k := range Kinds() {
+		if k == kind {
+			continue
+		}
+		d, err := DiagnoseLog(bytes.NewReader(log), k, o)
+		if err == nil && d.Failure != nil && d.Failure.Confidence == failure.ConfidenceStrong {
+			out = append(out, KindReading{Kind: k, Failure: d.Failure})
+		}
+	}
+	return out
 }
