@@ -426,6 +426,20 @@ var rocmFamily = family("rocm", []Rule{
 	{Text: "no ROCm-capable device is detected", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "hipErrorInsufficientDriver", Class: failure.ClassDriverMismatch},
 	{Text: "HSA_STATUS_ERROR", Pattern: regexp.MustCompile(`HSA_STATUS_ERROR_(INVALID_ISA|INCOMPATIBLE_ARGUMENTS)`), Class: failure.ClassGPUArchUnsupported},
+	// the HSA runtime's other statuses that name a class, as ROCclr's
+	// queue callback prints them ("Callback: Queue 0x... aborting with
+	// error : HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in
+	// a hardware exception. code: 0x1016", ROCm/clr@f9f995c
+	// rocclr/device/rocm/rocdevice.cpp; names from ROCR-Runtime's hsa.h
+	// and hsa_ext_amd.h): a kernel's hardware exception or memory fault
+	// on the GPU is the cause (the engine died of it, its queue gone:
+	// Fatal; not a worker the server outlived), weak (what made the
+	// kernel fault, a grammar's bitmask or a bug, the line does not say);
+	// a code object the
+	// runtime cannot load is the build's
+	{Name: "rocm/hsa-kernel-fault", Text: "HSA_STATUS_ERROR_", Pattern: regexp.MustCompile(`\bHSA_STATUS_ERROR_(EXCEPTION|MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|ILLEGAL_INSTRUCTION)\b`),
+		Class: failure.ClassEngineDied, Fatal: true, Weak: true},
+	{Text: "HSA_STATUS_ERROR_INVALID_CODE_OBJECT", Class: failure.ClassGPUArchUnsupported},
 	// a kernel's fault, sticky as CUDA's (HIP mirrors cudaErrorIllegalAddress)
 	{Text: "hipErrorIllegalAddress", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "Memory access fault by GPU", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
