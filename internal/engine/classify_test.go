@@ -380,3 +380,26 @@ func TestTRTLLMKVTooSmallFact(t *testing.T) {
 		}
 	}
 }
+
+// A server that said it listens and went on, never ready, no request
+// and no failing line: another process answers on its port
+// (outcome/listening-never-reached, weak); a request served, or a death,
+// is not that.
+func TestListeningNeverReached(t *testing.T) {
+	up := []string{
+		"srv    load_model: model loaded",
+		"srv  llama_server: server is listening on http://127.0.0.1:8080 - starting the main loop",
+		"srv  update_slots: all slots are idle",
+	}
+	f := feed(t, "llamacpp", up...).Classify(Outcome{Kind: OutcomeExited, Exit: Exited(0)})
+	if f.Class != failure.ClassPortInUse || f.Confidence != failure.ConfidenceWeak || f.Rule != "outcome/listening-never-reached" {
+		t.Errorf("listening, nothing after: %s %s by %s, want port_in_use weak", f.Class, f.Confidence, f.Rule)
+	}
+	if f := feed(t, "llamacpp", up...).Classify(Outcome{Kind: OutcomeExited, Exit: Signaled("KILL")}); f.Class == failure.ClassPortInUse {
+		t.Errorf("killed after listening: %s, want no port_in_use", f.Class)
+	}
+	served := append(append([]string(nil), up...), `srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200`)
+	if f := feed(t, "llamacpp", served...).Classify(Outcome{Kind: OutcomeExited, Exit: Exited(0)}); f.Class == failure.ClassPortInUse {
+		t.Errorf("a request served: %s, want no port_in_use", f.Class)
+	}
+}

@@ -70,6 +70,7 @@ var outcomeRules = []outcomeRule{
 	{"outcome/health-failed", failure.ConfidenceStrong, isKind(OutcomeHealthFailed), giveHealthFailed},
 	{"outcome/timeout", failure.ConfidenceStrong, isTimeout, giveTimeout},
 	{"exit", failure.ConfidenceStrong, exitExplains, giveExit},
+	{"outcome/listening-never-reached", failure.ConfidenceWeak, listeningNeverReached, giveListeningNeverReached},
 	{"fallback/engine-died", failure.ConfidenceNone, func(*verdict) bool { return true }, giveEngineDied},
 }
 
@@ -98,6 +99,30 @@ func noFailureShown(v *verdict) bool {
 func servedCleanly(v *verdict) bool {
 	x := v.o.Exit
 	return x.Code != nil && *x.Code == 0 && x.Signal == "" && (v.requests || v.phaseNow == failure.PhaseInference)
+}
+
+// listeningNeverReached: the server said it listens and went on (exit
+// 0, or its process stayed up), it was never ready and no request
+// reached it, and no line says anything failed: what answered on the
+// port was another process (a second instance of a server that binds
+// with SO_REUSEADDR, KoboldCpp before 1.63; Windows handing the port to
+// the first of two llama.cpp servers).
+func listeningNeverReached(v *verdict) bool {
+	x := v.o.Exit
+	return v.o.Kind == OutcomeExited && x.Code != nil && *x.Code == 0 && v.f.Phase == failure.PhaseReadyWait &&
+		v.upAt > 0 && !v.served && !v.requests && v.cand.tier == 0 && v.fallback == "" && !v.childDied
+}
+
+// giveListeningNeverReached: port_in_use, weakly (another address bound
+// than the profile's reads the same), with both in the next step.
+func giveListeningNeverReached(v *verdict) {
+	f := v.f
+	f.Class = failure.ClassPortInUse
+	f.RootCause = fmt.Sprintf("the server said it listens and went on, but was never ready and no request reached it; "+
+		"no line shows a failure: another process on the port answers in its place (last line: %s)", v.last)
+	v.step = "Another process answers on this port although the engine says it listens (a second instance: some servers " +
+		"bind with SO_REUSEADDR, and Windows hands the port to the first): stop the other one (ss -ltnp, netstat -ano shows " +
+		"who), or give the profile another port; check also that the engine binds the address the profile probes."
 }
 
 // giveNoFailureShown says that the log shows no failure, and what it
