@@ -14,6 +14,19 @@ source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here and root, de
 # (corpora/hiro-mini, shipped): 'hiro qualify' checks it verifies before
 # anything is stopped.
 
+# Asked first, before this script starts or stops anything: can the
+# campaign start now? --check exits 6 when another hiro (the demo's
+# campaign, say) holds production or the accelerator, and names it.
+hiro qualify "$here/plan.toml" --check --host-facts "$here/seed-host.json" >/dev/null
+code=$?
+if [ "$code" -eq 6 ]; then
+  echo "seed replay: not started (exit 6), nothing of it started or stopped" >&2
+  exit 6
+elif [ "$code" -ne 0 ]; then
+  echo "seed replay: hiro qualify --check exited $code (named above); nothing was started" >&2
+  exit "$code"
+fi
+
 # Production must be up before the campaign, as it would be on a real box.
 hiro backend stop prod >/dev/null 2>&1 || true
 hiro backend start prod || exit 2
@@ -30,10 +43,9 @@ stop_production() {
   fi
 }
 if [ "$code" -eq 6 ]; then
-  # Busy: another hiro (the demo's campaign, say) holds production or the
-  # accelerator, which on a host without one is the machine itself: the
-  # campaign did not start and wrote no evidence.
-  echo "seed replay: hiro qualify exited 6: another hiro holds production or the accelerator (named above); the campaign did not start and wrote no evidence: run this again when that one is done" >&2
+  # Busy: another hiro took production or the accelerator since the
+  # check (named above): the campaign did not start and wrote no evidence.
+  echo "seed replay: hiro qualify exited 6: not started, no evidence; stopping the production this script started" >&2
   stop_production
   exit 6
 fi

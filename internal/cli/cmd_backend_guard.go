@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/lease"
@@ -49,12 +50,36 @@ func backendHold(prof *config.Profile, command string) (*lease.Hold, error) {
 	return h, nil
 }
 
-// busyError is BusyError for a held lease; a refusal for the accelerator
-// on a host that has none also says so, and what the lease means there
-// (qualify.AcceleratorHeldNote).
+// busyError is BusyError for a held lease, in short lines (issue 26 P5:
+// it was one line of some 1,200 characters): what is held, by whom and
+// how to stop that hiro; what to do; and, for the accelerator, one line
+// of why (qualify.AcceleratorHeldNote: what it is on a host that has
+// none, or that the holder shares it), each further line indented.
 func busyError(ctx context.Context, err error) error {
-	if note := qualify.AcceleratorHeldNote(ctx, err); note != "" {
-		err = fmt.Errorf("%w; %s", err, note)
+	var he *lease.HeldError
+	if !errors.As(err, &he) {
+		return BusyError(err)
 	}
-	return BusyError(err)
+	lines := he.Lines()
+	msg := err.Error()
+	if one := he.Error(); strings.HasSuffix(msg, one) {
+		// The wrapping ("campaign not started: ") stays on the first line.
+		lines[0] = strings.TrimSuffix(msg, one) + lines[0]
+	} else {
+		lines = []string{msg}
+	}
+	if note := qualify.AcceleratorHeldNote(ctx, err); note != "" {
+		lines = append(lines, note)
+	}
+	return BusyError(&linesError{msg: strings.Join(lines, "\n  "), err: err})
 }
+
+// linesError is err told in the lines msg holds; errors.Is and As still
+// see err.
+type linesError struct {
+	msg string
+	err error
+}
+
+func (e *linesError) Error() string { return e.msg }
+func (e *linesError) Unwrap() error { return e.err }

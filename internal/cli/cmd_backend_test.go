@@ -479,7 +479,7 @@ exclusive_accelerator = true
 	os.Remove(filepath.Join(bin, "nvidia-smi"))
 	code, _, errs = runHiro(t, "--config", cfg, "backend", "start", "alone")
 	if code != ExitBusy || !strings.Contains(errs, "campaign demo-1") || !strings.Contains(errs, "this host has no accelerator") ||
-		!strings.Contains(errs, "exclusive = false) and shares the accelerator") || !strings.Contains(errs, "cannot run at the same time") {
+		!strings.Contains(errs, "shares it (exclusive = false)") || !strings.Contains(errs, "cannot run at the same time") {
 		t.Errorf("refused beside a shared campaign: exit %d, stderr %q; want 6 naming the campaign, why it holds the accelerator and that the two cannot run at once", code, errs)
 	}
 }

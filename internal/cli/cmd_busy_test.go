@@ -105,3 +105,84 @@ func TestLeasesAreTheServersNotTheProfileNames(t *testing.T) {
 		t.Errorf("the held server under another name: exit %d, want %d naming the campaign\n%s%s", code, ExitBusy, out, errs)
 	}
 }
+
+// Issue 26 P5: with the demo's campaign running (it shares the
+// accelerator: exclusive = false), the seed replay's refusal was one line
+// of some 1,200 characters that said an exclusive candidate "waits",
+// right after it had not waited, and its script had already started its
+// own production. Now 'hiro qualify --check' exits 6 before anything
+// starts, and the refusal, like the run's, is three short lines: who
+// holds it, what to do (with the command that stops it), and one line of
+// why on a host without an accelerator.
+func TestCheckSaysBusyBeforeAnythingStarts(t *testing.T) {
+	fake := buildFakeEngine(t)
+	dir := t.TempDir()
+	pp, cp := cliFreePort(t), cliFreePort(t)
+	cfg := filepath.Join(dir, "hiro.toml")
+	must(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[production]
+backend = "prod"
+[backends.prod]
+engine = "llamacpp"
+command = %[1]q
+args = ["--port", "%[2]d"]
+port = %[2]d
+model = "fake-model"
+[backends.cand]
+engine = "llamacpp"
+command = %[1]q
+args = ["--port", "%[3]d"]
+port = %[3]d
+model = "fake-model"
+exclusive_accelerator = true
+`, fake, pp, cp)), 0o644))
+	plan := filepath.Join(dir, "plan.toml")
+	must(t, os.WriteFile(plan, []byte("title = \"seed\"\ncandidate = \"cand\"\nexclusive = true\nevidence_dir = \"evidence\"\n[[gates]]\nid = \"launch\"\nkind = \"launch\"\n"), 0o644))
+	ld, err := lease.Dir()
+	must(t, err)
+	demo, err := lease.Acquire(ld, &lease.Lease{Kind: lease.KindCampaign, Campaign: "20261203T095801Z-candidate-weak-abc123", Config: "/srv/demo/hiro.toml",
+		Candidate: "candidate-weak", SharesAccelerator: true}, lease.ProductionKey(fmt.Sprintf("http://127.0.0.1:%d", cliFreePort(t))))
+	must(t, err)
+	defer demo.Release()
+	sh, err := lease.AcquireShared(ld, lease.AcceleratorKey)
+	must(t, err)
+	defer sh.Release()
+	t.Setenv("PATH", t.TempDir()) // no nvidia-smi: a host without an accelerator
+
+	for _, args := range [][]string{{"qualify", plan, "--check"}, {"qualify", plan}} {
+		code, out, errs := runHiro(t, append([]string{"--config", cfg}, args...)...)
+		name := strings.Join(args[:len(args)-1], " ")
+		if len(args) == 3 {
+			name += " --check"
+		}
+		if code != ExitBusy {
+			t.Errorf("%s with the demo's campaign running: exit %d, want %d\n%s%s", name, code, ExitBusy, out, errs)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(errs), "\n")
+		if len(lines) != 3 {
+			t.Errorf("%s: %d lines, want 3 (who, what to do, why):\n%s", name, len(lines), errs)
+			continue
+		}
+		for i, want := range [][]string{
+			{"the accelerator is held by campaign 20261203T095801Z-candidate-weak-abc123", "candidate-weak", "/srv/demo/hiro.toml"},
+			{"nothing was started or stopped", "run this again", fmt.Sprintf("kill -TERM %d", os.Getpid())},
+			{"this host has no accelerator", "the machine itself", "exclusive = false", "cannot run at the same time"},
+		} {
+			for _, w := range want {
+				if !strings.Contains(lines[i], w) {
+					t.Errorf("%s: line %d lacks %q:\n%s", name, i+1, w, errs)
+				}
+			}
+			if len(lines[i]) > 250 {
+				t.Errorf("%s: line %d is %d characters long:\n%s", name, i+1, len(lines[i]), lines[i])
+			}
+		}
+		if strings.Contains(errs, "waits") {
+			t.Errorf("%s: the refusal says something waits, though nothing did:\n%s", name, errs)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "evidence")); err == nil {
+			t.Errorf("%s: a refused campaign made its evidence folder", name)
+		}
+	}
+}

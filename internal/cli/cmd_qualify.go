@@ -80,7 +80,8 @@ configuration or plan (nothing started or stopped); 3 aborted (harness error
 or interrupt) with production restored; 4 production could not be restored;
 5 inconclusive (no gate failed, a comparison could not decide); 6 busy:
 another hiro holds production or the accelerator (named; nothing started,
-no evidence written): run it again when it is done.`,
+no evidence written): run it again when it is done. --check exits 6 too
+when a campaign could not start now for that reason.`,
 		Args: needArgs(1, 1, "the path of one campaign plan, a TOML file", "hiro qualify examples/demo/plan.toml --check"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runQualify(c, g, o, args[0])
@@ -112,6 +113,18 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 	// elsewhere (another HOME): busy, as when its lease is seen.
 	if err := plan.CheckBusy(cfg); err != nil {
 		return busyError(c.Context(), err)
+	}
+	// A lease another live hiro holds, probed without a lock: the run
+	// and --check alike exit 6 before anything is started, so a script
+	// asks --check before it starts production of its own (issue 26 P5).
+	if dir, err := qualify.LeaseDir(); err == nil {
+		if err := plan.CheckLeases(cfg, dir); err != nil {
+			what := "campaign not started"
+			if o.Check {
+				what = "qualify --check: the campaign cannot start now"
+			}
+			return busyError(c.Context(), fmt.Errorf("%s: %w", what, err))
+		}
 	}
 	if o.Out != "" {
 		// The evidence folder is made after production may have been

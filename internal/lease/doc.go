@@ -26,7 +26,7 @@
 //	h.Release()   // production is back: remove the files, then unlock
 //	h.Abandon()   // production is down and could not be restored: unlock, keep the files
 //	s, err := lease.AcquireShared(dir, lease.AcceleratorKey) // a non-exclusive user of the accelerator
-//	lease.HeldBy(dir, key)                     // the live holder of key, without taking a lock (probes)
+//	lease.HeldBy(dir, key); lease.Probe(dir, keys, shared) // the live holder; Acquire's refusal: no lock taken
 //
 // A file that exists, is not locked and holds a campaign record was left
 // by a hiro that died while production was its responsibility: Scan lists

@@ -129,20 +129,26 @@ type HeldError struct {
 	Holder *Lease
 }
 
-func (e *HeldError) Error() string {
+func (e *HeldError) Error() string { return strings.Join(e.Lines(), "; ") }
+
+// Lines is the refusal in two short lines, for a terminal: what is held,
+// by whom since when; then what to do, with the command that stops that
+// hiro. Error is the same joined on one line.
+func (e *HeldError) Lines() []string {
 	what := describeKey(e.Key)
 	if e.Holder == nil {
-		return fmt.Sprintf("%s is in use by another hiro (starting, or using it beside others); retry when it is done", what)
+		return []string{what + " is in use by another hiro (starting, or using it beside others)",
+			"nothing was started or stopped: retry when it is done"}
 	}
-	stop := "stop that hiro"
+	stop := "stop that hiro first"
 	if e.Holder.PID > 0 {
-		stop = fmt.Sprintf("stop it with kill -TERM %d", e.Holder.PID)
+		stop = fmt.Sprintf("stop it first with kill -TERM %d", e.Holder.PID)
 		if e.Holder.Kind == KindCampaign {
 			stop += " (a campaign restores production before it exits)"
 		}
 	}
-	return fmt.Sprintf("%s is held by %s since %s; nothing was started or stopped: wait for it to finish, or %s, then run this again (its lease is released when it exits)",
-		what, e.Holder.Holder(), e.Holder.Created.Format(time.RFC3339), stop)
+	return []string{fmt.Sprintf("%s is held by %s since %s", what, e.Holder.Holder(), e.Holder.Created.Format(time.RFC3339)),
+		"nothing was started or stopped: run this again when it has finished, or " + stop}
 }
 
 // ErrHeld is matched by errors.Is for every *HeldError.

@@ -146,6 +146,46 @@ func TestSharedAcceleratorHolderNamed(t *testing.T) {
 	}
 }
 
+// Probe forecasts Acquire's refusal without a lock and changes nothing:
+// an exclusive holder refuses both modes, a campaign sharing the
+// accelerator refuses it taken alone but not shared, free keys and a
+// missing folder are no refusal, and the probe leaves no file behind.
+func TestProbeForecastsAcquire(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "leases")
+	prod, other := ProductionKey("http://127.0.0.1:9001"), ProductionKey("http://127.0.0.1:9002")
+	if err := Probe(dir, []string{AcceleratorKey, prod}, nil); err != nil {
+		t.Fatalf("probe of a missing folder: %v", err)
+	}
+	demo, err := Acquire(dir, &Lease{Kind: KindCampaign, Campaign: "demo-1", SharesAccelerator: true}, prod)
+	must(t, err)
+	sh, err := AcquireShared(dir, AcceleratorKey)
+	must(t, err)
+	var held *HeldError
+	if err := Probe(dir, []string{AcceleratorKey, other}, nil); !errors.As(err, &held) || held.Key != AcceleratorKey || held.Holder == nil || held.Holder.Campaign != "demo-1" {
+		t.Errorf("the accelerator alone beside a sharing campaign: %v, want a HeldError naming demo-1", err)
+	}
+	if err := Probe(dir, []string{other}, []string{AcceleratorKey}); err != nil {
+		t.Errorf("the accelerator shared beside a sharing campaign: %v, want no refusal", err)
+	}
+	if err := Probe(dir, []string{prod}, nil); !errors.As(err, &held) || held.Key != prod {
+		t.Errorf("a held endpoint: %v, want a HeldError on it", err)
+	}
+	if _, err := os.Stat(fileName(dir, other)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the probe made a lease file: %v", err)
+	}
+	sh.Release()
+	demo.Release()
+	excl, err := Acquire(dir, &Lease{Kind: KindCommand, Command: "hiro backend start"}, AcceleratorKey)
+	must(t, err)
+	if err := Probe(dir, nil, []string{AcceleratorKey}); !errors.As(err, &held) || held.Holder == nil || held.Holder.Command != "hiro backend start" {
+		t.Errorf("the accelerator shared beside an exclusive holder: %v, want a HeldError naming it", err)
+	}
+	excl.Release()
+	if err := Probe(dir, []string{AcceleratorKey, prod}, []string{AcceleratorKey}); err != nil {
+		t.Errorf("every key released: %v", err)
+	}
+}
+
 // One configuration run under two state homes holds one lease on
 // production's endpoint and on the accelerator: the second run is refused,
 // naming the first (issue 26 F6: each state home had its own lease folder,

@@ -274,3 +274,30 @@ func HeldBy(dir, key string) *Lease {
 	}
 	return l
 }
+
+// Probe forecasts, taking no lock, whether Acquire(dir, l, exclusive...)
+// and AcquireShared(dir, k) for each k of shared would be refused now for
+// a live holder: it returns the *HeldError they would (the first key in
+// Acquire's order), or nil. A key's live holder is its record (HeldBy);
+// the accelerator taken alone is also held by a live campaign that uses
+// it beside others (its record says SharesAccelerator). A hiro that takes
+// a key after the probe is still refused by Acquire itself; a key left by
+// a dead campaign is Acquire's to refuse (recover first), not the probe's.
+func Probe(dir string, exclusive, shared []string) error {
+	for _, k := range uniqueSorted(exclusive) {
+		if l := HeldBy(dir, k); l != nil {
+			return &HeldError{Key: k, Holder: l}
+		}
+		if k == AcceleratorKey {
+			if l := sharedHolder(dir); l != nil {
+				return &HeldError{Key: k, Holder: l}
+			}
+		}
+	}
+	for _, k := range uniqueSorted(shared) {
+		if l := HeldBy(dir, k); l != nil {
+			return &HeldError{Key: k, Holder: l}
+		}
+	}
+	return nil
+}

@@ -137,6 +137,9 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 	if err := plan.CheckBusy(cfg); err != nil {
 		return nil, err
 	}
+	if err := plan.CheckLeases(cfg, opts.LeaseDir); err != nil {
+		return nil, fmt.Errorf("campaign not started: %w", err)
+	}
 	start := opts.Now()
 	c := &campaign{plan: plan, cfg: cfg, opts: opts, out: newProgress(opts.Progress, opts.Terminal)}
 	c.candidate, _ = cfg.Backend(plan.Candidate)

@@ -21,7 +21,8 @@ import (
 // runExampleScript runs examples/NAME/run.sh for real under bash in a
 // copy of the tree whose example set-up is a stand-in: hiro records its
 // calls and answers 'qualify' with exit qualifyCode (after writing an
-// evidence folder with its report, unless the code is 6). It returns the
+// evidence folder with its report, unless the code is 6), and 'qualify
+// --check' with $HIRO_STUB_CHECK (default 0). It returns the
 // output, the exit status and the hiro calls, one a line.
 func runExampleScript(t *testing.T, name string, qualifyCode int) (text string, code int, calls []string) {
 	t.Helper()
@@ -42,6 +43,10 @@ hiro() {
   echo "$*" >> %q
   case "$1" in
     qualify)
+      if [[ " $* " == *" --check "* ]]; then
+        [ "${HIRO_STUB_CHECK:-0}" -eq 6 ] && echo "hiro: qualify --check: the campaign cannot start now: the accelerator is held by campaign X" >&2
+        return "${HIRO_STUB_CHECK:-0}"
+      fi
       if [ %d -ne 6 ]; then mkdir -p "$root/.hiro/evidence/%s/1/"; echo "# report" > "$root/.hiro/evidence/%s/1/report.md"; fi
       [ %d -eq 6 ] && echo "hiro: campaign not started: the accelerator is held by campaign X" >&2
       return %d ;;
@@ -86,7 +91,7 @@ func TestDemoScriptPublishesOnlyAVerdict(t *testing.T) {
 
 func TestSeedReplayScriptOnBusy(t *testing.T) {
 	text, code, calls := runExampleScript(t, "seed-replay", 6)
-	if code != 6 || !strings.Contains(text, "exited 6") || !strings.Contains(text, "run this again") {
+	if code != 6 || !strings.Contains(text, "exited 6") || !strings.Contains(text, "not started") {
 		t.Errorf("exit %d, want 6 saying another hiro holds it:\n%s", code, text)
 	}
 	for _, bad := range []string{"not qualified", "ls:", "cat:", "report.md"} {
@@ -96,6 +101,27 @@ func TestSeedReplayScriptOnBusy(t *testing.T) {
 	}
 	if last := calls[len(calls)-1]; last != "backend stop prod" {
 		t.Errorf("the script's last hiro call is %q, want it to stop the production it started; calls: %q", last, calls)
+	}
+}
+
+// Issue 26 P5: the seed replay started its own production only to stop
+// it again after hiro qualify's busy refusal. It now asks 'hiro qualify
+// --check' first, which exits 6 while another hiro holds what the
+// campaign needs (TestCheckSaysBusyBeforeAnythingStarts), and then starts
+// and stops nothing, saying so in one short line after hiro's own.
+func TestSeedReplayScriptAsksBeforeStartingAnything(t *testing.T) {
+	t.Setenv("HIRO_STUB_CHECK", "6")
+	text, code, calls := runExampleScript(t, "seed-replay", 6)
+	if code != 6 || len(calls) != 1 || !strings.HasPrefix(calls[0], "qualify ") || !strings.Contains(calls[0], "--check") {
+		t.Fatalf("exit %d, hiro calls %q; want 6 after the one call 'qualify --check'\n%s", code, calls, text)
+	}
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], "not started (exit 6)") || len(lines[1]) > 100 {
+		t.Errorf("want hiro's refusal and one short line of the script's own:\n%s", text)
+	}
+	t.Setenv("HIRO_STUB_CHECK", "2")
+	if text, code, calls := runExampleScript(t, "seed-replay", 1); code != 2 || len(calls) != 1 {
+		t.Errorf("a refused --check: exit %d, hiro calls %q; want 2 after it alone\n%s", code, calls, text)
 	}
 }
 

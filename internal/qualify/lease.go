@@ -3,7 +3,6 @@ package qualify
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/hiro-dev/hiro/internal/doctor"
 	"github.com/hiro-dev/hiro/internal/lease"
@@ -25,11 +24,21 @@ func LeaseDir() (string, error) { return lease.Dir() }
 // (lease.List).
 func Leases(dir string) ([]*Lease, error) { return lease.List(dir) }
 
-// NoAcceleratorNote says plainly, on a host where no accelerator is
-// visible (doctor.Accelerators: nvidia-smi absent or listing none), that
-// there is none and what hiro's accelerator lease and an exclusive
-// campaign mean there; "" when an accelerator is visible.
+// NoAcceleratorNote says plainly, in one line, on a host where no
+// accelerator is visible (doctor.Accelerators: nvidia-smi absent or
+// listing none), that there is none and what hiro's accelerator lease
+// means there; "" when an accelerator is visible.
 func NoAcceleratorNote(ctx context.Context) string {
+	why := noAccelerator(ctx)
+	if why == "" {
+		return ""
+	}
+	return "this host has no accelerator (" + why + "), so \"the accelerator\" is the machine itself, its CPU and memory: " +
+		"an exclusive candidate has it alone with production stopped; with exclusive = false a candidate runs beside production"
+}
+
+// noAccelerator is why no accelerator is visible, or "" when one is.
+func noAccelerator(ctx context.Context) string {
 	gpus, why := doctor.Accelerators(ctx, doctor.Options{})
 	if len(gpus) > 0 {
 		return ""
@@ -37,28 +46,31 @@ func NoAcceleratorNote(ctx context.Context) string {
 	if why == "" {
 		why = "nvidia-smi lists no GPU"
 	}
-	return "this host has no accelerator (" + why + "): here \"the accelerator\" hiro leases is the machine itself, its CPU and memory; " +
-		"an exclusive candidate (a plan's exclusive = true, a profile's exclusive_accelerator) runs on it alone with production stopped, " +
-		"and waits while another campaign or command holds it; with exclusive = false a candidate runs beside production"
+	return why
 }
 
-// AcceleratorHeldNote explains a refusal for the accelerator's lease (a
-// *lease.HeldError on lease.AcceleratorKey): NoAcceleratorNote, and when
-// the holder uses it beside others (a campaign with exclusive = false),
-// why that holds it and that the two cannot run at once; "" for any
-// other error.
+// AcceleratorHeldNote is the one line of why for a refusal for the
+// accelerator's lease (a *lease.HeldError on lease.AcceleratorKey): on a
+// host without one, what "the accelerator" is there (NoAcceleratorNote);
+// when the holder uses it beside others (a campaign with exclusive =
+// false), that it shares it and the two cannot run at the same time; ""
+// for any other error, or when neither applies.
 func AcceleratorHeldNote(ctx context.Context, err error) string {
 	var he *lease.HeldError
 	if !errors.As(err, &he) || he.Key != lease.AcceleratorKey {
 		return ""
 	}
-	var notes []string
-	if n := NoAcceleratorNote(ctx); n != "" {
-		notes = append(notes, n)
+	shares := he.Holder != nil && he.Holder.SharesAccelerator
+	none := noAccelerator(ctx)
+	switch {
+	case none != "" && shares:
+		return "this host has no accelerator (" + none + "), so \"the accelerator\" is the machine itself: " +
+			"that campaign shares it (exclusive = false); one that needs it alone cannot run at the same time"
+	case none != "":
+		return NoAcceleratorNote(ctx)
+	case shares:
+		return "that campaign's candidate runs beside production (exclusive = false) and shares the accelerator, " +
+			"and a candidate that needs it alone cannot run at the same time"
 	}
-	if he.Holder != nil && he.Holder.SharesAccelerator {
-		notes = append(notes, "the holder's candidate runs beside production (exclusive = false) and shares the accelerator, "+
-			"so a candidate that needs it alone waits until that one ends: the two cannot run at the same time")
-	}
-	return strings.Join(notes, "; ")
+	return ""
 }

@@ -112,6 +112,33 @@ func (p *Plan) CheckBusy(cfg *config.Config) error {
 	return &CandidateInUseError{Candidate: cand.Name, Record: st.Record}
 }
 
+// CheckLeases refuses, before anything is started or stopped, a run that
+// Run would refuse for a lease another live hiro holds in dir: the keys
+// Run takes (an exclusive plan: the accelerator and the endpoints of
+// production and of a managed candidate; otherwise the candidate's
+// endpoint, and the accelerator shared), probed without a lock
+// (lease.Probe). It returns that *lease.HeldError (errors.Is
+// lease.ErrHeld: exit 6), or nil. 'hiro qualify --check' runs it, so a
+// script can learn that a campaign cannot start now before it starts
+// anything of its own; Run still takes the leases itself.
+func (p *Plan) CheckLeases(cfg *config.Config, dir string) error {
+	cand, _ := cfg.Backend(p.Candidate)
+	if cand != nil && cand.Unmanaged {
+		cand = nil
+	}
+	if *p.Exclusive {
+		var prod *config.Profile
+		if p.Production != "" {
+			prod, _ = production.ProfileFor(cfg, p.Production)
+		}
+		return lease.Probe(dir, production.LeaseKeys(true, cand, prod), nil)
+	}
+	if cand == nil {
+		return nil
+	}
+	return lease.Probe(dir, production.LeaseKeys(false, cand), []string{lease.AcceleratorKey})
+}
+
 // CandidateInUseError says the candidate runs under another live hiro
 // (Record.Owner) whose lease this hiro cannot see. errors.Is(err,
 // lease.ErrHeld) is true: the command exits 6 (busy), nothing started or
