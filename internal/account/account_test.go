@@ -274,3 +274,31 @@ func TestFailedChecksKeepUndecidedApart(t *testing.T) {
 		t.Errorf("not decided %q: want the schema-valid rate", undecided)
 	}
 }
+
+// TestEngineVersionIsTheCandidatesKind: the report's "Engine:" line names
+// the candidate's own engine kind, never a found engine of another kind
+// (trial 10, Q9: a llama.cpp candidate's report said "ollama v0.6.5"
+// because an ollama was on PATH).
+func TestEngineVersionIsTheCandidatesKind(t *testing.T) {
+	host := map[string]any{"engines": []any{
+		map[string]any{"kind": "ollama", "found": true, "version": "v0.6.5"},
+		map[string]any{"kind": "llamacpp", "found": false},
+		map[string]any{"kind": "vllm", "found": true, "version": "0.8.1"},
+	}}
+	for _, c := range []struct{ kind, want string }{
+		{"llamacpp", "llamacpp, version unknown (the host facts found no llamacpp on PATH)"},
+		{"vllm", "vllm 0.8.1 (as the host facts report it)"},
+		{"ollama", "ollama v0.6.5 (as the host facts report it)"},
+		{"openai", ""},
+		{"", "ollama v0.6.5, vllm 0.8.1 (as the host facts report it)"},
+	} {
+		if got := engineVersion(&evidence.Evidence{CandidateEngine: c.kind, Host: host}); got != c.want {
+			t.Errorf("candidate engine %q: %q, want %q", c.kind, got, c.want)
+		}
+	}
+	r := &evidence.RequestStats{Count: 1}
+	items := strings.Join(servingItems(&evidence.Evidence{CandidateEngine: "llamacpp", Host: host}, r, true), "\n")
+	if strings.Contains(items, "ollama") || !strings.Contains(items, "Engine: llamacpp, version unknown") {
+		t.Errorf("serving items of a llamacpp candidate:\n%s", items)
+	}
+}

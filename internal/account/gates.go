@@ -257,7 +257,7 @@ func servingItems(e *evidence.Evidence, r *evidence.RequestStats, first bool) []
 		out = append(out, fmt.Sprintf("Throughput over the wall time: %.2f requests/s, %.1f output tokens/s.", r.RequestsPerSecond, r.OutputTokensPerSecondWall))
 	}
 	if v := engineVersion(e); v != "" && first {
-		out = append(out, "Engine: "+v+" (as the host facts report it).")
+		out = append(out, "Engine: "+v+".")
 	}
 	if len(r.ErrorMessages) > 0 {
 		out = append(out, "Errors seen: "+strings.Join(r.ErrorMessages, "; ")+".")
@@ -286,26 +286,43 @@ func msText(v float64) string {
 }
 
 // engineVersion is the candidate engine's version from the host facts
-// ("ollama v0.6.5"), or every found engine's when the kind is unknown.
+// ("ollama v0.6.5 (as the host facts report it)"). With the candidate's
+// kind known it names that kind only, never another kind's version: a
+// kind the host facts did not find on PATH is "llamacpp, version
+// unknown (...)", a kind they do not look for (openai) is "". With the
+// kind unknown (evidence from before candidate_engine) it lists every
+// found engine.
 func engineVersion(e *evidence.Evidence) string {
 	engines, _ := e.Host["engines"].([]any)
 	var found []string
 	for _, x := range engines {
 		m, _ := x.(map[string]any)
-		if m == nil || m["found"] != true {
+		if m == nil {
 			continue
 		}
 		kind, _ := m["kind"].(string)
+		if e.CandidateEngine != "" && kind != e.CandidateEngine {
+			continue
+		}
+		if m["found"] != true {
+			if e.CandidateEngine != "" {
+				return kind + ", version unknown (the host facts found no " + kind + " on PATH)"
+			}
+			continue
+		}
 		v, _ := m["version"].(string)
 		if v == "" {
 			v = "version unknown"
 		}
-		if kind == e.CandidateEngine && kind != "" {
-			return kind + " " + v
+		if e.CandidateEngine != "" {
+			return kind + " " + v + " (as the host facts report it)"
 		}
 		found = append(found, kind+" "+v)
 	}
-	return strings.Join(found, ", ")
+	if len(found) == 0 {
+		return ""
+	}
+	return strings.Join(found, ", ") + " (as the host facts report it)"
 }
 
 func truncate(s string, n int) string {
