@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/private"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/shellquote"
@@ -52,6 +55,11 @@ func runStatus(ctx context.Context, g *Globals) error {
 	}
 	c, err := control.Dial(dir)
 	if err != nil {
+		if errors.Is(err, control.ErrNoRouter) {
+			if elsewhere := recordedRouter(g, dir); elsewhere != "" {
+				return FailedError(fmt.Errorf("status: no hiro serve answers under state home %s (control socket %s); %s", filepath.Dir(dir), control.SocketPath(dir), elsewhere))
+			}
+		}
 		return FailedError(fmt.Errorf("status: %w; %s", err, otherStateHomes(dir)))
 	}
 	defer c.Close()
@@ -206,4 +214,56 @@ func otherStateHomes(ctlDir string) string {
 		return msg
 	}
 	return msg + "; " + strings.Join(others, "; ")
+}
+
+// recordedRouter names the live hiro serve that production's state
+// record names as its owner when no router answers under this state home
+// (one under another HOME or HIRO_LEASE_DIR: its lease is not in this
+// user's lease folder, so otherStateHomes does not see it; trial 10 Q7),
+// with the 'HIRO_STATE_HOME=DIR hiro status' that reaches it when its
+// environment (procfs.Environ) gives a state home whose socket that
+// router answers on. "" when the record names no live router.
+func recordedRouter(g *Globals, ctlDir string) string {
+	cfg, err := config.Load(g.ConfigPath)
+	if err != nil {
+		return ""
+	}
+	a, err := production.Resolve(cfg)
+	if err != nil || a == nil || a.Profile == nil || a.Profile.Unmanaged {
+		return ""
+	}
+	r := routerWatching(cfg.StateDir, a.Profile.Name)
+	if r == nil {
+		return ""
+	}
+	what := fmt.Sprintf("production %s is served by hiro serve pid %d (its state record in %s names it as owner)", a.Profile.Name, r.PID, cfg.StateDir)
+	if home := routerStateHome(r.PID); home != "" && filepath.Join(home, private.Control.Sub) != ctlDir {
+		return fmt.Sprintf("%s under state home %s: HIRO_STATE_HOME=%s hiro status reaches it (do not start another: a second hiro serve is refused)", what, home, shellquote.Quote(home))
+	}
+	return what + " under another HOME or HIRO_LEASE_DIR: run hiro status with that router's HOME or HIRO_STATE_HOME (do not start another: a second hiro serve is refused)"
+}
+
+// routerStateHome is the state home of the router pid (from its
+// environment) when that router answers on its control socket there,
+// "" otherwise.
+func routerStateHome(pid int) string {
+	env, err := procfs.Environ(pid)
+	if err != nil {
+		return ""
+	}
+	home, err := private.StateHomeOf(env)
+	if err != nil {
+		return ""
+	}
+	c, err := control.Dial(filepath.Join(home, private.Control.Sub))
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if st, err := c.Status(ctx); err != nil || st.PID != pid {
+		return ""
+	}
+	return home
 }

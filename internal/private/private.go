@@ -188,16 +188,22 @@ var ErrNoStateHome = errors.New("no private state folder")
 // user's home in the password database. Without any of them it is an
 // error wrapping ErrNoStateHome that names the variable to set: hiro never
 // falls back to a shared folder. It creates nothing.
-func StateHome() (string, error) {
+func StateHome() (string, error) { return StateHomeOf(os.Getenv) }
+
+// StateHomeOf is StateHome under the environment getenv reads (another
+// process's, procfs.Environ: the state home a running router of this
+// user chose). A relative folder is made absolute against this
+// process's working folder.
+func StateHomeOf(getenv func(string) string) (string, error) {
 	for _, v := range []string{StateHomeEnv, Leases.Env} {
-		if d := os.Getenv(v); d != "" {
+		if d := getenv(v); d != "" {
 			return filepath.Abs(d)
 		}
 	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "hiro"), nil
 	}
-	return UserStateHome()
+	return userStateHomeOf(StateHomeEnv, getenv)
 }
 
 // UserStateHome is the state home no state variable moves:
@@ -209,8 +215,11 @@ func StateHome() (string, error) {
 func UserStateHome() (string, error) { return userStateHome(StateHomeEnv) }
 
 // userStateHome is UserStateHome; its error names v as the variable to set.
-func userStateHome(v string) (string, error) {
-	home := os.Getenv("HOME")
+func userStateHome(v string) (string, error) { return userStateHomeOf(v, os.Getenv) }
+
+// userStateHomeOf is userStateHome under the environment getenv reads.
+func userStateHomeOf(v string, getenv func(string) string) (string, error) {
+	home := getenv("HOME")
 	if home == "" {
 		if u, err := user.Current(); err == nil {
 			home = u.HomeDir

@@ -251,3 +251,24 @@ func stateWords(c byte) string {
 	}
 	return string(c)
 }
+
+// Environ returns process pid's environment as it was when it started
+// (/proc/<pid>/environ; readable for this user's own processes) as a
+// lookup: the value of a variable, "" when it is unset. The error is
+// /proc's (fs.ErrNotExist for a process gone, fs.ErrPermission for
+// another user's).
+func Environ(pid int) (func(string) string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if _, seen := env[k]; !seen {
+				env[k] = v
+			}
+		}
+	}
+	return func(k string) string { return env[k] }, nil
+}

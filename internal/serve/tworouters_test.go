@@ -207,3 +207,31 @@ func TestLeavingReadyMakesTheCanaryStale(t *testing.T) {
 		t.Fatalf("after leaving ready the canary is %+v, want stale", b.LastCanary)
 	}
 }
+
+// TestStatusUnderAnotherHomeNamesTheRouter: with a hiro serve running
+// under one state home, 'hiro status' under another HOME (its own state
+// home and lease folder) names that router's pid from production's
+// record and the HIRO_STATE_HOME=DIR hiro status that reaches it, not
+// "start it with `hiro serve`" (which would be refused). Trial 10, Q7.
+func TestStatusUnderAnotherHomeNamesTheRouter(t *testing.T) {
+	bin := buildHiro(t)
+	cfg := fakeConfig(t, nil, "")
+	killEngines(t, cfg.Backends["prod"].Port)
+	stateHome := shortDir(t)
+	h := startHiroServe(t, bin, cfg, stateHome)
+	waitRouterReady(t, filepath.Join(stateHome, "serve"), 30*time.Second)
+	status := exec.Command(bin, "--config", cfg.Path, "status")
+	status.Env = otherHomeEnv(t)
+	out, _ := status.CombinedOutput()
+	if code := status.ProcessState.ExitCode(); code != exitcode.Failed ||
+		!strings.Contains(string(out), "hiro serve pid "+strconv.Itoa(h.cmd.Process.Pid)) ||
+		!strings.Contains(string(out), "HIRO_STATE_HOME="+stateHome+" hiro status") ||
+		strings.Contains(string(out), "start it with") {
+		t.Fatalf("hiro status under another HOME: exit %d, want %d naming the router and its state home:\n%s", code, exitcode.Failed, out)
+	}
+	reach := exec.Command(bin, "--config", cfg.Path, "status")
+	reach.Env = append(os.Environ(), "HIRO_STATE_HOME="+stateHome)
+	if out, err := reach.CombinedOutput(); err != nil || !strings.Contains(string(out), "pid "+strconv.Itoa(h.cmd.Process.Pid)) {
+		t.Fatalf("the command it gave: %v\n%s", err, out)
+	}
+}
