@@ -403,3 +403,23 @@ func TestListeningNeverReached(t *testing.T) {
 		t.Errorf("a request served: %s, want no port_in_use", f.Class)
 	}
 }
+
+// A served log with no failing line whose requests carried a schema (the
+// request body or parameters logged) is the schema accepted and not
+// honoured (structured_output_fail_open, weak); a grammar backend only
+// configured is no request's schema (probe_failed).
+func TestServedSchemaNotHonoured(t *testing.T) {
+	served := []string{
+		"INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+		`INFO:     127.0.0.1:50112 - "POST /v1/chat/completions HTTP/1.1" 200 OK`,
+	}
+	schema := append([]string{`Received request: {"messages": [...], "response_format": {"type": "json_schema", "json_schema": {"name": "a"}}}`}, served...)
+	f := feed(t, "openai", schema...).Classify(Outcome{Kind: OutcomeExited, Exit: Exited(0)})
+	if f.Class != failure.ClassStructuredOutputFailOpen || f.Confidence != failure.ConfidenceWeak {
+		t.Errorf("a schema in a request, no failing line: %s %s, want structured_output_fail_open weak", f.Class, f.Confidence)
+	}
+	config := append([]string{"INFO 01-01 00:00:00 [arg_utils.py:1] guided_decoding_backend='outlines'"}, served...)
+	if f := feed(t, "openai", config...).Classify(Outcome{Kind: OutcomeExited, Exit: Exited(0)}); f.Class != failure.ClassProbeFailed {
+		t.Errorf("a grammar backend configured only: %s, want probe_failed", f.Class)
+	}
+}

@@ -34,34 +34,35 @@ const maxFrames = 12
 type Tracker struct {
 	e *Engine
 
-	mu       sync.Mutex
-	phase    failure.Phase
-	marker   string // the text of the last marker seen
-	facts    map[string]float64
-	cand     candidate
-	fallback string // first generic error line, used when no signature matched
-	fbHeader bool   // fallback is a traceback header: the exception line replaces it
-	prev     string // previous non-frame line (stored form)
-	prevErr  bool   // prev looked like an error line
-	tb       traceback
-	frames   []string // frames of the block that gave the root cause
-	grammar  bool     // the log shows a grammar backend / structured output in use
-	served   bool     // the log shows a completion request served (2xx)
-	errAfter bool     // a request failed (4xx/5xx) after the root-cause line
-	okAfter  bool     // a request succeeded (2xx) after the root-cause line
-	device   ServingDevice
-	lines    int64
-	tail     [failure.DefaultTailLines]string
-	next     int    // index in tail of the next write
-	low      []byte // scratch: the current line lower-cased
-	hits     []bool // scratch: signatures whose text the line holds
-	touched  []int32
-	thits    []bool // scratch: triggers (markers, facts, devices, grammar words) the line holds
-	ttouched []int32
-	logged   []bool // the rules' After/NotAfter texts logged so far (Engine.precede)
-	panicked bool   // the previous line was a Rust panic's header
-	inWhat   bool   // in a C++ exception's message that goes on below its what() line
-	header   string // the level of a header line alone (headed), "" after any other
+	mu        sync.Mutex
+	phase     failure.Phase
+	marker    string // the text of the last marker seen
+	facts     map[string]float64
+	cand      candidate
+	fallback  string // first generic error line, used when no signature matched
+	fbHeader  bool   // fallback is a traceback header: the exception line replaces it
+	prev      string // previous non-frame line (stored form)
+	prevErr   bool   // prev looked like an error line
+	tb        traceback
+	frames    []string // frames of the block that gave the root cause
+	grammar   bool     // the log shows a grammar backend / structured output in use
+	schemaReq bool     // a request carried a schema or grammar (requestSchemaWords)
+	served    bool     // the log shows a completion request served (2xx)
+	errAfter  bool     // a request failed (4xx/5xx) after the root-cause line
+	okAfter   bool     // a request succeeded (2xx) after the root-cause line
+	device    ServingDevice
+	lines     int64
+	tail      [failure.DefaultTailLines]string
+	next      int    // index in tail of the next write
+	low       []byte // scratch: the current line lower-cased
+	hits      []bool // scratch: signatures whose text the line holds
+	touched   []int32
+	thits     []bool // scratch: triggers (markers, facts, devices, grammar words) the line holds
+	ttouched  []int32
+	logged    []bool // the rules' After/NotAfter texts logged so far (Engine.precede)
+	panicked  bool   // the previous line was a Rust panic's header
+	inWhat    bool   // in a C++ exception's message that goes on below its what() line
+	header    string // the level of a header line alone (headed), "" after any other
 	// lastExc is the exception line of the last block that gave no root
 	// cause; chainCause the innermost exception of the raise ... from
 	// chain in progress (chained: its link line was the last seen).
@@ -1220,7 +1221,7 @@ func (t *Tracker) setFacts(fp *FactParser, m []string) {
 // context notes what later classification may need: a grammar backend in
 // use (structured output), requests served.
 func (t *Tracker) context(line string) {
-	if t.grammar {
+	if t.schemaReq {
 		return
 	}
 	base := len(t.e.markers) + len(t.e.facts) + len(t.e.devices)
@@ -1233,10 +1234,16 @@ func (t *Tracker) context(line string) {
 				continue
 			}
 			t.grammar = true
-			return
+			t.schemaReq = t.schemaReq || requestSchemaWords[w]
 		}
 	}
 }
+
+// requestSchemaWords are the grammarWords that only a request carries
+// (its body or its logged parameters), not a server's configuration of
+// a grammar backend.
+var requestSchemaWords = map[string]bool{"response_format": true, "json_schema": true, "guided_json": true,
+	"GuidedDecodingParams(": true, "StructuredOutputsParams(": true, "grammar: Some(": true}
 
 // grammarWords in a log line show that structured output was in use.
 // The token bitmask is how a grammar constrains sampling (xgrammar's

@@ -22,6 +22,7 @@ type verdict struct {
 	frames    []string
 	marker    string
 	grammar   bool // a grammar backend / structured output in use
+	schemaReq bool // a request carried a schema or grammar
 	requests  bool // the log shows a completion request served (2xx)
 	served    bool // requests served, or the attempt reached ready
 	errAfter  bool // a request failed after the root-cause line
@@ -62,6 +63,7 @@ var outcomeRules = []outcomeRule{
 	{"outcome/completion-chat-template", failure.ConfidenceStrong, completionTemplateError, giveCompletionTemplate},
 	{"line", failure.ConfidenceStrong, lineExplains, giveLine},
 	{"outcome/served-on-cpu", failure.ConfidenceWeak, servedOnCPU, giveServedOnCPU},
+	{"outcome/schema-not-honoured", failure.ConfidenceWeak, schemaNotHonoured, giveSchemaNotHonoured},
 	{RuleNoFailureShown, failure.ConfidenceNone, noFailureShown, giveNoFailureShown},
 	{"outcome/served-then-failed", failure.ConfidenceWeak, servedThenFailed, giveServedThenFailed},
 	{"outcome/cpu-serving", failure.ConfidenceStrong, isKind(OutcomeAcceleratorUnavailable), giveCPUServing},
@@ -220,7 +222,7 @@ func (t *Tracker) snapshot(o Outcome) *verdict {
 	v := &verdict{e: t.e, o: o, detail: map[string]any{},
 		f: &failure.Failure{Phase: t.phase, SecondsSinceStart: o.Elapsed.Seconds(),
 			LogTail: t.tailLocked(), Facts: t.factsLocked(), Signal: o.Exit.Signal},
-		cand: t.cand, fallback: t.fallback, frames: t.frames, marker: t.marker, grammar: t.grammar,
+		cand: t.cand, fallback: t.fallback, frames: t.frames, marker: t.marker, grammar: t.grammar, schemaReq: t.schemaReq,
 		requests: t.served, errAfter: t.errAfter, okAfter: t.okAfter, device: t.device, devPhase: t.devicePhase, phaseNow: t.phase,
 		classes: append([]failure.Class(nil), t.classes...), childDied: t.died, upAt: t.upAt}
 	if v.cand.tier == 0 {
@@ -596,6 +598,22 @@ func giveServedThenFailed(v *verdict) {
 	}
 	v.f.RootCause = "the server stayed up and answered requests, but no log line names a failure: the replies " +
 		"themselves were wrong (the probe's expected reply did not come back)"
+}
+
+// schemaNotHonoured: the server served requests that carried a schema or
+// grammar (the log shows one: a request body's response_format, the
+// request's logged parameters) and stayed up or ended cleanly, and no
+// line names a failure: the constraint was accepted and not honoured.
+func schemaNotHonoured(v *verdict) bool {
+	return v.o.Kind == OutcomeExited && v.stayedUp && v.schemaReq && (v.requests || v.phaseNow == failure.PhaseInference) &&
+		v.cand.tier == 0 && v.fallback == "" && !v.childDied
+}
+
+// giveSchemaNotHonoured: structured_output_fail_open at inference.
+func giveSchemaNotHonoured(v *verdict) {
+	v.f.Class, v.f.Phase = failure.ClassStructuredOutputFailOpen, failure.PhaseInference
+	v.f.RootCause = "the server answered requests that carried a schema or grammar, and no log line names a failure: " +
+		"the constraint was accepted and not honoured (the replies did not follow it)"
 }
 
 func giveCPUServing(v *verdict) {
