@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/serve"
@@ -64,8 +65,9 @@ stopped: hiro serve refuses to start, naming it and the fix ('hiro backend
 stop NAME', or put back the configuration it runs with).
 
 Exit status: 0 stopped gracefully; 1 the listener failed; 2 bad usage or
-configuration, or production running with another configuration (nothing
-was started or stopped).`,
+configuration, or production running with another configuration; 6 another
+hiro serve already serves this state home or production (nothing was
+started or stopped).`,
 		Args: needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runServe(c.Context(), g, o)
@@ -104,9 +106,10 @@ func runServe(ctx context.Context, g *Globals, o serveOptions) error {
 		return UsageError(fmt.Errorf("serve: %w", err))
 	}
 	if err := s.Run(ctx); err != nil {
-		var elsewhere *serve.RouterElsewhereError
-		if errors.As(err, &elsewhere) {
-			// Another live router watches production: busy, nothing started.
+		if errors.Is(err, lease.ErrHeld) {
+			// Another live router serves (its control socket answers, it
+			// holds production's router lease, or production's record
+			// names it): busy, nothing started.
 			return BusyError(err)
 		}
 		return err

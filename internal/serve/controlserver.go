@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/control"
+	"github.com/hiro-dev/hiro/internal/lease"
 )
 
 // drain refuses new requests and waits up to timeout for in-flight ones.
@@ -62,7 +63,7 @@ func (s *Server) listenControl() (net.Listener, error) {
 	path := control.SocketPath(s.ctlDir)
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
-		return nil, fmt.Errorf("serve: %s answers on %s: one router runs per user at a time; stop it first, or, for a trial beside it, give this router a state home of its own (its own control socket and production records): HIRO_STATE_HOME=DIR hiro serve", otherRouter(s.ctlDir), path)
+		return nil, busyError{fmt.Errorf("serve: %s answers on %s: one router runs per user at a time; stop it first, or, for a trial beside it, give this router a state home of its own (its own control socket and production records): HIRO_STATE_HOME=DIR hiro serve", otherRouter(s.ctlDir), path)}
 	}
 	os.Remove(path)
 	ln, err := net.Listen("unix", path)
@@ -211,3 +212,16 @@ func (s *Server) controlHandler() http.Handler {
 	s.rampRoutes(mux, c)
 	return mux
 }
+
+// busyError is a refusal because another router already serves (its
+// control socket answers, or it holds production's router lease):
+// errors.Is(err, lease.ErrHeld) is true, so hiro serve exits 6 (busy)
+// for each way of finding it, as for a router under another HOME
+// (RouterElsewhereError).
+type busyError struct{ error }
+
+// Is makes errors.Is(err, lease.ErrHeld) true.
+func (busyError) Is(target error) bool { return target == lease.ErrHeld }
+
+// Unwrap returns the refusal itself.
+func (e busyError) Unwrap() error { return e.error }

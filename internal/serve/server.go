@@ -455,8 +455,8 @@ func (s *Server) holdProduction() (*lease.Hold, error) {
 	if err != nil {
 		var held *lease.HeldError
 		if errors.As(err, &held) && held.Holder != nil {
-			return nil, fmt.Errorf("serve: production %s (%s) is already served by hiro serve pid %d (configuration %s): one router per production; stop that one first, or use it",
-				prof.Name, prof.BaseURL, held.Holder.PID, held.Holder.Config)
+			return nil, busyError{fmt.Errorf("serve: production %s (%s) is already served by hiro serve pid %d (configuration %s): one router per production; stop that one first, or use it",
+				prof.Name, prof.BaseURL, held.Holder.PID, held.Holder.Config)}
 		}
 		return nil, fmt.Errorf("serve: %w", err)
 	}
