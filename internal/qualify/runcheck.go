@@ -74,7 +74,7 @@ func candidateRunning(cfg *config.Config, cand *config.Profile) *config.Error {
 		return nil
 	}
 	return &PlanError{File: cfg.Path, Key: "backends." + cand.Name, Msg: fmt.Sprintf("candidate %s is already running (pid %d, started %s by 'hiro backend start' or an earlier hiro): a campaign launches its candidate itself; stop it with 'hiro backend stop %s' and rerun (nothing was started or stopped)%s",
-		cand.Name, st.PID, st.StartedAt.Format(time.RFC3339), shellquote.Quote(cand.Name), stateHomeNote())}
+		cand.Name, st.PID, st.StartedAt.Format(time.RFC3339), shellquote.Quote(cand.Name), stateHomeNote(cfg, cand.Name))}
 }
 
 // candidateLeaseHeld reports whether a live hiro holds the candidate's
@@ -216,13 +216,19 @@ func candidatePortHeld(cfg *config.Config, cand, prod *config.Profile, exclusive
 		cand.Name, u.Addr, u.Why, who)}
 }
 
-// stateHomeNote says which state home named production for this check:
-// a candidate that a router under another state home serves as the
-// active production is not told apart from a leftover here (issue 26 G15).
-func stateHomeNote() string {
+// stateHomeNote says, about the candidate, which state home named
+// production for this check: a candidate that is production under
+// another state home is not told apart from a leftover here (issue 26
+// G15). It is a sentence of its own, naming the candidate, so that it
+// does not read as a second problem (trial 10 Q2).
+func stateHomeNote(cfg *config.Config, cand string) string {
 	d, err := production.Dir()
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("; production as recorded in state home %s: if a hiro serve of another state home serves it, set HIRO_STATE_HOME to that one first", filepath.Dir(d))
+	prod := ""
+	if a, err := production.Resolve(cfg); err == nil && a != nil && a.Profile != nil {
+		prod = " " + a.Profile.Name
+	}
+	return fmt.Sprintf(". (This state home, %s, records%s as production; only if %s is production under another state home, run this with HIRO_STATE_HOME set to that one instead of stopping it.)", filepath.Dir(d), prod, cand)
 }
