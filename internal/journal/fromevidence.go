@@ -118,7 +118,7 @@ func (j *Journal) AddFromEvidence(path string, o AddOptions) (string, error) {
 	if err := evidence.Validate(data); err != nil {
 		return "", fmt.Errorf("%s: %s", path, oneLine(err.Error()))
 	}
-	signer, err := verifySigner(path, data, o)
+	signer, untrusted, err := verifySigner(path, data, o)
 	if err != nil {
 		return "", err
 	}
@@ -179,6 +179,12 @@ func (j *Journal) AddFromEvidence(path string, o AddOptions) (string, error) {
 	for try := 0; ; try++ {
 		e.Slug, e.Timestamp = base, ts
 		rel, err := j.addOnce(e, data)
+		if err == nil && untrusted != "" && o.Warn != nil {
+			// Said once the entry is written: a refusal after the
+			// signature check (aborted, inconsistent, private) must not
+			// be preceded by "published" (trial 10 Q12).
+			o.Warn(untrusted)
+		}
 		if !errors.Is(err, errNameTaken) || try == 64 {
 			return rel, err
 		}
@@ -261,30 +267,30 @@ func (j *Journal) addOnce(e *Entry, data []byte) (string, error) {
 }
 
 // verifySigner checks data's signature (package signing) and returns the
-// entry's record of it.
-func verifySigner(path string, data []byte, o AddOptions) (*EvidenceSignature, error) {
+// entry's record of it and, for a key not in the trust list, the warning
+// to give once the entry is published ("" for a trusted key or none).
+func verifySigner(path string, data []byte, o AddOptions) (*EvidenceSignature, string, error) {
 	sig, err := signing.Verify(data)
 	switch {
 	case errors.Is(err, signing.ErrUnsigned) && o.TrustUnsigned:
-		return &EvidenceSignature{Unsigned: true}, nil
+		return &EvidenceSignature{Unsigned: true}, "", nil
 	case errors.Is(err, signing.ErrUnsigned):
-		return nil, fmt.Errorf("%s: %w: written by a hiro older than signing, or its signature was removed; if you know where it came from, pass --trust-unsigned (the entry records it)", path, ErrUnsigned)
+		return nil, "", fmt.Errorf("%s: %w: written by a hiro older than signing, or its signature was removed; if you know where it came from, pass --trust-unsigned (the entry records it)", path, ErrUnsigned)
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w; the evidence was changed after it was signed: publish the file hiro wrote", path, err)
+		return nil, "", fmt.Errorf("%s: %w; the evidence was changed after it was signed: publish the file hiro wrote", path, err)
 	}
 	t := o.Trust
 	if t == nil {
 		if t, err = signing.LoadTrust(); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	es := &EvidenceSignature{KeyID: sig.KeyID, PublicKey: sig.PublicKey}
 	if tk := t.Trusted(sig); tk != nil {
 		es.Trusted, es.TrustedAs = true, tk.Name
-	} else if o.Warn != nil {
-		o.Warn(fmt.Sprintf("%s is signed by %s, a key you do not trust: published, the entry records the key ('hiro trust add %s' if it is yours)", path, sig.KeyID, sig.PublicKey))
+		return es, "", nil
 	}
-	return es, nil
+	return es, fmt.Sprintf("%s is signed by %s, a key you do not trust: published, the entry records the key ('hiro trust add %s' if it is yours)", path, sig.KeyID, sig.PublicKey), nil
 }
 
 // publicEvidence returns the bytes of evidence ev (read as data) as the

@@ -460,6 +460,11 @@ func TestAddRefusesAnAbortedCampaign(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "journal")
 	os.Mkdir(dir, 0o755)
 	j, _ := Load(dir)
+	// The key is not trusted (addOpts trusts none): its warning says
+	// "published", so it must not come before a refusal (trial 10 Q12).
+	var warned []string
+	o := addOpts
+	o.Warn = func(s string) { warned = append(warned, s) }
 	for _, exit := range []int{3, 4} {
 		ev := seedEvidence()
 		ev.ID += fmt.Sprintf("-exit%d", exit)
@@ -469,7 +474,10 @@ func TestAddRefusesAnAbortedCampaign(t *testing.T) {
 		if exit == 4 {
 			ev.Production.Restored = &evidence.Restored{OK: false, Attempts: 3, Error: "connection refused"}
 		}
-		_, err := j.AddFromEvidence(writeEvidence(t, ev), addOpts)
+		_, err := j.AddFromEvidence(writeEvidence(t, ev), o)
+		if len(warned) > 0 {
+			t.Errorf("exit %d: warned before the refusal: %q", exit, warned)
+		}
 		if err == nil || !strings.Contains(err.Error(), "campaign "+ev.ID+" was aborted (exit "+fmt.Sprint(exit)+": aborted: interrupted by SIGINT)") ||
 			!strings.Contains(err.Error(), "run the campaign again") {
 			t.Fatalf("exit %d: err %v; want a refusal naming the campaign, why it was aborted and what to do", exit, err)
