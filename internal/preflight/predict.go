@@ -1,7 +1,9 @@
 package preflight
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -147,7 +149,15 @@ func locate(p *config.Profile) (dir, gguf, modelfile string, err error) {
 			if !filepath.IsAbs(mp) {
 				mp = filepath.Join(p.Workdir, mp)
 			}
-			return filepath.Dir(mp), mp, "", nil
+			if _, serr := os.Stat(mp); serr == nil || !errors.Is(serr, fs.ErrNotExist) {
+				return filepath.Dir(mp), mp, "", nil
+			}
+			// No such file: the args' model is no path hiro can read (a
+			// wrapper's or a fake engine's model id, trial 10 Q3); the
+			// artifact, when there is one, tells the shape instead.
+			if dir == "" {
+				return "", "", "", fmt.Errorf("no GGUF to read: the model %q that profile %s's args give (-m/--model) is no file (looked for %s); name its file there, or add artifact = \"path/to/manifest.json\" or artifact_dir under [backends.%s]", LaunchOf(p, "").ModelPath, p.Name, mp, p.Name)
+			}
 		}
 	}
 	if dir == "" {

@@ -368,6 +368,25 @@ func TestCannotPredict(t *testing.T) {
 	}
 }
 
+// TestLlamacppModelIdIsNoPath: a llama.cpp profile whose args' --model
+// is a model id, not a file (a fake engine's "m1"), cannot be predicted
+// because there is no GGUF to read, said so, never "open /workdir/m1: no
+// such file" as if a configured path were wrong (trial 10 Q3); with an
+// artifact folder beside it, the artifact tells the shape instead.
+func TestLlamacppModelIdIsNoPath(t *testing.T) {
+	wd := t.TempDir()
+	p := &config.Profile{Name: "base", Engine: "llamacpp", Workdir: wd, Args: []string{"--port", "1", "--model", "m1"}}
+	pr := Predict(p, h200(100, 0), true)
+	if want := `cannot predict: no GGUF to read: the model "m1" that profile base's args give (-m/--model) is no file`; !strings.HasPrefix(pr.CannotPredict, want) ||
+		strings.Contains(pr.CannotPredict, "open file") {
+		t.Errorf("model id: %q, want it to start %q", pr.CannotPredict, want)
+	}
+	p.ArtifactDir = awqLlama(t, 4096, 11008, 2, 32, 32, 32000)
+	if pr := Predict(p, h200(100, 0), true); strings.Contains(pr.CannotPredict, "m1") {
+		t.Errorf("with an artifact folder: %+v", pr)
+	}
+}
+
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
