@@ -15,7 +15,6 @@ import (
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/qualify"
-	"github.com/hiro-dev/hiro/internal/serve"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -103,8 +102,8 @@ func campaignLaunched(stateDir, name string) error {
 // folder (a router under another HOME or HIRO_LEASE_DIR sharing the
 // state_dir); nil when none.
 func routerWatching(stateDir, name string) *control.ServingRouter {
-	st, err := supervisor.Status(stateDir, name)
-	if err != nil || st.Status != supervisor.StatusRunning || !st.OwnerAlive() || !strings.HasPrefix(st.Record.Owner.What, serve.RouterOwner) {
+	st, ok := production.RouterWatching(stateDir, name)
+	if !ok {
 		return nil
 	}
 	return &control.ServingRouter{PID: st.Record.Owner.PID, Config: "unknown: its lease is in another lease folder, another HOME or HIRO_LEASE_DIR", Production: name}

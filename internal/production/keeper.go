@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -119,6 +120,26 @@ func (k Keeper) Adopt(st supervisor.RecordStatus) {
 	rec := st.Record
 	rec.ReadyAt = time.Now()
 	_ = supervisor.WriteRecord(k.StateDir, rec)
+}
+
+// RouterOwner is what a router ('hiro serve') records as the Owner of
+// the production process it starts or adopts (supervisor.Record.Owner.
+// What): a hiro that finds production's record names a live one knows a
+// router watches and restarts it, whatever lease folder it uses
+// (RouterWatching).
+const RouterOwner = "hiro serve"
+
+// RouterWatching returns production name's record when it names a
+// running process that a live router other than this process watches
+// (Owner.What RouterOwner); ok false otherwise (no record, a stale one,
+// no live owner, an owner that is not a router).
+func RouterWatching(stateDir, name string) (st supervisor.RecordStatus, ok bool) {
+	st, err := supervisor.Status(stateDir, name)
+	if err != nil || st.Status != supervisor.StatusRunning || !st.OwnerAlive() || !strings.HasPrefix(st.Owner.What, RouterOwner) ||
+		st.Owner.PID == os.Getpid() {
+		return st, false
+	}
+	return st, true
 }
 
 // Claim marks the recorded process st (FoundOwn, proven ready by the

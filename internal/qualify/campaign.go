@@ -183,6 +183,11 @@ func Run(ctx context.Context, plan *Plan, cfg *config.Config, opts Options) (*Ou
 		keys := production.LeaseKeys(true, cand, c.prod)
 		h, err := lease.Acquire(opts.LeaseDir, &lease.Lease{Kind: lease.KindCampaign, Campaign: id, EvidenceDir: abs,
 			Config: cfg.Path, Production: prodName, Candidate: plan.Candidate}, keys...)
+		if err == nil {
+			if err = routerElsewhere(ctx, cfg, c.prod); err != nil {
+				h.Release()
+			}
+		}
 		if err != nil {
 			os.Remove(c.dir)
 			return nil, fmt.Errorf("campaign %s not started: %w", id, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -164,4 +165,46 @@ func (c *campaign) awaitRouter(ctx context.Context, lost *ProductionLostError) (
 	at := check.At
 	loss.BackAt, loss.AwayMS = &at, at.Sub(loss.At).Milliseconds()
 	return loss, true, ""
+}
+
+// RouterElsewhereError refuses an exclusive campaign whose production a
+// live router watches that this hiro cannot reach: one under another
+// HOME or HIRO_LEASE_DIR (its lease and control socket are in another
+// folder), seen only in production's record (production.RouterWatching).
+// The campaign could not ask it to hand production over, and a stop of
+// its own would be undone by that router's restart beside the exclusive
+// candidate. errors.Is(err, lease.ErrHeld): exit 6, busy; nothing was
+// started or stopped.
+type RouterElsewhereError struct {
+	Production string
+	RouterPID  int
+	Record     string // production's record path
+}
+
+func (e *RouterElsewhereError) Error() string {
+	return fmt.Sprintf("production %s is served by hiro serve (pid %d), whose state home this hiro does not share (another HOME or HIRO_LEASE_DIR; its record %s names it): "+
+		"it would restart production beside the exclusive candidate. Run the campaign under that router's HOME (or HIRO_STATE_HOME), so it hands production over, or stop the router first (kill -TERM %d); nothing was started or stopped",
+		e.Production, e.RouterPID, e.Record, e.RouterPID)
+}
+
+// Is makes errors.Is(err, lease.ErrHeld) true.
+func (e *RouterElsewhereError) Is(target error) bool { return target == lease.ErrHeld }
+
+// routerElsewhere returns a *RouterElsewhereError when prod's record
+// names a live router (production.RouterWatching) that this hiro's
+// control socket does not reach; nil when none does, or the router is
+// this state home's (the campaign asks it to hand production over).
+func routerElsewhere(ctx context.Context, cfg *config.Config, prod *config.Profile) error {
+	if prod == nil || prod.Unmanaged {
+		return nil
+	}
+	st, ok := production.RouterWatching(cfg.StateDir, prod.Name)
+	if !ok {
+		return nil
+	}
+	if rc, _, err := control.DialFor(ctx, cfg.Path, prod.BaseURL); err == nil {
+		rc.Close()
+		return nil
+	}
+	return &RouterElsewhereError{Production: prod.Name, RouterPID: st.Owner.PID, Record: st.RecordPath}
 }

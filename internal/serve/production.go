@@ -127,7 +127,7 @@ func (p *prodCtl) supOpts() supervisor.Options {
 // pid and start time): a second router, or any hiro, that finds
 // production's record names a live "hiro serve" knows another router
 // watches and restarts it.
-const RouterOwner = "hiro serve"
+const RouterOwner = production.RouterOwner
 
 // lookedAt tells requests waiting in awaitAfterRefusal that the watch
 // has looked at production.

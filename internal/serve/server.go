@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -500,8 +499,8 @@ func CheckRouterElsewhere(cfg *config.Config, prof *config.Profile) error {
 	if prof.Unmanaged {
 		return nil
 	}
-	st, err := supervisor.Status(cfg.StateDir, prof.Name)
-	if err != nil || st.Status != supervisor.StatusRunning || !st.OwnerAlive() || !strings.HasPrefix(st.Owner.What, RouterOwner) {
+	st, ok := production.RouterWatching(cfg.StateDir, prof.Name)
+	if !ok {
 		return nil
 	}
 	return &RouterElsewhereError{Config: cfg.Path, Record: st}
