@@ -142,7 +142,7 @@ func Build(j *Journal, out string, opts BuildOptions) (*BuildResult, error) {
 		// (entries written by hand or by an older hiro too).
 		redact.Value(&e.Entry)
 	}
-	b := &builder{out: out, opts: opts, entries: j.Entries, dir: j.Dir, old: old, written: map[string]bool{}}
+	b := &builder{out: out, opts: opts, entries: j.Entries, dir: j.Dir, journalID: id, old: old, written: map[string]bool{}}
 	b.tmpl, b.css = templates()
 	if err := b.run(j); err != nil {
 		return nil, err
@@ -234,6 +234,9 @@ type builder struct {
 	entries []*Stored
 	tmpl    *template.Template
 	css     template.CSS
+	// journalID is the journal's identity (IDFile; "" for a journal
+	// without one), in the feed's and entries' Atom ids.
+	journalID string
 
 	old     map[string]bool // files of an earlier build
 	mu      sync.Mutex
@@ -370,9 +373,21 @@ func (b *builder) entryFiles(buf *bytes.Buffer, site siteView, v *entryView, i i
 	return nil
 }
 
+// urn is the Atom id of what (an entry's ID, or "feed") in this
+// journal: urn:hiro-journal:<journal id>:<what>, without the journal id
+// for a journal that has none.
+func (b *builder) urn(what string) string {
+	if b.journalID == "" {
+		return "urn:hiro-journal:" + what
+	}
+	return "urn:hiro-journal:" + b.journalID + ":" + what
+}
+
 // feed writes feed.atom: every entry, newest first, its summary as the
-// Atom summary. Ids are urn:hiro-journal:<entry ID> so they survive a slug
-// change; updated is the last revision's time or the entry's.
+// Atom summary. Ids are urn:hiro-journal:<journal id>:<entry ID> (the
+// feed's urn:hiro-journal:<journal id>), so that they survive a slug
+// change and two journals' feeds stay two in a reader; updated is the
+// last revision's time or the entry's.
 func (b *builder) feed(views []*entryView) error {
 	f := &feeds.Feed{
 		Title:       b.opts.Title,
@@ -399,7 +414,7 @@ func (b *builder) feed(views []*entryView) error {
 		f.Items = append(f.Items, &feeds.Item{
 			Title:       e.Title,
 			Link:        &feeds.Link{Href: b.opts.BaseURL + SiteEntriesDir + "/" + e.Slug + ".html"},
-			Id:          "urn:hiro-journal:" + e.ID(),
+			Id:          b.urn(e.ID()),
 			Created:     e.Timestamp,
 			Updated:     updated,
 			Description: sum.String(),
@@ -409,7 +424,7 @@ func (b *builder) feed(views []*entryView) error {
 		f.Updated = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) // empty journal: a fixed time keeps the output deterministic
 	}
 	af := (&feeds.Atom{Feed: f}).AtomFeed()
-	af.Id = "urn:hiro-journal:feed"
+	af.Id = b.urn("feed")
 	if b.opts.BaseURL != "" {
 		af.Id = b.opts.BaseURL
 	}
