@@ -2,6 +2,7 @@ package activation
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -127,6 +128,9 @@ func EvidencePath(arg string) (string, error) {
 // naming the signature too (verdictFirst). Other errors (unreadable evidence) are
 // returned as they are.
 func Check(ctx context.Context, cfg *config.Config, path string, now time.Time, acc Accept) (*Qualified, error) {
+	if b, err := os.ReadFile(path); err == nil && !json.Valid(b) {
+		return nil, fmt.Errorf("%s is not an evidence document (it is not JSON): give a campaign's evidence folder or the evidence.json in it", path)
+	}
 	trust, err := acc.Verify(path, "evidence")
 	if err != nil {
 		return nil, verdictFirst(path, acc, err)

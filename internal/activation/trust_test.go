@@ -2,7 +2,12 @@ package activation_test
 
 import (
 	"bytes"
+	"context"
+	"time"
+
 	"encoding/json"
+	"github.com/hiro-dev/hiro/internal/activation"
+	"github.com/hiro-dev/hiro/internal/config"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,4 +128,19 @@ func mustRead(t *testing.T, p string) []byte {
 	b, err := os.ReadFile(p)
 	must(t, err)
 	return b
+}
+
+// A file that is not JSON given as the evidence (the campaign's
+// report.md, trial 10's Q19) is refused naming the file and what to
+// give, not with the JSON decoder's words.
+func TestCheckRefusesAFileThatIsNotEvidence(t *testing.T) {
+	md := filepath.Join(t.TempDir(), "report.md")
+	if err := os.WriteFile(md, []byte("# Campaign report\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := activation.Check(context.Background(), &config.Config{}, md, time.Now(), activation.Accept{})
+	if err == nil || !strings.Contains(err.Error(), md+" is not an evidence document") || !strings.Contains(err.Error(), "evidence.json") ||
+		strings.Contains(err.Error(), "invalid character") {
+		t.Errorf("report.md as evidence: %v", err)
+	}
 }
