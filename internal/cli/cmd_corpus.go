@@ -79,7 +79,10 @@ file or under one).`,
 }
 
 func runCorpusImport(_ context.Context, g *Globals, o *corpusImportOpts, file string) error {
-	if o.Take <= 0 {
+	if o.Take == 0 {
+		return UsageErrorf("corpus import: --take is required: the number of sources to select, at least 1")
+	}
+	if o.Take < 0 {
 		return UsageErrorf("corpus import: --take %d: give the number of sources to select, at least 1", o.Take)
 	}
 	if o.Out == "" {

@@ -52,6 +52,11 @@ func TestCorpusImportMissingFileIsUsage(t *testing.T) {
 	if code == ExitOK || !strings.Contains(errs, "not a Factcheck-GPT record: no \"response\" field (keys: x)") {
 		t.Errorf("a file of another shape: exit %d, stderr %q", code, errs)
 	}
+	// --take left out is said to be required, not "--take 0" (trial 10, Q14).
+	code, _, errs = runHiro(t, "corpus", "import", "factcheck-gpt", other, "--out", out)
+	if code != ExitUsage || !strings.Contains(errs, "--take is required") || strings.Contains(errs, "--take 0") {
+		t.Errorf("no --take: exit %d, stderr %q", code, errs)
+	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("%s was written: %v", out, err)
 	}
