@@ -45,7 +45,11 @@ must say shadow_remote = true, and the start says so. A candidate that needs
 the accelerator alone cannot run beside production on one machine: use the
 frozen-corpus semantic gate, or a second endpoint.
 
-The run ends at --max-pairs scored pairs, after --for, or with 'hiro shadow stop'.`,
+The run ends at --max-pairs scored pairs, after --for, or with 'hiro shadow stop'.
+
+Exit status: 0 the run started; 1 no router runs, or the router refused it
+(the candidate not running or not allowed); 2 bad usage (a value out of
+range), checked before the router is asked.`,
 		Args: needArgs(1, 1, "the name of one backend profile", "hiro shadow start cand --share 0.1 --for 30m"),
 		RunE: func(c *cobra.Command, args []string) error {
 			cfg.For = config.Duration{Duration: dur}
@@ -109,6 +113,12 @@ func dialRouter(what string) (*control.Client, error) {
 }
 
 func runShadowStart(ctx context.Context, g *Globals, cand string, cfg shadow.Config) error {
+	// The values are the user's to fix whatever the router says: checked
+	// here first (Fill on a copy; the router fills its own), exit 2.
+	check := cfg
+	if err := check.Fill(); err != nil {
+		return UsageErrorf("shadow start: %w", err)
+	}
 	rc, err := dialRouter("start")
 	if err != nil {
 		return err

@@ -162,3 +162,14 @@ func TestPrintShadowSaysTheCountStopped(t *testing.T) {
 		}
 	}
 }
+
+// A value out of range is bad usage (exit 2), said before any router is
+// asked: no router runs here (trial 10, Q17: exit 1, after the
+// candidate's health, as the router's answer).
+func TestShadowStartBadValueIsUsage(t *testing.T) {
+	t.Setenv("HIRO_STATE_HOME", t.TempDir())
+	code, _, errs := runHiro(t, "shadow", "start", "prod", "--share", "2")
+	if code != ExitUsage || !strings.Contains(errs, "shadow share 2: use a fraction in (0, 1]") {
+		t.Errorf("--share 2: exit %d, stderr %q; want exit 2 naming the share", code, errs)
+	}
+}
