@@ -321,6 +321,11 @@ func TestArtifactTypoNamesTheProfileKey(t *testing.T) {
 		strings.Contains(err.Error(), "gates[0].manifest") {
 		t.Fatalf("error %v, want one at backends.cand.artifact saying the manifest is not found", err)
 	}
+	// The advice to pin is said once (trial 10 Q5: "..., or pin one; pin
+	// the artifact first (hiro artifact pin) or fix ...").
+	if n := strings.Count(err.Error(), "pin"); n != 2 || !strings.Contains(err.Error(), "or pin one; or fix the profile's artifact path, which the artifact gate checks") {
+		t.Errorf("error %v: %d times \"pin\" (want 2: 'hiro artifact pin' and 'or pin one'), and the profile's path to fix", err, n)
+	}
 }
 
 // TestExclusiveCampaignLeavesStoppedProductionStopped: production was

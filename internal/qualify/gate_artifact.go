@@ -2,7 +2,9 @@ package qualify
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -60,8 +62,15 @@ func (g *ArtifactGate) Validate(v *Validation) {
 	}
 	m, err := artifact.Load(g.Manifest)
 	if err != nil {
+		// A missing manifest's error already says to pin one: the key
+		// adds only where the path came from (trial 10 Q5: "pin" twice).
+		missing := errors.Is(err, fs.ErrNotExist)
 		switch {
 		case v.Spec.Skip:
+		case fromProfile && missing:
+			v.ConfigErrorf("backends."+cand.Name+".artifact", "%v; or fix the profile's artifact path, which the artifact gate checks", err)
+		case missing:
+			v.Errorf("manifest", "%v; or point manifest at another manifest.json", err)
 		case fromProfile:
 			// The user wrote the path in the profile, not in the plan.
 			v.ConfigErrorf("backends."+cand.Name+".artifact", "%v; pin the artifact first (hiro artifact pin) or fix the profile's artifact (the artifact gate checks it)", err)
