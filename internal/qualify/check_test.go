@@ -155,7 +155,7 @@ func TestCheckReportsEveryPlanErrorAtOnce(t *testing.T) {
 	for _, want := range []string{
 		plan + ": gates[0].kind: unknown gate kind \"lanch\" (did you mean launch?)",
 		plan + ": gates[1].kind: unknown gate kind \"bogus\"",
-		plan + ": gates[2].requests",
+		plan + `: gates[2] (id "load").requests`,
 		plan + ": gates[3].id: \"load\" is also the id of gates[2]",
 	} {
 		if !strings.Contains(stderr, want) {
@@ -251,6 +251,29 @@ func TestPlanErrorsComeInOneRound(t *testing.T) {
 	for _, not := range []string{"gates[3].tolerance:", "gates[2].requests: missing", "line "} {
 		if strings.Contains(err.Error(), not) {
 			t.Errorf("the errors hold %q:\n%v", not, err)
+		}
+	}
+}
+
+// TestPlanErrorsNameTheGateID: an error at a gate with an id names it
+// beside the 0-based index ("gates[1] (id \"quality\").min_f1"), one at a
+// gate without an id keeps the index alone (trial 10 Q1: "gates[6]" for
+// the 7th [[gates]] table, which a TOML reader counts from 1).
+func TestPlanErrorsNameTheGateID(t *testing.T) {
+	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\ntimeout = \"ninety\"\n" +
+		"[[gates]]\nid = \"quality\"\nkind = \"semantic\"\ncorpus = \"c\"\nmin_f1 = 2.0\ntimeout = \"90 minutes\"\n")
+	_, _, err := qualify.LoadPlan(plan, e.cfgPath)
+	if err == nil {
+		t.Fatal("the plan loaded")
+	}
+	for _, want := range []string{
+		`: gates[0].timeout: invalid duration "ninety"`,
+		`: gates[1] (id "quality").timeout: invalid duration "90 minutes"`,
+		`: gates[1] (id "quality").min_f1: 2: use a fraction between 0 and 1`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the errors lack %q:\n%v", want, err)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -218,7 +219,7 @@ func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 		default:
 			es = append(es, &PlanError{Msg: err.Error()})
 		}
-		return nil, nil, es
+		return nil, nil, namedGates(es, path, raw.Gates)
 	}
 	for _, e := range p.validate(cfg) {
 		if !reported[planKeyRoot(e.Key)] {
@@ -226,9 +227,38 @@ func LoadPlan(path, cfgPath string) (*Plan, *config.Config, error) {
 		}
 	}
 	if len(es) > 0 {
-		return nil, nil, es
+		return nil, nil, namedGates(es, path, raw.Gates)
 	}
 	return &p, cfg, nil
+}
+
+// reGateIndexKey is a plan error's key that names a gate by its index:
+// "gates[6]", "gates[6].min_f1".
+var reGateIndexKey = regexp.MustCompile(`^gates\[(\d+)\]`)
+
+// namedGates adds the gate's id to the keys of the plan's own errors
+// (those in file) that name a gate by its 0-based index, when the
+// [[gates]] table gives one: "gates[6] (id \"semantic\").min_f1". A
+// TOML reader counts tables from 1; the id is what the plan says
+// (trial 10 Q1).
+func namedGates(es config.Errors, file string, gates []map[string]any) config.Errors {
+	for _, e := range es {
+		if e.File != file {
+			continue
+		}
+		m := reGateIndexKey.FindStringSubmatch(e.Key)
+		if m == nil {
+			continue
+		}
+		i, err := strconv.Atoi(m[1])
+		if err != nil || i >= len(gates) || e.Key[len(m[0]):] == ".id" {
+			continue // an error at the id itself quotes it
+		}
+		if id, _ := gates[i]["id"].(string); id != "" {
+			e.Key = fmt.Sprintf("gates[%d] (id %q)%s", i, id, e.Key[len(m[0]):])
+		}
+	}
+	return es
 }
 
 func (p *Plan) resolve(s string) string {
