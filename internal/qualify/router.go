@@ -168,9 +168,9 @@ func (c *campaign) awaitRouter(ctx context.Context, lost *ProductionLostError) (
 }
 
 // RouterElsewhereError refuses an exclusive campaign whose production a
-// live router watches that this hiro cannot reach: one under another
-// HOME or HIRO_LEASE_DIR (its lease and control socket are in another
-// folder), seen only in production's record (production.RouterWatching).
+// live router watches whose lease this hiro cannot see: one under
+// another HOME or HIRO_LEASE_DIR (its lease is in another folder), seen
+// only in production's record (production.RouterWatching).
 // The campaign could not ask it to hand production over, and a stop of
 // its own would be undone by that router's restart beside the exclusive
 // candidate. errors.Is(err, lease.ErrHeld): exit 6, busy; nothing was
@@ -192,8 +192,10 @@ func (e *RouterElsewhereError) Is(target error) bool { return target == lease.Er
 
 // routerElsewhere returns a *RouterElsewhereError when prod's record
 // names a live router (production.RouterWatching) that this hiro's
-// control socket does not reach; nil when none does, or the router is
-// this state home's (the campaign asks it to hand production over).
+// leases do not show (control.RouterServing); nil when none does, or the
+// router is one they show (of this state home: the campaign asks it to
+// hand production over; of another HIRO_STATE_HOME: it sees the
+// campaign's production lease and leaves production stopped).
 func routerElsewhere(ctx context.Context, cfg *config.Config, prod *config.Profile) error {
 	if prod == nil || prod.Unmanaged {
 		return nil
@@ -202,8 +204,13 @@ func routerElsewhere(ctx context.Context, cfg *config.Config, prod *config.Profi
 	if !ok {
 		return nil
 	}
-	if rc, _, err := control.DialFor(ctx, cfg.Path, prod.BaseURL); err == nil {
-		rc.Close()
+	// A router this hiro's leases show (its own state home, or another
+	// HIRO_STATE_HOME of this user) sees the campaign's production lease
+	// and leaves production to it; only one under another HOME or
+	// HIRO_LEASE_DIR does not.
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if control.RouterServing(rctx, prod.BaseURL) != nil {
 		return nil
 	}
 	return &RouterElsewhereError{Production: prod.Name, RouterPID: st.Owner.PID, Record: st.RecordPath}
