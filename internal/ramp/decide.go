@@ -318,21 +318,11 @@ func toDecide(k, n, pk, pn int, p Policy, conf float64) int {
 		c := rateCheck(MeasureErrors, int(math.Round(float64(k)*f)), m, int(math.Round(float64(pk)*f)), pm, p, conf)
 		return c.Outcome == Passed
 	}
-	lo, hi := n, 2*n
-	for !passes(hi) {
-		if hi >= maxToDecide {
-			return 0
-		}
-		lo, hi = hi, min(2*hi, maxToDecide)
+	least, ok := firstPassing(n, 2*n, passes)
+	if !ok {
+		return 0
 	}
-	for hi-lo > 1 {
-		if mid := (lo + hi) / 2; passes(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
+	return least
 }
 
 // latencyCheck tests the shift of the candidate's successful latencies

@@ -173,10 +173,18 @@ func MinRequestsToDecide(margin float64) int {
 		_, hi, err := stats.ClopperPearson(0, n, 1-2*LookAlpha(lookAt(n))/3)
 		return err == nil && hi <= margin
 	}
-	lo, hi := 0, 1
+	n, _ := firstPassing(0, 1, passes)
+	return n
+}
+
+// firstPassing is the smallest count in (lo, maxToDecide] at which
+// passes holds, for a passes that stays true from some count on: it
+// doubles from hi until passes holds, then bisects. ok is false (and the
+// count maxToDecide) when not even maxToDecide passes.
+func firstPassing(lo, hi int, passes func(int) bool) (n int, ok bool) {
 	for !passes(hi) {
 		if hi >= maxToDecide {
-			return maxToDecide
+			return maxToDecide, false
 		}
 		lo, hi = hi, min(2*hi, maxToDecide)
 	}
@@ -187,7 +195,7 @@ func MinRequestsToDecide(margin float64) int {
 			lo = mid
 		}
 	}
-	return hi
+	return hi, true
 }
 
 func checkSteps(steps []float64) error {
