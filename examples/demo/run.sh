@@ -14,6 +14,14 @@ source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here and root, de
 hiro corpus verify corpora/hiro-atlas || exit 2
 
 hiro backend stop prod >/dev/null 2>&1 || true
+# The demo's own production goes when the demo ends (KEEP_PRODUCTION=1
+# keeps it): one line of the demo's, not backend stop's notice that
+# nothing will start the active production again.
+stop_demo_production() {
+  if hiro backend stop prod >/dev/null; then
+    echo "demo: stopped the demo's production (prod); KEEP_PRODUCTION=1 keeps it running" >&2
+  fi
+}
 # Production on 11536, the candidate on 11537; a port another program
 # holds is replaced by a free one (said on stderr).
 example_ports 11536 11537
@@ -35,7 +43,7 @@ if [ "$interrupted" = 1 ] || [ "$code" -eq 3 ] || [ "$code" -eq 4 ]; then
   why="aborted"
   [ "$interrupted" = 1 ] && why="interrupted"
   echo "demo: $why: hiro qualify exited $code; nothing was added to the journal (the evidence folder stays under .hiro/evidence/demo)" >&2
-  if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then hiro backend stop prod; fi
+  if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then stop_demo_production; fi
   [ "$interrupted" = 1 ] && exit 130
   exit "$code"
 fi
@@ -47,7 +55,7 @@ case $code in
   0 | 1 | 5) ;;
   *)
     echo "demo: hiro qualify exited $code: no verdict, nothing was added to the journal" >&2
-    if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then hiro backend stop prod; fi
+    if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then stop_demo_production; fi
     exit "$code"
     ;;
 esac
@@ -57,7 +65,7 @@ hiro journal add "${latest}evidence.json" --journal "$root/.hiro/journal" &&
   hiro journal build --journal "$root/.hiro/journal" --out "$root/.hiro/journal-site" &&
   echo "journal: $root/.hiro/journal-site/index.html" >&2
 if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then
-  hiro backend stop prod
+  stop_demo_production
 fi
 case $code in
   0) echo "demo: hiro qualify exited 0: the candidate is qualified" >&2; exit 0 ;;

@@ -38,8 +38,10 @@ hiro backend start prod || exit 2
 hiro qualify "$here/plan.toml" --host-facts "$here/seed-host.json"
 code=$?
 stop_production() {
-  if [ "${KEEP_PRODUCTION:-0}" != 1 ]; then
-    hiro backend stop prod
+  # The script's own production: one line of its own, not backend stop's
+  # notice that nothing will start the active production again.
+  if [ "${KEEP_PRODUCTION:-0}" != 1 ] && hiro backend stop prod >/dev/null; then
+    echo "seed replay: stopped the replay's production (prod); KEEP_PRODUCTION=1 keeps it running" >&2
   fi
 }
 if [ "$code" -eq 6 ]; then

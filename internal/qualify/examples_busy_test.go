@@ -86,6 +86,12 @@ func TestDemoScriptPublishesOnlyAVerdict(t *testing.T) {
 		if last := calls[len(calls)-1]; last != "backend stop prod" {
 			t.Errorf("hiro qualify exit %d: the demo's last hiro call is %q, want it to stop production", tc.qualify, last)
 		}
+		// Its own production's stop in one line of its own (trial 10,
+		// Q13: backend stop's "nothing will start it again" read as
+		// something left broken).
+		if !strings.Contains(text, "demo: stopped the demo's production (prod); KEEP_PRODUCTION=1 keeps it running") {
+			t.Errorf("hiro qualify exit %d: the demo does not say it stopped its own production:\n%s", tc.qualify, text)
+		}
 	}
 }
 
