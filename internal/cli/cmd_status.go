@@ -133,7 +133,7 @@ func printServeStatus(g *Globals, st *control.Status) {
 	if st.Handover != nil {
 		fmt.Fprintf(w, "handed over campaign %s (hiro pid %d) since %s\n", st.Handover.Campaign, st.Handover.OwnerPID, st.Handover.Since.Local().Format(time.TimeOnly))
 	}
-	printRamp(w, st.Ramp)
+	printRamp(w, st.Ramp, p.Name)
 	fmt.Fprintf(w, "health      %s\n", checkText(p.LastHealth))
 	fmt.Fprintf(w, "canary      %s\n", checkText(p.LastCanary))
 	fmt.Fprintf(w, "restarts    %d (%d in the last %s, budget %d)\n", p.Restarts, p.RestartsInWindow, p.RestartWindow, p.RestartBudget)

@@ -14,8 +14,9 @@ import (
 // printRamp writes a progressive ramp's lines of `hiro status`: the step
 // and share, each step's live comparison so far, and how it ended.
 // Production stays the router's production until the ramp completes and
-// the activation switches.
-func printRamp(w io.Writer, st *control.RampStatus) {
+// the activation switches; a completed ramp whose candidate is no longer
+// production (a rollback since, or another switch) says so after it.
+func printRamp(w io.Writer, st *control.RampStatus, production string) {
 	if st == nil || st.Result == nil {
 		return
 	}
@@ -34,6 +35,9 @@ func printRamp(w io.Writer, st *control.RampStatus) {
 	}
 	if r.Reason != "" {
 		fmt.Fprintf(w, "            %s\n", r.Reason)
+	}
+	if r.State == evidence.RampCompleted && production != "" && production != r.Candidate {
+		fmt.Fprintf(w, "            ended: production is %s now (a rollback or another switch since), so none of its requests go to %s\n", production, r.Candidate)
 	}
 }
 

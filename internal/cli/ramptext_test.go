@@ -13,7 +13,7 @@ import (
 // comparison and, once it ended, why.
 func TestStatusShowsTheRamp(t *testing.T) {
 	var b strings.Builder
-	printRamp(&b, nil)
+	printRamp(&b, nil, "prod")
 	if b.Len() != 0 {
 		t.Fatalf("no ramp printed %q", b.String())
 	}
@@ -22,7 +22,7 @@ func TestStatusShowsTheRamp(t *testing.T) {
 			{Share: 0.01, Decision: evidence.RampAdvance, Reason: "150 candidate requests at 1 %: every check passed", Candidate: evidence.RampSample{Requests: 150}, Production: evidence.RampSample{Requests: 14850, Latency: &evidence.Percentiles{P50: 1.25}}},
 			{Share: 0.25, Decision: evidence.RampHold, Reason: "soaking: 10s of 5m0s served", Candidate: evidence.RampSample{Requests: 40, Errors: 1, Checked: 39, Invalid: 2}},
 		}}
-	printRamp(&b, &control.RampStatus{Active: true, Result: res})
+	printRamp(&b, &control.RampStatus{Active: true, Result: res}, "prod")
 	out := b.String()
 	for _, want := range []string{
 		"ramp        prod → cand, ramping: step 2 of 3, 25 % of production's requests to cand",
@@ -39,9 +39,28 @@ func TestStatusShowsTheRamp(t *testing.T) {
 	res.State, res.Share, res.Reason = evidence.RampReversed, 0, "reversed at 25 %: error_rate: candidate 0.500"
 	res.Resent, res.CutMidReply = 3, 1
 	b.Reset()
-	printRamp(&b, &control.RampStatus{Result: res})
+	printRamp(&b, &control.RampStatus{Result: res}, "prod")
 	if !strings.Contains(b.String(), "reversed: step 2 of 3, 0 % of production's requests") || !strings.Contains(b.String(), "            reversed at 25 %: error_rate") ||
 		!strings.Contains(b.String(), "3 of the candidate's requests failed before any byte of a reply and were resent to prod; 1 replies cut mid-way") {
 		t.Errorf("reversed ramp:\n%s", b.String())
+	}
+}
+
+// A completed ramp after a rollback (production is the old backend
+// again) says it ended and that no request goes to its candidate (trial
+// 10, Q20: "100 % of production's requests to cand" stood below a
+// production switched back); while its candidate is production, nothing
+// is added.
+func TestStatusSaysACompletedRampWasUndone(t *testing.T) {
+	res := &evidence.RampResult{Candidate: "cand", Production: "prod", Steps: []float64{0.5, 1}, State: evidence.RampCompleted, Step: 1, Share: 1, StartedAt: time.Now()}
+	var b strings.Builder
+	printRamp(&b, &control.RampStatus{Result: res}, "prod")
+	if !strings.Contains(b.String(), "ended: production is prod now (a rollback or another switch since), so none of its requests go to cand") {
+		t.Errorf("after a rollback:\n%s", b.String())
+	}
+	b.Reset()
+	printRamp(&b, &control.RampStatus{Result: res}, "cand")
+	if strings.Contains(b.String(), "ended:") {
+		t.Errorf("the ramp's candidate is production: %s", b.String())
 	}
 }
