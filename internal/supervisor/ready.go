@@ -199,9 +199,9 @@ func (p *Process) waitReady(ctx context.Context, opts Options, res *Result) (*Pr
 
 		case <-ctx.Done():
 			res.State, res.Err = StateAborted, ctx.Err()
-			res.Error = "interrupted before ready: " + ctx.Err().Error()
 			stop := p.Stop(context.WithoutCancel(ctx))
 			res.Stop = &stop
+			res.Error = "interrupted before ready (" + interruptWords(ctx) + "): " + stoppedWords(stop)
 			p.finish(res)
 			return nil, res
 		}
@@ -557,4 +557,38 @@ func modelStoreNote(e *engine.Engine, prof *config.Profile, h engine.HealthResul
 		return fmt.Sprintf("%s; this server reads its models from %s (%s)", note, dir, e.ModelStoreEnv)
 	}
 	return fmt.Sprintf("%s; this server reads its models from its default store %s (%s is not set in the profile's env)", note, e.ModelStoreDefault, e.ModelStoreEnv)
+}
+
+// interruptWords says why ctx ended in a person's words: its cause when
+// one was given (a signal's name), else "cancelled" or "timed out".
+func interruptWords(ctx context.Context) string {
+	cause := context.Cause(ctx)
+	switch {
+	case cause != nil && cause != context.Canceled && cause != context.DeadlineExceeded:
+		return cause.Error()
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "timed out"
+	}
+	return "cancelled, e.g. Ctrl-C"
+}
+
+// stoppedWords says what the stop of an engine interrupted before ready
+// did: stopped gracefully or killed, in how long, and whether its port
+// is free; or what it left behind.
+func stoppedWords(s StopResult) string {
+	switch {
+	case s.Err != "":
+		return "stopping the engine failed: " + s.Err
+	case s.Leak != nil:
+		return "the engine was stopped but left processes or its port behind: " + s.Leak.RootCause
+	}
+	how := "gracefully (SIGTERM)"
+	if s.Killed {
+		how = "by SIGKILL after the grace period"
+	}
+	port := "its port is free"
+	if !s.PortFree {
+		port = "its port is still held"
+	}
+	return fmt.Sprintf("the engine was stopped %s in %d ms; %s", how, s.DurationMS, port)
 }

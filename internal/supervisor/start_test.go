@@ -120,4 +120,9 @@ func TestStartContextCancelStopsEngine(t *testing.T) {
 	if alive(res.PID) || !res.Stop.PortFree {
 		t.Errorf("engine left running after abort: %+v", res.Stop)
 	}
+	// The error says what the interruption did, not Go's "context
+	// deadline exceeded" alone (trial 10, Q18).
+	if !strings.HasPrefix(res.Error, "interrupted before ready (timed out): the engine was stopped ") || !strings.Contains(res.Error, "its port is free") {
+		t.Errorf("error %q: want it to say the engine was stopped and its port is free", res.Error)
+	}
 }
