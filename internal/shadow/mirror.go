@@ -786,14 +786,6 @@ func (m *Mirror) send(j *Job, sb *sendBuf) side {
 	defer sb.disarm()
 	t0 := time.Now()
 	resp, err := m.roundTrip(req, body)
-	return answered(resp, err, j, sb, t0)
-}
-
-// answered is the candidate's side from an exchange through net/http
-// started at t0: the error's class and the time to it, or the status and
-// the reply read (readReply); the body is closed.
-func answered(resp *http.Response, err error, j *Job, sb *sendBuf, t0 time.Time) side {
-	var s side
 	if err != nil {
 		s.err = errClass(err)
 		s.latency = time.Since(t0)
