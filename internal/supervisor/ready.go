@@ -581,6 +581,10 @@ func stoppedWords(s StopResult) string {
 		return "stopping the engine failed: " + s.Err
 	case s.Leak != nil:
 		return "the engine was stopped but left processes or its port behind: " + s.Leak.RootCause
+	case s.AlreadyExited && s.Exit != "":
+		return "the engine had already exited (" + s.Exit + ")"
+	case s.AlreadyExited:
+		return "the engine had already exited"
 	}
 	how := "gracefully (SIGTERM)"
 	if s.Killed {
