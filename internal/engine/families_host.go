@@ -102,15 +102,45 @@ var processFamily = family("process", []Rule{
 	// a backend against another server release): the dynamic loader's
 	// "X.so: undefined symbol: NAME", whatever wraps it (ImportError,
 	// OSError, dlopen)
-	{Name: "process/library-undefined-symbol", Text: "undefined symbol", Pattern: regexp.MustCompile(`\.so[.\d]*: undefined symbol: \S`), Class: failure.ClassEngineDied, NextStep: brokenInstallStep},
+	// ... unless the symbol is a C library function newer than the
+	// host's glibc (getcpu is glibc 2.29's, the __isoc23_ parsers 2.38's;
+	// the list: glibcNewSymbols): the host's libraries are too old for
+	// the build (docs/vocabulary.md "A broken install")
+	{Name: "process/glibc-symbol-undefined", Text: "undefined symbol", Pattern: regexp.MustCompile(`undefined symbol: (` + glibcNewSymbols + `)\b`), Class: failure.ClassHostCapability, NextStep: glibcStep},
+	// Or: an extension out of step with what it links is the install's;
+	// whether it was never installed whole (invalid_configuration) or
+	// installed at another version (engine_died) the line cannot tell
+	{Name: "process/library-undefined-symbol", Text: "undefined symbol", Pattern: regexp.MustCompile(`\.so[.\d]*: undefined symbol: \S`), Class: failure.ClassEngineDied, Or: failure.ClassInvalidConfiguration, NextStep: brokenInstallStep},
+	// a library of the install the loader cannot find by name: macOS
+	// dyld ("Library not loaded: @rpath/libpython3.11.dylib", dyld/
+	// dyld_loader), Android's bionic linker ('dlopen failed: library "X"
+	// not found', linker.cpp). The install is incomplete (a bundle's
+	// framework missing, a library never built) or broken: weak, the
+	// log does not say which (Or)
+	{Name: "process/dyld-library-not-loaded", Text: "Library not loaded:", Class: failure.ClassEngineDied, Or: failure.ClassInvalidConfiguration, NextStep: brokenInstallStep},
+	{Name: "process/dlopen-library-not-found", Text: "dlopen failed: library", Pattern: regexp.MustCompile(`dlopen failed: library "[^"]+" not found`), Class: failure.ClassInvalidConfiguration, Or: failure.ClassEngineDied, NextStep: brokenInstallStep},
 	// the dynamic loader's symbol versions: a binary built against a newer
 	// C library than the host's ("/lib/x86_64-linux-gnu/libc.so.6: version
 	// `GLIBC_2.34' not found (required by ./llama-server)") is the host's
 	// OS; against a newer C++ runtime (GLIBCXX_, CXXABI_) it is an older
-	// libstdc++ earlier on the library path (a conda environment's)
+	// libstdc++ earlier on the library path (a conda environment's) or
+	// the system's (/lib, /usr/lib: an older OS or image): the system's
+	// is host_capability (the host's libraries too old for the build), an
+	// environment's engine_died (out of step); weak both, Or
+	// invalid_configuration: an image's own /lib reads as the host's
 	{Name: "process/glibc-version-not-found", Text: "not found (required by", Pattern: regexp.MustCompile("version `GLIBC_[\\d.]+' not found \\(required by"), Class: failure.ClassHostCapability, NextStep: glibcStep},
-	{Name: "process/libstdcxx-version-not-found", Text: "not found (required by", Pattern: regexp.MustCompile("version `(GLIBCXX|CXXABI)_[\\d.]+' not found \\(required by"), Class: failure.ClassEngineDied, NextStep: libstdcxxStep},
+	{Name: "process/system-libstdcxx-version-not-found", Text: "not found (required by", Pattern: regexp.MustCompile("(^|[\\s:'\"])/(usr/)?lib(64|32)?/\\S*libstdc\\+\\+\\S*: version `(GLIBCXX|CXXABI)_[\\d.]+' not found \\(required by"), Class: failure.ClassHostCapability, Or: failure.ClassInvalidConfiguration, NextStep: libstdcxxStep},
+	{Name: "process/libstdcxx-version-not-found", Text: "not found (required by", Pattern: regexp.MustCompile("version `(GLIBCXX|CXXABI)_[\\d.]+' not found \\(required by"), Class: failure.ClassEngineDied, Or: failure.ClassInvalidConfiguration, NextStep: libstdcxxStep},
 })
+
+// glibcNewSymbols are C library functions of glibc 2.25 and later (from
+// glibc's own NEWS, https://sourceware.org/git/?p=glibc.git;a=blob;f=NEWS):
+// a build that links one fails to load on an older glibc with
+// "undefined symbol: NAME". An alternation for a pattern.
+const glibcNewSymbols = `getcpu|reallocarray|memfd_create|copy_file_range|explicit_bzero|getrandom|getentropy|statx|gettid|` +
+	`pidfd_open|pidfd_send_signal|close_range|closefrom|fcntl64|pthread_cond_clockwait|pthread_mutex_clocklock|sem_clockwait|` +
+	`__libc_single_threaded|_dl_find_object|arc4random\w*|strlcpy|strlcat|__isoc23_\w+|pthread_getattr_default_np|` +
+	`posix_spawn_file_actions_addclosefrom_np|mlock2|pkey_\w+|preadv2|pwritev2`
 
 // glibcStep is the advice when a binary needs a newer C library than the
 // host has.

@@ -124,6 +124,11 @@ type Rule struct {
 	// depends on what the wording wraps: which module is missing, which
 	// step the collective ran in). It still ranks as its Tier says.
 	Weak bool
+	// Or is the other class the line can mean when the log alone cannot
+	// tell which (docs/vocabulary.md "A broken install": a library the
+	// loader cannot find is the host's or the install's): a rule with Or
+	// is weak like a Weak one, and its verdict names Or in Classes.
+	Or failure.Class
 	// NextStep, when set, is the advice when this rule decides (else the
 	// engine's or the class's).
 	NextStep string

@@ -365,3 +365,30 @@ func TestEighthSetConfidentWrongKinds(t *testing.T) {
 		t.Errorf("the loader's own error loading model: %s, want model_load_failed", f.Class)
 	}
 }
+
+// TestBrokenInstallClasses: a broken install is classed as
+// docs/vocabulary.md "A broken install" says: a libc function or the
+// system's C++ runtime too old is the host's (host_capability), a line
+// that cannot tell whose (dyld's, bionic's, a module missing) is weak
+// and names the other reading in Classes.
+func TestBrokenInstallClasses(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want failure.Class
+		conf failure.Confidence
+		or   failure.Class
+	}{
+		{"OSError: /tmp/_MEI/koboldcpp_cublas.so: undefined symbol: getcpu", failure.ClassHostCapability, failure.ConfidenceStrong, ""},
+		{"ImportError: /x/flash_attn_2_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi", failure.ClassEngineDied, failure.ConfidenceWeak, failure.ClassInvalidConfiguration},
+		{"ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `CXXABI_1.3.15' not found (required by /x/y.so)", failure.ClassHostCapability, failure.ConfidenceWeak, failure.ClassInvalidConfiguration},
+		{"ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by /x/y.so)", failure.ClassEngineDied, failure.ConfidenceWeak, failure.ClassInvalidConfiguration},
+		{"dyld[1]: Library not loaded: @rpath/libpython3.11.dylib", failure.ClassEngineDied, failure.ConfidenceWeak, failure.ClassInvalidConfiguration},
+		{`OSError: dlopen failed: library "/data/x/koboldcpp_default.so" not found`, failure.ClassInvalidConfiguration, failure.ConfidenceWeak, failure.ClassEngineDied},
+		{"ModuleNotFoundError: No module named 'llama_cpp_binaries'", failure.ClassEngineDied, failure.ConfidenceWeak, failure.ClassInvalidConfiguration},
+	} {
+		f := feed(t, "openai", c.line).Classify(Outcome{Kind: OutcomeExited, Exit: Exited(1)})
+		if f.Class != c.want || f.Confidence != c.conf || c.or != "" && (len(f.Classes) == 0 || f.Classes[0] != c.or) {
+			t.Errorf("%q: %s %s by %s, classes %v; want %s %s, classes first %q", c.line, f.Class, f.Confidence, f.Rule, f.Classes, c.want, c.conf, c.or)
+		}
+	}
+}

@@ -39,7 +39,10 @@ var pythonSignatures = family("python", []Rule{
 	// software stack, or the profile names a device this host has not
 	{Name: "python/no-device-plugin-module", Text: "No module named", Pattern: regexp.MustCompile(`No module named '(dlinfer|torch_npu|torch_mlu|torch_musa|torch_gcu|habana_frameworks|intel_extension_for_pytorch|torch_xla|torch_neuronx|vllm_ascend)\b`),
 		Class: failure.ClassHostCapability, NextStep: devicePluginStep},
-	{Text: "No module named", Class: failure.ClassEngineDied, Crash: true, NextStep: brokenInstallStep},
+	// Or: a package the install never got (a requirement skipped) is
+	// invalid_configuration, one of another version engine_died; the
+	// line names only the module (docs/vocabulary.md "A broken install")
+	{Text: "No module named", Class: failure.ClassEngineDied, Crash: true, Or: failure.ClassInvalidConfiguration, NextStep: brokenInstallStep},
 	{Text: "cannot import name", Class: failure.ClassEngineDied, Crash: true, NextStep: brokenInstallStep},
 	// tokenizer_template
 	{Text: "Template error", Class: failure.ClassTokenizerTemplate},

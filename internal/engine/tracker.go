@@ -754,9 +754,9 @@ func (t *Tracker) lineConflict(s *Rule, cls failure.Class, line string, lower []
 var stepClasses = map[failure.Class]bool{failure.ClassModelLoadFailed: true, failure.ClassWarmupFailed: true, failure.ClassEngineDied: true}
 
 // specific reports a rule that names a cause by itself: error tier, not
-// a crash, a notice or a Weak rule.
+// a crash, a notice, a Weak rule or one with an Or class.
 func (r *Rule) specific() bool {
-	return r.tier() == TierError && !r.Crash && !r.Notice && !r.Weak
+	return r.tier() == TierError && !r.Crash && !r.Notice && !r.Weak && r.Or == ""
 }
 
 // refines reports whether r is a narrower reading of o: it asks for o's

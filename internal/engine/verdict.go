@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/agnivade/levenshtein"
@@ -266,7 +267,7 @@ func (v *verdict) finish() *failure.Failure {
 		f.Detail = v.detail
 	}
 	f.Rule, f.Confidence = v.rule, v.strength
-	f.Classes = otherClasses(v.classes, f.Class)
+	f.Classes = otherClasses(v.allClasses(), f.Class)
 	if len(f.Classes) > 0 && f.Confidence == failure.ConfidenceStrong && v.rule == v.cand.rule {
 		f.Confidence = failure.ConfidenceWeak // the log's lines conflict
 	}
@@ -337,6 +338,23 @@ func (e *Engine) ruleStep(name string) string {
 		}
 	}
 	return ""
+}
+
+// allClasses returns the classes the log's lines point at, the deciding
+// rule's Or first when the root-cause line's rule decided (its other
+// reading), each once.
+func (v *verdict) allClasses() []failure.Class {
+	all := v.classes
+	if or := v.e.rule(v.cand.rule).Or; or != "" && v.rule == v.cand.rule {
+		all = append([]failure.Class{or}, all...)
+	}
+	var out []failure.Class
+	for _, k := range all {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // otherClasses returns the classes of all that are not c, in order.
@@ -449,9 +467,10 @@ func (v *verdict) codeFrameLater() {
 
 // weak reports a root-cause line whose verdict is weak: a hint or a
 // warning, a class taken from a traceback's frames or from another line
-// than the root cause (split), a Weak rule's.
+// than the root cause (split), a Weak rule's or one's with an Or class.
 func (c candidate) weak(e *Engine) bool {
-	return c.tier == TierHint || c.warn || c.split || strings.HasPrefix(c.rule, framePrefix) || e.rule(c.rule).Weak
+	r := e.rule(c.rule)
+	return c.tier == TierHint || c.warn || c.split || strings.HasPrefix(c.rule, framePrefix) || r.Weak || r.Or != ""
 }
 
 // lineCause takes the root-cause line's class, phase and line: for a
