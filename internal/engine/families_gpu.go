@@ -395,6 +395,14 @@ var rocmFamily = family("rocm", []Rule{
 	// lemonade-sdk/llamacpp-rocm#10): a notice, the cause only when no error
 	// follows (PyTorch's own hipBLASLt call fails after it, ROCm/TheRock#754).
 	{Text: "rocblaslt error", Class: failure.ClassGPUArchUnsupported, Tier: TierHint, Notice: true},
+	// ggml's virtual-memory pool (ggml-cuda.cu's CU_CHECK through
+	// vendors/hip.h and musa.h: GGML_ABORT("HipVMM Failure: %s"), "MusaVMM
+	// Failure: %s"): the driver refused a VMM call (cuMemCreate, Map,
+	// SetAccess), as some ROCm releases do for some GPUs: the host's
+	// driver (build with GGML_HIP_NO_VMM / GGML_CUDA_NO_VMM), or the
+	// engine's own crash; weak, Or engine_died
+	{Name: "rocm/ggml-vmm-failure", Text: "VMM Failure:", Pattern: regexp.MustCompile(`\b(Hip|Musa|Cuda)VMM Failure: `), Class: failure.ClassHostCapability, Or: failure.ClassEngineDied, Fatal: true,
+		NextStep: "The GPU driver refused ggml's virtual memory pool (a VMM call): rebuild llama.cpp without it (cmake -DGGML_HIP_NO_VMM=ON, -DGGML_CUDA_NO_VMM=ON), or use a driver and runtime release that supports VMM on this GPU."},
 	{Text: "invalid device function", Class: failure.ClassGPUArchUnsupported},
 	{Text: "hipErrorInvalidDeviceFunction", Class: failure.ClassGPUArchUnsupported},
 	{Text: "hipErrorNoBinaryForGpu", Class: failure.ClassGPUArchUnsupported},

@@ -498,15 +498,31 @@ func (v *verdict) lineCause() {
 // not die). A line that reports its process's death (Rule.Fatal: a
 // signal, an abort, a wrapper's "runner terminated"), the crash line's
 // own or a later one, under a server that outlived it is its engine
-// child dying, not a request failing: engine_died stays.
+// child dying, not a request failing: engine_died stays. A kernel's
+// fault on the device (deviceFault) is the device's crash whatever the
+// step: not the warmup failing (r9: MUSA's illegal memory access in the
+// warm-up run).
 func (v *verdict) crashRefine() {
 	f, c := v.f, v.cand
 	switch {
-	case !v.served && c.phase == failure.PhaseWarmup:
+	case !v.served && c.phase == failure.PhaseWarmup && !deviceFault(c.line):
 		f.Class = failure.ClassWarmupFailed
 	case v.stayedUp && !c.fatal && !v.childDied && c.phase.Index() >= failure.PhaseReadyWait.Index():
 		f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseInference
 	}
+}
+
+// deviceFault reports a line that names a kernel's fault on the device,
+// in any vendor's words (asyncCrashTexts: CUDA's, HIP's and MUSA's
+// runtime share them): read once per verdict, not per line.
+func deviceFault(line string) bool {
+	lower := strings.ToLower(line)
+	for _, t := range asyncCrashTexts {
+		if strings.Contains(lower, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // structuredRefine turns a crash or grammar line's class into the
