@@ -153,7 +153,7 @@ func init() {
 			// the repository that could not be loaded, its reason after
 			// the colon (a rule for the reason wins on the line)
 			{Text: "failed to load '", Pattern: regexp.MustCompile(`failed to load '[^']+' version \d+: \S`), Class: failure.ClassModelLoadFailed, Tier: TierHint},
-		}, vllmKVRules, vllmWarmupRules, vllmModeRules, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
+		}, vllmMemoryRules, vllmKVRules, vllmWarmupRules, vllmModeRules, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{

@@ -24,11 +24,20 @@ var vllmNoCacheBlocks = Rule{Text: "No available memory for the cache blocks", C
 		"both; otherwise the weights and activations fill it: raise --gpu-memory-utilization, lower " +
 		"--max-num-seqs or --max-model-len, or use a smaller quant / more GPUs (--tensor-parallel-size)."}
 
+// vllmMemoryRules: vLLM's check of the device's free memory at start-up
+// (vllm/v1/worker/gpu_worker.py init_device: "Free memory on device (F/T
+// GiB) on startup is less than desired GPU memory utilization (U, R
+// GiB)"): other processes hold the memory; in vLLM and in the forks and
+// wrappers served as openai (GPUStack, vllm-ascend, KAITO, llm-scaler).
+var vllmMemoryRules = []Rule{
+	{Text: "less than desired GPU memory utilization", Class: failure.ClassAcceleratorBusy},
+}
+
 // vllmKVRules: vLLM's KV cache sizing errors, in vLLM and in the forks
-// and wrappers served as openai (vllm-ascend, KAITO, llm-scaler): raised
-// in kv_init, after "Available KV cache memory" (a kv_init marker) was
-// logged (vllm/worker/worker.py raise_if_cache_size_invalid in V0,
-// vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory in V1).
+// and wrappers served as openai: raised in kv_init, after "Available KV
+// cache memory" (a kv_init marker) was logged (vllm/worker/worker.py
+// raise_if_cache_size_invalid in V0, vllm/v1/core/kv_cache_utils.py
+// check_enough_kv_cache_memory in V1).
 var vllmKVRules = []Rule{
 	{Text: "estimated maximum model length is", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
 	{Text: "larger than the maximum number of tokens that can be stored in KV cache", Class: failure.ClassContextExceedsKV, Phase: failure.PhaseKVInit},
@@ -108,8 +117,7 @@ func init() {
 			{Text: "Timed out waiting for engines to send initial message", Class: failure.ClassReadyTimeout,
 				NextStep: "vLLM's own engine-ready timeout ended the start before the engines finished loading: raise " +
 					"VLLM_ENGINE_READY_TIMEOUT_S (600 s by default) to cover the load, or pre-warm the weights (page cache, a local copy)."},
-			{Text: "less than desired GPU memory utilization", Class: failure.ClassAcceleratorBusy},
-		}, vllmKVRules, vllmWarmupRules, vllmModeRules, []Rule{
+		}, vllmMemoryRules, vllmKVRules, vllmWarmupRules, vllmModeRules, []Rule{
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
 			{Text: "Bfloat16 is only supported on GPUs with compute capability", Class: failure.ClassGPUArchUnsupported},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},

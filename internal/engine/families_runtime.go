@@ -27,6 +27,16 @@ var hubFamily = family("hub", []Rule{
 	// Rust's hf-hub through ureq (mistral.rs, candle): "RequestError(Status(403,
 	// Response[status: 403, status_text: Forbidden, url: https://huggingface.co/...])"
 	{Text: "Status(", Pattern: regexp.MustCompile(`(?i)\bStatus\((401|403),.{0,200}(huggingface|hf\.co)`), Class: failure.ClassModelAccessDenied},
+	// HTTP 451 from any hub (RFC 7725: the hub may not serve the model
+	// here: a legal or export restriction on the region or account):
+	// requests' "451 Client Error: Unavailable For Legal Reasons for url",
+	// reqwest's "HTTP status client error (451 Unavailable For Legal
+	// Reasons) for url (...)" (NIM's NGC download)
+	{Text: "Unavailable For Legal Reasons", Class: failure.ClassModelAccessDenied,
+		NextStep: "The model hub refuses to serve this model here (HTTP 451: a legal or export restriction on the region or account): " +
+			"use a mirror or a copy the licence allows for this place, or a model that is not restricted."},
+	// NVIDIA's NGC (NIM's model files): 401/403 is the NGC_API_KEY
+	{Text: "ngc.nvidia.com", Pattern: regexp.MustCompile(`(?i)\b(401|403)\b.{0,200}ngc\.nvidia\.com`), Class: failure.ClassModelAccessDenied},
 	{Text: "GatedRepoError", Class: failure.ClassModelAccessDenied},
 	{Text: "Cannot access gated repo", Class: failure.ClassModelAccessDenied},
 	{Text: "is gated", Pattern: regexp.MustCompile(`(?i)is gated\. You must be authenticated`), Class: failure.ClassModelAccessDenied},
