@@ -1530,6 +1530,11 @@ func (t *Tracker) offerUnmatched(tb *traceback, root, stored string) {
 	}
 }
 
+// deviceGone reports a rule of a line that reports its process's device
+// lost (Fatal, not a crash that names no cause: Level Zero's and SYCL's
+// DEVICE_LOST, Vulkan's ErrorDeviceLost).
+func deviceGone(s *Rule) bool { return s.Fatal && !s.Crash }
+
 // firstStated is the line that first stated a crash's exception
 // (stored): the first error line no rule explained (fallback) when it
 // ends with the exception's message after words of its own (TensorRT-LLM's
@@ -1548,10 +1553,12 @@ func firstStated(fallback, stored string) string {
 // exception (a crash, an error whose meaning depends on the call) takes
 // the class of the component the block's frames name: a crash stays a
 // hint, an error the frames place elsewhere is specific (frames that
-// only repeat its class add nothing).
+// only repeat its class add nothing). A line that reports the device
+// gone (deviceGone) keeps its class whatever the frames name: a device
+// lost under a profile run's frames is the device's, not the warmup's.
 func (t *Tracker) offerException(tb *traceback, s *Rule, cls failure.Class, root string) {
 	rule, tier := s.Name, s.tier()
-	if tier == TierHint && tb.hint != "" && (s.Crash || tb.hint != cls) {
+	if tier == TierHint && tb.hint != "" && (s.Crash || tb.hint != cls) && !deviceGone(s) {
 		cls, rule = tb.hint, tb.hintRule
 		if !s.Crash {
 			tier = TierError
