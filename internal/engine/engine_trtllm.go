@@ -28,6 +28,14 @@ var trtllmRuntime = family("trtllm", []Rule{
 	// failed due to insufficient GPU memory. The following component could
 	// not be created: KV cache")
 	{Text: "Executor creation failed due to insufficient GPU memory", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit},
+	// the C++ runtime's world: the MPI ranks launched do not match the
+	// engine's parallelism (cpp/tensorrt_llm/runtime/worldConfig.cpp
+	// WorldConfig::mpi: TLLM_CHECK(mpiSize == tp * pp) in the 0.x
+	// releases, later TLLM_CHECK_WITH_INFO "MPI size %d != TP size %d * PP
+	// size %d" and "... * CP Size %d"): the launch's rank count (mpirun
+	// -n, Triton's world_size) is wrong for the engine built
+	{Text: "mpiSize == tp * pp", Class: failure.ClassInvalidConfiguration},
+	{Text: "MPI size ", Pattern: regexp.MustCompile(`MPI size \d+ != TP size \d+ \* PP size \d+`), Class: failure.ClassInvalidConfiguration},
 	// the same stage's failure the creator only suspects is memory
 	// ("... with an error which might indicate insufficient GPU memory")
 	{Text: "Executor creation failed with an error which might indicate insufficient GPU memory", Class: failure.ClassGPUOOM,

@@ -22,6 +22,14 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "CUDA out of memory", Class: failure.ClassGPUOOM},
 	{Text: "OutOfMemoryError", Class: failure.ClassGPUOOM},
 	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(on device|gpu \d|allocation on device).{0,60}out of memory`), Class: failure.ClassGPUOOM},
+	// MLC LLM's check of the weights and the KV cache against the
+	// device's memory, when it sizes the KV cache (python/mlc_llm/serve/
+	// engine_base.py: "The model weight size may be larger than GPU memory
+	// size."; cpp/serve/config.cc: "Insufficient GPU memory error: The
+	// available single GPU memory is X MB, which is less than the sum of
+	// model weight size (Y MB) and temporary buffer size (Z MB).")
+	{Text: "model weight size may be larger than GPU memory size", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit},
+	{Text: "Insufficient GPU memory error:", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit},
 	// a broken install: a module or name the engine imports is missing
 	// (packages out of step). A crash, so that context refines it (a
 	// grammar backend's module while serving), but the frames do not:
