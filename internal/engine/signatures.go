@@ -154,7 +154,7 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "warmup error", Class: failure.ClassWarmupFailed, Summary: true},
 	{Text: "Unable to warmup model", Class: failure.ClassWarmupFailed},
 	{Text: "operation not permitted when stream is capturing", Class: failure.ClassWarmupFailed},
-	{Text: "Method Warmup encountered an error", Class: failure.ClassWarmupFailed, Tier: TierHint},
+	{Text: "Method Warmup encountered an error", Class: failure.ClassWarmupFailed, Tier: TierHint, Summary: true},
 	{Text: "profile run", Pattern: regexp.MustCompile(`(?i)(failed|error).{0,20}profile run`), Class: failure.ClassWarmupFailed},
 	// crashes while serving, refined by context; hints, so that the
 	// exception block they introduce can name the cause.

@@ -83,6 +83,10 @@ type Tracker struct {
 	cut         traceback
 	cutAt       int64
 	cutCand     candidate // the candidate held before the cut offered its header
+	// relayFB and relayFBHeader are the fallback held before an
+	// exception line closed its block, put back when frames resume it
+	relayFB       string
+	relayFBHeader bool
 }
 
 // traceback is an open Python traceback block.
@@ -100,6 +104,7 @@ type traceback struct {
 	frames    []string
 	src       string // the last source line of a frame (an "assert ..." statement)
 	warn      bool   // its header is a warning's line ("WARNING  Failed to load flash-attention ...:")
+	closed    bool   // an exception line closed it: only frames right after that line resume it (resume)
 }
 
 // candidate is a root-cause line a signature matched.
@@ -313,7 +318,17 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 		// them, the task's own, closes the block
 		return true
 	case isExceptionLine(msg):
+		// the exception may head the traceback of its own cause, relayed
+		// from another process (Ray's "ActorDiedError: The actor died
+		// because of an error raised in its creation task, ray::...",
+		// then the creation task's frames and its exception): frames
+		// right after it resume the block (resume), with the candidate
+		// held before
+		tb, held := t.tb, t.cand
+		t.relayFB, t.relayFBHeader = t.fallback, t.fbHeader
 		t.closeBlock(line, stored)
+		tb.closed = true
+		t.cut, t.cutAt, t.cutCand = tb, t.lines, held
 		t.prev, t.prevErr = stored, true
 		return true
 	}
@@ -331,11 +346,15 @@ const resumeLines = 4
 // 1 instances!" report inside vLLM's engine-core traceback), and the
 // block's exception line is still to come. It reports whether it did.
 func (t *Tracker) resume(msg string, frame bool) bool {
-	if !frame || !t.cut.open || t.tb.open || t.lines-t.cutAt > resumeLines || !strings.HasPrefix(strings.TrimSpace(msg), "File \"") {
+	if !frame || !t.cut.open || t.tb.open || t.lines-t.cutAt > resumeLines || !strings.HasPrefix(strings.TrimSpace(msg), "File \"") ||
+		t.cut.closed && t.lines != t.cutAt+1 { // a relayed exception heads frames right after it
 		return false
 	}
 	if t.cand.at == t.cutAt {
 		t.cand = t.cutCand // the header the cut offered waits for the block's end
+	}
+	if t.cut.closed {
+		t.fallback, t.fbHeader = t.relayFB, t.relayFBHeader // the exception that ends the block is the fallback
 	}
 	t.tb, t.cut = t.cut, traceback{}
 	return true
