@@ -312,4 +312,11 @@ var goFamily = family("go", []Rule{
 	{Text: "runtime: cannot allocate memory", Class: failure.ClassHostOOM},
 	// a Go panic's first line names the crash; its goroutine dump follows
 	{Text: "panic: ", Pattern: regexp.MustCompile(`^panic: `), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// the Go runtime's report of an exception raised in native code on
+	// Windows (runtime/signal_windows.go, winthrow: "Exception %#x %#x %#x
+	// %#x" with the exception code first, then "PC=%#x" and "signal
+	// arrived during external code execution"), as SIGSEGV's line is on
+	// Linux: the crash, before the wrapper's line that its runner ended
+	{Name: "go/windows-exception", Text: "Exception 0x", Pattern: regexp.MustCompile(`^Exception 0x[0-9a-fA-F]+ 0x`),
+		Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 })

@@ -601,6 +601,10 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 	t.prevErr = false
 	afterPanic := t.panicked
 	t.panicked = false
+	if strings.Contains(msg, caughtAt) {
+		t.caughtWhat(msg)
+		return
+	}
 	if t.onlyRestates(line) {
 		return
 	}
@@ -634,6 +638,48 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 		return
 	}
 	t.unexplained(stored, msg, level, afterPanic)
+}
+
+// caughtAt begins the catch report of code migrated from CUDA to SYCL by
+// SYCLomatic/DPCT (ggml-sycl's CHECK_TRY_ERROR, dpct's exception
+// handler): "std::cerr << exc.what() << \"Exception caught at file:\" <<
+// __FILE__ << \", line:\" ...", with a newline before it in ggml-sycl.
+const caughtAt = "Exception caught at file:"
+
+// caughtWhat reads a SYCL catch report (msg holds caughtAt): the
+// exception's what() is the text before it on its line, else the line
+// before it ("could not create a memory object", then "Exception caught
+// at file:...ggml-sycl.cpp, line:3222"). That message is the cause, not
+// the "SYCL error: CHECK_TRY_ERROR(...): Exception caught in this line of
+// code." abort that follows: a rule's match on it is offered, else it is
+// the fallback.
+func (t *Tracker) caughtWhat(msg string) {
+	what := strings.TrimSpace(msg[:strings.Index(msg, caughtAt)])
+	if what == "" && !loggedLine(t.prev) {
+		what = t.prev
+	}
+	if what == "" {
+		return
+	}
+	t.prevErr = true
+	if s, cls := t.match(what, t.lower(what)); s != nil {
+		t.matched(s)
+		t.offer(s.Name, what, cls, s.Phase, s.tier(), s.Crash)
+		return
+	}
+	t.fallback, t.fbMoreAt = what, 0
+}
+
+// loggedLine reports a line a logger wrote, not an exception's message:
+// one with a level, or whose first word is a function's name and a colon
+// (llama.cpp's "common_init_from_params: warming up the model ...").
+func loggedLine(line string) bool {
+	msg, level := splitLine(line)
+	if level != "" {
+		return true
+	}
+	word, _, ok := strings.Cut(strings.TrimSpace(msg), " ")
+	return ok && strings.HasSuffix(word, ":")
 }
 
 // lineTier is the tier of a line outside a traceback that rule s
