@@ -364,6 +364,13 @@ var gpuFamily = family("gpu", []Rule{
 	// "NPU out of memory. Tried to allocate 30.00 MiB (NPU 3; ...)", MUSA,
 	// MLU, HPU): one rule for every device name
 	{Name: "gpu/torch-device-out-of-memory", Text: "out of memory. Tried to allocate", Pattern: regexp.MustCompile(`\b[A-Z][A-Za-z0-9]{1,11}( backend)? out of memory\. Tried to allocate`), Class: failure.ClassGPUOOM},
+	// a device allocator of such a backend other than the caching one
+	// names itself in the same sentence (torch_npu's workspace allocator,
+	// torch_npu/csrc/core/npu/NPUWorkspaceAllocator.cpp: "NPU out of memory.
+	// NPUWorkspaceAllocator tried to allocate 216.00 MiB(NPU 0; 61.27 GiB
+	// total capacity; ...)", logged by OpParamMaker before the aclnn call's
+	// RuntimeError "The Inner error is reported as above")
+	{Name: "gpu/torch-device-allocator-out-of-memory", Text: "allocator tried to allocate", Pattern: regexp.MustCompile(`\b[A-Z][A-Za-z0-9]{1,11} out of memory\. \w*Allocator tried to allocate`), Class: failure.ClassGPUOOM},
 	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
 	// the memory left after the weights cannot hold a KV cache, in any
 	// engine's words (SGLang: "Loaded weights leave no GPU memory for the

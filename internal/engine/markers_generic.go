@@ -33,6 +33,10 @@ var genericMarkers = []Marker{
 	{Text: "Running on local URL:", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
 	{Text: "OpenAI-compatible API URL:", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
 	{Text: "apturing CUDA graph", Phase: failure.PhaseWarmup},
+	// a device graph captured by any vendor's build ("Capturing ACL graphs
+	// for decode", vllm-ascend; "Capture npu graph begin", SGLang's NPU
+	// runner; HIP, XPU, MUSA and HPU graphs likewise): warmup
+	{Text: "aptur", Pattern: regexp.MustCompile(`\b[Cc]aptur(?:e|ing) (?:[A-Za-z]{2,5} )?graphs?\b`), Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
 	{Text: "CUDA graph", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
 	{Text: "cuda graph", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
 	{Text: "Warming up", Phase: failure.PhaseWarmup},
