@@ -256,7 +256,9 @@ func (r *Ramp) Result() evidence.RampResult {
 // for its count of candidate requests, said for n of them: none yet
 // before the step's first look, or fewer than MinRequests after a look
 // that held for that (the next look comes at twice the last one's
-// count). ok is false when the hold is for another reason (soaking, an
+// count, at the first tick that finds that many: a count already past it
+// is said to be looked at by the next tick, never "at" a count already
+// passed). ok is false when the hold is for another reason (soaking, an
 // inconclusive check), which stands as the last look gave it.
 func (r *Ramp) countReason(n int) (reason string, ok bool) {
 	switch {
@@ -269,5 +271,10 @@ func (r *Ramp) countReason(n int) (reason string, ok bool) {
 	case n < r.pol.MinRequests:
 		return fmt.Sprintf("%d of the %d candidate requests a step advances on", n, r.pol.MinRequests), true
 	}
-	return fmt.Sprintf("%d candidate requests, at least the %d a step advances on: the next look, at %d, decides", n, r.pol.MinRequests, max(1, 2*r.lookN)), true
+	if next := max(1, 2*r.lookN); n < next {
+		return fmt.Sprintf("%d candidate requests, at least the %d a step advances on: the next look, at %d, decides", n, r.pol.MinRequests, next), true
+	}
+	// Past the next look's count: the look is taken at the router's next
+	// tick, on the requests answered by then (these n at the least).
+	return fmt.Sprintf("%d candidate requests, at least the %d a step advances on: the next tick looks at them and decides", n, r.pol.MinRequests), true
 }

@@ -550,3 +550,47 @@ func TestHoldReasonCountsTheSampleShown(t *testing.T) {
 	}
 	shown("%d of the 150 candidate requests a step advances on")
 }
+
+// Issue 26 (trial 10, Q16): mid-step, `hiro status` said "the next look,
+// at 204, decides" while 225, 250, then 300 candidate requests had been
+// answered: the look comes at the router's next tick, and the reason
+// named a count already passed. Past the next look's count the reason
+// says the next tick looks; the tick then does look, at every request
+// answered.
+func TestHoldReasonNeverNamesAPassedLook(t *testing.T) {
+	p := policy(t, 150, time.Second)
+	t0 := time.Date(2026, 12, 3, 13, 19, 15, 0, time.UTC)
+	r := New(p, "cand", "prod", t0)
+	feed := func(n int) {
+		for range n {
+			r.Observe(r.Step(), SideCandidate, false, 12*time.Millisecond, false, false)
+			r.Observe(r.Step(), SideProduction, false, 12*time.Millisecond, false, false)
+		}
+	}
+	reason := func() (int, string) {
+		h := r.Result().History[0]
+		return h.Candidate.Requests, h.Reason
+	}
+	feed(50)
+	r.Tick(t0.Add(5*time.Second), "") // look 1 at 50
+	feed(52)
+	r.Tick(t0.Add(10*time.Second), "") // look 2 at 102: the next at 204
+	feed(98)
+	r.Tick(t0.Add(15*time.Second), "") // 200: between looks
+	if n, got := reason(); got != "200 candidate requests, at least the 150 a step advances on: the next look, at 204, decides" {
+		t.Fatalf("at %d requests, before the next look's count: %q", n, got)
+	}
+	for _, more := range []int{25, 25, 50} { // 225, 250, 300, as the trial saw
+		feed(more)
+		n, got := reason()
+		if strings.Contains(got, "at 204") {
+			t.Fatalf("at %d requests the reason names the look at 204 as still to come: %q", n, got)
+		}
+		if want := fmt.Sprintf("%d candidate requests, at least the 150 a step advances on: the next tick looks at them and decides", n); got != want {
+			t.Fatalf("at %d requests: %q, want %q", n, got, want)
+		}
+	}
+	if r.Tick(t0.Add(20*time.Second), ""); r.Result().History[0].Looks != 3 {
+		t.Fatalf("the next tick did not look at 300 requests: looks %d", r.Result().History[0].Looks)
+	}
+}
