@@ -144,3 +144,27 @@ func TestFitOnACPUOnlyHost(t *testing.T) {
 		t.Errorf("fit prod with 1 MiB available: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestFitOfAGPUEngineWithoutGPU (trial 10, Q21): `hiro fit` of the seed
+// replay's vLLM profile on a host with no GPU named only its stub
+// config.json; it now says first that the host shows no GPU and what was
+// not checked, and exits 1 as a fit that cannot be judged does (docs/
+// qualify.md: "1 when it is predicted not to (or no prediction could be
+// made)"). The same profile against the seed host's facts (an RTX 4090)
+// never says so.
+func TestFitOfAGPUEngineWithoutGPU(t *testing.T) {
+	t.Setenv("HIRO_STATE_HOME", t.TempDir())
+	facts := filepath.Join(t.TempDir(), "cpu-host.json")
+	must(t, os.WriteFile(facts, []byte(`{"source": "a CPU-only host", "kernel": "6.8.0", "arch": "amd64", "device_note": "nvidia-smi not found", "available_bytes": 17179869184, "devices": []}`), 0o644))
+	seed := filepath.Join("..", "..", "examples", "seed-replay")
+	code, out, errs := runHiro(t, "--config", filepath.Join(seed, "hiro.toml"), "fit", "vllm-mistral-awq", "--host-facts", facts)
+	first, _, _ := strings.Cut(out, "\n")
+	if code != ExitFailed || !strings.HasPrefix(first, "vllm-mistral-awq: cannot predict: the recorded host (a CPU-only host) shows no GPU (nvidia-smi not found), and vLLM serves from one") ||
+		!strings.Contains(first, "were not checked") || !strings.Contains(first, "; besides, ") || strings.Contains(out, "predicted failure") {
+		t.Errorf("fit of a vLLM profile on a CPU-only host: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = runHiro(t, "--config", filepath.Join(seed, "hiro.toml"), "fit", "vllm-mistral-awq", "--host-facts", filepath.Join(seed, "seed-host.json"))
+	if strings.Contains(out, "no GPU") {
+		t.Errorf("fit against a host with a GPU says no GPU: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -55,6 +55,17 @@ func Predict(p *config.Profile, h *Host, exclusive bool) *evidence.Prediction {
 	if pr.Rule != "" {
 		return pr
 	}
+	if why := gpuEngineWithoutGPU(l, h); why != "" {
+		// Said first: the most decisive fact, whatever the artifact says.
+		pr.CannotPredict = "cannot predict: " + why
+		if err == nil && model == "" {
+			_, _, err = estimateSafetensors(dir, l, 0)
+		}
+		if err != nil {
+			pr.CannotPredict += "; besides, " + err.Error()
+		}
+		return pr
+	}
 	if err != nil {
 		pr.CannotPredict = "cannot predict: " + err.Error()
 		return pr
@@ -111,6 +122,38 @@ func Predict(p *config.Profile, h *Host, exclusive bool) *evidence.Prediction {
 		pr.CannotPredict = "cannot predict: " + pr.Fit.Detail
 	}
 	return pr
+}
+
+// gpuEngineWithoutGPU says why a launch of a GPU engine (vLLM, SGLang:
+// they serve from an accelerator, and hiro predicts their memory only on
+// one) on a host whose facts list no GPU cannot be judged: what was not
+// checked (the memory fit, the rules that read the GPU), why, and what to
+// do. "" for another engine or a host with a GPU. It is no predicted
+// failure: a CPU build of the engine may still serve, so the launch is
+// made as without a preflight (docs/qualify.md "Preflight: predicting a
+// launch before production stops").
+func gpuEngineWithoutGPU(l Launch, h *Host) string {
+	if (l.Engine != "vllm" && l.Engine != "sglang") || len(h.Devices) > 0 {
+		return ""
+	}
+	name := map[string]string{"vllm": "vLLM", "sglang": "SGLang"}[l.Engine]
+	note := h.DeviceNote
+	if note == "" {
+		note = "nvidia-smi lists none"
+	}
+	return fmt.Sprintf("%s shows no GPU (%s), and %s serves from one: its memory fit (the %.2f share of each device it reserves) "+
+		"and the rules that read the GPU (compute capability for its quantised kernels, the driver's CUDA) were not checked; "+
+		"a launch here fails unless the engine is its CPU build: run 'hiro fit' on the GPU host, or give that host's facts with --host-facts FILE",
+		hostName(h), note, name, l.GPUMemoryUtilization)
+}
+
+// hostName is the host h's facts describe, for a sentence: "this host" or
+// the recorded facts' source.
+func hostName(h *Host) string {
+	if h.Source == "" || h.Source == "this host" {
+		return "this host"
+	}
+	return "the recorded host (" + h.Source + ")"
 }
 
 // AsFailure is a predicted failure (pr.Class set) as the failure record

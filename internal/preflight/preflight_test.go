@@ -564,3 +564,56 @@ func TestCPUHostPredictsAgainstHostMemory(t *testing.T) {
 		t.Errorf("unknown host memory: %+v", unknown)
 	}
 }
+
+// TestGPUEngineOnAHostWithoutGPU (trial 10, Q21): `hiro fit` of a vLLM
+// profile on a host whose facts list no GPU said nothing of the GPU: a
+// complete artifact gave "no accelerator is visible to the engine", a
+// stub one only its config.json's missing keys. The prediction now
+// says first that the host shows no GPU, what was not checked (the
+// memory fit, the GPU rules) and what to do, and adds the artifact's
+// own problem; it is still "cannot predict", never a predicted failure
+// (a CPU build may serve: the launch is made as before). A host with a
+// GPU, or a GGUF engine on the CPU host, never says it.
+func TestGPUEngineOnAHostWithoutGPU(t *testing.T) {
+	cpuHost := &Host{Source: "this host", Kernel: "6.8.0", Arch: "amd64", DeviceNote: "nvidia-smi not found", AvailableBytes: 16 * gibB}
+	good := awqLlama(t, 4096, 11008, 2, 32, 32, 32000)
+	stub := t.TempDir()
+	if err := os.WriteFile(filepath.Join(stub, "config.json"), []byte(`{"model_type": "mistral"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, dir, besides string
+		engine             string
+	}{
+		{"vllm, complete artifact", good, "", "vllm"},
+		{"vllm, stub config.json", stub, "num_hidden_layers, num_attention_heads or hidden_size missing", "vllm"},
+		{"sglang", good, "", "sglang"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := vllmProfile(c.dir)
+			p.Engine = c.engine
+			pr := Predict(p, cpuHost, true)
+			got := pr.CannotPredict
+			for _, want := range []string{"cannot predict: this host shows no GPU (nvidia-smi not found)", "memory fit", "were not checked", "--host-facts"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("missing %q in %q", want, got)
+				}
+			}
+			if pr.Runs || pr.Rule != "" || pr.Class != "" || pr.Fit != nil {
+				t.Errorf("not a cannot-predict: %+v", pr)
+			}
+			if c.besides != "" && !strings.Contains(got, "; besides, ") || !strings.Contains(got, c.besides) {
+				t.Errorf("the artifact's own problem (%q) is not said: %q", c.besides, got)
+			}
+			if c.besides == "" && strings.Contains(got, "besides") {
+				t.Errorf("a problem of a complete artifact: %q", got)
+			}
+		})
+	}
+	if pr := Predict(vllmProfile(good), h200(130, 0), true); strings.Contains(pr.CannotPredict, "no GPU") || !pr.Runs {
+		t.Errorf("a host with a GPU: %+v", pr)
+	}
+	if pr := Predict(ollamaProfile(shapeGGUF(t, "llama-3.2-1b", gguf.F16, 2048), 1), cpuHost, false); pr.CannotPredict != "" || !pr.Runs {
+		t.Errorf("a GGUF engine on the CPU host: %+v", pr)
+	}
+}
