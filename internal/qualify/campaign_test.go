@@ -245,19 +245,20 @@ func TestCandidateOnProductionsAddress(t *testing.T) {
 func TestBadPlansStartNothing(t *testing.T) {
 	e := newEnv(t, []string{}, "", nil)
 	cases := map[string]struct{ plan, want string }{
-		"unknown gate kind":     {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"vibes\"\n", "gates[1].kind"},
-		"unknown profile":       {"candidate = \"nope\"\n", "candidate"},
-		"ladder no reason":      {"[[gates]]\nkind = \"launch\"\n[[gates.variants]]\nname = \"v\"\nenv = { A = \"1\" }\n", "gates[0].variants[0].reason"},
-		"out of order":          {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"prereq\"\n", "gates[1].kind"},
-		"request before launch": {"[[gates]]\nkind = \"ready_control\"\n", "needs a launch gate"},
-		"unknown key":           {"[[gates]]\nkind = \"launch\"\nretries = 3\n", "gates[0].retries"},
-		"huge timeout":          {"[[gates]]\nkind = \"launch\"\ntimeout = \"999999h\"\n", "gates[0].timeout: 999999h0m0s is longer than the maximum of 7 days"},
-		"zero requests":         {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"structured_control\"\nrequests = 0\n", "gates[1].requests: 0: use 1 to"},
-		"evidence in /proc":     {"evidence_dir = \"/proc/nope\"\n[[gates]]\nkind = \"launch\"\n", "evidence_dir: /proc/nope: cannot create a folder in /proc"},
-		"another kind's key":    {"[[gates]]\nkind = \"launch\"\nrequests = 3\n[[gates]]\nkind = \"sequential\"\nrequests = 3\n", "gates[0].requests: unknown key for a launch gate"},
-		"gate key misspelt":     {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequets = 3\n", "gates[1].requets: unknown key for a sequential gate; did you mean requests?"},
-		"plan key misspelt":     {"exlusive = true\n[[gates]]\nkind = \"launch\"\n", "exlusive: unknown key; did you mean exclusive?"},
-		"plan key unknown":      {"colour = \"red\"\n[[gates]]\nkind = \"launch\"\n", "colour: unknown key; docs/plan.md lists every key"},
+		"unknown gate kind":      {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"vibes\"\n", "gates[1].kind"},
+		"unknown profile":        {"candidate = \"nope\"\n", "candidate"},
+		"ladder no reason":       {"[[gates]]\nkind = \"launch\"\n[[gates.variants]]\nname = \"v\"\nenv = { A = \"1\" }\n", "gates[0].variants[0].reason"},
+		"out of order":           {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"prereq\"\n", "gates[1].kind"},
+		"request before launch":  {"[[gates]]\nkind = \"ready_control\"\n", "needs a launch gate"},
+		"unknown key":            {"[[gates]]\nkind = \"launch\"\nretries = 3\n", "gates[0].retries"},
+		"huge timeout":           {"[[gates]]\nkind = \"launch\"\ntimeout = \"999999h\"\n", "gates[0].timeout: 999999h0m0s is longer than the maximum of 7 days"},
+		"zero requests":          {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"structured_control\"\nrequests = 0\n", "gates[1].requests: 0: use 1 to"},
+		"evidence in /proc":      {"evidence_dir = \"/proc/nope\"\n[[gates]]\nkind = \"launch\"\n", "evidence_dir: /proc/nope: cannot create a folder in /proc"},
+		"another kind's key":     {"[[gates]]\nkind = \"launch\"\nrequests = 3\n[[gates]]\nkind = \"sequential\"\nrequests = 3\n", "gates[0].requests: unknown key for a launch gate"},
+		"gate key misspelt":      {"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequets = 3\n", "gates[1].requets: unknown key for a sequential gate; did you mean requests?"},
+		"an artifact gate's key": {"[[gates]]\nkind = \"artifact\"\ncolour = \"red\"\n[[gates]]\nkind = \"launch\"\n", "gates[0].colour: unknown key for an artifact gate"},
+		"plan key misspelt":      {"exlusive = true\n[[gates]]\nkind = \"launch\"\n", "exlusive: unknown key; did you mean exclusive?"},
+		"plan key unknown":       {"colour = \"red\"\n[[gates]]\nkind = \"launch\"\n", "colour: unknown key; docs/plan.md lists every key"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

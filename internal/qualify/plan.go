@@ -568,7 +568,7 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 					reported[s] = true
 				}
 			}
-			es = append(es, &PlanError{File: file, Key: k + "." + key.String(), Msg: "unknown key for a " + g.Kind + " gate" + strings.TrimPrefix(unknownPlanKey(key[len(key)-1], known), "unknown key")})
+			es = append(es, &PlanError{File: file, Key: k + "." + key.String(), Msg: "unknown key for " + withArticle(g.Kind) + " gate" + strings.TrimPrefix(unknownPlanKey(key[len(key)-1], known), "unknown key")})
 		}
 	}
 	return g, es
@@ -733,4 +733,14 @@ func tomlKeys(t reflect.Type) []string {
 		}
 	}
 	return keys
+}
+
+// withArticle is kind with its indefinite article for a sentence: "an
+// artifact", "a launch" (by the first letter: every gate kind's name
+// reads so).
+func withArticle(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }
