@@ -19,6 +19,8 @@
 # the peak RSS at 256 streams of a router with the mirror on against one
 # without. Goals: added p50 <= 10 µs, RSS within 10 MB.
 #   HIRO_BENCH_SHADOW_SHARE=0.1 bench/serve-proxy.sh   # mirror 10 % (default: every request)
+#   HIRO_BENCH_HIRO_BASE=self HIRO_BENCH_BASE_ENV=HIRO_SHADOW_IDLE_WAIT=0 bench/serve-proxy.sh
+#       # adds the same hiro with the mirror's idle gate off, as hiro-base (paired, same rounds)
 #
 #   bench/serve-proxy.sh                                   # 5 rounds of 2 s per measurement
 #   HIRO_BENCH_ROUNDS=9 HIRO_BENCH_SECONDS=3 bench/serve-proxy.sh

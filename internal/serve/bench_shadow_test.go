@@ -60,6 +60,13 @@ func shadowBenchEngines(b *testing.B, engineArgs ...string) (eURL, cURL string) 
 // [serve] lines.
 func shadowBenchRouter(b *testing.B, hiroBin, eURL, cURL string, serveExtra ...string) *shadowBench {
 	b.Helper()
+	return shadowBenchRouterEnv(b, hiroBin, eURL, cURL, nil, serveExtra...)
+}
+
+// shadowBenchRouterEnv is shadowBenchRouter with more environment for
+// this router only (after HIRO_BENCH_ENV's).
+func shadowBenchRouterEnv(b *testing.B, hiroBin, eURL, cURL string, extraEnv []string, serveExtra ...string) *shadowBench {
+	b.Helper()
 	hPort := freePort(b)
 	hURL := "http://127.0.0.1:" + itoa(hPort)
 	dir := b.TempDir()
@@ -87,6 +94,7 @@ access_log = %q
 	env := []string{"HIRO_STATE_HOME=" + stateHome, "HIRO_LEASE_DIR=" + filepath.Join(stateHome, "leases"),
 		"HIRO_PRODUCTION_DIR=" + filepath.Join(stateHome, "production")}
 	env = append(env, strings.Fields(os.Getenv("HIRO_BENCH_ENV"))...)
+	env = append(env, extraEnv...)
 	debug := ""
 	if os.Getenv("HIRO_BENCH_PPROF") != "" {
 		debug = "127.0.0.1:" + itoa(freePort(b))
@@ -207,9 +215,13 @@ func (sb *shadowBench) set(b *testing.B, on bool, share float64) {
 // on − off, their median and range, and the Hodges-Lehmann shift of the
 // latencies (hlSample drawn per side) with its 95 % interval
 // (Mann-Whitney, package stats). HIRO_BENCH_HIRO_BASE names another hiro
-// binary (the code before a change), measured the same way in the same
-// rounds in front of the same engines ("hiro-base"), and the per-round
-// difference of the two added p50s. Goal: added p50 <= 10 µs.
+// binary (the code before a change; "self": the same binary), measured
+// the same way in the same rounds in front of the same engines
+// ("hiro-base", with HIRO_BENCH_BASE_ENV's NAME=VALUE pairs in its
+// environment only: HIRO_BENCH_HIRO_BASE=self
+// HIRO_BENCH_BASE_ENV=HIRO_SHADOW_IDLE_WAIT=0 compares the mirror's idle
+// gate with none), and the per-round difference of the two added p50s.
+// Goal: added p50 <= 10 µs.
 func BenchmarkShadowOverhead(b *testing.B) {
 	rounds := benchEnvInt("HIRO_BENCH_ROUNDS", 8)
 	secs := time.Duration(benchEnvInt("HIRO_BENCH_SECONDS", 2)) * time.Second
@@ -227,7 +239,11 @@ func BenchmarkShadowOverhead(b *testing.B) {
 	}
 	targets := []*target{{name: "hiro", sb: shadowBenchRouter(b, buildHiro(b), eURL, cURL)}}
 	if bin := os.Getenv("HIRO_BENCH_HIRO_BASE"); bin != "" {
-		targets = append(targets, &target{name: "hiro-base", sb: shadowBenchRouter(b, bin, eURL, cURL)})
+		if bin == "self" {
+			bin = buildHiro(b)
+		}
+		baseEnv := strings.Fields(os.Getenv("HIRO_BENCH_BASE_ENV"))
+		targets = append(targets, &target{name: "hiro-base", sb: shadowBenchRouterEnv(b, bin, eURL, cURL, baseEnv)})
 	}
 	hc := benchClient()
 	body := chatBody("fake-model", false)

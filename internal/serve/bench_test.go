@@ -172,8 +172,12 @@ func benchSetup(b *testing.B, engineArgs ...string) []benchTarget {
 	targets := []benchTarget{{"direct", eURL, engine.Process.Pid}, {"plain", pURL, plain.Process.Pid}, {"hiro", hiro.url, hiro.pid}}
 	// HIRO_BENCH_HIRO_BASE names another hiro binary (the code before a
 	// change) measured in the same rounds as "hiro-base": before and
-	// after under the same load.
+	// after under the same load ("self": the same binary, see
+	// BenchmarkShadowOverhead; without a shadow run it is hiro again).
 	if bin := os.Getenv("HIRO_BENCH_HIRO_BASE"); bin != "" {
+		if bin == "self" {
+			bin = hiroBin
+		}
 		base := startBenchHiro(b, bin, eURL)
 		targets = append(targets, benchTarget{"hiro-base", base.url, base.pid})
 	}

@@ -108,6 +108,9 @@ func (x *exchange) finish() {
 	if x.mirror != nil {
 		x.offerShadow()
 	}
+	if x.proxied && s.inFlight.Load() == 0 {
+		s.shadowIdle()
+	}
 	if x.ramp != nil {
 		x.rampObserve(end)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,16 @@ func (x *exchange) offerShadow() {
 	x.mirror.Offer(x.mirrorJob)
 }
 
+// shadowIdle tells the active run, if any, that the router has no
+// client request in flight (finish, once the last one's answer is
+// written): the mirror's waiting work runs now, in the gap before the
+// next request, rather than beside one (shadow.idleGate).
+func (s *Server) shadowIdle() {
+	if m := s.shadow.run.Load(); m != nil {
+		m.Idle()
+	}
+}
+
 // startShadow checks and starts a run (see control.ShadowStartRequest): the
 // candidate is not production, answers /v1/models, is on this machine or
 // opted in with shadow_remote, and does not need the accelerator alone
@@ -85,7 +96,13 @@ func (s *Server) startShadow(ctx context.Context, req control.ShadowStartRequest
 	if err != nil {
 		return nil, http.StatusBadRequest, err
 	}
-	m, err := shadow.StartWith(req.Config, prof, prod.name, tr)
+	// The mirror's work waits for moments without a client request in
+	// flight (finish calls Idle), unless HIRO_SHADOW_IDLE_WAIT=0.
+	var busy func() int64
+	if os.Getenv(shadow.IdleWaitEnv) != "0" {
+		busy = s.inFlight.Load
+	}
+	m, err := shadow.StartWith(req.Config, prof, prod.name, tr, busy)
 	if err != nil {
 		return nil, http.StatusBadRequest, err
 	}

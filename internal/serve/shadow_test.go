@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/extract"
 	"github.com/hiro-dev/hiro/internal/prompt"
@@ -320,4 +321,63 @@ func TestShadowAccountAddsUp(t *testing.T) {
 		t.Errorf("mirrored %d (want the one the worker held), abandoned %d (want 3), unsent %d (want the queued ones and the 2 streams ended after the stop), dropped %d, pairs %d",
 			res.Mirrored, res.Abandoned, res.Unsent, res.Dropped, res.Pairs)
 	}
+}
+
+// TestShadowWaitsForAnIdleRouter: the mirror's work waits for a moment
+// without a client request in flight (shadow.idleGate): while a stream is
+// under way, a finished request is neither sent to the candidate nor
+// scored; once the stream ends the router says it is idle and both pairs
+// are scored at once (idle_wait is a minute: only the router's word
+// releases them). With HIRO_SHADOW_IDLE_WAIT=0 nothing waits.
+func TestShadowWaitsForAnIdleRouter(t *testing.T) {
+	cand := shadowCandidate(t, "idle", "HIRO_TEST_IDLE_KEY")
+	cfg := fakeConfig(t, []string{"--token-delay", "30ms", "--reply", strings.Repeat("word ", 100)}, cand)
+	r := startRouter(t, cfg, nil)
+	r.waitState(t, control.StateReady, 20*time.Second)
+	long := `{"model":"extraction","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"count"}]}`
+	status := func() *shadow.Result {
+		st, err := r.ctl.ShadowStatus(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Result
+	}
+	run := func(gated bool) {
+		if _, err := r.ctl.ShadowStart(context.Background(), control.ShadowStartRequest{Candidate: "idle", Config: shadow.Config{Share: 1, IdleWait: config.Duration{Duration: time.Minute}}}); err != nil {
+			t.Fatal(err)
+		}
+		// A stream of 100 tokens 30 ms apart: 3 s in flight at least.
+		resp, err := http.Post(r.url+RouteChat, "application/json", strings.NewReader(long))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, body := post(t, r.url, RouteChat, chatBody("extraction", false)); code != 200 {
+			t.Fatalf("request: %d %s", code, body)
+		}
+		if gated {
+			time.Sleep(300 * time.Millisecond) // many dispatcher ticks
+			if res := status(); res.Pairs != 0 || res.Mirrored != 1 {
+				t.Fatalf("while a stream is in flight: %d pairs scored, %d mirrored; want 0 and 1 (held at the gate)", res.Pairs, res.Mirrored)
+			}
+		} else if !testsupport.WaitFor(3*time.Second, func() bool { return status().Pairs == 1 }) {
+			t.Fatalf("without the gate the finished request is not scored beside the stream: %+v", status())
+		}
+		if rest, _ := io.ReadAll(br); !strings.Contains(string(rest), "[DONE]") {
+			t.Fatalf("the stream ended cut: %q", rest)
+		}
+		if !testsupport.WaitFor(10*time.Second, func() bool { return status().Pairs == 2 }) {
+			t.Fatalf("gated %v: the pairs are not scored once the router is idle: %+v", gated, status())
+		}
+		if st, err := r.ctl.ShadowStop(context.Background()); err != nil || st.Result.Pairs != 2 || st.Result.CandidateErrors != 0 {
+			t.Fatalf("stop: %+v %v", st, err)
+		}
+	}
+	run(true)
+	t.Setenv(shadow.IdleWaitEnv, "0")
+	run(false)
 }

@@ -70,6 +70,10 @@ type Config struct {
 	Workers   int `json:"workers,omitempty"`
 	// RequestTimeout bounds one mirrored request (0: the default).
 	RequestTimeout config.Duration `json:"request_timeout,omitempty"`
+	// IdleWait bounds how long the mirror's work waits for a moment
+	// without a client request in flight in the router (0: MaxIdleWait;
+	// see idleGate). Only a router's run waits (StartWith's busy).
+	IdleWait config.Duration `json:"idle_wait,omitempty"`
 }
 
 // Fill sets the defaults and checks the values; errors name the setting
@@ -116,6 +120,12 @@ func (c *Config) Fill() error {
 	}
 	if c.RequestTimeout.Duration == 0 {
 		c.RequestTimeout.Duration = DefaultRequestTimeout
+	}
+	if c.IdleWait.Duration == 0 {
+		c.IdleWait.Duration = MaxIdleWait
+	}
+	if c.IdleWait.Duration < 0 || c.IdleWait.Duration > time.Minute {
+		return fmt.Errorf("shadow idle_wait %s: use a positive duration up to 1m (default %s)", c.IdleWait.Duration, MaxIdleWait)
 	}
 	return nil
 }
@@ -282,6 +292,9 @@ type Mirror struct {
 	// while the dispatcher holds one waiting for a worker.
 	work chan *Job
 	held atomic.Int64
+	// gate holds the workers' CPU work until the router is idle (nil:
+	// no gate; StartWith's busy).
+	gate *idleGate
 
 	active atomic.Bool
 	// The account (evidence.ShadowResult): every sampled request is
@@ -318,7 +331,7 @@ type Mirror struct {
 // (llm.HTTPClient). Stop or Result after it; the run also ends by itself
 // at cfg.MaxPairs pairs or after cfg.For.
 func Start(cfg Config, cand *config.Profile, production string) (*Mirror, error) {
-	return StartWith(cfg, cand, production, nil)
+	return StartWith(cfg, cand, production, nil, nil)
 }
 
 // StartWith is Start with the transport the mirrored requests go
@@ -327,7 +340,12 @@ func Start(cfg Config, cand *config.Profile, production string) (*Mirror, error)
 // the candidate: one transport, no reader and writer goroutines per
 // connection beside the clients' requests); nil: the profile's own
 // client (llm.HTTPClient), as Start.
-func StartWith(cfg Config, cand *config.Profile, production string, tr http.RoundTripper) (*Mirror, error) {
+//
+// busy, when not nil, is the router's count of client requests in
+// flight: a worker then sends a request and scores a pair only while it
+// is 0 (the router calls Idle when it falls to 0), or after waiting
+// MaxIdleWait for that (see idleGate); nil: no waiting, as Start.
+func StartWith(cfg Config, cand *config.Profile, production string, tr http.RoundTripper, busy func() int64) (*Mirror, error) {
 	if err := cfg.Fill(); err != nil {
 		return nil, err
 	}
@@ -352,6 +370,9 @@ func StartWith(cfg Config, cand *config.Profile, production string, tr http.Roun
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Mirror{cfg: cfg, cand: cand, production: production, remote: remote, hc: hc, oneShot: tr == nil, base: base, validator: v,
 		queue: make(chan *Job, cfg.QueueSize), work: make(chan *Job), started: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	if busy != nil {
+		m.gate = newIdleGate(busy, cfg.IdleWait.Duration)
+	}
 	m.active.Store(true)
 	m.wg.Add(1 + cfg.Workers)
 	go m.dispatch()
@@ -513,6 +534,12 @@ func (m *Mirror) worker() {
 	defer m.wg.Done()
 	buf := sendBuf{oneShot: m.oneShot}
 	defer buf.close()
+	var idle *time.Timer // the gate's bound on a wait, reused
+	if m.gate != nil {
+		idle = time.NewTimer(time.Hour)
+		idle.Stop()
+		buf.idle = idle
+	}
 	for {
 		select {
 		case <-m.ctx.Done():
@@ -585,9 +612,17 @@ func (s *side) ok() bool { return s.status/100 == 2 && s.err == "" && !s.cut }
 
 // mirror sends j to the candidate and scores the pair; ok is false when
 // the run ended meanwhile (the pair is not counted).
+// With a gate, the send and the scoring each wait for the router to be
+// idle (the candidate's answer is read as it comes: its latency is not
+// the gate's).
 func (m *Mirror) mirror(j *Job, buf *sendBuf) (pair, bool) {
 	m.mirrored.Add(1)
+	m.gate.await(m.ctx, buf.idle)
 	cand := m.send(j, buf)
+	if m.ctx.Err() != nil {
+		return pair{}, false
+	}
+	m.gate.await(m.ctx, buf.idle)
 	if m.ctx.Err() != nil {
 		return pair{}, false
 	}
@@ -635,6 +670,8 @@ type sendBuf struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	timer   *time.Timer
+
+	idle *time.Timer // the idle gate's bound on one wait (nil: no gate)
 }
 
 // request is the worker's request for body (a stream's when stream),
