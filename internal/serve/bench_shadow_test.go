@@ -269,6 +269,12 @@ func BenchmarkShadowOverhead(b *testing.B) {
 					tg.sb.set(b, true, share)
 				}
 				runLoad(hc, tg.sb.url, body, 4, 300*time.Millisecond, false) // warm-up
+				var warmDropped int64                                        // the mirror's drops in the warm-up (4 clients)
+				if on {
+					if st, err := tg.sb.ctl.ShadowStatus(context.Background()); err == nil && st.Result != nil {
+						warmDropped = st.Result.Dropped
+					}
+				}
 				prof := tg.sb.profilePhase(fmt.Sprintf("%s-r%d-%v", tg.name, round, map[bool]string{false: "off", true: "on"}[on]), secs)
 				lat, n, errs := runLoad(hc, tg.sb.url, body, 1, secs, false)
 				if g := prof(int(n)); g != "" {
@@ -284,6 +290,7 @@ func BenchmarkShadowOverhead(b *testing.B) {
 					}
 					tg.dropped += st.Result.Dropped
 					tg.pairs += int64(st.Result.Pairs)
+					fmt.Printf("# %s round %d: mirror %d pairs, %d dropped (%d of them in the 4-client warm-up)\n", tg.name, round, st.Result.Pairs, st.Result.Dropped, warmDropped)
 				}
 				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 				p50[on] = us(pct(lat, .5))

@@ -38,15 +38,30 @@ const IdleWaitEnv = "HIRO_SHADOW_IDLE_WAIT"
 // (no idle moment in max), and the gate stays open (loaded) until the
 // router is next idle.
 type idleGate struct {
-	busy    func() int64 // the router's client requests in flight
+	busy func() int64 // the router's client requests in flight
+	// backlog reports a queue at least half full: the mirror then works
+	// without waiting, so that a router seldom idle (several clients)
+	// does not make it drop what it could have sent.
+	backlog func() bool
 	max     time.Duration
 	wake    chan struct{} // one wake-up, buffered
 	waiting atomic.Int32  // workers in await
 	loaded  atomic.Bool
 }
 
-func newIdleGate(busy func() int64, max time.Duration) *idleGate {
-	return &idleGate{busy: busy, max: max, wake: make(chan struct{}, 1)}
+func newIdleGate(busy func() int64, backlog func() bool, max time.Duration) *idleGate {
+	return &idleGate{busy: busy, backlog: backlog, max: max, wake: make(chan struct{}, 1)}
+}
+
+// kick wakes a waiting worker when the queue is backlogged (the
+// dispatcher's tick: not on the clients' path).
+func (g *idleGate) kick() {
+	if g != nil && g.waiting.Load() > 0 && g.backlog() {
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Idle tells the mirror that the router has no client request in flight
@@ -70,12 +85,13 @@ func (m *Mirror) Idle() {
 }
 
 // await returns once the router is idle (busy() is 0), at once when it
-// is already or the gate is open (loaded), after g.max when no idle
-// moment came (the gate opens), or when ctx ends. t is the caller's
+// is already, the gate is open (loaded) or the queue is backlogged,
+// after g.max when no idle moment came (the gate opens), or when ctx
+// ends. t is the caller's
 // stopped timer (reused: no allocation per wait). A nil gate returns at
 // once.
 func (g *idleGate) await(ctx context.Context, t *time.Timer) {
-	if g == nil || g.loaded.Load() || g.busy() == 0 {
+	if g == nil || g.loaded.Load() || g.busy() == 0 || g.backlog() {
 		return
 	}
 	// Counted before busy is looked at again: an Idle after the count
@@ -85,7 +101,7 @@ func (g *idleGate) await(ctx context.Context, t *time.Timer) {
 	defer g.waiting.Add(-1)
 	t.Reset(g.max)
 	defer t.Stop()
-	for g.busy() > 0 {
+	for g.busy() > 0 && !g.backlog() {
 		select {
 		case <-g.wake:
 		case <-t.C:

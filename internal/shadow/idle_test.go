@@ -30,7 +30,12 @@ func idleCandidate(t *testing.T, got *atomic.Int64, before func()) *httptest.Ser
 // max for an idle moment.
 func startGated(t *testing.T, srv *httptest.Server, busy *atomic.Int64, max time.Duration) *Mirror {
 	t.Helper()
-	m, err := StartWith(Config{Share: 1, IdleWait: config.Duration{Duration: max}}, &config.Profile{Name: "cand", BaseURL: srv.URL, Model: "m"}, "prod", nil, busy.Load)
+	return startGatedWith(t, srv, busy, Config{Share: 1, IdleWait: config.Duration{Duration: max}})
+}
+
+func startGatedWith(t *testing.T, srv *httptest.Server, busy *atomic.Int64, cfg Config) *Mirror {
+	t.Helper()
+	m, err := StartWith(cfg, &config.Profile{Name: "cand", BaseURL: srv.URL, Model: "m"}, "prod", nil, busy.Load)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,5 +146,23 @@ func TestIdleGateStopAccounts(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("stop waited on the gate")
+	}
+}
+
+// TestIdleGateBacklog: while the queue is at least half full the mirror
+// works without waiting for the router to be idle.
+func TestIdleGateBacklog(t *testing.T) {
+	var got, busy atomic.Int64
+	busy.Store(1)
+	m := startGatedWith(t, idleCandidate(t, &got, nil), &busy, Config{Share: 1, QueueSize: 4, Workers: 1, IdleWait: config.Duration{Duration: time.Minute}})
+	defer m.Stop()
+	// The queue full (4): the worker's job and the dispatcher's leave 2
+	// queued, half the queue, so the worker goes on; then 1, and it waits.
+	for range 4 {
+		offerOne(t, m)
+	}
+	waitPairs(t, m, 1)
+	if r := m.Result(); r.Dropped != 0 {
+		t.Fatalf("dropped %d", r.Dropped)
 	}
 }

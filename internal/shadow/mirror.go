@@ -371,7 +371,7 @@ func StartWith(cfg Config, cand *config.Profile, production string, tr http.Roun
 	m := &Mirror{cfg: cfg, cand: cand, production: production, remote: remote, hc: hc, oneShot: tr == nil, base: base, validator: v,
 		queue: make(chan *Job, cfg.QueueSize), work: make(chan *Job), started: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	if busy != nil {
-		m.gate = newIdleGate(busy, cfg.IdleWait.Duration)
+		m.gate = newIdleGate(busy, func() bool { return 2*len(m.queue) >= cap(m.queue) }, cfg.IdleWait.Duration)
 	}
 	m.active.Store(true)
 	m.wg.Add(1 + cfg.Workers)
@@ -511,15 +511,25 @@ func (m *Mirror) dispatch() {
 			}
 		case <-t.C:
 		}
+		m.gate.kick()
 		for more := true; more; {
 			select {
 			case j := <-m.queue:
 				m.held.Store(1)
-				select {
-				case m.work <- j:
-				case <-m.ctx.Done():
-					unsent()
-					more = false
+			hand:
+				for {
+					select {
+					case m.work <- j:
+						break hand
+					case <-t.C:
+						// Every worker holds a job (at the idle gate,
+						// maybe): a backlog lets one go on.
+						m.gate.kick()
+					case <-m.ctx.Done():
+						unsent()
+						more = false
+						break hand
+					}
 				}
 				m.held.Store(0)
 			default:
