@@ -189,7 +189,14 @@ var configFamily = family("config", []Rule{
 // (errno 98), macOS (errno 48), Windows WSAEADDRINUSE (10048) and WSAEACCES
 // (10013, a port reserved by Hyper-V), Docker's port allocator.
 var netFamily = family("net", []Rule{
-	{Text: "address already in use", Class: failure.ClassPortInUse},
+	// The OS's bind error (the bind call or its errno named on the line)
+	// is strong; an engine's own "ADDR: Address already in use" with no
+	// bind call named is weak with Or invalid_configuration: llamafile's
+	// v2 server prints it for a port nothing holds (a listen address it
+	// cannot use, mozilla-ai/llamafile#716), and the line alone cannot
+	// tell that from a held port.
+	{Name: "net/bind-address-already-in-use", Text: "address already in use", Pattern: regexp.MustCompile(`(?i)(bind|errno|os_error|EADDRINUSE|\[Errno 98\]).{0,80}address already in use|address already in use.{0,60}(errno|bind|syscall)`), Class: failure.ClassPortInUse},
+	{Text: "address already in use", Class: failure.ClassPortInUse, Or: failure.ClassInvalidConfiguration},
 	{Text: "Only one usage of each socket address", Class: failure.ClassPortInUse},
 	{Text: "port is already allocated", Class: failure.ClassPortInUse},
 	{Text: "WinError 10048", Class: failure.ClassPortInUse},
