@@ -39,6 +39,8 @@ sets=(
   "r7b 27604cf internal/engine/heldout-r7b"
   "r8a 45ca3ba internal/engine/heldout-r8a 62dda72"
   "r8b 45ca3ba internal/engine/heldout-r8b 446598f"
+  "r9a c55bf2b internal/engine/heldout-r9a 7fd6c37"
+  "r9b c55bf2b internal/engine/heldout-r9b 926b52b"
 )
 
 for s in "${sets[@]}"; do
