@@ -86,7 +86,7 @@ func newActivateCmd(g *Globals) *cobra.Command {
 	o := &switchOpts{}
 	cmd := &cobra.Command{
 		Annotations: map[string]string{annotationFinishing: "finishing or undoing the production switch"},
-		Use:         "activate EVIDENCE [--check] [--progressive 1,5,25,100 [--soak 5m] [--min-requests 150]] [--accept-inconclusive] [--trust-unsigned] [--journal DIR] [--json]",
+		Use:         "activate EVIDENCE [--check] [--progressive 1,5,25,100 [--soak 5m] [--min-requests 456]] [--accept-inconclusive] [--trust-unsigned] [--journal DIR] [--json]",
 		Short:       "Switch production to a qualified campaign's candidate",
 		Long: `Switch production to the candidate of a campaign (EVIDENCE: its evidence folder
 or evidence file; the private copy is read, it records what ran). Refused

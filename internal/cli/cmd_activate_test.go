@@ -14,6 +14,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/ramp"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -195,5 +196,23 @@ func TestActivateRefusesMinRequestsThatCannotDecide(t *testing.T) {
 	}
 	if code, msg := run("--max-duration", "1s", "--soak", "1m"); code != ExitUsage || !strings.Contains(msg, "below the soak of every step") {
 		t.Errorf("--max-duration 1s: exit %d, stderr %q", code, msg)
+	}
+}
+
+// TestActivateUsageMinRequestsDecides: the usage line's --min-requests
+// example is a count the ramp accepts at the default margin (trial 11's
+// R5: it showed 150, which the ramp refuses, needing 456).
+func TestActivateUsageMinRequestsDecides(t *testing.T) {
+	use := newActivateCmd(&Globals{}).Use
+	_, after, ok := strings.Cut(use, "--min-requests ")
+	if !ok {
+		t.Fatalf("activate's usage line names no --min-requests example: %q", use)
+	}
+	var n int
+	if _, err := fmt.Sscanf(after, "%d", &n); err != nil {
+		t.Fatalf("activate's usage line: --min-requests %q is not a count: %v", after, err)
+	}
+	if need := ramp.MinRequestsToDecide(ramp.DefaultMargin); n < need {
+		t.Errorf("activate's usage shows --min-requests %d; the ramp needs at least %d at the default margin", n, need)
 	}
 }
