@@ -47,7 +47,8 @@ frozen-corpus semantic gate, or a second endpoint.
 
 The run ends at --max-pairs scored pairs, after --for, or with 'hiro shadow stop'.
 
-Exit status: 0 the run started; 1 no router runs, or the router refused it
+Exit status: 0 the run started; 1 no router runs, the one running serves another
+configuration (as in hiro status), or the router refused it
 (the candidate not running or not allowed); 2 bad usage (a value out of
 range), checked before the router is asked.`,
 		Args: needArgs(1, 1, "the name of one backend profile", "hiro shadow start cand --share 0.1 --for 30m"),
@@ -100,16 +101,37 @@ func newShadowStatusCmd(g *Globals) *cobra.Command {
 	return cmd
 }
 
-func dialRouter(what string) (*control.Client, error) {
+func dialRouter(what string) (*control.Client, string, error) {
 	dir, err := control.Dir()
 	if err != nil {
-		return nil, FailedError(fmt.Errorf("shadow %s: %w", what, err))
+		return nil, "", FailedError(fmt.Errorf("shadow %s: %w", what, err))
 	}
 	rc, err := control.Dial(dir)
 	if err != nil {
-		return nil, FailedError(fmt.Errorf("shadow %s: %w", what, err))
+		return nil, "", FailedError(fmt.Errorf("shadow %s: %w", what, err))
 	}
-	return rc, nil
+	return rc, dir, nil
+}
+
+// checkRouterServes refuses (exit 1, as 'hiro status' does) a shadow run
+// on the live router rc when it serves another configuration than
+// g.ConfigPath's and another production (trial 11 R4: the candidate was
+// resolved among the other file's profiles, and that production mirrored).
+// A configuration that does not load is not checked, as in 'hiro status'.
+func checkRouterServes(ctx context.Context, g *Globals, rc *control.Client, dir string) error {
+	cfg, err := config.Load(g.ConfigPath)
+	if err != nil {
+		return nil
+	}
+	st, err := rc.Status(ctx)
+	if err != nil {
+		return FailedError(fmt.Errorf("shadow start: %w", err))
+	}
+	if other := routerServesOther(st, cfg, dir); other != "" {
+		return FailedError(fmt.Errorf("shadow start: refused, nothing started: %s; to shadow that router's production run 'hiro --config %s shadow start ...', or stop it and start 'hiro --config %s serve'",
+			other, st.Config, cfg.Path))
+	}
+	return nil
 }
 
 func runShadowStart(ctx context.Context, g *Globals, cand string, cfg shadow.Config) error {
@@ -119,13 +141,16 @@ func runShadowStart(ctx context.Context, g *Globals, cand string, cfg shadow.Con
 	if err := check.Fill(); err != nil {
 		return UsageErrorf("shadow start: %w", err)
 	}
-	rc, err := dialRouter("start")
+	rc, dir, err := dialRouter("start")
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if err := checkRouterServes(ctx, g, rc, dir); err != nil {
+		return err
+	}
 	st, err := rc.ShadowStart(ctx, control.ShadowStartRequest{Candidate: cand, Config: cfg})
 	if err != nil {
 		return FailedError(fmt.Errorf("shadow start: %w", err))
@@ -148,7 +173,7 @@ func runShadowStart(ctx context.Context, g *Globals, cand string, cfg shadow.Con
 }
 
 func runShadowCall(ctx context.Context, g *Globals, what string, call func(context.Context, *control.Client) (*control.ShadowStatus, error)) error {
-	rc, err := dialRouter(what)
+	rc, _, err := dialRouter(what)
 	if err != nil {
 		return err
 	}

@@ -84,6 +84,22 @@ access_log = "off"
 	if code, out, errs := hiro("shadow", "status"); code != ExitFailed || !strings.Contains(out, "no run since this router started") {
 		t.Errorf("status before a run: %d %q %q", code, out, errs)
 	}
+	// Another configuration, in another folder, whose production (also
+	// named prod, on another port) this router does not serve: its shadow
+	// start is refused as its status is, and nothing starts (trial 11 R4:
+	// it mirrored this router's production to this file's cand).
+	other := filepath.Join(t.TempDir(), "hiro.toml")
+	op := cliFreePort(t)
+	os.WriteFile(other, []byte(fmt.Sprintf("state_dir = \"state\"\n[production]\nbackend = \"prod\"\n[backends.prod]\nengine = \"llamacpp\"\ncommand = %q\nargs = [\"--port\", \"%d\"]\nport = %d\nmodel = \"fake-model\"\n[backends.cand]\nengine = \"llamacpp\"\nunmanaged = true\nbase_url = \"http://127.0.0.1:%d\"\nmodel = \"cand-model\"\n", fake, op, op, candPort)), 0o644)
+	var oout, oerr bytes.Buffer
+	if code := Run(context.Background(), []string{"--config", other, "shadow", "start", "cand", "--share", "1"}, &oout, &oerr); code != ExitFailed ||
+		!strings.Contains(oerr.String(), "no hiro serve runs for "+other) || !strings.Contains(oerr.String(), "serves "+cfg) ||
+		!strings.Contains(oerr.String(), "run 'hiro --config "+cfg+" shadow start") || oout.Len() != 0 {
+		t.Errorf("shadow start for another configuration: exit %d\n%s%s", code, oout.String(), oerr.String())
+	}
+	if code, out, errs := hiro("shadow", "status"); code != ExitFailed || !strings.Contains(out, "no run since this router started") {
+		t.Errorf("a run started after the refusal: %d %q %q", code, out, errs)
+	}
 	code, out, errs := hiro("shadow", "start", "cand", "--share", "1", "--max-pairs", "150", "--min-pairs", "150", "--queue", "256")
 	if code != ExitOK || !strings.Contains(out, "mirroring 100 % of production prod's chat and completion requests to cand (on this machine)") {
 		t.Fatalf("start: %d %q %q", code, out, errs)

@@ -71,11 +71,9 @@ func runStatus(ctx context.Context, g *Globals) error {
 	}
 	warning := ""
 	if cfg, err := config.Load(g.ConfigPath); err == nil {
-		if st.Config != cfg.Path && !servesProductionOf(st, cfg) {
-			// The one router of this user serves another configuration and
-			// another production: its status is not this configuration's.
-			return FailedError(fmt.Errorf("status: no hiro serve runs for %s: the running one (pid %d, %s) serves %s, production %s at %s; one router runs per user at a time (its control socket is %s)",
-				cfg.Path, st.PID, st.Listen, st.Config, st.Production.Name, st.Production.BaseURL, control.SocketPath(dir)))
+		if other := routerServesOther(st, cfg, dir); other != "" {
+			// Its status is not this configuration's.
+			return FailedError(fmt.Errorf("status: %s", other))
 		}
 		if a, err := production.Resolve(cfg); err == nil && a != nil && a.Profile != nil &&
 			lease.ProductionKey(a.Profile.BaseURL) == lease.ProductionKey(st.Production.BaseURL) {
@@ -101,6 +99,20 @@ func runStatus(ctx context.Context, g *Globals) error {
 		return Silent(ExitFailed)
 	}
 	return nil
+}
+
+// routerServesOther says, as "no hiro serve runs for CFG: the running one
+// (pid, address) serves OTHER, production NAME at URL; ...", why the live
+// router st (its control folder dir) is not cfg's: it serves another
+// configuration file and another production. It is "" when st serves cfg
+// (the same file, or another file naming the same production endpoint).
+// 'hiro status' and 'hiro shadow start' refuse with it (exit 1).
+func routerServesOther(st *control.Status, cfg *config.Config, dir string) string {
+	if st.Config == cfg.Path || servesProductionOf(st, cfg) {
+		return ""
+	}
+	return fmt.Sprintf("no hiro serve runs for %s: the running one (pid %d, %s) serves %s, production %s at %s; one router runs per user at a time (its control socket is %s)",
+		cfg.Path, st.PID, st.Listen, st.Config, st.Production.Name, st.Production.BaseURL, control.SocketPath(dir))
 }
 
 // servesProductionOf reports whether the router st serves cfg's active
