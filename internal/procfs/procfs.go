@@ -272,3 +272,16 @@ func Environ(pid int) (func(string) string, error) {
 	}
 	return func(k string) string { return env[k] }, nil
 }
+
+// UnseenHolder names, for a message, the holder of a port that is in use
+// but that no process /proc shows holds: when hiro runs as root it can
+// read every process's descriptors, so the holder is not another user's
+// but a socket in passing (a listener that closed between the bind check
+// and the look in /proc, or one of another network namespace); otherwise
+// it may be another user's process, whose /proc/PID/fd hiro may not read.
+func UnseenHolder() string {
+	if os.Geteuid() == 0 {
+		return "no process hiro can find now (hiro runs as root and sees every process: a listener that has just closed, or one in another network namespace; rerun to check again)"
+	}
+	return "a process hiro cannot inspect (another user's?)"
+}

@@ -469,7 +469,7 @@ func (k Keeper) Attribute(prof *config.Profile) (ok bool, why string) {
 		who = append(who, fmt.Sprintf("pid %d (%s, process group %d)", h.PID, h.Comm, h.PGID))
 	}
 	if unseen > 0 || len(who) == 0 {
-		who = append(who, "a process hiro cannot inspect (another user's?)")
+		who = append(who, procfs.UnseenHolder())
 	}
 	rec := "no live state record of hiro's names it"
 	if found == FoundOwn || found == FoundForeign {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -204,7 +205,7 @@ func candidatePortHeld(cfg *config.Config, cand, prod *config.Profile, exclusive
 			}
 		}
 	}
-	who := "a process hiro cannot inspect (another user's?)"
+	who := procfs.UnseenHolder()
 	if len(u.Holders) > 0 {
 		parts := make([]string, len(u.Holders))
 		for i, h := range u.Holders {
