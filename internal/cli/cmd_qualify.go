@@ -103,6 +103,9 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		}
 		return UsageError(err)
 	}
+	if note := planConfigWins(c, g, plan, cfg); note != "" {
+		fmt.Fprintf(g.Stderr, "hiro: qualify: note: %s\n", note)
+	}
 	// What the run would trip on that this machine decides now (a key
 	// variable unset, the candidate's port held): refused before
 	// anything is started or stopped, by --check and the run alike.
@@ -255,4 +258,41 @@ func predictLadder(ctx context.Context, plan *qualify.Plan, cfg *config.Config, 
 		}
 	}
 	return out
+}
+
+// planConfigWins says, for one note on stderr, that the configuration
+// the user named (--config, or $HIRO_CONFIG) is not the one qualify
+// reads: the plan names its own config, which wins (docs/plan.md). It is
+// "" when the user named none, the plan names none, or both are one file.
+// Trial 11 R11: the flag was dropped without a word.
+func planConfigWins(c *cobra.Command, g *Globals, plan *qualify.Plan, cfg *config.Config) string {
+	if plan.Config == "" || cfg == nil {
+		return ""
+	}
+	how := "--config"
+	if f := c.Flag("config"); f == nil || !f.Changed {
+		if os.Getenv("HIRO_CONFIG") == "" {
+			return ""
+		}
+		how = "$HIRO_CONFIG"
+	}
+	given, err := filepath.Abs(g.ConfigPath)
+	if err != nil {
+		given = g.ConfigPath
+	}
+	if sameFile(given, cfg.Path) {
+		return ""
+	}
+	return fmt.Sprintf("%s %s is not read: the plan names its own config %q (%s), and the plan's config wins; remove the plan's config key to use %s", how, given, plan.Config, cfg.Path, how)
+}
+
+// sameFile reports whether paths a and b name one file (the same path, or
+// one file reached by links).
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }

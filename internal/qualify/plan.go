@@ -53,7 +53,9 @@ type Plan struct {
 	// Summary is an optional sentence on why the campaign is run.
 	Summary string `toml:"summary"`
 	// Config is the hiro configuration holding the profiles, relative to
-	// the plan; empty means the --config given to hiro.
+	// the plan; empty means the --config given to hiro. It wins over
+	// --config (and $HIRO_CONFIG): qualify says so on stderr when both
+	// name different files.
 	Config string `toml:"config"`
 	// Candidate is the profile under test: a backend of the configuration
 	// (required).
