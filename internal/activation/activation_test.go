@@ -698,3 +698,42 @@ func TestSwitchJournalSlugTakenGetsSuffix(t *testing.T) {
 		t.Fatalf("journal has %d entries (newest %q); want the other's and this switch's", len(j.Entries), title(j))
 	}
 }
+
+// Trial 11 R8: after activation 1 (prod to cand), rollback 2 (back to
+// prod) and a failed activation 3, rollback refuses saying what the last
+// switch did (rollback 2 replaced cand, undoing activation 1) and why
+// nothing is left to return to; it used to say that prod (rollback 2)
+// "replaced no earlier production". The records are written directly:
+// nothing starts.
+func TestRollbackRefusalSaysWhatTheRollbackReplaced(t *testing.T) {
+	w := newWorld(t, false)
+	prod := production.Snap(w.cfg.Backends["prod"], "", production.SourceConfiguration)
+	cand := production.Snap(w.cfg.Backends["cand"], "", "")
+	recs := []*production.Record{
+		{Kind: production.KindActivate, Outcome: production.OutcomeSwitched, Config: w.cfg.Path, From: prod, To: cand,
+			Campaign: "20261203T150913Z-cand-abc123", RollbackTo: prod},
+		{Kind: production.KindRollback, Outcome: production.OutcomeSwitched, Config: w.cfg.Path,
+			From: production.Snap(w.cfg.Backends["cand"], "", "activation 1"), To: production.Snap(w.cfg.Backends["prod"], "", ""), Undid: 1},
+		{Kind: production.KindActivate, Outcome: production.OutcomeFailed, Config: w.cfg.Path,
+			From: production.Snap(w.cfg.Backends["prod"], "", "rollback 2"), To: production.Snap(w.cfg.Backends["cand"], "", ""),
+			Campaign: "20261203T150913Z-cand-abc123", Error: "stopped"},
+	}
+	for _, r := range recs {
+		must(t, production.Append(r))
+	}
+	_, err := activation.Rollback(context.Background(), w.cfg, opts(w))
+	var re *activation.RefusedError
+	if !errors.As(err, &re) {
+		t.Fatalf("rollback: %v, want refused", err)
+	}
+	want := "nothing to roll back to: prod came back by rollback 2, which undid activation 1 and replaced cand; " +
+		"prod is the production this configuration had before any activation, so there is none earlier to return to " +
+		"(a rollback is not undone by another): to switch to cand again, activate its evidence " +
+		"('hiro activate EVIDENCE', as activation 1 did with campaign 20261203T150913Z-cand-abc123)"
+	if re.Msg != want {
+		t.Fatalf("refusal:\n%s\nwant:\n%s", re.Msg, want)
+	}
+	if h, _ := production.History(w.cfg.Path); len(h) != 3 {
+		t.Fatalf("history has %d records after the refusal, want 3", len(h))
+	}
+}

@@ -140,7 +140,7 @@ func Rollback(ctx context.Context, cfg *config.Config, opts Options) (*Outcome, 
 	}
 	target := a.Record.RollbackTo
 	if target == nil {
-		return nil, refuse("", "nothing to roll back to: %s (%s) replaced no earlier production", a.Name, a.Source)
+		return nil, refuse("", "nothing to roll back to: %s", noEarlier(cfg, a))
 	}
 	// The record says where to go back to: only one a trusted key signed.
 	trust, err := opts.Accept.Verify(a.Record.Path, "production record")
@@ -172,6 +172,33 @@ func Rollback(ctx context.Context, cfg *config.Config, opts Options) (*Outcome, 
 		}
 	}
 	return run(ctx, cfg, rec, a.Profile, prof, opts)
+}
+
+// noEarlier says why the active record a has nothing to roll back to:
+// what the record did and, for a rollback (the only record left without
+// a rollback target), that it reached the production from before any
+// activation of cfg, so a switch back needs the evidence again.
+func noEarlier(cfg *config.Config, a *production.Active) string {
+	r := a.Record
+	if r.Kind != production.KindRollback || r.From == nil {
+		return fmt.Sprintf("%s (%s) records no earlier production to return to", a.Name, a.Source)
+	}
+	undone := fmt.Sprintf("record %d", r.Undid)
+	campaign := ""
+	if hist, err := production.History(cfg.Path); err == nil {
+		for _, h := range hist {
+			if h.Seq == r.Undid {
+				if h.Kind == production.KindActivate {
+					undone = fmt.Sprintf("activation %d", h.Seq)
+				}
+				if h.Campaign != "" {
+					campaign = fmt.Sprintf(", as %s did with campaign %s", undone, h.Campaign)
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%s came back by %s, which undid %s and replaced %s; %s is the production this configuration had before any activation, so there is none earlier to return to (a rollback is not undone by another): to switch to %s again, activate its evidence ('hiro activate EVIDENCE'%s)",
+		a.Name, a.Source, undone, r.From.Name, a.Name, r.From.Name, campaign)
 }
 
 func orNone(s string) string {
