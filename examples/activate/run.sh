@@ -47,7 +47,11 @@ step "hiro rollback (back to prod)"
 hiro rollback || exit 1
 hiro backend status
 
-step "stopping the backends"
+# The example's own production goes when it ends (KEEP_PRODUCTION=1
+# keeps it): one line of its own, not backend stop's notice that nothing
+# will start the active production again (as the demo and seed replay).
 hiro backend stop twin >/dev/null 2>&1 || true
-hiro backend stop prod || true
+if [ "${KEEP_PRODUCTION:-0}" != 1 ] && hiro backend stop prod >/dev/null; then
+  step "stopped the example's production (prod); KEEP_PRODUCTION=1 keeps it running"
+fi
 step "done: qualified, activated, rolled back"

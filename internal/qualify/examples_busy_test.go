@@ -151,3 +151,22 @@ func TestExampleScriptsSayAborted(t *testing.T) {
 		t.Errorf("activate: hiro qualify exit 1: exited %d, want 1 saying the candidate did not qualify:\n%s", code, text)
 	}
 }
+
+// examples/activate/run.sh ends by stopping its own production in one
+// line of its own, as the demo and the seed replay do (trial 11 R9: it
+// let backend stop print "nothing will start it again", the trial 10 Q13
+// alarm, after the example's rollback); KEEP_PRODUCTION=1 keeps it.
+func TestActivateScriptSaysItStoppedItsProduction(t *testing.T) {
+	text, code, calls := runExampleScript(t, "activate", 0)
+	if code != 0 || calls[len(calls)-1] != "backend stop prod" {
+		t.Fatalf("exit %d, last hiro call %q; want 0 after stopping production\n%s", code, calls[len(calls)-1], text)
+	}
+	if !strings.Contains(text, "activate-example: stopped the example's production (prod); KEEP_PRODUCTION=1 keeps it running") {
+		t.Errorf("the example does not say it stopped its own production:\n%s", text)
+	}
+	t.Setenv("KEEP_PRODUCTION", "1")
+	text, code, calls = runExampleScript(t, "activate", 0)
+	if code != 0 || calls[len(calls)-1] == "backend stop prod" || strings.Contains(text, "stopped the example's production") {
+		t.Errorf("KEEP_PRODUCTION=1: exit %d, last hiro call %q; want production kept\n%s", code, calls[len(calls)-1], text)
+	}
+}
