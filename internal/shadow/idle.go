@@ -6,14 +6,15 @@ import (
 	"time"
 )
 
-// MaxIdleWait (Config.IdleWait's default) bounds how long a mirror's worker waits for the router to
-// be idle before it sends a request or scores a pair anyway (idleGate).
+// DefaultIdleWait (Config.IdleWait's default) bounds how long a mirror's
+// worker waits for the router to be idle before it sends a request or
+// scores a pair anyway (idleGate).
 // Under a load that never leaves the router idle the mirror then works
 // as without the gate (the gate opens until the router is next idle), so
 // that it keeps pace with production instead of dropping what it cannot
 // hold; 1 ms is about seven client requests of one closed-loop client
 // (BenchmarkShadowOverhead, p50 about 140 µs).
-const MaxIdleWait = time.Millisecond
+const DefaultIdleWait = time.Millisecond
 
 // IdleWaitEnv names the environment variable that turns the idle gate
 // off when set to "0" (the router reads it at a run's start): the mirror

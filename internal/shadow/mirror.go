@@ -71,7 +71,7 @@ type Config struct {
 	// RequestTimeout bounds one mirrored request (0: the default).
 	RequestTimeout config.Duration `json:"request_timeout,omitempty"`
 	// IdleWait bounds how long the mirror's work waits for a moment
-	// without a client request in flight in the router (0: MaxIdleWait;
+	// without a client request in flight in the router (0: DefaultIdleWait;
 	// see idleGate). Only a router's run waits (StartWith's busy).
 	IdleWait config.Duration `json:"idle_wait,omitempty"`
 }
@@ -122,10 +122,10 @@ func (c *Config) Fill() error {
 		c.RequestTimeout.Duration = DefaultRequestTimeout
 	}
 	if c.IdleWait.Duration == 0 {
-		c.IdleWait.Duration = MaxIdleWait
+		c.IdleWait.Duration = DefaultIdleWait
 	}
 	if c.IdleWait.Duration < 0 || c.IdleWait.Duration > time.Minute {
-		return fmt.Errorf("shadow idle_wait %s: use a positive duration up to 1m (default %s)", c.IdleWait.Duration, MaxIdleWait)
+		return fmt.Errorf("shadow idle_wait %s: use a positive duration up to 1m (default %s)", c.IdleWait.Duration, DefaultIdleWait)
 	}
 	return nil
 }
@@ -344,7 +344,7 @@ func Start(cfg Config, cand *config.Profile, production string) (*Mirror, error)
 // busy, when not nil, is the router's count of client requests in
 // flight: a worker then sends a request and scores a pair only while it
 // is 0 (the router calls Idle when it falls to 0), or after waiting
-// MaxIdleWait for that (see idleGate); nil: no waiting, as Start.
+// cfg.IdleWait for that (see idleGate); nil: no waiting, as Start.
 func StartWith(cfg Config, cand *config.Profile, production string, tr http.RoundTripper, busy func() int64) (*Mirror, error) {
 	if err := cfg.Fill(); err != nil {
 		return nil, err
@@ -544,11 +544,9 @@ func (m *Mirror) worker() {
 	defer m.wg.Done()
 	buf := sendBuf{oneShot: m.oneShot}
 	defer buf.close()
-	var idle *time.Timer // the gate's bound on a wait, reused
 	if m.gate != nil {
-		idle = time.NewTimer(time.Hour)
-		idle.Stop()
-		buf.idle = idle
+		buf.idle = time.NewTimer(time.Hour) // the gate's bound on a wait, reused
+		buf.idle.Stop()
 	}
 	for {
 		select {
