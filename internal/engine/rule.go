@@ -89,7 +89,9 @@ type Rule struct {
 	// Crash marks an engine crash while serving that names no cause by
 	// itself ("Scheduler hit an exception"); with Class engine_died. The
 	// classifier refines it from context: structured_output_crash when a
-	// grammar backend was in use and requests were being served.
+	// grammar backend was in use and requests were being served. A
+	// crash rule of another class keeps it, unless its line was logged
+	// while serving and the server outlived it (the request failed).
 	Crash bool
 	// Fatal marks a crash line that reports the death of the process
 	// that printed it or a failure it cannot go on after (a signal, an

@@ -45,8 +45,10 @@ var pythonSignatures = family("python", []Rule{
 	// intel_extension_for_pytorch, TPUs' torch_xla, Neuron's
 	// torch_neuronx, vllm-ascend's plugin): the host lacks the device's
 	// software stack, or the profile names a device this host has not
+	// (a crash: imported lazily on a request's path it is that request
+	// failing, verdict.lazyCrash)
 	{Name: "python/no-device-plugin-module", Text: "No module named", Pattern: regexp.MustCompile(`No module named '(dlinfer|torch_npu|torch_mlu|torch_musa|torch_gcu|habana_frameworks|intel_extension_for_pytorch|torch_xla|torch_neuronx|vllm_ascend)\b`),
-		Class: failure.ClassHostCapability, NextStep: devicePluginStep},
+		Class: failure.ClassHostCapability, Crash: true, NextStep: devicePluginStep},
 	// Or: a package the install never got (a requirement skipped) is
 	// invalid_configuration, one of another version engine_died; the
 	// line names only the module (docs/vocabulary.md "A broken install")

@@ -432,6 +432,8 @@ func giveLine(v *verdict) {
 	f.Class = v.structuredRefine(f.Class)
 	if f.Class == failure.ClassEngineDied && c.crash {
 		v.crashRefine()
+	} else if c.crash && !isStructured(f.Class) {
+		v.lazyCrash()
 	}
 	// The engine outlived the line and went on: the failure shows where
 	// it stopped (a CPU fallback found at ready, a supervisor's stop
@@ -510,6 +512,21 @@ func (v *verdict) crashRefine() {
 	case v.stayedUp && !c.fatal && !v.childDied && c.phase.Index() >= failure.PhaseReadyWait.Index():
 		f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseInference
 	}
+}
+
+// lazyCrash: a crash rule of a class of its own (a device plugin's
+// module missing: host_capability) logged while the server served and
+// outlived it is an import made lazily on a request's path (r10: vLLM's
+// CPU attention importing intel_extension_for_pytorch on the first
+// completion): the host started the server, so the request failed, and
+// the rule's own class is only the other reading (weak).
+func (v *verdict) lazyCrash() {
+	f, c := v.f, v.cand
+	if !v.served || !v.stayedUp || c.fatal || v.childDied || c.phase.Index() < failure.PhaseReadyWait.Index() {
+		return
+	}
+	f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseInference
+	v.strength = failure.ConfidenceWeak
 }
 
 // deviceFault reports a line that names a kernel's fault on the device,

@@ -41,6 +41,9 @@ sets=(
   "r8b 45ca3ba internal/engine/heldout-r8b 446598f"
   "r9a c55bf2b internal/engine/heldout-r9a 7fd6c37"
   "r9b c55bf2b internal/engine/heldout-r9b 926b52b"
+  "r10a ef738e0 internal/engine/heldout-r10a d66d4d5"
+  "r10b ef738e0 internal/engine/heldout-r10b 55c13f5"
+  "r10c ef738e0 internal/engine/heldout-r10c"
 )
 
 for s in "${sets[@]}"; do
