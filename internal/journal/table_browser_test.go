@@ -100,3 +100,38 @@ func TestBrowserMeasuresTableFitsTheDesktop(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserWorkBoxesAgreeWithTheirText (issue 26 Q10): on the wide page
+// of the measures table, a gate's box (no table inside) is as wide as the
+// prose it holds, not the page's 76rem with its bullets wrapped at
+// 48rem: at 1280 px no box is more than its padding and indent wider
+// than its widest bullet.
+func TestBrowserWorkBoxesAgreeWithTheirText(t *testing.T) {
+	bin := chromiumPath(t)
+	page, site := publishDemo(t, comparisonsEvidence())
+	probe := filepath.Join(site, "entries", "probe-boxes.html")
+	script := `<script>addEventListener("load",()=>{const out=[];for(const w of document.querySelectorAll(".work")){if(w.querySelector("table"))continue;` +
+		`let li=0;for(const l of w.querySelectorAll("li"))li=Math.max(li,l.getBoundingClientRect().width);` +
+		`if(li>0)out.push(Math.round(w.getBoundingClientRect().width-li))}document.title=out.join(";")})</script></body>`
+	if err := os.WriteFile(probe, []byte(strings.Replace(page, "</body>", script, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
+		"--window-size=1280,1000", "--virtual-time-budget=2000", "--dump-dom", "file://"+probe).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	got := domTitle(t, string(out))
+	if got == "" {
+		t.Fatal("no gate box with bullets laid out")
+	}
+	// padding 1rem a side and the list's 1.2rem indent: 51 px at 16 px a rem
+	for _, v := range strings.Split(got, ";") {
+		var n int
+		if _, err := fmt.Sscan(v, &n); err != nil || n > 60 {
+			t.Errorf("a gate box is %s px wider than its widest bullet at 1280 px (boxes: %s): box and text disagree", v, got)
+		}
+	}
+}
