@@ -77,6 +77,11 @@ func TestActivateThenRollback(t *testing.T) {
 	if len(j.Entries) != 1 || j.Entries[0].Title != want {
 		t.Fatalf("journal entries %d, first %q; want %q", len(j.Entries), title(j), want)
 	}
+	// Its summary says what the title does not: the proof and the way back.
+	if s := j.Entries[0].Summary; strings.Contains(s, "switched from") || !strings.Contains(s, `cand (variant no-exit) was started and verified ready (health`) ||
+		!strings.Contains(s, `READY reply "READY"`) || !strings.HasSuffix(s, "'hiro rollback' returns to prod.") {
+		t.Fatalf("journal summary %q: want the new production's proof and the rollback target, not the title", s)
+	}
 	// The record is the switch's evidence, private.
 	if fi, err := os.Stat(r.Path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("record %s: %v %v", r.Path, fi, err)
@@ -286,6 +291,10 @@ func TestCandidateFailsMidSwitchOldProductionBackAndVerified(t *testing.T) {
 	must(t, err)
 	if !strings.Contains(title(j), "Production stays prod") {
 		t.Fatalf("journal: %q", title(j))
+	}
+	if s := j.Entries[0].Summary; !strings.HasPrefix(s, "The switch stopped after step ") || !strings.Contains(s, r.Error[:min(20, len(r.Error))]) ||
+		!strings.Contains(s, `prod serves (health`) {
+		t.Fatalf("journal summary %q: want the failed step, the error %q and prod's proof", s, r.Error)
 	}
 	if ins, _ := production.Intents(); len(ins) != 0 {
 		t.Fatalf("intent left behind: %+v", ins[0])

@@ -9,6 +9,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/production"
+	"github.com/hiro-dev/hiro/internal/ramp"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 )
 
@@ -43,6 +44,49 @@ func Headline(r *production.Record) string {
 	}
 }
 
+// Summary is what a switch's journal entry says under its Headline: what
+// was decided and on what proof (the new production's readiness, the old
+// one's return, the ramp's end, the error), in one or two sentences that
+// do not repeat the headline.
+func Summary(r *production.Record) string {
+	took := r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond)
+	var b strings.Builder
+	switch r.Outcome {
+	case production.OutcomeSwitched:
+		fmt.Fprintf(&b, "%s was started and verified ready (%s); the %d steps took %s.", label(r.To), verifiedText(r.Verified), len(r.Steps), took)
+		if r.Ramp != nil {
+			fmt.Fprintf(&b, " The router moved the traffic step by step (%s), and the live comparison let each step advance.", shares(r.Ramp))
+		}
+		if r.RollbackTo != nil {
+			fmt.Fprintf(&b, " 'hiro rollback' returns to %s.", label(r.RollbackTo))
+		}
+	case production.OutcomeFailed:
+		fmt.Fprintf(&b, "The switch stopped after %s: %s.", lastStep(r), strings.TrimSuffix(r.Error, "."))
+		if r.Ramp != nil && r.Ramp.Reason != "" {
+			fmt.Fprintf(&b, " The ramp was %s at %s: %s.", r.Ramp.State, ramp.Percent(r.Ramp.Share), strings.TrimSuffix(r.Ramp.Reason, "."))
+		}
+		fmt.Fprintf(&b, " %s serves (%s).", label(r.From), verifiedText(r.Restored))
+	case production.OutcomeRecovered:
+		fmt.Fprintf(&b, "The hiro that began this switch ended before it finished; a later one found its record and settled it in %s.", took)
+	default:
+		fmt.Fprintf(&b, "The switch failed (%s) and putting %s back failed too (%s): no production serves.", strings.TrimSuffix(r.Error, "."), label(r.From), verifiedText(r.Restored))
+	}
+	return b.String()
+}
+
+// lastStep names the switch's failed step, else its last one.
+func lastStep(r *production.Record) string {
+	for _, st := range r.Steps {
+		if !st.OK {
+			return "step " + st.Name
+		}
+	}
+	if n := len(r.Steps); n > 0 {
+		return "step " + r.Steps[n-1].Name
+	}
+	return "no step"
+}
+
 func label(s *production.Snapshot) string {
 	if s == nil {
 		return "(none)"
@@ -71,7 +115,7 @@ func (s *switcher) journal() string {
 		return ""
 	}
 	title := Headline(r)
-	e := &journal.Entry{Timestamp: r.FinishedAt.Truncate(time.Second), Title: title, Summary: title + "."}
+	e := &journal.Entry{Timestamp: r.FinishedAt.Truncate(time.Second), Title: title, Summary: Summary(r)}
 	e.Slug = uniqueSlug(j, journal.Slugify(fmt.Sprintf("production %s %d %s", r.Kind, r.Seq, r.Outcome)))
 	items := make([]string, 0, len(r.Steps))
 	for _, st := range r.Steps {
