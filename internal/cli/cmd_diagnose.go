@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/tidwall/sjson"
@@ -229,6 +230,9 @@ func runDiagnose(ctx context.Context, g *Globals, o *diagnoseOpts, args []string
 		// (a wrong file, a log not flushed yet).
 		return UsageErrorf("diagnose: the log %s is empty (no text in it): nothing to diagnose; give the engine's combined stdout and stderr, or --exit/--signal when the process ended before writing a line", path)
 	}
+	if n, of := seen.binary(); n > 0 {
+		return UsageErrorf("diagnose: the log %s is not text (%d of its first %d bytes are neither printable text nor white space): nothing to diagnose; give the engine's log file, not a binary or compressed one (zcat or xzcat it into diagnose -)", path, n, of)
+	}
 	var dev *engine.ServingDevice
 	if d.Device.Kind != "" {
 		dev = &d.Device
@@ -247,8 +251,39 @@ func runDiagnose(ctx context.Context, g *Globals, o *diagnoseOpts, args []string
 	}
 	if h := otherKindsHint(seen, o.Engine, d.Failure, engine.DiagnoseOptions{Exit: exit, RequiresAccelerator: o.RequiresAccelerator}); h != "" {
 		fmt.Fprintln(g.Stdout, h)
+	} else if h := resembleHint(seen, o.Engine); h != "" {
+		fmt.Fprintln(g.Stdout, h)
 	}
 	return nil
+}
+
+// resembleHint is a line saying the log holds none of its kind's own
+// phase lines but several of another kind's (engine.Resemble): most
+// likely the wrong --engine, whose advice the verdict gave; the kinds
+// that share the most such lines (llama.cpp's derivatives share its
+// loader's) are all named. "" when the kind is openai (only generic
+// lines), its own lines are there, or no other kind's are.
+func resembleHint(seen *textSeen, kind string) string {
+	if kind == "openai" || seen == nil || seen.cut || !seen.text {
+		return ""
+	}
+	rs := engine.Resemble(seen.kept)
+	for _, r := range rs {
+		if r.Kind == kind {
+			return ""
+		}
+	}
+	if len(rs) == 0 {
+		return ""
+	}
+	var kinds []string
+	for _, r := range rs {
+		if r.Lines == rs[0].Lines {
+			kinds = append(kinds, "--engine "+r.Kind)
+		}
+	}
+	return fmt.Sprintf("hint: this log has none of %s's own lines but %d of another kind's (such as %q): if that engine wrote it, run again with %s (this verdict's advice is for %s)",
+		kind, rs[0].Lines, rs[0].Example, strings.Join(kinds, " or "), kind)
 }
 
 // textSeen passes a log through, noting whether it held anything but
@@ -260,6 +295,37 @@ type textSeen struct {
 	text bool
 	kept []byte
 	cut  bool
+}
+
+// binarySample is how many leading bytes binary reads, and binaryShare
+// the share of them that must be control bytes or invalid UTF-8 for the
+// log to be binary: a log with a stray escape or a NUL run from a crashed
+// write stays a log.
+const (
+	binarySample = 8 << 10
+	binaryShare  = 0.3
+)
+
+// binary reports how many of the kept log's first binarySample bytes are
+// control bytes (but tab, newline, carriage return and escape) or
+// invalid UTF-8, and of how many, when that share is above binaryShare;
+// 0 otherwise (or when the log was not kept).
+func (t *textSeen) binary() (bad, of int) {
+	b := t.kept
+	if len(b) > binarySample {
+		b = b[:binarySample]
+	}
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 || r < 0x20 && r != '\t' && r != '\n' && r != '\r' && r != 0x1b || r == 0x7f {
+			bad += size
+		}
+		i += size
+	}
+	if len(b) == 0 || float64(bad) <= binaryShare*float64(len(b)) {
+		return 0, 0
+	}
+	return bad, len(b)
 }
 
 // maxKept bounds the log textSeen keeps (16 MiB): a bigger one is not

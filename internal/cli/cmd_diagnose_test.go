@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"os"
@@ -189,6 +190,14 @@ func TestDiagnoseUsage(t *testing.T) {
 	os.WriteFile(log, []byte("main: loading model\n"), 0o644)
 	empty := filepath.Join(t.TempDir(), "empty.log")
 	os.WriteFile(empty, []byte("\n \n"), 0o644)
+	// a compressed log (trial 12's S4: random bytes read as a log printed
+	// a 1.5 KB last line of escapes)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(bytes.Repeat([]byte("llama_model_load: error loading model: unable to allocate CUDA0 buffer\n"), 40))
+	zw.Close()
+	binary := filepath.Join(t.TempDir(), "engine.log.gz")
+	os.WriteFile(binary, gz.Bytes(), 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -202,6 +211,7 @@ func TestDiagnoseUsage(t *testing.T) {
 		{[]string{"diagnose", log, "--engine", "vllm", "--exit", "300"}, "0 to 255"},
 		{[]string{"diagnose", "--engine", "vllm"}, "diagnose: give one engine log file, or case-set directories with --coverage (got 0 arguments), e.g. hiro diagnose"},
 		{[]string{"diagnose", empty, "--engine", "vllm"}, "is empty (no text in it): nothing to diagnose"},
+		{[]string{"diagnose", binary, "--engine", "llamacpp"}, "engine.log.gz is not text"},
 	} {
 		var out, errb bytes.Buffer
 		code := Run(context.Background(), c.args, &out, &errb)
@@ -414,5 +424,32 @@ func TestDiagnoseHintsTheEngineThatExplainsIt(t *testing.T) {
 	os.WriteFile(quiet, []byte("hello\n"), 0o644)
 	if got := run(quiet, "--engine", "ollama"); strings.Contains(got, "hint:") {
 		t.Errorf("a log no kind explains: a hint:\n%s", got)
+	}
+}
+
+// A log whose verdict is strong under the wrong --engine (a llama-server
+// CUDA OOM read as vLLM's, with vLLM's advice: trial 12's S3) holds none
+// of that kind's own lines: diagnose says which kinds' lines it holds;
+// with the right kind, or as openai, there is no hint.
+func TestDiagnoseHintsTheEngineWhoseLinesItHolds(t *testing.T) {
+	run := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), append([]string{"diagnose"}, args...), &out, &errb); code != ExitOK {
+			t.Fatalf("diagnose %v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	log := filepath.Join(t.TempDir(), "llama-server.log")
+	os.WriteFile(log, []byte("llama_model_loader: loaded meta data with 30 key-value pairs and 291 tensors from /models/m.gguf\n"+
+		"ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8566.04 MiB on device 0: cudaMalloc failed: out of memory\n"+
+		"llama_model_load: error loading model: unable to allocate CUDA0 buffer\n"), 0o644)
+	got := run(log, "--engine", "vllm", "--exit", "1")
+	if !strings.Contains(got, "gpu_oom") || !strings.Contains(got, "hint: this log has none of vllm's own lines") || !strings.Contains(got, "--engine llamacpp") {
+		t.Errorf("wrong --engine: no hint naming llamacpp:\n%s", got)
+	}
+	for _, kind := range []string{"llamacpp", "openai"} {
+		if got := run(log, "--engine", kind, "--exit", "1"); strings.Contains(got, "hint:") {
+			t.Errorf("--engine %s: a hint:\n%s", kind, got)
+		}
 	}
 }
