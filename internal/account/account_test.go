@@ -302,3 +302,30 @@ func TestEngineVersionIsTheCandidatesKind(t *testing.T) {
 		t.Errorf("serving items of a llamacpp candidate:\n%s", items)
 	}
 }
+
+// TestTerminalTableAligns (trial 12's S8): the terminal's gate table
+// keeps its result column in one place whatever the status words'
+// lengths ("passed", "not run", "inconclusive").
+func TestTerminalTableAligns(t *testing.T) {
+	sr := &evidence.SemanticResult{CorpusName: "c", Tolerance: 0.05, Outcome: evidence.StatusInconclusive}
+	e := &evidence.Evidence{Verdict: evidence.VerdictInconclusive, Candidate: "cand",
+		Gates: []evidence.Gate{{ID: "launch", Kind: "launch", Status: evidence.StatusPassed},
+			{ID: "semantic", Kind: "semantic", Status: evidence.StatusInconclusive, Semantic: sr}}}
+	a := Build(e)
+	col := -1
+	for _, line := range strings.Split(Terminal(e), "\n") {
+		for _, v := range a.Validation {
+			if !strings.HasPrefix(line, "  "+v.Check) || v.Result == "" {
+				continue
+			}
+			at := strings.LastIndex(line, v.Result)
+			if col >= 0 && at != col {
+				t.Errorf("result column at %d, then %d:\n%s", col, at, Terminal(e))
+			}
+			col = at
+		}
+	}
+	if col < 0 {
+		t.Fatalf("no gate line found:\n%s", Terminal(e))
+	}
+}

@@ -114,12 +114,13 @@ func Terminal(e *evidence.Evidence) string {
 	a := Build(e)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n%s\n\n", a.Subtitle, a.Summary)
-	w := 0
+	w, sw := 0, 0
 	for _, v := range a.Validation {
 		w = max(w, len([]rune(v.Check)))
+		sw = max(sw, len(StatusText(v.Status)))
 	}
 	for _, v := range a.Validation {
-		fmt.Fprintf(&b, "  %-*s  %-7s  %s\n", w, v.Check, StatusText(v.Status), v.Result)
+		fmt.Fprintf(&b, "  %-*s  %-*s  %s\n", w, v.Check, sw, StatusText(v.Status), v.Result)
 	}
 	if len(a.NextSteps) > 0 {
 		b.WriteString("\nnext steps:\n")
