@@ -563,7 +563,42 @@ func typeHint(data []byte, msg, key string) string {
 	case strings.Contains(msg, "expected table but found"):
 		return tableHint(key)
 	}
+	if h := MismatchHint(msg); h != "" {
+		return h
+	}
 	return "fix the value's type (strings in quotes, numbers and booleans bare)"
+}
+
+// reMismatch reads the TOML library's type mismatch ("incompatible
+// types: TOML value has type string; destination has type float").
+var reMismatch = regexp.MustCompile(`TOML value has type (\w+); destination has type (\w+)`)
+
+// MismatchHint says, for the TOML library's type mismatch in msg, what
+// was expected and how to write it ("a number is expected, not a
+// string: write it without quotes, e.g. 0.05"); "" when msg is not one
+// or the destination is an array or table (typeHint and tableHint say
+// those).
+func MismatchHint(msg string) string {
+	m := reMismatch.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	found := map[string]string{"string": "a string", "int64": "an integer", "float64": "a float", "bool": "a boolean",
+		"[]interface {}": "an array", "map[string]interface {}": "a table"}[m[1]]
+	if found == "" {
+		found = "a " + m[1]
+	}
+	switch dst := m[2]; {
+	case strings.HasPrefix(dst, "float"):
+		return "a number is expected, not " + found + ": write it bare, without quotes, e.g. 0.05"
+	case strings.HasPrefix(dst, "int"), strings.HasPrefix(dst, "uint"):
+		return "a whole number is expected, not " + found + ": write it bare, without quotes, e.g. 20"
+	case dst == "bool":
+		return "true or false is expected, not " + found + ": write it bare, without quotes"
+	case dst == "string":
+		return "a string is expected, not " + found + `: write it in double quotes`
+	}
+	return ""
 }
 
 // tableHint says how to write the table at the dotted key where another

@@ -426,3 +426,21 @@ func TestEveryMistakeAtOnce(t *testing.T) {
 		t.Errorf("multi-line bad value: %v", err)
 	}
 }
+
+// TestMismatchHint (trial 12's S5): the TOML library's type mismatch gets
+// hiro's words for what to write, by the destination's type.
+func TestMismatchHint(t *testing.T) {
+	for msg, want := range map[string]string{
+		"incompatible types: TOML value has type string; destination has type float":   "a number is expected, not a string: write it bare",
+		"incompatible types: TOML value has type string; destination has type integer": "a whole number is expected, not a string",
+		"incompatible types: TOML value has type int64; destination has type string":   "a string is expected, not an integer: write it in double quotes",
+		"incompatible types: TOML value has type string; destination has type bool":    "true or false is expected, not a string",
+		"incompatible types: TOML value has type string; destination has type slice":   "",
+		"line 3: expected newline": "",
+	} {
+		got := MismatchHint(msg)
+		if want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("MismatchHint(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}

@@ -193,7 +193,7 @@ func TestCheckCountsGatesInTheSingular(t *testing.T) {
 func TestWrongTypeInAGateIsAPlanError(t *testing.T) {
 	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
 	for _, tc := range []struct{ gates, want string }{
-		{"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequests = \"20\"\n", "gates[1].requests: sequential gate: incompatible types"},
+		{"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\nrequests = \"20\"\n", "gates[1].requests: sequential gate: incompatible types: TOML value has type string; destination has type integer; a whole number is expected, not a string: write it bare"},
 		{"[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"sequential\"\ntimeout = \"1 m\"\n", "gates[1].timeout: invalid duration \"1 m\""},
 		{"exclusive = false\n[[gates]]\nkind = \"launch\"\n[[gates]]\nkind = \"shadow\"\nmax_pairs = \"10\"\n", "gates[1].max_pairs: shadow gate: incompatible types"},
 	} {
@@ -275,5 +275,17 @@ func TestPlanErrorsNameTheGateID(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the errors lack %q:\n%v", want, err)
 		}
+	}
+}
+
+// A plan naming no candidate is told the profiles it can name, production
+// not among them (trial 12's S6: an empty plan suggested prod).
+func TestMissingCandidateSuggestsNotProduction(t *testing.T) {
+	e := newEnv(t, []string{"--reply", "READY"}, "", nil)
+	plan := filepath.Join(e.dir, "nocand.toml")
+	must(t, os.WriteFile(plan, []byte("title = \"t\"\nconfig = \"hiro.toml\"\n[[gates]]\nkind = \"launch\"\n"), 0o644))
+	_, _, err := qualify.LoadPlan(plan, e.cfgPath)
+	if err == nil || !strings.Contains(err.Error(), "candidate: missing; name the backend profile under test (one of cand; prod is production)") {
+		t.Fatalf("error %v, want the profiles but production", err)
 	}
 }

@@ -299,7 +299,7 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 		add("title", "missing; give the campaign a title (it heads the evidence and the report)")
 	}
 	if p.Candidate == "" {
-		add("candidate", "missing; name the backend profile under test (one of %s)", strings.Join(cfg.BackendNames(), ", "))
+		add("candidate", "missing; %s", candidateChoices(cfg, p.Production))
 	} else if _, err := cfg.Backend(p.Candidate); err != nil {
 		add("candidate", "names %q, which is not a backend profile of %s%s; known: %s", p.Candidate, cfg.Path, config.DidYouMean(p.Candidate, cfg.BackendNames()), strings.Join(cfg.BackendNames(), ", "))
 	}
@@ -493,6 +493,9 @@ func valueError(key string, err error) string {
 			msg = "key " + m[1] + ": " + msg
 		}
 	}
+	if h := config.MismatchHint(msg); h != "" {
+		msg += "; " + h
+	}
 	return msg
 }
 
@@ -576,6 +579,25 @@ func decodeGate(file string, i int, m map[string]any) (*GateSpec, config.Errors)
 	return g, es
 }
 
+// candidateChoices says which profiles a missing candidate can name: the
+// configuration's backend profiles but production (the plan's, else the
+// configuration's), or that there is none to try.
+func candidateChoices(cfg *config.Config, prod string) string {
+	if prod == "" {
+		prod = production.Name(cfg)
+	}
+	var others []string
+	for _, n := range cfg.BackendNames() {
+		if n != prod {
+			others = append(others, n)
+		}
+	}
+	if len(others) == 0 {
+		return fmt.Sprintf("name the backend profile under test; %s has none besides production %s: add a [backends.NAME] profile for the candidate", cfg.Path, prod)
+	}
+	return fmt.Sprintf("name the backend profile under test (one of %s; %s is production)", strings.Join(others, ", "), prod)
+}
+
 // reDecodeLine is the position the TOML decoder gives: a line of the
 // gate's table re-encoded alone, not of the plan file.
 var reDecodeLine = regexp.MustCompile(`^line \d+ \(last key "([^"]*)"\): `)
@@ -586,6 +608,9 @@ func gateDecodeError(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "toml: ")
 	if m := reDecodeLine.FindStringSubmatch(msg); m != nil {
 		msg = "key " + m[1] + ": " + msg[len(m[0]):]
+	}
+	if h := config.MismatchHint(msg); h != "" {
+		msg += "; " + h
 	}
 	return msg
 }
