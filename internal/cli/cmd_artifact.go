@@ -64,7 +64,7 @@ repository id or directory); 3 interrupted.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Dir, "dir", "", "model directory, or Hugging Face cache models--ORG--NAME[/snapshots/REV] (required)")
-	f.StringVar(&o.Repo, "repo", "", "upstream repository id, ORG/NAME (required)")
+	f.StringVar(&o.Repo, "repo", "", "upstream repository id: ORG/NAME, or NAME for the hub's legacy ids such as gpt2 (required)")
 	f.StringVar(&o.Revision, "revision", "", "upstream commit, 40 hex digits (required)")
 	f.StringVar(&o.Out, "out", "", "manifest file to write (default: stdout)")
 	f.IntVar(&o.Workers, "workers", 0, "files hashed at once (default: number of CPUs)")
