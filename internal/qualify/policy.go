@@ -63,7 +63,10 @@ func (p *Plan) uncovered(require []string) (missing []string, onlySkipped map[st
 // CorpusWarnings are the plan's semantic gates whose corpus has fewer
 // documents than the latest campaign on that corpus (same digest, in the
 // plan's evidence folder) said a decision needs: one sentence each, with
-// the campaign's id.
+// the campaign's id, the measure whose need is the largest (the number
+// is that measure's, evidence.Comparison.DocumentsNeeded) and, when
+// another measure failed and so decided that campaign's gate, that
+// measure with its own need.
 func (p *Plan) CorpusWarnings() []string {
 	var out []string
 	for _, spec := range p.Gates {
@@ -75,21 +78,44 @@ func (p *Plan) CorpusWarnings() []string {
 		if err != nil {
 			continue
 		}
-		id, need := lastNeed(p.EvidenceDir, m.Digest)
-		if need > m.Documents {
-			out = append(out, fmt.Sprintf("gate %s: corpus %s has %d documents, but campaign %s on it said about %d are needed to tell a drop of the tolerance; freeze a larger corpus or expect inconclusive", spec.ID, m.Name, m.Documents, id, need))
+		n := lastNeed(p.EvidenceDir, m.Digest)
+		if n.need <= m.Documents {
+			continue
 		}
+		w := fmt.Sprintf("gate %s: corpus %s has %d documents, but campaign %s on it said about %d are needed to tell a drop of the tolerance in %s", spec.ID, m.Name, m.Documents, n.id, n.need, n.measure)
+		if n.decided != "" && n.decided != n.measure {
+			w += fmt.Sprintf(" (%s decided that campaign's gate: it failed, and needed %s)", n.decided, neededWords(n.decidedNeed))
+		}
+		out = append(out, w+"; freeze a larger corpus or expect inconclusive")
 	}
 	return out
 }
 
+// neededWords is a comparison's DocumentsNeeded in words: "about N
+// documents", or, for -1, that no count would decide.
+func neededWords(n int) string {
+	if n < 0 {
+		return "no count of documents decides it"
+	}
+	return fmt.Sprintf("about %d", n)
+}
+
+// corpusNeed is what lastNeed found: the campaign, its measure of the
+// largest DocumentsNeeded with that number, and the first failed measure
+// (the one that decided its gate; empty when none failed) with its own.
+type corpusNeed struct {
+	id, measure, decided string
+	need, decidedNeed    int
+}
+
 // lastNeed reads the campaigns under dir (newest id first) and returns
-// the first one with a semantic gate on the corpus digest, with the most
-// documents any of its comparisons needs; need 0 when none says.
-func lastNeed(dir, digest string) (id string, need int) {
+// the first one with a semantic gate on the corpus digest, with the
+// measure that needs the most documents of any of its comparisons; need
+// 0 when none says.
+func lastNeed(dir, digest string) corpusNeed {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return "", 0
+		return corpusNeed{}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() > ents[j].Name() })
 	for _, d := range ents {
@@ -104,11 +130,17 @@ func lastNeed(dir, digest string) (id string, need int) {
 			if g.Semantic == nil || g.Semantic.CorpusDigest != digest || len(g.Semantic.Comparisons) == 0 {
 				continue
 			}
+			n := corpusNeed{id: e.ID}
 			for _, c := range g.Semantic.Comparisons {
-				need = max(need, c.DocumentsNeeded)
+				if c.DocumentsNeeded > n.need {
+					n.need, n.measure = c.DocumentsNeeded, c.Measure
+				}
+				if c.Outcome == evidence.StatusFailed && n.decided == "" {
+					n.decided, n.decidedNeed = c.Measure, c.DocumentsNeeded
+				}
 			}
-			return e.ID, need
+			return n
 		}
 	}
-	return "", 0
+	return corpusNeed{}
 }

@@ -33,7 +33,10 @@ func TestPlanNeverActivates(t *testing.T) {
 
 // TestCorpusWarnings: when the latest campaign on a corpus said more
 // documents are needed than the corpus has, --check's warning names the
-// gate, the corpus, the campaign and the number.
+// gate, the corpus, the campaign, the number and the measure it is for;
+// when another measure failed (and so decided the gate), that measure
+// is named with its own need, so that the larger number is not read as
+// the decision's.
 func TestCorpusWarnings(t *testing.T) {
 	mini, _ := filepath.Abs("../../corpora/hiro-mini")
 	e := newEnv(t, nil, "", nil)
@@ -45,14 +48,25 @@ func TestCorpusWarnings(t *testing.T) {
 	}
 	m, err := corpus.ReadManifest(mini)
 	must(t, err)
-	ev := &evidence.Evidence{Schema: evidence.SchemaID, ID: "20261201T100000Z-cand", Gates: []evidence.Gate{{ID: "semantic", Kind: "semantic", Status: evidence.StatusInconclusive,
-		Semantic: &evidence.SemanticResult{CorpusDigest: m.Digest, Comparisons: []evidence.Comparison{{Measure: "f1", DocumentsNeeded: 16}, {Measure: "grounding_rate"}}}}}}
-	dir := filepath.Join(p.EvidenceDir, ev.ID)
-	must(t, os.MkdirAll(dir, 0o755))
-	b, _ := json.Marshal(ev)
-	must(t, os.WriteFile(filepath.Join(dir, evidence.PublicFile), b, 0o644))
+	write := func(id string, cs []evidence.Comparison) {
+		ev := &evidence.Evidence{Schema: evidence.SchemaID, ID: id, Gates: []evidence.Gate{{ID: "semantic", Kind: "semantic", Status: evidence.StatusInconclusive,
+			Semantic: &evidence.SemanticResult{CorpusDigest: m.Digest, Comparisons: cs}}}}
+		dir := filepath.Join(p.EvidenceDir, ev.ID)
+		must(t, os.MkdirAll(dir, 0o755))
+		b, _ := json.Marshal(ev)
+		must(t, os.WriteFile(filepath.Join(dir, evidence.PublicFile), b, 0o644))
+	}
+	write("20261201T100000Z-cand", []evidence.Comparison{{Measure: "f1", DocumentsNeeded: 16, Outcome: "inconclusive"}, {Measure: "grounding_rate", Outcome: "passed"}})
 	w := p.CorpusWarnings()
-	if len(w) != 1 || !strings.Contains(w[0], "corpus hiro-mini has 5 documents, but campaign 20261201T100000Z-cand on it said about 16 are needed") {
+	if len(w) != 1 || !strings.Contains(w[0], "corpus hiro-mini has 5 documents, but campaign 20261201T100000Z-cand on it said about 16 are needed to tell a drop of the tolerance in f1; freeze") {
 		t.Fatalf("warnings %q", w)
+	}
+	// The demo's case: f1 failed at 39 documents needed, the schema-valid
+	// rate (passed) would need 1539 for an equal candidate.
+	write("20261202T100000Z-cand", []evidence.Comparison{{Measure: "f1", DocumentsNeeded: 3, Outcome: "failed"}, {Measure: "grounding_rate", DocumentsNeeded: 2, Outcome: "passed"}, {Measure: "schema_valid_rate", DocumentsNeeded: 1539, Outcome: "passed"}})
+	w = p.CorpusWarnings()
+	want := "said about 1539 are needed to tell a drop of the tolerance in schema_valid_rate (f1 decided that campaign's gate: it failed, and needed about 3); freeze"
+	if len(w) != 1 || !strings.Contains(w[0], want) {
+		t.Fatalf("warnings %q, want one containing %q", w, want)
 	}
 }
