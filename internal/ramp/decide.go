@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/stats"
 )
@@ -217,6 +219,8 @@ func Decide(p Policy, in Input) Decision {
 				what = append(what, w)
 			case MeasureInvalid:
 				what = append(what, openRate(c, in.Candidate.Invalid, in.Candidate.Checked, "checked replies invalid", "invalid rate"))
+			case MeasureLatency:
+				what = append(what, openLatency(c, in.Candidate, base, p, checks, conf))
 			default:
 				what = append(what, c.Measure)
 			}
@@ -348,6 +352,54 @@ func latencyCheck(cand, prod []float64, p Policy, conf float64) evidence.RampChe
 		c.Outcome = Passed
 	}
 	return c
+}
+
+// openLatency says what an inconclusive latency check shows and what it
+// waits for: too few successful requests a side for the test
+// (MinLatencySamples), or the shift's interval with its upper bound above
+// the floor, and then about how many candidate requests would pass it
+// (latencyToDecide), or that none would at the shift seen.
+func openLatency(c evidence.RampCheck, cand, base Sample, p Policy, checks int, conf float64) string {
+	if len(cand.LatencyMS) < MinLatencySamples || len(base.LatencyMS) < MinLatencySamples {
+		return fmt.Sprintf("latency: %d successful candidate and %d production requests; the test reads at least %d a side",
+			len(cand.LatencyMS), len(base.LatencyMS), MinLatencySamples)
+	}
+	s := fmt.Sprintf("latency: candidate median %.1f ms against production %.1f ms, a shift of %.1f ms within [%.1f, %.1f]; it passes once the upper bound is within the floor of %.1f ms (the larger of %g ms and %g %% of production's median)",
+		c.Candidate, c.Production, c.Shift, c.Lower, c.Upper, c.Limit, p.LatencyFloorMS, p.LatencyFloorShare*100)
+	if n := latencyToDecide(c, cand.Requests, len(cand.LatencyMS), len(base.LatencyMS), checks, conf); n > 0 {
+		s += fmt.Sprintf("; at the spread seen it would pass from about %d candidate requests (production's growing in step)", n)
+	} else {
+		s += "; at the shift seen no count of requests would pass it"
+	}
+	return s
+}
+
+// latencyToDecide estimates after how many candidate requests (n now,
+// nc and np latencies a side) the latency check c would pass if both
+// sides' latencies kept the spread and shift seen and production's grew
+// in step: Moses' interval is the pairwise differences' order statistics
+// at nm/2 ∓ z·sqrt(nm(n+m+1)/12), so its upper half-width, as a share of
+// the differences, scales by (z'/z)·sqrt((fN+1)/(N+1))/f when both sides
+// grow by f (N = nc+np), z' at the look that count reaches (lookAt,
+// LookAlpha split between the checks). 0 when the shift is at or above
+// the floor (no count passes it) or the interval has no width.
+func latencyToDecide(c evidence.RampCheck, n, nc, np, checks int, conf float64) int {
+	half := c.Upper - c.Shift
+	if n == 0 || c.Shift >= c.Limit || !(half > 0) {
+		return 0
+	}
+	z := distuv.UnitNormal.Quantile(1 - (1-conf)/2)
+	N := float64(nc + np)
+	passes := func(m int) bool {
+		f := float64(m) / float64(n)
+		zf := distuv.UnitNormal.Quantile(1 - LookAlpha(lookAt(m))/float64(checks))
+		return c.Shift+half*(zf/z)*math.Sqrt((f*N+1)/(N+1))/f <= c.Limit
+	}
+	least, ok := firstPassing(n, 2*n, passes)
+	if !ok {
+		return 0
+	}
+	return least
 }
 
 func medianOf(xs []float64) float64 {

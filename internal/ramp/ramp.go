@@ -236,7 +236,9 @@ func (r *Ramp) end(now time.Time, state, reason string) {
 // Result is the account now, the current step's samples included (the
 // requests answered so far, not only those of the last tick): a hold for
 // too few requests is said from that same sample (countReason), so the
-// count `hiro status` shows and the hold's reason never disagree.
+// count `hiro status` shows and the hold's reason never disagree; any
+// other hold read on fewer requests than the step has now says the look
+// it was and the count of the next.
 func (r *Ramp) Result() evidence.RampResult {
 	res := r.res
 	res.Steps = append([]float64(nil), r.res.Steps...)
@@ -247,6 +249,10 @@ func (r *Ramp) Result() evidence.RampResult {
 		h.Candidate, h.Production = r.cur[SideCandidate].Evidence(), r.cur[SideProduction].Evidence()
 		if c, ok := r.countReason(h.Candidate.Requests); ok && h.Decision == evidence.RampHold {
 			h.Reason = c
+		} else if h.Decision == evidence.RampHold && r.looks > 0 && h.Candidate.Requests > r.lookN {
+			// The reason is the last look's, on fewer requests than
+			// the step has now: say which, and when the next look is.
+			h.Reason += fmt.Sprintf(" (look %d, at %d candidate requests; the next look at %d)", r.looks, r.lookN, max(1, 2*r.lookN))
 		}
 	}
 	return res
