@@ -218,7 +218,9 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 		fmt.Fprintln(w)
 	}
 	if e := r.Extraction; e.Pairs > 0 {
-		fmt.Fprintf(w, "extraction  %d pairs: claims %d / %d (candidate / production), grounded %d / %d, accepted %d / %d, schema-valid %d / %d; agreement %.3f (reported, not gated)\n",
+		// Claims are counted in the scored pairs' replies (a reply holds
+		// any number of them); schema-valid counts replies.
+		fmt.Fprintf(w, "extraction  %d pairs: their replies hold %d / %d claims (candidate / production), %d / %d grounded, %d / %d accepted; %d / %d replies schema-valid; agreement %.3f (reported, not gated)\n",
 			e.Pairs, e.CandidateClaims, e.ProductionClaims, e.CandidateGrounded, e.ProductionGrounded, e.CandidateAccepted, e.ProductionAccepted, e.CandidateSchemaValid, e.ProductionSchemaValid, e.Agreement)
 	}
 	if s := r.Structured; s.Pairs > 0 {

@@ -154,6 +154,22 @@ func TestPrintShadowSaysTheNote(t *testing.T) {
 	}
 }
 
+// TestPrintShadowCountsClaimsNotPairs (trial 11, R7): "10 pairs: claims
+// 10 / 10" read as pairs that returned claims. The extraction line says
+// the claims the pairs' replies hold, apart from the replies that were
+// schema-valid: 4 pairs holding 9 and 7 claims, 4 and 3 valid replies.
+func TestPrintShadowCountsClaimsNotPairs(t *testing.T) {
+	var b strings.Builder
+	r := &shadow.Result{Candidate: "cand", Production: "prod", Share: 1, Pairs: 4, Outcome: "inconclusive",
+		Extraction: evidence.ShadowExtraction{Pairs: 4, CandidateClaims: 9, ProductionClaims: 7, CandidateGrounded: 8, ProductionGrounded: 7,
+			CandidateAccepted: 6, ProductionAccepted: 5, CandidateSchemaValid: 4, ProductionSchemaValid: 3}}
+	printShadow(&b, &control.ShadowStatus{Result: r})
+	want := "extraction  4 pairs: their replies hold 9 / 7 claims (candidate / production), 8 / 7 grounded, 6 / 5 accepted; 4 / 3 replies schema-valid;"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("account lacks %q:\n%s", want, b.String())
+	}
+}
+
 // TestPrintShadowSaysTheCountStopped (issue 26 N7): an ended run's
 // account says its "seen" count stopped when the run ended (at
 // max_pairs, its duration or a stop), so that 8 seen beside 25 requests
