@@ -38,7 +38,15 @@ trap - INT
 # exited 3 itself, so the decision is hiro's exit status: only a verdict
 # (0 qualified, 1 not qualified, 5 inconclusive) is published. 3 (aborted:
 # Ctrl-C, SIGTERM, a harness error) and 4 (production not restored) are
-# never published: a journal entry, once published, stays.
+# never published: a journal entry, once published, stays. A Ctrl-C is
+# told from the other aborts by the campaign's own evidence: its
+# termination_reason says "interrupted by SIGINT".
+if [ "$code" -eq 3 ]; then
+  aborted_dir="$(ls -td "$root"/.hiro/evidence/demo/*/ 2>/dev/null | head -n 1)"
+  if [ -n "$aborted_dir" ] && grep -q '"termination_reason": *"interrupted by SIGINT' "${aborted_dir}evidence.json" 2>/dev/null; then
+    interrupted=1
+  fi
+fi
 if [ "$interrupted" = 1 ] || [ "$code" -eq 3 ] || [ "$code" -eq 4 ]; then
   why="aborted"
   [ "$interrupted" = 1 ] && why="interrupted"

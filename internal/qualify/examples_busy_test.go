@@ -21,7 +21,8 @@ import (
 // runExampleScript runs examples/NAME/run.sh for real under bash in a
 // copy of the tree whose example set-up is a stand-in: hiro records its
 // calls and answers 'qualify' with exit qualifyCode (after writing an
-// evidence folder with its report, unless the code is 6), and 'qualify
+// evidence folder with its report and an evidence.json whose
+// termination_reason is $HIRO_STUB_REASON, unless the code is 6), and 'qualify
 // --check' with $HIRO_STUB_CHECK (default 0). It returns the
 // output, the exit status and the hiro calls, one a line.
 func runExampleScript(t *testing.T, name string, qualifyCode int) (text string, code int, calls []string) {
@@ -47,14 +48,15 @@ hiro() {
         [ "${HIRO_STUB_CHECK:-0}" -eq 6 ] && echo "hiro: qualify --check: the campaign cannot start now: the accelerator is held by campaign X" >&2
         return "${HIRO_STUB_CHECK:-0}"
       fi
-      if [ %d -ne 6 ]; then mkdir -p "$root/.hiro/evidence/%s/1/"; echo "# report" > "$root/.hiro/evidence/%s/1/report.md"; fi
+      if [ %d -ne 6 ]; then mkdir -p "$root/.hiro/evidence/%s/1/"; echo "# report" > "$root/.hiro/evidence/%s/1/report.md"
+        printf '{\n  "termination_reason": "%%s"\n}\n' "${HIRO_STUB_REASON:-}" > "$root/.hiro/evidence/%s/1/evidence.json"; fi
       [ %d -eq 6 ] && echo "hiro: campaign not started: the accelerator is held by campaign X" >&2
       return %d ;;
   esac
   return 0
 }
 example_ports() { plan="$here/plan.toml"; }
-`, log, qualifyCode, name, name, qualifyCode, qualifyCode)), 0o644))
+`, log, qualifyCode, name, name, name, qualifyCode, qualifyCode)), 0o644))
 	out, err := exec.Command(bash, filepath.Join(root, "examples", name, "run.sh")).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -91,6 +93,27 @@ func TestDemoScriptPublishesOnlyAVerdict(t *testing.T) {
 		// something left broken).
 		if !strings.Contains(text, "demo: stopped the demo's production (prod); KEEP_PRODUCTION=1 keeps it running") {
 			t.Errorf("hiro qualify exit %d: the demo does not say it stopped its own production:\n%s", tc.qualify, text)
+		}
+	}
+}
+
+// TestDemoScriptSaysInterrupted (trial 11, R10): a Ctrl-C of the demo
+// said "aborted", exit 3: bash runs no INT trap when hiro qualify handled
+// the SIGINT itself, so the script's "interrupted" and 130 were
+// unreachable. The campaign's evidence says it ("interrupted by SIGINT"):
+// then the demo says interrupted and exits 130; another abort (SIGTERM, a
+// harness error) stays "aborted", exit 3. Neither publishes.
+func TestDemoScriptSaysInterrupted(t *testing.T) {
+	for _, tc := range []struct {
+		reason, want string
+		exit         int
+	}{{"interrupted by SIGINT", "demo: interrupted: hiro qualify exited 3", 130},
+		{"interrupted by SIGTERM", "demo: aborted: hiro qualify exited 3", 3},
+		{"internal error in gate launch", "demo: aborted: hiro qualify exited 3", 3}} {
+		t.Setenv("HIRO_STUB_REASON", tc.reason)
+		text, code, calls := runExampleScript(t, "demo", 3)
+		if code != tc.exit || !strings.Contains(text, tc.want) || strings.Contains(strings.Join(calls, "\n"), "journal add") {
+			t.Errorf("evidence %q: the demo exited %d, want %d saying %q, unpublished:\n%s", tc.reason, code, tc.exit, tc.want, text)
 		}
 	}
 }
