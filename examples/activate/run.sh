@@ -16,6 +16,17 @@ step() { echo "activate-example: $*" >&2; }
 step "starting production (prod)"
 hiro backend stop prod >/dev/null 2>&1 || true
 hiro backend stop twin >/dev/null 2>&1 || true
+# The example's own backends go when it ends, however it ends (an early
+# exit included; KEEP_PRODUCTION=1 keeps production): one line of its
+# own, not backend stop's notice that nothing will start the active
+# production again (as the demo and seed replay).
+stop_example_backends() {
+  hiro backend stop twin >/dev/null 2>&1 || true
+  if [ "${KEEP_PRODUCTION:-0}" != 1 ] && hiro backend stop prod >/dev/null; then
+    step "stopped the example's production (prod); KEEP_PRODUCTION=1 keeps it running"
+  fi
+}
+trap stop_example_backends EXIT
 hiro backend start prod || exit 2
 
 step "qualifying twin (every gate; a few minutes on 2 cores)"
@@ -46,12 +57,4 @@ hiro backend status
 step "hiro rollback (back to prod)"
 hiro rollback || exit 1
 hiro backend status
-
-# The example's own production goes when it ends (KEEP_PRODUCTION=1
-# keeps it): one line of its own, not backend stop's notice that nothing
-# will start the active production again (as the demo and seed replay).
-hiro backend stop twin >/dev/null 2>&1 || true
-if [ "${KEEP_PRODUCTION:-0}" != 1 ] && hiro backend stop prod >/dev/null; then
-  step "stopped the example's production (prod); KEEP_PRODUCTION=1 keeps it running"
-fi
 step "done: qualified, activated, rolled back"

@@ -118,6 +118,19 @@ func TestDemoScriptSaysInterrupted(t *testing.T) {
 	}
 }
 
+// TestActivateScriptStopsItsBackendsOnEarlyExit (issue 26, trial 11
+// leftover): examples/activate/run.sh left its production running when it
+// ended early (qualify not qualified, aborted, inconclusive): it stops its
+// own backends on every exit now, as the demo does.
+func TestActivateScriptStopsItsBackendsOnEarlyExit(t *testing.T) {
+	for _, q := range []int{1, 3, 5} {
+		text, _, calls := runExampleScript(t, "activate", q)
+		if last := calls[len(calls)-1]; last != "backend stop prod" || !strings.Contains(text, "activate-example: stopped the example's production (prod)") {
+			t.Errorf("hiro qualify exit %d: last hiro call %q, want the example's production stopped, said:\n%s", q, last, text)
+		}
+	}
+}
+
 func TestSeedReplayScriptOnBusy(t *testing.T) {
 	text, code, calls := runExampleScript(t, "seed-replay", 6)
 	if code != 6 || !strings.Contains(text, "exited 6") || !strings.Contains(text, "not started") {
