@@ -73,7 +73,7 @@ func newShadowStopCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stop [--json]",
 		Short: "End the shadow run and print its account",
-		Long:  "End the active shadow run and print its account.\n\nExit status: 0 the candidate passed; 1 it failed, the run was inconclusive, or no router runs.",
+		Long:  "End the active shadow run and print its account.\n\nExit status: 0 the candidate passed; 1 it failed, the run was inconclusive, no router runs, or the one running serves another configuration (as in hiro status; its run is left alone).",
 		Args:  needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runShadowCall(c.Context(), g, "stop", func(ctx context.Context, rc *control.Client) (*control.ShadowStatus, error) {
@@ -89,7 +89,7 @@ func newShadowStatusCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [--json]",
 		Short: "Show the active (or last) shadow run's account",
-		Long:  "Show the active (or last) shadow run's account.\n\nExit status: 0 a run is active or its candidate passed; 1 otherwise.",
+		Long:  "Show the active (or last) shadow run's account.\n\nExit status: 0 a run is active or its candidate passed; 1 otherwise, or when the router running serves another configuration (as in hiro status).",
 		Args:  needArgs(0, 0, "", ""),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runShadowCall(c.Context(), g, "status", func(ctx context.Context, rc *control.Client) (*control.ShadowStatus, error) {
@@ -113,23 +113,29 @@ func dialRouter(what string) (*control.Client, string, error) {
 	return rc, dir, nil
 }
 
-// checkRouterServes refuses (exit 1, as 'hiro status' does) a shadow run
-// on the live router rc when it serves another configuration than
-// g.ConfigPath's and another production (trial 11 R4: the candidate was
-// resolved among the other file's profiles, and that production mirrored).
-// A configuration that does not load is not checked, as in 'hiro status'.
-func checkRouterServes(ctx context.Context, g *Globals, rc *control.Client, dir string) error {
+// checkRouterServes refuses (exit 1, as 'hiro status' does) the shadow
+// command what ("start", "stop", "status") on the live router rc when it
+// serves another configuration than g.ConfigPath's and another
+// production (trial 11 R4: the candidate was resolved among the other
+// file's profiles, and that production mirrored; stop ended, and status
+// showed, the other file's run as if it were this one's). A configuration
+// that does not load is not checked, as in 'hiro status'.
+func checkRouterServes(ctx context.Context, g *Globals, rc *control.Client, dir, what string) error {
 	cfg, err := config.Load(g.ConfigPath)
 	if err != nil {
 		return nil
 	}
 	st, err := rc.Status(ctx)
 	if err != nil {
-		return FailedError(fmt.Errorf("shadow start: %w", err))
+		return FailedError(fmt.Errorf("shadow %s: %w", what, err))
 	}
 	if other := routerServesOther(st, cfg, dir); other != "" {
-		return FailedError(fmt.Errorf("shadow start: refused, nothing started: %s; to shadow that router's production run 'hiro --config %s shadow start ...', or stop it and start 'hiro --config %s serve'",
-			other, st.Config, cfg.Path))
+		done := "nothing started"
+		if what != "start" {
+			done = "its shadow run (if any) is untouched"
+		}
+		return FailedError(fmt.Errorf("shadow %s: refused, %s: %s; for that router's shadow run use 'hiro --config %s shadow %s', or stop it and start 'hiro --config %s serve'",
+			what, done, other, st.Config, what, cfg.Path))
 	}
 	return nil
 }
@@ -148,7 +154,7 @@ func runShadowStart(ctx context.Context, g *Globals, cand string, cfg shadow.Con
 	defer rc.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := checkRouterServes(ctx, g, rc, dir); err != nil {
+	if err := checkRouterServes(ctx, g, rc, dir, "start"); err != nil {
 		return err
 	}
 	st, err := rc.ShadowStart(ctx, control.ShadowStartRequest{Candidate: cand, Config: cfg})
@@ -173,13 +179,16 @@ func runShadowStart(ctx context.Context, g *Globals, cand string, cfg shadow.Con
 }
 
 func runShadowCall(ctx context.Context, g *Globals, what string, call func(context.Context, *control.Client) (*control.ShadowStatus, error)) error {
-	rc, _, err := dialRouter(what)
+	rc, dir, err := dialRouter(what)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	if err := checkRouterServes(ctx, g, rc, dir, what); err != nil {
+		return err
+	}
 	st, err := call(ctx, rc)
 	if err != nil {
 		return FailedError(fmt.Errorf("shadow %s: %w", what, err))

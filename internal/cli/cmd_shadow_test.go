@@ -94,7 +94,7 @@ access_log = "off"
 	var oout, oerr bytes.Buffer
 	if code := Run(context.Background(), []string{"--config", other, "shadow", "start", "cand", "--share", "1"}, &oout, &oerr); code != ExitFailed ||
 		!strings.Contains(oerr.String(), "no hiro serve runs for "+other) || !strings.Contains(oerr.String(), "serves "+cfg) ||
-		!strings.Contains(oerr.String(), "run 'hiro --config "+cfg+" shadow start") || oout.Len() != 0 {
+		!strings.Contains(oerr.String(), "use 'hiro --config "+cfg+" shadow start") || oout.Len() != 0 {
 		t.Errorf("shadow start for another configuration: exit %d\n%s%s", code, oout.String(), oerr.String())
 	}
 	if code, out, errs := hiro("shadow", "status"); code != ExitFailed || !strings.Contains(out, "no run since this router started") {
@@ -103,6 +103,21 @@ access_log = "off"
 	code, out, errs := hiro("shadow", "start", "cand", "--share", "1", "--max-pairs", "150", "--min-pairs", "150", "--queue", "256")
 	if code != ExitOK || !strings.Contains(out, "mirroring 100 % of production prod's chat and completion requests to cand (on this machine)") {
 		t.Fatalf("start: %d %q %q", code, out, errs)
+	}
+	// The other configuration's stop and status are refused too, and the
+	// run goes on (before, stop ended this router's run for a file whose
+	// production it does not serve, and status showed it as that file's).
+	for _, what := range []string{"stop", "status"} {
+		oout.Reset()
+		oerr.Reset()
+		if code := Run(context.Background(), []string{"--config", other, "shadow", what}, &oout, &oerr); code != ExitFailed ||
+			!strings.Contains(oerr.String(), "shadow "+what+": refused, its shadow run (if any) is untouched: no hiro serve runs for "+other) ||
+			!strings.Contains(oerr.String(), "use 'hiro --config "+cfg+" shadow "+what+"'") || oout.Len() != 0 {
+			t.Errorf("shadow %s for another configuration: exit %d\n%s%s", what, code, oout.String(), oerr.String())
+		}
+	}
+	if code, out, errs := hiro("shadow", "status"); code != ExitOK || !strings.Contains(out, ", active, started ") {
+		t.Fatalf("after the other file's stop, the run is not active: %d %q %q", code, out, errs)
 	}
 	for i := range 150 {
 		resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", listen), "application/json",
