@@ -284,10 +284,9 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 		if g == nil {
 			continue // did not decode: reported by decodeGate
 		}
+		// The one shape of a gate's key, as decoding gives it:
+		// "gates[N].key", to which namedGates adds the plan's id.
 		k := fmt.Sprintf("gates[%d]", i)
-		if g.ID != "" {
-			k = "gates[" + g.ID + "]"
-		}
 		before := len(es)
 		config.CheckValues(g, k, add)
 		if g.Gate != nil {
