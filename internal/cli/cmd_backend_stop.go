@@ -13,8 +13,10 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/private"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/qualify"
+	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
 )
 
@@ -101,12 +103,34 @@ func campaignLaunched(stateDir, name string) error {
 // process and restarts it) when its lease is not in this user's lease
 // folder (a router under another HOME or HIRO_LEASE_DIR sharing the
 // state_dir); nil when none.
+//
+// What is known of it is said: its configuration and control socket when
+// its environment gives a state home whose socket it answers on
+// (routerStateHome), with the HIRO_STATE_HOME that reaches it; else that
+// its state record in stateDir names it as production's owner and that
+// it runs under another HOME or HIRO_LEASE_DIR (trial 11: "configuration
+// unknown" named nothing a user could act on).
 func routerWatching(stateDir, name string) *control.ServingRouter {
 	st, ok := production.RouterWatching(stateDir, name)
 	if !ok {
 		return nil
 	}
-	return &control.ServingRouter{PID: st.Record.Owner.PID, Config: "unknown: its lease is in another lease folder, another HOME or HIRO_LEASE_DIR", Production: name}
+	pid := st.Record.Owner.PID
+	r := &control.ServingRouter{PID: pid, Production: name,
+		Config: fmt.Sprintf("not known here: its state record in %s names it as %s's owner, and it runs under another HOME or HIRO_LEASE_DIR, whose lease folder this hiro does not see; run hiro with that router's HOME or HIRO_STATE_HOME (its environment: cat /proc/%d/environ | tr '\\0' '\\n')", stateDir, name, pid)}
+	if home := routerStateHome(pid); home != "" {
+		ctl := filepath.Join(home, private.Control.Sub)
+		if c, err := control.Dial(ctl); err == nil {
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if s, err := c.Status(ctx); err == nil && s.PID == pid {
+				r.Config = fmt.Sprintf("%s, state home %s: run hiro with HIRO_STATE_HOME=%s to reach it", s.Config, home, shellquote.Quote(home))
+				r.Socket = control.SocketPath(ctl)
+			}
+		}
+	}
+	return r
 }
 
 // backendStopReport is the JSON of 'hiro backend stop --json'.
