@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/ramp"
@@ -31,9 +32,10 @@ func printRamp(w io.Writer, st *control.RampStatus, production string) {
 		fmt.Fprintln(w)
 	}
 	if r.Resent > 0 || r.CutMidReply > 0 {
-		fmt.Fprintf(w, "            %d of the candidate's requests failed before any byte of a reply and were resent to %s; %d replies cut mid-way (a stream under way cannot be resent)\n", r.Resent, r.Production, r.CutMidReply)
+		fmt.Fprintf(w, "            %d of the candidate's requests failed before any byte of a reply and were resent to %s; %s cut mid-way (a stream under way cannot be resent)\n", r.Resent, r.Production, account.Plural(r.CutMidReply, "reply", "replies"))
 	}
-	if r.Reason != "" {
+	// the ramp's reason, unless its last step's line gave it already
+	if n := len(r.History); r.Reason != "" && (n == 0 || r.History[n-1].Reason != r.Reason) {
 		fmt.Fprintf(w, "            %s\n", r.Reason)
 	}
 	if r.State == evidence.RampCompleted && production != "" && production != r.Candidate {
@@ -43,7 +45,7 @@ func printRamp(w io.Writer, st *control.RampStatus, production string) {
 
 // sampleText is one side's requests of a step in words.
 func sampleText(s evidence.RampSample) string {
-	parts := []string{fmt.Sprintf("%d requests, %d failed", s.Requests, s.Errors)}
+	parts := []string{account.Plural(s.Requests, "request", "requests") + fmt.Sprintf(", %d failed", s.Errors)}
 	if s.Checked > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d checked invalid", s.Invalid, s.Checked))
 	}

@@ -41,7 +41,7 @@ func TestStatusShowsTheRamp(t *testing.T) {
 	b.Reset()
 	printRamp(&b, &control.RampStatus{Result: res}, "prod")
 	if !strings.Contains(b.String(), "reversed: step 2 of 3, 0 % of production's requests") || !strings.Contains(b.String(), "            reversed at 25 %: error_rate") ||
-		!strings.Contains(b.String(), "3 of the candidate's requests failed before any byte of a reply and were resent to prod; 1 replies cut mid-way") {
+		!strings.Contains(b.String(), "3 of the candidate's requests failed before any byte of a reply and were resent to prod; 1 reply cut mid-way") {
 		t.Errorf("reversed ramp:\n%s", b.String())
 	}
 }
@@ -62,5 +62,22 @@ func TestStatusSaysACompletedRampWasUndone(t *testing.T) {
 	printRamp(&b, &control.RampStatus{Result: res}, "cand")
 	if strings.Contains(b.String(), "ended:") {
 		t.Errorf("the ramp's candidate is production: %s", b.String())
+	}
+}
+
+// A ramp stopped by the operator gives its reason once (trial 12's S11:
+// "reverse (hiro rollback)" and then a bare "hiro rollback" line), and a
+// step of one request says "1 request".
+func TestStatusRampStoppedSaysItsReasonOnce(t *testing.T) {
+	res := &evidence.RampResult{Candidate: "cand", Production: "prod", Steps: []float64{0.1, 0.5, 1}, State: evidence.RampStopped, Share: 0, Reason: "hiro rollback", StartedAt: time.Now(),
+		History: []evidence.RampStep{{Share: 0.1, Decision: evidence.RampReverse, Reason: "hiro rollback", Candidate: evidence.RampSample{Requests: 1}, Production: evidence.RampSample{Requests: 9}}}}
+	var b strings.Builder
+	printRamp(&b, &control.RampStatus{Result: res}, "prod")
+	out := b.String()
+	if n := strings.Count(out, "hiro rollback"); n != 1 {
+		t.Errorf("the reason is said %d times, want once:\n%s", n, out)
+	}
+	if !strings.Contains(out, "candidate 1 request, 0 failed; production 9 requests") {
+		t.Errorf("one request is not said in the singular:\n%s", out)
 	}
 }
