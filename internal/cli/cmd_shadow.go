@@ -147,6 +147,13 @@ func runShadowStart(ctx context.Context, g *Globals, cand string, cfg shadow.Con
 	if err := check.Fill(); err != nil {
 		return UsageErrorf("shadow start: %w", err)
 	}
+	// ... and so is the candidate's name, when the configuration loads
+	// (the router resolves it in its own)
+	if c, err := config.Load(g.ConfigPath); err == nil {
+		if _, err := c.Backend(cand); err != nil {
+			return UsageErrorf("shadow start: the candidate: %w", err)
+		}
+	}
 	rc, dir, err := dialRouter("start")
 	if err != nil {
 		return err

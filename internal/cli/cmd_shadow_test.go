@@ -220,3 +220,15 @@ func TestShadowStartBadValueIsUsage(t *testing.T) {
 		t.Errorf("--share 2: exit %d, stderr %q; want exit 2 naming the share", code, errs)
 	}
 }
+
+// An unknown candidate is bad usage too, said before any router is asked
+// (trial 12, Q17 again: `shadow start nope` exited 1 with the router's
+// words).
+func TestShadowStartUnknownCandidateIsUsage(t *testing.T) {
+	t.Setenv("HIRO_STATE_HOME", t.TempDir())
+	cfg := filepath.Join("..", "..", "examples", "activate", "hiro.toml")
+	code, _, errs := runHiro(t, "--config", cfg, "shadow", "start", "nope", "--share", "0.5")
+	if code != ExitUsage || !strings.Contains(errs, "backends.nope: no such backend profile; known: prod, router, twin") {
+		t.Errorf("shadow start nope: exit %d, stderr %q; want exit 2 naming the profiles", code, errs)
+	}
+}
