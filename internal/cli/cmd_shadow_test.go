@@ -151,7 +151,7 @@ access_log = "off"
 	if code != ExitOK {
 		t.Errorf("stop: exit %d %s", code, errs)
 	}
-	if code, _, errs := hiro("shadow", "start", "nosuch"); code != ExitFailed || !strings.Contains(errs, `no backend profile "nosuch"`) {
+	if code, _, errs := hiro("shadow", "start", "nosuch"); code != ExitUsage || !strings.Contains(errs, "backends.nosuch: no such backend profile; known: cand, prod") {
 		t.Errorf("start of an unknown profile: %d %q", code, errs)
 	}
 }
