@@ -474,7 +474,13 @@ var metalFamily = family("metal", []Rule{
 	{Text: "[metal::malloc]", Pattern: regexp.MustCompile(`(?i)\[metal::malloc\] (Resource limit|Attempting to allocate|Unable to allocate)`), Class: failure.ClassGPUOOM},
 	{Text: "Insufficient Memory", Pattern: regexp.MustCompile(`(?i)insufficient memory \(0+8`), Class: failure.ClassGPUOOM},
 	{Text: "MPS backend out of memory", Class: failure.ClassGPUOOM},
-	{Text: "command buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*: command buffer \d+ failed with status`), Class: failure.ClassGPUOOM, Tier: TierHint},
+	// ggml-metal's status line (llama.cpp@49d0981 ggml/src/ggml-metal/
+	// ggml-metal-context.m: "%s: error: command buffer %d failed with
+	// status %d", then for status 5, MTLCommandBufferStatusError, "error:
+	// %s" with the buffer's error): a header whose reason is the next
+	// line (an out of memory, a hang, a page fault), so a hint; alone it
+	// is most often the GPU out of memory, else the GPU job stopped.
+	{Text: "command buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*: (error: )?command buffer \d+ failed with status`), Class: failure.ClassGPUOOM, Tier: TierHint, Or: failure.ClassEngineDied},
 	{Text: "failed to allocate buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*:.{0,40}failed to allocate buffer`), Class: failure.ClassGPUOOM},
 	// ggml-metal's warning before an allocation beyond what macOS lets the
 	// GPU hold: the abort that follows is its consequence.
@@ -514,12 +520,17 @@ var metalFamily = family("metal", []Rule{
 	// engine misusing the API, which aborts it
 	{Name: "metal/residency-sets-unsupported", Text: "failed assertion `", Also: "residency set", Pattern: regexp.MustCompile(`^-\[\w+ [^\]]+\]:\d+: failed assertion `), Class: failure.ClassGPUArchUnsupported, Fatal: true},
 	{Name: "metal/api-validation-assertion", Text: "failed assertion `", Pattern: regexp.MustCompile(`^-\[\w+ [^\]]+\]:\d+: failed assertion `), Class: failure.ClassEngineDied, Fatal: true},
-	{Text: "kIOGPUCommandBufferCallbackErrorHang", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
-	// the command buffer's error (MTLCommandBuffer.error, printed by
-	// ggml-metal after "command buffer N failed with status 5", llama.cpp@49d0981
-	// ggml/src/ggml-metal/ggml-metal-context.m): the GPU's watchdog, a page
-	// fault, or a recovery after another process's fault discarded it
-	{Text: "kIOGPUCommandBufferCallbackError", Pattern: regexp.MustCompile(`kIOGPUCommandBufferCallbackError(InnocentVictim|Timeout|PageFault|SubmissionsIgnored)\b`), Class: failure.ClassEngineDied, Fatal: true, NextStep: gpuResetStep},
+	// the command buffer's error (MTLCommandBuffer.error's description and
+	// its IOGPU code, printed by ggml-metal after "command buffer N failed
+	// with status 5", llama.cpp@49d0981 ggml/src/ggml-metal/
+	// ggml-metal-context.m; thrown by MLX as "[METAL] Command buffer
+	// execution failed: ..."): any code but OutOfMemory (above) is the GPU
+	// job stopped under the engine: the watchdog (Timeout, Hang, Impacting
+	// Interactivity), a page fault, a recovery after another process's
+	// fault (InnocentVictim). It states the cause the status line before
+	// it only announces, so it is an error line, not a hint.
+	{Name: "metal/kiogpucommandbuffercallbackerror", Text: "kIOGPUCommandBufferCallbackError", Pattern: regexp.MustCompile(`kIOGPUCommandBufferCallbackError[A-Z]\w*`), Class: failure.ClassEngineDied, Fatal: true, NextStep: gpuResetStep},
+	{Name: "metal/command-buffer-gpu-stopped", Text: "Command buffer execution failed", Pattern: regexp.MustCompile(`(?i)Command buffer execution failed: (Caused GPU (Hang|Timeout|Address Fault) Error|Impacting Interactivity|Discarded \(victim)`), Class: failure.ClassEngineDied, Fatal: true, NextStep: gpuResetStep},
 })
 
 // mlxKernelStep is the advice when MLX's Metal library lacks a kernel.

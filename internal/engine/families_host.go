@@ -214,7 +214,7 @@ var netFamily = family("net", []Rule{
 
 // hostFamilies are every shared family an engine on a GPU host can hit,
 // after the engine's own rules and its stack's (python, ggml).
-var hostFamilies = joinLists(libraryAccessFamily, cudaFamily, gpuFamily, rocmFamily, metalFamily, vulkanFamily, openclFamily, syclFamily, tpuFamily, neuronFamily, gaudiFamily, ascendFamily, ncclFamily,
+var hostFamilies = joinLists(libraryAccessFamily, cudaFamily, metalFamily, gpuFamily, rocmFamily, vulkanFamily, openclFamily, syclFamily, tpuFamily, neuronFamily, gaudiFamily, ascendFamily, ncclFamily,
 	memoryFamily, cpuFamily, osFamily, processFamily, configFamily, netFamily, hubFamily, fsFamily, modelFamily, signalFamily, ntStatusFamily, nativeFamily, rustFamily, goFamily,
 	structuredFamily, templateFamily)
 
