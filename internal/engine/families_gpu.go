@@ -194,7 +194,10 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	// raised when the CUDA context is made (the device chosen, before any
 	// weight moves), whatever files the engine read before
 	{Text: "forward compatibility was attempted on non supported HW", Class: failure.ClassDriverMismatch, Phase: failure.PhaseLaunch},
-	{Text: "unsupported display driver / cuda driver combination", Class: failure.ClassDriverMismatch},
+	// cudaErrorSystemDriverMismatch (803) in CUDA's words and in MUSA's
+	// mirror ("system has unsupported display driver / musa driver
+	// combination")
+	{Name: "cuda/unsupported-display-driver-cuda-driver-combinati", Text: "unsupported display driver /", Pattern: regexp.MustCompile(`(?i)unsupported display driver / \w+ driver combination`), Class: failure.ClassDriverMismatch},
 	{Text: "PTX was compiled with an unsupported toolchain", Class: failure.ClassDriverMismatch},
 	{Text: "Driver/library version mismatch", Class: failure.ClassDriverMismatch},
 	{Text: "requirement error: unsatisfied condition: cuda", Class: failure.ClassDriverMismatch},
@@ -249,7 +252,7 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	// "fp8e4nv data type is not supported on CUDA arch < 89")
 	{Text: "not supported", Pattern: regexp.MustCompile(`(?i)\bnot supported (in this architecture|on CUDA arch\b)`), Class: failure.ClassGPUArchUnsupported},
 	// accelerator_busy
-	{Text: "busy or unavailable", Pattern: regexp.MustCompile(`(?i)CUDA.capable device\(s\) is/are busy or unavailable`), Class: failure.ClassAcceleratorBusy},
+	{Text: "busy or unavailable", Pattern: regexp.MustCompile(`(?i)\w+.capable device\(s\) is/are busy or unavailable`), Class: failure.ClassAcceleratorBusy},
 	{Text: "Some GPUs may be occupied by other processes", Class: failure.ClassAcceleratorBusy},
 	// accelerator_unavailable
 	{Text: "no CUDA-capable device is detected", Class: failure.ClassAcceleratorUnavailable},
