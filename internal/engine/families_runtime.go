@@ -202,6 +202,13 @@ var signalFamily = family("signal", []Rule{
 	{Text: "Segmentation fault", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "SIGABRT", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "access violation", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	// LLVM's report_fatal_error (llvm/lib/Support/ErrorHandling.cpp:
+	// "LLVM ERROR: " and the message, then exit or abort), from a JIT
+	// compiler inside the engine (Triton's kernels under vLLM and
+	// SGLang, TVM, Mesa's llvmpipe): the process that printed it is gone,
+	// whatever server outlives it; it names where, not why (the moment
+	// refines it: a warm-up's compile)
+	{Name: "llvm/fatal-error", Family: "llvm", Text: "LLVM ERROR: ", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 })
 
 // ntStatuses are the Windows exception codes (NTSTATUS, Microsoft's

@@ -171,6 +171,11 @@ var pythonSignatures = family("python", []Rule{
 	// traceback): the engine core's fatal error after it only relays it
 	{Text: "WorkerProc hit an exception", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "EngineDeadError", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	// vLLM V0's API server seeing its engine process gone
+	// (engine/multiprocessing/client.py run_heartbeat_loop:
+	// RuntimeError(f"Engine process (pid {pid}) died.")): Fatal as its
+	// V1 EngineDeadError; the engine's own last line says why
+	{Text: "Engine process (pid", Also: ") died", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "Engine loop has died", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "AsyncLLM output_handler failed", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "AsyncLLMEngine has failed", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
