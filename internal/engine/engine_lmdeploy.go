@@ -53,6 +53,23 @@ func init() {
 			{Name: "lmdeploy/windows-barrier-one-gpu", Text: "Barrier.h", Pattern: regexp.MustCompile(`Assertion fail: \S*[/\\]turbomind[/\\]models[/\\]llama[/\\]Barrier\.h:\d+|Barrier\.h\D{0,3}\d+.*Check failed: count == 1\b`),
 				Class: failure.ClassHostCapability, NextStep: turbomindWindowsTPStep,
 				Source: "InternLM/lmdeploy@1263d5c src/turbomind/models/llama/Barrier.h (the _MSC_VER Barrier)"},
+			// TurboMind's communicator for --tp above 1 (device_comm.cc:
+			// "Unknown communication backend: nccl" when the build has no
+			// BUILD_MULTI_GPU && USE_NCCL, its Windows wheels): the build
+			// cannot do what the profile asks; weak, the profile's --tp or
+			// backend choice is the other reading
+			{Name: "lmdeploy/turbomind-no-comm-backend", Text: "Unknown communication backend", Class: failure.ClassHostCapability, Or: failure.ClassInvalidConfiguration,
+				NextStep: turbomindCommStep, Source: "InternLM/lmdeploy@1263d5c src/turbomind/comm/device_comm.cc (CreateDeviceCommunicator)"},
+			// the PyTorch engine's main loop ended by an exception: the
+			// engine that serves every request is gone, whatever the HTTP
+			// server still answers (Fatal). Older versions log the message on
+			// the line (lmdeploy/pytorch/engine/request.py
+			// _raise_exception_on_finish: "Engine loop failed with error:
+			// MSG"), which stays the root cause (heldout-r10a's Ascend case);
+			// engine.py at 1263d5c logs none ("Engine main loop failed.", a
+			// crash header): its traceback's exception line says why
+			{Name: "lmdeploy/engine-loop-failed", Text: "Engine loop failed with error", Class: failure.ClassEngineDied, Fatal: true, Tier: TierHint},
+			{Name: "lmdeploy/engine-main-loop-failed", Text: "Engine main loop failed.", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 		}, pythonSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
@@ -75,6 +92,11 @@ func init() {
 // asked for more than one GPU.
 const turbomindWindowsTPStep = "TurboMind's Windows build runs on one GPU only (it has no barrier between GPUs): use --tp 1 " +
 	"on Windows, or run tensor parallel on Linux (or WSL2), or use the PyTorch backend."
+
+// turbomindCommStep is the advice when TurboMind's build has no
+// communicator for the --tp asked.
+const turbomindCommStep = "This TurboMind build has no communication backend for tensor parallel (its Windows wheels are " +
+	"built without NCCL): use --tp 1, or another --communicator the build has, or run on Linux (or WSL2), or use the PyTorch backend."
 
 // dlinferStep is the advice when LMDeploy's dlinfer plugin, the backend
 // of its non-CUDA devices, is missing.
