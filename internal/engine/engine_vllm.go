@@ -85,7 +85,10 @@ func init() {
 			{Text: "Received request", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Added request", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Avg prompt throughput", Pattern: regexp.MustCompile(`Running: [1-9]`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
-			{Text: "Loading model weights took", Phase: failure.PhaseKVInit},
+			// the CUDA model runner's weights memory ("Loading model weights
+			// took 14.99 GB"); OpenVINO's backend times its load with the
+			// same words in seconds and compiles the model after it (load)
+			{Text: "Loading model weights took", Pattern: regexp.MustCompile(`Loading model weights took [\d.]+ GB`), Phase: failure.PhaseKVInit},
 			{Text: "# GPU blocks", Phase: failure.PhaseKVInit},
 			{Text: "# TPU blocks", Phase: failure.PhaseKVInit},
 			{Text: "Compiling the model with different input shapes", Phase: failure.PhaseWarmup},

@@ -355,6 +355,15 @@ var gpuFamily = family("gpu", []Rule{
 	// and the CPU plugin's node factory): the model as given cannot be
 	// compiled for this device
 	{Name: "gpu/openvino-operation-not-supported", Text: "Operation: ", Also: "is not supported", Pattern: regexp.MustCompile(`\bOperation: \S+ of type \S+ is not supported\b`), Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad},
+	// OpenVINO's GPU plugin building the model's program for the device
+	// (src/plugins/intel_gpu/src/plugin/program_builder.cpp:
+	// OPENVINO_ASSERT(false, "[GPU] ProgramBuilder build failed!\n",
+	// e.what())): a header whose cause is the builder's exception below it
+	// (its OpenCL kernels not built for this GPU, or an allocation the
+	// "[CL ext]" line names), so a hint: alone, the device cannot build the
+	// model's kernels, the host's GPU stack (driver, compute runtime) the
+	// other reading
+	{Name: "gpu/openvino-program-build-failed", Text: "ProgramBuilder build failed", Class: failure.ClassGPUArchUnsupported, Or: failure.ClassHostCapability, Tier: TierHint, Phase: failure.PhaseLoad},
 	// a CPU-only build given GPU layers (llama.cpp common/arg.cpp)
 	{Text: "not compiled with GPU offload support", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	{Text: "falling back to CPU", Pattern: regexp.MustCompile(`(?i)\bno (usable |compatible |supported )?(GPUs?|CUDA devices?|accelerators?)\b.{0,80}(found|detected|available)?.{0,40}falling back to CPU`),
