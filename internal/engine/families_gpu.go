@@ -906,4 +906,16 @@ var ncclFamily = family("nccl", []Rule{
 	{Text: "rcclSystemError", Class: failure.ClassHostCapability, NextStep: ncclStep},
 	{Text: "rcclUnhandledCudaError", Class: failure.ClassHostCapability, NextStep: ncclStep},
 	{Text: "DistBackendError", Pattern: regexp.MustCompile(`(?i)DistBackendError.{0,40}(nccl|rccl)`), Class: failure.ClassHostCapability, NextStep: ncclStep},
+	// NIXL, the KV-transfer library of disaggregated serving (vLLM's
+	// NixlConnector, Dynamo's connector, LMCache: "NIXL is not available"
+	// when its import failed, logged and raised): the transfer stack the
+	// profile asks for cannot be used on this host (the nixl package or
+	// its UCX/RDMA libraries), or the install lacks it (Or)
+	{Name: "nccl/nixl-not-available", Text: "NIXL is not available", Class: failure.ClassHostCapability, Or: failure.ClassInvalidConfiguration, NextStep: nixlStep,
+		Source: "vllm-project/vllm vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py (NixlConnectorWorker.__init__)"},
 })
+
+// nixlStep is the advice when the NIXL transfer library cannot be used.
+const nixlStep = "The KV connector needs NIXL, and it could not be imported here: install the nixl package the engine " +
+	"pins (pip install nixl, or the engine's container image), check that its UCX libraries load (the import warning " +
+	"earlier in the log says which), or configure a KV connector this host has."
