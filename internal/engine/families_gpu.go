@@ -145,7 +145,7 @@ func cudaErrorSignatures() []Rule {
 		case len(c.text) >= 22:
 			out = append(out, Rule{Text: c.text, Class: c.class, Tier: c.tier})
 		case c.text != "":
-			out = append(out, Rule{Text: c.text, Pattern: regexp.MustCompile(`(?i)(cuda|cu\w+|hip|rocm)\w*.{0,60}` + regexp.QuoteMeta(c.text)), Class: c.class, Tier: c.tier})
+			out = append(out, Rule{Text: c.text, Pattern: regexp.MustCompile(`(?i)(cuda|cu\w+|hip|rocm|musa)\w*.{0,60}` + regexp.QuoteMeta(c.text)), Class: c.class, Tier: c.tier})
 		}
 		if c.tier == TierHint {
 			for _, n := range strings.Split(c.names, "|") {
@@ -383,7 +383,7 @@ var gpuFamily = family("gpu", []Rule{
 	// total capacity; ...)", logged by OpParamMaker before the aclnn call's
 	// RuntimeError "The Inner error is reported as above")
 	{Name: "gpu/torch-device-allocator-out-of-memory", Text: "allocator tried to allocate", Pattern: regexp.MustCompile(`\b[A-Z][A-Za-z0-9]{1,11} out of memory\. \w*Allocator tried to allocate`), Class: failure.ClassGPUOOM},
-	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
+	{Text: "out of memory", Pattern: regexp.MustCompile(`(?i)(cuda|gpu|vram|device|hip|rocm|musa|cudaMalloc|cublas|nccl).{0,60}out of memory|out of memory.{0,40}(on device|on gpu|cuda)`), Class: failure.ClassGPUOOM},
 	// the memory left after the weights cannot hold a KV cache, in any
 	// engine's words (SGLang: "Loaded weights leave no GPU memory for the
 	// KV cache under --mem-fraction-static=0.88."): raised while the cache
@@ -689,6 +689,12 @@ var openclFamily = family("opencl", func() []Rule {
 var syclFamily = family("sycl", []Rule{
 	{Text: "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", Class: failure.ClassGPUOOM},
 	{Text: "can't malloc", Pattern: regexp.MustCompile(`(?i)sycl\w*: can't malloc \d+ Bytes memory on device`), Class: failure.ClassGPUOOM},
+	// ggml-sycl's buffer and pool allocators since 2024 (llama.cpp
+	// ggml/src/ggml-sycl/ggml-sycl.cpp: "%s: can't allocate %lu Bytes of
+	// memory on device" when sycl::malloc_device returns null): the
+	// allocator's own line, before the graph allocator's or loader's
+	// summary of the same failure
+	{Name: "sycl/cant-allocate-bytes-on-device", Text: "can't allocate", Pattern: regexp.MustCompile(`(?i)sycl\w*: can't allocate \d+ Bytes of memory on device`), Class: failure.ClassGPUOOM},
 	{Text: "PI_ERROR_OUT_OF_RESOURCES", Class: failure.ClassGPUOOM},
 	{Text: "UR_RESULT_ERROR_OUT_OF_RESOURCES", Class: failure.ClassGPUOOM},
 	{Text: "XPU out of memory", Class: failure.ClassGPUOOM},
