@@ -62,6 +62,18 @@ var hubFamily = family("hub", []Rule{
 	{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(401|403|unauthorized|forbidden)`), Class: failure.ClassModelAccessDenied},
 	{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(file does not exist|not found|404)`), Class: failure.ClassModelLoadFailed},
 	{Text: "Repository Not Found", Class: failure.ClassModelLoadFailed},
+	// transformers' cached_file re-raising the hub's errors as OSError
+	// (transformers src/transformers/utils/hub.py): a gated repository
+	// ("You are trying to access a gated repo.\nMake sure to have access
+	// to it at https://huggingface.co/X.\n401 Client Error ..."), a
+	// repository the hub does not show ("X is not a local folder and is not
+	// a valid model identifier listed on 'https://huggingface.co/models'\nIf
+	// this is a private repository, make sure to pass a token ..."): the
+	// name is wrong, or the repository is private and no token was given
+	// (Or), and a name that is neither a folder nor a repo id
+	{Name: "hub/transformers-gated-repo", Text: "You are trying to access a gated repo", Class: failure.ClassModelAccessDenied},
+	{Name: "hub/transformers-not-a-valid-model-identifier", Text: "is not a valid model identifier listed on", Class: failure.ClassModelLoadFailed, Or: failure.ClassModelAccessDenied},
+	{Name: "hub/transformers-incorrect-path-or-model-id", Text: "Incorrect path_or_model_id", Class: failure.ClassModelLoadFailed},
 })
 
 // modelFamily: the model's own files, whatever the engine: a config,

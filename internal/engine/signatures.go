@@ -119,6 +119,13 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "could not load model", Pattern: regexp.MustCompile(`rpc error: code = Unavailable desc = error reading from server: EOF`), Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "could not load model", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
 	{Text: "is greater than the derived max_model_len", Class: failure.ClassContextExceedsKV},
+	// vLLM's scheduler configuration check (vllm/config.py
+	// SchedulerConfig._verify_args: "max_num_batched_tokens (N) is smaller
+	// than max_model_len (M). This effectively limits the maximum sequence
+	// length to max_num_batched_tokens ... Please increase
+	// max_num_batched_tokens or decrease max_model_len."): the flags given
+	// disagree, before any device work
+	{Name: "python/vllm-batched-tokens-below-max-model-len", Text: "is smaller than max_model_len", Pattern: regexp.MustCompile(`max_num_batched_tokens \(\d+\) is smaller than max_model_len`), Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
 	// SGLang's scheduler (python/sglang/srt/managers/schedule_batch.py,
 	// retract_decode; sglang-jax the same): the KV pool cannot hold even
 	// one running request after every other was retracted
