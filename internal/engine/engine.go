@@ -63,6 +63,10 @@ type Engine struct {
 	acOnce  sync.Once
 	acTrig  [][]byte
 	acTexts [][]byte
+	// notices are the lower-cased texts of the Notice rules: an INFO line
+	// holding one is read (a notice of going on in a lesser way is logged
+	// at INFO), other INFO lines only when they report a failure.
+	notices [][]byte
 	// nextSteps overrides NextStep for this kind, per class.
 	nextSteps map[failure.Class]string
 	// precede are the rules' After and NotAfter texts, found by trigAC
@@ -213,6 +217,9 @@ func prepare(e *Engine) {
 		sigs[i].also = []byte(strings.ToLower(sigs[i].Also))
 		texts[i] = sigs[i].lower
 		sigs[i].afterID, sigs[i].notAfterI = e.precedeID(sigs[i].After), e.precedeID(sigs[i].NotAfter)
+		if sigs[i].Notice && len(sigs[i].lower) > 0 {
+			e.notices = append(e.notices, sigs[i].lower)
+		}
 	}
 	e.signatures = sigs
 	e.acTexts = texts

@@ -65,6 +65,28 @@ func init() {
 			{Text: "amdgpu is not supported", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true},
 			{Text: "amdgpu too old", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true},
 			{Text: "CUDA GPU is too old", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true},
+			// an AMD GPU without the ROCm libraries Ollama's build looks for
+			// (discover/amd_linux.go, amd_windows.go: WARN "amdgpu detected,
+			// but no compatible rocm library found.  Either install rocm v6,
+			// ...", then "unable to verify rocm library ... no suitable rocm
+			// found, falling back to CPU"): the same notice of a CPU fallback
+			{Text: "amdgpu detected, but no compatible rocm library found", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true},
+			{Text: "no suitable rocm found, falling back to CPU", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true},
+			// an integrated GPU discovery found and set aside by default
+			// (Ollama 0.12+ discover/runner.go: INFO "dropping integrated
+			// GPU; to enable, set OLLAMA_IGPU_ENABLE=1"): the same notice
+			{Text: "dropping integrated GPU", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true,
+				NextStep: "Ollama found an integrated GPU and left it out (its default): set OLLAMA_IGPU_ENABLE=1 in the server's environment (with OLLAMA_VULKAN=1 where the build needs Vulkan for it), or serve on a discrete GPU."},
+			// the server's rewording of a runner that did not know the model's
+			// architecture (llm/server.go: LastErrMsg containing "unknown
+			// model" becomes "this model is not supported by your version of
+			// Ollama. You may need to upgrade"): the model needs a newer engine
+			{Text: "this model is not supported by your version of Ollama", Class: failure.ClassModelLoadFailed, Phase: failure.PhaseLoad,
+				NextStep: "This Ollama is older than the model's architecture: upgrade Ollama (or use a model this version knows)."},
+			// the runner gone under a request (llm/server.go Completion:
+			// fmt.Errorf("POST predict: %v", err) with the connection's EOF
+			// or reset): the runner died; its own lines before say why
+			{Name: "ollama/post-predict-runner-gone", Text: "POST predict:", Pattern: regexp.MustCompile(`POST predict: .*(EOF|connection reset|connection refused)`), Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 			// Go text/template errors of a Modelfile's TEMPLATE.
 			{Text: "template: ", Pattern: regexp.MustCompile(`template: \S*:\d+(:\d+)?: `), Class: failure.ClassTokenizerTemplate},
 			// the runner cut a prompt longer than the context and went on

@@ -609,8 +609,12 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 		return
 	}
 	lower := t.lower(line)
-	if (level == "INFO" || level == "DEBUG") && !reportsFailure(line, lower) {
-		return // an INFO line explains a failure only when it reports one (Ollama's msg="... failed" error=...)
+	if (level == "INFO" || level == "DEBUG") && !reportsFailure(line, lower) && !t.e.holdsNotice(lower) {
+		// an INFO line explains a failure only when it reports one
+		// (Ollama's msg="... failed" error=...) or holds a notice that the
+		// engine goes on in a lesser way (Rule.Notice: discovery dropping
+		// a GPU it found, at INFO)
+		return
 	}
 	if isAdvisory(msg, level, lower) {
 		return
@@ -777,6 +781,17 @@ var negativeSize = regexp.MustCompile(`[:=]\s*-\d[\d.]*\s*(?:[KMGT]i?B|bytes)\b`
 // error or fail, calls a device or driver too old (Ollama's discovery
 // skipping a GPU at INFO: "CUDA GPU is too old"), or gives a negative
 // memory figure (lower is the line lower-cased).
+// holdsNotice reports whether lower (a line lower-cased) holds the text
+// of one of e's Notice rules.
+func (e *Engine) holdsNotice(lower []byte) bool {
+	for _, n := range e.notices {
+		if bytes.Contains(lower, n) {
+			return true
+		}
+	}
+	return false
+}
+
 func reportsFailure(line string, lower []byte) bool {
 	return bytes.Contains(lower, []byte("error")) || bytes.Contains(lower, []byte("fail")) ||
 		bytes.Contains(lower, []byte("too old")) ||
