@@ -474,7 +474,22 @@ var rocmFamily = family("rocm", []Rule{
 	// (ROCR-Runtime: "HW Exception by GPU node-N (Agent handle: 0x...)
 	// reason :GPU Hang"): the process aborts after it
 	{Text: "reason :GPU Hang", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint, NextStep: gpuResetStep},
+	// composable_kernel's instance refusing the problem it was given
+	// (ROCm/composable_kernel: IsSupportedArgument false, "wrong! NAME with
+	// the specified compilation parameters does not support this GEMM
+	// problem", under aiter's MoE and GEMM ops in vLLM and SGLang): no
+	// compiled kernel covers this shape (a tile size the model's dimension
+	// after the tensor-parallel split does not divide) or this GPU; the
+	// engine stops in the op, which a request's crash does not explain
+	{Name: "rocm/ck-problem-not-supported", Text: "with the specified compilation parameters does not support this", Class: failure.ClassEngineDied,
+		Or: failure.ClassGPUArchUnsupported, NextStep: ckProblemStep},
 })
+
+// ckProblemStep is the advice when a composable_kernel instance refuses
+// the problem it is given.
+const ckProblemStep = "A composable_kernel (CK) kernel of the ROCm build has no instance for this problem: the shape a " +
+	"model dimension takes after the tensor-parallel split, or this GPU. Try another --tensor-parallel-size, or turn the " +
+	"aiter/CK path off for that op (VLLM_ROCM_USE_AITER_MOE=0, SGLANG_USE_AITER=0), or a build with that instance."
 
 // metalFamily: Apple Metal (llama.cpp's ggml-metal, MLX, PyTorch MPS).
 var metalFamily = family("metal", []Rule{
