@@ -77,6 +77,17 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "Invalid request type for", Pattern: regexp.MustCompile(`(?i)invalid request type for \w+ backend`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
 	{Text: "schema", Pattern: regexp.MustCompile(`(?i)(invalid|unsupported|failed to (compile|convert|parse)).{0,30}(json.?schema|schema)|json.?schema.{0,40}(is invalid|not supported|unsupported|failed)`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
 	{Text: "grammar", Pattern: regexp.MustCompile(`(?i)(failed to (compile|build|parse|create)|invalid|error (in|compiling|building)).{0,20}grammar`), Class: failure.ClassStructuredOutputRejected, Phase: failure.PhaseInference},
+	// vLLM's quantization checks, before the kernel rules whose words
+	// ("marlin", "not supported") the message's list of methods holds
+	// (vllm/config.py
+	// ModelConfig._verify_quantization): a method this version does not
+	// have ("Unknown quantization method: X. Must be one of [...]": the
+	// model's config names one newer than the engine, or the flag names a
+	// wrong one, Or), the flag contradicting the model's config ("...
+	// specified in the model config (X) does not match the quantization
+	// method specified in the `quantization` argument (Y)")
+	{Name: "python/vllm-unknown-quantization-method", Text: "Unknown quantization method: ", Also: "Must be one of", Class: failure.ClassModelLoadFailed, Or: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
+	{Name: "python/vllm-quantization-argument-mismatch", Text: "does not match the quantization method specified in the `quantization` argument", Class: failure.ClassInvalidConfiguration, Phase: failure.PhaseLaunch},
 	// quant_kernel_failed
 	{Text: "arlin", Pattern: regexp.MustCompile(`(?i)(error|fail|illegal|exception).*marlin|marlin.*(error|fail|illegal|not supported)`), Class: failure.ClassQuantKernelFailed},
 	{Text: "min_thread_k", Class: failure.ClassQuantKernelFailed},
