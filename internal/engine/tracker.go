@@ -274,10 +274,10 @@ func computeSite(msg string) bool {
 		strings.Contains(msg, "ggml-vulkan.cpp:"))
 }
 
-// headed reads a message logged on the line after a header that holds
+// headed reads a message logged on the lines after a header that holds
 // only its time and level (LM Studio: "2026-05-07 16:42:48 [ERROR]", then
 // " [LM STUDIO SERVER] Error loading model ..." indented by one space):
-// that line is the message, at the header's level, not a frame, unless
+// each such line is a message, at the header's level, not a frame, unless
 // the message states its own (the runtime's " warning: failed to mlock
 // ..." under a "[DEBUG]" header is a warning).
 func (t *Tracker) headed(msg, level string) (string, string) {
@@ -286,10 +286,14 @@ func (t *Tracker) headed(msg, level string) (string, string) {
 		return msg, level
 	}
 	if t.header != "" && strings.HasPrefix(msg, " ") && !strings.HasPrefix(msg, "  ") {
+		// the header stays for the next lines indented the same way: one
+		// header heads a chunk of the runtime's output (its loader's lines,
+		// then its error)
 		msg, level = msg[1:], t.header
 		if own := cLevel(msg); own != "" {
 			level = own
 		}
+		return msg, level
 	}
 	t.header = ""
 	return msg, level
@@ -622,6 +626,10 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 	if s, cls := t.match(line, lower); s != nil {
 		t.matched(s)
 		tier := t.lineTier(s, msg, level)
+		if t.childHint(s, tier) {
+			t.prevErr = true
+			return
+		}
 		t.offer(s.Name, stored, cls, s.Phase, tier, s.Crash)
 		t.lineConflict(s, cls, line, lower)
 		if t.cand.line == stored {
@@ -781,6 +789,19 @@ var negativeSize = regexp.MustCompile(`[:=]\s*-\d[\d.]*\s*(?:[KMGT]i?B|bytes)\b`
 // error or fail, calls a device or driver too old (Ollama's discovery
 // skipping a GPU at INFO: "CUDA GPU is too old"), or gives a negative
 // memory figure (lower is the line lower-cased).
+// childHint reports whether the summary rule s (a wrapper's words that
+// name no cause: LM Studio's "Error loading model. (Exit code: N)")
+// would outrank, at tier, a hint a rule read in the child's own line
+// before it (ggml-metal's "failed to initialize the Metal library"):
+// the child's line and class stand, weak as a hint is; a wrapper's
+// generic class never replaces the child's specific one. Crash and
+// notice hints are not such a line (a crash names no class of its own,
+// a notice is a fallback the engine went on after).
+func (t *Tracker) childHint(s *Rule, tier Tier) bool {
+	c := t.cand
+	return s.Summary && tier > c.tier && c.tier == TierHint && !c.crash && !c.notice && c.class != s.Class
+}
+
 // holdsNotice reports whether lower (a line lower-cased) holds the text
 // of one of e's Notice rules.
 func (e *Engine) holdsNotice(lower []byte) bool {
