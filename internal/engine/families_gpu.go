@@ -519,6 +519,12 @@ var metalFamily = family("metal", []Rule{
 	// LoadLibraryError): the GPU compiler would not build the kernels'
 	// library for this device (a bfloat16 type the M1/M2 compiler rejects)
 	{Text: "LoadLibraryError", Class: failure.ClassGPUArchUnsupported},
+	// candle's Metal allocator (candle-metal-kernels / candle-core's
+	// MetalError "Failed to create metal resource: Buffer" when the
+	// device's newBuffer returns nil): almost always the GPU's memory
+	// (its share of unified memory) refusing the buffer, a zero-sized
+	// tensor the other reading
+	{Name: "metal/candle-create-buffer-failed", Text: "Failed to create metal resource: Buffer", Class: failure.ClassGPUOOM, Or: failure.ClassEngineDied},
 	{Text: "MTLCreateSystemDefaultDevice", Class: failure.ClassAcceleratorUnavailable},
 	// MLX's Metal device (mlx/backend/metal/device.cpp, ml-explore/mlx@2118c3d
 	// "[metal::Device] Unable to load kernel NAME", later "Unable to load

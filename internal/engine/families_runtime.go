@@ -62,6 +62,9 @@ var hubFamily = family("hub", []Rule{
 	{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(401|403|unauthorized|forbidden)`), Class: failure.ClassModelAccessDenied},
 	{Text: "pull model manifest", Pattern: regexp.MustCompile(`(?i)pull model manifest: .{0,40}(file does not exist|not found|404)`), Class: failure.ClassModelLoadFailed},
 	{Text: "Repository Not Found", Class: failure.ClassModelLoadFailed},
+	// Rust's hf-hub through ureq: "request error: https://huggingface.co/
+	// api/models/X/revision/main: status code 401"
+	{Name: "hub/ureq-status-code-denied", Text: "status code 40", Pattern: regexp.MustCompile(`(?i)(huggingface\.co|hf\.co|hf-mirror\.com)\S*: status code (401|403)\b`), Class: failure.ClassModelAccessDenied},
 	// transformers' cached_file re-raising the hub's errors as OSError
 	// (transformers src/transformers/utils/hub.py): a gated repository
 	// ("You are trying to access a gated repo.\nMake sure to have access
@@ -313,6 +316,12 @@ var ntStatusFamily = family("ntstatus", ntStatusRules())
 // header; the tracker takes it.
 var rustFamily = family("rust", []Rule{
 	{Text: "memory allocation of", Pattern: regexp.MustCompile(`memory allocation of \d+ bytes failed`), Class: failure.ClassHostOOM},
+	// candle's error for an op its backend has no kernel of at that dtype
+	// (candle-core src/error.rs UnsupportedDTypeForOp: "unsupported dtype
+	// BF16 for op matmul"; mistral.rs, candle-vllm): the device (a CPU or
+	// Metal GPU without bf16 kernels) cannot run the model's dtype, the
+	// profile's dtype the other reading
+	{Name: "rust/candle-unsupported-dtype-for-op", Text: "unsupported dtype ", Also: " for op ", Pattern: regexp.MustCompile(`unsupported dtype \w+ for op \w+`), Class: failure.ClassGPUArchUnsupported, Or: failure.ClassInvalidConfiguration},
 })
 
 // nativeFamily: a C or C++ program's own check that aborts it: glog's
