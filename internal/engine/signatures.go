@@ -195,6 +195,11 @@ var pythonSignatures = family("python", []Rule{
 	// V1 EngineDeadError; the engine's own last line says why
 	{Text: "Engine process (pid", Also: ") died", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "Engine loop has died", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// vLLM V0's AsyncLLMEngine loop ended by an exception
+	// (engine/async_llm_engine.py _log_task_completion: logger.error("Engine
+	// background task failed", exc_info=e), then AsyncEngineDeadError):
+	// every later request fails; its traceback's exception line says why
+	{Text: "Engine background task failed", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "AsyncLLM output_handler failed", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "AsyncLLMEngine has failed", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "TokenizerManager hit an exception", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
