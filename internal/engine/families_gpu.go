@@ -753,6 +753,15 @@ var syclFamily = family("sycl", []Rule{
 // backends): a compile that runs out of a memory space.
 var tpuFamily = family("tpu", []Rule{
 	{Text: "RESOURCE_EXHAUSTED", Pattern: regexp.MustCompile(`(?i)ran out of memory|out of memory`), Class: failure.ClassGPUOOM},
+	// XLA's allocator on any device it drives (TPU, and JAX's GPU
+	// backends): "RESOURCE_EXHAUSTED: Error allocating device buffer:
+	// Attempting to allocate 1.00G. That was not possible. There are
+	// 500.00M free."
+	{Name: "tpu/xla-error-allocating-device-buffer", Text: "RESOURCE_EXHAUSTED", Pattern: regexp.MustCompile(`(?i)RESOURCE_EXHAUSTED: (Error allocating device buffer|Attempting to allocate)`), Class: failure.ClassGPUOOM},
+	// the TPU held by another process (libtpu: "TPU initialization
+	// failed: open(/dev/accel0): Device or resource busy"): one process
+	// per TPU host, another (a previous server, a notebook) has it
+	{Name: "tpu/accel-device-busy", Text: "/dev/accel", Pattern: regexp.MustCompile(`open\(/dev/accel\d+\): Device or resource busy`), Class: failure.ClassAcceleratorBusy},
 })
 
 // neuronFamily: AWS Inferentia and Trainium through the Neuron runtime
