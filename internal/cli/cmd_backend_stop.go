@@ -14,6 +14,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/lease"
 	"github.com/hiro-dev/hiro/internal/private"
+	"github.com/hiro-dev/hiro/internal/procfs"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/shellquote"
@@ -81,6 +82,56 @@ func campaignUsing(dir, baseURL string) *lease.Lease {
 		}
 	}
 	return nil
+}
+
+// campaignUsingElsewhere is campaignUsing for a campaign run under
+// another HOME or HIRO_LEASE_DIR (trial 12, S17: its lease is not in
+// dir, and 'backend stop' stopped the production it extracted through).
+// Such a campaign is found through the state_dir it shares: a running
+// record whose live Owner is a campaign (its candidate), whose process's
+// environment (procfs.Environ) names another lease folder, where that
+// campaign's lease says it uses the production at baseURL. nil when none.
+func campaignUsingElsewhere(stateDir, dir, baseURL string) *lease.Lease {
+	sts, err := supervisor.StatusAll(stateDir)
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{dir: true}
+	for _, st := range sts {
+		if st.Status != supervisor.StatusRunning || !st.OwnerAlive() || !strings.HasPrefix(st.Record.Owner.What, "campaign ") {
+			continue
+		}
+		other := leaseDirOf(st.Record.Owner.PID)
+		if other == "" || seen[other] {
+			continue
+		}
+		seen[other] = true
+		if l := campaignUsing(other, baseURL); l != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+// leaseDirOf is the lease folder of the process pid, from its
+// environment: $HIRO_LEASE_DIR, else <home>/.local/state/hiro/leases
+// (private.Leases is a machine folder: no state home moves it); "" when
+// its environment cannot be read.
+func leaseDirOf(pid int) string {
+	env, err := procfs.Environ(pid)
+	if err != nil {
+		return ""
+	}
+	if d := env(private.Leases.Env); d != "" {
+		if a, err := filepath.Abs(d); err == nil {
+			return a
+		}
+		return ""
+	}
+	if h := env("HOME"); filepath.IsAbs(h) && h != "/" {
+		return filepath.Join(h, ".local", "state", "hiro", private.Leases.Sub)
+	}
+	return ""
 }
 
 // campaignLaunched returns a *qualify.CandidateInUseError when name's
@@ -159,7 +210,11 @@ func runBackendStop(ctx context.Context, g *Globals, o *backendStopOpts, name st
 		}
 	} else {
 		if dir, err := lease.Dir(); err == nil {
-			if l := campaignUsing(dir, prof.BaseURL); l != nil && !o.Force {
+			l := campaignUsing(dir, prof.BaseURL)
+			if l == nil {
+				l = campaignUsingElsewhere(cfg.StateDir, dir, prof.BaseURL)
+			}
+			if l != nil && !o.Force {
 				return BusyError(fmt.Errorf("backend stop refused: %s is in use by %s since %s, whose candidate runs beside it and which extracts through it: stopping it would cut the campaign short; wait for it to finish, stop the campaign with kill -TERM %d (it exits cleanly), or pass --force",
 					name, l.Holder(), l.Created.Format(time.RFC3339), l.PID))
 			}

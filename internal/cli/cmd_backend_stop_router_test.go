@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/lease"
+	"github.com/hiro-dev/hiro/internal/procfs"
+	"github.com/hiro-dev/hiro/internal/supervisor"
 	"github.com/hiro-dev/hiro/internal/testsupport"
 )
 
@@ -60,5 +65,64 @@ func TestStopNamesARouterOfAnotherHome(t *testing.T) {
 	want := "prod is the production hiro serve pid " + strconv.Itoa(serve.Process.Pid) + " (configuration " + cfg + ", state home " + homeA + ": run hiro with HIRO_STATE_HOME=" + homeA + " to reach it, control socket " + filepath.Join(homeA, "serve", "control.sock") + ") serves to clients"
 	if code != ExitBusy || !strings.Contains(errb.String(), want) || strings.Contains(errb.String(), "unknown") {
 		t.Errorf("backend stop under another HOME: exit %d\n%s%s\nwant %q", code, out.String(), errb.String(), want)
+	}
+}
+
+// TestStopRefusesProductionOfAnotherHomesCampaign (trial 12, S17): under
+// another HOME, 'backend stop prod' stopped the production a running
+// campaign extracted through beside its candidate (under the campaign's
+// HOME it is refused). The campaign is found through the state_dir: its
+// candidate's record names it as owner, its process's environment names
+// its lease folder, and its lease there says it uses prod. Refused, exit
+// 6, naming the campaign; prod keeps running.
+func TestStopRefusesProductionOfAnotherHomesCampaign(t *testing.T) {
+	fake := buildFakeEngine(t)
+	pp, cp := cliFreePort(t), cliFreePort(t)
+	cfg := filepath.Join(t.TempDir(), "hiro.toml")
+	must(t, os.WriteFile(cfg, []byte(fmt.Sprintf("[production]\nbackend = \"prod\"\n[backends.prod]\nengine = \"llamacpp\"\ncommand = %q\nargs = [\"--port\", \"%d\"]\nport = %d\nmodel = \"fake-model\"\n[backends.cand]\nengine = \"llamacpp\"\ncommand = %q\nargs = [\"--port\", \"%d\", \"--model\", \"cand-model\"]\nport = %d\nmodel = \"cand-model\"\n",
+		fake, pp, pp, fake, cp, cp)), 0o644))
+	pids := map[string]int{}
+	for _, name := range []string{"prod", "cand"} {
+		code, out, errs := runHiro(t, "--config", cfg, "backend", "start", name, "--json")
+		var res struct {
+			PID int `json:"pid"`
+		}
+		if code != ExitOK || json.Unmarshal([]byte(out), &res) != nil || res.PID == 0 {
+			t.Fatalf("start %s: exit %d\n%s\n%s", name, code, out, errs)
+		}
+		pids[name] = res.PID
+		t.Cleanup(func() { syscall.Kill(-res.PID, syscall.SIGKILL) })
+	}
+	// The other HOME's campaign: a process whose environment names its
+	// lease folder, its lease there using prod, and cand's record naming
+	// it as owner.
+	otherLeases := t.TempDir()
+	owner := exec.Command("sleep", "60")
+	owner.Env = append(os.Environ(), "HIRO_LEASE_DIR="+otherLeases)
+	must(t, owner.Start())
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	ticks, ok := procfs.StartTicks(owner.Process.Pid)
+	if !ok {
+		t.Fatal("no start time of the owner")
+	}
+	c, err := config.Load(cfg)
+	must(t, err)
+	prod, err := c.Backend("prod")
+	must(t, err)
+	hold, err := lease.Acquire(otherLeases, &lease.Lease{Kind: lease.KindCampaign, Campaign: "20261203T182709Z-cand-bfbb8e", Config: cfg, Candidate: "cand", UsesProduction: prod.BaseURL}, "campaign-test-key")
+	must(t, err)
+	t.Cleanup(func() { hold.Release() })
+	rec, err := supervisor.ReadRecord(c.StateDir, "cand")
+	must(t, err)
+	rec.Owner = &supervisor.Owner{PID: owner.Process.Pid, StartTicks: ticks, What: "campaign 20261203T182709Z-cand-bfbb8e"}
+	must(t, supervisor.WriteRecord(c.StateDir, rec))
+
+	t.Setenv("HIRO_LEASE_DIR", t.TempDir()) // this shell's HOME: another lease folder
+	code, _, errs := runHiro(t, "--config", cfg, "backend", "stop", "prod")
+	if code != ExitBusy || !strings.Contains(errs, "backend stop refused: prod is in use by campaign 20261203T182709Z-cand-bfbb8e") {
+		t.Errorf("stop of the production another HOME's campaign uses: exit %d, stderr %q; want 6 naming the campaign", code, errs)
+	}
+	if err := syscall.Kill(pids["prod"], 0); err != nil {
+		t.Fatalf("prod was stopped although the stop was refused: %v", err)
 	}
 }
