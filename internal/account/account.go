@@ -76,11 +76,7 @@ func Build(e *evidence.Evidence) *Account {
 		}
 		a.Subtitle += ": " + r
 	}
-	if len(e.NotJudged) > 0 && e.Verdict != evidence.VerdictRunning {
-		// A verdict says what it did not judge ("Qualified: all gates
-		// passed; not judged: semantic").
-		a.Subtitle += "; not judged: " + strings.Join(e.NotJudged, ", ")
-	}
+	a.Subtitle += NotJudgedTail(e)
 	failed := firstFailed(e)
 	a.Summary = summary(e, failed)
 	for i := range e.Gates {
@@ -533,6 +529,20 @@ func currentState(e *evidence.Evidence) string {
 	return fmt.Sprintf("Backend %s is not qualified in this configuration. %s", e.Candidate, productionSentence(e))
 }
 
+// NotJudgedTail is what a verdict line adds to say what the verdict did
+// not judge ("; not judged: semantic": "Qualified: all gates passed; not
+// judged: semantic"), "" when the plan covered the activation policy,
+// for a campaign still running, and for an aborted one, which judged
+// nothing: the policy's missing kinds alone would read as if its
+// interrupted gates had been judged (trial 12, S2). The account's
+// subtitle and hiro qualify's verdict line both use it.
+func NotJudgedTail(e *evidence.Evidence) string {
+	if len(e.NotJudged) == 0 || e.Verdict == evidence.VerdictRunning || e.Verdict == evidence.VerdictAborted {
+		return ""
+	}
+	return "; not judged: " + strings.Join(e.NotJudged, ", ")
+}
+
 // notJudged is the sentence that names what the verdict did not judge
 // (evidence.Evidence.NotJudged): kinds the activation policy needs that
 // the plan has no gate of, so that "qualified" is not read as more than
@@ -603,7 +613,14 @@ func nextSteps(e *evidence.Evidence, failed *evidence.Gate) []string {
 			more = fmt.Sprintf("a frozen corpus of about %s", Plural(n, "document", "documents"))
 		}
 		out = append(out, "Qualify again on "+more+" (hiro corpus import), so that the comparison can decide.")
-		out = append(out, "Or accept this evidence deliberately: hiro activate --accept-inconclusive records that production changed on a comparison that could not decide.")
+		if len(e.NotJudged) > 0 {
+			// --accept-inconclusive does not pass the activation
+			// policy: offering it would send the user to a refusal
+			// (trial 12, S1).
+			out = append(out, fmt.Sprintf("hiro activate refuses this evidence, --accept-inconclusive too: the activation policy needs a gate of each kind not judged (%s); add them to the plan (docs/plan.md) and run the campaign again.", strings.Join(e.NotJudged, ", ")))
+		} else {
+			out = append(out, "Or accept this evidence deliberately: hiro activate --accept-inconclusive records that production changed on a comparison that could not decide.")
+		}
 	}
 	return out
 }

@@ -103,6 +103,33 @@ func TestQualifiedSaysWhatWasNotJudged(t *testing.T) {
 	}
 }
 
+// TestNotJudgedOnAbortedAndInconclusive (trial 12, S1 and S2): an
+// aborted campaign's verdict line said "not judged: artifact,
+// structured_control", naming only the policy's kinds the plan lacks, as
+// if its interrupted semantic gate had been judged: an aborted verdict
+// has no such tail. An inconclusive verdict of such a plan offered
+// 'hiro activate --accept-inconclusive', which refuses it on the policy:
+// its next step says the refusal and what to add instead.
+func TestNotJudgedOnAbortedAndInconclusive(t *testing.T) {
+	e := &evidence.Evidence{Candidate: "cand", Verdict: evidence.VerdictAborted, TerminationReason: "interrupted by SIGINT",
+		NotJudged: []string{"artifact", "structured_control"}, Gates: []evidence.Gate{{ID: "launch", Kind: "launch", Status: evidence.StatusPassed}, {ID: "semantic", Kind: "semantic", Status: evidence.StatusNotRun}}}
+	if a := Build(e); a.Subtitle != "Aborted: interrupted by SIGINT" || NotJudgedTail(e) != "" {
+		t.Errorf("aborted subtitle %q, want no not-judged tail", a.Subtitle)
+	}
+	e.Verdict, e.TerminationReason = evidence.VerdictInconclusive, "gate semantic inconclusive"
+	e.Gates[1].Status = evidence.StatusInconclusive
+	a := Build(e)
+	steps := strings.Join(a.NextSteps, " ")
+	if strings.Contains(steps, "Or accept this evidence deliberately") ||
+		!strings.Contains(steps, "hiro activate refuses this evidence, --accept-inconclusive too: the activation policy needs a gate of each kind not judged (artifact, structured_control)") {
+		t.Errorf("inconclusive next steps of a plan the policy refuses: %q", steps)
+	}
+	e.NotJudged = nil
+	if steps := strings.Join(Build(e).NextSteps, " "); !strings.Contains(steps, "hiro activate --accept-inconclusive records") {
+		t.Errorf("inconclusive next steps of a plan that covers the policy: %q", steps)
+	}
+}
+
 // TestRateChartTicksStopAtOne: a rate chart leaves room above 1 for its
 // legend, but no tick reads more than 1; its text is sans-serif.
 func TestRateChartTicksStopAtOne(t *testing.T) {

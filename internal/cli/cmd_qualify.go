@@ -201,10 +201,7 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		}
 	} else {
 		// The campaign's account, as report.md and the journal tell it.
-		verdict := sum.Verdict
-		if len(e.NotJudged) > 0 {
-			verdict += "; not judged: " + strings.Join(e.NotJudged, ", ")
-		}
+		verdict := sum.Verdict + account.NotJudgedTail(e)
 		fmt.Fprintf(g.Stdout, "verdict: %s (exit %d)\n%s\nevidence: %s\nreport:   %s\n", verdict, sum.ExitCode, account.Terminal(e.Public()), sum.Evidence, sum.Report)
 		if out.ExitCode == qualify.ExitCritical {
 			fmt.Fprintf(g.Stdout, "PRODUCTION IS DOWN. Fix what keeps it from starting, then run: hiro --config %s recover (any hiro command, e.g. hiro backend start %s, restores it first from the campaign's lease); check it with hiro backend status %s\n", shellquote.Quote(cfg.Path), shellquote.Quote(plan.Production), shellquote.Quote(plan.Production))
