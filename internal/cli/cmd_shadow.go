@@ -215,6 +215,24 @@ func runShadowCall(ctx context.Context, g *Globals, what string, call func(conte
 	return Silent(ExitFailed)
 }
 
+// scoredText says what became of the mirrored requests: the pairs
+// scored, and those not scored (yet), which are the candidate's: in
+// flight to it while the run is active, left unscored when it ended
+// (trial 12, S9: "25 mirrored (22 pairs scored)" with every other state
+// listed did not add up).
+func scoredText(st *control.ShadowStatus) string {
+	r := st.Result
+	s := fmt.Sprintf("%d pairs scored", r.Pairs)
+	if n := r.Mirrored - int64(r.Pairs); n > 0 {
+		if st.Active {
+			s += fmt.Sprintf(", %d in flight (candidate answering)", n)
+		} else {
+			s += fmt.Sprintf(", %d not scored (the candidate was still answering when the run ended)", n)
+		}
+	}
+	return s
+}
+
 // printShadow renders a run's account for the terminal.
 func printShadow(w io.Writer, st *control.ShadowStatus) {
 	r := st.Result
@@ -223,8 +241,8 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 		state = "active"
 	}
 	fmt.Fprintf(w, "shadow      %s → %s, %s of requests, %s, started %s\n", r.Production, r.Candidate, pct(r.Share), state, r.StartedAt.Local().Format(time.TimeOnly))
-	fmt.Fprintf(w, "requests    %d seen%s, %d sampled: %d mirrored (%d pairs scored), %d dropped (queue full), %d too large, %d abandoned (client left), %d unsent (at the end), %d queued, %d pending (production answering)\n",
-		r.Seen, seenUntil(st), r.Sampled, r.Mirrored, r.Pairs, r.Dropped, r.TooLarge, r.Abandoned, r.Unsent, r.Queued, r.Pending)
+	fmt.Fprintf(w, "requests    %d seen%s, %d sampled: %d mirrored (%s), %d dropped (queue full), %d too large, %d abandoned (client left), %d unsent (at the end), %d queued, %d pending (production answering)\n",
+		r.Seen, seenUntil(st), r.Sampled, r.Mirrored, scoredText(st), r.Dropped, r.TooLarge, r.Abandoned, r.Unsent, r.Queued, r.Pending)
 	fmt.Fprintf(w, "errors      candidate %d, production %d\n", r.CandidateErrors, r.ProductionErrors)
 	if r.CandidateLatency != nil && r.ProductionLatency != nil {
 		fmt.Fprintf(w, "latency     p50 candidate %.1f ms, production %.1f ms", r.CandidateLatency.P50, r.ProductionLatency.P50)

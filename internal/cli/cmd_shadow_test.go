@@ -185,6 +185,28 @@ func TestPrintShadowCountsClaimsNotPairs(t *testing.T) {
 	}
 }
 
+// TestPrintShadowSaysWhatIsInFlight (trial 12, S9): "25 mirrored (22
+// pairs scored)" beside 0 queued, 0 pending and 0 unsent did not add up:
+// 3 were in flight to the candidate. The line names them, active or
+// ended.
+func TestPrintShadowSaysWhatIsInFlight(t *testing.T) {
+	for _, c := range []struct {
+		active bool
+		want   string
+	}{{true, "25 mirrored (22 pairs scored, 3 in flight (candidate answering)), 0 dropped"},
+		{false, "25 mirrored (22 pairs scored, 3 not scored (the candidate was still answering when the run ended)), 0 dropped"}} {
+		var b strings.Builder
+		r := &shadow.Result{Candidate: "cand", Production: "prod", Share: 1, Seen: 25, Sampled: 25, Mirrored: 25, Pairs: 22, Outcome: "inconclusive"}
+		if !c.active {
+			r.Ended = "command"
+		}
+		printShadow(&b, &control.ShadowStatus{Active: c.active, Result: r})
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("active %v: account lacks %q:\n%s", c.active, c.want, b.String())
+		}
+	}
+}
+
 // TestPrintShadowSaysTheCountStopped (issue 26 N7): an ended run's
 // account says its "seen" count stopped when the run ended (at
 // max_pairs, its duration or a stop), so that 8 seen beside 25 requests
