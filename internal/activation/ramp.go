@@ -215,7 +215,16 @@ func rampJournal(r *evidence.RampResult) (journal.Section, journal.ValidationRow
 	}
 	row := journal.ValidationRow{Check: fmt.Sprintf("Live comparison of %s with %s, step by step (%s)", r.Candidate, r.Production, shares(r)), Status: journal.StatusPassed,
 		Result: fmt.Sprintf("completed: every step's error rate, latency and reply checks passed on at least %d candidate requests after a soak of %s", r.MinRequests, r.Soak)}
-	if r.State != evidence.RampCompleted {
+	switch r.State {
+	case evidence.RampCompleted:
+	case evidence.RampStopped:
+		// Stopped by command (hiro rollback, a Ctrl-C of the activation)
+		// before the comparison decided: the candidate did not fail it
+		// (trial 12, S14: the journal said "failed" of a candidate that
+		// answered every request).
+		sec.Status = "Stopped"
+		row.Status, row.Result = journal.StatusInconclusive, "stopped before the comparison decided (nothing failed): "+r.Reason
+	default:
 		sec.Status = "Failed"
 		row.Status, row.Result = journal.StatusFailed, r.State+": "+r.Reason
 	}
