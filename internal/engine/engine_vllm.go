@@ -66,9 +66,14 @@ var vllmModeRules = []Rule{
 	{Text: "only supports V", Pattern: regexp.MustCompile(`\b\w+ backend only supports V[01]\b`), Class: failure.ClassInvalidConfiguration},
 }
 
-// vllmKVFacts: the KV cache's figures vLLM logs and its sizing errors
-// state (both sides of the shortfall), wherever vLLM runs.
+// vllmKVFacts: the KV cache's figures vLLM logs, its sizing errors
+// (both sides of the shortfall) and its start-up free-memory check (the
+// device's free and total GiB), wherever vLLM runs (the openai kind too).
 var vllmKVFacts = []FactParser{
+	// later vLLM names the device ("Free memory on device
+	// cuda:0 (22.65/79.18 GiB) on startup", vllm@0027b02
+	// vllm/v1/worker/utils.py request_memory: init_snapshot.device_)
+	{Trigger: "Free memory on device", Pattern: regexp.MustCompile(`Free memory on device (?:[\w-]+:\d+ )?\(([\d.]+)/([\d.]+) GiB\)`), Names: []string{"device_free_gib", "device_total_gib"}},
 	{Trigger: "Available KV cache memory", Pattern: regexp.MustCompile(`Available KV cache memory: ` + num + ` GiB`), Names: []string{"kv_cache_memory_gib"}},
 	{Trigger: "GPU KV cache size", Pattern: regexp.MustCompile(`GPU KV cache size: ([\d,]+) tokens`), Names: []string{"kv_cache_tokens"}},
 	{Trigger: "maximum number of tokens that can be stored in KV cache", Pattern: regexp.MustCompile(`max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`), Names: []string{"max_model_len", "kv_cache_tokens"}},
@@ -139,7 +144,6 @@ func init() {
 			{Trigger: "Model loading took", Pattern: regexp.MustCompile(`Model loading took ([\d.]+) GiB(?: memory)?(?: and ([\d.]+) seconds)?`), Names: []string{"model_memory_gib", "model_load_seconds"}},
 			{Trigger: "Loading model weights took", Pattern: regexp.MustCompile(`Loading model weights took ([\d.]+) GB`), Names: []string{"model_memory_gib"}},
 		}, vllmKVFacts, []FactParser{
-			{Trigger: "Free memory on device", Pattern: regexp.MustCompile(`Free memory on device \(([\d.]+)/([\d.]+) GiB\)`), Names: []string{"device_free_gib", "device_total_gib"}},
 			{Trigger: "Maximum concurrency", Pattern: regexp.MustCompile(`Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x`), Names: []string{"max_model_len", "max_concurrency"}},
 			{Trigger: "init engine", Pattern: regexp.MustCompile(`init engine \(profile, create kv cache, warmup model\) took ([\d.]+) seconds`), Names: []string{"engine_init_seconds"}},
 		}),
