@@ -536,14 +536,19 @@ var metalFamily = family("metal", []Rule{
 	// instantiated (the name says which).
 	{Text: "[metal::Device] Unable to", Pattern: regexp.MustCompile(`\[metal::Device\] Unable to (load (kernel|function) \S|build metal library)`), Class: failure.ClassGPUArchUnsupported, Weak: true, NextStep: mlxKernelStep},
 	// A Metal shader library that does not compile for this GPU or OS:
-	// the compiler's own error after ggml's Metal init began.
-	{Text: "static_assert failed", After: "ggml_metal", Class: failure.ClassGPUArchUnsupported},
+	// the compiler's own error after ggml's Metal init began. ggml builds
+	// its library when the backend is initialised for the model
+	// (llama.cpp@0433293 ggml/src/ggml-metal/ggml-metal-device.m
+	// ggml_metal_library_init, from ggml_metal_init as the context is
+	// made): the model never got onto the device, a load failure whether
+	// or not "llama_context: constructing" came first (Phase pinned).
+	{Text: "static_assert failed", After: "ggml_metal", Class: failure.ClassGPUArchUnsupported, Phase: failure.PhaseLoad},
 	// the Metal compiler's errors in ggml's library compiled from source
 	// ("program_source:6450:1: error: expected expression" after
 	// ggml_metal_load_library): the first states the cause
-	{Text: "program_source:", Pattern: regexp.MustCompile(`^\s*program_source:\d+:\d+: error: `), After: "ggml_metal", Class: failure.ClassGPUArchUnsupported},
+	{Text: "program_source:", Pattern: regexp.MustCompile(`^\s*program_source:\d+:\d+: error: `), After: "ggml_metal", Class: failure.ClassGPUArchUnsupported, Phase: failure.PhaseLoad},
 	{Text: "MTLLibraryErrorDomain", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
-	{Text: "failed to initialize the Metal library", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
+	{Text: "failed to initialize the Metal library", Class: failure.ClassGPUArchUnsupported, Tier: TierHint, Phase: failure.PhaseLoad},
 	{Text: "no Metal device", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "MPS backend is not available", Class: failure.ClassAcceleratorUnavailable},
 	// Metal's API validation asserting on a call ("-[MTLDebugDevice
