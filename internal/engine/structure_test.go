@@ -563,3 +563,39 @@ func TestSummaryTakesTheChildsLine(t *testing.T) {
 		}
 	}
 }
+
+// TestNoDeviceFailsNoLaterThanLoad: a line saying there is no device
+// (accelerator_unavailable) logged after the load's last marker is still
+// the load's (classCeilings): kernels, the KV cache and warm-up run on a
+// device, so none of them is where a missing one fails.
+func TestNoDeviceFailsNoLaterThanLoad(t *testing.T) {
+	for _, c := range []struct {
+		name, kind string
+		lines      []string
+		exit       ExitInfo
+	}{
+		// mistral.rs (EricLBuehler/mistral.rs#1056): its builder opens the
+		// CUDA device after "Model loaded." (a kernel_setup marker)
+		{"mistral.rs builder after the model", "mistralrs", []string{
+			"2025-01-12T14:03:55.702904Z  INFO mistralrs_core::pipeline::normal: Loading model `m` on cpu.",
+			"2025-01-12T14:04:21.902145Z  INFO mistralrs_server: Model loaded.",
+			"thread 'main' panicked at mistralrs-core/src/lib.rs:253:69:",
+			`called ` + "`Result::unwrap()`" + ` on an ` + "`Err`" + ` value: WithBacktrace { inner: Cuda(Cuda(DriverError(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"))) }`,
+		}, Exited(101)},
+		// torch/cuda/__init__.py _lazy_init: "No CUDA GPUs are available",
+		// after vLLM's weights line (a kv_init marker)
+		{"torch's lazy init after vLLM's weights", "vllm", []string{
+			"INFO 01-12 08:36:24 model_runner.py:1025] Loading model weights took 3.7710 GB",
+			"RuntimeError: No CUDA GPUs are available",
+		}, Exited(1)},
+	} {
+		tr := mustLookup(t, c.kind).NewTracker()
+		for _, l := range c.lines {
+			tr.Feed(l)
+		}
+		f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: c.exit})
+		if f.Class != failure.ClassAcceleratorUnavailable || f.Phase != failure.PhaseLoad {
+			t.Errorf("%s: %s at %s (rule %s), want accelerator_unavailable at load", c.name, f.Class, f.Phase, f.Rule)
+		}
+	}
+}

@@ -435,6 +435,7 @@ func giveLine(v *verdict) {
 	} else if c.crash && !isStructured(f.Class) {
 		v.lazyCrash()
 	}
+	f.Phase = phaseCeiling(f.Class, f.Phase)
 	// The engine outlived the line and went on: the failure shows where
 	// it stopped (a CPU fallback found at ready, a supervisor's stop
 	// while loading on the CPU), not where the line was logged. A rule's
@@ -447,6 +448,28 @@ func giveLine(v *verdict) {
 		v.detail["traceback_frames"] = v.frames
 	}
 	v.outcomeDetail()
+}
+
+// classCeilings is the latest step a class's line can fail in, as a
+// table: accelerator_unavailable (no device, or none the build can open)
+// fails the device's opening, which comes at launch or as the model is
+// put on it; a step after load (kernels, KV cache, warm-up) runs on a
+// device, so a line of that class logged after the load's last marker
+// is still the load's (mistral.rs opens its CUDA device in its builder,
+// after "Model loaded."). A phase reached later by serving on the CPU is
+// the outlived phase's, set after this.
+var classCeilings = map[failure.Class]failure.Phase{
+	failure.ClassAcceleratorUnavailable: failure.PhaseLoad,
+}
+
+// phaseCeiling returns ph, or the ceiling of class c when ph is past it
+// and before the server said it was ready.
+func phaseCeiling(c failure.Class, ph failure.Phase) failure.Phase {
+	top, ok := classCeilings[c]
+	if ok && ph.Index() > top.Index() && ph.Index() < failure.PhaseReadyWait.Index() {
+		return top
+	}
+	return ph
 }
 
 // codeFrameLater makes a class taken from a frame that names where code
