@@ -825,6 +825,19 @@ var ascendFamily = family("ascend", []Rule{
 	// failed, reason=driver error:..."): no NPU can be used, as
 	// cudaGetDeviceCount failing is for CUDA
 	{Name: "ascend/device-call-failed", Text: "execution failed", Pattern: regexp.MustCompile(`\brt(?:Get|Set)(?:Default)?Device\w* execution failed\b`), Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
+	// a code whose line is only the code's own sentence ("CANN error:
+	// EL0003: [PID: N] DATE The argument is invalid.", no "Reason:"), then
+	// "Solution: ..." and the runtime's "TraceBack (most recent call
+	// last):" list indented below it: the header names no cause, the
+	// first runtime line below does (as under "Inner Error!")
+	{Name: "ascend/bare-code", Text: "[PID: ", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\] \S+ [^:\[]*\.\s*$`), Class: failure.ClassEngineDied, Tier: TierHint, Below: true},
+	// the runtime's own lines below such a header ("Convert memory address
+	// from virtual to dma physical failed, retCode=0x7020014.[FUNC:
+	// MemcpyAsyncTaskInitV3][FILE:memory_task.cc][LINE:694]"; CANN's
+	// runtime logs each with the function, file and line that raised it):
+	// the first is the cause, its class depending on the words, so weak;
+	// a specific rule above (rtSetDevice failing) gives its class first
+	{Name: "ascend/runtime-detail", Text: "[FUNC:", Pattern: regexp.MustCompile(`\s{4}\S.*\[FUNC:\w+\]\[FILE:[\w.]+\]\[LINE:\d+\]\s*$`), Class: failure.ClassEngineDied, Weak: true},
 	// any other code: the root-cause line, its class depending on the
 	// message (an invalid kernel argument, a device query refused), so weak
 	{Name: "ascend/error-code", Text: "[PID: ", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\]`), Class: failure.ClassEngineDied, Weak: true},
