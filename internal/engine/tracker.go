@@ -97,6 +97,7 @@ type traceback struct {
 	header    string        // the line that introduced it (stored form)
 	headerSig *Rule         // the header's own signature, if any
 	headerCls failure.Class // the class it gives
+	inline    bool          // the header states the message before the traceback on its line ("MSG, Traceback ...")
 	phase     failure.Phase
 	hint      failure.Class // class named by the frames (innermost wins)
 	hintRule  string        // the frame hint's rule name
@@ -1448,6 +1449,7 @@ func (t *Tracker) openBlock(line, stored, before string) {
 	t.chained = false
 	if strings.TrimSpace(strings.TrimRight(strings.TrimSpace(before), ":")) != "" {
 		t.tb.header = stored
+		t.tb.inline = strings.HasSuffix(strings.TrimSpace(before), ",")
 		if !t.isWrapper(line) {
 			t.tb.headerSig, t.tb.headerCls = t.match(line, t.lower(line))
 		}
@@ -1561,8 +1563,18 @@ func (t *Tracker) offerHeader(tb *traceback, hs *Rule, root string) {
 	}
 	t.offer(hs.Name, cause, tb.headerCls, tb.blockPhase(hs.Phase), hs.tier(), false)
 	t.splitIf(hs.Name, cause, hs.Summary) // the class from the header, the cause the block's exception
-	if c := &t.cand; hs.Summary && c.rule == hs.Name && c.line == tb.header {
+	c := &t.cand
+	if hs.Summary && c.rule == hs.Name && c.line == tb.header {
 		c.line, c.split = cause, true
+	}
+	// a header that states the message itself and then its traceback
+	// on the same line (vLLM's multiproc worker: "Exception in worker
+	// W while processing method M: MSG, Traceback (most recent call
+	// last):") said it first and names the step: its line is the
+	// cause, the block's exception line, of the same rule's class, only
+	// repeats it
+	if tb.inline && !hs.Summary && c.line == root && c.tier == hs.tier() && c.class == tb.headerCls {
+		c.rule, c.line = hs.Name, tb.header
 	}
 }
 
