@@ -523,6 +523,13 @@ var pythonWrappers = []string{
 var uvicornMarkers = []Marker{
 	{Text: "Application startup complete", Phase: failure.PhaseReadyWait},
 	{Text: "Uvicorn running on", Phase: failure.PhaseReadyWait},
+	// uvicorn's report of a request whose ASGI handler raised
+	// (encode/uvicorn uvicorn/protocols/http/h11_impl.py and httptools_impl.py
+	// run_asgi: logger.error("Exception in ASGI application\n", exc_info=exc)):
+	// only a request runs the application, so once the server is up the
+	// traceback after it is that request's (a worker behind its own API,
+	// FastChat's model worker, logs no access line for the request first)
+	{Text: "Exception in ASGI application", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 }
 
 // num is a regexp fragment for a decimal number that may be negative.
