@@ -378,6 +378,13 @@ func TestPhaseFromWhatTheLinesSay(t *testing.T) {
 			"thread '<unnamed>' panicked at mistralrs-core/src/pipeline/mod.rs:462:35:",
 			"Did not get any inputs. This is shocking.",
 		}, failure.PhaseReadyWait, true},
+		// a flag's words in an echo of the engine's arguments are no
+		// step (llama-box prints its command line after GPUStack's load)
+		{"an arguments echo naming --no-warmup and --kv-cache-dtype", "openai", []string{
+			"Downloading Model to directory: /var/lib/gpustack/cache/m",
+			"0.00.005.376 I arguments  : llama-box --host 0.0.0.0 --no-warmup --cache-type-k q8_0 --kv-cache-dtype q8_0 --port 40408 --model /m/m.gguf",
+			"0.00.476.376 E CANN error: EE1001: 2025-02-24-08:51:37.210.355 The argument is invalid.Reason: rtGetDevMsg execute failed, reason=[context pointer null]",
+		}, failure.PhaseLoad, false},
 		{"a ggml operation's CUDA error after the KV cache (a derivative's warmup)", "koboldcpp", []string{
 			"llama_kv_cache: size = 11776.00 MiB ( 32768 cells,  92 layers,  1/1 seqs), K (f16): 5888.00 MiB, V (f16): 5888.00 MiB",
 			"CUDA error: invalid argument",

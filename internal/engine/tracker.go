@@ -1242,7 +1242,7 @@ func (t *Tracker) mark(line string) {
 		if m.After != "" && t.phase.Index() < m.After.Index() {
 			continue
 		}
-		if m.Pattern != nil && !m.Pattern.MatchString(line) {
+		if m.Pattern != nil && !m.Pattern.MatchString(line) || inFlag(line, m.Text) {
 			continue
 		}
 		if m.Phase.Index() >= t.phase.Index() || m.Reload && t.phase.Index() >= failure.PhaseReadyWait.Index() {
@@ -1256,6 +1256,25 @@ func (t *Tracker) mark(line string) {
 			t.served = true
 		}
 		return
+	}
+}
+
+// inFlag reports whether every occurrence of text in line is a word of
+// a command-line flag ("--no-warmup", "--kv-cache-dtype" in an echo of
+// the engine's arguments, llama-box's "arguments  : ... --no-warmup"):
+// a flag names a setting, not a step the engine is in.
+func inFlag(line, text string) bool {
+	found := false
+	for rest, off := line, 0; ; {
+		i := strings.Index(rest, text)
+		if i < 0 {
+			return found
+		}
+		if off+i == 0 || line[off+i-1] != '-' {
+			return false
+		}
+		found = true
+		rest, off = rest[i+1:], off+i+1
 	}
 }
 
