@@ -98,3 +98,41 @@ func TestFramesNeverDecideStrongly(t *testing.T) {
 		t.Errorf("the frames' class %s was said strongly (rule %s)", f.Class, f.Rule)
 	}
 }
+
+// TestDroppedDeviceNoticeNeedsCPUServing: a discovery notice that drops a
+// device (Ollama's integrated GPU at INFO, a CUDA GPU too old) explains
+// the CPU serving after it, and no failure when the model serves on
+// another GPU (an iGPU dropped beside a discrete card).
+func TestDroppedDeviceNoticeNeedsCPUServing(t *testing.T) {
+	for _, drop := range []string{
+		// ollama/ollama#16701 discover/runner.go
+		`time=2026-09-30T01:19:15.477Z level=INFO source=runner.go:405 msg="dropping integrated GPU; to enable, set OLLAMA_IGPU_ENABLE=1" id=0 library=Vulkan compute=0.0 name=Vulkan0 description="Intel(R) Iris(R) Xe Graphics" pci_id=""`,
+		// ollama@v0.5.4 discover/gpu.go
+		`time=2025-01-10T10:00:01.342+01:00 level=INFO source=gpu.go:325 msg="[1] CUDA GPU is too old. Compute Capability detected: 3.5"`,
+	} {
+		for _, c := range []struct {
+			name, compute, offload string
+			want                   failure.Class
+		}{
+			{"cpu", `msg="inference compute" id=cpu library=cpu compute="" name=cpu description=cpu libdirs=ollama driver="" pci_id="" type="" total="15.7 GiB" available="6.0 GiB"`,
+				`msg="offloaded 0/29 layers to GPU"`, failure.ClassAcceleratorUnavailable},
+			{"gpu", `msg="inference compute" id=GPU-1f0c library=CUDA compute=8.9 name=CUDA0 description="NVIDIA GeForce RTX 4060" libdirs=ollama,cuda_v13 driver=13.0 pci_id=0000:01:00.0 type=discrete total="8.0 GiB" available="7.1 GiB"`,
+				`msg="offloaded 29/29 layers to GPU"`, ""},
+		} {
+			tr := mustLookup(t, "ollama").NewTracker()
+			for _, l := range []string{drop, "time=2026-09-30T01:19:15.478Z level=INFO source=types.go:50 " + c.compute,
+				"time=2026-09-30T01:19:41.310Z level=INFO source=ggml.go:501 " + c.offload,
+				`[GIN] 2026/09/30 - 01:19:51 | 200 |   10.204518s |       127.0.0.1 | POST     "/api/chat"`} {
+				tr.Feed(l)
+			}
+			f := tr.Classify(Outcome{Kind: OutcomeExited, Exit: Exited(0)})
+			ok := f.Class == c.want && f.RootCause == drop
+			if c.want == "" {
+				ok = f.Rule == RuleNoFailureShown
+			}
+			if !ok {
+				t.Errorf("%.60s, serving on %s: %s %q (rule %s), want the notice as accelerator_unavailable on the CPU, no failure on the GPU", drop, c.name, f.Class, f.RootCause, f.Rule)
+			}
+		}
+	}
+}

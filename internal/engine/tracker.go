@@ -80,6 +80,7 @@ type Tracker struct {
 	// cut is the block the last non-frame line cut, at line cutAt: its
 	// frames may go on after another writer's lines (resume)
 	devicePhase failure.Phase // the phase in progress when the device's evidence line was seen
+	deviceAt    int64         // the number of the line of the device's evidence
 	cut         traceback
 	cutAt       int64
 	cutCand     candidate // the candidate held before the cut offered its header
@@ -1306,6 +1307,7 @@ func (t *Tracker) facts1(line string) {
 		if d.read(line, &t.device) && (t.device.Kind != before || before != DeviceCPU || t.device.Evidence == "") {
 			t.device.Evidence = strings.TrimSpace(clip(line))
 			t.devicePhase = t.phase
+			t.deviceAt = t.lines
 		}
 	}
 }

@@ -240,13 +240,24 @@ func (t *Tracker) snapshot(o Outcome) *verdict {
 	v.sig, v.code = exitSignal(o.Exit)
 	v.stayedUp = o.Kind != OutcomeExited || (o.Exit.Code != nil && *o.Exit.Code == 0)
 	v.died = o.Kind == OutcomeExited && (v.sig != "" || v.code > 0)
-	if v.died && v.cand.tier == TierHint && v.cand.class == failure.ClassEngineDied && v.okAfter {
-		// A worker's death the server outlived (Ollama restarts its runner
-		// and serves again) does not explain the server's own death later.
+	v.settleCandidate(t.deviceAt)
+	return v
+}
+
+// settleCandidate drops a hint the rest of the log shows was no failure:
+// a worker's death the server outlived (Ollama restarts its runner and
+// serves again), which does not explain the server's own death later;
+// a device the discovery dropped (an integrated GPU, one too old) when
+// a later line (deviceAt) shows the model on another GPU: the notice
+// explains CPU serving only.
+func (v *verdict) settleCandidate(deviceAt int64) {
+	switch {
+	case v.died && v.cand.tier == TierHint && v.cand.class == failure.ClassEngineDied && v.okAfter:
 		v.detail["survived"] = v.cand.line
 		v.cand = candidate{}
+	case v.cand.notice && isAccelClass(v.cand.class) && v.device.Kind == DeviceGPU && deviceAt > v.cand.at:
+		v.cand = candidate{}
 	}
-	return v
 }
 
 // finish fills what every verdict has: the phase after ready, the last
