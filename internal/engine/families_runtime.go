@@ -103,9 +103,11 @@ var modelFamily = family("model", []Rule{
 	// ExLlamaV2's "Tensor-parallel is not supported for
 	// Gemma3ForConditionalGeneration" (exllamav2/tensor_p.py), vLLM's
 	// "Pipeline parallelism is not supported for this model" (SupportsPP;
-	// older: "is only supported for the following architectures"), TGI's "sharded is not supported for this model"
+	// older: "is only supported for the following architectures"), TGI's "sharded is not supported for this model";
+	// or the profile's layout is what is wrong (r11: TGI's num_shard 4 for
+	// Falcon-7B read as invalid_configuration): weak, naming both
 	{Text: "supported for", Pattern: regexp.MustCompile(`(?i)\b(tensor|pipeline|expert)[- ]?parallel(ism)?\b.{0,30}\b(not (yet )?supported (for|by)|only supported for the following\s+architectures)\b|\bsharded is not supported for\b`),
-		Class: failure.ClassModelLoadFailed, NextStep: parallelArchStep},
+		Class: failure.ClassModelLoadFailed, Or: failure.ClassInvalidConfiguration, NextStep: parallelArchStep},
 	// a loader's own summary: the line before it, when a rule knows it,
 	// says more
 	{Text: "model load failed", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},

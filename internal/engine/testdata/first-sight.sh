@@ -44,6 +44,9 @@ sets=(
   "r10a ef738e0 internal/engine/heldout-r10a d66d4d5"
   "r10b ef738e0 internal/engine/heldout-r10b 55c13f5"
   "r10c ef738e0 internal/engine/heldout-r10c"
+  "r11a de23294 internal/engine/heldout-r11a"
+  "r11b de23294 internal/engine/heldout-r11b"
+  "r11c de23294 internal/engine/heldout-r11c"
 )
 
 for s in "${sets[@]}"; do
