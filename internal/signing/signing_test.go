@@ -151,8 +151,9 @@ func TestTrustList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := tr.Check(doc); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "hiro trust add "+other.Public().String()) {
-		t.Fatalf("a foreign key: %v", err)
+	if _, _, err := tr.Check(doc); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "hiro trust add "+other.Public().String()) ||
+		!strings.Contains(err.Error(), filepath.Dir(tr.Path)) || !strings.Contains(err.Error(), "HIRO_STATE_HOME") {
+		t.Fatalf("a foreign key (the refusal names the trust list's folder and what moves it): %v", err)
 	}
 	if _, tk, err := tr.Check(sign(t, own, map[string]any{"verdict": "qualified"})); err != nil || !tk.Own {
 		t.Fatalf("own key: %+v %v", tk, err)

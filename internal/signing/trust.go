@@ -127,7 +127,16 @@ func (t *Trust) Check(doc []byte) (*Signature, *TrustedKey, error) {
 	if tk := t.Trusted(s); tk != nil {
 		return s, tk, nil
 	}
-	return s, nil, fmt.Errorf("%w: %s (%s); if you trust the hiro that wrote it, run 'hiro trust add %s'", ErrUntrusted, s.KeyID, s.PublicKey, s.PublicKey)
+	return s, nil, fmt.Errorf("%w: %s (%s); the keys trusted here are in %s (%s, else the private state home: a campaign run with another HOME or %s signed with that home's key); if you trust the hiro that wrote it, run 'hiro trust add %s'", ErrUntrusted, s.KeyID, s.PublicKey, t.where(), private.Keys.Env, private.StateHomeEnv, s.PublicKey)
+}
+
+// where names the folder of the trust list (or "this hiro's keys folder"
+// when the list has no path, as a list built in memory).
+func (t *Trust) where() string {
+	if t.Path == "" {
+		return "this hiro's keys folder"
+	}
+	return filepath.Dir(t.Path)
 }
 
 // Add puts k on the trust list under name and writes the list (0600,
