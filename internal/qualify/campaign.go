@@ -366,7 +366,7 @@ func (c *campaign) guardBefore(ctx context.Context) error {
 		if cr.Advice != "" { // it answered, but refused hiro's TLS or key
 			c.out.line("  %s", cr.Advice)
 		}
-		if gates := c.plan.GatesAskingProduction(); len(gates) > 0 {
+		if gates := c.plan.GatesAskingProduction(c.prod, c.cfg.StateDir); len(gates) > 0 {
 			c.out.line("  %s", productionNeededNote(c.prod, gates, "and rerun"))
 		}
 	}

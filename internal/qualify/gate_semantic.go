@@ -288,6 +288,40 @@ func (g *SemanticGate) settings() []string {
 	return s
 }
 
+// baselineDir is where production's side under key is extracted in
+// stateDir; its cache is that path plus ".json".
+func baselineDir(stateDir string, key baselineKey) string {
+	return filepath.Join(stateDir, "semantic-cache", "production-"+key.Key[:16])
+}
+
+// readCachedSide returns production's cached side in file when it is
+// whole and has key; nil otherwise.
+func readCachedSide(file string, key baselineKey) *semanticSide {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var s semanticSide
+	if json.Unmarshal(b, &s) != nil || s.Schema != SemanticSideSchema || s.Fingerprint == nil || s.Fingerprint.Key != key.Key || s.Report == nil || s.Replies == nil {
+		return nil
+	}
+	return &s
+}
+
+// cachedBaseline reports whether production's side of this gate is
+// cached in stateDir for prod's present configuration (the key a run
+// would compute): the gate then sends production nothing. A corpus that
+// does not load has no cached side.
+func (g *SemanticGate) cachedBaseline(prod *config.Profile, stateDir string) bool {
+	c, err := corpus.Load(g.Corpus)
+	if err != nil {
+		return false
+	}
+	fp, _ := ProductionConfigHash(prod)
+	key := g.baselineKey(c, &Handle{Production: prod, ProductionFingerprint: fp})
+	return readCachedSide(baselineDir(stateDir, key)+".json", key) != nil
+}
+
 // errProductionIncomplete means production could not extract every
 // document: its scores would not be a fair baseline.
 var errProductionIncomplete = errors.New("production extraction incomplete")
@@ -298,13 +332,10 @@ var errProductionIncomplete = errors.New("production extraction incomplete")
 // production run is an error.
 func (g *SemanticGate) productionSide(ctx context.Context, c *corpus.Corpus, h *Handle) (*semanticSide, bool, error) {
 	key := g.baselineKey(c, h)
-	dir := filepath.Join(h.StateDir, "semantic-cache", "production-"+key.Key[:16])
+	dir := baselineDir(h.StateDir, key)
 	cacheFile := dir + ".json"
-	if b, err := os.ReadFile(cacheFile); err == nil {
-		var s semanticSide
-		if json.Unmarshal(b, &s) == nil && s.Schema == SemanticSideSchema && s.Fingerprint != nil && s.Fingerprint.Key == key.Key && s.Report != nil && s.Replies != nil {
-			return &s, true, nil
-		}
+	if s := readCachedSide(cacheFile, key); s != nil {
+		return s, true, nil
 	}
 	p := h.Production
 	side, err := g.runSide(ctx, c, semanticTarget{Backend: p.Name, BaseURL: p.BaseURL, Model: p.Model, profile: p, timeoutRetries: productionTimeoutRetries}, dir, h)

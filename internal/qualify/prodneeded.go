@@ -16,26 +16,33 @@ import (
 // semantic gate (production's side of the corpus, unless a cached
 // baseline matches), the shadow gate (production's live requests) and a
 // request gate with compare_with_production beside production (an
-// exclusive plan skips that comparison). exclusive is the plan's.
+// exclusive plan skips that comparison). exclusive is the plan's; prod and
+// stateDir are production's profile and the state directory, where the
+// semantic gate's cached baseline would be (prod nil: none is looked for).
 type productionAsker interface {
-	asksProduction(exclusive bool) bool
+	asksProduction(exclusive bool, prod *config.Profile, stateDir string) bool
 }
 
-func (g *SemanticGate) asksProduction(bool) bool { return true }
-func (g *ShadowGate) asksProduction(bool) bool   { return true }
-func (p *PerfCompare) asksProduction(exclusive bool) bool {
+func (g *SemanticGate) asksProduction(_ bool, prod *config.Profile, stateDir string) bool {
+	return prod == nil || !g.cachedBaseline(prod, stateDir)
+}
+func (g *ShadowGate) asksProduction(bool, *config.Profile, string) bool { return true }
+func (p *PerfCompare) asksProduction(exclusive bool, _ *config.Profile, _ string) bool {
 	return p.CompareWithProduction && !exclusive
 }
 
 // GatesAskingProduction returns the gates of the plan that run and need
-// production's answers, each as "ID (kind)", in plan order.
-func (p *Plan) GatesAskingProduction() []string {
+// production's answers, each as "ID (kind)", in plan order. A semantic
+// gate whose production baseline is cached in stateDir under prod's
+// present configuration asks production nothing and is left out (prod
+// nil: it is counted).
+func (p *Plan) GatesAskingProduction(prod *config.Profile, stateDir string) []string {
 	var out []string
 	for _, g := range p.Gates {
 		if g == nil || g.Skip {
 			continue
 		}
-		if a, ok := g.Gate.(productionAsker); ok && a.asksProduction(p.Exclusive != nil && *p.Exclusive) {
+		if a, ok := g.Gate.(productionAsker); ok && a.asksProduction(p.Exclusive != nil && *p.Exclusive, prod, stateDir) {
 			out = append(out, g.ID+" ("+g.Kind+")")
 		}
 	}
@@ -52,12 +59,15 @@ const productionCheckTimeout = 15 * time.Second
 // gate needs it. A warning, not an error: production may be started before
 // the run. It starts and stops nothing.
 func (p *Plan) ProductionNotServing(ctx context.Context, cfg *config.Config) string {
-	gates := p.GatesAskingProduction()
-	if p.Production == "" || len(gates) == 0 {
+	if p.Production == "" {
 		return ""
 	}
 	prod, err := production.ProfileFor(cfg, p.Production)
 	if err != nil || prod == nil {
+		return ""
+	}
+	gates := p.GatesAskingProduction(prod, cfg.StateDir)
+	if len(gates) == 0 {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, productionCheckTimeout)

@@ -3,9 +3,11 @@ package qualify_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/qualify"
 )
 
@@ -22,7 +24,7 @@ func TestProductionNotServingIsNamedWithTheGatesThatNeedIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.GatesAskingProduction(); len(got) != 1 || got[0] != "speed (sequential)" {
+	if got := p.GatesAskingProduction(cfg.Backends["prod"], cfg.StateDir); len(got) != 1 || got[0] != "speed (sequential)" {
 		t.Errorf("GatesAskingProduction = %v, want [speed (sequential)]", got)
 	}
 	w := p.ProductionNotServing(context.Background(), cfg)
@@ -53,11 +55,48 @@ func TestProductionNotServingIsNamedWithTheGatesThatNeedIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sem.GatesAskingProduction(); len(got) != 1 || got[0] != "quality (semantic)" {
+	if got := sem.GatesAskingProduction(nil, ""); len(got) != 1 || got[0] != "quality (semantic)" {
 		t.Errorf("GatesAskingProduction = %v, want [quality (semantic)]", got)
 	}
 	e.startProduction()
 	if w := p.ProductionNotServing(context.Background(), cfg); w != "" {
 		t.Errorf("production serves, yet: %q", w)
+	}
+}
+
+// A semantic gate whose production baseline is cached (a campaign
+// computed it while production served) sends production nothing, so
+// with production stopped --check does not warn about it; a gate whose
+// settings change the cache key does (issue 26, S18).
+func TestProductionNotServingSkipsACachedBaseline(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	e.startProduction()
+	gates := "exclusive = false\n[[gates]]\nid = \"launch\"\nkind = \"launch\"\n" + strings.Replace(semanticGate(0.05), "[[gates]]\n", "[[gates]]\nid = \"quality\"\n", 1)
+	planPath := e.writePlan(gates)
+	p, cfg, err := qualify.LoadPlan(planPath, e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.GatesAskingProduction(cfg.Backends["prod"], cfg.StateDir); len(got) != 1 || got[0] != "quality (semantic)" {
+		t.Fatalf("before any campaign GatesAskingProduction = %v, want [quality (semantic)]", got)
+	}
+	if _, err := qualify.Run(context.Background(), p, cfg, qualify.Options{LeaseDir: e.leaseDir, Progress: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := (production.Keeper{StateDir: cfg.StateDir}).StopRecorded(context.Background(), "prod", 0); err != nil {
+		t.Fatal(err)
+	}
+	if e.productionReady() {
+		t.Fatal("production still serves after its stop")
+	}
+	if w := p.ProductionNotServing(context.Background(), cfg); w != "" {
+		t.Errorf("the baseline is cached, yet --check warns: %q", w)
+	}
+	other, cfg2, err := qualify.LoadPlan(e.writePlan(strings.Replace(gates, "tolerance = 0.05\n", "tolerance = 0.05\nmax_tokens = 333\n", 1)), e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := other.ProductionNotServing(context.Background(), cfg2); !strings.Contains(w, "quality (semantic) needs production's answers") {
+		t.Errorf("another max_tokens has no cached baseline, yet the warning is %q", w)
 	}
 }
