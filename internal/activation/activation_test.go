@@ -82,6 +82,12 @@ func TestActivateThenRollback(t *testing.T) {
 		!strings.Contains(s, `READY reply "READY"`) || !strings.HasSuffix(s, "'hiro rollback' returns to prod.") {
 		t.Fatalf("journal summary %q: want the new production's proof and the rollback target, not the title", s)
 	}
+	// Its current state names the record a user would look for, and where
+	// such records live, without the private path.
+	if cs := j.Entries[0].CurrentState; !strings.Contains(cs, "The switch's record is "+filepath.Base(r.Path)+",") ||
+		!strings.Contains(cs, "HIRO_PRODUCTION_DIR") || !strings.Contains(cs, "HIRO_STATE_HOME") || strings.Contains(cs, filepath.Dir(r.Path)) {
+		t.Fatalf("journal current state %q: want the record's file name and the variables that place it", cs)
+	}
 	// The record is the switch's evidence, private.
 	if fi, err := os.Stat(r.Path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("record %s: %v %v", r.Path, fi, err)

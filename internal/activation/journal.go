@@ -3,11 +3,13 @@ package activation
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/journal"
+	"github.com/hiro-dev/hiro/internal/private"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/ramp"
 	"github.com/hiro-dev/hiro/internal/shellquote"
@@ -162,6 +164,7 @@ func (s *switcher) journal() string {
 	default:
 		e.CurrentState = fmt.Sprintf("Production is down: %s. Restore it by hand with 'hiro backend start %s'.", r.Error, shellquote.Quote(r.From.Name))
 	}
+	e.CurrentState += " " + recordWhere(r)
 	for i := 0; i < 3; i++ {
 		rel, err := j.Create(e)
 		if err == nil {
@@ -174,6 +177,17 @@ func (s *switcher) journal() string {
 		}
 	}
 	return ""
+}
+
+// recordWhere is the sentence that says where the switch's record lives,
+// by file name and the variables that place its folder (the path itself
+// is private: the journal is public).
+func recordWhere(r *production.Record) string {
+	if r.Path == "" {
+		return ""
+	}
+	return fmt.Sprintf("The switch's record is %s, in hiro's production record folder for this configuration file (%s, else production/ under the private state home: %s, else ~/.local/state/hiro); 'hiro rollback' and 'hiro serve' read it.",
+		filepath.Base(r.Path), private.Production.Env, private.StateHomeEnv)
 }
 
 func passFail(ok bool) string {
