@@ -633,18 +633,20 @@ func RampChart(r *evidence.RampResult) (c Chart, ok bool, err error) {
 	}
 	sl.LineStyle.Width, sl.LineStyle.Color = vg.Points(2), color.Gray{Y: 0x30}
 	p.Add(plotter.NewGrid(), sl)
-	p.Legend.Add("candidate's share", sl)
+	// The legend sits in a band under the plot: on the data it covered
+	// the share line where the ramp reaches 1 and the dots at 0.
+	legend := newLegend()
+	legend.Add("candidate's share", sl)
 	// Production's dots are rings drawn over the candidate's, so both
 	// show where they meet (at 0, most looks).
-	if err := addGlyphs(p, &p.Legend, glyphSeries{cand, candidateColor, draw.CircleGlyph{}, 2.5, "candidate error rate"},
+	if err := addGlyphs(p, &legend, glyphSeries{cand, candidateColor, draw.CircleGlyph{}, 2.5, "candidate error rate"},
 		glyphSeries{prod, productionColor, draw.RingGlyph{}, 3.5, "production error rate"}); err != nil {
 		return Chart{}, false, err
 	}
-	p.Legend.Top, p.Legend.Left = true, true
 	// A square-root axis: a 1 % step and a 5 % one stand apart from 0
 	// and from each other; ticks at the planned shares.
 	p.Y.Scale = sqrtScale{}
-	p.Y.Min, p.Y.Max = 0, 1.6 // room above 1 for the legend
+	p.Y.Min, p.Y.Max = 0, 1
 	ticks := []float64{0, 1}
 	for _, v := range r.Steps {
 		ticks = append(ticks, v)
@@ -657,7 +659,7 @@ func RampChart(r *evidence.RampResult) (c Chart, ok bool, err error) {
 		return ts
 	})
 	p.X.Min = 0
-	svg, err := render(p, 520, 280)
+	svg, err := renderBelow(p, &legend, 520, 300)
 	if err != nil {
 		return Chart{}, false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 )
@@ -248,6 +249,40 @@ func TestForestLegendClearOfTheZeroLine(t *testing.T) {
 		}
 		if top >= zero[1] {
 			t.Errorf("difference %+.3f: the legend reaches up to %.1f, beside the zero line (from %.1f up)", cm.Difference, top, zero[1])
+		}
+	}
+}
+
+// The ramp chart's legend sits in a band under the plot, below the x
+// axis's label, not on the data: inside the plot it covered the share
+// line where a completed ramp reaches 1 (issue 26, S15).
+func TestRampLegendUnderThePlot(t *testing.T) {
+	t0 := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
+	r := &evidence.RampResult{Candidate: "next", Production: "prod", Steps: []float64{0.01, 0.05, 0.25, 1}, State: evidence.RampCompleted, StartedAt: t0}
+	for i, share := range []float64{0.01, 0.05, 0.25, 1, 1} {
+		r.Series = append(r.Series, evidence.RampPoint{At: t0.Add(time.Duration(30*(i+1)) * time.Second), Share: share,
+			CandidateRequests: int(share * 200), ProductionRequests: 200 - int(share*200), CandidateErrors: i % 2})
+	}
+	c, ok, err := RampChart(r)
+	if err != nil || !ok {
+		t.Fatalf("RampChart: ok %v err %v", ok, err)
+	}
+	var axis *svgText
+	legend := map[string]*svgText{}
+	for _, tx := range svgTexts(string(c.SVG)) {
+		switch tx.s {
+		case "minutes since the ramp started":
+			axis = &tx
+		case "candidate&#39;s share", "candidate's share", "candidate error rate", "production error rate":
+			legend[tx.s] = &tx
+		}
+	}
+	if axis == nil || len(legend) != 3 {
+		t.Fatalf("x axis label %v, legend texts %v: want the axis label and the three entries", axis, legend)
+	}
+	for s, tx := range legend {
+		if tx.base+tx.size > axis.base {
+			t.Errorf("legend %q reaches up to %.1f, above the x axis label's baseline %.1f: it is on the plot", s, tx.base+tx.size, axis.base)
 		}
 	}
 }
