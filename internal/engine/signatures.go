@@ -101,7 +101,11 @@ var pythonSignatures = family("python", []Rule{
 	// architecture ("Model type qwen3_5 not supported.", mlx_lm/utils.py;
 	// LMDeploy's PyTorch engine: "Can not found rewrite for
 	// architectures: [...]", lmdeploy/pytorch/models/module_map.py)
+	// ... and the loader's table of model types without the model's, the
+	// type quoted with a qualifier around it (OpenVINO GenAI's
+	// vlm_config.cpp: "Unsupported 'qwen3_vl' VLM model type")
 	{Text: "not supported", Pattern: regexp.MustCompile(`(?i)\bmodel type \S+ (is )?not supported`), Class: failure.ClassModelLoadFailed},
+	{Name: "python/unsupported-quoted-model-type", Text: "unsupported", Pattern: regexp.MustCompile(`(?i)\bunsupported ['"\x60][\w.-]+['"\x60] (\w+ )?model (type|architecture)\b`), Class: failure.ClassModelLoadFailed},
 	{Text: "for architecture", Pattern: regexp.MustCompile(`(?i)(can ?not|could not|unable to|failed to) f(ou|i)nd? .{0,40}for architectures?\b`), Class: failure.ClassModelLoadFailed},
 	{Text: "does not appear to have a file named", Class: failure.ClassModelLoadFailed},
 	// the library's error type, whatever it wraps (a short header, an
