@@ -38,6 +38,13 @@ func init() {
 			{Text: `msg="system memory"`, Phase: failure.PhaseLoad},
 			{Text: "waiting for llama runner to start responding", Phase: failure.PhaseLoad},
 			{Text: "llama runner started", Phase: failure.PhaseReadyWait},
+			// a request handed to the loaded runner (server/routes.go's
+			// DEBUG "chat request", "generate request"; llm/server.go's
+			// "completion request"): a request reached the server, though
+			// its access line ([GIN]) is written only when it ends
+			{Text: `msg="completion request"`, Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: `msg="chat request"`, Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: `msg="generate request"`, Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			// Ollama 0.13+ runs llama-server as its runner (ollama@fb30760
 			// llm/llama_server.go): the same steps in its words
 			{Text: "starting llama-server", Phase: failure.PhaseLoad},

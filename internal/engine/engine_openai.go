@@ -51,7 +51,7 @@ func init() {
 			{Text: "Starting shard", Phase: failure.PhaseLoad},
 			{Text: "checkpoint shards", Phase: failure.PhaseLoad},
 			{Text: "Loading model", Phase: failure.PhaseLoad, Reload: true},
-			{Text: "loading model", Phase: failure.PhaseLoad, Reload: true},
+			{Text: "loading model", Pattern: reLoadingModel, Phase: failure.PhaseLoad, Reload: true},
 			// Lemonade Server loads a model on request ("Loading llm: NAME")
 			{Text: "Loading llm: ", Phase: failure.PhaseLoad, Reload: true},
 			// GPUStack's llama-box: a request's parameters, once it serves
