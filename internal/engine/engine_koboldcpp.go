@@ -43,9 +43,9 @@ func init() {
 			// on the GPU) and a notice (an error line after it says more)
 			{Text: "Unable to detect VRAM", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true, Weak: true},
 		}, ggmlSignatures, hostFamilies),
-		wrappers:   ggmlWrappers,
-		facts:      ggmlFacts,
-		devices:    ggmlDevices,
+		wrappers: ggmlWrappers,
+		facts:    ggmlFacts,
+		devices:  ggmlDevices,
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower --contextsize or --gpulayers, a smaller --blasbatchsize, " +
 				"or use a smaller quant of the model.",
