@@ -50,6 +50,11 @@ func init() {
 			{Text: "Server started at unix://", Phase: failure.PhaseKernelSetup},
 			{Text: "Starting shard", Phase: failure.PhaseLoad},
 			{Text: "checkpoint shards", Phase: failure.PhaseLoad},
+			// NVIDIA NIM fetching the selected profile's files from NGC into
+			// its workspace (ngc_injector.py: "Preparing model workspace.
+			// This step might download additional files to run the
+			// model."): the model's files, as a download is (load)
+			{Text: "Preparing model workspace", Phase: failure.PhaseLoad},
 			{Text: "Loading model", Phase: failure.PhaseLoad, Reload: true},
 			{Text: "loading model", Pattern: reLoadingModel, Phase: failure.PhaseLoad, Reload: true},
 			// Lemonade Server loads a model on request ("Loading llm: NAME")

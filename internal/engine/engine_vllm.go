@@ -109,6 +109,14 @@ func init() {
 			// "Capturing cudagraphs for decoding")
 			{Text: "Capturing the model for CUDA graphs", Phase: failure.PhaseWarmup},
 			{Text: "Capturing cudagraphs", Phase: failure.PhaseWarmup},
+			// the kernel warm-up after the KV cache (vllm/model_executor/
+			// warmup/kernel_warmup.py: DeepGEMM's tqdm bars "DeepGemm(
+			// fp8_gemm_nt) warmup (W=...)", printed without the logger's
+			// prefix; FlashInfer's autotuner and "Warming up FlashInfer
+			// attention."): warmup, as the CUDA graphs after it are
+			{Text: "DeepGemm(", Pattern: regexp.MustCompile(`DeepGemm\(\w+\) warmup`), Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
+			{Text: "Warming up FlashInfer", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
+			{Text: "[Autotuner]: Autotuning process starts", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
 			{Text: "Starting vLLM API server", Phase: failure.PhaseReadyWait},
 		}),
 		signatures: joinLists([]Rule{
