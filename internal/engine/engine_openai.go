@@ -166,7 +166,7 @@ func init() {
 			"Shard process was signaled to shutdown",
 			"Webserver Crashed",
 		}),
-		facts:   joinLists(shardFacts, ggmlFacts, trtllmFacts, vllmKVFacts),
+		facts:   joinLists(shardFacts, ggmlFacts, trtllmFacts, vllmKVFacts, aphroditeFacts),
 		devices: joinLists(pythonDevices, ggmlDevices),
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower the server's batch and context bounds (TGI --max-batch-total-tokens, " +
@@ -204,3 +204,12 @@ func modelsHealth(ctx context.Context, e *Engine, client *http.Client, baseURL, 
 const cortexEngineStep = "The server has no inference engine selected for this model (Cortex/Jan: no llama.cpp variant " +
 	"installed or set as default): install one and make it the default (Jan's Settings > Engines, or cortex engines " +
 	"install llama-cpp and cortex engines default llama-cpp VARIANT), then start the model again."
+
+// aphroditeFacts: Aphrodite Engine's (a vLLM fork, served as openai) own
+// words for vLLM's memory figures after the profile run (0.6: "Total
+// model weights memory usage: 6.79 GiB", "Total KV cache memory usage:
+// 5.95 GiB", per GPU).
+var aphroditeFacts = []FactParser{
+	{Trigger: "Total model weights memory usage:", Pattern: regexp.MustCompile(`Total model weights memory usage: ` + num + ` GiB`), Names: []string{"model_memory_gib"}},
+	{Trigger: "Total KV cache memory usage:", Pattern: regexp.MustCompile(`Total KV cache memory usage: ` + num + ` GiB`), Names: []string{"kv_cache_memory_gib"}},
+}

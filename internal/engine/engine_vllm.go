@@ -74,6 +74,15 @@ var vllmKVFacts = []FactParser{
 	// cuda:0 (22.65/79.18 GiB) on startup", vllm@0027b02
 	// vllm/v1/worker/utils.py request_memory: init_snapshot.device_)
 	{Trigger: "Free memory on device", Pattern: regexp.MustCompile(`Free memory on device (?:[\w-]+:\d+ )?\(([\d.]+)/([\d.]+) GiB\)`), Names: []string{"device_free_gib", "device_total_gib"}},
+	// V0's memory profile in each release's words: 0.6's one line
+	// (worker.py determine_num_available_blocks: "Memory profiling
+	// results: total_gpu_memory=23.58GiB ... kv_cache_size=2.89GiB"),
+	// 0.7's and 0.8's ("the current vLLM instance can use total_gpu_memory
+	// (23.57GiB) x gpu_memory_utilization", "the rest of the memory
+	// reserved for KV Cache is 12.10GiB.")
+	{Trigger: "total_gpu_memory", Pattern: regexp.MustCompile(`total_gpu_memory(?:=| \()([\d.]+) ?GiB`), Names: []string{"device_total_gib"}},
+	{Trigger: "Memory profiling results:", Pattern: regexp.MustCompile(`\bkv_cache_size=` + num + `GiB`), Names: []string{"kv_cache_memory_gib"}},
+	{Trigger: "reserved for KV Cache is", Pattern: regexp.MustCompile(`the rest of the memory reserved for KV Cache is ` + num + `GiB`), Names: []string{"kv_cache_memory_gib"}},
 	{Trigger: "Available KV cache memory", Pattern: regexp.MustCompile(`Available KV cache memory: ` + num + ` GiB`), Names: []string{"kv_cache_memory_gib"}},
 	{Trigger: "GPU KV cache size", Pattern: regexp.MustCompile(`GPU KV cache size: ([\d,]+) tokens`), Names: []string{"kv_cache_tokens"}},
 	{Trigger: "maximum number of tokens that can be stored in KV cache", Pattern: regexp.MustCompile(`max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`), Names: []string{"max_model_len", "kv_cache_tokens"}},
