@@ -128,6 +128,15 @@ func init() {
 			// (src/llm/...executor: "All requests: N;")
 			{Text: "ServableManagerModule started", Phase: failure.PhaseReadyWait},
 			{Text: "All requests: ", Pattern: regexp.MustCompile(`All requests: [1-9]\d*;`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			// NVIDIA Dynamo's frontend: its Rust HTTP service listening
+			// (tracing target dynamo_llm::http::service: "Starting HTTP
+			// service on: ADDR") and its KV router placing each request on a
+			// worker ("kv_router.generate: Scheduling to worker_id: N"),
+			// the vLLM or SGLang workers' own lines around them
+			{Text: "dynamo_llm::http::service", Pattern: regexp.MustCompile(`dynamo_llm::http::service\S*: Starting HTTP service on`), Phase: failure.PhaseReadyWait},
+			{Text: "Scheduling to worker_id", Pattern: regexp.MustCompile(`\bkv_router\S*: Scheduling to worker_id\b`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			// vLLM's periodic stats with requests running, under a wrapper
+			{Text: "Avg prompt throughput", Pattern: regexp.MustCompile(`Running: [1-9]`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},
@@ -158,7 +167,7 @@ func init() {
 			// the repository that could not be loaded, its reason after
 			// the colon (a rule for the reason wins on the line)
 			{Text: "failed to load '", Pattern: regexp.MustCompile(`failed to load '[^']+' version \d+: \S`), Class: failure.ClassModelLoadFailed, Tier: TierHint},
-		}, vllmMemoryRules, vllmKVRules, vllmWarmupRules, vllmModeRules, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
+		}, vllmMemoryRules, vllmKVRules, vllmWarmupRules, vllmModeRules, vllmSchedulerRules, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{

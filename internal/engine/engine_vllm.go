@@ -55,6 +55,19 @@ var vllmWarmupRules = []Rule{
 	{Text: "out of memory occurred when warming up", Class: failure.ClassGPUOOM, Phase: failure.PhaseWarmup},
 }
 
+// vllmSchedulerRules: V0's scheduler when it preempts a sequence by
+// swapping its KV blocks to the host and the CPU swap space (--swap-space,
+// GiB per GPU) is full (core/scheduler.py _swap_out: "Aborted due to the
+// lack of CPU swap space. Please increase the swap space to avoid this
+// error."): the engine loop dies under load, in vLLM and in wrappers that
+// serve it (Dynamo, Ray Serve). The host memory set aside is too small
+// (host_oom) or the setting is (invalid_configuration): weak, naming both.
+var vllmSchedulerRules = []Rule{
+	{Text: "lack of CPU swap space", Class: failure.ClassHostOOM, Or: failure.ClassInvalidConfiguration,
+		NextStep: "vLLM's CPU swap space for preempted sequences ran out under load: raise --swap-space (GiB per GPU, " +
+			"within the host's free memory), lower --max-num-seqs, or give the KV cache more GPU memory so fewer sequences are preempted."},
+}
+
 // vllmModeRules: vLLM refusing the engine version (V0, V1) a flag or a
 // platform needs, in vLLM and in the forks served as openai: the engine
 // was started with a configuration this build cannot run (arg_utils.py
@@ -142,7 +155,7 @@ func init() {
 			{Text: "Timed out waiting for engines to send initial message", Class: failure.ClassReadyTimeout,
 				NextStep: "vLLM's own engine-ready timeout ended the start before the engines finished loading: raise " +
 					"VLLM_ENGINE_READY_TIMEOUT_S (600 s by default) to cover the load, or pre-warm the weights (page cache, a local copy)."},
-		}, vllmMemoryRules, vllmKVRules, vllmWarmupRules, vllmModeRules, []Rule{
+		}, vllmMemoryRules, vllmKVRules, vllmWarmupRules, vllmModeRules, vllmSchedulerRules, []Rule{
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
 			{Text: "Bfloat16 is only supported on GPUs with compute capability", Class: failure.ClassGPUArchUnsupported},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},

@@ -448,7 +448,7 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 		if !isExceptionLine(msg) {
 			return false
 		}
-		if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && cls == t.cand.class && (wraps(t.cand.line, msg) || bareHeader(t.cand.line)) {
+		if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && cls == t.cand.class && restates(t.cand.line, msg) {
 			t.cand.rule, t.cand.line = s.Name, stored
 		}
 		t.cand.exc = true // the chain that may follow is its call path (causeStack)
@@ -459,6 +459,35 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 	}
 	return false
 }
+
+// restates reports whether the exception line msg that ends the block
+// after the root-cause line states that line's cause in its own form:
+// the line wraps it, names a step with no message of its own
+// (bareHeader), or is only the exception's repr (reprOf).
+func restates(line, msg string) bool {
+	return wraps(line, msg) || bareHeader(line) || reprOf(line, msg)
+}
+
+// reprOf reports a logged line that is only the exception's repr,
+// written before its traceback (vLLM's MQ engine: logger.exception(
+// repr(e)), "RuntimeError('MSG')", then "Traceback ..." and
+// "RuntimeError: MSG"): the exception line msg states the same, unquoted
+// and whole.
+func reprOf(line, msg string) bool {
+	h, _ := splitLine(line)
+	m := reExceptionRepr.FindStringSubmatch(strings.TrimSpace(h))
+	e := strings.TrimSpace(msg)
+	if m == nil || !strings.HasPrefix(e, m[1]+": ") {
+		return false
+	}
+	body := strings.TrimPrefix(e, m[1]+": ")
+	n := min(len(body), 40)
+	return n > 0 && strings.HasPrefix(m[2], body[:n])
+}
+
+// reExceptionRepr: Python's repr of an exception, its type and the
+// message quoted ("RuntimeError('Aborted due to ...')").
+var reExceptionRepr = regexp.MustCompile(`^([A-Z]\w*(?:Error|Exception|Interrupt|Exit))\(['"](.*)$`)
 
 // bareHeader reports a logged line that names a step and no message of
 // its own (vLLM's "Chat template warmup failed", then the traceback of
@@ -1598,6 +1627,7 @@ func (t *Tracker) offerHeader(tb *traceback, hs *Rule, root string) {
 		c.rule, c.line = hs.Name, tb.header
 	}
 }
+
 
 // assertSource returns the statement of a bare AssertionError (no
 // message: "AssertionError" alone) that its block's last frame shows
