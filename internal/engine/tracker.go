@@ -1628,7 +1628,6 @@ func (t *Tracker) offerHeader(tb *traceback, hs *Rule, root string) {
 	}
 }
 
-
 // assertSource returns the statement of a bare AssertionError (no
 // message: "AssertionError" alone) that its block's last frame shows
 // ("    assert self.grammar_backend is not None"): the condition that
