@@ -34,6 +34,9 @@ func init() {
 			{Text: `msg="downloading `, Phase: failure.PhaseLoad},
 			{Text: `msg="starting runner" cmd=`, Pattern: regexp.MustCompile(`--model `), Phase: failure.PhaseLoad},
 			{Text: `msg="loading model"`, Phase: failure.PhaseLoad},
+			// the scheduler starting a model's load (server/sched.go DEBUG
+			// "loading first model", before the runner is started)
+			{Text: `msg="loading first model"`, Phase: failure.PhaseLoad},
 			{Text: `msg="model weights"`, Phase: failure.PhaseLoad},
 			{Text: `msg="system memory"`, Phase: failure.PhaseLoad},
 			{Text: "waiting for llama runner to start responding", Phase: failure.PhaseLoad},
