@@ -344,6 +344,15 @@ var gpuFamily = family("gpu", []Rule{
 	// KeyError "Unknown GPU architecture: gfx1151. Supported
 	// architectures: [...]"; the same words with an NVIDIA sm_ name)
 	{Name: "gpu/unknown-gpu-architecture", Text: "architecture", Pattern: regexp.MustCompile(`(?i)\b(unknown|unrecognized|unsupported) (gpu |device |cuda |hip )?arch(itecture)?\b\W{0,4}(gfx[0-9a-f]{3,4}|sm_?\d{2,3}a?)\b`), Class: failure.ClassGPUArchUnsupported},
+	// a GEMM runner with no kernel configuration (tile, tactic) chosen
+	// for the weights' type and shapes on this GPU: TensorRT-LLM's CUTLASS
+	// MoE runner (moe_kernels.cu runMoe: "Assertion failed: MOE GEMM1
+	// Config is not set", its profiler having found no valid tactic, as
+	// for int4 experts on SM 8.7). The quantized kernel cannot run here
+	// (quant_kernel_failed), or the GPU has no config at all
+	// (gpu_arch_unsupported): weak, naming both
+	{Name: "gpu/gemm-config-not-set", Text: "config is not set", Pattern: regexp.MustCompile(`(?i)\bGEMM\d* config is not set\b`),
+		Class: failure.ClassQuantKernelFailed, Or: failure.ClassGPUArchUnsupported},
 	// OpenVINO's GPU plugin (src/plugins/intel_gpu, its OpenCL USM
 	// allocator: "[CL ext] Can not allocate N bytes for USM Device"):
 	// the device's memory is short (an iGPU's share of system RAM)

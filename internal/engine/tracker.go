@@ -239,13 +239,35 @@ func (t *Tracker) upNote(p failure.Phase) {
 // run with no line of their own. The phase is warmup, and so is that of
 // a root-cause line the report continues (a few lines before, unpinned).
 func (t *Tracker) graphRun(msg string) {
-	if t.phase != failure.PhaseKVInit || !computeSite(msg) {
+	if t.phase != failure.PhaseKVInit {
+		return
+	}
+	within := continuesLines
+	if forwardFrame(msg) {
+		within = backtraceLines // a frame of the backtrace below the error line
+	} else if !computeSite(msg) {
 		return
 	}
 	t.phase, t.marker = failure.PhaseWarmup, "a graph run's error report"
-	if c := &t.cand; c.tier > 0 && !c.pinned && c.phase == failure.PhaseKVInit && t.lines-c.at <= continuesLines {
+	if c := &t.cand; c.tier > 0 && !c.pinned && c.phase == failure.PhaseKVInit && t.lines-c.at <= int64(within) {
 		c.phase = failure.PhaseWarmup
 	}
+}
+
+// backtraceLines bounds how far below its error line a native
+// backtrace's frame may place the failure (forwardFrame).
+const backtraceLines = 16
+
+// forwardFrame reports a frame of TensorRT-LLM's native backtrace (its
+// TllmException's "N  0xADDR symbol + off" lines) in the runtime's
+// forward: the executor's loop running a batch (TllmRuntime::
+// executeContext, TrtGptModelInflightBatching::forwardAsync, the MoE
+// plugin's enqueue under them). The first forward after the KV cache
+// is sized is the engine's first step, as ggml's graph run is
+// (computeSite).
+func forwardFrame(msg string) bool {
+	return strings.Contains(msg, "0x") && (strings.Contains(msg, "TllmRuntime::executeContext") ||
+		strings.Contains(msg, "TrtGptModelInflightBatching::forwardAsync"))
 }
 
 // computeSite reports a line of a ggml backend's error report that
