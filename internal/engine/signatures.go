@@ -172,7 +172,11 @@ var pythonSignatures = family("python", []Rule{
 	// warmup_failed
 	{Text: "raph", Also: "cuda", Pattern: regexp.MustCompile(`(?i)cuda ?graph.*(fail|error)`), Class: failure.ClassWarmupFailed},
 	{Text: "Error in memory profiling", Class: failure.ClassWarmupFailed},
-	{Text: "Warmup failed", Class: failure.ClassWarmupFailed},
+	// a summary that names the step and no cause (LMDeploy's executors:
+	// ray_executor.py "Warmup failed.", then the traceback of what the
+	// workers met, and "RuntimeError: Warmup failed."): the block's
+	// exception line states the cause and a rule's class for it stands
+	{Text: "Warmup failed", Class: failure.ClassWarmupFailed, Tier: TierHint, Summary: true},
 	// SGLang's "Initialization failed. warmup error: Traceback ...": the
 	// block's exception line says what the warmup request met
 	{Text: "warmup error", Class: failure.ClassWarmupFailed, Summary: true},
