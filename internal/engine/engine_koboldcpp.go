@@ -33,10 +33,19 @@ func init() {
 			{Text: "Loading model:", Phase: failure.PhaseLoad},
 			{Text: "Loading Text Model:", Phase: failure.PhaseLoad},
 		}, ggmlMarkers, genericMarkers),
-		signatures: joinLists(ggmlSignatures, hostFamilies),
-		wrappers:   ggmlWrappers,
-		facts:      ggmlFacts,
-		devices:    ggmlDevices,
+		signatures: joinLists([]Rule{
+			// the launcher's VRAM query (nvidia-smi, rocminfo) that found no
+			// GPU it can size (koboldcpp.py: "Unable to detect VRAM, please
+			// set layers manually."), the default (CPU) backend picked next
+			// when no GPU library answers: the server comes up, on the CPU
+			// if nothing else is chosen, so the accelerator is what failed,
+			// at launch; weak (a Vulkan backend chosen by hand still runs
+			// on the GPU) and a notice (an error line after it says more)
+			{Text: "Unable to detect VRAM", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch, Tier: TierHint, Notice: true, Weak: true},
+		}, ggmlSignatures, hostFamilies),
+		wrappers: ggmlWrappers,
+		facts:    ggmlFacts,
+		devices:  ggmlDevices,
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower --contextsize or --gpulayers, a smaller --blasbatchsize, " +
 				"or use a smaller quant of the model.",

@@ -66,6 +66,6 @@ var ggmlMarkers = []Marker{
 	// a model loaded once the server listens (llama-server's HTTP server
 	// starts before the model loads; LM Studio and other wrappers load
 	// on demand) is a load again (Reload)
-	{Text: "loading model", Phase: failure.PhaseLoad, Reload: true},
+	{Text: "loading model", Pattern: reLoadingModel, Phase: failure.PhaseLoad, Reload: true},
 	{Text: "llama_model_loader: loaded meta data", Phase: failure.PhaseLoad, Reload: true},
 }

@@ -34,10 +34,20 @@ func init() {
 			{Text: `msg="downloading `, Phase: failure.PhaseLoad},
 			{Text: `msg="starting runner" cmd=`, Pattern: regexp.MustCompile(`--model `), Phase: failure.PhaseLoad},
 			{Text: `msg="loading model"`, Phase: failure.PhaseLoad},
+			// the scheduler starting a model's load (server/sched.go DEBUG
+			// "loading first model", before the runner is started)
+			{Text: `msg="loading first model"`, Phase: failure.PhaseLoad},
 			{Text: `msg="model weights"`, Phase: failure.PhaseLoad},
 			{Text: `msg="system memory"`, Phase: failure.PhaseLoad},
 			{Text: "waiting for llama runner to start responding", Phase: failure.PhaseLoad},
 			{Text: "llama runner started", Phase: failure.PhaseReadyWait},
+			// a request handed to the loaded runner (server/routes.go's
+			// DEBUG "chat request", "generate request"; llm/server.go's
+			// "completion request"): a request reached the server, though
+			// its access line ([GIN]) is written only when it ends
+			{Text: `msg="completion request"`, Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: `msg="chat request"`, Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: `msg="generate request"`, Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			// Ollama 0.13+ runs llama-server as its runner (ollama@fb30760
 			// llm/llama_server.go): the same steps in its words
 			{Text: "starting llama-server", Phase: failure.PhaseLoad},

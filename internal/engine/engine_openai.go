@@ -50,8 +50,13 @@ func init() {
 			{Text: "Server started at unix://", Phase: failure.PhaseKernelSetup},
 			{Text: "Starting shard", Phase: failure.PhaseLoad},
 			{Text: "checkpoint shards", Phase: failure.PhaseLoad},
+			// NVIDIA NIM fetching the selected profile's files from NGC into
+			// its workspace (ngc_injector.py: "Preparing model workspace.
+			// This step might download additional files to run the
+			// model."): the model's files, as a download is (load)
+			{Text: "Preparing model workspace", Phase: failure.PhaseLoad},
 			{Text: "Loading model", Phase: failure.PhaseLoad, Reload: true},
-			{Text: "loading model", Phase: failure.PhaseLoad, Reload: true},
+			{Text: "loading model", Pattern: reLoadingModel, Phase: failure.PhaseLoad, Reload: true},
 			// Lemonade Server loads a model on request ("Loading llm: NAME")
 			{Text: "Loading llm: ", Phase: failure.PhaseLoad, Reload: true},
 			// GPUStack's llama-box: a request's parameters, once it serves
@@ -123,6 +128,15 @@ func init() {
 			// (src/llm/...executor: "All requests: N;")
 			{Text: "ServableManagerModule started", Phase: failure.PhaseReadyWait},
 			{Text: "All requests: ", Pattern: regexp.MustCompile(`All requests: [1-9]\d*;`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			// NVIDIA Dynamo's frontend: its Rust HTTP service listening
+			// (tracing target dynamo_llm::http::service: "Starting HTTP
+			// service on: ADDR") and its KV router placing each request on a
+			// worker ("kv_router.generate: Scheduling to worker_id: N"),
+			// the vLLM or SGLang workers' own lines around them
+			{Text: "dynamo_llm::http::service", Pattern: regexp.MustCompile(`dynamo_llm::http::service\S*: Starting HTTP service on`), Phase: failure.PhaseReadyWait},
+			{Text: "Scheduling to worker_id", Pattern: regexp.MustCompile(`\bkv_router\S*: Scheduling to worker_id\b`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			// vLLM's periodic stats with requests running, under a wrapper
+			{Text: "Avg prompt throughput", Pattern: regexp.MustCompile(`Running: [1-9]`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 		}, genericMarkers),
 		signatures: joinLists([]Rule{
 			{Text: "Shard", Pattern: regexp.MustCompile(`(?i)shard \d+ (failed to start|crashed)`), Class: failure.ClassEngineDied, Tier: TierHint},
@@ -153,7 +167,7 @@ func init() {
 			// the repository that could not be loaded, its reason after
 			// the colon (a rule for the reason wins on the line)
 			{Text: "failed to load '", Pattern: regexp.MustCompile(`failed to load '[^']+' version \d+: \S`), Class: failure.ClassModelLoadFailed, Tier: TierHint},
-		}, vllmMemoryRules, vllmKVRules, vllmWarmupRules, vllmModeRules, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
+		}, vllmMemoryRules, vllmKVRules, vllmWarmupRules, vllmModeRules, vllmSchedulerRules, trtllmRuntime, pythonSignatures, ggmlSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,
 		framePhases: pythonFramePhases,
 		wrappers: joinLists(pythonWrappers, []string{
@@ -161,7 +175,7 @@ func init() {
 			"Shard process was signaled to shutdown",
 			"Webserver Crashed",
 		}),
-		facts:   joinLists(shardFacts, ggmlFacts, trtllmFacts, vllmKVFacts),
+		facts:   joinLists(shardFacts, ggmlFacts, trtllmFacts, vllmKVFacts, aphroditeFacts),
 		devices: joinLists(pythonDevices, ggmlDevices),
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower the server's batch and context bounds (TGI --max-batch-total-tokens, " +
@@ -199,3 +213,12 @@ func modelsHealth(ctx context.Context, e *Engine, client *http.Client, baseURL, 
 const cortexEngineStep = "The server has no inference engine selected for this model (Cortex/Jan: no llama.cpp variant " +
 	"installed or set as default): install one and make it the default (Jan's Settings > Engines, or cortex engines " +
 	"install llama-cpp and cortex engines default llama-cpp VARIANT), then start the model again."
+
+// aphroditeFacts: Aphrodite Engine's (a vLLM fork, served as openai) own
+// words for vLLM's memory figures after the profile run (0.6: "Total
+// model weights memory usage: 6.79 GiB", "Total KV cache memory usage:
+// 5.95 GiB", per GPU).
+var aphroditeFacts = []FactParser{
+	{Trigger: "Total model weights memory usage:", Pattern: regexp.MustCompile(`Total model weights memory usage: ` + num + ` GiB`), Names: []string{"model_memory_gib"}},
+	{Trigger: "Total KV cache memory usage:", Pattern: regexp.MustCompile(`Total KV cache memory usage: ` + num + ` GiB`), Names: []string{"kv_cache_memory_gib"}},
+}

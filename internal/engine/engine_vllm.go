@@ -55,6 +55,19 @@ var vllmWarmupRules = []Rule{
 	{Text: "out of memory occurred when warming up", Class: failure.ClassGPUOOM, Phase: failure.PhaseWarmup},
 }
 
+// vllmSchedulerRules: V0's scheduler when it preempts a sequence by
+// swapping its KV blocks to the host and the CPU swap space (--swap-space,
+// GiB per GPU) is full (core/scheduler.py _swap_out: "Aborted due to the
+// lack of CPU swap space. Please increase the swap space to avoid this
+// error."): the engine loop dies under load, in vLLM and in wrappers that
+// serve it (Dynamo, Ray Serve). The host memory set aside is too small
+// (host_oom) or the setting is (invalid_configuration): weak, naming both.
+var vllmSchedulerRules = []Rule{
+	{Text: "lack of CPU swap space", Class: failure.ClassHostOOM, Or: failure.ClassInvalidConfiguration,
+		NextStep: "vLLM's CPU swap space for preempted sequences ran out under load: raise --swap-space (GiB per GPU, " +
+			"within the host's free memory), lower --max-num-seqs, or give the KV cache more GPU memory so fewer sequences are preempted."},
+}
+
 // vllmModeRules: vLLM refusing the engine version (V0, V1) a flag or a
 // platform needs, in vLLM and in the forks served as openai: the engine
 // was started with a configuration this build cannot run (arg_utils.py
@@ -74,6 +87,15 @@ var vllmKVFacts = []FactParser{
 	// cuda:0 (22.65/79.18 GiB) on startup", vllm@0027b02
 	// vllm/v1/worker/utils.py request_memory: init_snapshot.device_)
 	{Trigger: "Free memory on device", Pattern: regexp.MustCompile(`Free memory on device (?:[\w-]+:\d+ )?\(([\d.]+)/([\d.]+) GiB\)`), Names: []string{"device_free_gib", "device_total_gib"}},
+	// V0's memory profile in each release's words: 0.6's one line
+	// (worker.py determine_num_available_blocks: "Memory profiling
+	// results: total_gpu_memory=23.58GiB ... kv_cache_size=2.89GiB"),
+	// 0.7's and 0.8's ("the current vLLM instance can use total_gpu_memory
+	// (23.57GiB) x gpu_memory_utilization", "the rest of the memory
+	// reserved for KV Cache is 12.10GiB.")
+	{Trigger: "total_gpu_memory", Pattern: regexp.MustCompile(`total_gpu_memory(?:=| \()([\d.]+) ?GiB`), Names: []string{"device_total_gib"}},
+	{Trigger: "Memory profiling results:", Pattern: regexp.MustCompile(`\bkv_cache_size=` + num + `GiB`), Names: []string{"kv_cache_memory_gib"}},
+	{Trigger: "reserved for KV Cache is", Pattern: regexp.MustCompile(`the rest of the memory reserved for KV Cache is ` + num + `GiB`), Names: []string{"kv_cache_memory_gib"}},
 	{Trigger: "Available KV cache memory", Pattern: regexp.MustCompile(`Available KV cache memory: ` + num + ` GiB`), Names: []string{"kv_cache_memory_gib"}},
 	{Trigger: "GPU KV cache size", Pattern: regexp.MustCompile(`GPU KV cache size: ([\d,]+) tokens`), Names: []string{"kv_cache_tokens"}},
 	{Trigger: "maximum number of tokens that can be stored in KV cache", Pattern: regexp.MustCompile(`max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`), Names: []string{"max_model_len", "kv_cache_tokens"}},
@@ -109,6 +131,14 @@ func init() {
 			// "Capturing cudagraphs for decoding")
 			{Text: "Capturing the model for CUDA graphs", Phase: failure.PhaseWarmup},
 			{Text: "Capturing cudagraphs", Phase: failure.PhaseWarmup},
+			// the kernel warm-up after the KV cache (vllm/model_executor/
+			// warmup/kernel_warmup.py: DeepGEMM's tqdm bars "DeepGemm(
+			// fp8_gemm_nt) warmup (W=...)", printed without the logger's
+			// prefix; FlashInfer's autotuner and "Warming up FlashInfer
+			// attention."): warmup, as the CUDA graphs after it are
+			{Text: "DeepGemm(", Pattern: regexp.MustCompile(`DeepGemm\(\w+\) warmup`), Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
+			{Text: "Warming up FlashInfer", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
+			{Text: "[Autotuner]: Autotuning process starts", Phase: failure.PhaseWarmup, After: failure.PhaseLoad},
 			{Text: "Starting vLLM API server", Phase: failure.PhaseReadyWait},
 		}),
 		signatures: joinLists([]Rule{
@@ -125,7 +155,7 @@ func init() {
 			{Text: "Timed out waiting for engines to send initial message", Class: failure.ClassReadyTimeout,
 				NextStep: "vLLM's own engine-ready timeout ended the start before the engines finished loading: raise " +
 					"VLLM_ENGINE_READY_TIMEOUT_S (600 s by default) to cover the load, or pre-warm the weights (page cache, a local copy)."},
-		}, vllmMemoryRules, vllmKVRules, vllmWarmupRules, vllmModeRules, []Rule{
+		}, vllmMemoryRules, vllmKVRules, vllmWarmupRules, vllmModeRules, vllmSchedulerRules, []Rule{
 			{Text: "not supported for the current GPU", Class: failure.ClassGPUArchUnsupported},
 			{Text: "Bfloat16 is only supported on GPUs with compute capability", Class: failure.ClassGPUArchUnsupported},
 			{Text: "is longer than the maximum model length", Class: failure.ClassContextExceedsKV},

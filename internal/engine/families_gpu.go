@@ -339,6 +339,20 @@ var gpuFamily = family("gpu", []Rule{
 	// the kernel's block configuration needs more shared memory per block
 	// than this GPU has, a configuration tuned for another GPU
 	{Text: "out of resource: shared memory", Class: failure.ClassGPUArchUnsupported},
+	// a kernel library's table of the chips it has code or tuning for,
+	// looked up by the GPU's name and without it (AMD aiter's chip_info:
+	// KeyError "Unknown GPU architecture: gfx1151. Supported
+	// architectures: [...]"; the same words with an NVIDIA sm_ name)
+	{Name: "gpu/unknown-gpu-architecture", Text: "architecture", Pattern: regexp.MustCompile(`(?i)\b(unknown|unrecognized|unsupported) (gpu |device |cuda |hip )?arch(itecture)?\b\W{0,4}(gfx[0-9a-f]{3,4}|sm_?\d{2,3}a?)\b`), Class: failure.ClassGPUArchUnsupported},
+	// a GEMM runner with no kernel configuration (tile, tactic) chosen
+	// for the weights' type and shapes on this GPU: TensorRT-LLM's CUTLASS
+	// MoE runner (moe_kernels.cu runMoe: "Assertion failed: MOE GEMM1
+	// Config is not set", its profiler having found no valid tactic, as
+	// for int4 experts on SM 8.7). The quantized kernel cannot run here
+	// (quant_kernel_failed), or the GPU has no config at all
+	// (gpu_arch_unsupported): weak, naming both
+	{Name: "gpu/gemm-config-not-set", Text: "config is not set", Pattern: regexp.MustCompile(`(?i)\bGEMM\d* config is not set\b`),
+		Class: failure.ClassQuantKernelFailed, Or: failure.ClassGPUArchUnsupported},
 	// OpenVINO's GPU plugin (src/plugins/intel_gpu, its OpenCL USM
 	// allocator: "[CL ext] Can not allocate N bytes for USM Device"):
 	// the device's memory is short (an iGPU's share of system RAM)
@@ -841,6 +855,14 @@ var ascendFamily = family("ascend", []Rule{
 	// any other code: the root-cause line, its class depending on the
 	// message (an invalid kernel argument, a device query refused), so weak
 	{Name: "ascend/error-code", Text: "[PID: ", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\]`), Class: failure.ClassEngineDied, Weak: true},
+	// the ACL runtime's stream synchronise failing with one of its
+	// execution codes (acl_base.h ACL_ERROR_RT_*: 507xxx are the
+	// runtime's internal and task errors, e.g. 507011 a stream sync
+	// timeout, 507015 an AI Core exception, 507048; torch_npu's and
+	// dlinfer's "ACL stream synchronize failed, error code:507048"): the
+	// device's work failed and the stream is lost, so the engine cannot
+	// go on even where its server stays up (Fatal)
+	{Name: "ascend/stream-synchronize-failed", Text: "stream synchronize failed", Pattern: regexp.MustCompile(`(?i)\b(ACL|NPU|aclrt\w*) stream synchroni[sz]e failed\b`), Class: failure.ClassEngineDied, Fatal: true},
 	{Name: "ascend/cann-error-code", Text: "CANN error: E", Pattern: regexp.MustCompile(`CANN error: E[A-Z][0-9A-Z]{4}\b`), Class: failure.ClassEngineDied, Weak: true},
 })
 

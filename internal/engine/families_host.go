@@ -72,6 +72,12 @@ var osFamily = family("os", []Rule{
 	{Text: "is not a valid application for this OS platform", Class: failure.ClassHostCapability, Phase: failure.PhaseLaunch, NextStep: execFormatStep},
 	{Text: "is not a valid Win32 application", Class: failure.ClassHostCapability, Phase: failure.PhaseLaunch, NextStep: execFormatStep},
 	{Text: "exec format error", Class: failure.ClassHostCapability, Phase: failure.PhaseLaunch, NextStep: execFormatStep},
+	// the Go runtime's own report of a fatal signal (runtime/signal_unix.go
+	// sighandler, then "PC=... m=N sigcode=N" and "signal arrived during
+	// cgo execution"): a Go server (Ollama, LocalAI) whose native code
+	// (ggml, through cgo) faulted, not a container's small /dev/shm,
+	// which Go does not use: a crash, as SIGSEGV's is
+	{Name: "os/go-runtime-sigbus", Text: "SIGBUS: bus error", Pattern: regexp.MustCompile(`^SIGBUS: bus error\s*$`), Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "Bus error", Class: failure.ClassHostCapability, Tier: TierHint, NextStep: shmStep}, // SIGBUS: see busSignal
 	{Text: "UVA is not available", Class: failure.ClassHostCapability},
 	{Text: "No space left on device", Pattern: regexp.MustCompile(`(?i)/dev/shm|shm|shared memory`), Class: failure.ClassHostCapability, NextStep: shmStep},

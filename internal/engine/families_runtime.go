@@ -35,6 +35,17 @@ var hubFamily = family("hub", []Rule{
 	{Text: "Unavailable For Legal Reasons", Class: failure.ClassModelAccessDenied,
 		NextStep: "The model hub refuses to serve this model here (HTTP 451: a legal or export restriction on the region or account): " +
 			"use a mirror or a copy the licence allows for this place, or a model that is not restricted."},
+	// the hub's rate limit (HTTP 429 Too Many Requests) on a download or a
+	// listing, in any client's wording: requests' "429 Client Error: Too
+	// Many Requests for url", hf-hub's ureq "Status(429, ...)", reqwest's
+	// "(429 Too Many Requests)", llama.cpp's common/download.cpp
+	// "get_repo_files: error: GET failed (429)": anonymous requests are
+	// limited hardest, so a token (access) is the first step; the model
+	// as named cannot be fetched either way (Or), weak
+	{Name: "hub/rate-limited-429", Text: "429", Pattern: regexp.MustCompile(`(?i)\b429\b.{0,40}(Too Many Requests|Client Error)|\bStatus\(429,|\bGET failed \(429\)|(huggingface\.co|hf\.co|hf-mirror\.com|modelscope)\S*: status code 429\b`),
+		Class: failure.ClassModelAccessDenied, Or: failure.ClassModelLoadFailed,
+		NextStep: "The model hub rate-limited the download (HTTP 429): give the engine a hub token (HF_TOKEN), wait and retry, " +
+			"or serve from a local copy of the model (offline mode, a path instead of a repository name)."},
 	// NVIDIA's NGC (NIM's model files): 401/403 is the NGC_API_KEY
 	{Text: "ngc.nvidia.com", Pattern: regexp.MustCompile(`(?i)\b(401|403)\b.{0,200}ngc\.nvidia\.com`), Class: failure.ClassModelAccessDenied},
 	{Text: "GatedRepoError", Class: failure.ClassModelAccessDenied},
@@ -103,11 +114,16 @@ var modelFamily = family("model", []Rule{
 	// ExLlamaV2's "Tensor-parallel is not supported for
 	// Gemma3ForConditionalGeneration" (exllamav2/tensor_p.py), vLLM's
 	// "Pipeline parallelism is not supported for this model" (SupportsPP;
-	// older: "is only supported for the following architectures"), TGI's "sharded is not supported for this model";
-	// or the profile's layout is what is wrong (r11: TGI's num_shard 4 for
-	// Falcon-7B read as invalid_configuration): weak, naming both
-	{Text: "supported for", Pattern: regexp.MustCompile(`(?i)\b(tensor|pipeline|expert)[- ]?parallel(ism)?\b.{0,30}\b(not (yet )?supported (for|by)|only supported for the following\s+architectures)\b|\bsharded is not supported for\b`),
+	// older: "is only supported for the following architectures"): the
+	// model's architecture first, the profile's layout Or: weak, naming both
+	{Text: "supported for", Pattern: regexp.MustCompile(`(?i)\b(tensor|pipeline|expert)[- ]?parallel(ism)?\b.{0,30}\b(not (yet )?supported (for|by)|only supported for the following\s+architectures)\b`),
 		Class: failure.ClassModelLoadFailed, Or: failure.ClassInvalidConfiguration, NextStep: parallelArchStep},
+	// the same refusal in the words of the engine's own setting (TGI's
+	// "sharded is not supported for this model", models/__init__.py, its
+	// --sharded/--num-shard): the line names the setting the profile
+	// chose, so invalid_configuration first, the model Or (r11: TGI's
+	// num_shard 4 for Falcon-7B): weak, naming both
+	{Text: "sharded is not supported for", Class: failure.ClassInvalidConfiguration, Or: failure.ClassModelLoadFailed, NextStep: parallelArchStep},
 	// a loader's own summary: the line before it, when a rule knows it,
 	// says more
 	{Text: "model load failed", Class: failure.ClassModelLoadFailed, Tier: TierHint, Summary: true},
@@ -186,6 +202,13 @@ var structuredFamily = family("structured", []Rule{
 // Python's jinja2 is pythonSignatures' ("jinja2.exceptions").
 var templateFamily = family("template", []Rule{
 	{Text: "Jinja Exception: ", Class: failure.ClassTokenizerTemplate},
+	// a tokenizer's vocabulary file that the engine fetches on first use
+	// and cannot (openai-harmony's "HarmonyError: error downloading or
+	// loading vocab file: failed to download or load vocab file", the
+	// o200k tiktoken file gpt-oss's harmony encoding needs; tiktoken's
+	// own load of an .tiktoken BPE file): the tokenizer, whatever engine
+	// renders the chat (vLLM, TensorRT-LLM, SGLang), offline or not
+	{Name: "template/vocab-file-download-failed", Text: "vocab file", Pattern: regexp.MustCompile(`(?i)\b(error|failed to|unable to|could not|cannot)\b.{0,30}\b(download|load|fetch|read)\w*\b.{0,30}\bvocab(ulary)? file\b`), Class: failure.ClassTokenizerTemplate},
 	{Text: "Unable to generate parser for this template", Class: failure.ClassTokenizerTemplate},
 })
 

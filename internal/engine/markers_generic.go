@@ -67,8 +67,14 @@ var genericMarkers = []Marker{
 	{Text: "Loading engine", Phase: failure.PhaseLoad},
 	// per-tensor progress ("loading blk.0.attn_norm.weight to cuda:0")
 	{Text: ".weight", Pattern: regexp.MustCompile(`(?i)\bload(ing|ed)? \S+\.weight\b`), Phase: failure.PhaseLoad},
-	{Text: "loading model", Phase: failure.PhaseLoad, Reload: true},
+	{Text: "loading model", Pattern: reLoadingModel, Phase: failure.PhaseLoad, Reload: true},
 	{Text: "Loading tensors", Phase: failure.PhaseLoad},
 	{Text: "load_tensors", Phase: failure.PhaseLoad},
 	{Text: "safetensors", Phase: failure.PhaseLoad},
 }
+
+// reLoadingModel: "loading model" as words of their own, not the end of
+// another word: LocalAI's "Preloading models from PATH" scans model
+// configurations at start-up, and "Unloading model" (a server freeing a
+// model) or "Downloading model" (the download marker's) load nothing.
+var reLoadingModel = regexp.MustCompile(`(?i)(^|[^a-z])(re)?loading model`)

@@ -101,7 +101,11 @@ var pythonSignatures = family("python", []Rule{
 	// architecture ("Model type qwen3_5 not supported.", mlx_lm/utils.py;
 	// LMDeploy's PyTorch engine: "Can not found rewrite for
 	// architectures: [...]", lmdeploy/pytorch/models/module_map.py)
+	// ... and the loader's table of model types without the model's, the
+	// type quoted with a qualifier around it (OpenVINO GenAI's
+	// vlm_config.cpp: "Unsupported 'qwen3_vl' VLM model type")
 	{Text: "not supported", Pattern: regexp.MustCompile(`(?i)\bmodel type \S+ (is )?not supported`), Class: failure.ClassModelLoadFailed},
+	{Name: "python/unsupported-quoted-model-type", Text: "unsupported", Pattern: regexp.MustCompile(`(?i)\bunsupported ['"\x60][\w.-]+['"\x60] (\w+ )?model (type|architecture)\b`), Class: failure.ClassModelLoadFailed},
 	{Text: "for architecture", Pattern: regexp.MustCompile(`(?i)(can ?not|could not|unable to|failed to) f(ou|i)nd? .{0,40}for architectures?\b`), Class: failure.ClassModelLoadFailed},
 	{Text: "does not appear to have a file named", Class: failure.ClassModelLoadFailed},
 	// the library's error type, whatever it wraps (a short header, an
@@ -168,7 +172,11 @@ var pythonSignatures = family("python", []Rule{
 	// warmup_failed
 	{Text: "raph", Also: "cuda", Pattern: regexp.MustCompile(`(?i)cuda ?graph.*(fail|error)`), Class: failure.ClassWarmupFailed},
 	{Text: "Error in memory profiling", Class: failure.ClassWarmupFailed},
-	{Text: "Warmup failed", Class: failure.ClassWarmupFailed},
+	// a summary that names the step and no cause (LMDeploy's executors:
+	// ray_executor.py "Warmup failed.", then the traceback of what the
+	// workers met, and "RuntimeError: Warmup failed."): the block's
+	// exception line states the cause and a rule's class for it stands
+	{Text: "Warmup failed", Class: failure.ClassWarmupFailed, Tier: TierHint, Summary: true},
 	// SGLang's "Initialization failed. warmup error: Traceback ...": the
 	// block's exception line says what the warmup request met
 	{Text: "warmup error", Class: failure.ClassWarmupFailed, Summary: true},

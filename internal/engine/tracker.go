@@ -239,13 +239,35 @@ func (t *Tracker) upNote(p failure.Phase) {
 // run with no line of their own. The phase is warmup, and so is that of
 // a root-cause line the report continues (a few lines before, unpinned).
 func (t *Tracker) graphRun(msg string) {
-	if t.phase != failure.PhaseKVInit || !computeSite(msg) {
+	if t.phase != failure.PhaseKVInit {
+		return
+	}
+	within := continuesLines
+	if forwardFrame(msg) {
+		within = backtraceLines // a frame of the backtrace below the error line
+	} else if !computeSite(msg) {
 		return
 	}
 	t.phase, t.marker = failure.PhaseWarmup, "a graph run's error report"
-	if c := &t.cand; c.tier > 0 && !c.pinned && c.phase == failure.PhaseKVInit && t.lines-c.at <= continuesLines {
+	if c := &t.cand; c.tier > 0 && !c.pinned && c.phase == failure.PhaseKVInit && t.lines-c.at <= int64(within) {
 		c.phase = failure.PhaseWarmup
 	}
+}
+
+// backtraceLines bounds how far below its error line a native
+// backtrace's frame may place the failure (forwardFrame).
+const backtraceLines = 16
+
+// forwardFrame reports a frame of TensorRT-LLM's native backtrace (its
+// TllmException's "N  0xADDR symbol + off" lines) in the runtime's
+// forward: the executor's loop running a batch (TllmRuntime::
+// executeContext, TrtGptModelInflightBatching::forwardAsync, the MoE
+// plugin's enqueue under them). The first forward after the KV cache
+// is sized is the engine's first step, as ggml's graph run is
+// (computeSite).
+func forwardFrame(msg string) bool {
+	return strings.Contains(msg, "0x") && (strings.Contains(msg, "TllmRuntime::executeContext") ||
+		strings.Contains(msg, "TrtGptModelInflightBatching::forwardAsync"))
 }
 
 // computeSite reports a line of a ggml backend's error report that
@@ -448,7 +470,7 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 		if !isExceptionLine(msg) {
 			return false
 		}
-		if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && cls == t.cand.class && (wraps(t.cand.line, msg) || bareHeader(t.cand.line)) {
+		if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && cls == t.cand.class && restates(t.cand.line, msg) {
 			t.cand.rule, t.cand.line = s.Name, stored
 		}
 		t.cand.exc = true // the chain that may follow is its call path (causeStack)
@@ -459,6 +481,35 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 	}
 	return false
 }
+
+// restates reports whether the exception line msg that ends the block
+// after the root-cause line states that line's cause in its own form:
+// the line wraps it, names a step with no message of its own
+// (bareHeader), or is only the exception's repr (reprOf).
+func restates(line, msg string) bool {
+	return wraps(line, msg) || bareHeader(line) || reprOf(line, msg)
+}
+
+// reprOf reports a logged line that is only the exception's repr,
+// written before its traceback (vLLM's MQ engine: logger.exception(
+// repr(e)), "RuntimeError('MSG')", then "Traceback ..." and
+// "RuntimeError: MSG"): the exception line msg states the same, unquoted
+// and whole.
+func reprOf(line, msg string) bool {
+	h, _ := splitLine(line)
+	m := reExceptionRepr.FindStringSubmatch(strings.TrimSpace(h))
+	e := strings.TrimSpace(msg)
+	if m == nil || !strings.HasPrefix(e, m[1]+": ") {
+		return false
+	}
+	body := strings.TrimPrefix(e, m[1]+": ")
+	n := min(len(body), 40)
+	return n > 0 && strings.HasPrefix(m[2], body[:n])
+}
+
+// reExceptionRepr: Python's repr of an exception, its type and the
+// message quoted ("RuntimeError('Aborted due to ...')").
+var reExceptionRepr = regexp.MustCompile(`^([A-Z]\w*(?:Error|Exception|Interrupt|Exit))\(['"](.*)$`)
 
 // bareHeader reports a logged line that names a step and no message of
 // its own (vLLM's "Chat template warmup failed", then the traceback of
