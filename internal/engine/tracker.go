@@ -126,6 +126,7 @@ type candidate struct {
 	at        int64         // the number of the line fed when it was offered
 	exc       bool          // an exception line that closed its block, with only blank lines since
 	more      bool          // that exception line ends with a colon: its message goes on below (continued)
+	status    bool          // that exception line's message is only a status: its message goes on after a blank line (continued)
 	prior     string        // the first unexplained error line before it
 	split     bool          // the class and the root-cause line come from different lines (the verdict is weak)
 	thread    bool          // the exception that killed a thread ("Exception in thread NAME:"), not the process
@@ -376,6 +377,9 @@ func (t *Tracker) continued(line, stored, msg string) bool {
 	if t.whatLine(line, stored, msg) || !t.cand.more {
 		return false
 	}
+	if strings.TrimSpace(msg) == "" && t.cand.status && t.lines == t.cand.at+1 {
+		return true // the blank line between the status and the message
+	}
 	if strings.TrimSpace(msg) == "" || strings.Contains(msg, "Traceback (most recent call last)") {
 		t.cand.more = false
 		return false
@@ -386,6 +390,32 @@ func (t *Tracker) continued(line, stored, msg string) bool {
 	}
 	t.cand.rule, t.cand.line, t.cand.class, t.cand.more = s.Name, stored, cls, false
 	return true
+}
+
+// messageBelow marks the root-cause exception line (stored, root the
+// cause it gave) whose message goes on below it (continued): it ends with
+// a colon, or it is itself the cause and says only a status (statusOnly).
+func (t *Tracker) messageBelow(root, stored string) {
+	t.cand.more = t.cand.exc && strings.HasSuffix(strings.TrimSpace(stored), ":")
+	if t.cand.exc && root == stored && statusOnly(stored) {
+		t.cand.more, t.cand.status = true, true
+	}
+}
+
+// httpStatus is an exception message that is only an HTTP status, with
+// the request's id where the server gave one (huggingface_hub's
+// hf_raise_for_status: "401 Client Error. (Request ID: ...)", a blank
+// line, then "Cannot access gated repo for url ..."; its
+// RepositoryNotFoundError and EntryNotFoundError likewise).
+var httpStatus = regexp.MustCompile(`^[1-5]\d\d (?:Client|Server) Error\.?(?: \(Request ID: [^)]*\))?$`)
+
+// statusOnly reports an exception line (stored) whose message is only an
+// HTTP status (httpStatus): its message goes on after a blank line, where
+// a specific rule's match states the cause (continued).
+func statusOnly(stored string) bool {
+	msg, _ := splitLine(stored)
+	i := strings.Index(msg, ": ")
+	return i > 0 && isExceptionLine(msg) && httpStatus.MatchString(strings.TrimSpace(msg[i+2:]))
 }
 
 // whatMessage reports whether msg is a frame, reading the lines of a
@@ -504,8 +534,10 @@ func (t *Tracker) liftPhase() {
 }
 
 // wraps reports whether the line header ends with the message of the
-// exception line exc after words of its own ("Failed to initialize
-// executor on rank 0: " and "RuntimeError: "'s message): the header
+// exception line exc after words of its own, or closes with it in
+// parentheses ("Failed to initialize executor on rank 0: " and
+// "RuntimeError: "'s message; "Failed to deserialize from CUDA IPC handle
+// (HIP error: invalid device pointer)"): the header
 // wraps the exception; one that only repeats it (a logger's
 // exception() line) does not.
 func wraps(header, exc string) bool {
@@ -520,7 +552,16 @@ func wraps(header, exc string) bool {
 	if strings.HasSuffix(h, strings.TrimSpace(e)) {
 		return false // the header is the exception line itself, relayed (vLLM's worker_base.py:148] RuntimeError: ...)
 	}
-	return m != "" && len(h) > len(m) && strings.HasSuffix(h, m)
+	if m == "" {
+		return false
+	}
+	// the message may close the header in parentheses after its words
+	// (SGLang's "Failed to deserialize from CUDA IPC handle (HIP error:
+	// invalid device pointer)" before the traceback that raises it)
+	if p := strings.TrimSuffix(h, ")"); p != h && strings.HasSuffix(p, "("+m) {
+		return true
+	}
+	return len(h) > len(m) && strings.HasSuffix(h, m)
 }
 
 // causeItem is one entry of a "Caused by:" list (Rust's anyhow, Java):
@@ -608,7 +649,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 	afterPanic := t.panicked
 	t.panicked = false
 	if strings.Contains(msg, caughtAt) {
-		t.caughtWhat(msg)
+		t.caughtWhat(stored, msg)
 		return
 	}
 	if t.onlyRestates(line) {
@@ -666,11 +707,12 @@ const caughtAt = "Exception caught at file:"
 // at file:...ggml-sycl.cpp, line:3222"). That message is the cause, not
 // the "SYCL error: CHECK_TRY_ERROR(...): Exception caught in this line of
 // code." abort that follows: a rule's match on it is offered, else it is
-// the fallback.
-func (t *Tracker) caughtWhat(msg string) {
-	what := strings.TrimSpace(msg[:strings.Index(msg, caughtAt)])
+// the fallback. A what() on the report's line gives the line whole (stored,
+// the message and where it was caught); one on the line before, that line.
+func (t *Tracker) caughtWhat(stored, msg string) {
+	what, root := strings.TrimSpace(msg[:strings.Index(msg, caughtAt)]), stored
 	if what == "" && !loggedLine(t.prev) {
-		what = t.prev
+		what, root = t.prev, t.prev
 	}
 	if what == "" {
 		return
@@ -678,10 +720,10 @@ func (t *Tracker) caughtWhat(msg string) {
 	t.prevErr = true
 	if s, cls := t.match(what, t.lower(what)); s != nil {
 		t.matched(s)
-		t.offer(s.Name, what, cls, s.Phase, s.tier(), s.Crash)
+		t.offer(s.Name, root, cls, s.Phase, s.tier(), s.Crash)
 		return
 	}
-	t.fallback, t.fbMoreAt = what, 0
+	t.fallback, t.fbMoreAt = root, 0
 }
 
 // loggedLine reports a line a logger wrote, not an exception's message:
@@ -1542,15 +1584,48 @@ func (t *Tracker) closeBlock(line, stored string) {
 		// process may go on without it (threadDeath)
 		t.cand.thread = t.cand.at == t.lines && strings.Contains(tb.header, "Exception in thread ")
 		t.cand.exc = t.cand.at == t.lines // a chain may follow (causeStack)
-		t.cand.more = t.cand.exc && strings.HasSuffix(strings.TrimSpace(stored), ":")
+		t.messageBelow(root, stored)
 		return
 	}
-	if t.fallback == "" || t.fbHeader {
+	if t.takesFallback(stored) {
 		t.fallback, t.fbHeader = stored, false
 		t.frames = append([]string(nil), tb.frames...)
 	}
 	t.lastExc = stored
 	t.tb.frames = nil
+}
+
+// takesFallback reports whether the unexplained exception line stored
+// becomes the fallback root cause: the first one, one after a header
+// that was the fallback, or the next link of a chain that names the
+// value the fallback only quoted (namesBareValue).
+func (t *Tracker) takesFallback(stored string) bool {
+	if t.fallback == "" || t.fbHeader {
+		return true
+	}
+	return t.fallback == t.lastExc && namesBareValue(t.fallback, stored)
+}
+
+// bareValue recognises an exception whose message is only the value it
+// met, quoted (a lookup's "KeyError: 'gfx1151'").
+var bareValue = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*)?(?:Error|Exception): (?:'([^'\s]+)'|"([^"\s]+)")$`)
+
+// namesBareValue reports an exception line exc that names the value a
+// bare exception line prev (bareValue) only quoted, with words of its
+// own: the next exception of its chain, raised while handling it (aiter's
+// "KeyError: 'gfx1151'", then "KeyError: \"Unknown GPU architecture:
+// gfx1151. Supported architectures: [...]\""), says what the value was
+// wrong for, so it states the cause no rule explained.
+func namesBareValue(prev, exc string) bool {
+	p, _ := splitLine(prev)
+	m := bareValue.FindStringSubmatch(strings.TrimSpace(p))
+	if m == nil {
+		return false
+	}
+	v := m[1] + m[2]
+	e, _ := splitLine(exc)
+	e = strings.TrimSpace(e)
+	return isExceptionLine(e) && len(e) > len(p)+len(v) && strings.Contains(e, v)
 }
 
 // warnedBlock takes the exception line of a traceback a warning
@@ -1930,16 +2005,36 @@ func glogLevel(msg string) (rest, level string, ok bool) {
 // pid=301) ", and the nested ones of a process started by another that
 // relays its output ("(APIServer pid=1) (EngineCore_DP0 pid=112)
 // (VllmWorker TP1 pid=304) ": vLLM 0.10 and later, each process adds its
-// own), so that the innermost process's traceback reads as a block.
+// own), so that the innermost process's traceback reads as a block. Ray
+// names an actor's prefix after what it runs, so a Serve replica's holds
+// its application and deployment, which holds the model id
+// ("(ServeReplica:default:LLMDeploymentvLLM:meta-llama--Llama-3_1-8B-Instruct
+// pid=7896) "): the prefix is the parenthesis that ends with its pid,
+// whatever its length.
 func stripProcPrefix(msg string) string {
 	for strings.HasPrefix(msg, "(") {
 		i := strings.Index(msg, ") ")
-		if i <= 0 || i >= 80 || !strings.Contains(msg[:i], "pid=") {
+		if i <= 0 || i >= 240 || !procPrefix(msg[1:i]) {
 			break
 		}
 		msg = msg[i+2:]
 	}
 	return msg
+}
+
+// procPrefix reports the inside of a process prefix: a name without
+// spaces or parentheses (a vLLM worker's "VllmWorker TP1" has one space)
+// and " pid=N", then Ray's ", ip=ADDR" where it prints one.
+func procPrefix(p string) bool {
+	j := strings.Index(p, " pid=")
+	if j <= 0 || strings.ContainsAny(p[:j], "()") || strings.Count(p[:j], " ") > 2 {
+		return false
+	}
+	pid := p[j+5:]
+	if k := strings.Index(pid, ", "); k >= 0 {
+		pid = pid[:k]
+	}
+	return isDigits(pid)
 }
 
 // stripRankPrefix removes torch.distributed's per-rank prefix
@@ -2172,8 +2267,11 @@ func isFrame(msg string) bool {
 	// a C++ exception's message, indented under "terminate called after
 	// throwing an instance of ...", is the cause, not a frame; so is a
 	// key of a JSON error body printed over several lines ("cause": ...)
+	// so is the last line of a multi-line what() before SYCLomatic's catch
+	// report (SYCL's build failure: the build log, then " -11
+	// (PI_ERROR_BUILD_PROGRAM_FAILURE)Exception caught at file:...")
 	m := strings.TrimSpace(msg)
-	return !strings.HasPrefix(m, "what():") && !strings.HasPrefix(m, `"`)
+	return !strings.HasPrefix(m, "what():") && !strings.HasPrefix(m, `"`) && !strings.Contains(m, caughtAt)
 }
 
 // nativeFrame recognises a native stack frame printed after a crash:
