@@ -826,8 +826,12 @@ var ascendFamily = family("ascend", []Rule{
 	// CANN's catch-all codes (EE8888, EE9999 "Inner Error!"; Ascend's
 	// error-code reference): the header names no cause, the runtime's own
 	// lines indented below it do ("rtGetDeviceCount execution failed,
-	// reason=driver error:internal error"), so it is only a hint
-	{Name: "ascend/inner-error", Text: "Inner Error", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\].*\bInner Error!?\s*$`), Class: failure.ClassEngineDied, Tier: TierHint, Below: true},
+	// reason=driver error:internal error"), so it is only a hint; the
+	// short form ggml-cann prints from aclGetRecentErrMsg ("CANN error:
+	// EE9999: Inner Error!", no PID) puts the code's own line with its
+	// cause after it ("EE9999: [PID: N] DATE Not allow to synchronize
+	// captured stream ...[FUNC:...]")
+	{Name: "ascend/inner-error", Text: "Inner Error", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: (?:\[PID: \d+\].*\b)?Inner Error!?\s*$`), Class: failure.ClassEngineDied, Tier: TierHint, Below: true},
 	// the runtime's device calls failing (rtGetDeviceCount,
 	// rtSetDevice, rtGetDevice, rtSetDefaultDeviceId: "NAME execution
 	// failed, reason=driver error:..."): no NPU can be used, as

@@ -469,8 +469,8 @@ func (t *Tracker) whatLine(line, stored, msg string) bool {
 // gives it the same class. It reports whether the line was used up.
 func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 	switch {
-	case t.tb.restate && frame:
-		t.frame(msg) // its frames may name the phase (liftPhase)
+	case t.tb.restate && (frame || relayedException.MatchString(strings.TrimSpace(msg))):
+		t.frame(msg) // its frames may name the phase (liftPhase); a relayed task's frames follow its relay line
 		return true
 	case t.tb.restate:
 		t.liftPhase()
@@ -478,9 +478,7 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 		if !isExceptionLine(msg) {
 			return false
 		}
-		if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && cls == t.cand.class && (wraps(t.cand.line, msg) || bareHeader(t.cand.line)) {
-			t.cand.rule, t.cand.line = s.Name, stored
-		}
+		t.restates(line, stored, msg)
 		t.cand.exc = true // the chain that may follow is its call path (causeStack)
 		return true
 	case t.lines == t.cand.at+1 && strings.Contains(msg, "Traceback (most recent call last)"):
@@ -490,13 +488,37 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 	return false
 }
 
+// restates takes the exception line (stored) that ends the block the
+// root-cause line introduced, when a rule explains it: it states the
+// cause when the line wraps its message and the rule gives the line's
+// class, or when the line only names a step (bareHeader) and the rule is
+// a specific one, whose class it gives (LMDeploy's "Warmup failed.", then
+// Ray's relayed Triton "OutOfResources: out of resource: shared memory").
+func (t *Tracker) restates(line, stored, msg string) {
+	s, cls := t.match(line, t.lower(line))
+	if s == nil || s.tier() != TierError {
+		return
+	}
+	switch {
+	case cls == t.cand.class && (wraps(t.cand.line, msg) || bareHeader(t.cand.line)):
+		t.cand.rule, t.cand.line = s.Name, stored
+	case bareHeader(t.cand.line) && !s.Crash && !s.Summary:
+		t.cand.rule, t.cand.line, t.cand.class = s.Name, stored, cls
+		t.cand.fatal, t.cand.pinned = s.Fatal, s.Phase != ""
+		if s.Phase != "" {
+			t.cand.phase = s.Phase
+		}
+	}
+}
+
 // bareHeader reports a logged line that names a step and no message of
-// its own (vLLM's "Chat template warmup failed", then the traceback of
-// what failed): the exception line that ends its block states the cause.
+// its own (vLLM's "Chat template warmup failed", "Error in applying chat
+// template from request", then the traceback of what failed): the
+// exception line that ends its block states the cause.
 func bareHeader(line string) bool {
 	msg, _ := splitLine(line)
 	m := strings.TrimSpace(msg)
-	return !strings.Contains(m, ": ") && strings.HasSuffix(strings.TrimRight(m, "."), "failed")
+	return !strings.Contains(m, ": ") && (strings.HasSuffix(strings.TrimRight(m, "."), "failed") || strings.HasPrefix(m, "Error in "))
 }
 
 // causeStack follows the blocks a raise ... from chain (or a "During
@@ -786,7 +808,7 @@ func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
 	switch {
 	case t.panicked:
 		t.prevErr = true // the message is on the next line
-	case isErrorLine(msg, level) || afterPanic || t.whatOfTerminate(msg) || strings.HasPrefix(msg, "terminate called"):
+	case isErrorLine(msg, level) || afterPanic || t.whatOfTerminate(msg) || strings.HasPrefix(msg, "terminate called") || t.announced(msg, level):
 		// libstdc++'s "terminate called after throwing an instance of
 		// 'std::out_of_range'" ends the process whatever the type's name
 		t.prevErr = true
@@ -813,6 +835,14 @@ func (t *Tracker) setFallback(stored, msg, level string) {
 	if strings.HasSuffix(strings.TrimSpace(msg), ":") { // (a message may announce another: "Exception from FILE:LINE:")
 		t.fbMoreAt = t.lines
 	}
+}
+
+// announced reports the unlevelled line right after the fallback that
+// ended in a colon (OVMS's "Error during llm node initialization ...
+// exception: Exception from .../vlm_config.cpp:33:", then "Unsupported
+// 'qwen3_vl' VLM model type"): the error's message, whatever its words.
+func (t *Tracker) announced(msg, level string) bool {
+	return t.fbMoreAt > 0 && t.lines == t.fbMoreAt+1 && level == "" && strings.TrimSpace(msg) != ""
 }
 
 // whatOfTerminate reports the what() line of the C++ terminate line that
