@@ -407,7 +407,7 @@ func (t *Tracker) messageBelow(root, stored string) {
 // hf_raise_for_status: "401 Client Error. (Request ID: ...)", a blank
 // line, then "Cannot access gated repo for url ..."; its
 // RepositoryNotFoundError and EntryNotFoundError likewise).
-var httpStatus = regexp.MustCompile(`^[1-5]\d\d (?:Client|Server) Error\.?(?: \(Request ID: [^)]*\))?$`)
+var httpStatus = regexp.MustCompile(`^[1-5]\d\d (?:Client|Server) Error\.?(?: \((?:Request ID|Amzn Trace ID): [^)]*\))?$`)
 
 // statusOnly reports an exception line (stored) whose message is only an
 // HTTP status (httpStatus): its message goes on after a blank line, where
@@ -579,8 +579,10 @@ func wraps(header, exc string) bool {
 	}
 	// the message may close the header in parentheses after its words
 	// (SGLang's "Failed to deserialize from CUDA IPC handle (HIP error:
-	// invalid device pointer)" before the traceback that raises it)
-	if p := strings.TrimSuffix(h, ")"); p != h && strings.HasSuffix(p, "("+m) {
+	// invalid device pointer)" before the traceback that raises it; its
+	// f-string's "({e})." when e's message goes on over lines, the line
+	// ends with the message's first)
+	if p := strings.TrimSuffix(strings.TrimSuffix(h, "."), ")"); strings.HasSuffix(p, "("+m) {
 		return true
 	}
 	return len(h) > len(m) && strings.HasSuffix(h, m)
