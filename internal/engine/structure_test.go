@@ -78,6 +78,43 @@ func TestRootCauseByStructure(t *testing.T) {
 			"Cannot access gated repo for url https://huggingface.co/api/models/m.",
 			"Access to model m is restricted. You must have access to it and be authenticated to access it. Please log in.",
 		}, Exited(1), failure.ClassModelAccessDenied, "Cannot access gated repo for url"},
+		{"a catch report after an indented what() line is the cause, whole", "llamacpp", []string{
+			"The program was built for 1 devices",
+			"Build program log for 'Intel(R) Arc(TM) A380 Graphics':",
+			" -11 (PI_ERROR_BUILD_PROGRAM_FAILURE)Exception caught at file:/src/ggml/src/ggml-sycl.cpp, line:3775",
+			"SYCL error: CHECK_TRY_ERROR(op): Exception caught in this line of code.",
+		}, Signaled("ABRT"), failure.ClassGPUArchUnsupported, "(PI_ERROR_BUILD_PROGRAM_FAILURE)Exception caught at file:"},
+		{"Metal's missing function, not the wrapper's load summary", "openai", []string{
+			"ggml_metal_library_compile_pipeline: failed to compile pipeline: base = 'kernel_x', name = 'kernel_x_nsg=4'",
+			`ggml_metal_library_compile_pipeline: Error Domain=MTLLibraryErrorDomain Code=5 "Function kernel_x was not found in the library"`,
+			`Failed to load model "m". Error: Error loading model.`,
+		}, Exited(1), failure.ClassGPUArchUnsupported, "Function kernel_x was not found in the library"},
+		{"an error line ending in a colon: the unlevelled line below is its message", "openai", []string{
+			"[2026-01-21 08:14:03.118][1][serving][error][servable_initializer.cpp:214] Error during node initialization: Exception from src/widget.cpp:33:",
+			"The frobnicator has no 'w9' widget",
+			"",
+		}, Exited(1), failure.ClassEngineDied, "The frobnicator has no 'w9' widget"},
+		{"ggml-cann's short Inner Error header: the code's own line after it", "llamacpp", []string{
+			"CANN error: EE9999: Inner Error!",
+			"EE9999: [PID: 1] 2025-10-15-14:43:16.351.702 The frobnicator stream is closed.[FUNC:F][FILE:x.cc][LINE:1]",
+			"        TraceBack (most recent call last):",
+			"/src/ggml/src/ggml-cann/ggml-cann.cpp:69: CANN error",
+		}, Signaled("ABRT"), failure.ClassEngineDied, "The frobnicator stream is closed"},
+		{"a step header 'Error in ...' yields to its block's exception", "openai", []string{
+			"ERROR 11-11 21:14:55 serving_chat.py:158] Error in applying chat template from request",
+			"ERROR 11-11 21:14:55 serving_chat.py:158] Traceback (most recent call last):",
+			`ERROR 11-11 21:14:55 serving_chat.py:158]   File "/x/jinja2/environment.py", line 1, in compile`,
+			"ERROR 11-11 21:14:55 serving_chat.py:158] jinja2.exceptions.TemplateSyntaxError: unexpected '}'",
+		}, Exited(1), failure.ClassTokenizerTemplate, "TemplateSyntaxError: unexpected '}'"},
+		{"a bare step header yields to a specific rule of another class through a relayed task", "lmdeploy", []string{
+			"2026-03-02 09:45:39,118 - lmdeploy - ERROR - ray_executor.py:361 - Warmup failed.",
+			"Traceback (most recent call last):",
+			`  File "/x/ray_executor.py", line 359, in warmup`,
+			"    ray.get([worker.warmup.remote() for worker in self.workers])",
+			"ray.exceptions.RayTaskError(OutOfResources): ray::RayWorkerWrapper.warmup() (pid=1, ip=10.0.0.2)",
+			`  File "/x/triton/runtime/build.py", line 1, in _init_handles`,
+			"triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 81920, Hardware limit: 65536.",
+		}, Exited(1), failure.ClassGPUArchUnsupported, "OutOfResources: out of resource: shared memory"},
 		{"caused by: the innermost entry", "mistralrs", []string{
 			"Error: failed to start the server",
 			"",
