@@ -561,6 +561,14 @@ var metalFamily = family("metal", []Rule{
 	// ("program_source:6450:1: error: expected expression" after
 	// ggml_metal_load_library): the first states the cause
 	{Text: "program_source:", Pattern: regexp.MustCompile(`^\s*program_source:\d+:\d+: error: `), After: "ggml_metal", Class: failure.ClassGPUArchUnsupported, Phase: failure.PhaseLoad},
+	// Metal's own error for a kernel the library lacks
+	// (MTLLibraryErrorFunctionNotFound, Code=5: "Function NAME was not
+	// found in the library"), whoever asked for it (ggml's
+	// ggml_metal_library_compile_pipeline, MLX, candle): the build carries
+	// no kernel of this type for this GPU, the cause under the loader's or
+	// the wrapper's "Failed to load model" summary. Weak: the kernel may
+	// be missing for a type the build never instantiated, not the GPU.
+	{Text: "was not found in the library", Pattern: regexp.MustCompile(`Function \S+ was not found in the library`), Class: failure.ClassGPUArchUnsupported, Or: failure.ClassModelLoadFailed},
 	{Text: "MTLLibraryErrorDomain", Class: failure.ClassGPUArchUnsupported, Tier: TierHint},
 	{Text: "failed to initialize the Metal library", Class: failure.ClassGPUArchUnsupported, Tier: TierHint, Phase: failure.PhaseLoad},
 	{Text: "no Metal device", Class: failure.ClassAcceleratorUnavailable},
@@ -832,8 +840,12 @@ var ascendFamily = family("ascend", []Rule{
 	// CANN's catch-all codes (EE8888, EE9999 "Inner Error!"; Ascend's
 	// error-code reference): the header names no cause, the runtime's own
 	// lines indented below it do ("rtGetDeviceCount execution failed,
-	// reason=driver error:internal error"), so it is only a hint
-	{Name: "ascend/inner-error", Text: "Inner Error", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\].*\bInner Error!?\s*$`), Class: failure.ClassEngineDied, Tier: TierHint, Below: true},
+	// reason=driver error:internal error"), so it is only a hint; the
+	// short form ggml-cann prints from aclGetRecentErrMsg ("CANN error:
+	// EE9999: Inner Error!", no PID) puts the code's own line with its
+	// cause after it ("EE9999: [PID: N] DATE Not allow to synchronize
+	// captured stream ...[FUNC:...]")
+	{Name: "ascend/inner-error", Text: "Inner Error", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: (?:\[PID: \d+\].*\b)?Inner Error!?\s*$`), Class: failure.ClassEngineDied, Tier: TierHint, Below: true},
 	// the runtime's device calls failing (rtGetDeviceCount,
 	// rtSetDevice, rtGetDevice, rtSetDefaultDeviceId: "NAME execution
 	// failed, reason=driver error:..."): no NPU can be used, as

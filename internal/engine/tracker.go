@@ -126,6 +126,7 @@ type candidate struct {
 	at        int64         // the number of the line fed when it was offered
 	exc       bool          // an exception line that closed its block, with only blank lines since
 	more      bool          // that exception line ends with a colon: its message goes on below (continued)
+	status    bool          // that exception line's message is only a status: its message goes on after a blank line (continued)
 	prior     string        // the first unexplained error line before it
 	split     bool          // the class and the root-cause line come from different lines (the verdict is weak)
 	thread    bool          // the exception that killed a thread ("Exception in thread NAME:"), not the process
@@ -398,6 +399,9 @@ func (t *Tracker) continued(line, stored, msg string) bool {
 	if t.whatLine(line, stored, msg) || !t.cand.more {
 		return false
 	}
+	if strings.TrimSpace(msg) == "" && t.cand.status && t.lines == t.cand.at+1 {
+		return true // the blank line between the status and the message
+	}
 	if strings.TrimSpace(msg) == "" || strings.Contains(msg, "Traceback (most recent call last)") {
 		t.cand.more = false
 		return false
@@ -408,6 +412,32 @@ func (t *Tracker) continued(line, stored, msg string) bool {
 	}
 	t.cand.rule, t.cand.line, t.cand.class, t.cand.more = s.Name, stored, cls, false
 	return true
+}
+
+// messageBelow marks the root-cause exception line (stored, root the
+// cause it gave) whose message goes on below it (continued): it ends with
+// a colon, or it is itself the cause and says only a status (statusOnly).
+func (t *Tracker) messageBelow(root, stored string) {
+	t.cand.more = t.cand.exc && strings.HasSuffix(strings.TrimSpace(stored), ":")
+	if t.cand.exc && root == stored && statusOnly(stored) {
+		t.cand.more, t.cand.status = true, true
+	}
+}
+
+// httpStatus is an exception message that is only an HTTP status, with
+// the request's id where the server gave one (huggingface_hub's
+// hf_raise_for_status: "401 Client Error. (Request ID: ...)", a blank
+// line, then "Cannot access gated repo for url ..."; its
+// RepositoryNotFoundError and EntryNotFoundError likewise).
+var httpStatus = regexp.MustCompile(`^[1-5]\d\d (?:Client|Server) Error\.?(?: \((?:Request ID|Amzn Trace ID): [^)]*\))?$`)
+
+// statusOnly reports an exception line (stored) whose message is only an
+// HTTP status (httpStatus): its message goes on after a blank line, where
+// a specific rule's match states the cause (continued).
+func statusOnly(stored string) bool {
+	msg, _ := splitLine(stored)
+	i := strings.Index(msg, ": ")
+	return i > 0 && isExceptionLine(msg) && httpStatus.MatchString(strings.TrimSpace(msg[i+2:]))
 }
 
 // whatMessage reports whether msg is a frame, reading the lines of a
@@ -461,8 +491,8 @@ func (t *Tracker) whatLine(line, stored, msg string) bool {
 // gives it the same class. It reports whether the line was used up.
 func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 	switch {
-	case t.tb.restate && frame:
-		t.frame(msg) // its frames may name the phase (liftPhase)
+	case t.tb.restate && (frame || relayedException.MatchString(strings.TrimSpace(msg))):
+		t.frame(msg) // its frames may name the phase (liftPhase); a relayed task's frames follow its relay line
 		return true
 	case t.tb.restate:
 		t.liftPhase()
@@ -470,9 +500,7 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 		if !isExceptionLine(msg) {
 			return false
 		}
-		if s, cls := t.match(line, t.lower(line)); s != nil && s.tier() == TierError && cls == t.cand.class && restates(t.cand.line, msg) {
-			t.cand.rule, t.cand.line = s.Name, stored
-		}
+		t.restates(line, stored, msg)
 		t.cand.exc = true // the chain that may follow is its call path (causeStack)
 		return true
 	case t.lines == t.cand.at+1 && strings.Contains(msg, "Traceback (most recent call last)"):
@@ -482,12 +510,27 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 	return false
 }
 
-// restates reports whether the exception line msg that ends the block
-// after the root-cause line states that line's cause in its own form:
-// the line wraps it, names a step with no message of its own
-// (bareHeader), or is only the exception's repr (reprOf).
-func restates(line, msg string) bool {
-	return wraps(line, msg) || bareHeader(line) || reprOf(line, msg)
+// restates takes the exception line (stored) that ends the block the
+// root-cause line introduced, when a rule explains it: it states the
+// cause when the line wraps its message, or is only its repr (reprOf),
+// and the rule gives the line's class, or when the line only names a step (bareHeader) and the rule is
+// a specific one, whose class it gives (LMDeploy's "Warmup failed.", then
+// Ray's relayed Triton "OutOfResources: out of resource: shared memory").
+func (t *Tracker) restates(line, stored, msg string) {
+	s, cls := t.match(line, t.lower(line))
+	if s == nil || s.tier() != TierError {
+		return
+	}
+	switch {
+	case cls == t.cand.class && (wraps(t.cand.line, msg) || bareHeader(t.cand.line) || reprOf(t.cand.line, msg)):
+		t.cand.rule, t.cand.line = s.Name, stored
+	case bareHeader(t.cand.line) && !s.Crash && !s.Summary:
+		t.cand.rule, t.cand.line, t.cand.class = s.Name, stored, cls
+		t.cand.fatal, t.cand.pinned = s.Fatal, s.Phase != ""
+		if s.Phase != "" {
+			t.cand.phase = s.Phase
+		}
+	}
 }
 
 // reprOf reports a logged line that is only the exception's repr,
@@ -512,12 +555,13 @@ func reprOf(line, msg string) bool {
 var reExceptionRepr = regexp.MustCompile(`^([A-Z]\w*(?:Error|Exception|Interrupt|Exit))\(['"](.*)$`)
 
 // bareHeader reports a logged line that names a step and no message of
-// its own (vLLM's "Chat template warmup failed", then the traceback of
-// what failed): the exception line that ends its block states the cause.
+// its own (vLLM's "Chat template warmup failed", "Error in applying chat
+// template from request", then the traceback of what failed): the
+// exception line that ends its block states the cause.
 func bareHeader(line string) bool {
 	msg, _ := splitLine(line)
 	m := strings.TrimSpace(msg)
-	return !strings.Contains(m, ": ") && strings.HasSuffix(strings.TrimRight(m, "."), "failed")
+	return !strings.Contains(m, ": ") && (strings.HasSuffix(strings.TrimRight(m, "."), "failed") || strings.HasPrefix(m, "Error in "))
 }
 
 // causeStack follows the blocks a raise ... from chain (or a "During
@@ -555,8 +599,10 @@ func (t *Tracker) liftPhase() {
 }
 
 // wraps reports whether the line header ends with the message of the
-// exception line exc after words of its own ("Failed to initialize
-// executor on rank 0: " and "RuntimeError: "'s message): the header
+// exception line exc after words of its own, or closes with it in
+// parentheses ("Failed to initialize executor on rank 0: " and
+// "RuntimeError: "'s message; "Failed to deserialize from CUDA IPC handle
+// (HIP error: invalid device pointer)"): the header
 // wraps the exception; one that only repeats it (a logger's
 // exception() line) does not.
 func wraps(header, exc string) bool {
@@ -571,7 +617,18 @@ func wraps(header, exc string) bool {
 	if strings.HasSuffix(h, strings.TrimSpace(e)) {
 		return false // the header is the exception line itself, relayed (vLLM's worker_base.py:148] RuntimeError: ...)
 	}
-	return m != "" && len(h) > len(m) && strings.HasSuffix(h, m)
+	if m == "" {
+		return false
+	}
+	// the message may close the header in parentheses after its words
+	// (SGLang's "Failed to deserialize from CUDA IPC handle (HIP error:
+	// invalid device pointer)" before the traceback that raises it; its
+	// f-string's "({e})." when e's message goes on over lines, the line
+	// ends with the message's first)
+	if p := strings.TrimSuffix(strings.TrimSuffix(h, "."), ")"); strings.HasSuffix(p, "("+m) {
+		return true
+	}
+	return len(h) > len(m) && strings.HasSuffix(h, m)
 }
 
 // causeItem is one entry of a "Caused by:" list (Rust's anyhow, Java):
@@ -659,7 +716,7 @@ func (t *Tracker) plainLine(line, stored, msg, level string) {
 	afterPanic := t.panicked
 	t.panicked = false
 	if strings.Contains(msg, caughtAt) {
-		t.caughtWhat(msg)
+		t.caughtWhat(stored, msg)
 		return
 	}
 	if t.onlyRestates(line) {
@@ -717,11 +774,12 @@ const caughtAt = "Exception caught at file:"
 // at file:...ggml-sycl.cpp, line:3222"). That message is the cause, not
 // the "SYCL error: CHECK_TRY_ERROR(...): Exception caught in this line of
 // code." abort that follows: a rule's match on it is offered, else it is
-// the fallback.
-func (t *Tracker) caughtWhat(msg string) {
-	what := strings.TrimSpace(msg[:strings.Index(msg, caughtAt)])
+// the fallback. A what() on the report's line gives the line whole (stored,
+// the message and where it was caught); one on the line before, that line.
+func (t *Tracker) caughtWhat(stored, msg string) {
+	what, root := strings.TrimSpace(msg[:strings.Index(msg, caughtAt)]), stored
 	if what == "" && !loggedLine(t.prev) {
-		what = t.prev
+		what, root = t.prev, t.prev
 	}
 	if what == "" {
 		return
@@ -729,10 +787,10 @@ func (t *Tracker) caughtWhat(msg string) {
 	t.prevErr = true
 	if s, cls := t.match(what, t.lower(what)); s != nil {
 		t.matched(s)
-		t.offer(s.Name, what, cls, s.Phase, s.tier(), s.Crash)
+		t.offer(s.Name, root, cls, s.Phase, s.tier(), s.Crash)
 		return
 	}
-	t.fallback, t.fbMoreAt = what, 0
+	t.fallback, t.fbMoreAt = root, 0
 }
 
 // loggedLine reports a line a logger wrote, not an exception's message:
@@ -795,7 +853,7 @@ func (t *Tracker) unexplained(stored, msg, level string, afterPanic bool) {
 	switch {
 	case t.panicked:
 		t.prevErr = true // the message is on the next line
-	case isErrorLine(msg, level) || afterPanic || t.whatOfTerminate(msg) || strings.HasPrefix(msg, "terminate called"):
+	case isErrorLine(msg, level) || afterPanic || t.whatOfTerminate(msg) || strings.HasPrefix(msg, "terminate called") || t.announced(msg, level):
 		// libstdc++'s "terminate called after throwing an instance of
 		// 'std::out_of_range'" ends the process whatever the type's name
 		t.prevErr = true
@@ -822,6 +880,14 @@ func (t *Tracker) setFallback(stored, msg, level string) {
 	if strings.HasSuffix(strings.TrimSpace(msg), ":") { // (a message may announce another: "Exception from FILE:LINE:")
 		t.fbMoreAt = t.lines
 	}
+}
+
+// announced reports the unlevelled line right after the fallback that
+// ended in a colon (OVMS's "Error during llm node initialization ...
+// exception: Exception from .../vlm_config.cpp:33:", then "Unsupported
+// 'qwen3_vl' VLM model type"): the error's message, whatever its words.
+func (t *Tracker) announced(msg, level string) bool {
+	return t.fbMoreAt > 0 && t.lines == t.fbMoreAt+1 && level == "" && strings.TrimSpace(msg) != ""
 }
 
 // whatOfTerminate reports the what() line of the C++ terminate line that
@@ -1593,15 +1659,48 @@ func (t *Tracker) closeBlock(line, stored string) {
 		// process may go on without it (threadDeath)
 		t.cand.thread = t.cand.at == t.lines && strings.Contains(tb.header, "Exception in thread ")
 		t.cand.exc = t.cand.at == t.lines // a chain may follow (causeStack)
-		t.cand.more = t.cand.exc && strings.HasSuffix(strings.TrimSpace(stored), ":")
+		t.messageBelow(root, stored)
 		return
 	}
-	if t.fallback == "" || t.fbHeader {
+	if t.takesFallback(stored) {
 		t.fallback, t.fbHeader = stored, false
 		t.frames = append([]string(nil), tb.frames...)
 	}
 	t.lastExc = stored
 	t.tb.frames = nil
+}
+
+// takesFallback reports whether the unexplained exception line stored
+// becomes the fallback root cause: the first one, one after a header
+// that was the fallback, or the next link of a chain that names the
+// value the fallback only quoted (namesBareValue).
+func (t *Tracker) takesFallback(stored string) bool {
+	if t.fallback == "" || t.fbHeader {
+		return true
+	}
+	return t.fallback == t.lastExc && namesBareValue(t.fallback, stored)
+}
+
+// bareValue recognises an exception whose message is only the value it
+// met, quoted (a lookup's "KeyError: 'gfx1151'").
+var bareValue = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*)?(?:Error|Exception): (?:'([^'\s]+)'|"([^"\s]+)")$`)
+
+// namesBareValue reports an exception line exc that names the value a
+// bare exception line prev (bareValue) only quoted, with words of its
+// own: the next exception of its chain, raised while handling it (aiter's
+// "KeyError: 'gfx1151'", then "KeyError: \"Unknown GPU architecture:
+// gfx1151. Supported architectures: [...]\""), says what the value was
+// wrong for, so it states the cause no rule explained.
+func namesBareValue(prev, exc string) bool {
+	p, _ := splitLine(prev)
+	m := bareValue.FindStringSubmatch(strings.TrimSpace(p))
+	if m == nil {
+		return false
+	}
+	v := m[1] + m[2]
+	e, _ := splitLine(exc)
+	e = strings.TrimSpace(e)
+	return isExceptionLine(e) && len(e) > len(p)+len(v) && strings.Contains(e, v)
 }
 
 // warnedBlock takes the exception line of a traceback a warning
@@ -1981,16 +2080,36 @@ func glogLevel(msg string) (rest, level string, ok bool) {
 // pid=301) ", and the nested ones of a process started by another that
 // relays its output ("(APIServer pid=1) (EngineCore_DP0 pid=112)
 // (VllmWorker TP1 pid=304) ": vLLM 0.10 and later, each process adds its
-// own), so that the innermost process's traceback reads as a block.
+// own), so that the innermost process's traceback reads as a block. Ray
+// names an actor's prefix after what it runs, so a Serve replica's holds
+// its application and deployment, which holds the model id
+// ("(ServeReplica:default:LLMDeploymentvLLM:meta-llama--Llama-3_1-8B-Instruct
+// pid=7896) "): the prefix is the parenthesis that ends with its pid,
+// whatever its length.
 func stripProcPrefix(msg string) string {
 	for strings.HasPrefix(msg, "(") {
 		i := strings.Index(msg, ") ")
-		if i <= 0 || i >= 80 || !strings.Contains(msg[:i], "pid=") {
+		if i <= 0 || i >= 240 || !procPrefix(msg[1:i]) {
 			break
 		}
 		msg = msg[i+2:]
 	}
 	return msg
+}
+
+// procPrefix reports the inside of a process prefix: a name without
+// spaces or parentheses (a vLLM worker's "VllmWorker TP1" has one space)
+// and " pid=N", then Ray's ", ip=ADDR" where it prints one.
+func procPrefix(p string) bool {
+	j := strings.Index(p, " pid=")
+	if j <= 0 || strings.ContainsAny(p[:j], "()") || strings.Count(p[:j], " ") > 2 {
+		return false
+	}
+	pid := p[j+5:]
+	if k := strings.Index(pid, ", "); k >= 0 {
+		pid = pid[:k]
+	}
+	return isDigits(pid)
 }
 
 // stripRankPrefix removes torch.distributed's per-rank prefix
@@ -2223,8 +2342,11 @@ func isFrame(msg string) bool {
 	// a C++ exception's message, indented under "terminate called after
 	// throwing an instance of ...", is the cause, not a frame; so is a
 	// key of a JSON error body printed over several lines ("cause": ...)
+	// so is the last line of a multi-line what() before SYCLomatic's catch
+	// report (SYCL's build failure: the build log, then " -11
+	// (PI_ERROR_BUILD_PROGRAM_FAILURE)Exception caught at file:...")
 	m := strings.TrimSpace(msg)
-	return !strings.HasPrefix(m, "what():") && !strings.HasPrefix(m, `"`)
+	return !strings.HasPrefix(m, "what():") && !strings.HasPrefix(m, `"`) && !strings.Contains(m, caughtAt)
 }
 
 // nativeFrame recognises a native stack frame printed after a crash:
