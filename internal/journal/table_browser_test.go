@@ -1,14 +1,11 @@
 package journal
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 )
@@ -55,14 +52,7 @@ func TestBrowserMeasuresTableFitsTheDesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, width := range []int{1280, 390} {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
-			fmt.Sprintf("--window-size=%d,1000", width), "--virtual-time-budget=2000", "--dump-dom", "file://"+probe).Output()
-		cancel()
-		if err != nil {
-			t.Fatalf("chromium --dump-dom: %v", err)
-		}
-		got := domTitle(t, string(out))
+		got := probeTitle(t, bin, probe, width)
 		var win, pageW, decision, tables int
 		found := false
 		hidden := 0
@@ -116,14 +106,7 @@ func TestBrowserWorkBoxesAgreeWithTheirText(t *testing.T) {
 	if err := os.WriteFile(probe, []byte(strings.Replace(page, "</body>", script, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
-		"--window-size=1280,1000", "--virtual-time-budget=2000", "--dump-dom", "file://"+probe).Output()
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
-	}
-	got := domTitle(t, string(out))
+	got := probeTitle(t, bin, probe, 1280)
 	if got == "" {
 		t.Fatal("no gate box with bullets laid out")
 	}

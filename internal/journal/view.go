@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"math"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,7 +160,7 @@ func (b *builder) entryView(md goldmark.Markdown, i int) (*entryView, error) {
 			return nil, fmt.Errorf("%s: picture of the ramp: %w", e.Path, err)
 		}
 		if ok {
-			v.Charts = append(v.Charts, chartView{Title: c.Title, Caption: c.Caption, SVG: template.HTML(c.SVG)})
+			v.Charts = append(v.Charts, chartView{Title: c.Title, Caption: c.Caption, SVG: readableSVG(string(c.SVG))})
 		}
 	}
 	if i > 0 {
@@ -235,7 +238,31 @@ func (b *builder) charts(rel string) ([]chartView, error) {
 	}
 	out := make([]chartView, len(cs))
 	for i, c := range cs {
-		out[i] = chartView{Title: c.Title, Caption: c.Caption, SVG: template.HTML(c.SVG)}
+		out[i] = chartView{Title: c.Title, Caption: c.Caption, SVG: readableSVG(string(c.SVG))}
 	}
 	return out, nil
+}
+
+// readableShare is the least share of its drawn size a chart is shown at
+// (its letters are 10 points: 85 % keeps them at 11 px or more); on a
+// narrower column (a phone) the chart scrolls sideways in its figure, as
+// a wide table does, instead of shrinking its text to 4 px.
+const readableShare = 0.85
+
+// svgWidth is the opening of the SVG writer's picture: its width in points.
+var svgWidth = regexp.MustCompile(`^(\s*<svg)( width="([0-9.]+)pt")`)
+
+// readableSVG is svg (trusted: made by package account's SVG writer) with
+// a CSS min-width of readableShare of its width (1 pt = 4/3 px).
+func readableSVG(svg string) template.HTML {
+	m := svgWidth.FindStringSubmatchIndex(svg)
+	if m == nil {
+		return template.HTML(svg)
+	}
+	pt, err := strconv.ParseFloat(svg[m[6]:m[7]], 64)
+	if err != nil {
+		return template.HTML(svg)
+	}
+	style := fmt.Sprintf(` style="min-width:%dpx"`, int(math.Round(pt*4/3*readableShare)))
+	return template.HTML(svg[:m[3]] + style + svg[m[3]:])
 }
