@@ -14,7 +14,7 @@ func init() { registerCommand(newBackendCmd) }
 func newBackendCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backend",
-		Short: "Start, stop and inspect inference servers defined by backend profiles",
+		Short: "Start, stop and inspect the inference servers of backend profiles",
 		Long: `A backend profile ([backends.NAME] in the configuration) says how to run one
 inference server. 'start' launches it in its own process group with only the
 profile's environment, waits until it is really ready (alive, health, the

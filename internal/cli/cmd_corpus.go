@@ -19,7 +19,7 @@ func init() { registerCommand(newCorpusCmd) }
 func newCorpusCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "corpus",
-		Short: "Freeze, import and verify frozen corpora (documents with gold claims)",
+		Short: "Freeze, import and verify corpora (documents with gold claims)",
 		Long: `A frozen corpus is a directory: docs/<id>.txt (or .md), one document each;
 gold.jsonl, one gold claim per line ({"doc_id","sentence_index","text"}); and
 manifest.json with the size and SHA-256 of every other file and a digest over
@@ -161,7 +161,7 @@ func newCorpusFreezeCmd(g *Globals) *cobra.Command {
 	o := &corpusFreezeOpts{}
 	cmd := &cobra.Command{
 		Use:   "freeze DIR [--name NAME]",
-		Short: "Freeze your own documents and gold claims as a corpus (writes DIR/manifest.json)",
+		Short: "Freeze your documents and gold claims (writes DIR/manifest.json)",
 		Long: `Make DIR a frozen corpus: DIR/docs/ holds one document per file (<id>.txt,
 .md or .markdown; the id is the path under docs/ without its extension, the
 id 'hiro extract PATHS' gives the same file), and DIR/gold.jsonl, when

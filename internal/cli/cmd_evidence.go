@@ -24,7 +24,7 @@ func newEvidenceCmd(g *Globals) *cobra.Command {
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "verify FILE",
-		Short: "Verify an evidence file's (or activation record's) signature and say whose key made it",
+		Short: "Verify a signature on evidence or a record, and whose key it is",
 		Long: `Verify the Ed25519 signature embedded in FILE (public or private evidence, an
 activation record, a journal's copy of evidence): it covers the canonical bytes
 of the whole document without the signature (docs/reliability.md, "Signatures"), so any edit after

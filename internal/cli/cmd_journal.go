@@ -307,7 +307,7 @@ func newJournalCheckCmd(g *Globals, jo *journalOpts) *cobra.Command {
 	o := &journalCheckOpts{}
 	cmd := &cobra.Command{
 		Use:   "check [--out DIR]",
-		Short: "Check the journal (and a built site): exit 1 with a list of problems",
+		Short: "Check the journal and a built site: exit 1 listing the problems",
 		Long: `Checks that timestamps and slugs are unique, that no alias collides with a
 slug or another alias, that every entry validates against the entry schema, that
 no published entry changed without a revision note, and that every internal link

@@ -51,7 +51,7 @@ func newQualifyCmd(g *Globals) *cobra.Command {
 		Short:       "Run a bounded qualification campaign for a candidate backend",
 		Long: `Run the campaign in PLAN (TOML): its gates in order (prereq, artifact, launch
 with its attempt ladder, ready_control, structured_control, sequential,
-concurrency, semantic), each only if every gate before it passed. When the candidate needs
+concurrency, semantic, shadow), each only if every gate before it passed. When the candidate needs
 the accelerator exclusively, production is stopped under a lease just before
 the first launch attempt (the prereq and artifact gates run while it serves),
 and restored and verified at the end whatever happens (gate failure, harness

@@ -23,7 +23,7 @@ func newRecoverCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Annotations: map[string]string{annotationFinishing: "restoring production"},
 		Use:         "recover",
-		Short:       "Restore a production left stopped by a campaign whose hiro was killed",
+		Short:       "Restore a production left stopped by a killed campaign",
 		Long: `A campaign that stops production writes a lease first and removes it only once
 production is restored and verified. If hiro was killed in between (SIGKILL,
 power loss), the lease remains: every hiro command restores production from

@@ -30,7 +30,7 @@ func newServeCmd(g *Globals) *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve [--listen HOST:PORT]",
-		Short: "Run the OpenAI-compatible router in front of production and keep production up",
+		Short: "Run the OpenAI-compatible router that keeps production up",
 		Long: `Proxy the OpenAI API (POST /v1/chat/completions, /v1/completions,
 /v1/embeddings; GET /v1/models) to the production backend, streaming passed
 through as it comes. The request's "model" routes: the [serve] alias and

@@ -20,7 +20,7 @@ func init() { registerCommand(newShadowCmd) }
 func newShadowCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "shadow",
-		Short: "Mirror a share of production's live requests to a running candidate and score each pair",
+		Short: "Mirror production's live requests to a candidate, score each pair",
 		Long: `Shadow traffic (docs/shadow.md): the running router (hiro serve) sends a sampled
 share of production's chat and completion requests, after production answered,
 to a candidate backend that is running (managed or not), with the candidate
@@ -38,7 +38,7 @@ func newShadowStartCmd(g *Globals) *cobra.Command {
 	var dur time.Duration
 	cmd := &cobra.Command{
 		Use:   "start CANDIDATE [--share 0.1] [--for 30m] [--max-pairs N]",
-		Short: "Start mirroring production's requests to the running backend CANDIDATE",
+		Short: "Start mirroring production's requests to the backend CANDIDATE",
 		Long: `Start a shadow run to the backend profile CANDIDATE, which must be running.
 A candidate that is not on this machine receives users' prompts: its profile
 must say shadow_remote = true, and the start says so. A candidate that needs

@@ -26,7 +26,7 @@ func init() { registerCommand(newStatusCmd) }
 func newStatusCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [--json]",
-		Short: "Show what the running hiro serve serves: production's state, last canary, restarts",
+		Short: "Show what hiro serve serves: production, last canary, restarts",
 		Long: `Ask the running router (hiro serve) through its control socket in your private
 state folder ($HIRO_STATE_HOME/serve, else $HIRO_LEASE_DIR/serve, else
 $XDG_STATE_HOME/hiro/serve, else ~/.local/state/hiro/serve) for production's state, since when, its last health

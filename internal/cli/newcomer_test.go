@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/qualify"
 )
 
 func TestVersion(t *testing.T) {
@@ -77,8 +79,21 @@ func TestHelpTextsWrapped(t *testing.T) {
 		}
 	}
 	walk(NewRoot(&Globals{}))
-	// The flags' lines too, in the usage every --help prints.
-	for _, args := range [][]string{{"extract", "--help"}, {"qualify", "--help"}, {"serve", "--help"}} {
+	// The flags' and subcommands' lines too, in the usage every --help
+	// prints (a group's list of commands is one line each: its Short).
+	var helps [][]string
+	var each func(c *cobra.Command, path []string)
+	each = func(c *cobra.Command, path []string) {
+		if c.Hidden {
+			return
+		}
+		helps = append(helps, append(slices.Clone(path), "--help"))
+		for _, s := range c.Commands() {
+			each(s, append(slices.Clone(path), s.Name()))
+		}
+	}
+	each(NewRoot(&Globals{}), nil)
+	for _, args := range helps {
 		code, out, _ := runHiro(t, args...)
 		if code != ExitOK {
 			t.Fatalf("%v: exit %d", args, code)
@@ -89,6 +104,14 @@ func TestHelpTextsWrapped(t *testing.T) {
 			}
 			if n := len([]rune(l)); n > helpWidth {
 				t.Errorf("hiro %s: line %d is %d columns: %q", strings.Join(args, " "), i+1, n, l)
+			}
+		}
+	}
+	// qualify's help names every gate kind a plan may use.
+	if _, out, _ := runHiro(t, "qualify", "--help"); true {
+		for _, k := range qualify.KindNames() {
+			if !strings.Contains(out, k) {
+				t.Errorf("hiro qualify --help does not name the gate kind %q", k)
 			}
 		}
 	}

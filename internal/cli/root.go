@@ -71,8 +71,10 @@ func registerCommand(f func(g *Globals) *cobra.Command) {
 // NewRoot builds the root command with every registered subcommand.
 func NewRoot(g *Globals) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "hiro",
-		Short:         "Supervise local inference servers, qualify backends with evidence, extract grounded claims",
+		Use:   "hiro",
+		Short: "Supervise local inference servers, qualify backends, extract claims",
+		Long: `Supervise local inference servers, qualify candidate backends against
+production with evidence, extract grounded claims, and publish a journal.`,
 		Version:       version.Get().Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,

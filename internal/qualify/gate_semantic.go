@@ -162,8 +162,16 @@ func (g *SemanticGate) Validate(v *Validation) {
 	if g.Corpus == "" || v.Spec.Skip {
 		return
 	}
-	if st, err := os.Stat(g.Corpus); err != nil || !st.IsDir() {
-		v.Errorf("corpus", "%s is not a directory; freeze a corpus first (hiro corpus import ...) and point corpus at it", g.Corpus)
+	if st, err := os.Stat(g.Corpus); err != nil {
+		// ReadManifest names the missing folder and the nearest one.
+		_, merr := corpus.ReadManifest(g.Corpus)
+		if merr == nil {
+			merr = err
+		}
+		v.Errorf("corpus", "%v; 'hiro corpus freeze DIR' makes one from a folder of documents (docs/corpus.md)", merr)
+		return
+	} else if !st.IsDir() {
+		v.Errorf("corpus", "%s is a file; point corpus at a frozen corpus's folder (the one holding %s, docs/corpus.md)", g.Corpus, corpus.ManifestFile)
 		return
 	}
 	if rep, err := corpus.Verify(g.Corpus); err != nil {
