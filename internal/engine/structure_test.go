@@ -46,6 +46,20 @@ func TestRootCauseByStructure(t *testing.T) {
 			`  File "/x/table.py", line 3, in lookup`,
 			`KeyError: "Unknown widget: widget9. Known widgets: ['w1', 'w2']"`,
 		}, Exited(1), failure.ClassEngineDied, "Unknown widget: widget9"},
+		{"a logged repeat yields to the exception its last frame raised in Python", "vllm", []string{
+			"ERROR 01-01 00:00:00 engine.py:389] Ray does not allocate any GPUs on the widget node.",
+			"ERROR 01-01 00:00:00 engine.py:389] Traceback (most recent call last):",
+			`ERROR 01-01 00:00:00 engine.py:389]   File "/x/executor.py", line 7, in _init_workers`,
+			"ERROR 01-01 00:00:00 engine.py:389]     raise ValueError(",
+			"ERROR 01-01 00:00:00 engine.py:389] ValueError: Ray does not allocate any GPUs on the widget node.",
+		}, Exited(1), failure.ClassAcceleratorUnavailable, "engine.py:389] ValueError: Ray does not allocate"},
+		{"a logged repeat of a native call's exception stays the cause", "vllm", []string{
+			"ERROR 01-01 00:00:00 engine.py:389] Ray does not allocate any GPUs on the widget node.",
+			"ERROR 01-01 00:00:00 engine.py:389] Traceback (most recent call last):",
+			`ERROR 01-01 00:00:00 engine.py:389]   File "/x/executor.py", line 7, in _init_workers`,
+			"ERROR 01-01 00:00:00 engine.py:389]     torch._C._widget_init()",
+			"ERROR 01-01 00:00:00 engine.py:389] RuntimeError: Ray does not allocate any GPUs on the widget node.",
+		}, Exited(1), failure.ClassAcceleratorUnavailable, "engine.py:389] Ray does not allocate"},
 		{"a value the next link does not name stays the cause", "vllm", []string{
 			"Traceback (most recent call last):",
 			`  File "/x/table.py", line 1, in lookup`,
