@@ -60,6 +60,20 @@ func TestRootCauseByStructure(t *testing.T) {
 			"ERROR 01-01 00:00:00 engine.py:389]     torch._C._widget_init()",
 			"ERROR 01-01 00:00:00 engine.py:389] RuntimeError: Ray does not allocate any GPUs on the widget node.",
 		}, Exited(1), failure.ClassAcceleratorUnavailable, "engine.py:389] Ray does not allocate"},
+		{"a crash line wrapping its exception yields to the exception line below it", "lmdeploy", []string{
+			"2024-01-01 00:00:00,000 - lmdeploy - ERROR - request.py:21 - Engine loop failed with error: call widgetOp failed, detail: the widget is round",
+			"Traceback (most recent call last):",
+			`  File "/x/engine.py", line 9, in async_loop`,
+			"    torch.widget(x)",
+			"RuntimeError: call widgetOp failed, detail: the widget is round",
+		}, Exited(1), failure.ClassEngineDied, "RuntimeError: call widgetOp failed"},
+		{"a crash line wrapping a message that only points above stays", "lmdeploy", []string{
+			"2024-01-01 00:00:00,000 - lmdeploy - ERROR - request.py:21 - Engine loop failed with error: The Inner error is reported as above. The widget op failed.",
+			"Traceback (most recent call last):",
+			`  File "/x/engine.py", line 9, in async_loop`,
+			"    torch.widget(x)",
+			"RuntimeError: The Inner error is reported as above. The widget op failed.",
+		}, Exited(1), failure.ClassEngineDied, "Engine loop failed with error: The Inner error"},
 		{"a value the next link does not name stays the cause", "vllm", []string{
 			"Traceback (most recent call last):",
 			`  File "/x/table.py", line 1, in lookup`,

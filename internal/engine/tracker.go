@@ -1802,11 +1802,20 @@ func (t *Tracker) yieldCrash(tb *traceback, root string, s *Rule) (candidate, bo
 	msg, _ := splitLine(root)
 	held, _ := splitLine(c.line)
 	if c.tier != TierHint || !c.crash || isExceptionLine(held) || s != nil && s.Name == c.rule ||
-		(c.line != tb.header && !wraps(c.line, msg)) {
+		(c.line != tb.header && !wraps(c.line, msg)) || pointsElsewhere(msg) && wraps(c.line, msg) {
 		return candidate{}, false
 	}
 	t.cand.tier = 0
 	return c, true
+}
+
+// pointsElsewhere reports an exception message that only points at
+// lines printed before it (torch_npu's "The Inner error is reported as
+// above.", after an asynchronous aclnn failure): when the crash line
+// wraps it, it states nothing that line did not, so that line, first,
+// stays; a bare crash header still yields to it.
+func pointsElsewhere(msg string) bool {
+	return strings.Contains(msg, "is reported as above")
 }
 
 // restatesCrash takes an exception line outside a block (its block was
