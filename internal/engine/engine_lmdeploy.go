@@ -65,10 +65,13 @@ func init() {
 			// server still answers (Fatal). Older versions log the message on
 			// the line (lmdeploy/pytorch/engine/request.py
 			// _raise_exception_on_finish: "Engine loop failed with error:
-			// MSG"), which stays the root cause (heldout-r10a's Ascend case);
-			// engine.py at 1263d5c logs none ("Engine main loop failed.", a
-			// crash header): its traceback's exception line says why
-			{Name: "lmdeploy/engine-loop-failed", Text: "Engine loop failed with error", Class: failure.ClassEngineDied, Fatal: true, Tier: TierHint},
+			// MSG"), a crash line too: the traceback's exception line it
+			// wraps states what the loop met (yieldCrash), unless it only
+			// points above (heldout-r10a's Ascend "Inner error is reported
+			// as above": pointsElsewhere); engine.py at 1263d5c logs none
+			// ("Engine main loop failed.", a crash header): its traceback's
+			// exception line says why
+			{Name: "lmdeploy/engine-loop-failed", Text: "Engine loop failed with error", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 			{Name: "lmdeploy/engine-main-loop-failed", Text: "Engine main loop failed.", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 		}, pythonSignatures, hostFamilies),
 		frameHints:  pythonFrameHints,

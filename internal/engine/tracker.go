@@ -496,11 +496,12 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 		return true
 	case t.tb.restate:
 		t.liftPhase()
+		src := t.tb.src
 		t.tb = traceback{}
 		if !isExceptionLine(msg) {
 			return false
 		}
-		t.restates(line, stored, msg)
+		t.restates(line, stored, msg, src)
 		t.cand.exc = true // the chain that may follow is its call path (causeStack)
 		return true
 	case t.lines == t.cand.at+1 && strings.Contains(msg, "Traceback (most recent call last)"):
@@ -513,16 +514,17 @@ func (t *Tracker) restatedBlock(line, stored, msg string, frame bool) bool {
 // restates takes the exception line (stored) that ends the block the
 // root-cause line introduced, when a rule explains it: it states the
 // cause when the line wraps its message, or is only its repr (reprOf),
-// and the rule gives the line's class, or when the line only names a step (bareHeader) and the rule is
+// or only repeats it after the block's last frame raised it in Python
+// (raisedHere), and the rule gives the line's class, or when the line only names a step (bareHeader) and the rule is
 // a specific one, whose class it gives (LMDeploy's "Warmup failed.", then
 // Ray's relayed Triton "OutOfResources: out of resource: shared memory").
-func (t *Tracker) restates(line, stored, msg string) {
+func (t *Tracker) restates(line, stored, msg, src string) {
 	s, cls := t.match(line, t.lower(line))
 	if s == nil || s.tier() != TierError {
 		return
 	}
 	switch {
-	case cls == t.cand.class && (wraps(t.cand.line, msg) || bareHeader(t.cand.line) || reprOf(t.cand.line, msg)):
+	case cls == t.cand.class && (wraps(t.cand.line, msg) || bareHeader(t.cand.line) || reprOf(t.cand.line, msg) || raisedHere(t.cand.line, msg, src)):
 		t.cand.rule, t.cand.line = s.Name, stored
 	case bareHeader(t.cand.line) && !s.Crash && !s.Summary:
 		t.cand.rule, t.cand.line, t.cand.class = s.Name, stored, cls
@@ -531,6 +533,28 @@ func (t *Tracker) restates(line, stored, msg string) {
 			t.cand.phase = s.Phase
 		}
 	}
+}
+
+// raisedHere reports a logged line that only repeats the message of the
+// exception line msg (a logger's exception(e): vLLM's V0 engine.py:389]
+// "MSG", its traceback, then "ValueError: MSG") when the block's last
+// frame's source src raises that very type in Python ("raise
+// ValueError("): the engine's own check refused, and the exception line
+// names its kind. When the last frame is a native call (torch._C, an op)
+// the type is the binding's generic one and the logged line stays.
+func raisedHere(line, msg, src string) bool {
+	e := strings.TrimSpace(msg)
+	i := strings.Index(e, ": ")
+	if i < 0 || !strings.HasPrefix(src, "raise ") {
+		return false
+	}
+	typ := e[:i]
+	if j := strings.LastIndexByte(typ, '.'); j >= 0 {
+		typ = typ[j+1:]
+	}
+	h, _ := splitLine(line)
+	m := strings.TrimSpace(e[i+2:])
+	return strings.HasPrefix(src, "raise "+typ+"(") && m != "" && strings.TrimSpace(h) == m
 }
 
 // reprOf reports a logged line that is only the exception's repr,
@@ -1778,11 +1802,20 @@ func (t *Tracker) yieldCrash(tb *traceback, root string, s *Rule) (candidate, bo
 	msg, _ := splitLine(root)
 	held, _ := splitLine(c.line)
 	if c.tier != TierHint || !c.crash || isExceptionLine(held) || s != nil && s.Name == c.rule ||
-		(c.line != tb.header && !wraps(c.line, msg)) {
+		(c.line != tb.header && !wraps(c.line, msg)) || pointsElsewhere(msg) && wraps(c.line, msg) {
 		return candidate{}, false
 	}
 	t.cand.tier = 0
 	return c, true
+}
+
+// pointsElsewhere reports an exception message that only points at
+// lines printed before it (torch_npu's "The Inner error is reported as
+// above.", after an asynchronous aclnn failure): when the crash line
+// wraps it, it states nothing that line did not, so that line, first,
+// stays; a bare crash header still yields to it.
+func pointsElsewhere(msg string) bool {
+	return strings.Contains(msg, "is reported as above")
 }
 
 // restatesCrash takes an exception line outside a block (its block was
