@@ -395,7 +395,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if f := root.PersistentFlags().Lookup("config"); f != nil && !f.Changed {
 			err = explainConfigFromEnv(err, g.ConfigPath)
 		}
-		reportError(g, err, code)
+		reportError(g, explainMissingPath(err), code)
 		return code
 	}
 	return ExitOK
@@ -412,6 +412,27 @@ func explainConfigFromEnv(err error, path string) error {
 	}
 	msg := "configuration file not found; the path came from the environment variable HIRO_CONFIG: correct or unset HIRO_CONFIG, or pass --config FILE (examples/hiro.toml is a starting point)"
 	return &rewordedError{msg: strings.Replace(err.Error(), ce.Msg, msg, 1), err: err}
+}
+
+// explainMissingPath rewords the Go runtime's "open PATH: no such file or
+// directory" (and stat's, lstat's...) inside err's message as hiro's own
+// "PATH: not found (no such file or folder); check the path", whatever
+// command read the path, so a typo in an input never reaches the user as
+// a raw system call. Other errors are returned as they are.
+func explainMissingPath(err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || !errors.Is(pe.Err, fs.ErrNotExist) {
+		return err
+	}
+	msg, raw := err.Error(), pe.Error()
+	if !strings.Contains(msg, raw) {
+		return err
+	}
+	said := pe.Path + ": not found (no such file or folder); check the path"
+	if dup := pe.Path + ": " + raw; strings.Contains(msg, dup) {
+		raw = dup // "input X: stat X: ..." names X once
+	}
+	return &rewordedError{msg: strings.Replace(msg, raw, said, 1), err: err}
 }
 
 // rewordedError is err with another message.

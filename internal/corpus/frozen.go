@@ -186,6 +186,14 @@ func nearFolder(dir string) string {
 	return fmt.Sprintf("; did you mean %s?", filepath.Join(filepath.Dir(dir), best))
 }
 
+// notFound is a message that says what is missing in hiro's words and
+// still matches errors.Is(err, fs.ErrNotExist), without Go's "file does
+// not exist" appended.
+type notFound string
+
+func (e notFound) Error() string { return string(e) }
+func (e notFound) Unwrap() error { return fs.ErrNotExist }
+
 // ReadManifest reads dir/manifest.json.
 func ReadManifest(dir string) (*Manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
@@ -194,13 +202,13 @@ func ReadManifest(dir string) (*Manifest, error) {
 			if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
 				// No such folder (a typo, most often): no advice to freeze
 				// it, which would fail the same way.
-				return nil, fmt.Errorf("%s: no such folder%s; give the folder of a frozen corpus (one holding %s): %w", dir, nearFolder(dir), ManifestFile, fs.ErrNotExist)
+				return nil, notFound(fmt.Sprintf("%s: no such folder%s; give the folder of a frozen corpus (one holding %s)", dir, nearFolder(dir), ManifestFile))
 			}
 			how := fmt.Sprintf("lay it out as %s/ (one document per file) and an optional %s, then freeze it with 'hiro corpus freeze %s' (docs/corpus.md), or import one with 'hiro corpus import'", DocsDir, GoldFile, dir)
 			if st, err := os.Stat(filepath.Join(dir, DocsDir)); err == nil && st.IsDir() {
 				how = fmt.Sprintf("freeze it with 'hiro corpus freeze %s'", dir)
 			}
-			return nil, fmt.Errorf("%s: no %s: not a frozen corpus; %s: %w", dir, ManifestFile, how, fs.ErrNotExist)
+			return nil, notFound(fmt.Sprintf("%s: no %s: not a frozen corpus; %s", dir, ManifestFile, how))
 		}
 		return nil, err
 	}
