@@ -167,6 +167,10 @@ func (e *Engine) frameHint(name string) *FrameHint {
 type FramePhase struct {
 	Text  string
 	Phase failure.Phase
+	// Holds marks a step whose inner frames are its own helpers, whatever
+	// they are named (the KV sizing's profile run calls the model's
+	// warm-up functions): frames below it name no later phase.
+	Holds bool
 }
 
 // FactParser extracts numbers from a log line. Trigger is a literal the

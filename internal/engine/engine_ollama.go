@@ -41,6 +41,11 @@ func init() {
 			{Text: `msg="system memory"`, Phase: failure.PhaseLoad},
 			{Text: "waiting for llama runner to start responding", Phase: failure.PhaseLoad},
 			{Text: "llama runner started", Phase: failure.PhaseReadyWait},
+			// before the runner was a process (0.1.x's in-process
+			// llm/dyn_ext_server.go: "Initializing llama server", then
+			// "Starting llama main loop" once the model is loaded): its
+			// main loop serves the request that loaded it
+			{Text: "Starting llama main loop", Phase: failure.PhaseReadyWait},
 			// a request handed to the loaded runner (server/routes.go's
 			// DEBUG "chat request", "generate request"; llm/server.go's
 			// "completion request"): a request reached the server, though

@@ -119,9 +119,12 @@ func init() {
 			// ready at `URL`."), and
 			// a vLLM engine under a wrapper taking a request
 			// (engine/async_llm_engine.py, v1/engine/async_llm.py: "Added
-			// request ID.")
+			// request ID."; entrypoints/logger.py "Received request ID:
+			// prompt:"), once its KV cache is sized: a serverless or queue
+			// worker calling the engine in-process logs no ready line
 			{Text: "' is ready", Pattern: regexp.MustCompile(`\b(Application|Deployment) '[^']*' is ready\b`), Phase: failure.PhaseReadyWait},
-			{Text: "Added request ", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			{Text: "Added request ", Phase: failure.PhaseInference, After: failure.PhaseKVInit},
+			{Text: "Received request ", Pattern: regexp.MustCompile(`Received request \S+: prompt: `), Phase: failure.PhaseInference, After: failure.PhaseKVInit},
 			// OVMS's servables are up once its servable manager started
 			// (src/servablemanagermodule.cpp: "{} started"), and its LLM
 			// executors count the requests they hold each loop
@@ -175,7 +178,7 @@ func init() {
 			"Shard process was signaled to shutdown",
 			"Webserver Crashed",
 		}),
-		facts:   joinLists(shardFacts, ggmlFacts, trtllmFacts, vllmKVFacts, aphroditeFacts),
+		facts:   joinLists(shardFacts, ggmlFacts, trtllmFacts, vllmModelFacts, vllmKVFacts, aphroditeFacts),
 		devices: joinLists(pythonDevices, ggmlDevices),
 		nextSteps: map[failure.Class]string{
 			failure.ClassGPUOOM: "GPU memory ran out: lower the server's batch and context bounds (TGI --max-batch-total-tokens, " +

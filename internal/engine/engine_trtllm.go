@@ -96,7 +96,15 @@ func init() {
 			// the PyTorch backend's autotuner runs the kernels before
 			// serving (tensorrt_llm/_torch/autotuner.py)
 			{Text: "Autotuning process starts", Phase: failure.PhaseWarmup},
-			{Text: "for model weights", Phase: failure.PhaseKVInit},
+			// the PyTorch backend's weights budget ("Use 20.66 GB for model
+			// weights.") comes before the weights are read (the loading
+			// bars follow): load; the memory profile after them ("Memory
+			// used after loading model weights ... in memory usage
+			// profiling") and the executor's sizes ("max_seq_len=N,
+			// max_num_requests=") are the KV cache's estimation
+			{Text: "for model weights", Phase: failure.PhaseLoad},
+			{Text: "in memory usage profiling", Phase: failure.PhaseKVInit},
+			{Text: "max_num_requests=", Pattern: regexp.MustCompile(`\bmax_seq_len=\d+, max_num_requests=\d+`), Phase: failure.PhaseKVInit},
 			// the PyTorch backend's model engine has built the model and
 			// read its weights ("Model init total -- 387.22s"): the KV
 			// cache's estimation run comes next

@@ -82,6 +82,14 @@ var vllmModeRules = []Rule{
 // vllmKVFacts: the KV cache's figures vLLM logs, its sizing errors
 // (both sides of the shortfall) and its start-up free-memory check (the
 // device's free and total GiB), wherever vLLM runs (the openai kind too).
+// vllmModelFacts: the weights' load time and memory in each release's
+// words, read under the openai kind too (a wrapper of vLLM logs them).
+var vllmModelFacts = []FactParser{
+	{Trigger: "Loading weights took", Pattern: regexp.MustCompile(`Loading weights took ([\d.]+) seconds`), Names: []string{"weights_load_seconds"}},
+	{Trigger: "Model loading took", Pattern: regexp.MustCompile(`Model loading took ([\d.]+) GiB(?: memory)?(?: and ([\d.]+) seconds)?`), Names: []string{"model_memory_gib", "model_load_seconds"}},
+	{Trigger: "Loading model weights took", Pattern: regexp.MustCompile(`Loading model weights took ([\d.]+) GB`), Names: []string{"model_memory_gib"}},
+}
+
 var vllmKVFacts = []FactParser{
 	// later vLLM names the device ("Free memory on device
 	// cuda:0 (22.65/79.18 GiB) on startup", vllm@0027b02
@@ -109,8 +117,14 @@ func init() {
 		HealthPath: "/health",
 		health:     vllmHealth,
 		markers: joinLists(uvicornMarkers, []Marker{
-			{Text: "Received request", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
-			{Text: "Added request", Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
+			// a client's request logged by the engine (entrypoints/logger.py
+			// "Received request ID: prompt: ...", the async engine's "Added
+			// request ID."): only clients send them, so once the start-up
+			// has sized its KV cache they are inference even with no HTTP
+			// ready line (a serverless or queue worker calling the engine
+			// in-process, RunPod's worker-vllm)
+			{Text: "Received request", Phase: failure.PhaseInference, After: failure.PhaseKVInit},
+			{Text: "Added request", Phase: failure.PhaseInference, After: failure.PhaseKVInit},
 			{Text: "Avg prompt throughput", Pattern: regexp.MustCompile(`Running: [1-9]`), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			// the CUDA model runner's weights memory ("Loading model weights
 			// took 14.99 GB"); OpenVINO's backend times its load with the
@@ -169,11 +183,7 @@ func init() {
 			"Process EngineCore",
 			"Worker failed with error",
 		}),
-		facts: joinLists(shardFacts, []FactParser{
-			{Trigger: "Loading weights took", Pattern: regexp.MustCompile(`Loading weights took ([\d.]+) seconds`), Names: []string{"weights_load_seconds"}},
-			{Trigger: "Model loading took", Pattern: regexp.MustCompile(`Model loading took ([\d.]+) GiB(?: memory)?(?: and ([\d.]+) seconds)?`), Names: []string{"model_memory_gib", "model_load_seconds"}},
-			{Trigger: "Loading model weights took", Pattern: regexp.MustCompile(`Loading model weights took ([\d.]+) GB`), Names: []string{"model_memory_gib"}},
-		}, vllmKVFacts, []FactParser{
+		facts: joinLists(shardFacts, vllmModelFacts, vllmKVFacts, []FactParser{
 			{Trigger: "Maximum concurrency", Pattern: regexp.MustCompile(`Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x`), Names: []string{"max_model_len", "max_concurrency"}},
 			{Trigger: "init engine", Pattern: regexp.MustCompile(`init engine \(profile, create kv cache, warmup model\) took ([\d.]+) seconds`), Names: []string{"engine_init_seconds"}},
 		}),

@@ -98,6 +98,11 @@ var modelFamily = family("model", []Rule{
 	{Text: ".json", Pattern: regexp.MustCompile(`(?i)\b(config|tokenizer|tokenizer_config|generation_config|preprocessor_config|params)\.json\b.{0,80}\b(not found|no such file|does not exist|is missing|cannot be found|could not be found)|\b(not found|no such file or directory|does not exist|missing in|could not find|cannot find)\b.{0,120}\b(config|tokenizer|tokenizer_config|generation_config|preprocessor_config|params)\.json\b`), Class: failure.ClassModelLoadFailed},
 	{Text: "found", Pattern: regexp.MustCompile(`(?i)\bno (safetensors|\.safetensors|weights?|model weights|gguf|model|(\.bin|pytorch) weights) (files? )?(were )?found\b`), Class: failure.ClassModelLoadFailed},
 	{Text: "missing ", Pattern: regexp.MustCompile(`(?i)\bmissing (weight|tensor)s?\b`), Class: failure.ClassModelLoadFailed},
+	// candle's VarBuilder asking the checkpoint for a tensor it lacks
+	// (candle-core src/error.rs CannotFindTensor: "cannot find tensor
+	// PATH", its Debug form "CannotFindTensor { path: ... }" in a panic;
+	// candle-vllm, mistral.rs)
+	{Text: "annot", Pattern: regexp.MustCompile(`\b[Cc]annot find tensor \S|\bCannotFindTensor \{`), Class: failure.ClassModelLoadFailed},
 	// serde's error for a config file without a field the loader needs
 	// (Rust engines: "missing field `vocab_size` at line 46 column 1")
 	{Text: "missing field `", Class: failure.ClassModelLoadFailed},

@@ -170,6 +170,22 @@ func TestServedPhase(t *testing.T) {
 	if v.Phase() != failure.PhaseInference || o.Phase() != failure.PhaseInference {
 		t.Errorf("vllm %s ollama %s", v.Phase(), o.Phase())
 	}
+	// an engine called in-process (a serverless or queue worker) logs no
+	// ready line: a client's request once the KV cache is sized is served
+	for _, kind := range []string{"vllm", "openai"} {
+		w := feed(t, kind, "INFO 01-01 00:00:00 model_runner.py:1] Loading model weights took 4.1 GB",
+			"INFO 01-01 00:00:00 gpu_executor.py:1] # GPU blocks: 1000, # CPU blocks: 512",
+			"INFO 01-01 00:00:01 model_runner.py:1] Graph capturing finished in 9 secs.")
+		w.Feed("INFO 01-01 00:00:02 async_llm_engine.py:1] Added request job-1.")
+		if w.Phase() != failure.PhaseInference {
+			t.Errorf("%s in-process request: phase %s", kind, w.Phase())
+		}
+		p := feed(t, kind, "INFO 01-01 00:00:00 model_runner.py:1] Starting to load model m...")
+		p.Feed("INFO 01-01 00:00:01 logger.py:1] Received request cmpl-1: prompt: 'x', params: SamplingParams(n=1)")
+		if p.Phase() == failure.PhaseInference {
+			t.Errorf("%s request line while loading: phase %s", kind, p.Phase())
+		}
+	}
 }
 
 // Numbers logged once per device are kept per device.

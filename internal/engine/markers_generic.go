@@ -64,6 +64,10 @@ var genericMarkers = []Marker{
 	{Text: "loading weights", Phase: failure.PhaseLoad},
 	{Text: "Loading model", Phase: failure.PhaseLoad, Reload: true},
 	{Text: "Loading Model", Phase: failure.PhaseLoad},
+	// a loader naming the architecture or format between the words
+	// (candle-vllm's "Loading Qwen3 model.", "Loading quantized model from
+	// file PATH"): load
+	{Text: "oading ", Pattern: regexp.MustCompile(`(?i)\bloading [\w.-]+ model\b`), Phase: failure.PhaseLoad},
 	{Text: "Loading engine", Phase: failure.PhaseLoad},
 	// per-tensor progress ("loading blk.0.attn_norm.weight to cuda:0")
 	{Text: ".weight", Pattern: regexp.MustCompile(`(?i)\bload(ing|ed)? \S+\.weight\b`), Phase: failure.PhaseLoad},

@@ -314,39 +314,44 @@ var pythonFramePhases = []FramePhase{
 	// snapshot_download fetches the weights (load); a single
 	// hf_hub_download is as often the config fetched while the arguments
 	// are checked (launch), so it names no phase
-	{"from_pretrained", failure.PhaseLoad},
-	{"snapshot_download", failure.PhaseLoad},
+	{Text: "from_pretrained", Phase: failure.PhaseLoad},
+	{Text: "snapshot_download", Phase: failure.PhaseLoad},
 	// the weight files listed or fetched from the hub (TGI's
 	// utils/hub.py weight_files / weight_hub_files, vLLM's and SGLang's
 	// weight_utils download_weights_from_hf) and the model loader itself
 	// (vLLM's get_model_architecture, a worker's load_model)
-	{"in weight_files", failure.PhaseLoad},
-	{"in weight_hub_files", failure.PhaseLoad},
-	{"download_weights_from_hf", failure.PhaseLoad},
-	{"in get_model_architecture", failure.PhaseLoad},
-	{"in load_model", failure.PhaseLoad},
+	{Text: "in weight_files", Phase: failure.PhaseLoad},
+	{Text: "in weight_hub_files", Phase: failure.PhaseLoad},
+	{Text: "download_weights_from_hf", Phase: failure.PhaseLoad},
+	{Text: "in get_model_architecture", Phase: failure.PhaseLoad},
+	{Text: "in load_model", Phase: failure.PhaseLoad},
 	// llama-cpp-python's server loading its model before it listens
 	// (llama_cpp/server/model.py load_llama_from_model_settings, then
 	// llama.py's Llama.__init__ building _internals.LlamaModel)
-	{"in load_llama_from_model_settings", failure.PhaseLoad},
+	{Text: "in load_llama_from_model_settings", Phase: failure.PhaseLoad},
 	// the model's classes are built from its config (LMDeploy's
 	// build_model_agent, _build_model, build_patched_model)
-	{"build_model", failure.PhaseLoad},
-	{"init_memory_pool", failure.PhaseKVInit},
+	{Text: "build_model", Phase: failure.PhaseLoad},
+	{Text: "init_memory_pool", Phase: failure.PhaseKVInit},
 	// MLC LLM's engine sizing its KV cache (cpp/serve/config.cc,
 	// InferrableEngineConfig::InferForKVCache), in a TVM traceback
-	{"inferforkvcache", failure.PhaseKVInit},
-	{"initialize_kv_cache", failure.PhaseKVInit},
-	{"_initialize_kv_caches", failure.PhaseKVInit},
-	{"determine_available_memory", failure.PhaseKVInit},
-	{"determine_num_available_blocks", failure.PhaseKVInit},
-	{"init_cuda_graphs", failure.PhaseWarmup},
-	{"capture_model", failure.PhaseWarmup},
-	{"warmup", failure.PhaseWarmup},
+	{Text: "inferforkvcache", Phase: failure.PhaseKVInit},
+	{Text: "initialize_kv_cache", Phase: failure.PhaseKVInit},
+	{Text: "_initialize_kv_caches", Phase: failure.PhaseKVInit},
+	// the memory profile that sizes the KV cache (vLLM's
+	// determine_available_memory, V0's determine_num_available_blocks):
+	// its dummy forward runs through the model's warm-up helpers
+	// (vllm-fork's hpu_model_runner profile_run → warmup_scenario), still
+	// kv_init
+	{Text: "determine_available_memory", Phase: failure.PhaseKVInit, Holds: true},
+	{Text: "determine_num_available_blocks", Phase: failure.PhaseKVInit, Holds: true},
+	{Text: "init_cuda_graphs", Phase: failure.PhaseWarmup},
+	{Text: "capture_model", Phase: failure.PhaseWarmup},
+	{Text: "warmup", Phase: failure.PhaseWarmup},
 	// vLLM's workers compile and capture after the KV cache is allocated
 	// (v1/worker/gpu_worker.py compile_or_warm_up_model, its sampler's
 	// dummy run)
-	{"warm_up", failure.PhaseWarmup},
+	{Text: "warm_up", Phase: failure.PhaseWarmup},
 }
 
 // ggmlSignatures are llama.cpp's (and so Ollama's runner's) errors.

@@ -474,6 +474,27 @@ func TestPhaseFromWhatTheLinesSay(t *testing.T) {
 		phase      failure.Phase
 		probed     bool // hiro's health check had answered ready: its probe was the request
 	}{
+		// the KV sizing's memory profile runs the model through helpers
+		// named for warm-up (vllm-fork's HPU runner): still kv_init; a
+		// capture outside the profile is warmup
+		{"a warm-up helper inside the KV sizing's memory profile", "vllm", []string{
+			"INFO 01-01 00:00:00 model_runner.py:1] Loading model weights took 4.1 GB",
+			"Traceback (most recent call last):",
+			`  File "/v/vllm/worker/hpu_worker.py", line 254, in determine_num_available_blocks`,
+			"    self.model_runner.profile_run()",
+			`  File "/v/vllm/worker/hpu_model_runner.py", line 1527, in warmup_scenario`,
+			"    self.execute_model(inputs, kv_caches, warmup_mode=True)",
+			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+		}, failure.PhaseKVInit, false},
+		{"a capture after the KV sizing", "vllm", []string{
+			"INFO 01-01 00:00:00 model_runner.py:1] Loading model weights took 4.1 GB",
+			"Traceback (most recent call last):",
+			`  File "/v/vllm/v1/engine/core.py", line 1, in _initialize_kv_caches`,
+			"    self.model_executor.initialize_from_config(kv_cache_configs)",
+			`  File "/v/vllm/v1/worker/gpu_worker.py", line 1, in compile_or_warm_up_model`,
+			"    self.model_runner.capture_model()",
+			"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+		}, failure.PhaseWarmup, false},
 		{"a throughput logger with tokens served", "mistralrs", []string{
 			"2025-05-27T01:09:52.403004Z  INFO mistralrs_server: Serving on http://0.0.0.0:1234.",
 			"2025-05-27T01:10:14.516982Z  INFO mistralrs_core::engine::logger: Throughput (T/s) 38.60, Prefix cache hitrate 0.00%, 0 running, 0 waiting",

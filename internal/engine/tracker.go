@@ -103,6 +103,7 @@ type traceback struct {
 	hint      failure.Class // class named by the frames (innermost wins)
 	hintRule  string        // the frame hint's rule name
 	fphase    failure.Phase // phase named by the frames (latest wins)
+	fheld     bool          // a Holds frame was seen: inner frames name no phase
 	frames    []string
 	src       string // the last source line of a frame (an "assert ..." statement)
 	warn      bool   // its header is a warning's line ("WARNING  Failed to load flash-attention ...:")
@@ -1575,9 +1576,13 @@ func (t *Tracker) frame(msg string) {
 	lower := t.lower(m)
 	for i := range t.e.framePhases {
 		fp := &t.e.framePhases[i]
-		if bytes.Contains(lower, []byte(fp.Text)) && fp.Phase.Index() > t.tb.fphase.Index() {
+		if t.tb.fheld || !bytes.Contains(lower, []byte(fp.Text)) {
+			continue
+		}
+		if fp.Phase.Index() > t.tb.fphase.Index() {
 			t.tb.fphase = fp.Phase
 		}
+		t.tb.fheld = fp.Holds
 	}
 	for i := range t.e.frameHints {
 		h := &t.e.frameHints[i]
