@@ -259,6 +259,10 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "No CUDA GPUs are available", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "-capable device is detected", Pattern: regexp.MustCompile(`(?i)no \w+-capable device is detected`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "Found no NVIDIA driver on your system", Class: failure.ClassAcceleratorUnavailable},
+	// a launcher's own notice that it found the device unusable and goes on
+	// without it ("NVIDIA GPU detected, but nvidia-smi is not installed. GPU
+	// acceleration will not be available.", LocalAI's AIO entrypoint)
+	{Text: "acceleration will not be available", Pattern: regexp.MustCompile(`(?i)\b(GPU|CUDA|ROCm|Metal|Vulkan) acceleration will not be available`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "Failed to infer device type", Class: failure.ClassAcceleratorUnavailable},
 	// the runtime libraries of CUDA, ROCm and Moore Threads' MUSA (its
 	// driver's user-mode libsrv_um_MUSA.so, mounted into a container by

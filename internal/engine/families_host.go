@@ -94,7 +94,10 @@ var osFamily = family("os", []Rule{
 // processFamily: the engine's command could not be started.
 var processFamily = family("process", []Rule{
 	{Text: "executable file not found in $PATH", Class: failure.ClassEngineDied},
-	{Text: "command not found", Class: failure.ClassEngineDied},
+	// Weak: a shell's "SCRIPT: line N: CMD: command not found" ends one line
+	// of a script that may go on (LocalAI's entrypoint probing nvidia-smi,
+	// then serving: r12c at first sight, testdata/first-sight.json)
+	{Text: "command not found", Class: failure.ClassEngineDied, Weak: true},
 	{Text: "exec format error", Class: failure.ClassEngineDied},
 	// a program of the engine's install whose library is missing (the
 	// accelerators' own libraries are cudaFamily's, matched before; one

@@ -47,6 +47,9 @@ sets=(
   "r11a de23294 internal/engine/heldout-r11a"
   "r11b de23294 internal/engine/heldout-r11b"
   "r11c de23294 internal/engine/heldout-r11c"
+  "r12a e2e31c1 internal/engine/heldout-r12a"
+  "r12b e2e31c1 internal/engine/heldout-r12b"
+  "r12c e2e31c1 internal/engine/heldout-r12c"
 )
 
 for s in "${sets[@]}"; do
