@@ -329,6 +329,40 @@ func TestArtifactTypoNamesTheProfileKey(t *testing.T) {
 	}
 }
 
+// TestProductionArtifactTypoNamesTheProfileKey: a typo in production's
+// artifact is the same error as one in the candidate's, at
+// backends.prod.artifact (trial T5: --check said the plan was valid);
+// a candidate's typo is reported without an artifact gate too, and
+// once with one.
+func TestProductionArtifactTypoNamesTheProfileKey(t *testing.T) {
+	e := newEnv(t, []string{}, "", nil)
+	b, err := os.ReadFile(e.cfgPath)
+	must(t, err)
+	c := strings.Replace(string(b), "model = \"prod-model\"", "model = \"prod-model\"\nartifact = \"manifset.json\"", 1)
+	if c == string(b) {
+		t.Fatal("test setup: production model line not found in the configuration")
+	}
+	must(t, os.WriteFile(e.cfgPath, []byte(c), 0o644))
+	plan := e.writePlan("[[gates]]\nkind = \"launch\"\n")
+	_, _, err = qualify.LoadPlan(plan, e.cfgPath)
+	if err == nil || !strings.Contains(err.Error(), e.cfgPath+": backends.prod.artifact: manifest ") || !strings.Contains(err.Error(), "manifset.json not found") {
+		t.Fatalf("error %v, want one at backends.prod.artifact saying the manifest is not found", err)
+	}
+	if strings.Contains(err.Error(), "gates[") || strings.Contains(err.Error(), "production:") {
+		t.Errorf("error %v names a plan key the user never wrote", err)
+	}
+
+	// The candidate's typo, with and without an artifact gate.
+	c = strings.Replace(string(b), "model = \"cand-model\"", "model = \"cand-model\"\nartifact = \"manifset.json\"", 1)
+	must(t, os.WriteFile(e.cfgPath, []byte(c), 0o644))
+	for _, gates := range []string{"[[gates]]\nkind = \"launch\"\n", "[[gates]]\nkind = \"artifact\"\n[[gates]]\nkind = \"launch\"\n"} {
+		_, _, err = qualify.LoadPlan(e.writePlan(gates), e.cfgPath)
+		if err == nil || strings.Count(err.Error(), "backends.cand.artifact: manifest ") != 1 {
+			t.Errorf("plan %q: error %v, want one at backends.cand.artifact", gates, err)
+		}
+	}
+}
+
 // TestExclusiveCampaignLeavesStoppedProductionStopped: production was
 // stopped on purpose before an exclusive campaign (it is not running);
 // the guard puts production back as it found it: it does not start it at

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"golang.org/x/sys/unix"
 
+	"github.com/hiro-dev/hiro/internal/artifact"
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/supervisor"
@@ -307,12 +309,19 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 	} else if _, err := cfg.Backend(p.Production); err != nil {
 		add("production", "names %q, which is not a backend profile of %s%s; known: %s", p.Production, cfg.Path, config.DidYouMean(p.Production, cfg.BackendNames()), strings.Join(cfg.BackendNames(), ", "))
 	}
+	// profileErrs: the profiles' own keys that do not hold (an artifact
+	// path with a typo), added after the gates' errors unless a gate
+	// reported the same key (the artifact gate, for the candidate's).
+	var profileErrs config.Errors
 	for _, role := range []struct{ key, name string }{{"candidate", p.Candidate}, {"production", p.Production}} {
 		prof := cfg.Backends[role.name]
 		if role.key == "production" && prof != nil {
 			if eff, err := production.ProfileFor(cfg, role.name); err == nil && eff != nil {
 				prof = eff // the active production's effective profile
 			}
+		}
+		if prof != nil {
+			profileErrs = append(profileErrs, profileArtifactErrors(cfg, prof)...)
 		}
 		if prof == nil || prof.Unmanaged {
 			continue
@@ -406,7 +415,42 @@ func (p *Plan) validate(cfg *config.Config) config.Errors {
 		g.Gate.Validate(v)
 		es = append(es, g.unreported(v.errs)...)
 	}
+	for _, e := range profileErrs {
+		if !hasKey(es, e.File, e.Key) {
+			es = append(es, e)
+		}
+	}
 	return es
+}
+
+// profileArtifactErrors checks a profile the plan refers to (candidate
+// or production) names an artifact manifest that exists and parses, at
+// the key the user wrote: backends.NAME.artifact of the configuration.
+// Without it a typo in production's artifact passed --check unseen
+// while the same typo in the candidate's was reported (trial T5).
+func profileArtifactErrors(cfg *config.Config, prof *config.Profile) config.Errors {
+	if prof.Artifact == "" {
+		return nil
+	}
+	_, err := artifact.Load(prof.Artifact)
+	if err == nil {
+		return nil
+	}
+	fix := "pin the artifact first (hiro artifact pin) or fix the profile's artifact"
+	if errors.Is(err, fs.ErrNotExist) {
+		fix = "or fix the profile's artifact path"
+	}
+	return config.Errors{&PlanError{File: cfg.Path, Key: "backends." + prof.Name + ".artifact", Msg: fmt.Sprintf("%v; %s", err, fix)}}
+}
+
+// hasKey reports whether es holds an error at key of file.
+func hasKey(es config.Errors, file, key string) bool {
+	for _, e := range es {
+		if e.File == file && e.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // unreported drops the errors of the gate's keys that decoding already
