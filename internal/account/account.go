@@ -9,6 +9,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // Account is a campaign's story, in the shape of the seed's journal entry.
@@ -749,14 +750,8 @@ func joinAnd(xs []string) string {
 
 func joinSemi(xs []string) string { return strings.Join(xs, "; ") }
 
-// Plural is "1 request" or "3 requests": n and the noun that agrees with
-// it, for every count hiro prints in prose.
-func Plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
+// Plural is termtext.Plural: "1 request" or "3 requests".
+func Plural(n int, one, many string) string { return termtext.Plural(n, one, many) }
 
 func short(h string) string {
 	h = strings.TrimPrefix(h, "sha256:")

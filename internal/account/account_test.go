@@ -356,3 +356,14 @@ func TestTerminalTableAligns(t *testing.T) {
 		t.Fatalf("no gate line found:\n%s", Terminal(e))
 	}
 }
+
+// TestSchemaRepliesAgree: one schema-valid reply reads "1 reply parsed",
+// not "1 replies parsed" (a new user's trial, T2).
+func TestSchemaRepliesAgree(t *testing.T) {
+	one := 1
+	r := &evidence.RequestStats{Count: 1, SchemaAccepted: &one, SchemaValid: &one}
+	items := strings.Join(servingItems(&evidence.Evidence{}, r, false), "\n")
+	if !strings.Contains(items, "for 1, and 1 reply parsed") {
+		t.Errorf("serving items:\n%s", items)
+	}
+}

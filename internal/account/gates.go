@@ -237,7 +237,7 @@ func servingItems(e *evidence.Evidence, r *evidence.RequestStats, first bool) []
 		s += ", one after another"
 	}
 	if r.SchemaAccepted != nil && r.SchemaValid != nil {
-		s += fmt.Sprintf("; the server accepted the JSON Schema for %d, and %d replies parsed and validated against it client-side", *r.SchemaAccepted, *r.SchemaValid)
+		s += fmt.Sprintf("; the server accepted the JSON Schema for %d, and %s parsed and validated against it client-side", *r.SchemaAccepted, Plural(*r.SchemaValid, "reply", "replies"))
 	}
 	out = append(out, s+".")
 	if r.Latency != nil {

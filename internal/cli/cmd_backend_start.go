@@ -144,7 +144,7 @@ func runBackendStart(ctx context.Context, g *Globals, name string, noPreflight b
 			if p.Health != "" {
 				h = ", health " + string(p.Health)
 			}
-			fmt.Fprintf(g.Stderr, "hiro: %s: %-8s phase %s%s, %d log lines, %.1fs\n", name, p.Step, p.Phase, h, p.Lines, p.Elapsed.Seconds())
+			fmt.Fprintf(g.Stderr, "hiro: %s: %-8s phase %s%s, %s, %.1fs\n", name, p.Step, p.Phase, h, termtext.Plural(int(p.Lines), "log line", "log lines"), p.Elapsed.Seconds())
 		}
 	}
 	res, err := k.StartDetached(ctx, prof, opts)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/prompt"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // Reason codes of rejects. A reject carries one or more Reasons.
@@ -277,7 +278,7 @@ func (v *Validator) checkClaim(text, quote string, src Source) (Candidate, []Rea
 	text = strings.TrimSpace(text)
 	c := Candidate{Text: text, Quote: quote, Key: corpus.NormalizeClaim(text)}
 	if n := len(corpus.Tokens(text)); n < v.MinClaimTokens {
-		rs = append(rs, Reason{Code: ReasonTooShort, Detail: fmt.Sprintf("the claim has %d words; a claim needs at least %d", n, v.MinClaimTokens)})
+		rs = append(rs, Reason{Code: ReasonTooShort, Detail: fmt.Sprintf("the claim has %s; a claim needs at least %d", termtext.Plural(n, "word", "words"), v.MinClaimTokens)})
 	}
 	if n := utf8.RuneCountInString(text); n > v.MaxClaimRunes {
 		rs = append(rs, Reason{Code: ReasonTooLong, Detail: fmt.Sprintf("the claim has %d characters; at most %d", n, v.MaxClaimRunes)})

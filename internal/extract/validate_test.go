@@ -119,3 +119,13 @@ func TestRepairMessageNamesFailures(t *testing.T) {
 		t.Errorf("repair message does not say what failed:\n%s", m)
 	}
 }
+
+// TestTooShortDetailAgrees: a one-word claim's reason reads "1 word", not
+// "1 words" (a new user's trial, T2).
+func TestTooShortDetailAgrees(t *testing.T) {
+	v := mustValidator(t)
+	o := v.Validate(`{"claims":[{"text":"Yakima","quote":"Yakima"}]}`, "", Source{Sentence: "Douglas was born in Yakima.", Window: "Douglas was born in Yakima."})
+	if len(o.Bad) != 1 || len(o.Bad[0].Reasons) == 0 || !strings.HasPrefix(o.Bad[0].Reasons[0].Detail, "the claim has 1 word;") {
+		t.Fatalf("too-short detail: %+v", o.Bad)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // The production watch's decisions, as a pure function: a plain state
@@ -507,8 +508,8 @@ func failed(s watchState, e event, pol watchPolicy) (watchState, []effect) {
 	if n >= pol.Budget {
 		s.State = control.StateDown
 		return s, append(effs, effect{Kind: effStopOwn},
-			effect{Kind: effState, State: control.StateDown, Msg: fmt.Sprintf("restart budget spent (%d restarts in %s; restart_budget = %d); production stays down: last failure %s; fix it and restart hiro serve",
-				n, pol.Window, pol.Budget, f.Error())},
+			effect{Kind: effState, State: control.StateDown, Msg: fmt.Sprintf("restart budget spent (%s in %s; restart_budget = %d); production stays down: last failure %s; fix it and restart hiro serve",
+				termtext.Plural(n, "restart", "restarts"), pol.Window, pol.Budget, f.Error())},
 			effect{Kind: effBudgetSpent, N: n})
 	}
 	wait := pol.Backoff << n

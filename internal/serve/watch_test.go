@@ -424,3 +424,21 @@ func TestWatchSwitchCommand(t *testing.T) {
 			event{Kind: evSwitch, Cmd: &command{Campaign: "activate-2", Prof: next, Record: rec}}, []effectKind{effRefuse}, nil},
 	})
 }
+
+// TestBudgetSpentMessageAgrees: a budget of one restart reads "1 restart
+// in", not "1 restarts in" (a new user's trial, T2).
+func TestBudgetSpentMessageAgrees(t *testing.T) {
+	now := time.Now()
+	pol := watchPolicy{Budget: 1, Window: time.Minute, Backoff: 100 * time.Millisecond, BackoffMax: time.Second}
+	s := watchState{State: control.StateReady, Window: []time.Time{now}}
+	_, effs := step(s, event{Kind: evFailure, What: "health", Failure: died(), Now: now}, pol)
+	var msg string
+	for _, e := range effs {
+		if e.Kind == effState {
+			msg = e.Msg
+		}
+	}
+	if !strings.Contains(msg, "restart budget spent (1 restart in 1m0s;") {
+		t.Errorf("budget-spent message: %q", msg)
+	}
+}
