@@ -4,7 +4,11 @@
 # the journal's browser tests), then gofmt, go vet and the race-enabled test
 # suite, summarised by scripts/testsummary: one line per package, every
 # failed test's output, every skipped test with its reason, and last the
-# line "N passed, N failed, N skipped" (CI's judge reads it).
+# line "N passed, N failed, N skipped" (CI's judge reads it). While go test
+# runs, the summariser prints a heartbeat on stderr every minute
+# (HIRO_HEARTBEAT_SECONDS, as scripts/heartbeat.sh): how long it has run,
+# how many packages are done and which run now; the race build prints
+# nothing for minutes before the first package line.
 #
 #   scripts/test.sh           the whole suite
 #   scripts/test.sh -short    the quick lane: leaves out the slow real-engine tests
@@ -38,7 +42,7 @@ fi
 echo "test: go vet" >&2
 go vet ./... || failed+=("-fail=go vet")
 
-echo "test: building the summariser, then go test -race ./... $*" >&2
+echo "test: building the summariser, then go test -race ./... $* (a heartbeat every minute)" >&2
 mkdir -p .bin
 go build -o .bin/testsummary ./scripts/testsummary
 # go test runs as many packages at once as there are cores, in the order
@@ -53,4 +57,6 @@ first=("$mod/internal/activation" "$mod/internal/qualify" "$mod/internal/serve" 
 mapfile -t rest < <(go list ./... | grep -vxF -f <(printf '%s\n' "${first[@]}"))
 # The summary's exit status is the run's: it counts every failed test and
 # every package that failed without one (a build error, a timeout).
-go test -race -count=1 -timeout 40m -json "$@" "${first[@]}" "${rest[@]}" 2>&1 | .bin/testsummary "${failed[@]}"
+# It prints the heartbeat itself, since it alone sees which packages ran.
+npkg=$(( ${#first[@]} + ${#rest[@]} ))
+go test -race -count=1 -timeout 40m -json "$@" "${first[@]}" "${rest[@]}" 2>&1 | .bin/testsummary -packages="$npkg" "${failed[@]}"

@@ -481,7 +481,7 @@ func latencyPlot(e *evidence.Evidence) (p *plot.Plot, labels, parts []string, bo
 	// The axis runs from the power of ten below the data to the one above
 	// it, with room on both sides: a point is never on the frame, and at
 	// least two ticks are labelled (one request of 102 ms: 10 to 1000).
-	p.Y.Min, p.Y.Max = decadeBelow(lowest/1.5), decadeAbove(highest*1.5)
+	p.Y.Min, p.Y.Max = decadeBelow(lowest/1.5), latencyTop(highest)
 	p.Add(plotter.NewGrid())
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.6, float64(len(labels))-0.4
@@ -502,6 +502,17 @@ func columnWidth(p *plot.Plot, w, h vg.Length) vg.Length {
 	trX, _ := p.Transforms(&dc)
 	return trX(1) - trX(0)
 }
+
+// latencyTop is the latency axis's top for the slowest request: the
+// power of ten at or above it, or a tenth of a decade past it (×1.25)
+// where it is closer to that power than that, so that its dot is not on
+// the frame. 980 ms gives 1225, not a whole empty decade to 10000.
+func latencyTop(highest float64) float64 {
+	return math.Max(decadeAbove(highest), highest*latencyRoom)
+}
+
+// latencyRoom is the least room, as a factor, above the slowest request.
+const latencyRoom = 1.25
 
 // decadeBelow is the largest power of ten at or below x (x > 0);
 // decadeAbove the smallest at or above it.

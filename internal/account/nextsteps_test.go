@@ -2,6 +2,7 @@ package account
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -94,6 +95,25 @@ func TestLatencyChartAxisHoldsFewRequests(t *testing.T) {
 		}
 		if labelled < 2 {
 			t.Errorf("%v ms: %d labelled ticks on %v to %v; want 2 or more", lats, labelled, p.Y.Min, p.Y.Max)
+		}
+	}
+}
+
+// TestLatencyChartAxisTopIsTheDecadeAbove (a newcomer's T9): the axis
+// ends at the power of ten above the slowest request, as docs/qualify.md
+// says, or just past the slowest where it sits under that power; it was
+// padded ×1.5 first, so 980 ms gave an axis to 10000 and an empty decade.
+func TestLatencyChartAxisTopIsTheDecadeAbove(t *testing.T) {
+	for _, c := range []struct{ slowest, top float64 }{
+		{980, 1225}, {102, 1000}, {700, 1000}, {50, 100}, {6, 10}, {1000, 1250}, {1020, 10000},
+	} {
+		e := &evidence.Evidence{Gates: []evidence.Gate{{ID: "ready", Kind: "ready_control", Requests: &evidence.RequestStats{LatenciesMS: []float64{c.slowest / 3, c.slowest}}}}}
+		p, _, _, _, err := latencyPlot(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(p.Y.Max-c.top) > 1e-9*c.top {
+			t.Errorf("slowest %v ms: axis top %v, want %v", c.slowest, p.Y.Max, c.top)
 		}
 	}
 }

@@ -10,10 +10,17 @@
 // scripts/test.sh names a check that ran before the tests (gofmt, go vet)
 // this way, so the counts line still says the run failed.
 //
+// While the stream runs it prints a heartbeat on stderr every
+// HIRO_HEARTBEAT_SECONDS (60 by default, 0 for none; the period of
+// scripts/heartbeat.sh): "test: go test has run N s: K of M packages
+// done; running: a, b" (a race build of the whole module prints nothing
+// for minutes). -packages=M gives M, the number of packages go test was
+// given; without it the line says "K packages done".
+//
 // It exits 1 when anything failed or the stream held no test at all, and
 // 2 when the stream cannot be read.
 //
-//	go test -json ./... 2>&1 | go run ./scripts/testsummary [-fail=NAME]...
+//	go test -json ./... 2>&1 | go run ./scripts/testsummary [-packages=M] [-fail=NAME]...
 package main
 
 import (
@@ -23,7 +30,10 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // event is one line of `go test -json` (cmd/test2json's TestEvent).
@@ -44,15 +54,39 @@ type result struct {
 
 func main() {
 	var extra []string
+	prog := &progress{started: map[string]bool{}}
 	for _, a := range os.Args[1:] {
+		if n, ok := strings.CutPrefix(a, "-packages="); ok {
+			m, err := strconv.Atoi(n)
+			if err != nil || m < 0 {
+				fmt.Fprintf(os.Stderr, "testsummary: -packages=%q is not a count\n", n)
+				os.Exit(2)
+			}
+			prog.total = m
+			continue
+		}
 		name, ok := strings.CutPrefix(a, "-fail=")
 		if !ok || name == "" {
-			fmt.Fprintf(os.Stderr, "testsummary: unknown argument %q; the only one is -fail=NAME\n", a)
+			fmt.Fprintf(os.Stderr, "testsummary: unknown argument %q; they are -packages=M and -fail=NAME\n", a)
 			os.Exit(2)
 		}
 		extra = append(extra, name)
 	}
-	r, err := summarize(os.Stdin, os.Stdout, extra...)
+	period := 60 * time.Second
+	if v := os.Getenv("HIRO_HEARTBEAT_SECONDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fmt.Fprintf(os.Stderr, "testsummary: HIRO_HEARTBEAT_SECONDS=%q is not a number of seconds\n", v)
+			os.Exit(2)
+		}
+		period = time.Duration(n) * time.Second
+	}
+	stop := make(chan struct{})
+	if period > 0 {
+		go prog.beat(os.Stderr, period, stop)
+	}
+	r, err := summarizeProgress(os.Stdin, os.Stdout, prog, extra...)
+	close(stop)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(2)
@@ -67,6 +101,12 @@ func main() {
 // stream) are passed through as they are.
 // Each of extra is one more failure (a check that ran before the tests).
 func summarize(in io.Reader, out io.Writer, extra ...string) (result, error) {
+	return summarizeProgress(in, out, nil, extra...)
+}
+
+// summarizeProgress is summarize keeping prog (nil for none) up to date:
+// which packages started and how many are done, for the heartbeat.
+func summarizeProgress(in io.Reader, out io.Writer, prog *progress, extra ...string) (result, error) {
 	var r result
 	outputs := map[string][]string{} // pkg + "\x00" + test → its output lines
 	pkgFailedTests := map[string]int{}
@@ -80,6 +120,9 @@ func summarize(in io.Reader, out io.Writer, extra ...string) (result, error) {
 			continue
 		}
 		key := e.Package + "\x00" + e.Test
+		if e.Test == "" {
+			prog.saw(e)
+		}
 		switch e.Action {
 		case "output", "build-output":
 			outputs[key] = append(outputs[key], e.Output)
@@ -129,6 +172,68 @@ func summarize(in io.Reader, out io.Writer, extra ...string) (result, error) {
 	}
 	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", r.passed, r.failed, r.skipped)
 	return r, nil
+}
+
+// progress is what the heartbeat says: the packages that started and not
+// yet ended, and how many ended. Its methods may be called on nil.
+type progress struct {
+	mu      sync.Mutex
+	total   int             // packages given to go test; 0: not known
+	started map[string]bool // started, not yet done
+	done    int
+}
+
+// saw records a package's event: "start", or its end (pass, fail, skip).
+func (p *progress) saw(e event) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch e.Action {
+	case "start":
+		p.started[e.Package] = true
+	case "pass", "fail", "skip":
+		delete(p.started, e.Package)
+		p.done++
+	}
+}
+
+// line is the heartbeat after elapsed: how long, how many packages are
+// done and which run now.
+func (p *progress) line(elapsed time.Duration) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := fmt.Sprintf("test: go test has run %d s: ", int(elapsed.Round(time.Second)/time.Second))
+	if p.total > 0 {
+		s += fmt.Sprintf("%d of %d packages done", p.done, p.total)
+	} else {
+		s += fmt.Sprintf("%d packages done", p.done)
+	}
+	if len(p.started) == 0 {
+		return s + "; none running now (go test is compiling test binaries)"
+	}
+	running := make([]string, 0, len(p.started))
+	for pkg := range p.started {
+		running = append(running, pkg)
+	}
+	sort.Strings(running)
+	return s + "; running: " + strings.Join(running, ", ")
+}
+
+// beat writes the heartbeat line to w every period until stop is closed.
+func (p *progress) beat(w io.Writer, period time.Duration, stop <-chan struct{}) {
+	start := time.Now()
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			fmt.Fprintln(w, p.line(time.Since(start)))
+		}
+	}
 }
 
 // packageDone writes a package's line; a failed package without a failed

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 const stream = `{"Action":"run","Package":"p/a","Test":"TestOK"}
@@ -69,4 +72,69 @@ func TestSummarizeExtraFailures(t *testing.T) {
 	if !strings.HasSuffix(out.String(), "gofmt (a check before the tests)\n1 passed, 1 failed, 0 skipped\n") {
 		t.Errorf("summary:\n%s", out.String())
 	}
+}
+
+// The heartbeat (a newcomer's T21: scripts/test.sh was silent for 7
+// minutes before the first package line) says how long go test has run,
+// how many packages are done and which run now; it is printed while the
+// stream is open, not only at its end.
+func TestHeartbeat(t *testing.T) {
+	p := &progress{total: 3, started: map[string]bool{}}
+	if got, want := p.line(61*time.Second), "test: go test has run 61 s: 0 of 3 packages done; none running now (go test is compiling test binaries)"; got != want {
+		t.Errorf("before any package: %q, want %q", got, want)
+	}
+	pr, pw := io.Pipe()
+	var out bytes.Buffer
+	done := make(chan error)
+	go func() {
+		_, err := summarizeProgress(pr, &out, p)
+		done <- err
+	}()
+	for _, l := range []string{
+		`{"Action":"start","Package":"p/a"}`,
+		`{"Action":"start","Package":"p/b"}`,
+		`{"Action":"start","Package":"p/c"}`,
+		`{"Action":"pass","Package":"p/a","Test":"TestA"}`,
+		`{"Action":"pass","Package":"p/a","Elapsed":1}`,
+	} {
+		if _, err := io.WriteString(pw, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var beats syncBuffer
+	stop := make(chan struct{})
+	go p.beat(&beats, 10*time.Millisecond, stop)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(beats.String(), "1 of 3 packages done; running: p/b, p/c") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	if !strings.Contains(beats.String(), "test: go test has run 0 s: 1 of 3 packages done; running: p/b, p/c") {
+		t.Errorf("no heartbeat while the stream is open: %q", beats.String())
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(out.String(), "1 passed, 0 failed, 0 skipped\n") {
+		t.Errorf("the counts line is not last on stdout:\n%s", out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
