@@ -219,6 +219,7 @@ func prepare(e *Engine) {
 	for i := range sigs {
 		sigs[i].lower = []byte(strings.ToLower(sigs[i].Text))
 		sigs[i].also = []byte(strings.ToLower(sigs[i].Also))
+		sigs[i].anchored = anchoredPattern(sigs[i].Pattern)
 		texts[i] = sigs[i].lower
 		sigs[i].afterID, sigs[i].notAfterI = e.precedeID(sigs[i].After), e.precedeID(sigs[i].NotAfter)
 		if sigs[i].Notice && len(sigs[i].lower) > 0 {

@@ -142,6 +142,7 @@ type Rule struct {
 	also      []byte // Also lower-cased, set by register
 	afterID   int32  // index of After in the tracker's seen texts, -1 none
 	notAfterI int32  // index of NotAfter, -1 none
+	anchored  bool   // Pattern matches at the line's start (anchoredPattern), set by register
 }
 
 // Matches reports whether line matches the rule's Text, Also and Pattern
@@ -174,14 +175,29 @@ func (r *Rule) patternClass(line string) (failure.Class, bool) {
 		return r.Class, true
 	case r.Lookup != nil:
 		m := r.Pattern.FindStringSubmatch(line)
+		if m == nil && r.anchored {
+			m = r.Pattern.FindStringSubmatch(stripHostPrefix(line))
+		}
 		if m == nil {
 			return "", false
 		}
 		return r.Lookup(m)
-	case r.Pattern.MatchString(line):
+	case r.Pattern.MatchString(line), r.anchored && r.Pattern.MatchString(stripHostPrefix(line)):
 		return r.Class, true
 	}
 	return "", false
+}
+
+// anchoredPattern reports a Pattern that matches only at the line's start
+// ("^panic: ", "(?i)^..."): the line a process wrote, which a host may
+// have prefixed (docker compose's "svc  | ", journald's "Mon DD HH:MM:SS
+// host unit[pid]: "), so it is also read without that prefix.
+func anchoredPattern(p *regexp.Regexp) bool {
+	if p == nil {
+		return false
+	}
+	s := strings.TrimPrefix(p.String(), "(?i)")
+	return strings.HasPrefix(s, "^")
 }
 
 func (r *Rule) tier() Tier {

@@ -537,16 +537,31 @@ func (v *verdict) lineCause() {
 // child dying, not a request failing: engine_died stays. A kernel's
 // fault on the device (deviceFault) is the device's crash whatever the
 // step: not the warmup failing (r9: MUSA's illegal memory access in the
-// warm-up run).
+// warm-up run). So is a crash line that ends its process (Rule.Fatal:
+// ggml's GGML_ASSERT and abort, a CHECK, a signal) when the process did
+// end by it: the engine died where the warm-up only ran (r12: ggml-cuda's
+// asserts in KoboldCpp's warm-up); one the process outlived until it was
+// stopped from outside (a hang after Metal's assert) is the warm-up's.
 func (v *verdict) crashRefine() {
 	f, c := v.f, v.cand
 	switch {
-	case !v.served && c.phase == failure.PhaseWarmup && !deviceFault(c.line):
+	case !v.served && c.phase == failure.PhaseWarmup && !deviceFault(c.line) && !v.diedOfCrash():
 		f.Class = failure.ClassWarmupFailed
 	case v.stayedUp && !c.fatal && !v.childDied && c.phase.Index() >= failure.PhaseReadyWait.Index():
 		f.Class, f.Phase = failure.ClassProbeFailed, failure.PhaseInference
 	}
 }
+
+// diedOfCrash reports a root-cause line that ends its process (Rule.Fatal)
+// in an attempt that ended by itself, not stopped from outside (TERM,
+// INT, HUP, QUIT: stoppedSignals).
+func (v *verdict) diedOfCrash() bool {
+	return v.cand.fatal && !stoppedSignals[v.sig]
+}
+
+// stoppedSignals are the signals another process stops an engine with
+// (exit/stopped-from-outside).
+var stoppedSignals = map[string]bool{"TERM": true, "INT": true, "HUP": true, "QUIT": true}
 
 // lazyCrash: a crash rule of a class of its own (a device plugin's
 // module missing: host_capability) logged while the server served and
