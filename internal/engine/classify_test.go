@@ -59,6 +59,23 @@ func TestIdentityMismatch(t *testing.T) {
 	}
 }
 
+// A did-you-mean makes the next step a fix of the profile's model name
+// first (issue 26, T3); no close name keeps the engine's own step.
+func TestIdentityMismatchTypoStepFixesTheName(t *testing.T) {
+	tr := feed(t, "llamacpp", llamaLoading...)
+	f := tr.Classify(Outcome{Kind: OutcomeIdentityMismatch, ExpectedModel: "qwen-7bb", ReportedModels: []string{"qwen-7b"}})
+	if !strings.HasPrefix(f.NextStep, `The profile's model "qwen-7bb" is close to "qwen-7b"`) || !strings.Contains(f.NextStep, "--alias") {
+		t.Errorf("next step %q: want the name fix first, then the engine's step", f.NextStep)
+	}
+	if ModelAbsent(f) {
+		t.Errorf("a mismatch without the store's word is marked model-absent: %v", f.Detail)
+	}
+	f = tr.Classify(Outcome{Kind: OutcomeIdentityMismatch, ExpectedModel: "qwen-7b", ReportedModels: []string{"llama-70b-instruct"}})
+	if f.NextStep != NextStep(failure.ClassIdentityMismatch) {
+		t.Errorf("next step %q without a did-you-mean", f.NextStep)
+	}
+}
+
 func TestCompletionTemplate400(t *testing.T) {
 	tr := feed(t, "vllm", "INFO 01-01 00:00:00 [api_server.py:1] Application startup complete.")
 	f := tr.Classify(Outcome{Kind: OutcomeCompletionFailed, Status: 400,

@@ -400,7 +400,8 @@ func giveIdentityMismatch(v *verdict) {
 	v.f.Class, v.f.Phase = failure.ClassIdentityMismatch, failure.PhaseReadyWait
 	v.f.RootCause = fmt.Sprintf("model identity mismatch: expected %q, the engine reports %s",
 		v.o.ExpectedModel, quoteList(v.o.ReportedModels))
-	if near := closestModel(v.o.ExpectedModel, v.o.ReportedModels); near != "" {
+	near := closestModel(v.o.ExpectedModel, v.o.ReportedModels)
+	if near != "" {
 		v.f.RootCause += fmt.Sprintf(" (did you mean %q?)", near)
 		v.detail["did_you_mean"] = near
 	}
@@ -409,6 +410,33 @@ func giveIdentityMismatch(v *verdict) {
 	}
 	v.detail["expected_model"] = v.o.ExpectedModel
 	v.detail["reported_models"] = append([]string{}, v.o.ReportedModels...)
+	if v.o.Health != nil && v.o.Health.ModelMissing {
+		v.detail[DetailModelAbsent] = true
+	}
+	if near != "" {
+		// A name this close to one the engine has is a typo in the
+		// profile, not a model to create (issue 26, T3): that fix first.
+		v.step = fmt.Sprintf("The profile's model %q is close to %q, which this engine has: fix the profile's model "+
+			"name first (model = %q) and start again. If you meant another model: %s",
+			v.o.ExpectedModel, near, near, v.e.NextStep(failure.ClassIdentityMismatch))
+	}
+}
+
+// DetailModelAbsent is the Failure.Detail key (true) of an
+// identity_mismatch where the engine's own model store says the
+// profile's model does not exist (Ollama's /api/tags): the profile names
+// a model that is not there, rather than the engine serving another
+// identity under the profile's name.
+const DetailModelAbsent = "model_absent"
+
+// ModelAbsent reports whether f is an identity_mismatch whose model is
+// absent from the engine's store (DetailModelAbsent).
+func ModelAbsent(f *failure.Failure) bool {
+	if f == nil || f.Class != failure.ClassIdentityMismatch {
+		return false
+	}
+	b, _ := f.Detail[DetailModelAbsent].(bool)
+	return b
 }
 
 func completionTemplateError(v *verdict) bool {

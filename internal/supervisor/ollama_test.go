@@ -93,6 +93,34 @@ func TestOllamaIdentityMismatch(t *testing.T) {
 	}
 }
 
+// A model name one typo away from one the store has (issue 26, T3): the
+// root cause lists the served models once (not again from the health
+// answer), and the next step says to fix the profile's model name to the
+// did-you-mean first, not to create the typo; the failure is marked as a
+// model absent from the store (what qualify aborts on, T16).
+func TestOllamaModelTypoListsOnceAndSaysFixTheName(t *testing.T) {
+	port := freePort(t)
+	p, state := ollamaProfile(t, "hiro-tyni", port)
+	proc, res := startFake(t, p, state)
+	if proc != nil || res.State != StateFailed || res.Failure.Class != failure.ClassIdentityMismatch {
+		t.Fatalf("state %s failure %+v", res.State, res.Failure)
+	}
+	f, listed := res.Failure, strconv.Quote(ollamatest.TinyModel+":latest")
+	if n := strings.Count(f.RootCause, listed); n != 2 || !strings.Contains(f.RootCause, "(did you mean "+listed+"?)") {
+		t.Errorf("root cause %q names %s %d times, want once in the list and once as the did-you-mean", f.RootCause, listed, n)
+	}
+	if strings.Contains(f.RootCause, "create or pull") || !strings.Contains(f.RootCause, `"hiro-tyni" is not in /api/tags`) {
+		t.Errorf("root cause %q: want where the model was looked for, and no remedy (the next step's)", f.RootCause)
+	}
+	if !strings.HasPrefix(f.NextStep, `The profile's model "hiro-tyni" is close to `+listed) ||
+		!strings.Contains(f.NextStep, "fix the profile's model name first (model = "+listed+")") {
+		t.Errorf("next step %q: want the name fix to the did-you-mean first", f.NextStep)
+	}
+	if !engine.ModelAbsent(f) {
+		t.Errorf("detail %v: want %s", f.Detail, engine.DetailModelAbsent)
+	}
+}
+
 func TestOllamaPortInUse(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -543,10 +543,13 @@ func adviseFailure(prof *config.Profile, f *failure.Failure, h engine.HealthResu
 }
 
 // modelStoreNote says where the engine looked for a missing model: the
-// health answer's words, then the store the profile points it at (or the
-// engine's default store when the profile sets none).
+// list it checked, then the store the profile points it at (or the
+// engine's default store when the profile sets none). Not the health
+// answer's words: they list the models again, which the identity
+// mismatch's root cause already does, and say "create or pull it", which
+// its next step says better (issue 26, T3).
 func modelStoreNote(e *engine.Engine, prof *config.Profile, h engine.HealthResult) string {
-	note := h.Message
+	note := fmt.Sprintf("model %q is not in %s", prof.Model, h.Path)
 	if e.ModelStoreEnv == "" {
 		return note
 	}
