@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
 	"github.com/hiro-dev/hiro/internal/production"
@@ -229,6 +230,14 @@ func (g *LaunchGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 				_ = h.Save()
 				return configurationErr(r, res.Failure)
 			}
+			if engine.ModelAbsent(res.Failure) {
+				// The engine's store has no model of the profile's name
+				// (a typo, a model never created there): the profile is
+				// wrong, as above, not the candidate (issue 26, T16).
+				eg.Failure = res.Failure
+				_ = h.Save()
+				return modelAbsentErr(r, res.Failure)
+			}
 		case supervisor.StateAborted:
 			eg.Attempts = append(eg.Attempts, a)
 			return fmt.Errorf("attempt %s aborted: %s", r.Name, res.Error)
@@ -257,6 +266,21 @@ func configurationErr(r *Rung, f *failure.Failure) error {
 	}
 	return fmt.Errorf("%w: attempt %s: the engine refused its configuration (%s): %s; the %s is wrong, not the candidate, so no verdict: fix it and rerun ('hiro qualify PLAN --check' checks it first). %s",
 		ErrConfiguration, r.Name, f.Rule, f.RootCause, where, f.NextStep)
+}
+
+// modelAbsentErr is the campaign's abort for attempt r whose engine has
+// no model of the profile's name in its store (engine.ModelAbsent): the
+// key to fix, the did-you-mean when there is one, and the next step. A
+// served model of another identity stays a verdict (not this error).
+func modelAbsentErr(r *Rung, f *failure.Failure) error {
+	key := "backends." + r.Profile.Name + ".model"
+	fix := fmt.Sprintf("set %s to a model that store has, or create %q in it, and rerun. %s", key, r.Profile.Model, f.NextStep)
+	if near, _ := f.Detail["did_you_mean"].(string); near != "" {
+		fix = fmt.Sprintf("set %s to %q, the did-you-mean, and rerun (or create %q in that store)", key, near, r.Profile.Model)
+	}
+	return fmt.Errorf("%w: attempt %s: %s; %s names a model the engine's store does not have, so the profile is wrong, "+
+		"not the candidate, and there is no verdict: %s",
+		ErrConfiguration, r.Name, f.RootCause, key, fix)
 }
 
 // Rung is one attempt of the launch ladder: a name, its reason, the

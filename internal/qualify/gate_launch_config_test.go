@@ -1,6 +1,7 @@
 package qualify_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,4 +62,75 @@ kind = "ready_control"
 	if p := ev.Production; !p.Stopped || p.Restored == nil || !p.Restored.OK {
 		t.Fatalf("production: stopped %v restored %+v, want stopped and restored", p.Stopped, p.Restored)
 	}
+}
+
+// editCandidate rewrites the candidate's profile in e's hiro.toml: each
+// old string (within [backends.cand]) replaced by its new one.
+func editCandidate(t *testing.T, e *env, oldNew ...string) {
+	t.Helper()
+	b, err := os.ReadFile(e.cfgPath)
+	must(t, err)
+	head, cand, ok := strings.Cut(string(b), "[backends.cand]")
+	if !ok {
+		t.Fatal("no [backends.cand] in hiro.toml")
+	}
+	for i := 0; i+1 < len(oldNew); i += 2 {
+		if !strings.Contains(cand, oldNew[i]) {
+			t.Fatalf("candidate profile lacks %q", oldNew[i])
+		}
+		cand = strings.Replace(cand, oldNew[i], oldNew[i+1], 1)
+	}
+	must(t, os.WriteFile(e.cfgPath, []byte(head+"[backends.cand]"+cand), 0o644))
+}
+
+// A candidate whose model name is absent from its engine's store (an
+// Ollama profile's typo: /api/tags lists the right one) is a profile
+// error like invalid_configuration: the campaign aborts (exit 3), the
+// reason names backends.cand.model and the did-you-mean; not a
+// publishable not_qualified (issue 26, T16). A served model of another
+// identity (vLLM's /v1/models) stays a verdict.
+func TestCandidateModelAbsentFromItsStoreAborts(t *testing.T) {
+	plan := `
+[[gates]]
+id = "launch"
+kind = "launch"
+
+[[gates]]
+id = "ready"
+kind = "ready_control"
+`
+	t.Run("absent from the store", func(t *testing.T) {
+		e := newEnv(t, nil, "", nil)
+		editCandidate(t, e, `engine = "vllm"`, `engine = "ollama"`, `model = "cand-model"`, `model = "cand-modle"`)
+		b, _ := os.ReadFile(e.cfgPath)
+		must(t, os.WriteFile(e.cfgPath, append(b, fmt.Sprintf("[backends.cand.env]\nOLLAMA_HOST = \"127.0.0.1:%d\"\nHOME = %q\n", e.candPort, e.dir)...), 0o644))
+		e.startProduction()
+		out := runPlan(t, e, e.writePlan(plan))
+		ev := out.Evidence
+		if out.ExitCode != qualify.ExitAborted || ev.Verdict != evidence.VerdictAborted {
+			t.Fatalf("exit %d verdict %s (%s), want 3 aborted", out.ExitCode, ev.Verdict, ev.TerminationReason)
+		}
+		launch := ev.Gates[0]
+		if f := launch.Attempts[0].Failure; f == nil || f.Class != failure.ClassIdentityMismatch {
+			t.Fatalf("base attempt failure %+v, want identity_mismatch", f)
+		}
+		for _, w := range []string{"configuration error: attempt base", `backends.cand.model to "cand-model", the did-you-mean`,
+			"the profile is wrong, not the candidate"} {
+			if !strings.Contains(ev.TerminationReason, w) {
+				t.Errorf("termination %q lacks %q", ev.TerminationReason, w)
+			}
+		}
+		if p := ev.Production; p.Restored == nil || !p.Restored.OK {
+			t.Errorf("production not restored: %+v", p)
+		}
+	})
+	t.Run("another identity served", func(t *testing.T) {
+		e := newEnv(t, nil, "", nil)
+		editCandidate(t, e, `model = "cand-model"`, `model = "cand-modle"`)
+		e.startProduction()
+		out := runPlan(t, e, e.writePlan(plan))
+		if ev := out.Evidence; out.ExitCode != qualify.ExitNotQualified || ev.Gates[0].Attempts[0].Failure.Class != failure.ClassIdentityMismatch {
+			t.Fatalf("exit %d verdict %s (%s), want 1 not_qualified on identity_mismatch", out.ExitCode, ev.Verdict, ev.TerminationReason)
+		}
+	})
 }
