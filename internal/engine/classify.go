@@ -236,6 +236,13 @@ func completionText(o Outcome) string {
 }
 
 func healthText(h HealthResult) string {
+	// A message that names its request and status itself ("GET /health
+	// answered HTTP 401: ...", every engine's words for a refused health
+	// check) is said once, not after the same request and status (issue
+	// 26: "down GET /health HTTP 401: GET /health answered HTTP 401").
+	if h.StatusCode != 0 && strings.HasPrefix(h.Message, fmt.Sprintf("GET %s answered HTTP %d", h.Path, h.StatusCode)) {
+		return fmt.Sprintf("%s: %s", h.State, h.Message)
+	}
 	s := fmt.Sprintf("%s GET %s", h.State, h.Path)
 	if h.StatusCode != 0 {
 		s += fmt.Sprintf(" HTTP %d", h.StatusCode)

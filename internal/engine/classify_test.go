@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -438,5 +441,29 @@ func TestServedSchemaNotHonoured(t *testing.T) {
 	config := append([]string{"INFO 01-01 00:00:00 [arg_utils.py:1] guided_decoding_backend='outlines'"}, served...)
 	if f := feed(t, "openai", config...).Classify(Outcome{Kind: OutcomeExited, Exit: Exited(0)}); f.Class != failure.ClassProbeFailed {
 		t.Errorf("a grammar backend configured only: %s, want probe_failed", f.Class)
+	}
+}
+
+// A health check refused with HTTP 401 says its request and status once
+// in the root cause, for every engine kind (issue 26: "down GET /health
+// HTTP 401: GET /health answered HTTP 401: Unauthorized").
+func TestRefusedHealthSaysItsStatusOnce(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	for _, kind := range Kinds() {
+		e := mustLookup(t, kind)
+		h := e.CheckHealth(context.Background(), srv.Client(), srv.URL, "m")
+		if h.StatusCode != http.StatusUnauthorized {
+			continue // a kind whose health check does not ask over HTTP
+		}
+		f := e.NewTracker().Classify(Outcome{Kind: OutcomeHealthFailed, Health: &h})
+		if n := strings.Count(f.RootCause, "401"); n != 1 || !strings.Contains(f.RootCause, "Unauthorized") {
+			t.Errorf("%s: root cause %q says 401 %d times, want once with the server's words", kind, f.RootCause, n)
+		}
+		if n := strings.Count(f.Detail["last_health"].(string), "401"); n != 1 {
+			t.Errorf("%s: last_health %q says 401 %d times", kind, f.Detail["last_health"], n)
+		}
 	}
 }
