@@ -150,9 +150,10 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		never := plan.NeverActivates(cfg.Activation.Require)
 		small := plan.CorpusWarnings()
 		down := plan.ProductionNotServing(c.Context(), cfg)
+		stores := plan.ModelStoreWarnings(cfg)
 		if g.JSON {
 			return writeJSON(g, map[string]any{"ok": true, "plan": plan.Path, "config": cfg.Path, "candidate": plan.Candidate, "production": plan.Production, "gates": len(plan.Gates), "predictions": preds,
-				"never_activates": never, "corpus_warnings": small, "production_not_serving": down})
+				"never_activates": never, "corpus_warnings": small, "production_not_serving": down, "model_store_warnings": stores})
 		}
 		for _, p := range preds {
 			fmt.Fprintf(g.Stdout, "preflight %s: ", p.Attempt)
@@ -165,7 +166,7 @@ func runQualify(c *cobra.Command, g *Globals, o *qualifyOpts, planPath string) e
 		if len(never) > 0 {
 			fmt.Fprintf(g.Stdout, "warning: this plan can never activate its candidate: %s ([activation] require = [%s] in %s)\n", strings.Join(never, "; "), strings.Join(cfg.Activation.Require, ", "), cfg.Path)
 		}
-		for _, w := range small {
+		for _, w := range append(small, stores...) {
 			fmt.Fprintf(g.Stdout, "warning: %s\n", w)
 		}
 		if down != "" {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -465,5 +468,41 @@ func TestRefusedHealthSaysItsStatusOnce(t *testing.T) {
 		if n := strings.Count(f.Detail["last_health"].(string), "401"); n != 1 {
 			t.Errorf("%s: last_health %q says 401 %d times", kind, f.Detail["last_health"], n)
 		}
+	}
+}
+
+// An Ollama store's models are named from its manifests as /api/tags
+// names them (the default registry's library bare, another namespace or
+// host in front); an empty folder is an empty store, a missing one is
+// unknown (issue 26, T16: qualify --check's warning).
+func TestOllamaStoreModels(t *testing.T) {
+	e := mustLookup(t, "ollama")
+	dir := t.TempDir()
+	for _, p := range []string{"registry.ollama.ai/library/hiro-tiny/latest", "registry.ollama.ai/library/qwen3/8b",
+		"registry.ollama.ai/someone/tuned/v2", "hf.co/org/repo-GGUF/Q4_K_M"} {
+		f := filepath.Join(dir, "manifests", filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, ok := e.StoreModels(dir)
+	want := []string{"hf.co/org/repo-GGUF:Q4_K_M", "hiro-tiny:latest", "qwen3:8b", "someone/tuned:v2"}
+	if !ok || !slices.Equal(names, want) {
+		t.Errorf("store models %v (ok %v), want %v", names, ok, want)
+	}
+	if !e.MatchModel("hiro-tiny", names) || e.MatchModel("hiro-tyni", names) {
+		t.Errorf("MatchModel over %v", names)
+	}
+	if names, ok := e.StoreModels(t.TempDir()); !ok || len(names) != 0 {
+		t.Errorf("empty folder: %v, %v; want an empty store", names, ok)
+	}
+	if _, ok := e.StoreModels(filepath.Join(dir, "nope")); ok {
+		t.Error("a missing folder is read as a store")
+	}
+	if _, ok := mustLookup(t, "vllm").StoreModels(dir); ok {
+		t.Error("vllm has no model store")
 	}
 }

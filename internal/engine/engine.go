@@ -30,6 +30,9 @@ type Engine struct {
 	// OLLAMA_MODELS, ~/.ollama/models); "" when the engine has none (it
 	// loads the files its command names).
 	ModelStoreEnv, ModelStoreDefault string
+	// storeModels lists the models of a store folder as the engine names
+	// them (StoreModels); nil when the engine's store cannot be read so.
+	storeModels func(dir string) ([]string, error)
 
 	// health reads the engine's health answer; set by the kind's file.
 	health func(ctx context.Context, e *Engine, client *http.Client, baseURL, model string) HealthResult
@@ -284,6 +287,23 @@ func Lookup(kind string) (*Engine, error) {
 // MatchModel reports whether one of the reported model ids is the expected
 // one, as this engine compares ids (Ollama: "name" and "name:latest" are
 // the same model; others: exact).
+// StoreModels lists the models in dir, a model store of the engine (its
+// ModelStoreEnv folder), named as the engine's model list names them; ok
+// is false when the engine's store has no known layout or dir cannot be
+// read (then nothing can be said of it).
+func (e *Engine) StoreModels(dir string) (names []string, ok bool) {
+	if e.storeModels == nil {
+		return nil, false
+	}
+	names, err := e.storeModels(dir)
+	return names, err == nil
+}
+
+// ClosestModel is the id of reported nearest to want (case, tag or
+// organisation aside, or a few edits away), "" when none is near: the
+// "did you mean" of identity_mismatch.
+func ClosestModel(want string, reported []string) string { return closestModel(want, reported) }
+
 func (e *Engine) MatchModel(expected string, reported []string) bool {
 	want := e.NormalizeModelID(expected)
 	for _, r := range reported {

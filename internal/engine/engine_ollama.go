@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -26,6 +30,7 @@ func init() {
 		ModelStoreDefault: "~/.ollama/models",
 		HealthPath:        "/",
 		health:            ollamaHealth,
+		storeModels:       ollamaStoreModels,
 		normalizeID:       ollamaModelID,
 		markers: joinLists([]Marker{
 			{Text: "starting llama server", Phase: failure.PhaseLoad},
@@ -155,6 +160,50 @@ func init() {
 				"update Ollama when the model's architecture is newer than the build.",
 		},
 	})
+}
+
+// ollamaStoreModels lists the models of an Ollama store folder from its
+// manifests (manifests/HOST/NAMESPACE/MODEL/TAG, as Ollama's
+// server/modelpath.go lays them out), named as /api/tags names them:
+// "model:tag" for the default registry's library, "namespace/model:tag"
+// for another namespace of it, "host/namespace/model:tag" else. A folder
+// that exists but holds no manifests is an empty store; one that cannot
+// be read is an error.
+func ollamaStoreModels(dir string) ([]string, error) {
+	if _, err := os.ReadDir(dir); err != nil {
+		return nil, err
+	}
+	root := filepath.Join(dir, "manifests")
+	var names []string
+	hosts, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	for _, h := range hosts {
+		spaces, _ := os.ReadDir(filepath.Join(root, h.Name()))
+		for _, ns := range spaces {
+			models, _ := os.ReadDir(filepath.Join(root, h.Name(), ns.Name()))
+			for _, m := range models {
+				tags, _ := os.ReadDir(filepath.Join(root, h.Name(), ns.Name(), m.Name()))
+				for _, t := range tags {
+					if t.IsDir() {
+						continue
+					}
+					name := m.Name() + ":" + t.Name()
+					switch {
+					case h.Name() != "registry.ollama.ai":
+						name = h.Name() + "/" + ns.Name() + "/" + name
+					case ns.Name() != "library":
+						name = ns.Name() + "/" + name
+					}
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	return names, nil
 }
 
 // ollamaModelID gives an untagged name its implicit ":latest" tag.

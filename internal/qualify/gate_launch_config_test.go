@@ -134,3 +134,49 @@ kind = "ready_control"
 		}
 	})
 }
+
+// qualify --check's warning (issue 26, T16): an Ollama profile whose
+// model is absent from the store its OLLAMA_MODELS names is named, with
+// the key and the did-you-mean; a model the store has, and a store hiro
+// cannot read, say nothing.
+func TestModelStoreWarningsNameTheAbsentModel(t *testing.T) {
+	e := newEnv(t, nil, "", nil)
+	store := filepath.Join(e.dir, "store")
+	tag := filepath.Join(store, "manifests", "registry.ollama.ai", "library", "hiro-tiny")
+	must(t, os.MkdirAll(tag, 0o755))
+	must(t, os.WriteFile(filepath.Join(tag, "latest"), []byte("{}"), 0o644))
+	editCandidate(t, e, `engine = "vllm"`, `engine = "ollama"`)
+	b, _ := os.ReadFile(e.cfgPath)
+	base := string(b)
+	for _, c := range []struct {
+		model, store string
+		want         []string
+	}{
+		{"hiro-tyni", "store", []string{`backends.cand.model "hiro-tyni" is not in the model store ` + store + " (backends.cand.env.OLLAMA_MODELS)",
+			`holds 1 other model (did you mean "hiro-tiny:latest"?)`, `set backends.cand.model to "hiro-tiny:latest"`}},
+		{"hiro-tiny", "store", nil},
+		{"hiro-tiny:latest", "store", nil},
+		{"hiro-tyni", "no-such-store", nil},
+	} {
+		cfg := strings.Replace(base, `model = "cand-model"`, fmt.Sprintf("model = %q", c.model), 1) +
+			fmt.Sprintf("[backends.cand.env]\nOLLAMA_HOST = \"127.0.0.1:%d\"\nHOME = %q\nOLLAMA_MODELS = %q\n", e.candPort, e.dir, c.store)
+		must(t, os.WriteFile(e.cfgPath, []byte(cfg), 0o644))
+		p, lc, err := qualify.LoadPlan(e.writePlan("[[gates]]\nid = \"launch\"\nkind = \"launch\"\n"), e.cfgPath)
+		must(t, err)
+		ws := p.ModelStoreWarnings(lc)
+		if len(c.want) == 0 {
+			if len(ws) != 0 {
+				t.Errorf("model %s in %s: warnings %q, want none", c.model, c.store, ws)
+			}
+			continue
+		}
+		if len(ws) != 1 {
+			t.Fatalf("model %s: warnings %q, want one", c.model, ws)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(ws[0], w) {
+				t.Errorf("warning %q lacks %q", ws[0], w)
+			}
+		}
+	}
+}
