@@ -557,9 +557,9 @@ func modelStoreNote(e *engine.Engine, prof *config.Profile, h engine.HealthResul
 		if !filepath.IsAbs(dir) && prof.Workdir != "" {
 			dir = filepath.Join(prof.Workdir, dir)
 		}
-		return fmt.Sprintf("%s; this server reads its models from %s (%s)", note, dir, e.ModelStoreEnv)
+		return fmt.Sprintf("%s: this server reads its models from %s (%s)", note, dir, e.ModelStoreEnv)
 	}
-	return fmt.Sprintf("%s; this server reads its models from its default store %s (%s is not set in the profile's env)", note, e.ModelStoreDefault, e.ModelStoreEnv)
+	return fmt.Sprintf("%s: this server reads its models from its default store %s (%s is not set in the profile's env)", note, e.ModelStoreDefault, e.ModelStoreEnv)
 }
 
 // interruptWords says why ctx ended in a person's words: its cause when
