@@ -228,7 +228,9 @@ var reQuotedAbsPath = regexp.MustCompile(`'/[^'\n]*'|"/[^"\n]*"`)
 // RedactPaths replaces absolute paths in s with "<path>"; a quoted path
 // (with spaces: '/tmp/art dir/x') is replaced whole, quotes included. A
 // URL's authority ("//127.0.0.1" after "http:") is not a path: URLs keep
-// their scheme, host, port and path.
+// their scheme, host, port and path. Punctuation that ends a sentence or a
+// clause after a path ("in /srv/models; pull it", "... /srv/x.") is kept:
+// it is the text's, not the path's.
 func RedactPaths(s string) string {
 	s = reQuotedAbsPath.ReplaceAllStringFunc(s, func(m string) string {
 		if strings.HasPrefix(m[1:], "//") {
@@ -241,8 +243,18 @@ func RedactPaths(s string) string {
 		if strings.HasPrefix(sm[2], "//") {
 			return m
 		}
-		return sm[1] + redact.PathPlaceholder
+		return sm[1] + redact.PathPlaceholder + trailingPunct(sm[2])
 	})
+}
+
+// trailingPunct is the run of sentence punctuation (. ; ! ?) that ends
+// path, or "" when it ends in none or is nothing else.
+func trailingPunct(path string) string {
+	rest := strings.TrimRight(path, ".;!?")
+	if rest == "" || rest == "/" {
+		return ""
+	}
+	return path[len(rest):]
 }
 
 // PrivateDirMode is the mode of a campaign's evidence directory: the
