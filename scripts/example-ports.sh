@@ -5,9 +5,13 @@
 # plan.toml name them). A port another program already listens on is
 # replaced by a free one: the example's hiro.toml and plan.toml are copied
 # to .hiro/<example>-ports/ (two levels down, like the example, so their
-# relative paths still hold) with the ports rewritten, and $hiro_config
-# (the configuration the hiro function passes) and $plan point at the copies; each replacement is said. With every port free,
-# $plan is the example's own plan.toml.
+# relative paths still hold) with the ports rewritten, the example's other
+# files linked beside them (its logs/, artifact/, seed-host.json: paths
+# relative to the configuration's folder hold too), and $hiro_config (the
+# configuration the hiro function passes) and $plan point at the copies;
+# each replacement is said. With every port free, $plan is the example's
+# own plan.toml. Every example's run.sh calls it with every port of its
+# hiro.toml (backends, the router's listen port).
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 example_ports() {
   plan="$here/plan.toml"
@@ -27,6 +31,11 @@ example_ports() {
   mkdir -p "$dir" || exit 2
   sed -e "${sub#;}" "$cfg" >"$dir/hiro.toml" || exit 2
   sed -e "${sub#;}" "$here/plan.toml" >"$dir/plan.toml" || exit 2
+  local f
+  for f in "$here"/*; do
+    case "$(basename "$f")" in hiro.toml | plan.toml | run.sh) continue ;; esac
+    ln -sfn "$f" "$dir/$(basename "$f")" || exit 2
+  done
   echo "$(basename "$here"): running with $dir/hiro.toml and plan.toml (the example's, with those ports)" >&2
   hiro_config="$dir/hiro.toml"
   plan="$dir/plan.toml"

@@ -27,10 +27,14 @@ stop_example_backends() {
   fi
 }
 trap stop_example_backends EXIT
+# prod on 11538, twin on 11539, hiro serve's router on 8410: a port
+# another program holds is replaced by a free one (said on stderr), in a
+# copy of hiro.toml and plan.toml (scripts/example-ports.sh).
+example_ports 11538 11539 8410
 hiro backend start prod || exit 2
 
 step "qualifying twin (every gate; a few minutes on 2 cores)"
-hiro qualify "$here/plan.toml"
+hiro qualify "$plan"
 code=$?
 if [ "$code" -eq 6 ]; then
   step "hiro qualify exited 6: another hiro holds production or the accelerator (named above); run this again when it is done"

@@ -14,10 +14,15 @@ source "$(dirname "$0")/../../scripts/example-setup.sh" # sets here and root, de
 # (corpora/hiro-mini, shipped): 'hiro qualify' checks it verifies before
 # anything is stopped.
 
+# Production on 11534, the replayed vLLM on 18001: a port another program
+# holds is replaced by a free one (said on stderr), in a copy of hiro.toml
+# and plan.toml (scripts/example-ports.sh).
+example_ports 11534 18001
+
 # Asked first, before this script starts or stops anything: can the
 # campaign start now? --check exits 6 when another hiro (the demo's
 # campaign, say) holds production or the accelerator, and names it.
-hiro qualify "$here/plan.toml" --check --host-facts "$here/seed-host.json" >/dev/null
+hiro qualify "$plan" --check --host-facts "$here/seed-host.json" >/dev/null
 code=$?
 if [ "$code" -eq 6 ]; then
   echo "seed replay: not started (exit 6), nothing of it started or stopped" >&2
@@ -35,7 +40,7 @@ hiro backend start prod || exit 2
 # facts (WSL2 kernel, RTX 5090, driver 576.88), not this machine's: the
 # first attempt (the V2 runner, which needs UVA) is predicted to fail and
 # is not launched; production is stopped only for the attempts that could run.
-hiro qualify "$here/plan.toml" --host-facts "$here/seed-host.json"
+hiro qualify "$plan" --host-facts "$here/seed-host.json"
 code=$?
 stop_production() {
   # The script's own production: one line of its own, not backend stop's

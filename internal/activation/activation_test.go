@@ -298,7 +298,7 @@ func TestCandidateFailsMidSwitchOldProductionBackAndVerified(t *testing.T) {
 	if !strings.Contains(title(j), "Production stays prod") {
 		t.Fatalf("journal: %q", title(j))
 	}
-	if s := j.Entries[0].Summary; !strings.HasPrefix(s, "The switch stopped after step ") || !strings.Contains(s, r.Error[:min(20, len(r.Error))]) ||
+	if s := j.Entries[0].Summary; !strings.HasPrefix(s, "The switch stopped after its action ") || !strings.Contains(s, r.Error[:min(20, len(r.Error))]) ||
 		!strings.Contains(s, `prod serves (health`) {
 		t.Fatalf("journal summary %q: want the failed step, the error %q and prod's proof", s, r.Error)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/ramp"
 	"github.com/hiro-dev/hiro/internal/shellquote"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // Headline is the one sentence a switch's record tells: "Production
@@ -55,9 +56,12 @@ func Summary(r *production.Record) string {
 	var b strings.Builder
 	switch r.Outcome {
 	case production.OutcomeSwitched:
-		fmt.Fprintf(&b, "%s was started and verified ready (%s); the %d steps took %s.", label(r.To), verifiedText(r.Verified), len(r.Steps), took)
+		// The switch's actions (r.Steps: start, verify, ...) and the
+		// ramp's steps (shares of the traffic) are named apart: a reader
+		// must not take "the 5 steps" for the ramp's two.
+		fmt.Fprintf(&b, "%s was started and verified ready (%s); the switch's %s took %s.", label(r.To), verifiedText(r.Verified), termtext.Plural(len(r.Steps), "action", "actions"), took)
 		if r.Ramp != nil {
-			fmt.Fprintf(&b, " The router moved the traffic step by step (%s), and the live comparison let each step advance.", shares(r.Ramp))
+			fmt.Fprintf(&b, " The router moved the traffic in %s (%s), and the live comparison let each advance.", termtext.Plural(len(r.Ramp.History), "ramp step", "ramp steps"), shares(r.Ramp))
 		}
 		if r.RollbackTo != nil {
 			fmt.Fprintf(&b, " 'hiro rollback' returns to %s.", label(r.RollbackTo))
@@ -76,17 +80,18 @@ func Summary(r *production.Record) string {
 	return b.String()
 }
 
-// lastStep names the switch's failed step, else its last one.
+// lastStep names the switch's failed action (a step of r.Steps), else
+// its last one: "action", never "step", which the ramp's shares are.
 func lastStep(r *production.Record) string {
 	for _, st := range r.Steps {
 		if !st.OK {
-			return "step " + st.Name
+			return "its action " + st.Name
 		}
 	}
 	if n := len(r.Steps); n > 0 {
-		return "step " + r.Steps[n-1].Name
+		return "its action " + r.Steps[n-1].Name
 	}
-	return "no step"
+	return "no action"
 }
 
 func label(s *production.Snapshot) string {

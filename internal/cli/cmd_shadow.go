@@ -246,8 +246,8 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 	fmt.Fprintf(w, "errors      candidate %d, production %d\n", r.CandidateErrors, r.ProductionErrors)
 	if r.CandidateLatency != nil && r.ProductionLatency != nil {
 		fmt.Fprintf(w, "latency     p50 candidate %.1f ms, production %.1f ms", r.CandidateLatency.P50, r.ProductionLatency.P50)
-		if s := r.LatencyShift; s != nil {
-			fmt.Fprintf(w, "; shift %s ms [%s, %s]", stats.Signed(s.ShiftMS, 1), stats.Signed(s.LowerMS, 1), stats.Signed(s.UpperMS, 1))
+		if s := shadow.LatencyShiftText(r); s != "" {
+			fmt.Fprintf(w, "; %s", s)
 		}
 		fmt.Fprintln(w)
 	}

@@ -118,3 +118,68 @@ func TestBrowserWorkBoxesAgreeWithTheirText(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserProseAndNarrowTablesKeepTheirLine (findings13 T10, T11): on
+// the wide page of the measures table, at 1280 px the "Decisions and
+// reasoning" lines (dt) and the narrow tables (Validation's three
+// columns, the reject reasons) keep the 48rem (768 px) line while the
+// measures table is wider; at 390 px a reject-reasons table does not
+// squeeze its Example column to a sliver: each row's Example takes the
+// table's whole width (stacked under Reason and Count) and the table
+// does not scroll sideways.
+func TestBrowserProseAndNarrowTablesKeepTheirLine(t *testing.T) {
+	bin := chromiumPath(t)
+	page, site := publishDemo(t, comparisonsEvidence())
+	if !strings.Contains(page, "<th>Example</th>") || !strings.Contains(page, `<dt class="plain">`) {
+		t.Fatal("the page has no reject-reasons table or no decision line")
+	}
+	probe := filepath.Join(site, "entries", "probe-line.html")
+	script := `<script>addEventListener("load",()=>{const w=e=>Math.round(e.getBoundingClientRect().width);const out=[];` +
+		`for(const e of document.querySelectorAll("#decisions dt"))out.push("dt="+w(e));` +
+		`out.push("validation="+w(document.querySelector("#validation .table")));` +
+		`for(const tb of document.querySelectorAll("table")){const hs=[...tb.querySelectorAll("th")].map(h=>h.textContent);` +
+		`if(hs.includes("Documents needed"))out.push("measures="+w(tb.closest(".table")||tb));` +
+		`if(hs.includes("Example")){out.push("rejects="+w(tb));out.push("hidden="+(tb.scrollWidth-tb.clientWidth));for(const r of tb.tBodies[0].rows)out.push("example="+w(r.cells[2]))}}` +
+		`document.title=out.join(";")})</script></body>`
+	if err := os.WriteFile(probe, []byte(strings.Replace(page, "</body>", script, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, width := range []int{1280, 390} {
+		got := probeTitle(t, bin, probe, width)
+		v := map[string][]int{}
+		for _, part := range strings.Split(got, ";") {
+			name, s, _ := strings.Cut(part, "=")
+			var n int
+			if _, err := fmt.Sscan(s, &n); err != nil {
+				t.Fatalf("at %d px: probe wrote %q", width, got)
+			}
+			v[name] = append(v[name], n)
+		}
+		if len(v["dt"]) == 0 || len(v["example"]) == 0 || len(v["measures"]) == 0 {
+			t.Fatalf("at %d px: probe wrote %q", width, got)
+		}
+		if width == 1280 {
+			if v["measures"][0] <= 768 {
+				t.Fatalf("at 1280 px the measures table is %d px: the page is not the wide one (%s)", v["measures"][0], got)
+			}
+			for _, name := range []string{"dt", "validation", "rejects"} {
+				for _, n := range v[name] {
+					if n > 768 {
+						t.Errorf("at 1280 px a %s is %d px wide, past the 48rem (768 px) line (%s)", name, n, got)
+					}
+				}
+			}
+			continue
+		}
+		for _, n := range v["hidden"] {
+			if n > 0 {
+				t.Errorf("at 390 px a reject-reasons table scrolls sideways by %d px (%s)", n, got)
+			}
+		}
+		for i, n := range v["example"] {
+			if n < v["rejects"][0]*9/10 {
+				t.Errorf("at 390 px example %d is %d px of its %d px table: a sliver (%s)", i+1, n, v["rejects"][0], got)
+			}
+		}
+	}
+}

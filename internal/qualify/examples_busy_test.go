@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -27,11 +28,18 @@ import (
 // output, the exit status and the hiro calls, one a line.
 func runExampleScript(t *testing.T, name string, qualifyCode int) (text string, code int, calls []string) {
 	t.Helper()
+	return runExampleScriptIn(t, t.TempDir(), name, qualifyCode)
+}
+
+// runExampleScriptIn is runExampleScript in the tree root; the stand-in
+// example_ports writes its ports to root/ports and sets $plan to
+// root/.hiro/ports/plan.toml.
+func runExampleScriptIn(t *testing.T, root, name string, qualifyCode int) (text string, code int, calls []string) {
+	t.Helper()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash not found")
 	}
-	root := t.TempDir()
 	script, err := os.ReadFile(filepath.Join(testsupport.Root(), "examples", name, "run.sh"))
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(root, "examples", name), 0o755))
@@ -55,7 +63,7 @@ hiro() {
   esac
   return 0
 }
-example_ports() { plan="$here/plan.toml"; }
+example_ports() { echo "$*" > "$root/ports"; plan="$root/.hiro/ports/plan.toml"; }
 `, log, qualifyCode, name, name, name, qualifyCode, qualifyCode)), 0o644))
 	out, err := exec.Command(bash, filepath.Join(root, "examples", name, "run.sh")).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -204,5 +212,44 @@ func TestActivateScriptSaysItStoppedItsProduction(t *testing.T) {
 	text, code, calls = runExampleScript(t, "activate", 0)
 	if code != 0 || calls[len(calls)-1] == "backend stop prod" || strings.Contains(text, "stopped the example's production") {
 		t.Errorf("KEEP_PRODUCTION=1: exit %d, last hiro call %q; want production kept\n%s", code, calls[len(calls)-1], text)
+	}
+}
+
+// Every example's run.sh moves off a port another program holds, as the
+// demo does (findings13 T19: the activate walk-through and the seed
+// replay failed with port_in_use on a held 11538): it calls example_ports
+// with every port its hiro.toml names (backends, the router's listen
+// port) before it starts anything, and qualifies the plan example_ports
+// chose ($plan), never its own plan.toml by name.
+func TestExampleScriptsMoveOffTakenPorts(t *testing.T) {
+	portRE := regexp.MustCompile(`(?m)(?:^port = |127\.0\.0\.1:)(\d+)`)
+	for _, name := range []string{"demo", "activate", "seed-replay"} {
+		cfg, err := os.ReadFile(filepath.Join(testsupport.Root(), "examples", name, "hiro.toml"))
+		must(t, err)
+		want := map[string]bool{}
+		for _, m := range portRE.FindAllStringSubmatch(string(cfg), -1) {
+			want[m[1]] = true
+		}
+		root := t.TempDir()
+		text, _, calls := runExampleScriptIn(t, root, name, 1)
+		b, err := os.ReadFile(filepath.Join(root, "ports"))
+		if err != nil {
+			t.Errorf("%s: run.sh does not call example_ports:\n%s", name, text)
+			continue
+		}
+		got := map[string]bool{}
+		for _, p := range strings.Fields(string(b)) {
+			got[p] = true
+		}
+		for p := range want {
+			if !got[p] {
+				t.Errorf("%s: example_ports %s leaves out port %s of its hiro.toml", name, strings.TrimSpace(string(b)), p)
+			}
+		}
+		for _, c := range calls {
+			if strings.HasPrefix(c, "qualify ") && !strings.Contains(c, filepath.Join(root, ".hiro", "ports", "plan.toml")) {
+				t.Errorf("%s: %q does not qualify example_ports' $plan", name, c)
+			}
+		}
 	}
 }

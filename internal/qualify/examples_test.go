@@ -74,6 +74,10 @@ func TestExamplePortsFallBackWhenBusy(t *testing.T) {
 	must(t, os.MkdirAll(here, 0o755))
 	must(t, os.WriteFile(filepath.Join(here, "hiro.toml"), []byte(fmt.Sprintf("port = %d\nOLLAMA_HOST = \"127.0.0.1:%d\"\nother = %d\nstate_dir = \"../../.hiro/demo\"\n", taken, taken, free)), 0o644))
 	must(t, os.WriteFile(filepath.Join(here, "plan.toml"), []byte("config = \"hiro.toml\"\n"), 0o644))
+	// Files the configuration names relative to its folder (the seed
+	// replay's logs/ and artifact/): found beside the copies too.
+	must(t, os.MkdirAll(filepath.Join(here, "logs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(here, "logs", "v2.log"), []byte("replayed\n"), 0o644))
 	script, _ := filepath.Abs(filepath.Join("..", "..", "scripts", "example-ports.sh"))
 	cmd := exec.Command("bash", "-c", `source "$1"; example_ports "$2" "$3"; echo "plan=$plan"; echo "hiro_config=$hiro_config"`, "bash", script, strconv.Itoa(taken), strconv.Itoa(free))
 	cmd.Env = append(os.Environ(), "here="+here, "root="+root, "hiro_config=unchanged")
@@ -95,6 +99,9 @@ func TestExamplePortsFallBackWhenBusy(t *testing.T) {
 	want := fmt.Sprintf("port = %s\nOLLAMA_HOST = \"127.0.0.1:%s\"\nother = %d\nstate_dir = \"../../.hiro/demo\"\n", m[1], m[1], free)
 	if string(b) != want {
 		t.Errorf("copied hiro.toml:\n%s\nwant:\n%s", b, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(copyDir, "logs", "v2.log")); err != nil || string(b) != "replayed\n" {
+		t.Errorf("the example's logs/ is not beside the copies: %q %v", b, err)
 	}
 	if l, err := net.Listen("tcp", "127.0.0.1:"+m[1]); err != nil {
 		t.Errorf("the replacement port %s is not free: %v", m[1], err)

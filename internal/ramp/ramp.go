@@ -36,6 +36,11 @@ type Ramp struct {
 	// requests: its reason is then a count, said anew from the sample
 	// shown (countReason).
 	shortHold bool
+	// soakHold says the step's last look held for the soak alone (no
+	// check failed, the step had served less than the soak): its reason
+	// is then the soak clock, said anew as of the moment it is read
+	// (ResultAt).
+	soakHold bool
 }
 
 // New starts a ramp from production to candidate under pol (filled) at
@@ -140,6 +145,7 @@ func (r *Ramp) Tick(now time.Time, down string) Decision {
 		h.Checks, h.Looks = d.Checks, r.looks
 		// Decide's order: a failed check, then the soak, then the count.
 		r.shortHold = d.Action == evidence.RampHold && in.Elapsed >= r.pol.Soak.Duration && n < r.pol.MinRequests
+		r.soakHold = d.Action == evidence.RampHold && in.Elapsed < r.pol.Soak.Duration
 		h.Reason = d.Reason
 	} else {
 		// Between looks only the step timeout decides: the last look's
@@ -169,7 +175,7 @@ func (r *Ramp) Tick(now time.Time, down string) Decision {
 		r.endStep(now)
 		r.earlier = r.earlier.Merge(r.cur[SideProduction])
 		r.cur = [2]Sample{}
-		r.looks, r.lookN, r.soakLooked, r.shortHold = 0, 0, false, false
+		r.looks, r.lookN, r.soakLooked, r.shortHold, r.soakHold = 0, 0, false, false, false
 		r.step++
 		r.stepStart = now
 		r.res.Step, r.res.Share = r.step, r.pol.Steps[r.step]
@@ -233,13 +239,19 @@ func (r *Ramp) end(now time.Time, state, reason string) {
 	r.res.State, r.res.Reason, r.res.EndedAt = state, reason, &t
 }
 
-// Result is the account now, the current step's samples included (the
-// requests answered so far, not only those of the last tick): a hold for
-// too few requests is said from that same sample (countReason), so the
-// count `hiro status` shows and the hold's reason never disagree; any
-// other hold read on fewer requests than the step has now says the look
-// it was and the count of the next.
-func (r *Ramp) Result() evidence.RampResult {
+// Result is the account as of the last tick, the current step's samples
+// included (ResultAt without a clock: a soak hold keeps its look's time).
+func (r *Ramp) Result() evidence.RampResult { return r.ResultAt(time.Time{}) }
+
+// ResultAt is the account at now, the current step's samples included
+// (the requests answered so far, not only those of the last tick): a
+// hold for too few requests is said from that same sample (countReason),
+// so the count `hiro status` shows and the hold's reason never disagree;
+// a hold for the soak says the soak clock at now (soakReason), not the
+// time the last look read; any other hold read on fewer requests than
+// the step has now says the look it was and the count of the next. A
+// zero now reads the clock of the last look.
+func (r *Ramp) ResultAt(now time.Time) evidence.RampResult {
 	res := r.res
 	res.Steps = append([]float64(nil), r.res.Steps...)
 	res.History = append([]evidence.RampStep(nil), r.res.History...)
@@ -249,6 +261,8 @@ func (r *Ramp) Result() evidence.RampResult {
 		h.Candidate, h.Production = r.cur[SideCandidate].Evidence(), r.cur[SideProduction].Evidence()
 		if c, ok := r.countReason(h.Candidate.Requests); ok && h.Decision == evidence.RampHold {
 			h.Reason = c
+		} else if c, ok := r.soakReason(now, h.Candidate.Requests); ok && h.Decision == evidence.RampHold {
+			h.Reason = c
 		} else if h.Decision == evidence.RampHold && r.looks > 0 && h.Candidate.Requests > r.lookN {
 			// The reason is the last look's, on fewer requests than
 			// the step has now: say which, and when the next look is.
@@ -256,6 +270,28 @@ func (r *Ramp) Result() evidence.RampResult {
 		}
 	}
 	return res
+}
+
+// soakReason is the reason of the current step's hold when its last look
+// held for the soak alone, said at now for n candidate requests: the
+// step's time served so far, then when the next look comes (at the
+// soak's end or at twice the last look's count, whichever is first) and
+// what the last look was. ok is false for a zero now or another hold.
+func (r *Ramp) soakReason(now time.Time, n int) (reason string, ok bool) {
+	if now.IsZero() || !r.soakHold || r.looks == 0 {
+		return "", false
+	}
+	soak := r.pol.Soak.Duration
+	served := max(0, now.Sub(r.stepStart)).Round(time.Second)
+	last := fmt.Sprintf("look %d, at %d candidate requests, held for the soak", r.looks, r.lookN)
+	if now.Sub(r.stepStart) >= soak {
+		return fmt.Sprintf("soaking: %s of %s served, soak done: the next tick looks at the %d candidate requests (%s)", min(served, soak), soak, n, last), true
+	}
+	next := max(1, 2*r.lookN)
+	if n >= next {
+		return fmt.Sprintf("soaking: %s of %s served; the next tick looks at the %d candidate requests (%s)", served, soak, n, last), true
+	}
+	return fmt.Sprintf("soaking: %s of %s served; the next look at the soak's end or at %d candidate requests (%d now; %s)", served, soak, next, n, last), true
 }
 
 // countReason is the reason of the current step's hold when it holds

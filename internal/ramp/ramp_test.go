@@ -594,3 +594,43 @@ func TestHoldReasonNeverNamesAPassedLook(t *testing.T) {
 		t.Fatalf("the next tick did not look at 300 requests: looks %d", r.Result().History[0].Looks)
 	}
 }
+
+// TestSoakHoldSaysTheClockNow: a step held for its soak says, when read
+// between looks, the time served as of the reading, not the look's
+// (the trial's `hiro status` said "5s of 15s served" 12 s into the step
+// while the requests moved from 146 to 300).
+func TestSoakHoldSaysTheClockNow(t *testing.T) {
+	p := policy(t, 84, 15*time.Second)
+	t0 := time.Date(2026, 12, 4, 13, 20, 46, 0, time.UTC)
+	r := New(p, "twin", "prod", t0)
+	feed := func(n int) {
+		for range n {
+			r.Observe(r.Step(), SideCandidate, false, 12*time.Millisecond, false, false)
+			r.Observe(r.Step(), SideProduction, false, 12*time.Millisecond, false, false)
+		}
+	}
+	feed(142)
+	if d := r.Tick(t0.Add(5*time.Second), ""); d.Reason != "soaking: 5s of 15s served" {
+		t.Fatalf("look 1: %q", d.Reason)
+	}
+	feed(104) // 246, below the next look's 284
+	r.Tick(t0.Add(8*time.Second), "")
+	got := r.ResultAt(t0.Add(12 * time.Second)).History[0].Reason
+	if want := "soaking: 12s of 15s served; the next look at the soak's end or at 284 candidate requests (246 now; look 1, at 142 candidate requests, held for the soak)"; got != want {
+		t.Fatalf("12 s into the step:\n got %q\nwant %q", got, want)
+	}
+	feed(54) // 300: past 284, the next tick looks
+	if got := r.ResultAt(t0.Add(13 * time.Second)).History[0].Reason; !strings.HasPrefix(got, "soaking: 13s of 15s served; the next tick looks at the 300 candidate requests") {
+		t.Fatalf("past the next look's count: %q", got)
+	}
+	if got := r.ResultAt(t0.Add(16 * time.Second)).History[0].Reason; !strings.HasPrefix(got, "soaking: 15s of 15s served, soak done: the next tick looks") {
+		t.Fatalf("past the soak: %q", got)
+	}
+	// Without a clock (the account kept in evidence) the look's words stand.
+	if got := r.Result().History[0].Reason; !strings.HasPrefix(got, "soaking: 5s of 15s served") {
+		t.Fatalf("Result: %q", got)
+	}
+	if d := r.Tick(t0.Add(16*time.Second), ""); d.Action != evidence.RampAdvance {
+		t.Fatalf("after the soak with 300 requests: %s %q", d.Action, d.Reason)
+	}
+}

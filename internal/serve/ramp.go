@@ -473,7 +473,7 @@ func (rc *rampCtl) reverse(reason string) {
 // status is the ramp's account now.
 func (rc *rampCtl) status() *control.RampStatus {
 	rc.mu.Lock()
-	res := rc.r.Result()
+	res := rc.r.ResultAt(time.Now())
 	rc.mu.Unlock()
 	return &control.RampStatus{Active: rc.s.ramp.run.Load() == rc, Result: &res}
 }

@@ -328,7 +328,7 @@ func decide(r *Result) {
 		fmt.Fprintf(&b, "; extraction agreement with production %.3f", r.Extraction.Agreement)
 	}
 	if r.LatencyShift != nil {
-		fmt.Fprintf(&b, "; latency shift %s ms", stats.Signed(r.LatencyShift.ShiftMS, 1))
+		fmt.Fprintf(&b, "; latency shift (Hodges-Lehmann, candidate − production) %s ms", stats.Signed(r.LatencyShift.ShiftMS, 1))
 	}
 	r.Summary = b.String()
 }
