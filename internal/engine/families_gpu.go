@@ -526,7 +526,11 @@ var metalFamily = family("metal", []Rule{
 	// line (an out of memory, a hang, a page fault), so a hint; alone it
 	// is most often the GPU out of memory, else the GPU job stopped.
 	{Text: "command buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*: (error: )?command buffer \d+ failed with status`), Class: failure.ClassGPUOOM, Tier: TierHint, Or: failure.ClassEngineDied},
-	{Text: "failed to allocate buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*:.{0,40}failed to allocate buffer`), Class: failure.ClassGPUOOM},
+	// ggml-metal's buffer allocation; before the backend API (2023,
+	// ggml-metal.m ggml_metal_add_buffer: "%s: error: failed to allocate
+	// '%-16s' buffer, size = %8.2f MiB") the line names the buffer
+	// ('data', 'kv', 'alloc') between quotes.
+	{Text: "failed to allocate", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*:.{0,40}failed to allocate ('[^']*'\s*)?buffer`), Class: failure.ClassGPUOOM},
 	// ggml-metal's warning before an allocation beyond what macOS lets the
 	// GPU hold: the abort that follows is its consequence.
 	{Text: "greater than the recommended max working set size", Class: failure.ClassGPUOOM, Tier: TierHint},
