@@ -338,6 +338,14 @@ var gpuFamily = family("gpu", []Rule{
 	// the engine cannot size its KV cache on it
 	{Text: "doesn't support querying the available free memory", Class: failure.ClassHostCapability, NextStep: memQueryStep},
 	{Text: "no usable GPU found", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
+	// a GPU asked for (a flag, a mode, a device setting) that the server
+	// refuses because it finds none (llamafile 0.6 llamafile/gpu.c: "fatal
+	// error: --n-gpu-layers %d was passed but no gpus were found"; later
+	// the warning "...; falling back to CPU inference"; a Python server's
+	// "CUDA requested but no GPUs were found"): the failure of the profile
+	// that wanted the accelerator, at launch
+	{Text: "but no ", Pattern: regexp.MustCompile(`(?i)\b(passed|requested|specified|set|enabled|configured|required?s?)\b.{0,60}\bbut no (usable |compatible |supported )?(GPUs?|CUDA devices?|accelerators?) (was |were )?(found|detected|available)\b`),
+		Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	// Triton's launcher (python/triton/runtime/errors.py OutOfResources:
 	// "out of resource: shared memory, Required: N, Hardware limit: M"):
 	// the kernel's block configuration needs more shared memory per block
