@@ -351,6 +351,13 @@ var gpuFamily = family("gpu", []Rule{
 	// the kernel's block configuration needs more shared memory per block
 	// than this GPU has, a configuration tuned for another GPU
 	{Text: "out of resource: shared memory", Class: failure.ClassGPUArchUnsupported},
+	// a kernel library's dispatch that has no instantiation for the shape
+	// asked (FlashInfer csrc/sparse_mla_sm120.cu: "Unsupported sparse-MLA
+	// prefill configuration: model=DSV4 num_heads=16 topk=512 ..."): the
+	// build for this GPU lacks it, or the layout (heads per rank, page
+	// size) is one no GPU's build has, so weak with invalid_configuration
+	{Name: "gpu/kernel-unsupported-configuration", Text: "unsupported", Also: "configuration", Pattern: regexp.MustCompile(`(?i)\bunsupported\b[\w .-]{0,40}\b(mla|attention|attn|prefill|decode|kernel|gemm|fmha|moe)\b[\w .-]{0,20}\bconfiguration\b`),
+		Class: failure.ClassGPUArchUnsupported, Or: failure.ClassInvalidConfiguration},
 	// a kernel library's table of the chips it has code or tuning for,
 	// looked up by the GPU's name and without it (AMD aiter's chip_info:
 	// KeyError "Unknown GPU architecture: gfx1151. Supported
