@@ -55,6 +55,13 @@ func init() {
 			// This step might download additional files to run the
 			// model."): the model's files, as a download is (load)
 			{Text: "Preparing model workspace", Phase: failure.PhaseLoad},
+			// the load's own summary once the weights are on the device
+			// (vLLM and its platform plugins: vllm-ascend's model_runner_v1
+			// "Loading model weights took 47.3511 GB", vLLM's "Model loading
+			// took 14.99 GiB"): the load is over, the KV cache's sizing is
+			// next; before "Loading model", which it contains
+			{Text: "Loading model weights took", Pattern: regexp.MustCompile(`Loading model weights took [\d.]+ GB`), Phase: failure.PhaseKVInit, After: failure.PhaseLoad},
+			{Text: "Model loading took", Pattern: regexp.MustCompile(`Model loading took [\d.]+ GiB`), Phase: failure.PhaseKVInit, After: failure.PhaseLoad},
 			{Text: "Loading model", Phase: failure.PhaseLoad, Reload: true},
 			{Text: "loading model", Pattern: reLoadingModel, Phase: failure.PhaseLoad, Reload: true},
 			// Lemonade Server loads a model on request ("Loading llm: NAME")
