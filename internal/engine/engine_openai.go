@@ -40,6 +40,10 @@ func init() {
 			// (new) warming up: only after warmup does it mean ready.
 			{Text: "Connected", Phase: failure.PhaseReadyWait, After: failure.PhaseWarmup},
 			{Text: "Starting HTTP server", Phase: failure.PhaseReadyWait},
+			// a server's own "listening" line without an address word
+			// (LocalAI core/startup: "LocalAI API is listening! Please
+			// connect to the endpoint for API documentation.")
+			{Text: " is listening", Pattern: regexp.MustCompile(`\b(API|[Ss]erver) is listening\b`), Phase: failure.PhaseReadyWait},
 			{Text: "HTTP server listening", Phase: failure.PhaseReadyWait},
 			{Text: "server listening", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
 			{Text: "Warming up model", Phase: failure.PhaseWarmup},
