@@ -70,6 +70,11 @@ func init() {
 			{Text: "loading model", Pattern: reLoadingModel, Phase: failure.PhaseLoad, Reload: true},
 			// Lemonade Server loads a model on request ("Loading llm: NAME")
 			{Text: "Loading llm: ", Phase: failure.PhaseLoad, Reload: true},
+			// LM Studio's main process names the RPC endpoint a line
+			// belongs to ("[LMSInternal][Client=LM Studio][Endpoint=
+			// sendMessage] Error in RPC handler"): a chat message's send or
+			// a prediction is a request (loadModel is the load's)
+			{Text: "[Endpoint=", Pattern: regexp.MustCompile(`\[Endpoint=(sendMessage|predict\w*|respond\w*|\w*[Cc]ompletion\w*)\]`), Phase: failure.PhaseInference},
 			// GPUStack's llama-box: a request's parameters, once it serves
 			{Text: "oaicompat_", Pattern: regexp.MustCompile(`oaicompat_\w+: rid `), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},
