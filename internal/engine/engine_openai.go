@@ -40,6 +40,10 @@ func init() {
 			// (new) warming up: only after warmup does it mean ready.
 			{Text: "Connected", Phase: failure.PhaseReadyWait, After: failure.PhaseWarmup},
 			{Text: "Starting HTTP server", Phase: failure.PhaseReadyWait},
+			// a server's own "listening" line without an address word
+			// (LocalAI core/startup: "LocalAI API is listening! Please
+			// connect to the endpoint for API documentation.")
+			{Text: " is listening", Pattern: regexp.MustCompile(`\b(API|[Ss]erver) is listening\b`), Phase: failure.PhaseReadyWait},
 			{Text: "HTTP server listening", Phase: failure.PhaseReadyWait},
 			{Text: "server listening", Phase: failure.PhaseReadyWait, After: failure.PhaseLoad},
 			{Text: "Warming up model", Phase: failure.PhaseWarmup},
@@ -55,10 +59,22 @@ func init() {
 			// This step might download additional files to run the
 			// model."): the model's files, as a download is (load)
 			{Text: "Preparing model workspace", Phase: failure.PhaseLoad},
+			// the load's own summary once the weights are on the device
+			// (vLLM and its platform plugins: vllm-ascend's model_runner_v1
+			// "Loading model weights took 47.3511 GB", vLLM's "Model loading
+			// took 14.99 GiB"): the load is over, the KV cache's sizing is
+			// next; before "Loading model", which it contains
+			{Text: "Loading model weights took", Pattern: regexp.MustCompile(`Loading model weights took [\d.]+ GB`), Phase: failure.PhaseKVInit, After: failure.PhaseLoad},
+			{Text: "Model loading took", Pattern: regexp.MustCompile(`Model loading took [\d.]+ GiB`), Phase: failure.PhaseKVInit, After: failure.PhaseLoad},
 			{Text: "Loading model", Phase: failure.PhaseLoad, Reload: true},
 			{Text: "loading model", Pattern: reLoadingModel, Phase: failure.PhaseLoad, Reload: true},
 			// Lemonade Server loads a model on request ("Loading llm: NAME")
 			{Text: "Loading llm: ", Phase: failure.PhaseLoad, Reload: true},
+			// LM Studio's main process names the RPC endpoint a line
+			// belongs to ("[LMSInternal][Client=LM Studio][Endpoint=
+			// sendMessage] Error in RPC handler"): a chat message's send or
+			// a prediction is a request (loadModel is the load's)
+			{Text: "[Endpoint=", Pattern: regexp.MustCompile(`\[Endpoint=(sendMessage|predict\w*|respond\w*|\w*[Cc]ompletion\w*)\]`), Phase: failure.PhaseInference},
 			// GPUStack's llama-box: a request's parameters, once it serves
 			{Text: "oaicompat_", Pattern: regexp.MustCompile(`oaicompat_\w+: rid `), Phase: failure.PhaseInference, After: failure.PhaseReadyWait},
 			{Text: "Loading weights", Phase: failure.PhaseLoad},

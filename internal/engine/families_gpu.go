@@ -338,11 +338,26 @@ var gpuFamily = family("gpu", []Rule{
 	// the engine cannot size its KV cache on it
 	{Text: "doesn't support querying the available free memory", Class: failure.ClassHostCapability, NextStep: memQueryStep},
 	{Text: "no usable GPU found", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
+	// a GPU asked for (a flag, a mode, a device setting) that the server
+	// refuses because it finds none (llamafile 0.6 llamafile/gpu.c: "fatal
+	// error: --n-gpu-layers %d was passed but no gpus were found"; later
+	// the warning "...; falling back to CPU inference"; a Python server's
+	// "CUDA requested but no GPUs were found"): the failure of the profile
+	// that wanted the accelerator, at launch
+	{Text: "but no ", Pattern: regexp.MustCompile(`(?i)\b(passed|requested|specified|set|enabled|configured|required?s?)\b.{0,60}\bbut no (usable |compatible |supported )?(GPUs?|CUDA devices?|accelerators?) (was |were )?(found|detected|available)\b`),
+		Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	// Triton's launcher (python/triton/runtime/errors.py OutOfResources:
 	// "out of resource: shared memory, Required: N, Hardware limit: M"):
 	// the kernel's block configuration needs more shared memory per block
 	// than this GPU has, a configuration tuned for another GPU
 	{Text: "out of resource: shared memory", Class: failure.ClassGPUArchUnsupported},
+	// a kernel library's dispatch that has no instantiation for the shape
+	// asked (FlashInfer csrc/sparse_mla_sm120.cu: "Unsupported sparse-MLA
+	// prefill configuration: model=DSV4 num_heads=16 topk=512 ..."): the
+	// build for this GPU lacks it, or the layout (heads per rank, page
+	// size) is one no GPU's build has, so weak with invalid_configuration
+	{Name: "gpu/kernel-unsupported-configuration", Text: "unsupported", Also: "configuration", Pattern: regexp.MustCompile(`(?i)\bunsupported\b[\w .-]{0,40}\b(mla|attention|attn|prefill|decode|kernel|gemm|fmha|moe)\b[\w .-]{0,20}\bconfiguration\b`),
+		Class: failure.ClassGPUArchUnsupported, Or: failure.ClassInvalidConfiguration},
 	// a kernel library's table of the chips it has code or tuning for,
 	// looked up by the GPU's name and without it (AMD aiter's chip_info:
 	// KeyError "Unknown GPU architecture: gfx1151. Supported
@@ -526,7 +541,11 @@ var metalFamily = family("metal", []Rule{
 	// line (an out of memory, a hang, a page fault), so a hint; alone it
 	// is most often the GPU out of memory, else the GPU job stopped.
 	{Text: "command buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*: (error: )?command buffer \d+ failed with status`), Class: failure.ClassGPUOOM, Tier: TierHint, Or: failure.ClassEngineDied},
-	{Text: "failed to allocate buffer", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*:.{0,40}failed to allocate buffer`), Class: failure.ClassGPUOOM},
+	// ggml-metal's buffer allocation; before the backend API (2023,
+	// ggml-metal.m ggml_metal_add_buffer: "%s: error: failed to allocate
+	// '%-16s' buffer, size = %8.2f MiB") the line names the buffer
+	// ('data', 'kv', 'alloc') between quotes.
+	{Text: "failed to allocate", Pattern: regexp.MustCompile(`(?i)ggml_metal\w*:.{0,40}failed to allocate ('[^']*'\s*)?buffer`), Class: failure.ClassGPUOOM},
 	// ggml-metal's warning before an allocation beyond what macOS lets the
 	// GPU hold: the abort that follows is its consequence.
 	{Text: "greater than the recommended max working set size", Class: failure.ClassGPUOOM, Tier: TierHint},

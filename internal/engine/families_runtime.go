@@ -158,6 +158,11 @@ var fsFamily = family("fs", []Rule{
 	// NAME: decompression resulted in return code -1!"): the write
 	// failed, a full /tmp of earlier runs' _MEI folders the usual cause
 	{Text: "decompression resulted in return code", Also: "Failed to extract", Class: failure.ClassDiskFull, NextStep: pyinstallerTmpStep},
+	// a listener refused its address with EACCES (asyncio's "[Errno 13]
+	// error while attempting to bind on address ('127.0.0.1', 5000)"):
+	// a privileged port, or on Windows (WSAEACCES) a port another
+	// process holds exclusively or the system reserved, so weak
+	{Name: "fs/errno-13-bind", Text: "[Errno 13]", Also: "bind", Pattern: regexp.MustCompile(`(?i)\[Errno 13\].{0,40}\bbind\b`), Class: failure.ClassPermissionDenied, Or: failure.ClassPortInUse},
 	{Text: "Permission denied", Class: failure.ClassPermissionDenied},
 	{Text: "[Errno 13]", Class: failure.ClassPermissionDenied},
 	{Text: "EACCES", Class: failure.ClassPermissionDenied},

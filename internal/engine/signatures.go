@@ -128,6 +128,13 @@ var pythonSignatures = family("python", []Rule{
 	{Text: "Error in inspecting model architecture", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 	{Text: "failed to be inspected", Class: failure.ClassModelLoadFailed, Tier: TierHint},
 	{Text: "must be divisible by", Pattern: regexp.MustCompile(`(?i)(heads|num_heads|attention heads|hidden.size|vocab).{0,80}must be divisible by`), Class: failure.ClassModelLoadFailed},
+	// a size setting's granularity check (exllamav2 generator/dynamic.py:
+	// "cache.max_seq_len must be multiple of 256, received 2047",
+	// "max_chunk_size must be multiple of 256, received None"): the value
+	// given, or one derived from it, is refused; an assertion, so a defect
+	// of the engine is the other reading
+	{Text: "multiple of", Pattern: regexp.MustCompile(`(?i)\b\w*(size|len|length|tokens)\b.{0,20}\bmust be (a )?multiple of \d+`),
+		Class: failure.ClassInvalidConfiguration, Or: failure.ClassEngineDied},
 	{Text: "could not load model", Pattern: regexp.MustCompile(`(?i)no such file or directory|not found`), Class: failure.ClassModelLoadFailed},
 	// LocalAI: the gRPC backend process died before answering (its own
 	// stderr, relayed, says why when it said anything)

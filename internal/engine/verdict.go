@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -299,6 +300,11 @@ func (v *verdict) requestPhase() {
 	}
 }
 
+// reBindFailure: a listener that could not bind its address, whatever
+// the class its words give (EACCES on a reserved port is
+// permission_denied): the start-up's own failure, no request's.
+var reBindFailure = regexp.MustCompile(`(?i)\b(while attempting to bind|bind\(\) failed|failed to bind|could not bind|cannot bind)\b`)
+
 // failedOnRequest reports a failure after the server said it was up,
 // with no request line in the log: the phase is inference, not
 // ready_wait. An engine does no device work after it listens but for a
@@ -317,7 +323,7 @@ func (v *verdict) failedOnRequest() bool {
 		return false
 	}
 	switch {
-	case f.Class == failure.ClassPortInUse, f.Class == failure.ClassInvalidConfiguration:
+	case f.Class == failure.ClassPortInUse, f.Class == failure.ClassInvalidConfiguration, reBindFailure.MatchString(v.cand.line):
 		return false
 	}
 	if v.cand.tier > 0 {
