@@ -651,7 +651,7 @@ func (g *SemanticGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) er
 		if c, err = corpus.Load(g.Corpus); err == nil {
 			var cand *semanticSide
 			cand, err = g.runSide(ctx, c, semanticTarget{Backend: h.Candidate.Name, BaseURL: r.Profile.BaseURL, Model: r.Profile.Model, profile: r.Profile},
-				filepath.Join(h.Dir, "semantic", h.GateID, "candidate-"+safeName(h.Candidate.Name)), h)
+				semanticCandidateDir(h.Dir, h.GateID, h.Candidate.Name), h)
 			if err != nil {
 				err = fmt.Errorf("semantic: candidate: %w", err)
 			} else {
@@ -846,6 +846,27 @@ func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // safeName keeps a backend name usable as a directory name.
+// semanticCandidateDir is the folder of the semantic gate's candidate
+// extraction in the campaign's evidence folder dir:
+// semantic/<gate id>/candidate-<profile>, without stutters (issue 26,
+// T20): a gate whose id is its kind (a [[gates]] without id) gets no
+// folder of its own (semantic/candidate-<profile>), and a profile named
+// candidate-... is not prefixed again (semantic/candidate-weak, not
+// semantic/semantic/candidate-candidate-weak). The evidence records the
+// folder (semantic.paths.candidate) and its readers take it from there,
+// so evidence written under the older layout still finds its files.
+func semanticCandidateDir(dir, gateID, profile string) string {
+	dir = filepath.Join(dir, "semantic")
+	if gateID != "" && gateID != "semantic" {
+		dir = filepath.Join(dir, gateID)
+	}
+	name := safeName(profile)
+	if name != "candidate" && !strings.HasPrefix(name, "candidate-") {
+		name = "candidate-" + name
+	}
+	return filepath.Join(dir, name)
+}
+
 func safeName(s string) string {
 	if s == "" {
 		return "unnamed"
