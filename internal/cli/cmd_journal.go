@@ -15,6 +15,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/shellquote"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 func init() { registerCommand(newJournalCmd) }
@@ -296,9 +297,9 @@ func runJournalBuild(_ context.Context, g *Globals, jo *journalOpts, o *journalB
 			return fmt.Errorf("journal build: site built, but: %w", err)
 		}
 	}
-	fmt.Fprintf(g.Stdout, "built %s and %s into %s (%d files, %s); %s records %s\n",
-		journalPlural(res.Entries, "entry", "entries"), journalPlural(res.Aliases, "alias", "aliases"), o.Out, res.Files,
-		elapsed.Round(time.Millisecond), journal.PublishedFile, journalPlural(len(pub.Entries), "published entry", "published entries"))
+	fmt.Fprintf(g.Stdout, "built %s and %s into %s (%s, %s); %s records %s\n",
+		termtext.Plural(res.Entries, "entry", "entries"), termtext.Plural(res.Aliases, "alias", "aliases"), o.Out, termtext.Plural(res.Files, "file", "files"),
+		elapsed.Round(time.Millisecond), journal.PublishedFile, termtext.Plural(len(pub.Entries), "published entry", "published entries"))
 	return nil
 }
 
@@ -352,15 +353,7 @@ func runJournalCheck(_ context.Context, g *Globals, jo *journalOpts, o *journalC
 	if len(r.Problems) > 0 {
 		return FailedError(fmt.Errorf("journal check: %d problem(s) in %s", len(r.Problems), jo.Dir))
 	}
-	fmt.Fprintf(g.Stdout, "journal OK: %s, %s; %s and %s checked\n", journalPlural(r.Entries, "entry", "entries"),
-		journalPlural(r.Aliases, "alias", "aliases"), journalPlural(r.Pages, "page", "pages"), journalPlural(r.Links, "internal link", "internal links"))
+	fmt.Fprintf(g.Stdout, "journal OK: %s, %s; %s and %s checked\n", termtext.Plural(r.Entries, "entry", "entries"),
+		termtext.Plural(r.Aliases, "alias", "aliases"), termtext.Plural(r.Pages, "page", "pages"), termtext.Plural(r.Links, "internal link", "internal links"))
 	return nil
-}
-
-// journalPlural is "1 entry" or "3 entries".
-func journalPlural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
