@@ -26,6 +26,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/stats"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // profileClient returns the extraction client of profile p
@@ -786,8 +787,8 @@ func (g *SemanticGate) compare(c *corpus.Corpus, cand, prod *semanticSide, cache
 	r.Passed = r.Outcome == evidence.StatusPassed
 	r.CandidateRejects = topRejects(cand.extractionDirs()...)
 	r.ProductionRejects = topRejects(prod.extractionDirs()...)
-	r.Summary = fmt.Sprintf("Corpus %s (%d documents): candidate F1 %.3f, grounding %.3f; production F1 %.3f, grounding %.3f (tolerance %.2f%s).",
-		r.CorpusName, len(r.Differences), cs.F1, cs.GroundingRate, ps.F1, ps.GroundingRate, r.Tolerance, cachedNote(cached))
+	r.Summary = fmt.Sprintf("Corpus %s (%s): candidate F1 %.3f, grounding %.3f; production F1 %.3f, grounding %.3f (tolerance %.2f%s).",
+		r.CorpusName, termtext.Plural(len(r.Differences), "document", "documents"), cs.F1, cs.GroundingRate, ps.F1, ps.GroundingRate, r.Tolerance, cachedNote(cached))
 	return r, nil
 }
 
@@ -836,7 +837,8 @@ func decisionWords(d stats.Difference, margin float64, out stats.Outcome) string
 		return fmt.Sprintf("worse than production by more than %.2f: at %s confidence the difference is at most %s", margin, conf, stats.Signed(d.Upper, 3))
 	}
 	if k := stats.MinDocuments(d.Confidence); d.Documents < k {
-		return fmt.Sprintf("cannot tell: %d documents are fewer than the %d a paired comparison at %s needs to decide anything", d.Documents, k, conf)
+		return fmt.Sprintf("cannot tell: %s %s fewer than the %d a paired comparison at %s needs to decide anything",
+			termtext.Plural(d.Documents, "document", "documents"), plural(d.Documents, "is", "are"), k, conf)
 	}
 	return fmt.Sprintf("cannot tell: the difference lies between %s and %s (%s bounds), which holds the margin %s; more documents would decide", stats.Signed(d.Lower, 3), stats.Signed(d.Upper, 3), conf, stats.Signed(-margin, 2))
 }
