@@ -13,6 +13,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/production"
 	"github.com/hiro-dev/hiro/internal/ramp"
 	"github.com/hiro-dev/hiro/internal/shellquote"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // Headline is the one sentence a switch's record tells: "Production
@@ -55,7 +56,7 @@ func Summary(r *production.Record) string {
 	var b strings.Builder
 	switch r.Outcome {
 	case production.OutcomeSwitched:
-		fmt.Fprintf(&b, "%s was started and verified ready (%s); the %d steps took %s.", label(r.To), verifiedText(r.Verified), len(r.Steps), took)
+		fmt.Fprintf(&b, "%s was started and verified ready (%s); the %s took %s.", label(r.To), verifiedText(r.Verified), termtext.Plural(len(r.Steps), "step", "steps"), took)
 		if r.Ramp != nil {
 			fmt.Fprintf(&b, " The router moved the traffic step by step (%s), and the live comparison let each step advance.", shares(r.Ramp))
 		}
