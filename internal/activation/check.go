@@ -93,16 +93,18 @@ type Accept struct {
 // EvidencePath returns the private evidence file for arg: a campaign's
 // evidence folder, its evidence.private.json, or its public evidence.json
 // (whose private sibling is used: the effective profile is private).
+// The folder is resolved by evidence.File, as evidence verify and journal
+// add resolve theirs.
 func EvidencePath(arg string) (string, error) {
-	st, err := os.Stat(arg)
+	p, err := evidence.File(arg, evidence.PrivateFile, evidence.PublicFile)
+	if errors.Is(err, evidence.ErrNoEvidenceFile) {
+		return "", err
+	}
 	if err != nil {
 		return "", fmt.Errorf("evidence %s: %w", arg, err)
 	}
-	p := arg
-	if st.IsDir() {
-		p = filepath.Join(arg, evidence.PrivateFile)
-	} else if filepath.Base(arg) == evidence.PublicFile {
-		p = filepath.Join(filepath.Dir(arg), evidence.PrivateFile)
+	if filepath.Base(p) == evidence.PublicFile {
+		p = filepath.Join(filepath.Dir(p), evidence.PrivateFile)
 	}
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("evidence %s: the private evidence %s is needed (it records what ran): %w", arg, p, err)

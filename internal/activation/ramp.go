@@ -12,6 +12,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/ramp"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // A progressive activation (`hiro activate --progressive`, docs/shadow.md
@@ -126,7 +127,7 @@ func (s *switcher) progressive(ctx context.Context) string {
 		return "the router did not ramp: " + err.Error()
 	}
 	if res.State == evidence.RampCompleted {
-		s.step(name, t0, true, fmt.Sprintf("%d steps (%s), every check passed at each", len(res.History), shares(res)))
+		s.step(name, t0, true, fmt.Sprintf("%s (%s), every check passed at each", termtext.Plural(len(res.History), "step", "steps"), shares(res)))
 		return s.candidateAtSwitch(ctx)
 	}
 	if res.State == evidence.RampRamping {
@@ -233,7 +234,7 @@ func rampJournal(r *evidence.RampResult) (journal.Section, journal.ValidationRow
 
 // sampleWords is one side's requests of a step in words.
 func sampleWords(s evidence.RampSample) string {
-	out := fmt.Sprintf("%d requests, %d failed", s.Requests, s.Errors)
+	out := fmt.Sprintf("%s, %d failed", termtext.Plural(s.Requests, "request", "requests"), s.Errors)
 	if s.Checked > 0 {
 		out += fmt.Sprintf(", %d of %d checked replies invalid", s.Invalid, s.Checked)
 	}

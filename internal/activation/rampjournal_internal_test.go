@@ -52,3 +52,10 @@ func TestSummaryNamesActionsApartFromRampSteps(t *testing.T) {
 		t.Errorf("failed summary %q", s)
 	}
 }
+
+// One request is "1 request" in a ramp step's words (issue 26, T2).
+func TestSampleWordsOneRequestAgrees(t *testing.T) {
+	if got := sampleWords(evidence.RampSample{Requests: 1}); !strings.HasPrefix(got, "1 request, 0 failed") {
+		t.Errorf("sampleWords of one request = %q", got)
+	}
+}

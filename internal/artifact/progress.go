@@ -1,10 +1,10 @@
 package artifact
 
 import (
-	"fmt"
 	"io"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/termtext"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
@@ -33,7 +33,7 @@ type barProgress struct {
 func (p *barProgress) Start(totalBytes int64, files int) {
 	p.bar = progressbar.NewOptions64(totalBytes,
 		progressbar.OptionSetWriter(p.w),
-		progressbar.OptionSetDescription(fmt.Sprintf("%s %d files", p.desc, files)),
+		progressbar.OptionSetDescription(p.desc+" "+termtext.Plural(files, "file", "files")),
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowTotalBytes(true),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hiro-dev/hiro/internal/shellquote"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // ReportSchemaID is the value of Report.Schema (the --json output of
@@ -233,7 +234,7 @@ func sameBytes(e *entry, b []byte) bool {
 // directory quoted as a shell word when it needs quotes).
 func (r *Report) Summary() string {
 	if r.OK {
-		return fmt.Sprintf("artifact ok in %s: %d files, %s, %s@%s, %s", shellquote.Quote(filepath.Clean(r.Dir)), r.Files, HumanBytes(r.Bytes), r.Repo, r.Revision, r.Digest)
+		return fmt.Sprintf("artifact ok in %s: %s, %s, %s@%s, %s", shellquote.Quote(filepath.Clean(r.Dir)), termtext.Plural(r.Files, "file", "files"), HumanBytes(r.Bytes), r.Repo, r.Revision, r.Digest)
 	}
 	return fmt.Sprintf("artifact drift in %s: %s", shellquote.Quote(filepath.Clean(r.Dir)), r.DriftCounts())
 }

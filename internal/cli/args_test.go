@@ -24,7 +24,7 @@ func TestArgumentCountMessages(t *testing.T) {
 		{[]string{"backend", "status", "a", "b"}, "hiro: backend status: give at most one backend profile name, none for every backend (got 2 arguments"},
 		{[]string{"qualify"}, "hiro: qualify: give the path of one campaign plan, a TOML file (got 0 arguments), e.g. hiro qualify examples/demo/plan.toml --check\n"},
 		{[]string{"activate"}, "hiro: activate: give the evidence folder or evidence.json of the campaign"},
-		{[]string{"journal", "add"}, "hiro: journal add: give the public evidence.json of one campaign (got 0 arguments), e.g. hiro journal add "},
+		{[]string{"journal", "add"}, "hiro: journal add: give the public evidence.json of one campaign, or its evidence folder (got 0 arguments), e.g. hiro journal add "},
 		{[]string{"corpus", "verify"}, "hiro: corpus verify: give exactly one corpus directory (got 0 arguments), e.g. hiro corpus verify corpora/fc6\n"},
 		{[]string{"corpus", "import", "factcheck-gpt"}, `hiro: corpus import: give the format and the file (got 1 argument: "factcheck-gpt"), e.g. hiro corpus import factcheck-gpt `},
 		{[]string{"artifact", "verify"}, "hiro: artifact verify: give exactly one manifest file (got 0 arguments), e.g. hiro artifact verify model.manifest.json --dir DIR\n"},

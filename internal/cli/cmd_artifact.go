@@ -12,6 +12,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/artifact"
 	"github.com/hiro-dev/hiro/internal/shellquote"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 func init() { registerCommand(newArtifactCmd) }
@@ -107,8 +108,8 @@ func runArtifactPin(ctx context.Context, g *Globals, o *artifactPinOpts) error {
 	if err := artifact.Write(o.Out, m); err != nil {
 		return FailedError(fmt.Errorf("artifact pin: %w", err))
 	}
-	fmt.Fprintf(g.Stdout, "pinned %s@%s: %d files, %s, %s -> %s\n",
-		m.Repo, m.Revision, len(m.Files), artifact.HumanBytes(m.TotalBytes), m.Digest, o.Out)
+	fmt.Fprintf(g.Stdout, "pinned %s@%s: %s, %s, %s -> %s\n",
+		m.Repo, m.Revision, termtext.Plural(len(m.Files), "file", "files"), artifact.HumanBytes(m.TotalBytes), m.Digest, o.Out)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/account"
 	"github.com/hiro-dev/hiro/internal/atomicfile"
 	"github.com/hiro-dev/hiro/internal/corpus"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 func init() { registerCommand(newCorpusCmd) }
@@ -102,8 +103,8 @@ func runCorpusImport(_ context.Context, g *Globals, o *corpusImportOpts, file st
 	if g.JSON {
 		return claimsPrintJSON(g, m)
 	}
-	fmt.Fprintf(g.Stdout, "imported %d of %d sources, %d gold claims -> %s (digest %s)\n",
-		m.Documents, m.Source.Available, m.GoldClaims, o.Out, m.Digest)
+	fmt.Fprintf(g.Stdout, "imported %d of %s, %s -> %s (digest %s)\n",
+		m.Documents, termtext.Plural(m.Source.Available, "source", "sources"), termtext.Plural(m.GoldClaims, "gold claim", "gold claims"), o.Out, m.Digest)
 	return nil
 }
 

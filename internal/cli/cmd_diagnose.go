@@ -22,6 +22,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 func init() { registerCommand(newDiagnoseCmd) }
@@ -400,7 +401,7 @@ func runDiagnoseCoverage(_ context.Context, g *Globals, dirs []string) error {
 		if err := cv.Write(g.Stdout); err != nil {
 			return err
 		}
-		fmt.Fprintf(g.Stdout, "\n%d of %d cases right (class, phase, root-cause line, facts and serving device) in %s\n", rep.Right, rep.Cases, strings.Join(dirs, ", "))
+		fmt.Fprintf(g.Stdout, "\n%d of %s right (class, phase, root-cause line, facts and serving device) in %s\n", rep.Right, termtext.Plural(rep.Cases, "case", "cases"), strings.Join(dirs, ", "))
 		fmt.Fprintf(g.Stdout, "confidence: %s\n", cv.ConfidenceText())
 		for _, m := range rep.Wrong {
 			fmt.Fprintf(g.Stdout, "wrong: %s/%s (%s): %s\n", m.Set, m.Log, m.Engine, m.Misses)

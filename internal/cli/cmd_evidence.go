@@ -23,10 +23,11 @@ func newEvidenceCmd(g *Globals) *cobra.Command {
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	cmd.AddCommand(&cobra.Command{
-		Use:   "verify FILE",
+		Use:   "verify FILE|FOLDER",
 		Short: "Verify a signature on evidence or a record, and whose key it is",
 		Long: `Verify the Ed25519 signature embedded in FILE (public or private evidence, an
-activation record, a journal's copy of evidence): it covers the canonical bytes
+activation record, a journal's copy of evidence; a campaign's evidence folder
+stands for the evidence.json in it, as 'hiro activate' takes it): it covers the canonical bytes
 of the whole document without the signature (docs/reliability.md, "Signatures"), so any edit after
 signing breaks it. The document carries its signer's public key: anyone can
 verify it with this command alone, and the output says whether the key is in
@@ -37,13 +38,19 @@ statuses and failures: a file edited by hand) is refused first, naming the field
 
 Exit status: 0 the signature verifies (trusted or not: the output says); 1
 evidence that contradicts itself, unsigned, or the signature does not verify; 2 bad usage (no such file).`,
-		Args: needArgs(1, 1, "the evidence file", "hiro evidence verify .hiro/evidence/demo/<id>/evidence.json"),
+		Args: needArgs(1, 1, "the evidence file or a campaign's evidence folder", "hiro evidence verify .hiro/evidence/demo/<id>/evidence.json"),
 		RunE: func(c *cobra.Command, args []string) error { return runEvidenceVerify(g, args[0]) },
 	})
 	return cmd
 }
 
-func runEvidenceVerify(g *Globals, path string) error {
+func runEvidenceVerify(g *Globals, arg string) error {
+	// A campaign's evidence folder, as activate takes it: its public
+	// evidence.json (else the private one), named in the output.
+	path, err := evidence.File(arg, evidence.PublicFile, evidence.PrivateFile)
+	if err != nil {
+		return UsageError(fmt.Errorf("evidence verify: %w", err))
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return UsageError(fmt.Errorf("evidence verify: %w", err))

@@ -20,6 +20,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/qualify"
 	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/shellquote"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 func init() { registerCommand(newExtractCmd) }
@@ -47,7 +48,9 @@ func newExtractCmd(g *Globals) *cobra.Command {
 the backend for the claims of each sentence, with two sentences before and
 one after as context and the Markdown heading path. PATHS are files or
 directories (.txt, .md, .markdown; document id: the path relative to the
-directory given, or the file's name); --corpus reads a frozen corpus instead
+directory given, or the file's name); a file named with another extension is
+refused, as corpus freeze refuses it, and the files a directory's walk leaves
+out are named on stderr; --corpus reads a frozen corpus instead
 (document id: its corpus id). The backend is a profile of the configuration,
 production by default.
 
@@ -157,8 +160,14 @@ func runExtract(ctx context.Context, g *Globals, o *extractOpts, paths []string)
 		input.Corpus, _ = filepath.Abs(o.Corpus)
 		input.CorpusName, input.CorpusDigest = c.Manifest.Name, c.Manifest.Digest
 	} else {
-		if docs, err = corpus.LoadPathsBounded(paths, int64(o.MaxDocBytes)+1); err != nil {
+		var leftOut []string
+		if docs, leftOut, err = corpus.LoadPathsLeftOut(paths, int64(o.MaxDocBytes)+1); err != nil {
 			return UsageError(fmt.Errorf("extract: %w", err))
+		}
+		// A folder's files that are not documents are not sent; say which,
+		// so that a .png beside the notes is not a silent loss.
+		if note := corpus.LeftOutNote(leftOut); note != "" {
+			fmt.Fprintf(g.Stderr, "hiro: extract: %s\n", termtext.Escape(note))
 		}
 		for _, p := range paths {
 			abs, err := filepath.Abs(p)

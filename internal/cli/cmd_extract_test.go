@@ -413,3 +413,23 @@ func TestExtractSummaryPlurals(t *testing.T) {
 		t.Errorf("merge summary %q, want %q", got, want)
 	}
 }
+
+// A named file that is not a document is refused before anything is sent
+// (the rule corpus freeze applies); a folder's files that are not
+// documents are named on stderr, not dropped in silence (issue 26, T18).
+func TestExtractRefusesANamedNonDocumentAndNamesTheLeftOut(t *testing.T) {
+	srv, n := echoEngine(t, 0)
+	cfg := claimsConfig(t, srv.URL)
+	docs := t.TempDir()
+	os.WriteFile(filepath.Join(docs, "library.md"), []byte("Marta Olsen founded the Olsen Bakery in Tromvik in 1952.\n"), 0o644)
+	pic := filepath.Join(docs, "pic.png")
+	os.WriteFile(pic, []byte("x\n"), 0o644)
+	code, stdout, stderr := claimsCLI(t, "--config", cfg, "extract", pic, "--out", filepath.Join(t.TempDir(), "out"))
+	if code != ExitUsage || !strings.Contains(stderr, pic+": not a document (.txt, .md or .markdown)") || n.Load() != 0 {
+		t.Errorf("extract of a .png: exit %d, %d requests, want %d and 0 naming it\n%s%s", code, n.Load(), ExitUsage, stdout, stderr)
+	}
+	code, stdout, stderr = claimsCLI(t, "--config", cfg, "extract", docs, "--out", filepath.Join(t.TempDir(), "out"))
+	if code != ExitOK || !strings.Contains(stderr, "hiro: extract: left out 1 file that is not a document (.txt, .md or .markdown): "+pic+"\n") {
+		t.Errorf("extract of a folder with a .png: exit %d, want 0 naming the .png left out\n%s%s", code, stdout, stderr)
+	}
+}

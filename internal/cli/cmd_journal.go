@@ -12,8 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hiro-dev/hiro/internal/config"
+	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/journal"
 	"github.com/hiro-dev/hiro/internal/shellquote"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 func init() { registerCommand(newJournalCmd) }
@@ -173,8 +175,8 @@ func newJournalAddCmd(g *Globals, jo *journalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "add EVIDENCE [--trust-unsigned]",
 		Short: "Make a journal entry from a campaign's public evidence JSON",
-		Long: `Validates EVIDENCE (the public evidence.json of a 'hiro qualify' campaign)
-against the evidence schema, copies it into the journal's evidence/ folder and
+		Long: `Validates EVIDENCE (the public evidence.json of a 'hiro qualify' campaign, or
+the campaign's evidence folder holding it) against the evidence schema, copies it into the journal's evidence/ folder and
 writes an entry from it: title and summary from the campaign and its report,
 sections from the report, the validation table from the gates, next steps.
 The private copy is refused.
@@ -184,7 +186,7 @@ refused); the entry records the signer's key, and a key not in your trust
 list ('hiro trust') is published with a warning. Evidence without a
 signature (from a hiro older than signing) needs --trust-unsigned, and the
 entry says it was added so.`,
-		Args: needArgs(1, 1, "the public evidence.json of one campaign", "hiro journal add .hiro/evidence/demo/<id>/evidence.json"),
+		Args: needArgs(1, 1, "the public evidence.json of one campaign, or its evidence folder", "hiro journal add .hiro/evidence/demo/<id>/evidence.json"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runJournalAdd(c.Context(), g, jo, args)
 		},
@@ -198,20 +200,23 @@ func runJournalAdd(_ context.Context, g *Globals, jo *journalOpts, args []string
 	if err := jo.resolve(g); err != nil {
 		return err
 	}
-	if _, err := os.Stat(args[0]); err != nil {
+	// A campaign's evidence folder stands for its public evidence.json,
+	// resolved as activate and evidence verify resolve theirs.
+	path, err := evidence.File(args[0], evidence.PublicFile)
+	if err != nil {
 		return UsageErrorf("journal add: %w", err)
 	}
 	j, err := journal.Open(jo.Dir)
 	if err != nil {
 		return UsageErrorf("journal add: %w", err)
 	}
-	rel, err := j.AddFromEvidence(args[0], journal.AddOptions{TrustUnsigned: jo.TrustUnsigned,
+	rel, err := j.AddFromEvidence(path, journal.AddOptions{TrustUnsigned: jo.TrustUnsigned,
 		Warn: func(w string) { fmt.Fprintf(g.Stderr, "hiro: WARNING: journal add: %s\n", w) }})
 	if err != nil {
 		// Bad, private, unfinished or already-added evidence: the input is wrong.
 		return UsageErrorf("journal add: %w", err)
 	}
-	fmt.Fprintf(g.Stdout, "created %s/%s from %s\n", strings.TrimSuffix(jo.Dir, "/"), rel, args[0])
+	fmt.Fprintf(g.Stdout, "created %s/%s from %s\n", strings.TrimSuffix(jo.Dir, "/"), rel, path)
 	return nil
 }
 
@@ -292,9 +297,9 @@ func runJournalBuild(_ context.Context, g *Globals, jo *journalOpts, o *journalB
 			return fmt.Errorf("journal build: site built, but: %w", err)
 		}
 	}
-	fmt.Fprintf(g.Stdout, "built %s and %s into %s (%d files, %s); %s records %s\n",
-		journalPlural(res.Entries, "entry", "entries"), journalPlural(res.Aliases, "alias", "aliases"), o.Out, res.Files,
-		elapsed.Round(time.Millisecond), journal.PublishedFile, journalPlural(len(pub.Entries), "published entry", "published entries"))
+	fmt.Fprintf(g.Stdout, "built %s and %s into %s (%s, %s); %s records %s\n",
+		termtext.Plural(res.Entries, "entry", "entries"), termtext.Plural(res.Aliases, "alias", "aliases"), o.Out, termtext.Plural(res.Files, "file", "files"),
+		elapsed.Round(time.Millisecond), journal.PublishedFile, termtext.Plural(len(pub.Entries), "published entry", "published entries"))
 	return nil
 }
 
@@ -348,15 +353,7 @@ func runJournalCheck(_ context.Context, g *Globals, jo *journalOpts, o *journalC
 	if len(r.Problems) > 0 {
 		return FailedError(fmt.Errorf("journal check: %d problem(s) in %s", len(r.Problems), jo.Dir))
 	}
-	fmt.Fprintf(g.Stdout, "journal OK: %s, %s; %s and %s checked\n", journalPlural(r.Entries, "entry", "entries"),
-		journalPlural(r.Aliases, "alias", "aliases"), journalPlural(r.Pages, "page", "pages"), journalPlural(r.Links, "internal link", "internal links"))
+	fmt.Fprintf(g.Stdout, "journal OK: %s, %s; %s and %s checked\n", termtext.Plural(r.Entries, "entry", "entries"),
+		termtext.Plural(r.Aliases, "alias", "aliases"), termtext.Plural(r.Pages, "page", "pages"), termtext.Plural(r.Links, "internal link", "internal links"))
 	return nil
-}
-
-// journalPlural is "1 entry" or "3 entries".
-func journalPlural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

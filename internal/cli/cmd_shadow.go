@@ -13,6 +13,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/shadow"
 	"github.com/hiro-dev/hiro/internal/stats"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 func init() { registerCommand(newShadowCmd) }
@@ -177,7 +178,7 @@ func runShadowStart(ctx context.Context, g *Globals, cand string, cfg shadow.Con
 		where = "NOT on this machine: mirrored requests (users' prompts) leave it (shadow_remote = true in its profile)"
 	}
 	fmt.Fprintf(g.Stdout, "shadow      mirroring %s of production %s's chat and completion requests to %s (%s)\n", pct(r.Share), r.Production, r.Candidate, where)
-	bounds := fmt.Sprintf("%d pairs", r.MaxPairs)
+	bounds := termtext.Plural(r.MaxPairs, "pair", "pairs")
 	if r.Duration != "" {
 		bounds += " or " + r.Duration
 	}
@@ -222,7 +223,7 @@ func runShadowCall(ctx context.Context, g *Globals, what string, call func(conte
 // listed did not add up).
 func scoredText(st *control.ShadowStatus) string {
 	r := st.Result
-	s := fmt.Sprintf("%d pairs scored", r.Pairs)
+	s := termtext.Plural(r.Pairs, "pair", "pairs") + " scored"
 	if n := r.Mirrored - int64(r.Pairs); n > 0 {
 		if st.Active {
 			s += fmt.Sprintf(", %d in flight (candidate answering)", n)
@@ -254,14 +255,14 @@ func printShadow(w io.Writer, st *control.ShadowStatus) {
 	if e := r.Extraction; e.Pairs > 0 {
 		// Claims are counted in the scored pairs' replies (a reply holds
 		// any number of them); schema-valid counts replies.
-		fmt.Fprintf(w, "extraction  %d pairs: their replies hold %d / %d claims (candidate / production), %d / %d grounded, %d / %d accepted; %d / %d replies schema-valid; agreement %.3f (reported, not gated)\n",
-			e.Pairs, e.CandidateClaims, e.ProductionClaims, e.CandidateGrounded, e.ProductionGrounded, e.CandidateAccepted, e.ProductionAccepted, e.CandidateSchemaValid, e.ProductionSchemaValid, e.Agreement)
+		fmt.Fprintf(w, "extraction  %s: their replies hold %d / %d claims (candidate / production), %d / %d grounded, %d / %d accepted; %d / %d replies schema-valid; agreement %.3f (reported, not gated)\n",
+			termtext.Plural(e.Pairs, "pair", "pairs"), e.CandidateClaims, e.ProductionClaims, e.CandidateGrounded, e.ProductionGrounded, e.CandidateAccepted, e.ProductionAccepted, e.CandidateSchemaValid, e.ProductionSchemaValid, e.Agreement)
 	}
 	if s := r.Structured; s.Pairs > 0 {
-		fmt.Fprintf(w, "structured  %d pairs: schema-valid %d / %d\n", s.Pairs, s.CandidateValid, s.ProductionValid)
+		fmt.Fprintf(w, "structured  %s: schema-valid %d / %d\n", termtext.Plural(s.Pairs, "pair", "pairs"), s.CandidateValid, s.ProductionValid)
 	}
 	if t := r.Text; t.Pairs > 0 {
-		fmt.Fprintf(w, "text        %d pairs: %d equal, %d equal once normalised (reported, not gated)\n", t.Pairs, t.Exact, t.Normalized)
+		fmt.Fprintf(w, "text        %s: %d equal, %d equal once normalised (reported, not gated)\n", termtext.Plural(t.Pairs, "pair", "pairs"), t.Exact, t.Normalized)
 	}
 	for _, c := range r.Comparisons {
 		note := ""
@@ -288,7 +289,7 @@ func seenUntil(st *control.ShadowStatus) string {
 	why := "it ended (" + r.Ended + ")"
 	switch r.Ended {
 	case "max_pairs":
-		why = fmt.Sprintf("it ended at max_pairs, %d pairs scored", r.MaxPairs)
+		why = "it ended at max_pairs, " + termtext.Plural(r.MaxPairs, "pair", "pairs") + " scored"
 	case "duration":
 		why = "it ended after its duration, " + r.Duration
 	case "command":

@@ -132,6 +132,42 @@ func TestLoadPaths(t *testing.T) {
 	}
 }
 
+// A file named that is not a document is refused by the rule corpus
+// freeze applies (NotDocument), and a folder's walk returns the files it
+// left out, which LeftOutNote names: count and the first few (issue 26,
+// T18).
+func TestLoadPathsNamesWhatIsNotADocument(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "notes.md"), []byte("# Notes"), 0o644)
+	for _, n := range []string{"a.png", "b.png", "c.png", "d.png"} {
+		os.WriteFile(filepath.Join(dir, n), []byte("x\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, ".hidden.png"), []byte("x"), 0o644)
+	pic := filepath.Join(dir, "a.png")
+	if _, err := LoadPaths([]string{pic}); err == nil || !strings.Contains(err.Error(), pic+": not a document (.txt, .md or .markdown)") {
+		t.Errorf("a named .png: err = %v, want %q", err, NotDocument(pic))
+	}
+	docs, leftOut, err := LoadPathsLeftOut([]string{dir}, -1)
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("LoadPathsLeftOut = %d docs, %v", len(docs), err)
+	}
+	want := []string{pic, filepath.Join(dir, "b.png"), filepath.Join(dir, "c.png"), filepath.Join(dir, "d.png")}
+	if !reflect.DeepEqual(leftOut, want) {
+		t.Errorf("left out %q, want %q (hidden entries are not listed)", leftOut, want)
+	}
+	note := LeftOutNote(leftOut)
+	if !strings.HasPrefix(note, "left out 4 files that are not documents (.txt, .md or .markdown): "+pic+", ") || !strings.HasSuffix(note, " and 1 more") {
+		t.Errorf("LeftOutNote = %q", note)
+	}
+	if n := LeftOutNote(leftOut[:1]); n != "left out 1 file that is not a document (.txt, .md or .markdown): "+pic {
+		t.Errorf("LeftOutNote of one = %q", n)
+	}
+	os.Remove(filepath.Join(dir, "notes.md"))
+	if _, err := LoadPaths([]string{dir}); err == nil || !strings.Contains(err.Error(), "left out 4 files") {
+		t.Errorf("a folder of images only: err = %v, want the files left out named", err)
+	}
+}
+
 func TestMiniCorpusFrozen(t *testing.T) {
 	if *update {
 		if _, err := Seal(miniDir, "hiro-mini", nil); err != nil {

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // Document is one input document.
@@ -32,9 +34,20 @@ type Document struct {
 	Size int64 `json:"-"`
 }
 
-// DocExtensions are the file extensions read as documents when walking a
-// directory; a file named explicitly is read whatever its extension.
+// DocExtensions are the file extensions of documents: a folder's walk
+// reads only those, and a file named with another is refused (NotDocument).
 var DocExtensions = []string{".txt", ".md", ".markdown"}
+
+// NotDocument is the one rule of what a document is, by extension, for
+// every command that takes documents (corpus freeze, extract): for a path
+// without one of DocExtensions, "PATH: not a document (.txt, .md or
+// .markdown)"; "" for a document.
+func NotDocument(path string) string {
+	if hasDocExt(path) {
+		return ""
+	}
+	return path + ": not a document (.txt, .md or .markdown)"
+}
 
 // IsMarkdownPath reports whether path names a Markdown file by extension.
 func IsMarkdownPath(path string) bool {
@@ -54,11 +67,11 @@ func DocID(rel string) string {
 }
 
 // LoadPaths reads the documents named by paths: a file is one document
-// (id: DocID of its base name); a directory is walked (files with
-// DocExtensions, in lexical order, hidden entries skipped; id: DocID of
-// the path relative to the directory). Documents come back sorted by id;
-// two documents with the same id (a.txt and a.md) are an error naming
-// both paths.
+// (id: DocID of its base name), refused when it is not a document by
+// NotDocument; a directory is walked (files with DocExtensions, in lexical
+// order, hidden entries skipped; id: DocID of the path relative to the
+// directory). Documents come back sorted by id; two documents with the
+// same id (a.txt and a.md) are an error naming both paths.
 func LoadPaths(paths []string) ([]Document, error) { return LoadPathsBounded(paths, -1) }
 
 // LoadPathsBounded is LoadPaths reading at most limit bytes of each
@@ -67,7 +80,15 @@ func LoadPaths(paths []string) ([]Document, error) { return LoadPathsBounded(pat
 // short one. A path that is not a regular file (a device such as
 // /dev/zero, a FIFO, a socket) is an error: its reading might never end.
 func LoadPathsBounded(paths []string, limit int64) ([]Document, error) {
-	var docs []Document
+	docs, _, err := LoadPathsLeftOut(paths, limit)
+	return docs, err
+}
+
+// LoadPathsLeftOut is LoadPathsBounded that also returns the files its
+// folder walks left out, in walk order: files that are not documents
+// (NotDocument) and entries that are not regular files (links, devices),
+// so that a caller can name them; hidden entries are not listed.
+func LoadPathsLeftOut(paths []string, limit int64) (docs []Document, leftOut []string, err error) {
 	seen := map[string]string{}
 	add := func(id, path string) error {
 		if prev, ok := seen[id]; ok {
@@ -84,11 +105,14 @@ func LoadPathsBounded(paths []string, limit int64) ([]Document, error) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("input %s: %w", p, err)
+			return nil, nil, fmt.Errorf("input %s: %w", p, err)
 		}
 		if !st.IsDir() {
+			if why := NotDocument(p); why != "" && st.Mode().IsRegular() {
+				return nil, nil, fmt.Errorf("input %s; give .txt, .md or .markdown files or folders holding them", why)
+			}
 			if err := add(DocID(filepath.Base(p)), p); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			continue
 		}
@@ -102,7 +126,11 @@ func LoadPathsBounded(paths []string, limit int64) ([]Document, error) {
 				}
 				return nil
 			}
-			if d.IsDir() || !d.Type().IsRegular() || !hasDocExt(path) {
+			if d.IsDir() {
+				return nil
+			}
+			if !d.Type().IsRegular() || !hasDocExt(path) {
+				leftOut = append(leftOut, path)
 				return nil
 			}
 			rel, err := filepath.Rel(p, path)
@@ -112,14 +140,37 @@ func LoadPathsBounded(paths []string, limit int64) ([]Document, error) {
 			return add(DocID(filepath.ToSlash(rel)), path)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("walk %s: %w", p, err)
+			return nil, nil, fmt.Errorf("walk %s: %w", p, err)
 		}
 	}
 	if len(docs) == 0 {
-		return nil, fmt.Errorf("%w in %s: give .txt or .md files or directories holding them", ErrNoDocuments, strings.Join(paths, ", "))
+		note := ""
+		if len(leftOut) > 0 {
+			note = "; " + LeftOutNote(leftOut)
+		}
+		return nil, nil, fmt.Errorf("%w in %s: give .txt or .md files or directories holding them%s", ErrNoDocuments, strings.Join(paths, ", "), note)
 	}
 	sort.Slice(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })
-	return docs, nil
+	return docs, leftOut, nil
+}
+
+// leftOutShown is how many left-out paths LeftOutNote names.
+const leftOutShown = 3
+
+// LeftOutNote says what a folder walk left out (LoadPathsLeftOut): "left
+// out 1 file that is not a document (.txt, .md or .markdown): a.png", the
+// first few paths and how many more; "" for none.
+func LeftOutNote(leftOut []string) string {
+	if len(leftOut) == 0 {
+		return ""
+	}
+	shown := leftOut
+	more := ""
+	if len(shown) > leftOutShown {
+		shown, more = shown[:leftOutShown], fmt.Sprintf(" and %d more", len(leftOut)-leftOutShown)
+	}
+	what := termtext.Plural(len(leftOut), "file that is not a document", "files that are not documents")
+	return fmt.Sprintf("left out %s (.txt, .md or .markdown): %s%s", what, strings.Join(shown, ", "), more)
 }
 
 func hasDocExt(path string) bool {

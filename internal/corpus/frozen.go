@@ -484,8 +484,8 @@ func Freeze(dir, name string) (m *Manifest, previous string, err error) {
 		switch {
 		case strings.HasPrefix(f.Path, DocsDir+"/"):
 			rel := strings.TrimPrefix(f.Path, DocsDir+"/")
-			if !hasDocExt(rel) {
-				problems = append(problems, fmt.Sprintf("%s: not a document (.txt, .md or .markdown)", f.Path))
+			if why := NotDocument(f.Path); why != "" {
+				problems = append(problems, why)
 				continue
 			}
 			if p := docTextProblem(filepath.Join(dir, filepath.FromSlash(f.Path)), f.Path); p != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/shellquote"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // Shard is a deterministic slice of the documents: Index in [0, Count).
@@ -107,7 +108,8 @@ func Merge(dst string, dirs []string) (*MergeSummary, error) {
 			return nil, fmt.Errorf("merge: %s and %s are not shards of one run: %s", dirs[0], dir, d)
 		}
 		if info.Shard.Count != len(dirs) {
-			return nil, fmt.Errorf("merge: %s is shard %s of %d, but %d directories were given; give every shard of the run once", dir, info.Shard, info.Shard.Count, len(dirs))
+			given := termtext.Plural(len(dirs), "directory was", "directories were")
+			return nil, fmt.Errorf("merge: %s is shard %s of %d, but %s given; give every shard of the run once", dir, info.Shard, info.Shard.Count, given)
 		}
 		if prev, dup := seen[info.Shard.Index]; dup {
 			return nil, fmt.Errorf("merge: %s and %s are both shard %s", prev, dir, info.Shard)
@@ -118,7 +120,7 @@ func Merge(dst string, dirs []string) (*MergeSummary, error) {
 			return nil, fmt.Errorf("merge: %w", err)
 		}
 		if len(got) != info.Shard.Documents {
-			return nil, fmt.Errorf("merge: %s (shard %s) has committed %d of its %d documents; finish it first (rerun its hiro extract command, which resumes)", dir, info.Shard, len(got), info.Shard.Documents)
+			return nil, fmt.Errorf("merge: %s (shard %s) has committed %d of its %s; finish it first (rerun its hiro extract command, which resumes)", dir, info.Shard, len(got), termtext.Plural(info.Shard.Documents, "document", "documents"))
 		}
 		docs = append(docs, got...)
 	}

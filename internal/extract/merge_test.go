@@ -1,7 +1,11 @@
 package extract
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +42,19 @@ func TestShardPartition(t *testing.T) {
 		if _, err := ParseShard(s); err == nil {
 			t.Errorf("ParseShard(%q) accepted", s)
 		}
+	}
+}
+
+// Counts of 1 agree with their noun (issue 26, T2): one shard of two
+// given is "1 directory was given".
+func TestMergeOneDirectoryAgrees(t *testing.T) {
+	dir := t.TempDir()
+	b, _ := json.Marshal(RunInfo{Shard: &Shard{Index: 0, Count: 2, Documents: 1}})
+	if err := os.WriteFile(filepath.Join(dir, RunFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Merge(filepath.Join(t.TempDir(), "merged"), []string{dir})
+	if err == nil || !strings.Contains(err.Error(), "but 1 directory was given; give every shard") {
+		t.Errorf("Merge of one shard of two: %v, want \"1 directory was given\"", err)
 	}
 }

@@ -1,10 +1,10 @@
 package extract
 
 import (
-	"fmt"
 	"io"
 	"time"
 
+	"github.com/hiro-dev/hiro/internal/termtext"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
@@ -31,7 +31,7 @@ type barProgress struct {
 func (p *barProgress) Start(total, reused int) {
 	desc := "extracting sentences"
 	if reused > 0 {
-		desc = fmt.Sprintf("extracting sentences (%d documents reused)", reused)
+		desc = "extracting sentences (" + termtext.Plural(reused, "document", "documents") + " reused)"
 	}
 	p.bar = progressbar.NewOptions(total,
 		progressbar.OptionSetWriter(p.w),

@@ -17,6 +17,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/prompt"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // Defaults of Options.
@@ -471,7 +472,7 @@ func Run(ctx context.Context, docs []corpus.Document, opts Options) (*Summary, e
 	if sum.Skipped+sum.Done+sum.Failed < len(docs) {
 		sum.Interrupted = true
 		if err := ctx.Err(); err != nil {
-			return sum, fmt.Errorf("extraction interrupted after %d of %d documents (rerun the same command to resume): %w", sum.Skipped+sum.Done+sum.Failed, len(docs), err)
+			return sum, fmt.Errorf("extraction interrupted after %d of %s (rerun the same command to resume): %w", sum.Skipped+sum.Done+sum.Failed, termtext.Plural(len(docs), "document", "documents"), err)
 		}
 		return sum, errors.New("extraction stopped before every document was committed")
 	}

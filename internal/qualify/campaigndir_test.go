@@ -84,3 +84,19 @@ func TestSettleEvidenceOnlyInOwnFolder(t *testing.T) {
 		t.Fatal("evidence written into a folder owned by nobody")
 	}
 }
+
+// The semantic gate's candidate folder does not stutter: a gate whose id
+// is its kind gets no folder of its own, and a profile named candidate-...
+// is not prefixed again (issue 26, T20).
+func TestSemanticCandidateDirDoesNotStutter(t *testing.T) {
+	for _, c := range []struct{ id, profile, want string }{
+		{"semantic", "candidate-weak", "ev/semantic/candidate-weak"},
+		{"semantic", "vllm", "ev/semantic/candidate-vllm"},
+		{"quality", "candidate-weak", "ev/semantic/quality/candidate-weak"},
+		{"quality", "a/b", "ev/semantic/quality/candidate-a_b"},
+	} {
+		if got := semanticCandidateDir("ev", c.id, c.profile); got != filepath.FromSlash(c.want) {
+			t.Errorf("semanticCandidateDir(ev, %q, %q) = %q, want %q", c.id, c.profile, got, c.want)
+		}
+	}
+}

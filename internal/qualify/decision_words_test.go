@@ -34,3 +34,21 @@ func TestDecisionWordsOneMinusSign(t *testing.T) {
 		t.Errorf("inconclusive: %q holds the Unicode minus sign", got)
 	}
 }
+
+// Counts of 1 agree with their noun in the gates' words (issue 26, T2):
+// a corpus of one document "1 document is fewer than ...", a ladder of
+// one attempt "bounded to 1 attempt".
+func TestGateWordsCountsOfOneAgree(t *testing.T) {
+	d := stats.Difference{Confidence: 0.95, Documents: 1, Lower: -1, Upper: 1}
+	if got := decisionWords(d, 0.05, stats.Inconclusive); !strings.Contains(got, "cannot tell: 1 document is fewer than") {
+		t.Errorf("one document: %q", got)
+	}
+	d.Documents = 2
+	if got := decisionWords(d, 0.05, stats.Inconclusive); !strings.Contains(got, "cannot tell: 2 documents are fewer than") {
+		t.Errorf("two documents: %q", got)
+	}
+	g := &LaunchGate{MaxAttempts: 1, Variants: []*Variant{{Name: "base", Reason: "the profile as written"}}}
+	if got := g.Decisions(); len(got) != 2 || !strings.Contains(got[1], "bounded to 1 attempt;") {
+		t.Errorf("a ladder of one attempt: %q", got)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/redact"
 	"github.com/hiro-dev/hiro/internal/shellquote"
 	"github.com/hiro-dev/hiro/internal/supervisor"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // KindLaunch starts the candidate and reaches ready, walking the attempt
@@ -155,7 +156,7 @@ func (g *LaunchGate) Decisions() []string {
 	for _, v := range g.Variants {
 		out = append(out, fmt.Sprintf("Attempt %s: %s.", v.Name, strings.TrimSuffix(v.Reason, ".")))
 	}
-	return append(out, fmt.Sprintf("The ladder was bounded to %d attempts; no fallback beyond those declared was tried.", g.MaxAttempts))
+	return append(out, fmt.Sprintf("The ladder was bounded to %s; no fallback beyond those declared was tried.", termtext.Plural(g.MaxAttempts, "attempt", "attempts")))
 }
 
 // Run walks the ladder until an attempt reaches ready; the ready attempt

@@ -17,6 +17,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/engine"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/failure"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // KindPrereq checks host facts before anything is launched.
@@ -157,7 +158,7 @@ func (g *PrereqGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 		add(ch)
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d checks failed: %s", len(failed), len(eg.Checks), strings.Join(failed, "; "))
+		return fmt.Errorf("%d of %s failed: %s", len(failed), termtext.Plural(len(eg.Checks), "check", "checks"), strings.Join(failed, "; "))
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/llm"
 	"github.com/hiro-dev/hiro/internal/prompt"
 	"github.com/hiro-dev/hiro/internal/stats"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // profileClient returns the extraction client of profile p
@@ -651,7 +652,7 @@ func (g *SemanticGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) er
 		if c, err = corpus.Load(g.Corpus); err == nil {
 			var cand *semanticSide
 			cand, err = g.runSide(ctx, c, semanticTarget{Backend: h.Candidate.Name, BaseURL: r.Profile.BaseURL, Model: r.Profile.Model, profile: r.Profile},
-				filepath.Join(h.Dir, "semantic", h.GateID, "candidate-"+safeName(h.Candidate.Name)), h)
+				semanticCandidateDir(h.Dir, h.GateID, h.Candidate.Name), h)
 			if err != nil {
 				err = fmt.Errorf("semantic: candidate: %w", err)
 			} else {
@@ -786,8 +787,8 @@ func (g *SemanticGate) compare(c *corpus.Corpus, cand, prod *semanticSide, cache
 	r.Passed = r.Outcome == evidence.StatusPassed
 	r.CandidateRejects = topRejects(cand.extractionDirs()...)
 	r.ProductionRejects = topRejects(prod.extractionDirs()...)
-	r.Summary = fmt.Sprintf("Corpus %s (%d documents): candidate F1 %.3f, grounding %.3f; production F1 %.3f, grounding %.3f (tolerance %.2f%s).",
-		r.CorpusName, len(r.Differences), cs.F1, cs.GroundingRate, ps.F1, ps.GroundingRate, r.Tolerance, cachedNote(cached))
+	r.Summary = fmt.Sprintf("Corpus %s (%s): candidate F1 %.3f, grounding %.3f; production F1 %.3f, grounding %.3f (tolerance %.2f%s).",
+		r.CorpusName, termtext.Plural(len(r.Differences), "document", "documents"), cs.F1, cs.GroundingRate, ps.F1, ps.GroundingRate, r.Tolerance, cachedNote(cached))
 	return r, nil
 }
 
@@ -836,7 +837,8 @@ func decisionWords(d stats.Difference, margin float64, out stats.Outcome) string
 		return fmt.Sprintf("worse than production by more than %.2f: at %s confidence the difference is at most %s", margin, conf, stats.Signed(d.Upper, 3))
 	}
 	if k := stats.MinDocuments(d.Confidence); d.Documents < k {
-		return fmt.Sprintf("cannot tell: %d documents are fewer than the %d a paired comparison at %s needs to decide anything", d.Documents, k, conf)
+		return fmt.Sprintf("cannot tell: %s %s fewer than the %d a paired comparison at %s needs to decide anything",
+			termtext.Plural(d.Documents, "document", "documents"), plural(d.Documents, "is", "are"), k, conf)
 	}
 	return fmt.Sprintf("cannot tell: the difference lies between %s and %s (%s bounds), which holds the margin %s; more documents would decide", stats.Signed(d.Lower, 3), stats.Signed(d.Upper, 3), conf, stats.Signed(-margin, 2))
 }
@@ -846,6 +848,27 @@ func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // safeName keeps a backend name usable as a directory name.
+// semanticCandidateDir is the folder of the semantic gate's candidate
+// extraction in the campaign's evidence folder dir:
+// semantic/<gate id>/candidate-<profile>, without stutters (issue 26,
+// T20): a gate whose id is its kind (a [[gates]] without id) gets no
+// folder of its own (semantic/candidate-<profile>), and a profile named
+// candidate-... is not prefixed again (semantic/candidate-weak, not
+// semantic/semantic/candidate-candidate-weak). The evidence records the
+// folder (semantic.paths.candidate) and its readers take it from there,
+// so evidence written under the older layout still finds its files.
+func semanticCandidateDir(dir, gateID, profile string) string {
+	dir = filepath.Join(dir, "semantic")
+	if gateID != "" && gateID != "semantic" {
+		dir = filepath.Join(dir, gateID)
+	}
+	name := safeName(profile)
+	if name != "candidate" && !strings.HasPrefix(name, "candidate-") {
+		name = "candidate-" + name
+	}
+	return filepath.Join(dir, name)
+}
+
 func safeName(s string) string {
 	if s == "" {
 		return "unnamed"

@@ -10,6 +10,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/control"
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/shadow"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // KindShadow qualifies the candidate on production's live traffic.
@@ -118,7 +119,7 @@ func (g *ShadowGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 	if st.Result.Remote {
 		where = "not on this machine: users' prompts leave it (shadow_remote)"
 	}
-	h.Logf("hiro serve mirrors %g %% of production %s's requests to %s (%s), until %d pairs%s", g.Share*100, st.Result.Production, r.Profile.Name, where, g.MaxPairs, forText(g.For.Duration))
+	h.Logf("hiro serve mirrors %g %% of production %s's requests to %s (%s), until %s%s", g.Share*100, st.Result.Production, r.Profile.Name, where, termtext.Plural(g.MaxPairs, "pair", "pairs"), forText(g.For.Duration))
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var res *shadow.Result
@@ -144,7 +145,7 @@ func (g *ShadowGate) Run(ctx context.Context, h *Handle, eg *evidence.Gate) erro
 				res = cur.Result
 				break
 			}
-			h.Statusf("%d pairs of %d (%d sampled, %d dropped)", cur.Result.Pairs, g.MaxPairs, cur.Result.Sampled, cur.Result.Dropped)
+			h.Statusf("%d of %s (%d sampled, %d dropped)", cur.Result.Pairs, termtext.Plural(g.MaxPairs, "pair", "pairs"), cur.Result.Sampled, cur.Result.Dropped)
 		}
 	}
 	eg.Shadow = res

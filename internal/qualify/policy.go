@@ -9,6 +9,7 @@ import (
 	"github.com/hiro-dev/hiro/internal/config"
 	"github.com/hiro-dev/hiro/internal/corpus"
 	"github.com/hiro-dev/hiro/internal/evidence"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // NeverActivates lists, one sentence each, the kinds of the activation
@@ -82,7 +83,7 @@ func (p *Plan) CorpusWarnings() []string {
 		if n.need <= m.Documents {
 			continue
 		}
-		w := fmt.Sprintf("gate %s: corpus %s has %d documents, but campaign %s on it said about %d are needed to tell a drop of the tolerance in %s", spec.ID, m.Name, m.Documents, n.id, n.need, n.measure)
+		w := fmt.Sprintf("gate %s: corpus %s has %s, but campaign %s on it said about %d are needed to tell a drop of the tolerance in %s", spec.ID, m.Name, termtext.Plural(m.Documents, "document", "documents"), n.id, n.need, n.measure)
 		if n.decided != "" && n.decided != n.measure {
 			w += fmt.Sprintf(" (%s decided that campaign's gate: it failed, and needed %s)", n.decided, neededWords(n.decidedNeed))
 		}

@@ -32,7 +32,7 @@ func (p *PerfCompare) asksProduction(exclusive bool, _ *config.Profile, _ string
 }
 
 // GatesAskingProduction returns the gates of the plan that run and need
-// production's answers, each as "ID (kind)", in plan order. A semantic
+// production's answers, each as gateLabel names it, in plan order. A semantic
 // gate whose production baseline is cached in stateDir under prod's
 // present configuration asks production nothing and is left out (prod
 // nil: it is counted).
@@ -43,10 +43,20 @@ func (p *Plan) GatesAskingProduction(prod *config.Profile, stateDir string) []st
 			continue
 		}
 		if a, ok := g.Gate.(productionAsker); ok && a.asksProduction(p.Exclusive != nil && *p.Exclusive, prod, stateDir) {
-			out = append(out, g.ID+" ("+g.Kind+")")
+			out = append(out, gateLabel(g.ID, g.Kind))
 		}
 	}
 	return out
+}
+
+// gateLabel names a gate for a sentence: "ID (kind)", or the kind alone
+// when the gate's id is its kind (a plan's [[gate]] without an id), so
+// that a reader does not see "semantic (semantic)".
+func gateLabel(id, kind string) string {
+	if id == "" || id == kind {
+		return kind
+	}
+	return id + " (" + kind + ")"
 }
 
 // productionCheckTimeout bounds the readiness check of ProductionNotServing.

@@ -58,6 +58,15 @@ func TestProductionNotServingIsNamedWithTheGatesThatNeedIt(t *testing.T) {
 	if got := sem.GatesAskingProduction(nil, ""); len(got) != 1 || got[0] != "quality (semantic)" {
 		t.Errorf("GatesAskingProduction = %v, want [quality (semantic)]", got)
 	}
+	// A gate without an id takes its kind as id: named once, not
+	// "semantic (semantic)" (issue 26, T6).
+	bare, _, err := qualify.LoadPlan(e.writePlan("exclusive = true\n[[gates]]\nid = \"launch\"\nkind = \"launch\"\n"+semanticGate(0.05)), e.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bare.GatesAskingProduction(nil, ""); len(got) != 1 || got[0] != "semantic" {
+		t.Errorf("GatesAskingProduction of a gate without an id = %v, want [semantic]", got)
+	}
 	e.startProduction()
 	if w := p.ProductionNotServing(context.Background(), cfg); w != "" {
 		t.Errorf("production serves, yet: %q", w)

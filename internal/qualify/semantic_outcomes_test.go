@@ -81,6 +81,12 @@ func TestSemanticOutcomes(t *testing.T) {
 				if err != nil || !s.Passed || f1.Lower != 0 || f1.Upper != 0 || s.CandidateScores.F1 == 0 {
 					t.Errorf("err %v, f1 %+v, candidate F1 %v", err, f1, s.CandidateScores.F1)
 				}
+				// A gate without an id: semantic/candidate-<profile>, one
+				// folder for the kind and its id (issue 26, T20).
+				if _, serr := os.Stat(filepath.Join(s.Paths.Candidate, "claims.jsonl")); s.Paths == nil || filepath.Base(filepath.Dir(s.Paths.Candidate)) != "semantic" ||
+					strings.Contains(s.Paths.Candidate, filepath.FromSlash("semantic/semantic")) || serr != nil {
+					t.Errorf("candidate extraction folder %q (%v), want <evidence>/semantic/candidate-<profile> holding claims.jsonl", s.Paths.Candidate, serr)
+				}
 			case evidence.StatusFailed:
 				if err == nil || errors.Is(err, qualify.ErrInconclusive) || !strings.Contains(err.Error(), "f1 vs production: worse than production") || f1.Upper >= -0.05 {
 					t.Errorf("err %v, f1 %+v", err, f1)

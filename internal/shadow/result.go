@@ -13,6 +13,7 @@ import (
 
 	"github.com/hiro-dev/hiro/internal/evidence"
 	"github.com/hiro-dev/hiro/internal/stats"
+	"github.com/hiro-dev/hiro/internal/termtext"
 )
 
 // Result is a run's account (the evidence's shadow result).
@@ -301,7 +302,7 @@ func decide(r *Result) {
 	}
 	if r.Pairs < r.MinPairs && !shown {
 		r.Outcome = string(stats.Inconclusive)
-		r.Reasons = append(r.Reasons, fmt.Sprintf("%d pairs scored, fewer than the %d a decision needs", r.Pairs, r.MinPairs))
+		r.Reasons = append(r.Reasons, fmt.Sprintf("%s scored, fewer than the %d a decision needs", termtext.Plural(r.Pairs, "pair", "pairs"), r.MinPairs))
 	} else {
 		r.Outcome = string(stats.Passed)
 		for _, c := range r.Comparisons {
@@ -317,12 +318,12 @@ func decide(r *Result) {
 				if c.Note != "" {
 					why = c.Note
 				}
-				r.Reasons = append(r.Reasons, fmt.Sprintf("%s: candidate %.3f against production %.3f, the %d pairs cannot tell a drop of %.3f (%s)", c.Measure, c.Candidate, c.Production, c.Pairs, c.Margin, why))
+				r.Reasons = append(r.Reasons, fmt.Sprintf("%s: candidate %.3f against production %.3f, the %s cannot tell a drop of %.3f (%s)", c.Measure, c.Candidate, c.Production, termtext.Plural(c.Pairs, "pair", "pairs"), c.Margin, why))
 			}
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d pairs of %d sampled (%d dropped, queue full)", r.Outcome, r.Pairs, r.Sampled, r.Dropped)
+	fmt.Fprintf(&b, "%s: %s of %d sampled (%d dropped, queue full)", r.Outcome, termtext.Plural(r.Pairs, "pair", "pairs"), r.Sampled, r.Dropped)
 	fmt.Fprintf(&b, "; candidate errors %d, production errors %d", r.CandidateErrors, r.ProductionErrors)
 	if r.Extraction.Pairs > 0 {
 		fmt.Fprintf(&b, "; extraction agreement with production %.3f", r.Extraction.Agreement)
