@@ -108,6 +108,7 @@ type traceback struct {
 	src       string // the last source line of a frame (an "assert ..." statement)
 	warn      bool   // its header is a warning's line ("WARNING  Failed to load flash-attention ...:")
 	closed    bool   // an exception line closed it: only frames right after that line resume it (resume)
+	wrapped   bool   // its last frame line stops short of ", in NAME": the next line is its wrapped rest (wrappedFrame)
 }
 
 // candidate is a root-cause line a signature matched.
@@ -335,6 +336,12 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 	switch {
 	case frame:
 		t.frame(msg)
+		return true
+	case t.tb.wrapped:
+		// the rest of a frame line a terminal or a log viewer wrapped
+		// ("line 378, in prepare", without the logger's prefix): the
+		// frame's, not a line that cuts the block
+		t.tb.wrapped = false
 		return true
 	case isExceptionLine(msg) && strings.HasSuffix(strings.TrimSpace(msg), "Traceback (most recent call last):"):
 		// the exception's message is a traceback of its own (TVM's FFI
@@ -1558,6 +1565,7 @@ func clip(s string) string {
 // frame takes one line of an open traceback block.
 func (t *Tracker) frame(msg string) {
 	m := strings.TrimPrefix(strings.TrimSpace(msg), "> ")
+	t.tb.wrapped = strings.HasPrefix(m, "File \"") && !wholeFrame.MatchString(m)
 	if !strings.HasPrefix(m, "File ") {
 		// a frame's source line that handles a grammar or schema
 		// (response_format['json_schema']) shows structured output in use
@@ -1592,6 +1600,13 @@ func (t *Tracker) frame(msg string) {
 		}
 	}
 }
+
+// wholeFrame is a Python frame line as CPython's traceback module prints
+// it whole ('  File "{}", line {}, in {}', Lib/traceback.py, StackSummary.
+// format_frame_summary; TVM's C++ frames stop at the line number): one cut
+// inside its path or after "line" or "in" was wrapped by a terminal or a
+// log viewer, its rest on the next line.
+var wholeFrame = regexp.MustCompile(`^File "[^"]*", line \d+(?:$|, in \S)`)
 
 // blockPhase is the phase of the failure a block reports: the phase when
 // it opened, or a later one its frames name.
