@@ -313,6 +313,12 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "device-side assert triggered", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "unspecified launch failure", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "illegal instruction was encountered", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	// a cuBLAS call whose GPU program failed to launch or run
+	// (CUBLAS_STATUS_EXECUTION_FAILED), by its enum name (PyTorch's
+	// TORCH_CUDABLAS_CHECK, ggml before CUDA 12) or by cublasGetStatusString's
+	// text (ggml-cuda's common.cuh cublas_get_error_str on CUDA 12)
+	{Text: "CUBLAS_STATUS_EXECUTION_FAILED", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	{Text: "the function failed to launch on the GPU", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Xid", Pattern: regexp.MustCompile(`NVRM: Xid`), Class: failure.ClassEngineDied, Tier: TierHint},
 }, cudaErrorSignatures()))
 
