@@ -451,7 +451,7 @@ func giveLine(v *verdict) {
 	// it stopped (a CPU fallback found at ready, a supervisor's stop
 	// while loading on the CPU), not where the line was logged. A rule's
 	// pinned phase is the step that raises its error and stays.
-	if v.phaseNow.Index() > f.Phase.Index() && !isStructured(f.Class) && !c.pinned && f.Class != failure.ClassWarmupFailed &&
+	if v.phaseNow.Index() > f.Phase.Index() && !isStructured(f.Class) && !c.pinned && f.Class != failure.ClassWarmupFailed && !wentOnAfter(v, f.Class) &&
 		(v.phaseNow.Index() >= failure.PhaseReadyWait.Index() || (v.device.CPUOnly() && isAccelClass(f.Class))) {
 		f.Phase = v.phaseNow
 	}
@@ -459,6 +459,17 @@ func giveLine(v *verdict) {
 		v.detail["traceback_frames"] = v.frames
 	}
 	v.outcomeDetail()
+}
+
+// wentOnAfter reports an accelerator's failure (class c) that the engine
+// went on after and served without (Ollama's discovery failing on a driver
+// too old for its CUDA runtime, then serving on the CPU): logged before
+// the server was up, it served and ended cleanly, and no engine child
+// died, so it stopped nowhere later and the failure stays in the step that
+// logged it (launch, for discovery). A kernel missing for the device at the
+// first request (ready_wait) fails that request: inference.
+func wentOnAfter(v *verdict, c failure.Class) bool {
+	return isAccelClass(c) && servedCleanly(v) && !v.childDied && v.cand.phase.Index() < failure.PhaseReadyWait.Index()
 }
 
 // classCeilings is the latest step a class's line can fail in, as a
