@@ -867,6 +867,20 @@ var ascendFamily = family("ascend", []Rule{
 	// last):" list indented below it: the header names no cause, the
 	// first runtime line below does (as under "Inner Error!")
 	{Name: "ascend/bare-code", Text: "[PID: ", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\] \S+ [^:\[]*\.\s*$`), Class: failure.ClassEngineDied, Tier: TierHint, Below: true},
+	// the same header as CANN 8.x's error manager prints it to the log,
+	// the code after its name ("[PID: N] DATE Invalid_Argument(EL0003):
+	// The argument is invalid."), with the runtime's lines below
+	{Name: "ascend/bare-named-code", Text: "[PID: ", Pattern: regexp.MustCompile(`\[PID: \d+\] \S+ \w+\(E[A-Z][0-9A-Z]{4}\): [^:\[]*\.\s*$`), Class: failure.ClassEngineDied, Tier: TierHint, Below: true},
+	// the device's own report of a kernel that faulted on an AI core or
+	// vector core ("The error from device(chipId:4, dieId:0), serial
+	// number is 3, there is an exception of fftsplus aicore error, core id
+	// is 13, ..."; older runtimes "The error from device(0), ..., there is
+	// an aivec error, ..."): the cause that torch_npu's relay (a 507011
+	// event query failing), ggml's "CANN error" abort and the HCCL
+	// watchdog only report; the stream is lost (Fatal); weak, as what the
+	// kernel met (a bad address, an operator bug) is not said
+	{Name: "ascend/device-core-exception", Text: "The error from device(", Pattern: regexp.MustCompile(`The error from device\([^)]*\), serial number is \d+, there is an? (?:exception of )?(?:\w+ ){1,3}error\b`),
+		Class: failure.ClassEngineDied, Fatal: true, Weak: true},
 	// the runtime's own lines below such a header ("Convert memory address
 	// from virtual to dma physical failed, retCode=0x7020014.[FUNC:
 	// MemcpyAsyncTaskInitV3][FILE:memory_task.cc][LINE:694]"; CANN's
