@@ -318,6 +318,13 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	// TORCH_CUDABLAS_CHECK, ggml before CUDA 12) or by cublasGetStatusString's
 	// text (ggml-cuda's common.cuh cublas_get_error_str on CUDA 12)
 	{Text: "CUBLAS_STATUS_EXECUTION_FAILED", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// CUTLASS's own report that the driver refused a Hopper/Blackwell TMA
+	// descriptor (cute's make_tma_copy: the descriptor's fields, then
+	// "Error: Failed to initialize the TMA descriptor N", N the CUresult),
+	// printed before whatever relays it (FlashMLA's assertion of the
+	// result, FlashInfer's runner error, a later kernel fault): the cause,
+	// its class depending on the tensor or error it met, so weak
+	{Text: "Failed to initialize the TMA descriptor", Class: failure.ClassEngineDied, Weak: true},
 	{Text: "the function failed to launch on the GPU", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Xid", Pattern: regexp.MustCompile(`NVRM: Xid`), Class: failure.ClassEngineDied, Tier: TierHint},
 }, cudaErrorSignatures()))
