@@ -280,8 +280,12 @@ var pythonFrameHints = []FrameHint{
 	{Text: "tokenization_", Class: failure.ClassTokenizerTemplate},
 	{Text: "/tokenizer.py", Class: failure.ClassTokenizerTemplate},
 	{Text: "get_tokenizer", Class: failure.ClassTokenizerTemplate},
-	{Text: "cuda_graph", Class: failure.ClassWarmupFailed},
-	{Text: "cudagraph", Class: failure.ClassWarmupFailed},
+	// a CUDA graph's code: captured in the warm-up, then replayed by every
+	// step that serves (vLLM's compilation/cuda_graph.py CUDAGraphWrapper
+	// __call__, SGLang's cuda_graph_runner replay), so it names the class
+	// only up to the warm-up (FrameHint.Until)
+	{Text: "cuda_graph", Class: failure.ClassWarmupFailed, Until: failure.PhaseWarmup},
+	{Text: "cudagraph", Class: failure.ClassWarmupFailed, Until: failure.PhaseWarmup},
 	{Text: "capture_model", Class: failure.ClassWarmupFailed},
 	{Text: "profile_run", Class: failure.ClassWarmupFailed},
 	{Text: "determine_available_memory", Class: failure.ClassWarmupFailed},

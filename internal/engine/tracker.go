@@ -106,6 +106,7 @@ type traceback struct {
 	fheld     bool          // a Holds frame was seen: inner frames name no phase
 	frames    []string
 	src       string // the last source line of a frame (an "assert ..." statement)
+	srcLine   string // that source line as logged (stored form, with its logger's prefix)
 	warn      bool   // its header is a warning's line ("WARNING  Failed to load flash-attention ...:")
 	closed    bool   // an exception line closed it: only frames right after that line resume it (resume)
 	wrapped   bool   // its last frame line stops short of ", in NAME": the next line is its wrapped rest (wrappedFrame)
@@ -335,7 +336,14 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 	}
 	switch {
 	case frame:
+		before := t.tb.src
 		t.frame(msg)
+		if t.tb.src != before || t.tb.src == strings.TrimSpace(msg) {
+			t.tb.srcLine = "" // (a source line under loguru's "> " mark: not kept)
+			if t.tb.src == strings.TrimSpace(msg) {
+				t.tb.srcLine = stored
+			}
+		}
 		return true
 	case t.tb.wrapped:
 		// the rest of a frame line a terminal or a log viewer wrapped
@@ -1043,6 +1051,9 @@ func (t *Tracker) noteClass(line, msg, level string, frame bool) {
 		return
 	}
 	s, cls := t.match(line, t.lower(line))
+	if s != nil && s.Fatal {
+		t.died = true // a later line that reports the process's death (vLLM's "EngineCore encountered a fatal error.")
+	}
 	if s == nil || s.tier() != TierError || s.Crash || cls == t.cand.class {
 		return
 	}
@@ -1675,9 +1686,12 @@ func (t *Tracker) closeBlock(line, stored string) {
 		root = t.chainCause // the innermost exception of a raise ... from chain
 	} else if src, ok := assertSource(&tb, line); ok {
 		// the rules read the statement; the root cause is the
-		// exception line with it
+		// statement's line as logged, with the exception it raised
 		line = src
 		root = stored + " (failed: " + src + ")"
+		if tb.srcLine != "" {
+			root = strings.TrimSpace(tb.srcLine) + " (AssertionError)"
+		}
 		stored = root
 	}
 	s, cls := t.match(line, t.lower(line))
@@ -1797,8 +1811,9 @@ func (t *Tracker) offerHeader(tb *traceback, hs *Rule, root string) {
 // message: "AssertionError" alone) that its block's last frame shows
 // ("    assert self.grammar_backend is not None"): the condition that
 // failed is the cause the exception line does not state, so the root
-// cause is the exception line with it ("AssertionError (failed: assert
-// self.grammar_backend is not None)").
+// cause is the statement's line as logged, with the exception ("assert
+// self.grammar_backend is not None (AssertionError)"; under vLLM's worker
+// prefix, the first worker's line).
 func assertSource(tb *traceback, line string) (string, bool) {
 	msg, _ := splitLine(line)
 	if strings.TrimSpace(msg) != "AssertionError" || !strings.HasPrefix(tb.src, "assert ") {
