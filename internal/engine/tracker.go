@@ -71,6 +71,8 @@ type Tracker struct {
 	causedBy            bool            // in a "Caused by:" list
 	fallbackCause       bool            // the fallback came from a "Caused by:" list
 	fbMoreAt            int64           // the line whose error, ending in a colon, set the fallback: its message may follow
+	fbSeen              string          // the fallback when fbPhase was taken
+	fbPhase             failure.Phase   // the phase in progress when the fallback was set (seen at the next line)
 	classes             []failure.Class // classes other specific rules give the root-cause line or error lines after it
 	died                bool            // a line reported a process's death (Rule.Fatal), the root cause's or a later one
 	outlived            candidate       // a thread's death the process went on after (outlive)
@@ -114,26 +116,27 @@ type traceback struct {
 
 // candidate is a root-cause line a signature matched.
 type candidate struct {
-	rule      string // the name of the rule that matched
-	line      string
-	class     failure.Class
-	phase     failure.Phase // the phase when it was seen, or the signature's pinned phase
-	tier      Tier
-	crash     bool          // an engine crash line; class refined from context
-	fromCause bool          // from a "Caused by:" list entry
-	pinned    bool          // the phase is the rule's pinned one
-	warn      bool          // from a warning-level line
-	summary   bool          // the rule is a wrapper's summary (Rule.Summary)
-	fatal     bool          // the line reports its process's death (Rule.Fatal)
-	notice    bool          // the engine went on after the line (Rule.Notice): a later crash of its tier replaces it
-	at        int64         // the number of the line fed when it was offered
-	exc       bool          // an exception line that closed its block, with only blank lines since
-	more      bool          // that exception line ends with a colon: its message goes on below (continued)
-	status    bool          // that exception line's message is only a status: its message goes on after a blank line (continued)
-	prior     string        // the first unexplained error line before it
-	split     bool          // the class and the root-cause line come from different lines (the verdict is weak)
-	thread    bool          // the exception that killed a thread ("Exception in thread NAME:"), not the process
-	seen      failure.Phase // the phase in progress when it was offered
+	rule       string // the name of the rule that matched
+	line       string
+	class      failure.Class
+	phase      failure.Phase // the phase when it was seen, or the signature's pinned phase
+	tier       Tier
+	crash      bool          // an engine crash line; class refined from context
+	fromCause  bool          // from a "Caused by:" list entry
+	pinned     bool          // the phase is the rule's pinned one
+	warn       bool          // from a warning-level line
+	summary    bool          // the rule is a wrapper's summary (Rule.Summary)
+	fatal      bool          // the line reports its process's death (Rule.Fatal)
+	notice     bool          // the engine went on after the line (Rule.Notice): a later crash of its tier replaces it
+	at         int64         // the number of the line fed when it was offered
+	exc        bool          // an exception line that closed its block, with only blank lines since
+	more       bool          // that exception line ends with a colon: its message goes on below (continued)
+	status     bool          // that exception line's message is only a status: its message goes on after a blank line (continued)
+	prior      string        // the first unexplained error line before it
+	priorPhase failure.Phase // the phase in progress when prior was logged
+	split      bool          // the class and the root-cause line come from different lines (the verdict is weak)
+	thread     bool          // the exception that killed a thread ("Exception in thread NAME:"), not the process
+	seen       failure.Phase // the phase in progress when it was offered
 }
 
 // NewTracker returns a Tracker for one attempt of this engine, in phase
@@ -165,6 +168,7 @@ func (t *Tracker) Feed(line string) {
 
 func (t *Tracker) feed(line string) {
 	t.lines++
+	t.notePrior()
 	stored := line
 	if len(stored) > maxStoredLine {
 		stored = strings.Clone(stored[:maxStoredLine]) + "..."
@@ -1195,13 +1199,22 @@ func (t *Tracker) offer(rule, line string, class failure.Class, pinned failure.P
 	if ph == "" {
 		ph = t.phase
 	}
-	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != "", prior: t.fallback, at: t.lines, seen: t.phase}
+	t.notePrior()
+	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != "", prior: t.fallback, at: t.lines, seen: t.phase,
+		priorPhase: t.fbPhase}
 	if lostChannel(t.fallback) {
 		t.cand.prior = "" // the wrapper's side of the child's death, not its cause
 	}
 	t.errAfter, t.okAfter = false, false
 	if t.tb.open || len(t.tb.frames) > 0 {
 		t.frames = append([]string(nil), t.tb.frames...)
+	}
+}
+
+// notePrior keeps the phase in progress when the fallback was set.
+func (t *Tracker) notePrior() {
+	if t.fallback != t.fbSeen {
+		t.fbSeen, t.fbPhase = t.fallback, t.phase
 	}
 }
 

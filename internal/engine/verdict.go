@@ -530,12 +530,25 @@ func (c candidate) weak(e *Engine) bool {
 func (v *verdict) lineCause() {
 	f, c := v.f, v.cand
 	f.Class, f.Phase, f.RootCause = c.class, c.phase, c.line
-	if c.summary && c.prior != "" || c.crash && strings.Contains(c.prior, "Assertion `") {
+	if c.summary && c.prior != "" || c.crash && strings.Contains(c.prior, "Assertion `") || faultAfterError(c) {
 		f.RootCause = c.prior
 	}
 	if c.class == failure.ClassGPUOOM && f.Phase.Index() < failure.PhaseLoad.Index() {
 		f.Phase = failure.PhaseLoad
 	}
+}
+
+// faultAfterError reports a kernel's fault on the device (deviceFault:
+// reported by whichever call comes next, it names no call's own failure)
+// while serving, after an error line of the engine's own that no rule
+// explained (the candidate's prior) logged before the server was up: that
+// line, which the engine went on after, states what the fault came of
+// (TurboMind's "[TM][ERROR] use_context_fmha not support int8" at load,
+// then the first request's illegal memory access). An error line of the
+// fault's own step (ggml's abort, a wrapper's loop error) only reports it.
+func faultAfterError(c candidate) bool {
+	return c.crash && c.prior != "" && deviceFault(c.line) && !deviceFault(c.prior) &&
+		c.priorPhase.Index() < failure.PhaseReadyWait.Index() && c.phase.Index() >= failure.PhaseReadyWait.Index()
 }
 
 // crashRefine gives a crash line that names no class the one its moment
