@@ -351,6 +351,14 @@ var gpuFamily = family("gpu", []Rule{
 	// the engine cannot size its KV cache on it
 	{Text: "doesn't support querying the available free memory", Class: failure.ClassHostCapability, NextStep: memQueryStep},
 	{Text: "no usable GPU found", Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
+	// a launcher's own statement that it found the GPU but not what it
+	// needs to use it, and goes on without it (LocalAI's AIO entrypoint:
+	// "NVIDIA GPU detected, but nvidia-smi is not installed. GPU
+	// acceleration will not be available.", then "Defaulting to CPU."):
+	// the cause; the shell's "nvidia-smi: command not found" of its probe
+	// before it is only a hint
+	{Text: "will not be available", Pattern: regexp.MustCompile(`(?i)(?:GPU|CUDA|ROCm|Metal|Vulkan|NPU) (?:acceleration|support|offload(?:ing)?) will not be available`),
+		Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	// Triton's launcher (python/triton/runtime/errors.py OutOfResources:
 	// "out of resource: shared memory, Required: N, Hardware limit: M"):
 	// the kernel's block configuration needs more shared memory per block

@@ -96,8 +96,9 @@ var processFamily = family("process", []Rule{
 	{Text: "executable file not found in $PATH", Class: failure.ClassEngineDied},
 	// Weak: a shell's "SCRIPT: line N: CMD: command not found" ends one line
 	// of a script that may go on (LocalAI's entrypoint probing nvidia-smi,
-	// then serving: r12c at first sight, testdata/first-sight.json)
-	{Text: "command not found", Class: failure.ClassEngineDied, Weak: true},
+	// then serving: r12c at first sight, testdata/first-sight.json); a
+	// hint: the script's own words after it (its fallback) state the cause
+	{Text: "command not found", Class: failure.ClassEngineDied, Weak: true, Tier: TierHint},
 	{Text: "exec format error", Class: failure.ClassEngineDied},
 	// a supervisor's own summary that the process it started did not pass
 	// its health check within the bound (llama-swap's proxy/process.go:
