@@ -2493,11 +2493,47 @@ func isErrorLine(msg, level string) bool {
 	// (glibc's failed assert(): "prog: FILE:LINE: FUNC: Assertion `EXPR'
 	// failed.", the cause of the SIGABRT after it: Triton's LLVM passes)
 	for _, w := range [...]string{"rror", "RROR", "xception", "atal", "ATAL", "panic", "Abort", "abort", "Assertion `"} {
-		if strings.Contains(msg, w) {
+		if reportsWord(msg, w) {
 			return true
 		}
 	}
 	return false
+}
+
+// reportsWord reports an occurrence of the error word w in msg outside a
+// lower-case snake_case identifier: a function or field named with it
+// (llama.cpp's debug "set_abort_callback: call", "on_error_handler")
+// names code, it reports nothing.
+func reportsWord(msg, w string) bool {
+	for from := 0; ; {
+		i := strings.Index(msg[from:], w)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if !inSnakeIdentifier(msg, i, i+len(w)) {
+			return true
+		}
+		from = i + len(w)
+	}
+}
+
+// inSnakeIdentifier reports whether msg[i:j] lies inside a token of
+// letters, digits and underscores that holds an underscore and no upper
+// case letter (CUDA_ERROR_OUT_OF_MEMORY, an enum's name, is a report).
+func inSnakeIdentifier(msg string, i, j int) bool {
+	for i > 0 && isIdentByte(msg[i-1]) {
+		i--
+	}
+	for j < len(msg) && isIdentByte(msg[j]) {
+		j++
+	}
+	tok := msg[i:j]
+	return strings.Contains(tok, "_") && strings.ToLower(tok) == tok
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // framePrefix starts the name of a rule that took its class from the
