@@ -259,10 +259,14 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "No CUDA GPUs are available", Class: failure.ClassAcceleratorUnavailable},
 	{Text: "-capable device is detected", Pattern: regexp.MustCompile(`(?i)no \w+-capable device is detected`), Class: failure.ClassAcceleratorUnavailable},
 	{Text: "Found no NVIDIA driver on your system", Class: failure.ClassAcceleratorUnavailable},
-	// a launcher's own notice that it found the device unusable and goes on
-	// without it ("NVIDIA GPU detected, but nvidia-smi is not installed. GPU
-	// acceleration will not be available.", LocalAI's AIO entrypoint)
-	{Text: "acceleration will not be available", Pattern: regexp.MustCompile(`(?i)\b(GPU|CUDA|ROCm|Metal|Vulkan) acceleration will not be available`), Class: failure.ClassAcceleratorUnavailable},
+	// a launcher's own statement that it found the GPU but not what it
+	// needs to use it, and goes on without it (LocalAI's AIO entrypoint:
+	// "NVIDIA GPU detected, but nvidia-smi is not installed. GPU
+	// acceleration will not be available.", then "Defaulting to CPU."):
+	// the cause; the shell's "nvidia-smi: command not found" of its probe
+	// before it is only a hint
+	{Text: "will not be available", Pattern: regexp.MustCompile(`(?i)\b(?:GPU|CUDA|ROCm|Metal|Vulkan|NPU) (?:acceleration|support|offload(?:ing)?) will not be available\b`),
+		Class: failure.ClassAcceleratorUnavailable, Phase: failure.PhaseLaunch},
 	{Text: "Failed to infer device type", Class: failure.ClassAcceleratorUnavailable},
 	// the runtime libraries of CUDA, ROCm and Moore Threads' MUSA (its
 	// driver's user-mode libsrv_um_MUSA.so, mounted into a container by
@@ -313,6 +317,19 @@ var cudaFamily = family("cuda", joinLists([]Rule{
 	{Text: "device-side assert triggered", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "unspecified launch failure", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
 	{Text: "illegal instruction was encountered", Class: failure.ClassEngineDied, Crash: true, Fatal: true, Tier: TierHint},
+	// a cuBLAS call whose GPU program failed to launch or run
+	// (CUBLAS_STATUS_EXECUTION_FAILED), by its enum name (PyTorch's
+	// TORCH_CUDABLAS_CHECK, ggml before CUDA 12) or by cublasGetStatusString's
+	// text (ggml-cuda's common.cuh cublas_get_error_str on CUDA 12)
+	{Text: "CUBLAS_STATUS_EXECUTION_FAILED", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
+	// CUTLASS's own report that the driver refused a Hopper/Blackwell TMA
+	// descriptor (cute's make_tma_copy: the descriptor's fields, then
+	// "Error: Failed to initialize the TMA descriptor N", N the CUresult),
+	// printed before whatever relays it (FlashMLA's assertion of the
+	// result, FlashInfer's runner error, a later kernel fault): the cause,
+	// its class depending on the tensor or error it met, so weak
+	{Text: "Failed to initialize the TMA descriptor", Class: failure.ClassEngineDied, Weak: true},
+	{Text: "the function failed to launch on the GPU", Class: failure.ClassEngineDied, Crash: true, Tier: TierHint},
 	{Text: "Xid", Pattern: regexp.MustCompile(`NVRM: Xid`), Class: failure.ClassEngineDied, Tier: TierHint},
 }, cudaErrorSignatures()))
 
@@ -880,6 +897,20 @@ var ascendFamily = family("ascend", []Rule{
 	// last):" list indented below it: the header names no cause, the
 	// first runtime line below does (as under "Inner Error!")
 	{Name: "ascend/bare-code", Text: "[PID: ", Pattern: regexp.MustCompile(`\bE[A-Z][0-9A-Z]{4}: \[PID: \d+\] \S+ [^:\[]*\.\s*$`), Class: failure.ClassEngineDied, Tier: TierHint, Below: true},
+	// the same header as CANN 8.x's error manager prints it to the log,
+	// the code after its name ("[PID: N] DATE Invalid_Argument(EL0003):
+	// The argument is invalid."), with the runtime's lines below
+	{Name: "ascend/bare-named-code", Text: "[PID: ", Pattern: regexp.MustCompile(`\[PID: \d+\] \S+ \w+\(E[A-Z][0-9A-Z]{4}\): [^:\[]*\.\s*$`), Class: failure.ClassEngineDied, Tier: TierHint, Below: true},
+	// the device's own report of a kernel that faulted on an AI core or
+	// vector core ("The error from device(chipId:4, dieId:0), serial
+	// number is 3, there is an exception of fftsplus aicore error, core id
+	// is 13, ..."; older runtimes "The error from device(0), ..., there is
+	// an aivec error, ..."): the cause that torch_npu's relay (a 507011
+	// event query failing), ggml's "CANN error" abort and the HCCL
+	// watchdog only report; the stream is lost (Fatal); weak, as what the
+	// kernel met (a bad address, an operator bug) is not said
+	{Name: "ascend/device-core-exception", Text: "The error from device(", Pattern: regexp.MustCompile(`The error from device\([^)]*\), serial number is \d+, there is an? (?:exception of )?(?:\w+ ){1,3}error\b`),
+		Class: failure.ClassEngineDied, Fatal: true, Weak: true},
 	// the runtime's own lines below such a header ("Convert memory address
 	// from virtual to dma physical failed, retCode=0x7020014.[FUNC:
 	// MemcpyAsyncTaskInitV3][FILE:memory_task.cc][LINE:694]"; CANN's

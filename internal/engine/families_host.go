@@ -96,9 +96,17 @@ var processFamily = family("process", []Rule{
 	{Text: "executable file not found in $PATH", Class: failure.ClassEngineDied},
 	// Weak: a shell's "SCRIPT: line N: CMD: command not found" ends one line
 	// of a script that may go on (LocalAI's entrypoint probing nvidia-smi,
-	// then serving: r12c at first sight, testdata/first-sight.json)
-	{Text: "command not found", Class: failure.ClassEngineDied, Weak: true},
+	// then serving: r12c at first sight, testdata/first-sight.json); a
+	// hint: the script's own words after it (its fallback) state the cause
+	{Text: "command not found", Class: failure.ClassEngineDied, Weak: true, Tier: TierHint},
 	{Text: "exec format error", Class: failure.ClassEngineDied},
+	// a supervisor's own summary that the process it started did not pass
+	// its health check within the bound (llama-swap's proxy/process.go:
+	// "unable to start process: health check timed out after 120s", early
+	// 2025 "health check failed after 15s"): the child was still starting
+	// (its 503s, "Loading model" lines are not a failure), ready_timeout
+	{Name: "process/health-check-ran-out", Text: "health", Pattern: regexp.MustCompile(`(?i)\bhealth ?check (?:failed|timed out) after \d+(?:\.\d+)?\s*(?:ms|s|m|sec|seconds?|minutes?)\b`),
+		Class: failure.ClassReadyTimeout},
 	// a program of the engine's install whose library is missing (the
 	// accelerators' own libraries are cudaFamily's, matched before; one
 	// the loader may not read is libraryAccessFamily's)

@@ -26,6 +26,27 @@ func TestRuleNamesUnique(t *testing.T) {
 	}
 }
 
+// TestRulePatternsHoldNoControlCharacters: a rule's text and pattern
+// hold no control character. A "\b" written in an interpreted string
+// by a tool becomes a backspace (0x08) and the rule never matches, with
+// no error: a rule that silently cannot fire.
+func TestRulePatternsHoldNoControlCharacters(t *testing.T) {
+	for _, kind := range Kinds() {
+		for _, r := range mustLookup(t, kind).signatures {
+			s := r.Text
+			if r.Pattern != nil {
+				s += r.Pattern.String()
+			}
+			for _, c := range s {
+				if c < 0x20 && c != '\t' {
+					t.Errorf("%s: rule %s holds the control character %#x in %q", kind, r.Name, c, s)
+					break
+				}
+			}
+		}
+	}
+}
+
 // TestVerdictRecordsRule: the failure names the rule that decided and
 // the verdict's confidence.
 func TestVerdictRecordsRule(t *testing.T) {

@@ -27,8 +27,12 @@ var pythonSignatures = family("python", []Rule{
 	// engine_base.py: "The model weight size may be larger than GPU memory
 	// size."; cpp/serve/config.cc: "Insufficient GPU memory error: The
 	// available single GPU memory is X MB, which is less than the sum of
-	// model weight size (Y MB) and temporary buffer size (Z MB).")
-	{Text: "model weight size may be larger than GPU memory size", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit},
+	// model weight size (Y MB) and temporary buffer size (Z MB)."; the
+	// spring 2024 engine.py's assertion puts the figures in the sentence:
+	// "Cannot estimate KV cache capacity. The model weight size N may be
+	// larger than GPU memory size M")
+	{Name: "python/model-weight-size-may-be-larger-than-gpu-memory-size", Text: "may be larger than GPU memory size",
+		Pattern: regexp.MustCompile(`(?i)model weight size (?:[\d.]+ )?may be larger than GPU memory size\b`), Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit},
 	{Text: "Insufficient GPU memory error:", Class: failure.ClassGPUOOM, Phase: failure.PhaseKVInit},
 	// a broken install: a module or name the engine imports is missing
 	// (packages out of step). A crash, so that context refines it (a
@@ -287,8 +291,12 @@ var pythonFrameHints = []FrameHint{
 	{Text: "tokenization_", Class: failure.ClassTokenizerTemplate},
 	{Text: "/tokenizer.py", Class: failure.ClassTokenizerTemplate},
 	{Text: "get_tokenizer", Class: failure.ClassTokenizerTemplate},
-	{Text: "cuda_graph", Class: failure.ClassWarmupFailed},
-	{Text: "cudagraph", Class: failure.ClassWarmupFailed},
+	// a CUDA graph's code: captured in the warm-up, then replayed by every
+	// step that serves (vLLM's compilation/cuda_graph.py CUDAGraphWrapper
+	// __call__, SGLang's cuda_graph_runner replay), so it names the class
+	// only up to the warm-up (FrameHint.Until)
+	{Text: "cuda_graph", Class: failure.ClassWarmupFailed, Until: failure.PhaseWarmup},
+	{Text: "cudagraph", Class: failure.ClassWarmupFailed, Until: failure.PhaseWarmup},
 	{Text: "capture_model", Class: failure.ClassWarmupFailed},
 	{Text: "profile_run", Class: failure.ClassWarmupFailed},
 	{Text: "determine_available_memory", Class: failure.ClassWarmupFailed},

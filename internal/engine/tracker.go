@@ -71,6 +71,8 @@ type Tracker struct {
 	causedBy            bool            // in a "Caused by:" list
 	fallbackCause       bool            // the fallback came from a "Caused by:" list
 	fbMoreAt            int64           // the line whose error, ending in a colon, set the fallback: its message may follow
+	fbSeen              string          // the fallback when fbPhase was taken
+	fbPhase             failure.Phase   // the phase in progress when the fallback was set (seen at the next line)
 	classes             []failure.Class // classes other specific rules give the root-cause line or error lines after it
 	died                bool            // a line reported a process's death (Rule.Fatal), the root cause's or a later one
 	outlived            candidate       // a thread's death the process went on after (outlive)
@@ -106,32 +108,35 @@ type traceback struct {
 	fheld     bool          // a Holds frame was seen: inner frames name no phase
 	frames    []string
 	src       string // the last source line of a frame (an "assert ..." statement)
+	srcLine   string // that source line as logged (stored form, with its logger's prefix)
 	warn      bool   // its header is a warning's line ("WARNING  Failed to load flash-attention ...:")
 	closed    bool   // an exception line closed it: only frames right after that line resume it (resume)
+	wrapped   bool   // its last frame line stops short of ", in NAME": the next line is its wrapped rest (wrappedFrame)
 }
 
 // candidate is a root-cause line a signature matched.
 type candidate struct {
-	rule      string // the name of the rule that matched
-	line      string
-	class     failure.Class
-	phase     failure.Phase // the phase when it was seen, or the signature's pinned phase
-	tier      Tier
-	crash     bool          // an engine crash line; class refined from context
-	fromCause bool          // from a "Caused by:" list entry
-	pinned    bool          // the phase is the rule's pinned one
-	warn      bool          // from a warning-level line
-	summary   bool          // the rule is a wrapper's summary (Rule.Summary)
-	fatal     bool          // the line reports its process's death (Rule.Fatal)
-	notice    bool          // the engine went on after the line (Rule.Notice): a later crash of its tier replaces it
-	at        int64         // the number of the line fed when it was offered
-	exc       bool          // an exception line that closed its block, with only blank lines since
-	more      bool          // that exception line ends with a colon: its message goes on below (continued)
-	status    bool          // that exception line's message is only a status: its message goes on after a blank line (continued)
-	prior     string        // the first unexplained error line before it
-	split     bool          // the class and the root-cause line come from different lines (the verdict is weak)
-	thread    bool          // the exception that killed a thread ("Exception in thread NAME:"), not the process
-	seen      failure.Phase // the phase in progress when it was offered
+	rule       string // the name of the rule that matched
+	line       string
+	class      failure.Class
+	phase      failure.Phase // the phase when it was seen, or the signature's pinned phase
+	tier       Tier
+	crash      bool          // an engine crash line; class refined from context
+	fromCause  bool          // from a "Caused by:" list entry
+	pinned     bool          // the phase is the rule's pinned one
+	warn       bool          // from a warning-level line
+	summary    bool          // the rule is a wrapper's summary (Rule.Summary)
+	fatal      bool          // the line reports its process's death (Rule.Fatal)
+	notice     bool          // the engine went on after the line (Rule.Notice): a later crash of its tier replaces it
+	at         int64         // the number of the line fed when it was offered
+	exc        bool          // an exception line that closed its block, with only blank lines since
+	more       bool          // that exception line ends with a colon: its message goes on below (continued)
+	status     bool          // that exception line's message is only a status: its message goes on after a blank line (continued)
+	prior      string        // the first unexplained error line before it
+	priorPhase failure.Phase // the phase in progress when prior was logged
+	split      bool          // the class and the root-cause line come from different lines (the verdict is weak)
+	thread     bool          // the exception that killed a thread ("Exception in thread NAME:"), not the process
+	seen       failure.Phase // the phase in progress when it was offered
 }
 
 // NewTracker returns a Tracker for one attempt of this engine, in phase
@@ -163,6 +168,7 @@ func (t *Tracker) Feed(line string) {
 
 func (t *Tracker) feed(line string) {
 	t.lines++
+	t.notePrior()
 	stored := line
 	if len(stored) > maxStoredLine {
 		stored = strings.Clone(stored[:maxStoredLine]) + "..."
@@ -334,7 +340,20 @@ func (t *Tracker) blockLine(line, stored, msg string, frame bool) bool {
 	}
 	switch {
 	case frame:
+		before := t.tb.src
 		t.frame(msg)
+		if t.tb.src != before || t.tb.src == strings.TrimSpace(msg) {
+			t.tb.srcLine = "" // (a source line under loguru's "> " mark: not kept)
+			if t.tb.src == strings.TrimSpace(msg) {
+				t.tb.srcLine = stored
+			}
+		}
+		return true
+	case t.tb.wrapped:
+		// the rest of a frame line a terminal or a log viewer wrapped
+		// ("line 378, in prepare", without the logger's prefix): the
+		// frame's, not a line that cuts the block
+		t.tb.wrapped = false
 		return true
 	case isExceptionLine(msg) && strings.HasSuffix(strings.TrimSpace(msg), "Traceback (most recent call last):"):
 		// the exception's message is a traceback of its own (TVM's FFI
@@ -1036,6 +1055,9 @@ func (t *Tracker) noteClass(line, msg, level string, frame bool) {
 		return
 	}
 	s, cls := t.match(line, t.lower(line))
+	if s != nil && s.Fatal {
+		t.died = true // a later line that reports the process's death (vLLM's "EngineCore encountered a fatal error.")
+	}
 	if s == nil || s.tier() != TierError || s.Crash || cls == t.cand.class {
 		return
 	}
@@ -1177,13 +1199,22 @@ func (t *Tracker) offer(rule, line string, class failure.Class, pinned failure.P
 	if ph == "" {
 		ph = t.phase
 	}
-	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != "", prior: t.fallback, at: t.lines, seen: t.phase}
+	t.notePrior()
+	t.cand = candidate{rule: rule, line: line, class: class, phase: ph, tier: tier, crash: crash, pinned: pinned != "", prior: t.fallback, at: t.lines, seen: t.phase,
+		priorPhase: t.fbPhase}
 	if lostChannel(t.fallback) {
 		t.cand.prior = "" // the wrapper's side of the child's death, not its cause
 	}
 	t.errAfter, t.okAfter = false, false
 	if t.tb.open || len(t.tb.frames) > 0 {
 		t.frames = append([]string(nil), t.tb.frames...)
+	}
+}
+
+// notePrior keeps the phase in progress when the fallback was set.
+func (t *Tracker) notePrior() {
+	if t.fallback != t.fbSeen {
+		t.fbSeen, t.fbPhase = t.fallback, t.phase
 	}
 }
 
@@ -1558,6 +1589,7 @@ func clip(s string) string {
 // frame takes one line of an open traceback block.
 func (t *Tracker) frame(msg string) {
 	m := strings.TrimPrefix(strings.TrimSpace(msg), "> ")
+	t.tb.wrapped = strings.HasPrefix(m, "File \"") && !wholeFrame.MatchString(m)
 	if !strings.HasPrefix(m, "File ") {
 		// a frame's source line that handles a grammar or schema
 		// (response_format['json_schema']) shows structured output in use
@@ -1592,6 +1624,13 @@ func (t *Tracker) frame(msg string) {
 		}
 	}
 }
+
+// wholeFrame is a Python frame line as CPython's traceback module prints
+// it whole ('  File "{}", line {}, in {}', Lib/traceback.py, StackSummary.
+// format_frame_summary; TVM's C++ frames stop at the line number): one cut
+// inside its path or after "line" or "in" was wrapped by a terminal or a
+// log viewer, its rest on the next line.
+var wholeFrame = regexp.MustCompile(`^File "[^"]*", line \d+(?:$|, in \S)`)
 
 // blockPhase is the phase of the failure a block reports: the phase when
 // it opened, or a later one its frames name.
@@ -1660,9 +1699,12 @@ func (t *Tracker) closeBlock(line, stored string) {
 		root = t.chainCause // the innermost exception of a raise ... from chain
 	} else if src, ok := assertSource(&tb, line); ok {
 		// the rules read the statement; the root cause is the
-		// exception line with it
+		// statement's line as logged, with the exception it raised
 		line = src
 		root = stored + " (failed: " + src + ")"
+		if tb.srcLine != "" {
+			root = strings.TrimSpace(tb.srcLine) + " (AssertionError)"
+		}
 		stored = root
 	}
 	s, cls := t.match(line, t.lower(line))
@@ -1782,8 +1824,9 @@ func (t *Tracker) offerHeader(tb *traceback, hs *Rule, root string) {
 // message: "AssertionError" alone) that its block's last frame shows
 // ("    assert self.grammar_backend is not None"): the condition that
 // failed is the cause the exception line does not state, so the root
-// cause is the exception line with it ("AssertionError (failed: assert
-// self.grammar_backend is not None)").
+// cause is the statement's line as logged, with the exception ("assert
+// self.grammar_backend is not None (AssertionError)"; under vLLM's worker
+// prefix, the first worker's line).
 func assertSource(tb *traceback, line string) (string, bool) {
 	msg, _ := splitLine(line)
 	if strings.TrimSpace(msg) != "AssertionError" || !strings.HasPrefix(tb.src, "assert ") {
@@ -2450,11 +2493,47 @@ func isErrorLine(msg, level string) bool {
 	// (glibc's failed assert(): "prog: FILE:LINE: FUNC: Assertion `EXPR'
 	// failed.", the cause of the SIGABRT after it: Triton's LLVM passes)
 	for _, w := range [...]string{"rror", "RROR", "xception", "atal", "ATAL", "panic", "Abort", "abort", "Assertion `"} {
-		if strings.Contains(msg, w) {
+		if reportsWord(msg, w) {
 			return true
 		}
 	}
 	return false
+}
+
+// reportsWord reports an occurrence of the error word w in msg outside a
+// lower-case snake_case identifier: a function or field named with it
+// (llama.cpp's debug "set_abort_callback: call", "on_error_handler")
+// names code, it reports nothing.
+func reportsWord(msg, w string) bool {
+	for from := 0; ; {
+		i := strings.Index(msg[from:], w)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if !inSnakeIdentifier(msg, i, i+len(w)) {
+			return true
+		}
+		from = i + len(w)
+	}
+}
+
+// inSnakeIdentifier reports whether msg[i:j] lies inside a token of
+// letters, digits and underscores that holds an underscore and no upper
+// case letter (CUDA_ERROR_OUT_OF_MEMORY, an enum's name, is a report).
+func inSnakeIdentifier(msg string, i, j int) bool {
+	for i > 0 && isIdentByte(msg[i-1]) {
+		i--
+	}
+	for j < len(msg) && isIdentByte(msg[j]) {
+		j++
+	}
+	tok := msg[i:j]
+	return strings.Contains(tok, "_") && strings.ToLower(tok) == tok
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // framePrefix starts the name of a rule that took its class from the

@@ -485,7 +485,7 @@ func giveLine(v *verdict) {
 	// it stopped (a CPU fallback found at ready, a supervisor's stop
 	// while loading on the CPU), not where the line was logged. A rule's
 	// pinned phase is the step that raises its error and stays.
-	if v.phaseNow.Index() > f.Phase.Index() && !isStructured(f.Class) && !c.pinned && f.Class != failure.ClassWarmupFailed &&
+	if v.phaseNow.Index() > f.Phase.Index() && !isStructured(f.Class) && !c.pinned && f.Class != failure.ClassWarmupFailed && !wentOnAfter(v, f.Class) &&
 		(v.phaseNow.Index() >= failure.PhaseReadyWait.Index() || (v.device.CPUOnly() && isAccelClass(f.Class))) {
 		f.Phase = v.phaseNow
 	}
@@ -493,6 +493,17 @@ func giveLine(v *verdict) {
 		v.detail["traceback_frames"] = v.frames
 	}
 	v.outcomeDetail()
+}
+
+// wentOnAfter reports an accelerator's failure (class c) that the engine
+// went on after and served without (Ollama's discovery failing on a driver
+// too old for its CUDA runtime, then serving on the CPU): logged before
+// the server was up, it served and ended cleanly, and no engine child
+// died, so it stopped nowhere later and the failure stays in the step that
+// logged it (launch, for discovery). A kernel missing for the device at the
+// first request (ready_wait) fails that request: inference.
+func wentOnAfter(v *verdict, c failure.Class) bool {
+	return isAccelClass(c) && servedCleanly(v) && !v.childDied && v.cand.phase.Index() < failure.PhaseReadyWait.Index()
 }
 
 // classCeilings is the latest step a class's line can fail in, as a
@@ -553,12 +564,25 @@ func (c candidate) weak(e *Engine) bool {
 func (v *verdict) lineCause() {
 	f, c := v.f, v.cand
 	f.Class, f.Phase, f.RootCause = c.class, c.phase, c.line
-	if c.summary && c.prior != "" || c.crash && strings.Contains(c.prior, "Assertion `") {
+	if c.summary && c.prior != "" || c.crash && strings.Contains(c.prior, "Assertion `") || faultAfterError(c) {
 		f.RootCause = c.prior
 	}
 	if c.class == failure.ClassGPUOOM && f.Phase.Index() < failure.PhaseLoad.Index() {
 		f.Phase = failure.PhaseLoad
 	}
+}
+
+// faultAfterError reports a kernel's fault on the device (deviceFault:
+// reported by whichever call comes next, it names no call's own failure)
+// while serving, after an error line of the engine's own that no rule
+// explained (the candidate's prior) logged before the server was up: that
+// line, which the engine went on after, states what the fault came of
+// (TurboMind's "[TM][ERROR] use_context_fmha not support int8" at load,
+// then the first request's illegal memory access). An error line of the
+// fault's own step (ggml's abort, a wrapper's loop error) only reports it.
+func faultAfterError(c candidate) bool {
+	return c.crash && c.prior != "" && deviceFault(c.line) && !deviceFault(c.prior) &&
+		c.priorPhase.Index() < failure.PhaseReadyWait.Index() && c.phase.Index() >= failure.PhaseReadyWait.Index()
 }
 
 // crashRefine gives a crash line that names no class the one its moment
