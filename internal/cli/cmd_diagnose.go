@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -207,10 +208,12 @@ func runDiagnose(ctx context.Context, g *Globals, o *diagnoseOpts, args []string
 		}
 		exit = engine.Signaled(name)
 	case o.HasExit:
-		if o.Exit < 0 || o.Exit > 255 {
-			return UsageErrorf("diagnose: --exit %d: an exit code is 0 to 255 (a shell's 128+N means signal N: use --signal N)", o.Exit)
+		code, ok := exitCode(o.Exit)
+		if !ok {
+			return UsageErrorf("diagnose: --exit %d: an exit code is 0 to 255, or a Windows NTSTATUS 0xC0000000 to 0xFFFFFFFF "+
+				"(or its negative 32-bit form, -1073741824 to -1); a shell's 128+N means signal N: use --signal N", o.Exit)
 		}
-		exit = engine.Exited(o.Exit)
+		exit = engine.Exited(code)
 	}
 
 	path := args[0]
@@ -464,4 +467,16 @@ func kindSuggestion(kind string) string {
 		return "; did you mean " + best + "?"
 	}
 	return ""
+}
+
+// exitCode is the exit status --exit gives, as the engine reads it: 0 to
+// 255 (POSIX), or a Windows NTSTATUS error code (0xC0000000 to 0xFFFFFFFF,
+// e.g. 0xC0000409 = 3221226505, STATUS_STACK_BUFFER_OVERRUN), which
+// PowerShell and some launchers print as the negative 32-bit integer
+// (-1073740791); false for anything else.
+func exitCode(n int) (int, bool) {
+	if n < 0 && n >= math.MinInt32 {
+		n = int(uint32(int32(n)))
+	}
+	return n, (n >= 0 && n <= 255) || (n >= 0xC0000000 && n <= 0xFFFFFFFF)
 }

@@ -229,6 +229,16 @@ func TestDiagnoseUsage(t *testing.T) {
 	if code != ExitUsage || json.Unmarshal(errb.Bytes(), &e) != nil || e.ExitCode != ExitUsage {
 		t.Errorf("json error: exit %d, stderr %q", code, errb.String())
 	}
+	// A Windows NTSTATUS is an exit code too, in either form: an LM Studio
+	// or llama.cpp process on Windows ends with 0xC0000409.
+	for _, x := range []string{"3221226505", "-1073740791", "0xC0000409"} {
+		out.Reset()
+		errb.Reset()
+		if code := Run(context.Background(), []string{"diagnose", log, "--engine", "llamacpp", "--exit", x}, &out, &errb); code != ExitOK ||
+			!strings.Contains(out.String(), "3221226505") && !strings.Contains(strings.ToUpper(out.String()), "C0000409") {
+			t.Errorf("--exit %s: exit %d, stdout %q, stderr %q", x, code, out.String(), errb.String())
+		}
+	}
 	// A signal number is accepted and named.
 	out.Reset()
 	if code := Run(context.Background(), []string{"diagnose", log, "--engine", "llamacpp", "--signal", "9"}, &out, &errb); code != ExitOK ||
