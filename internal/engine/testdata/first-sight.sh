@@ -50,6 +50,8 @@ sets=(
   "r12a e2e31c1 internal/engine/heldout-r12a"
   "r12b e2e31c1 internal/engine/heldout-r12b"
   "r12c e2e31c1 internal/engine/heldout-r12c"
+  "r13a ddccfb5 internal/engine/heldout-r13a"
+  "r13b ddccfb5 internal/engine/heldout-r13b"
 )
 
 for s in "${sets[@]}"; do
