@@ -100,15 +100,21 @@ type TokenUsage struct {
 	CompletionTokens int64 `json:"completion_tokens"`
 }
 
-// LatencyShift is the Mann-Whitney test of the candidate's end-to-end
-// latencies against production's, with the Hodges-Lehmann shift
-// (candidate − production, ms) and its interval.
+// LatencyShift is the shift of the candidate's end-to-end latencies
+// against production's (candidate − production, ms) with its interval
+// and p-value. With Pairs > 0 it is the Wilcoxon signed-rank test of the
+// Pairs paired differences (the same request answered by both sides),
+// the shift their Hodges-Lehmann estimate (the median of the Walsh
+// averages); with Pairs 0 (a run recorded before hiro paired them) the
+// Mann-Whitney test of the two sides' latencies, the shift the median of
+// every cross difference.
 type LatencyShift struct {
 	ShiftMS    float64 `json:"shift_ms"`
 	LowerMS    float64 `json:"lower_ms"`
 	UpperMS    float64 `json:"upper_ms"`
 	P          float64 `json:"p"`
 	Confidence float64 `json:"confidence"`
+	Pairs      int     `json:"pairs,omitempty"`
 }
 
 // ShadowExtraction totals the extraction pairs: claims each side

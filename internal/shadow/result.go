@@ -142,7 +142,7 @@ func (m *Mirror) result() *Result {
 // summarize fills r's totals, comparisons and outcome from the pairs.
 func summarize(r *Result, pairs []pair) {
 	r.Pairs = len(pairs)
-	var cLat, pLat, cTTFT, pTTFT []float64
+	var cLat, pLat, cTTFT, pTTFT, dLat []float64           // dLat: candidate − production, pairs both sides answered
 	var success, schema, ground, accepted [2][]stats.Ratio // [0] candidate, [1] production
 	one := func(b bool) stats.Ratio {
 		if b {
@@ -166,6 +166,9 @@ func summarize(r *Result, pairs []pair) {
 			pLat, pTTFT = append(pLat, ms(p.prod.latency)), append(pTTFT, ms(p.prod.ttfb))
 			r.ProductionUsage.PromptTokens += p.prod.reply.prompt
 			r.ProductionUsage.CompletionTokens += p.prod.reply.completion
+		}
+		if co && po {
+			dLat = append(dLat, ms(p.cand.latency)-ms(p.prod.latency))
 		}
 		success[0], success[1] = append(success[0], one(co)), append(success[1], one(po))
 		if !po {
@@ -220,9 +223,13 @@ func summarize(r *Result, pairs []pair) {
 	}
 	r.CandidateTTFT, r.ProductionTTFT = percentiles(cTTFT), percentiles(pTTFT)
 	r.CandidateLatency, r.ProductionLatency = percentiles(cLat), percentiles(pLat)
-	if len(cLat) > 0 && len(pLat) > 0 {
-		if rt, err := stats.MannWhitney(cLat, pLat, stats.DefaultConfidence); err == nil {
-			r.LatencyShift = &evidence.LatencyShift{ShiftMS: round6(rt.Shift), LowerMS: round6(rt.Lower), UpperMS: round6(rt.Upper), P: round6(rt.P), Confidence: rt.Confidence}
+	// The same request went to both sides: the paired differences cancel
+	// what varies between requests (a prompt's length), which the two
+	// sides' latencies taken apart would carry into the interval.
+	if len(dLat) > 0 {
+		if rt, err := stats.SignedRank(dLat, stats.DefaultConfidence); err == nil {
+			r.LatencyShift = &evidence.LatencyShift{ShiftMS: round6(rt.Shift), LowerMS: round6(rt.Lower), UpperMS: round6(rt.Upper),
+				P: round6(rt.P), Confidence: rt.Confidence, Pairs: rt.N}
 		}
 	}
 	r.Comparisons = nil
@@ -329,7 +336,7 @@ func decide(r *Result) {
 		fmt.Fprintf(&b, "; extraction agreement with production %.3f", r.Extraction.Agreement)
 	}
 	if r.LatencyShift != nil {
-		fmt.Fprintf(&b, "; latency shift (Hodges-Lehmann, candidate − production) %s ms", stats.Signed(r.LatencyShift.ShiftMS, 1))
+		fmt.Fprintf(&b, "; latency shift (Hodges-Lehmann of the paired differences, candidate − production) %s ms", stats.Signed(r.LatencyShift.ShiftMS, 1))
 	}
 	r.Summary = b.String()
 }
