@@ -85,10 +85,27 @@ var hubFamily = family("hub", []Rule{
 	// this is a private repository, make sure to pass a token ..."): the
 	// name is wrong, or the repository is private and no token was given
 	// (Or), and a name that is neither a folder nor a repo id
+	// a server's own report that its download of the model's files from
+	// its registry was refused for want of credentials, in its own words
+	// rather than a hub client's (NIM's "Failed to download the model
+	// manifest for nim/X: Authentication Error", Tabby's "Failed to fetch
+	// model 'X' due to 'Fetching 'F' failed: Server returned 401 HTTP
+	// status'"): the key or token was not given to it
+	{Name: "hub/download-refused-credentials", Text: "download", Pattern: downloadDenied, Class: failure.ClassModelAccessDenied, NextStep: downloadDeniedStep},
+	{Name: "hub/fetch-refused-credentials", Text: "fetch", Pattern: downloadDenied, Class: failure.ClassModelAccessDenied, NextStep: downloadDeniedStep},
 	{Name: "hub/transformers-gated-repo", Text: "You are trying to access a gated repo", Class: failure.ClassModelAccessDenied},
 	{Name: "hub/transformers-not-a-valid-model-identifier", Text: "is not a valid model identifier listed on", Class: failure.ClassModelLoadFailed, Or: failure.ClassModelAccessDenied},
 	{Name: "hub/transformers-incorrect-path-or-model-id", Text: "Incorrect path_or_model_id", Class: failure.ClassModelLoadFailed},
 })
+
+// downloadDenied matches a download or fetch of the model refused for
+// want of credentials: an authentication word or an HTTP 401/403 status
+// after the download's verb (hubFamily).
+var downloadDenied = regexp.MustCompile(`(?i)\b(download|fetch)\w*\b.{0,200}(\bauthentication (error|failed|failure|required)\b|\bunauthori[sz]ed\b|\bnot authori[sz]ed\b|\b(returned|status|code|HTTP) (401|403)\b|\b(401|403) HTTP status\b)`)
+
+// downloadDeniedStep is the next step of a refused model download.
+const downloadDeniedStep = "The model registry refused the download for want of credentials: pass the key or token (NGC_API_KEY for NIM, " +
+	"HF_TOKEN for the Hugging Face hub) into the server's environment, and check that the account may fetch this model."
 
 // modelFamily: the model's own files, whatever the engine: a config,
 // tokenizer or weights file that is missing, a field or a weight the

@@ -2081,9 +2081,11 @@ func splitLine(line string) (msg, level string) {
 
 // cLevel reads the level C programs write inside the message
 // ("link_cuda_dso: warning: ...", "warning: failed to mlock ...",
-// "main: error: ..."); empty when none.
+// "main: error: ..."); empty when none. A status glyph before the word
+// (levelGlyphs: a launcher relaying the server's "warning: ..." as
+// "⚠ warning: ...") is read past.
 func cLevel(msg string) string {
-	head := msg
+	head := trimLevelGlyph(msg)
 	if len(head) > 80 {
 		head = head[:80]
 	}
@@ -2094,6 +2096,24 @@ func cLevel(msg string) string {
 		return "ERROR"
 	}
 	return ""
+}
+
+// levelGlyphs are the status symbols command-line front ends print before
+// a level word (Node's log-symbols: "⚠" warning, "✖" error; "✗", "✘",
+// "❌", "×" elsewhere), each followed by a space.
+var levelGlyphs = [...]string{"⚠️ ", "⚠ ", "✖️ ", "✖ ", "✗ ", "✘ ", "❌ ", "× "}
+
+// trimLevelGlyph removes one leading status glyph (levelGlyphs) from msg.
+func trimLevelGlyph(msg string) string {
+	if msg == "" || msg[0] < 0x80 {
+		return msg
+	}
+	for _, g := range levelGlyphs {
+		if strings.HasPrefix(msg, g) {
+			return strings.TrimLeft(msg[len(g):], " ")
+		}
+	}
+	return msg
 }
 
 // relayed returns the child's own line when msg is a wrapper relaying a
