@@ -52,6 +52,7 @@ sets=(
   "r12c e2e31c1 internal/engine/heldout-r12c"
   "r13a ddccfb5 internal/engine/heldout-r13a"
   "r13b ddccfb5 internal/engine/heldout-r13b"
+  "r14a 662dcd9 internal/engine/heldout-r14a"
 )
 
 for s in "${sets[@]}"; do
