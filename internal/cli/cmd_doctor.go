@@ -185,6 +185,9 @@ func printDoctor(g *Globals, r doctor.Report) {
 				}
 			}
 			fmt.Fprintf(w, "engine\t%s: %s (%s)\n", e.Kind, v, strings.TrimSpace(e.Path))
+			if e.Also != "" {
+				fmt.Fprintf(w, "engine\t%s: another binary at %s, the one scripts/install-ollama.sh built and the examples run (they put its folder first on PATH); a profile's command = %q runs the one on PATH\n", e.Kind, e.Also, e.Command)
+			}
 		}
 	}
 	w.Flush()

@@ -139,6 +139,11 @@ type Engine struct {
 	VersionSource string `json:"version_source,omitempty"`
 	// Note says what went wrong asking for the version.
 	Note string `json:"note,omitempty"`
+	// Also is, for Ollama found on PATH, the other binary that
+	// scripts/install-ollama.sh built ($GOPATH/bin/ollama, or
+	// HIRO_OLLAMA) when it is not the one on PATH: the examples put that
+	// folder first on PATH, so they run it, not Path.
+	Also string `json:"also,omitempty"`
 }
 
 // Options tune Collect.
@@ -500,6 +505,9 @@ func engines(ctx context.Context, o Options) []Engine {
 		}
 		e.Found = true
 		if p.kind == "ollama" {
+			e.Also = otherOllama(o, path)
+		}
+		if p.kind == "ollama" {
 			if b, err := o.Run(ctx, "go", "version", "-m", path); err == nil {
 				if m := reGoModVersion.FindSubmatch(b); m != nil {
 					e.Version, e.VersionSource = string(m[1]), "go version -m "+path
@@ -521,6 +529,21 @@ func engines(ctx context.Context, o Options) []Engine {
 
 // goBinOllama finds the Ollama that scripts/install-ollama.sh builds into
 // $(go env GOPATH)/bin, or $HIRO_OLLAMA.
+// otherOllama is the install script's Ollama when it is another binary
+// than onPath (symbolic links resolved); "" when it is the same or absent.
+func otherOllama(o Options, onPath string) string {
+	g, err := goBinOllama(o)
+	if err != nil {
+		return ""
+	}
+	a, errA := filepath.EvalSymlinks(onPath)
+	b, errB := filepath.EvalSymlinks(g)
+	if errA != nil || errB != nil || a == b {
+		return ""
+	}
+	return g
+}
+
 func goBinOllama(o Options) (string, error) {
 	if p := os.Getenv("HIRO_OLLAMA"); p != "" {
 		return p, nil

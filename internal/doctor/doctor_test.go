@@ -200,3 +200,44 @@ func TestStatePathCreatedLater(t *testing.T) {
 		t.Errorf("state folder not created yet: %+v", d)
 	}
 }
+
+// U2 (findings16): the Ollama on PATH and the one install-ollama.sh built
+// under $GOPATH/bin are two binaries: doctor names the second, which the
+// examples run; the same binary reached both ways is not named twice.
+func TestDoctorNamesTheInstalledOllamaBesidePATHs(t *testing.T) {
+	gopath, other := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(gopath, "bin"), 0o755)
+	built := filepath.Join(gopath, "bin", "ollama")
+	onPath := filepath.Join(other, "ollama")
+	for _, p := range []string{built, onPath} {
+		os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755)
+	}
+	t.Setenv("GOPATH", gopath)
+	t.Setenv("HIRO_OLLAMA", "")
+	collect := func(found string) Engine {
+		r := Collect(context.Background(), Options{
+			LookPath: func(name string) (string, error) {
+				if name == "ollama" {
+					return found, nil
+				}
+				return "", errors.New("not found")
+			},
+			Run: func(context.Context, string, ...string) ([]byte, error) {
+				return []byte("ollama version is 0.6.5"), nil
+			},
+		})
+		for _, e := range r.Engines {
+			if e.Kind == "ollama" {
+				return e
+			}
+		}
+		t.Fatal("no ollama engine in the report")
+		return Engine{}
+	}
+	if e := collect(onPath); e.Also != built {
+		t.Errorf("PATH's %s and the built %s: also %q, want the built one", onPath, built, e.Also)
+	}
+	if e := collect(built); e.Also != "" {
+		t.Errorf("the built one on PATH: also %q, want none", e.Also)
+	}
+}

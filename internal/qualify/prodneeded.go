@@ -90,6 +90,9 @@ func (p *Plan) ProductionNotServing(ctx context.Context, cfg *config.Config) str
 	if cr.Failure != nil && cr.Failure.RootCause != "" {
 		why = cr.Failure.RootCause
 	}
+	if strings.Contains(why, "connection refused") {
+		why = "nothing listens on its port: the connection was refused" // Go's dial error says no more
+	}
 	return fmt.Sprintf("production %s is not serving now at %s (%s); %s", prod.Name, prod.BaseURL, why, productionNeededNote(prod, gates, "before the run"))
 }
 

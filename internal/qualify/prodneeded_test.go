@@ -33,6 +33,10 @@ func TestProductionNotServingIsNamedWithTheGatesThatNeedIt(t *testing.T) {
 			t.Errorf("warning %q lacks %q", w, want)
 		}
 	}
+	// A refused connection is said in words, not as Go's dial error (U4).
+	if !strings.Contains(w, "(nothing listens on its port: the connection was refused)") || strings.Contains(w, "dial tcp") {
+		t.Errorf("warning %q: want the refused connection in words, without Go's dial error", w)
+	}
 	var progress bytes.Buffer
 	out, err := qualify.Run(context.Background(), p, cfg, qualify.Options{LeaseDir: e.leaseDir, Progress: &progress})
 	if err != nil {
