@@ -20,11 +20,11 @@ func LatencyShiftText(r *Result) string {
 	if s == nil {
 		return ""
 	}
-	what := "the median of every candidate − production latency difference"
+	what := "the median of every candidate - production latency difference"
 	if s.Pairs > 0 {
-		what = fmt.Sprintf("the centre of the %s candidate − production latency differences", termtext.Plural(s.Pairs, "pair's", "pairs'"))
+		what = fmt.Sprintf("the centre of the %s candidate - production latency differences", termtext.Plural(s.Pairs, "pair's", "pairs'"))
 	}
-	t := fmt.Sprintf("shift candidate − production %s ms, %g %% [%s, %s] (Hodges-Lehmann: %s; negative: the candidate is faster)",
+	t := fmt.Sprintf("shift candidate - production %s ms, %g %% [%s, %s] (Hodges-Lehmann: %s; negative: the candidate is faster)",
 		stats.Signed(s.ShiftMS, 1), math.Round(s.Confidence*1000)/10, stats.Signed(s.LowerMS, 1), stats.Signed(s.UpperMS, 1), what)
 	if r.CandidateLatency != nil && r.ProductionLatency != nil {
 		if d := r.CandidateLatency.P50 - r.ProductionLatency.P50; d*s.ShiftMS < 0 && math.Abs(d) >= 0.05 && math.Abs(s.ShiftMS) >= 0.05 {

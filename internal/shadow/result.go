@@ -142,7 +142,7 @@ func (m *Mirror) result() *Result {
 // summarize fills r's totals, comparisons and outcome from the pairs.
 func summarize(r *Result, pairs []pair) {
 	r.Pairs = len(pairs)
-	var cLat, pLat, cTTFT, pTTFT, dLat []float64           // dLat: candidate − production, pairs both sides answered
+	var cLat, pLat, cTTFT, pTTFT, dLat []float64           // dLat: candidate - production, pairs both sides answered
 	var success, schema, ground, accepted [2][]stats.Ratio // [0] candidate, [1] production
 	one := func(b bool) stats.Ratio {
 		if b {
@@ -336,7 +336,7 @@ func decide(r *Result) {
 		fmt.Fprintf(&b, "; extraction agreement with production %.3f", r.Extraction.Agreement)
 	}
 	if r.LatencyShift != nil {
-		fmt.Fprintf(&b, "; latency shift (Hodges-Lehmann of the paired differences, candidate − production) %s ms", stats.Signed(r.LatencyShift.ShiftMS, 1))
+		fmt.Fprintf(&b, "; latency shift (Hodges-Lehmann of the paired differences, candidate - production) %s ms", stats.Signed(r.LatencyShift.ShiftMS, 1))
 	}
 	r.Summary = b.String()
 }
